@@ -1,0 +1,56 @@
+# Every target sets up what it needs, on a fresh clone with only Python 3 and pip.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PADDLE_VENV := .venv-paddle
+PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
+
+.PHONY: demo test test-gpu test-paddle bench docs lint clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.demo: setup.cfg pyproject.toml | $(BIN)/python
+	$(PIP) -e .
+	@touch $@
+
+$(VENV)/.test: setup.cfg pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[test]"
+	@touch $@
+
+$(VENV)/.bench: setup.cfg pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[bench]"
+	@touch $@
+
+$(VENV)/.docs: setup.cfg pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[docs]"
+	@touch $@
+
+$(VENV)/.lint: setup.cfg pyproject.toml | $(BIN)/python
+	$(PIP) ruff
+	@touch $@
+
+demo: $(VENV)/.demo
+	$(BIN)/python examples/tour.py
+
+test: $(VENV)/.test
+	$(BIN)/python -m pytest -q
+
+test-gpu: $(VENV)/.test
+	$(BIN)/python -m pytest -q -m gpu
+
+# Real PaddlePaddle 2.6.2 needs numpy<2, so it gets a venv of its own.
+test-paddle:
+	@bash tests/paddle/run.sh $(PYTHON) $(PADDLE_VENV)
+
+bench: $(VENV)/.bench
+	$(BIN)/python bench/run.py
+
+docs: $(VENV)/.docs
+	$(BIN)/python -m sphinx -W -b html docs docs/_build/html
+
+lint: $(VENV)/.lint
+	$(BIN)/python -m ruff check lodtensor tests examples bench
+
+clean:
+	rm -rf $(VENV) $(PADDLE_VENV) build *.egg-info docs/_build

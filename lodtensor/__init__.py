@@ -1,0 +1,39 @@
+"""lodtensor: variable-length and hierarchical tensors (PaddlePaddle-style LoD).
+
+One flat data array plus a few int64 offset arrays, one per nesting level.
+``import lodtensor`` costs only NumPy; torch, cupy and pyarrow load on first use.
+"""
+
+from .backend import available_backends, backend_of, get_backend
+from .errors import BackendMismatchError, LoDError
+from .factories import (
+    create_lod_tensor,
+    create_random_int_lodtensor,
+    from_nested_list,
+    from_padded,
+    from_padded_all,
+)
+from .lod import LoD
+from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, Place
+from .tensor import LoDTensor
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LoDTensor",
+    "LoD",
+    "LoDError",
+    "BackendMismatchError",
+    "Place",
+    "CPUPlace",
+    "CUDAPlace",
+    "CUDAPinnedPlace",
+    "from_nested_list",
+    "from_padded",
+    "from_padded_all",
+    "create_lod_tensor",
+    "create_random_int_lodtensor",
+    "backend_of",
+    "get_backend",
+    "available_backends",
+]

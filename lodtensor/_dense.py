@@ -1,0 +1,114 @@
+"""Index algebra between flat rows + LoD and dense padded arrays.
+
+The positions are computed on the host from the LoD (vectorised, one pass per
+level); the backend's ``place_rows`` kernel then moves every row once.
+"""
+
+import operator
+
+import numpy as np
+
+from .lod import LoD, offsets_to_segment_ids
+
+__all__ = ["pad_level", "pad_all", "check_pad_value"]
+
+
+def check_pad_value(pad_value, row_shape, where):
+    shape = np.shape(pad_value)
+    if shape and (len(shape) > len(row_shape) or any(
+        s not in (1, r) for s, r in zip(shape[::-1], row_shape[::-1])
+    )):
+        raise ValueError(
+            f"{where}: pad_value must be a scalar or broadcast to the row shape "
+            f"{tuple(row_shape)}, got shape {shape}"
+        )
+
+
+def _check_out(be, out, shape, dtype, where):
+    if be.name != "numpy" and type(out) is not type(be.asarray([0])):
+        raise TypeError(f"{where}: out must be a {be.name} array like the data, got {type(out).__name__}")
+    if tuple(out.shape) != tuple(shape):
+        raise ValueError(f"{where}: out must have shape {tuple(shape)}, got {tuple(out.shape)}")
+    if out.dtype != dtype:
+        raise TypeError(f"{where}: out must have dtype {dtype}, got {out.dtype}")
+    if not be.is_c_contiguous(out):
+        raise ValueError(f"{where}: out must be C-contiguous")
+
+
+def pad_level(be, data, lod, level, pad_value, maxlen, out):
+    """``(padded, lengths)`` for the sequences of ``level`` (counted in rows)."""
+    offsets = lod.absolute_offsets(level)
+    lengths = np.diff(offsets)
+    longest = int(lengths.max()) if lengths.size else 0
+    if maxlen is None:
+        maxlen = longest
+    else:
+        try:
+            maxlen = operator.index(maxlen)
+        except TypeError:
+            raise TypeError(f"to_padded(): maxlen must be an integer, got {type(maxlen).__name__} {maxlen!r}") from None
+        if maxlen < longest:
+            raise ValueError(
+                f"to_padded(): maxlen={maxlen} is shorter than the longest sequence ({longest}); "
+                f"truncation is not supported"
+            )
+    row_shape = tuple(data.shape[1:])
+    check_pad_value(pad_value, row_shape, "to_padded()")
+    shape = (lengths.size, maxlen) + row_shape
+    if out is not None:
+        _check_out(be, out, shape, data.dtype, "to_padded()")
+    padded = be.pad(data, be.asarray(offsets), maxlen, pad_value, out=out)
+    return padded, be.asarray(lengths)
+
+
+def pad_all(be, data, lod, pad_value):
+    """Dense array over every level and one boolean mask per level."""
+    levels = lod.levels
+    row_shape = tuple(data.shape[1:])
+    check_pad_value(pad_value, row_shape, "to_padded_all()")
+    dims = [levels[0].size - 1]
+    flat = np.arange(dims[0], dtype=np.int64)  # flat position of each level-0 sequence
+    masks = []
+    for k, offsets in enumerate(levels):
+        lengths = lod.lengths(k)
+        width = int(lengths.max()) if lengths.size else 0
+        seg = offsets_to_segment_ids(offsets)
+        pos = np.arange(seg.size, dtype=np.int64) - offsets[seg]
+        flat = flat[seg] * width + pos
+        dims.append(width)
+        mask = np.zeros(int(np.prod(dims)), dtype=bool)
+        mask[flat] = True
+        masks.append(mask.reshape(dims))
+    padded = be.place_rows(data, be.asarray(flat), tuple(dims), pad_value)
+    if be.name != "numpy":
+        masks = [be.asarray(m) for m in masks]
+    return padded, masks
+
+
+def lod_from_masks(masks, where="from_padded_all()"):
+    """The LoD (and row mask) described by per-level masks from :func:`pad_all`."""
+    if not masks:
+        raise ValueError(f"{where}: masks must hold one boolean mask per lod level, got none")
+    arrays = []
+    parent = None
+    for k, mask in enumerate(masks):
+        mask = np.asarray(mask)
+        if mask.dtype != bool or mask.ndim != k + 2:
+            raise ValueError(
+                f"{where}: masks[{k}] must be a boolean array of rank {k + 2}, got "
+                f"{mask.dtype} of shape {mask.shape}"
+            )
+        if parent is not None and mask.shape[:-1] != parent.shape:
+            raise ValueError(
+                f"{where}: masks[{k}] must have shape {parent.shape} + (width,), got {mask.shape}"
+            )
+        selected = mask.reshape(-1, mask.shape[-1]) if parent is None else mask[parent]
+        if parent is not None and (mask[~parent]).any():
+            raise ValueError(f"{where}: masks[{k}] marks items inside sequences that masks[{k - 1}] leaves out")
+        counts = selected.sum(axis=1)
+        prefix_ok = (np.cumsum(selected, axis=1) == np.arange(1, selected.shape[1] + 1)) | ~selected
+        if not prefix_ok.all():
+            raise ValueError(f"{where}: masks[{k}] must mark a prefix of each sequence (True then False)")
+        arrays.append(counts)
+        parent = mask
+    return LoD.from_lengths(arrays), parent

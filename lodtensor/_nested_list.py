@@ -1,0 +1,106 @@
+"""Nested Python lists <-> flat rows + per-level lengths.
+
+Construction from nested lists is a hot path: each level is flattened in one
+C-speed pass (``functools.reduce(operator.iadd, ...)`` concatenates the lists
+without a Python-level loop), its lengths are counted with ``map(len, ...)``,
+and the leaves become one array with a single ``np.fromiter`` call. No array
+is created per item.
+"""
+
+import functools
+import operator
+
+import numpy as np
+
+_LIST_TYPES = (list, tuple)
+_INT_TYPES = frozenset({int})
+_FLOAT_TYPES = frozenset({float, int})
+
+
+def _is_listlike_types(types):
+    return all(issubclass(t, _LIST_TYPES) for t in types)
+
+
+def _first_mismatch(items, want_list):
+    for i, item in enumerate(items):
+        if isinstance(item, _LIST_TYPES) != want_list:
+            return i, item
+    return None, None  # pragma: no cover - only called when a mismatch exists
+
+
+def flatten(nested, lod_level=None, dtype=None, name="nested"):
+    """Flatten nested lists into ``(rows, lengths_per_level)``.
+
+    ``lod_level=None`` takes every list level above the scalars as a lod level;
+    a smaller ``lod_level`` keeps the inner lists as row dimensions.
+    ``dtype=None`` infers like NumPy (ints -> int64, floats -> float64).
+    """
+    if not isinstance(nested, _LIST_TYPES):
+        raise TypeError(f"{name} must be a (nested) list or tuple, got {type(nested).__name__}")
+    if lod_level is not None:
+        lod_level = operator.index(lod_level)
+        if lod_level < 0:
+            raise ValueError(f"lod_level must be >= 0, got {lod_level}")
+    items = nested
+    lengths = []
+    depth = 0
+    while lod_level is None or depth < lod_level:
+        types = set(map(type, items))
+        if not types:
+            break
+        if not _is_listlike_types(types):
+            if any(issubclass(t, _LIST_TYPES) for t in types):
+                i, item = _first_mismatch(items, want_list=True)
+                raise ValueError(
+                    f"{name} has inconsistent depth: at depth {depth + 1}, item {i} is "
+                    f"{type(item).__name__} {item!r} but other items there are lists"
+                )
+            if lod_level is not None:
+                raise ValueError(
+                    f"lod_level={lod_level} is deeper than the nesting of {name} "
+                    f"({depth} list level(s) above the values)"
+                )
+            break
+        lengths.append(np.fromiter(map(len, items), dtype=np.int64, count=len(items)))
+        items = functools.reduce(operator.iadd, items, [])
+        depth += 1
+    return _leaves_to_array(items, dtype, name), lengths
+
+
+def _leaves_to_array(items, dtype, name):
+    """One array from a flat list of leaves (scalars, or row-shaped lists/arrays)."""
+    if dtype is not None:
+        dtype = np.dtype(dtype)
+    types = set(map(type, items))
+    n = len(items)
+    if types and types <= _FLOAT_TYPES and (dtype is None or dtype.kind in "biufc"):
+        if dtype is None:
+            dtype = np.dtype(np.int64) if types <= _INT_TYPES else np.dtype(np.float64)
+        try:
+            return np.fromiter(items, dtype=dtype, count=n)
+        except OverflowError as err:
+            raise ValueError(f"{name}: a value does not fit in {dtype}: {err}") from None
+    if not items:
+        return np.empty(0, dtype=dtype or np.float64)
+    try:
+        arr = np.asarray(items, dtype=dtype)
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"{name}: the rows below the lod levels must all have the same shape "
+            f"({err}); pass a larger lod_level for ragged inner lists"
+        ) from None
+    if arr.dtype.kind not in "biufc":
+        bad = next((x for x in items if isinstance(x, (str, bytes)) or x is None), items[0])
+        raise TypeError(
+            f"{name} must hold numbers, got {type(bad).__name__} {bad!r} (array dtype {arr.dtype})"
+        )
+    return arr
+
+
+def to_nested_list(rows, levels):
+    """Nested Python lists from rows (a list) and offsets levels (outermost first)."""
+    out = rows
+    for offsets in reversed(levels):
+        offs = offsets.tolist()
+        out = [out[s:e] for s, e in zip(offs, offs[1:])]
+    return out

@@ -1,0 +1,103 @@
+"""Array backends: one small kernel set per array library.
+
+``backend_of(*arrays)`` picks the backend from the arrays' types without
+importing optional libraries (it looks at the type's module name);
+``get_backend(name)`` returns a backend by name, importing its library lazily.
+"""
+
+import numpy as np
+
+from ..errors import BackendMismatchError
+from ._base import KERNELS, Backend
+
+__all__ = ["Backend", "KERNELS", "backend_of", "get_backend", "backend_name_of", "available_backends"]
+
+_BACKENDS = {}
+_TYPE_CACHE = {}
+
+_MODULE_PREFIX = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
+
+_HINTS = {
+    "cupy": "install the GPU extra: pip install 'lodtensor[cuda]' (needs an NVIDIA GPU)",
+    "torch": "install the torch extra: pip install 'lodtensor[torch]'",
+}
+
+
+def get_backend(name):
+    """Return the backend called ``name`` (``"numpy"``, ``"cupy"`` or ``"torch"``).
+
+    >>> get_backend("numpy").name
+    'numpy'
+    >>> get_backend("jax")
+    Traceback (most recent call last):
+    ...
+    ValueError: get_backend(): name must be one of 'numpy', 'cupy', 'torch', got 'jax'
+    """
+    backend = _BACKENDS.get(name)
+    if backend is not None:
+        return backend
+    if name == "numpy":
+        from .numpy import NumpyBackend
+
+        backend = NumpyBackend()
+    elif name in ("cupy", "torch"):
+        import importlib
+
+        try:
+            module = importlib.import_module(f"{__name__}.{name}")
+        except ImportError as err:
+            raise ImportError(f"the {name!r} backend needs {name}: {_HINTS[name]}") from err
+        backend = module.make_backend()
+    else:
+        raise ValueError(
+            f"get_backend(): name must be one of 'numpy', 'cupy', 'torch', got {name!r}"
+        )
+    _BACKENDS[name] = backend
+    return backend
+
+
+def backend_name_of(array):
+    """``"numpy"``, ``"cupy"`` or ``"torch"`` for an array, None for anything else.
+
+    Looks only at the type's module, so it never imports cupy or torch. NumPy
+    scalars and Python numbers are None: they combine with any backend.
+    """
+    kind = type(array)
+    name = _TYPE_CACHE.get(kind, False)
+    if name is False:
+        root = kind.__module__.split(".", 1)[0]
+        name = root if root in _MODULE_PREFIX else None
+        if name == "numpy" and not issubclass(kind, np.ndarray):
+            name = None
+        _TYPE_CACHE[kind] = name
+    return name
+
+
+def backend_of(*arrays):
+    """The one backend shared by ``arrays`` (scalars and Python values are neutral).
+
+    Raises
+    ------
+    BackendMismatchError
+        Arrays of two different libraries were given.
+    """
+    names = {name for name in map(backend_name_of, arrays) if name is not None}
+    if len(names) > 1:
+        first, second = sorted(names)[:2]
+        raise BackendMismatchError(
+            f"cannot combine {first!r} and {second!r} arrays; move one with .to({second!r}) "
+            f"or .to({first!r}) first"
+        )
+    return get_backend(names.pop() if names else "numpy")
+
+
+def available_backends():
+    """Names of the backends whose library imports here."""
+    names = ["numpy"]
+    for name in ("cupy", "torch"):
+        try:
+            get_backend(name)
+        except ImportError:
+            continue
+        names.append(name)
+    return names

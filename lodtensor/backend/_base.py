@@ -1,0 +1,76 @@
+"""The kernel set every array backend implements.
+
+Ops are written once against this interface and ``be.xp`` (the backend's array
+namespace). Each backend module (``numpy``, ``cupy``, ``torch``) subclasses
+:class:`Backend` and implements every kernel; quirks of one library stay in
+its module. Offsets passed to kernels are int64, valid (checked on the host
+before any kernel runs) and on the backend's device.
+"""
+
+__all__ = ["Backend", "KERNELS"]
+
+#: Names of the kernels a backend must implement.
+KERNELS = (
+    "asarray",
+    "to_numpy",
+    "device_of",
+    "segment_ids",
+    "repeat_interleave",
+    "cumsum",
+    "gather",
+    "scatter",
+    "segment_sum",
+    "segment_mean",
+    "segment_max",
+    "segment_min",
+    "segment_softmax",
+    "place_rows",
+    "pad",
+    "unpad",
+    "is_c_contiguous",
+)
+
+
+class Backend:
+    """One array library's kernels.
+
+    Attributes
+    ----------
+    name : str
+        ``"numpy"``, ``"cupy"`` or ``"torch"``.
+    xp : module
+        The array namespace (``numpy``, ``cupy``, ``torch``).
+
+    Kernels (all take and return arrays of this backend)
+    ----------------------------------------------------
+    asarray(obj, dtype=None, *, copy=False)
+    to_numpy(x)                                   host NumPy array (copy only when needed)
+    device_of(x) -> str                           ``"cpu"``, ``"cuda:0"``
+    segment_ids(offsets, *, total)                row -> sequence index
+    repeat_interleave(values, repeats, *, total=None)
+    cumsum(x, *, exclusive=False)
+    gather(data, index)                           rows ``data[index]``
+    scatter(out, index, values)                   ``out[index] = values`` in place
+    segment_sum(data, offsets)                    empty sequence -> 0
+    segment_mean(data, offsets, *, empty=0)
+    segment_max(data, offsets, *, empty)          empty sequence -> ``empty``
+    segment_min(data, offsets, *, empty)
+    segment_softmax(data, offsets)                softmax over the rows of each sequence
+    place_rows(data, index, shape, pad_value, *, out=None)
+                                                  dense ``shape + row_shape`` filled with
+                                                  ``pad_value``, row i written at flat index[i]
+    pad(data, offsets, maxlen, pad_value, *, out=None)  flat rows -> (B, maxlen, ...)
+    unpad(padded, offsets)                        (B, L, ...) -> flat rows, inverse of pad
+    is_c_contiguous(x) -> bool
+    """
+
+    name = "abstract"
+    xp = None
+
+    def __repr__(self):
+        return f"<lodtensor backend {self.name!r}>"
+
+    def __reduce__(self):
+        from . import get_backend  # noqa: PLC0415  (pickle by name; module-level would cycle)
+
+        return (get_backend, (self.name,))

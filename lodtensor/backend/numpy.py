@@ -1,0 +1,160 @@
+"""NumPy kernels: the reference implementation, always available.
+
+Row-moving kernels view each row as one opaque item (``np.void`` of the row's
+bytes) so that gathers and scatters move whole rows with one index lookup each
+instead of one per element.
+"""
+
+import numpy as np
+
+from ._base import Backend
+
+__all__ = ["NumpyBackend"]
+
+_INT64 = np.dtype(np.int64)
+
+
+def _as_rows(a):
+    """View a C-contiguous array as a 1-D array of row items (no copy)."""
+    if a.ndim == 1 or a.dtype.hasobject:
+        return a
+    row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:]))
+    if row_bytes == 0:
+        return None
+    return a.reshape(a.shape[0], -1).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
+
+
+def _exclusive_starts(lengths):
+    starts = np.empty(lengths.size, dtype=_INT64)
+    if lengths.size:
+        starts[0] = 0
+        np.cumsum(lengths[:-1], out=starts[1:])
+    return starts
+
+
+class NumpyBackend(Backend):
+    name = "numpy"
+    xp = np
+
+    # -- arrays and transfer -----------------------------------------------------------------
+    def asarray(self, obj, dtype=None, *, copy=False):
+        if copy:
+            return np.array(obj, dtype=dtype, copy=True)
+        return np.asarray(obj, dtype=dtype)
+
+    def to_numpy(self, x):
+        return np.asarray(x)
+
+    def device_of(self, x):
+        return "cpu"
+
+    # -- index helpers -----------------------------------------------------------------------
+    def segment_ids(self, offsets, *, total=None):
+        lengths = np.diff(offsets)
+        return np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
+
+    def repeat_interleave(self, values, repeats, *, total=None):
+        return np.repeat(values, repeats, axis=0)
+
+    def cumsum(self, x, *, exclusive=False):
+        if not exclusive:
+            return np.cumsum(x, axis=0)
+        out = np.zeros_like(x)
+        np.cumsum(x[:-1], axis=0, out=out[1:])
+        return out
+
+    def gather(self, data, index):
+        data = np.ascontiguousarray(data)
+        rows = _as_rows(data)
+        if rows is None:
+            return np.empty((len(index),) + data.shape[1:], dtype=data.dtype)
+        return rows.take(index).view(data.dtype).reshape((len(index),) + data.shape[1:])
+
+    def scatter(self, out, index, values):
+        rows = _as_rows(out) if out.flags.c_contiguous else None
+        if rows is None or out.ndim == 1:
+            out[index] = values
+        else:
+            rows.put(index, _as_rows(np.ascontiguousarray(values, dtype=out.dtype)))
+        return out
+
+    # -- segment reductions ------------------------------------------------------------------
+    def _reduceat(self, ufunc, data, offsets, fill):
+        lengths = np.diff(offsets)
+        n = lengths.size
+        out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
+        nonempty = lengths > 0
+        if data.shape[0] == 0 or not nonempty.any():
+            return out
+        starts = offsets[:-1][nonempty]
+        out[nonempty] = ufunc.reduceat(data, starts, axis=0)
+        return out
+
+    def segment_sum(self, data, offsets):
+        return self._reduceat(np.add, data, offsets, 0)
+
+    def segment_mean(self, data, offsets, *, empty=0):
+        lengths = np.diff(offsets)
+        total = self.segment_sum(data, offsets)
+        dtype = total.dtype if total.dtype.kind in "fc" else np.float64
+        shape = (-1,) + (1,) * (data.ndim - 1)
+        out = total.astype(dtype, copy=False) / np.maximum(lengths, 1).reshape(shape)
+        if empty != 0:
+            out[lengths == 0] = empty
+        return out
+
+    def segment_max(self, data, offsets, *, empty):
+        return self._reduceat(np.maximum, data, offsets, empty)
+
+    def segment_min(self, data, offsets, *, empty):
+        return self._reduceat(np.minimum, data, offsets, empty)
+
+    def segment_softmax(self, data, offsets):
+        lengths = np.diff(offsets)
+        if data.shape[0] == 0:
+            return data.astype(np.result_type(data.dtype, np.float32), copy=True)
+        peak = self._reduceat(np.maximum, data, offsets, 0)
+        shifted = data - np.repeat(peak, lengths, axis=0)
+        np.exp(shifted, out=shifted)
+        total = self._reduceat(np.add, shifted, offsets, 1)
+        shifted /= np.repeat(total, lengths, axis=0)
+        return shifted
+
+    # -- dense <-> flat ----------------------------------------------------------------------
+    def _pad_index(self, offsets, maxlen):
+        """Flat position (sequence * maxlen + position) of every row."""
+        lengths = np.diff(offsets)
+        shift = np.arange(lengths.size, dtype=_INT64) * maxlen - offsets[:-1]
+        return np.arange(int(offsets[-1]), dtype=_INT64) + np.repeat(shift, lengths)
+
+    def place_rows(self, data, index, shape, pad_value, *, out=None):
+        full = tuple(shape) + tuple(data.shape[1:])
+        if out is None:
+            if np.ndim(pad_value) == 0 and pad_value == 0:
+                out = np.zeros(full, dtype=data.dtype)
+            else:
+                out = np.empty(full, dtype=data.dtype)
+                out[...] = pad_value
+        else:
+            out[...] = pad_value
+        if data.shape[0] == 0:
+            return out
+        flat = out.reshape((-1,) + tuple(data.shape[1:]))
+        rows = _as_rows(flat)
+        if rows is not None:
+            rows.put(index, _as_rows(np.ascontiguousarray(data)))
+        return out
+
+    def pad(self, data, offsets, maxlen, pad_value, *, out=None):
+        n = offsets.size - 1
+        index = self._pad_index(offsets, maxlen) if data.shape[0] else None
+        return self.place_rows(data, index, (n, maxlen), pad_value, out=out)
+
+    def is_c_contiguous(self, x):
+        return x.flags.c_contiguous
+
+    def unpad(self, padded, offsets):
+        n, maxlen = padded.shape[:2]
+        index = self._pad_index(offsets, maxlen)
+        flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + padded.shape[2:])
+        return self.gather(flat, index)

@@ -1,0 +1,195 @@
+"""Factories: LoDTensors from nested lists, padded arrays, and Paddle's helpers."""
+
+import operator
+
+import numpy as np
+
+from ._dense import lod_from_masks
+from ._nested_list import flatten
+from .backend import backend_name_of, backend_of
+from .errors import LoDError
+from .lod import LoD
+from .place import CPUPlace, as_place
+from .tensor import LoDTensor, _to_place, _wrap, coerce_data, from_padded
+
+__all__ = [
+    "from_nested_list",
+    "from_padded",
+    "from_padded_all",
+    "create_lod_tensor",
+    "create_random_int_lodtensor",
+]
+
+
+def _as_dtype(dtype):
+    if dtype is None:
+        return None
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"dtype must be a NumPy dtype or its name, got {dtype!r}") from None
+    if dt.kind not in "biufc":
+        raise TypeError(f"dtype must be numeric or bool, got {dt}")
+    return dt
+
+
+def from_nested_list(nested, dtype=None, lod_level=None, place=None):
+    """Build a LoDTensor from nested Python lists, one lod level per list level.
+
+    Every list level above the values becomes a lod level (outermost first);
+    with a smaller ``lod_level`` the inner lists are the rows' own dimensions.
+    One pass per level, no array per item.
+
+    Parameters
+    ----------
+    nested : list or tuple
+        E.g. documents -> sentences -> token ids.
+    dtype : NumPy dtype or name, optional
+        Default: inferred as NumPy does (ints -> int64, floats -> float64).
+    lod_level : int, optional
+        Number of lod levels; default: every list level above the values.
+    place : Place or device string, optional
+        Where the data goes (default host memory).
+
+    Raises
+    ------
+    ValueError
+        Lists of inconsistent depth, rows of different shapes, or ``lod_level``
+        deeper than the lists.
+    TypeError
+        Leaves that are not numbers (strings, None), or a non-numeric dtype.
+
+    Examples
+    --------
+    >>> t = from_nested_list([[[1, 2], [3]], [[4, 5, 6]]])
+    >>> t.lod(), t.data.tolist()
+    ([[0, 2, 3], [0, 2, 3, 6]], [1, 2, 3, 4, 5, 6])
+    >>> from_nested_list([[[1, 2], [3, 4]], [[5, 6]]], lod_level=1).shape()
+    [3, 2]
+    >>> from_nested_list([[1, 2], 3])
+    Traceback (most recent call last):
+    ...
+    ValueError: nested has inconsistent depth: at depth 1, item 1 is int 3 but other items there are lists
+    """
+    dtype = _as_dtype(dtype)
+    rows, lengths = flatten(nested, lod_level=lod_level, dtype=dtype)
+    if lod_level is not None and len(lengths) < lod_level:
+        raise LoDError(
+            f"from_nested_list(): lod level {len(lengths)} would hold no sequence (the lists "
+            f"are empty at depth {len(lengths) + 1}); every lod level needs at least one",
+            level=len(lengths),
+        )
+    if lengths and lengths[0].size == 0:
+        raise LoDError("from_nested_list(): nested is empty; lod level 0 needs at least one sequence", level=0)
+    lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
+    data, where = _to_place(rows, as_place(place), copy=False)
+    return _wrap(data, lod, where)
+
+
+def from_padded_all(padded, masks):
+    """Inverse of :meth:`LoDTensor.to_padded_all`: rows where the masks are True; a copy.
+
+    >>> t = from_nested_list([[[1], [2, 3]], [[4]]])
+    >>> from_padded_all(*t.to_padded_all()).tolist()
+    [[[1], [2, 3]], [[4]]]
+    """
+    padded = coerce_data(padded, name="padded")
+    lod, row_mask = lod_from_masks(masks)
+    if tuple(padded.shape[: row_mask.ndim]) != row_mask.shape:
+        raise ValueError(
+            f"from_padded_all(): padded must start with the mask shape {row_mask.shape}, "
+            f"got {tuple(padded.shape)}"
+        )
+    be = backend_of(padded)
+    data = padded[be.asarray(row_mask)]
+    return LoDTensor(data, lod)
+
+
+def create_lod_tensor(data, recursive_seq_lens, place):
+    """Paddle's ``fluid.create_lod_tensor``: a LoDTensor from an array, nested list or LoDTensor.
+
+    A NumPy array (or LoDTensor, whose data is copied) gets the lod described
+    by ``recursive_seq_lens``. A nested list is flattened as in Paddle: its
+    values become rows with a trailing dimension of 1 (``(N, 1)`` for lists of
+    ids), int64 for ints and float64 for floats. Unlike Paddle, lists with
+    several lod levels are accepted.
+
+    Raises
+    ------
+    LoDError
+        ``recursive_seq_lens`` does not match the data.
+    TypeError
+        ``data`` is none of the accepted kinds.
+
+    See Also
+    --------
+    paddle.base.create_lod_tensor
+
+    Examples
+    --------
+    >>> t = create_lod_tensor([[1, 2], [3, 4, 5]], [[2, 3]], CPUPlace())
+    >>> t.shape(), t.lod()
+    ([5, 1], [[0, 2, 5]])
+    >>> create_lod_tensor(np.ones((5, 3)), [[2, 2]], CPUPlace())
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.LoDError: recursive_sequence_lengths level 0 must add up to len(data)=5, got sum=4
+    """
+    place = as_place(place) or CPUPlace()
+    if isinstance(data, LoDTensor):
+        data = data._require_data("create_lod_tensor()")
+    if isinstance(data, (list, tuple)):
+        expected = LoD.from_lengths(recursive_seq_lens)
+        rows, lengths = flatten(data, lod_level=len(expected), name="data")
+        for k, got in enumerate(lengths):
+            want = expected.lengths(k)
+            if got.shape != want.shape or not np.array_equal(got, want):
+                raise LoDError(
+                    f"create_lod_tensor(): data and recursive_seq_lens do not match: the list "
+                    f"has lengths {got.tolist()} at level {k}, recursive_seq_lens[{k}] is {want.tolist()}",
+                    level=k,
+                )
+        if len(lengths) < len(expected):
+            raise LoDError(
+                f"create_lod_tensor(): recursive_seq_lens has {len(expected)} levels but the "
+                f"list has only {len(lengths)}",
+                level=len(lengths),
+            )
+        rows = rows.reshape(rows.shape + (1,))
+        data, where = _to_place(rows, place, copy=False)
+        return _wrap(data, expected, where)
+    if backend_name_of(data) is None:
+        raise TypeError(
+            f"create_lod_tensor(): data must be a LoDTensor, a NumPy array or a nested list, "
+            f"got {type(data).__name__}"
+        )
+    tensor = LoDTensor()
+    tensor.set(data, place)
+    tensor.set_recursive_sequence_lengths(recursive_seq_lens)
+    return tensor
+
+
+def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high):
+    """Paddle's ``fluid.create_random_int_lodtensor``: int64 values in ``[low, high]``.
+
+    The data has shape ``[sum(recursive_seq_lens[-1])] + base_shape`` and is
+    drawn from NumPy's global random state (``np.random.seed`` applies).
+
+    >>> t = create_random_int_lodtensor([[2, 3]], [4], CPUPlace(), 0, 9)
+    >>> t.shape(), t.lod(), bool(((t.numpy() >= 0) & (t.numpy() <= 9)).all())
+    ([5, 4], [[0, 2, 5]], True)
+    """
+    lod = LoD.from_lengths(recursive_seq_lens)
+    if not isinstance(base_shape, (list, tuple)):
+        raise TypeError(f"create_random_int_lodtensor(): base_shape must be a list, got {type(base_shape).__name__}")
+    try:
+        dims = [operator.index(d) for d in base_shape]
+    except TypeError:
+        raise TypeError(f"create_random_int_lodtensor(): base_shape must hold integers, got {base_shape!r}") from None
+    if any(d < 0 for d in dims):
+        raise ValueError(f"create_random_int_lodtensor(): base_shape must be non-negative, got {base_shape!r}")
+    low, high = operator.index(low), operator.index(high)
+    if low > high:
+        raise ValueError(f"create_random_int_lodtensor(): low={low} must not exceed high={high}")
+    data = np.random.randint(low, high + 1, size=[lod.num_rows] + dims).astype(np.int64)
+    return create_lod_tensor(data, recursive_seq_lens, place)

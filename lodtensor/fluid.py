@@ -1,0 +1,43 @@
+"""Drop-in names for ported ``paddle.fluid`` LoD code: ``import lodtensor.fluid as fluid``.
+
+``fluid.LoDTensor`` is the same container as :class:`lodtensor.LoDTensor`
+with Paddle's constructor, ``fluid.LoDTensor()`` or
+``fluid.LoDTensor(recursive_sequence_lengths)``.
+
+>>> import lodtensor.fluid as fluid
+>>> t = fluid.LoDTensor()
+>>> t.set(np.arange(10, dtype="float32").reshape(5, 2), fluid.CPUPlace())
+>>> t.set_recursive_sequence_lengths([[2, 3]])
+>>> t.lod(), t.shape(), t.has_valid_recursive_sequence_lengths()
+([[0, 2, 5]], [5, 2], True)
+"""
+
+from . import tensor as _tensor
+from .factories import create_lod_tensor, create_random_int_lodtensor
+from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace
+
+__all__ = [
+    "LoDTensor",
+    "CPUPlace",
+    "CUDAPlace",
+    "CUDAPinnedPlace",
+    "create_lod_tensor",
+    "create_random_int_lodtensor",
+]
+
+
+class LoDTensor(_tensor.LoDTensor):
+    """Paddle's constructor: ``LoDTensor()`` or ``LoDTensor(recursive_sequence_lengths)``.
+
+    The tensor holds no data until ``set(array, place)``.
+
+    >>> LoDTensor([[2, 3]]).recursive_sequence_lengths()
+    [[2, 3]]
+    """
+
+    __slots__ = ()
+
+    def __init__(self, recursive_sequence_lengths=None):
+        super().__init__()
+        if recursive_sequence_lengths is not None:
+            self.set_recursive_sequence_lengths(recursive_sequence_lengths)

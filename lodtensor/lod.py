@@ -1,0 +1,540 @@
+"""LoD metadata: offsets levels, their validation, and level algebra.
+
+A LoD ("level of details") is a tuple of int64 offset arrays, outermost level
+first. Level ``k`` has ``num_sequences(k) + 1`` entries, starts at 0, never
+decreases and ends at the number of sequences of level ``k + 1``; the last
+level ends at the number of data rows. The host (NumPy) arrays are the source
+of truth; they are read-only, so one ``LoD`` can be shared by many tensors.
+
+Everything here is vectorised: loops run over levels (there are few), never
+over sequences or rows.
+"""
+
+import operator
+
+import numpy as np
+
+from ._format import preview
+from .errors import LoDError
+
+__all__ = [
+    "LoD",
+    "lengths_to_offsets",
+    "offsets_to_lengths",
+    "offsets_to_segment_ids",
+    "as_offsets",
+    "as_lengths",
+]
+
+_INT64 = np.dtype(np.int64)
+
+
+def _integer_array(values, name):
+    """``values`` as a fresh 1-D int64 array; reject floats, bools, ragged and N-d input."""
+    if isinstance(values, np.ndarray):
+        arr = values
+    else:
+        if hasattr(values, "__array__") or hasattr(values, "__dlpack__"):
+            try:
+                arr = np.asarray(values)
+            except Exception as err:  # torch CUDA tensors, cupy arrays
+                raise TypeError(
+                    f"{name} must be host integers (a list or a NumPy array), got "
+                    f"{type(values).__name__}; move it to the CPU first"
+                ) from err
+        else:
+            try:
+                arr = np.asarray(values)
+            except ValueError:
+                arr = None
+            if arr is None or arr.dtype == object:
+                raise TypeError(
+                    f"{name} must be a flat sequence of integers, got the ragged or mixed "
+                    f"value {_short(values)}"
+                ) from None
+            if arr.size == 0:
+                arr = arr.astype(_INT64)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"{name} must be 1-D (one list of integers per level), got an array of "
+            f"shape {tuple(arr.shape)}: {_short(values)}"
+        )
+    kind = arr.dtype.kind
+    if kind == "b":
+        raise TypeError(f"{name} must hold integers, got booleans {preview(arr)}")
+    if kind not in "iu":
+        raise TypeError(
+            f"{name} must have an integer dtype (int32 or int64), got {arr.dtype} {preview(arr)}"
+        )
+    if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{name} holds values beyond int64: {preview(arr)}")
+    return np.array(arr, dtype=_INT64, copy=True)
+
+
+def _short(values):
+    text = repr(values)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def as_offsets(values, *, level=None, name="offsets"):
+    """Validate one level of offsets on its own and return it as a fresh int64 array.
+
+    Checks the rules that need no other level: integers, 1-D, at least 2
+    entries, starts at 0, never decreases. One vectorised pass; the slow search
+    for the offending index runs only on failure.
+
+    >>> as_offsets([0, 2, 5]).tolist()
+    [0, 2, 5]
+    >>> as_offsets([0, 3, 2])
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.LoDError: lod level must be non-decreasing, but offsets[1]=3 > offsets[2]=2
+    """
+    where = name if level is None else f"{name} (lod level {level})"
+    arr = _integer_array(values, where)
+    label = "lod level" if level is None else f"lod level {level}"
+    if arr.size < 2:
+        raise LoDError(
+            f"{label} must have at least 2 offsets (one sequence), got {preview(arr)}",
+            level=level,
+            index=0,
+        )
+    if arr[0] != 0:
+        raise LoDError(f"{label} must start at 0, got offsets[0]={arr[0]}", level=level, index=0)
+    steps = np.diff(arr)
+    if steps.size and steps.min() < 0:
+        j = int(np.flatnonzero(steps < 0)[0])
+        raise LoDError(
+            f"{label} must be non-decreasing, but offsets[{j}]={arr[j]} > offsets[{j + 1}]={arr[j + 1]}",
+            level=level,
+            index=j + 1,
+        )
+    arr.setflags(write=False)
+    return arr
+
+
+def as_lengths(values, *, level=None, name="lengths"):
+    """Validate one level of sequence lengths and return it as a fresh int64 array.
+
+    >>> as_lengths([2, 0, 3]).tolist()
+    [2, 0, 3]
+    >>> as_lengths([2, -1])
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.LoDError: lengths must be non-negative, got lengths[1]=-1
+    """
+    where = name if level is None else f"{name} level {level}"
+    arr = _integer_array(values, where)
+    if arr.size == 0:
+        raise LoDError(f"{where} must hold at least one sequence length, got []", level=level, index=0)
+    if arr.min() < 0:
+        j = int(np.flatnonzero(arr < 0)[0])
+        raise LoDError(f"{where} must be non-negative, got lengths[{j}]={arr[j]}", level=level, index=j)
+    return arr
+
+
+def lengths_to_offsets(lengths):
+    """Offsets ``[0, l0, l0 + l1, ...]`` (int64) from lengths; no validation.
+
+    >>> lengths_to_offsets([2, 0, 3]).tolist()
+    [0, 2, 2, 5]
+    """
+    lengths = np.asarray(lengths, dtype=_INT64)
+    offsets = np.empty(lengths.size + 1, dtype=_INT64)
+    offsets[0] = 0
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
+def offsets_to_lengths(offsets):
+    """Per-sequence lengths from offsets; no validation.
+
+    >>> offsets_to_lengths([0, 2, 2, 5]).tolist()
+    [2, 0, 3]
+    """
+    return np.diff(np.asarray(offsets, dtype=_INT64))
+
+
+def offsets_to_segment_ids(offsets, total=None):
+    """For each item below the level, the index of its sequence.
+
+    >>> offsets_to_segment_ids([0, 2, 2, 5]).tolist()
+    [0, 0, 2, 2, 2]
+    """
+    offsets = np.asarray(offsets, dtype=_INT64)
+    lengths = np.diff(offsets)
+    return np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
+
+
+def _ranges(starts, stops):
+    """Concatenated ``arange(s, e)`` for each pair, vectorised: (index, counts)."""
+    counts = stops - starts
+    total = int(counts.sum())
+    shift = np.repeat(starts - lengths_to_offsets(counts)[:-1], counts)
+    return np.arange(total, dtype=_INT64) + shift, counts
+
+
+def _normalize_level(level, num_levels):
+    try:
+        level = operator.index(level)
+    except TypeError:
+        raise TypeError(f"level must be an integer, got {type(level).__name__} {level!r}") from None
+    if not -num_levels <= level < num_levels:
+        raise IndexError(
+            f"level {level} is out of range for a LoD with {num_levels} level(s); "
+            f"expected -{num_levels} <= level < {num_levels}"
+            if num_levels
+            else f"level {level} is out of range: the LoD is empty (lod_level 0)"
+        )
+    return level % num_levels
+
+
+class LoD:
+    """Immutable multi-level offsets (Paddle's LoD), outermost level first.
+
+    Parameters
+    ----------
+    levels : sequence of 1-D integer array-likes
+        Offsets per level, e.g. ``[[0, 2, 3], [0, 2, 5, 6]]``. Copied to int64.
+    num_rows : int, optional
+        Number of data rows; when given, the last level must end there.
+    validate : bool
+        Check every rule (one vectorised pass over each level). Internal code
+        passes False for a LoD that is valid by construction.
+
+    Calling a LoD returns its offsets as lists, so ``t.lod()`` reads as in Paddle.
+
+    Raises
+    ------
+    LoDError
+        A rule is broken; the message names the level, the index and the value.
+    TypeError
+        Offsets that are not integers (floats, bools, ragged input).
+
+    Examples
+    --------
+    >>> lod = LoD([[0, 2, 3], [0, 2, 5, 6]])
+    >>> lod()
+    [[0, 2, 3], [0, 2, 5, 6]]
+    >>> lod.lengths(0).tolist(), lod.num_rows
+    ([2, 1], 6)
+    >>> lod.absolute_offsets(0).tolist()
+    [0, 5, 6]
+    >>> LoD([[0, 2, 3], [0, 2, 5]])
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.LoDError: lod level 0 must end at the number of sequences in level 1 (2), got offsets[-1]=3
+    """
+
+    __slots__ = ("_levels", "_cache", "__weakref__")
+
+    def __init__(self, levels=(), *, num_rows=None, validate=True):
+        if isinstance(levels, LoD):
+            arrays = levels._levels
+        else:
+            if isinstance(levels, np.ndarray) and levels.ndim == 1:
+                levels = [levels]
+            try:
+                levels = list(levels)
+            except TypeError:
+                raise TypeError(
+                    f"lod must be a list of offset lists (one per level), got {type(levels).__name__}"
+                ) from None
+            if levels and not isinstance(levels[0], (list, tuple, np.ndarray)) and np.ndim(levels[0]) == 0:
+                raise TypeError(
+                    f"lod must be a list of offset lists (one per level), got a flat list "
+                    f"{_short(levels)}; did you mean [{_short(levels)}]?"
+                )
+            if validate:
+                arrays = tuple(as_offsets(level, level=k) for k, level in enumerate(levels))
+            else:
+                arrays = tuple(np.asarray(level, dtype=_INT64) for level in levels)
+        if validate:
+            check_levels(arrays, num_rows)
+        self._levels = arrays
+        self._cache = {}
+
+    @classmethod
+    def _from_valid(cls, arrays):
+        """Wrap int64 arrays that are valid by construction (no checks, no copies)."""
+        self = cls.__new__(cls)
+        self._levels = tuple(arrays)
+        self._cache = {}
+        return self
+
+    @classmethod
+    def from_lengths(cls, lengths, *, num_rows=None, validate=True):
+        """Build a LoD from per-level sequence lengths (Paddle's recursive_sequence_lengths).
+
+        >>> LoD.from_lengths([[2, 1], [2, 3, 1]])()
+        [[0, 2, 3], [0, 2, 5, 6]]
+        """
+        if isinstance(lengths, np.ndarray) and lengths.ndim == 1:
+            lengths = [lengths]
+        try:
+            lengths = list(lengths)
+        except TypeError:
+            raise TypeError(
+                f"recursive_sequence_lengths must be a list of length lists (one per level), "
+                f"got {type(lengths).__name__}"
+            ) from None
+        if lengths and np.ndim(lengths[0]) == 0 and not isinstance(lengths[0], (list, tuple)):
+            raise TypeError(
+                f"recursive_sequence_lengths must be a list of length lists (one per level), "
+                f"got a flat list {_short(lengths)}; did you mean [{_short(lengths)}]?"
+            )
+        if validate:
+            arrays = [
+                lengths_to_offsets(as_lengths(lv, level=k, name="recursive_sequence_lengths"))
+                for k, lv in enumerate(lengths)
+            ]
+        else:
+            arrays = [lengths_to_offsets(lv) for lv in lengths]
+        for arr in arrays:
+            arr.setflags(write=False)
+        if validate:
+            check_levels(arrays, num_rows, name="recursive_sequence_lengths")
+        return cls._from_valid(arrays)
+
+    # -- basic facts -------------------------------------------------------------------------
+    @property
+    def levels(self):
+        """The offsets arrays, outermost first (read-only int64)."""
+        return self._levels
+
+    @property
+    def num_levels(self):
+        return len(self._levels)
+
+    def __len__(self):
+        return len(self._levels)
+
+    @property
+    def num_rows(self):
+        """Rows the finest level indexes (``None`` for an empty LoD)."""
+        return int(self._levels[-1][-1]) if self._levels else None
+
+    def num_sequences(self, level=0):
+        return self._levels[_normalize_level(level, len(self._levels))].size - 1
+
+    def offsets(self, level=-1):
+        """Offsets of ``level``, indexing the level below it (read-only int64)."""
+        return self._levels[_normalize_level(level, len(self._levels))]
+
+    def lengths(self, level=-1):
+        """Per-sequence lengths of ``level`` (read-only int64, cached)."""
+        level = _normalize_level(level, len(self._levels))
+        key = ("lengths", level)
+        out = self._cache.get(key)
+        if out is None:
+            out = np.diff(self._levels[level])
+            out.setflags(write=False)
+            self._cache[key] = out
+        return out
+
+    def absolute_offsets(self, level=-1):
+        """Offsets of ``level`` expressed in data rows (composed through the finer levels).
+
+        >>> LoD([[0, 1, 2], [0, 2, 2]]).absolute_offsets(0).tolist()
+        [0, 2, 2]
+        """
+        level = _normalize_level(level, len(self._levels))
+        key = ("absolute", level)
+        out = self._cache.get(key)
+        if out is None:
+            out = self._levels[level]
+            for finer in self._levels[level + 1 :]:
+                out = finer[out]
+            out = np.asarray(out)
+            out.setflags(write=False)
+            self._cache[key] = out
+        return out
+
+    def segment_ids(self, level=-1):
+        """For each data row, the index of its sequence at ``level`` (int64, cached)."""
+        level = _normalize_level(level, len(self._levels))
+        key = ("segment_ids", level)
+        out = self._cache.get(key)
+        if out is None:
+            out = offsets_to_segment_ids(self.absolute_offsets(level))
+            out.setflags(write=False)
+            self._cache[key] = out
+        return out
+
+    def offsets_list(self, level=-1):
+        """Offsets of ``level`` as a Python list (cached; for fast scalar access)."""
+        level = _normalize_level(level, len(self._levels))
+        key = ("list", level)
+        out = self._cache.get(key)
+        if out is None:
+            out = self._levels[level].tolist()
+            self._cache[key] = out
+        return out
+
+    def to_list(self):
+        """Offsets as nested Python lists (Paddle's ``lod()``)."""
+        return [self.offsets_list(k) for k in range(len(self._levels))]
+
+    __call__ = to_list
+
+    def to_lengths_list(self):
+        """Lengths as nested Python lists (Paddle's ``recursive_sequence_lengths()``)."""
+        return [self.lengths(k).tolist() for k in range(len(self._levels))]
+
+    def fits(self, num_rows):
+        """True when the LoD is empty or its last level ends at ``num_rows``."""
+        return not self._levels or int(self._levels[-1][-1]) == num_rows
+
+    def check_rows(self, num_rows, where="lod"):
+        """Raise LoDError unless the last level ends at ``num_rows``."""
+        if not self.fits(num_rows):
+            last = len(self._levels) - 1
+            raise LoDError(
+                f"{where}: lod level {last} must end at len(data)={num_rows}, "
+                f"got offsets[-1]={int(self._levels[-1][-1])}",
+                level=last,
+                index=self._levels[-1].size - 1,
+            )
+
+    # -- level algebra -----------------------------------------------------------------------
+    def slice(self, start, stop):
+        """LoD of top-level sequences ``[start, stop)``, rebased to 0; a range of rows.
+
+        Returns ``(lod, row_start, row_stop)``. The caller has checked the range.
+
+        >>> lod, a, b = LoD([[0, 1, 3], [0, 2, 4, 5]]).slice(1, 2)
+        >>> lod(), a, b
+        ([[0, 2], [0, 2, 3]], 2, 5)
+        """
+        arrays = []
+        a, b = start, stop
+        for offs in self._levels:
+            piece = offs[a : b + 1]
+            base = piece[0]
+            arrays.append(piece - base if base else piece)
+            a, b = int(base), int(piece[-1])
+        return LoD._from_valid(arrays), a, b
+
+    def select(self, indices):
+        """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
+
+        Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather.
+        """
+        indices = np.asarray(indices, dtype=_INT64)
+        arrays = []
+        starts = indices
+        stops = indices + 1
+        for offs in self._levels:
+            s, e = offs[starts], offs[stops]
+            arrays.append(lengths_to_offsets(e - s))
+            starts, stops = s, e
+        rows, _ = _ranges(starts, stops)
+        return LoD._from_valid(arrays), rows
+
+    def split(self):
+        """Sub-LoDs and row ranges of every top-level sequence, vectorised per level.
+
+        Returns ``(sublods, row_offsets)``: a list with one LoD (one level
+        shorter, its arrays views into one buffer per level) per top-level
+        sequence, and the rows each sequence spans as absolute offsets.
+        """
+        n = self._levels[0].size - 1 if self._levels else 0
+        a = self._levels[0][:-1]
+        b = self._levels[0][1:]
+        per_level = []
+        for offs in self._levels[1:]:
+            idx, counts = _ranges(a, b + 1)
+            values = offs[idx] - np.repeat(offs[a], counts)
+            bounds = lengths_to_offsets(counts).tolist()
+            per_level.append((values, bounds))
+            a, b = offs[a], offs[b]
+        if not per_level:
+            empty = LoD._from_valid(())
+            return [empty] * n, self.absolute_offsets(0)
+        sublods = []
+        new = LoD._from_valid
+        for i in range(n):
+            sublods.append(new([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level]))
+        return sublods, self.absolute_offsets(0)
+
+    def drop_level(self, level=-1):
+        """The LoD without ``level``: its sequences merge into their parents.
+
+        >>> LoD([[0, 1, 2], [0, 2, 5]]).drop_level(-1)()
+        [[0, 5]]
+        >>> LoD([[0, 1, 2], [0, 2, 5]]).drop_level(0)()
+        [[0, 2, 5]]
+        """
+        level = _normalize_level(level, len(self._levels))
+        arrays = list(self._levels)
+        if level > 0:
+            arrays[level - 1] = arrays[level][arrays[level - 1]]
+        del arrays[level]
+        return LoD._from_valid(arrays)
+
+    def append_level(self, offsets, *, num_rows=None):
+        """A LoD with one more, finest level (Paddle's ``lod_append``); validated.
+
+        >>> LoD([[0, 2]]).append_level([0, 1, 3])()
+        [[0, 2], [0, 1, 3]]
+        """
+        new = as_offsets(offsets, level=len(self._levels))
+        arrays = self._levels + (new,)
+        check_levels(arrays, num_rows)
+        return LoD._from_valid(arrays)
+
+    # -- python protocol ---------------------------------------------------------------------
+    def __eq__(self, other):
+        if isinstance(other, LoD):
+            levels = other._levels
+        elif isinstance(other, (list, tuple)):
+            try:
+                levels = [np.asarray(level) for level in other]
+            except Exception:
+                return NotImplemented
+        else:
+            return NotImplemented
+        return len(levels) == len(self._levels) and all(
+            a.shape == np.shape(b) and bool(np.array_equal(a, b)) for a, b in zip(self._levels, levels)
+        )
+
+    def __hash__(self):
+        return hash(tuple(level.tobytes() for level in self._levels))
+
+    def __repr__(self):
+        return "LoD([" + ", ".join(preview(level) for level in self._levels) + "])"
+
+    def __reduce__(self):
+        return (_rebuild_lod, ([level.tolist() for level in self._levels],))
+
+
+def _rebuild_lod(levels):
+    return LoD._from_valid([np.asarray(level, dtype=_INT64) for level in levels])
+
+
+def check_levels(arrays, num_rows=None, *, name="lod"):
+    """Check the rules between levels (each level already valid on its own)."""
+    for k in range(len(arrays) - 1):
+        expected = arrays[k + 1].size - 1
+        got = int(arrays[k][-1])
+        if got != expected:
+            raise LoDError(
+                f"{name} level {k} must end at the number of sequences in level {k + 1} "
+                f"({expected}), got offsets[-1]={got}"
+                if name == "lod"
+                else f"{name} level {k} must add up to the number of sequences in level {k + 1} "
+                f"({expected}), got sum={got}",
+                level=k,
+                index=arrays[k].size - 1,
+            )
+    if num_rows is not None and arrays:
+        got = int(arrays[-1][-1])
+        if got != num_rows:
+            last = len(arrays) - 1
+            raise LoDError(
+                f"{name} level {last} must end at len(data)={num_rows}, got offsets[-1]={got}"
+                if name == "lod"
+                else f"{name} level {last} must add up to len(data)={num_rows}, got sum={got}",
+                level=last,
+                index=arrays[-1].size - 1,
+            )

@@ -1,0 +1,158 @@
+"""Places (Paddle's names for devices) and their mapping to backends.
+
+``CPUPlace()`` keeps data in host memory (NumPy, or torch on the CPU when the
+data is torch), ``CUDAPlace(i)`` on GPU ``i`` (CuPy, or torch on CUDA when the
+data is torch), ``CUDAPinnedPlace()`` in page-locked host memory. Device
+strings (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"gpu:0"``) and ``torch.device``
+objects are accepted wherever a place is.
+"""
+
+import operator
+
+__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "as_place", "place_of"]
+
+
+class Place:
+    """Base class of the places; compare and hash by value."""
+
+    __slots__ = ()
+    kind = "abstract"
+
+    @property
+    def device(self):
+        """The device string (``"cpu"`` or ``"cuda:<i>"``)."""
+        raise NotImplementedError  # pragma: no cover - every concrete place overrides it
+
+    def _key(self):
+        return (self.kind,)
+
+    def __eq__(self, other):
+        return isinstance(other, Place) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def is_cpu_place(self):
+        return self.kind == "cpu"
+
+    def is_gpu_place(self):
+        return self.kind == "gpu"
+
+    def is_cuda_pinned_place(self):
+        return self.kind == "gpu_pinned"
+
+    def __reduce__(self):
+        return (type(self), ())
+
+
+class CPUPlace(Place):
+    """Host memory. ``str(CPUPlace())`` is ``'Place(cpu)'`` as in Paddle.
+
+    >>> CPUPlace()
+    Place(cpu)
+    """
+
+    __slots__ = ()
+    kind = "cpu"
+    device = "cpu"
+
+    def __repr__(self):
+        return "Place(cpu)"
+
+
+class CUDAPinnedPlace(Place):
+    """Page-locked host memory (for fast host-to-GPU copies); needs CUDA to allocate.
+
+    >>> CUDAPinnedPlace()
+    Place(gpu_pinned)
+    """
+
+    __slots__ = ()
+    kind = "gpu_pinned"
+    device = "cpu"
+
+    def __repr__(self):
+        return "Place(gpu_pinned)"
+
+
+class CUDAPlace(Place):
+    """GPU ``device_id``. ``str(CUDAPlace(0))`` is ``'Place(gpu:0)'`` as in Paddle.
+
+    >>> CUDAPlace(1), CUDAPlace(1).device
+    (Place(gpu:1), 'cuda:1')
+    >>> CUDAPlace(-1)
+    Traceback (most recent call last):
+    ...
+    ValueError: CUDAPlace(): device_id must be a non-negative integer, got -1
+    """
+
+    __slots__ = ("_id",)
+    kind = "gpu"
+
+    def __init__(self, device_id=0):
+        try:
+            device_id = operator.index(device_id)
+        except TypeError:
+            raise TypeError(
+                f"CUDAPlace(): device_id must be an integer, got {type(device_id).__name__} {device_id!r}"
+            ) from None
+        if device_id < 0:
+            raise ValueError(f"CUDAPlace(): device_id must be a non-negative integer, got {device_id}")
+        self._id = device_id
+
+    def get_device_id(self):
+        return self._id
+
+    @property
+    def device(self):
+        return f"cuda:{self._id}"
+
+    def _key(self):
+        return (self.kind, self._id)
+
+    def __repr__(self):
+        return f"Place(gpu:{self._id})"
+
+    def __reduce__(self):
+        return (CUDAPlace, (self._id,))
+
+
+_CPU = CPUPlace()
+
+
+def as_place(place, name="place"):
+    """A :class:`Place` from a place, a device string or a ``torch.device``; None -> None.
+
+    >>> as_place("cuda:1"), as_place("cpu"), as_place("gpu")
+    (Place(gpu:1), Place(cpu), Place(gpu:0))
+    >>> as_place("tpu")
+    Traceback (most recent call last):
+    ...
+    ValueError: place must be a Place, 'cpu', 'cuda', 'cuda:<i>' or 'gpu:<i>', got 'tpu'
+    """
+    if place is None or isinstance(place, Place):
+        return place
+    text = place if isinstance(place, str) else None
+    if text is None and type(place).__name__ == "device" and type(place).__module__ == "torch":
+        text = str(place)
+    if text is None:
+        raise TypeError(
+            f"{name} must be a Place (CPUPlace(), CUDAPlace(i), CUDAPinnedPlace()) or a device "
+            f"string, got {type(place).__name__} {place!r}"
+        )
+    kind, _, index = text.strip().lower().partition(":")
+    if kind == "cpu" and not index:
+        return _CPU
+    if kind in ("cuda", "gpu") and (not index or index.isdigit()):
+        return CUDAPlace(int(index or 0))
+    if kind in ("gpu_pinned", "cuda_pinned", "pinned") and not index:
+        return CUDAPinnedPlace()
+    raise ValueError(f"{name} must be a Place, 'cpu', 'cuda', 'cuda:<i>' or 'gpu:<i>', got {place!r}")
+
+
+def place_of(array, backend):
+    """The place an array of ``backend`` lives in."""
+    device = backend.device_of(array)
+    if device == "cpu":
+        return _CPU
+    return as_place(device)

@@ -1,0 +1,614 @@
+"""LoDTensor: one flat data array plus a LoD, with Paddle's methods.
+
+Rows of ``data`` (axis 0) are the items of the finest lod level. Indexing a
+top-level sequence, slicing and iteration return views of ``data`` with a
+rebased LoD; nothing is copied.
+"""
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from . import _dense
+from ._format import preview
+from ._nested_list import to_nested_list
+from .backend import backend_name_of, backend_of, get_backend
+from .errors import LoDError
+from .lod import LoD, as_lengths
+from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, as_place, place_of
+
+__all__ = ["LoDTensor"]
+
+_EMPTY_LOD = LoD._from_valid(())
+_NUMERIC_KINDS = frozenset("biufc")
+_object_new = object.__new__
+
+
+def _check_dtype(dtype, name):
+    kind = getattr(dtype, "kind", None)
+    if kind is not None and kind not in _NUMERIC_KINDS:
+        raise TypeError(
+            f"{name} must have a numeric or bool dtype (bool, int8-64, uint8-64, float16-64, "
+            f"complex64/128), got {dtype}"
+        )
+
+
+def coerce_data(data, name="data"):
+    """Return ``data`` as a backend array (no copy for arrays); check rank and dtype."""
+    if isinstance(data, LoDTensor):
+        data = data._require_data(name)
+    if backend_name_of(data) is None:
+        if isinstance(data, (str, bytes)):
+            raise TypeError(f"{name} must be an array or a list of numbers, got {type(data).__name__} {data!r}")
+        try:
+            data = np.asarray(data)
+        except ValueError:
+            raise ValueError(
+                f"{name} must be rectangular (one array of rows); for ragged nested lists "
+                f"use lodtensor.from_nested_list()"
+            ) from None
+        if data.dtype == object:
+            raise TypeError(
+                f"{name} must be rectangular numbers; got an object array (ragged lists or "
+                f"non-numbers). For ragged nested lists use lodtensor.from_nested_list()"
+            )
+    if getattr(data, "ndim", 0) == 0:
+        raise ValueError(
+            f"{name} must have at least 1 dimension (axis 0 holds the rows), got a 0-d "
+            f"array {data!r}; wrap it as [value]"
+        )
+    dtype = data.dtype
+    _check_dtype(np.dtype(dtype) if backend_name_of(data) == "numpy" else dtype, name)
+    return data
+
+
+def _to_place(data, place, *, copy):
+    """``data`` moved (or copied, when ``copy``) to ``place``; returns (array, place)."""
+    backend = backend_of(data)
+    if place is None:
+        place = place_of(data, backend)
+        return (backend.asarray(data, copy=True) if copy else data), place
+    if isinstance(place, CUDAPinnedPlace):
+        return _pinned_copy(backend.to_numpy(data)), place
+    if backend.name == "torch":
+        return get_backend("torch").to_device(data, place.device, copy=copy), place
+    if isinstance(place, CUDAPlace):
+        target = get_backend("cupy")
+        return target.to_device(data, place.device, copy=copy), place
+    if backend.name == "numpy":
+        return (np.array(data, copy=True) if copy else data), place
+    return backend.to_numpy(data), place
+
+
+def _pinned_copy(array):
+    """Copy a NumPy array into page-locked host memory (needs CUDA through cupy or torch)."""
+    try:
+        import cupyx  # noqa: PLC0415 - optional, imported on first use
+
+        out = cupyx.empty_pinned(array.shape, dtype=array.dtype)
+        out[...] = array
+        return out
+    except Exception:  # noqa: BLE001 - fall through to torch, then to the error below
+        pass
+    try:
+        import torch  # noqa: PLC0415 - optional, imported on first use
+
+        if torch.cuda.is_available():
+            pinned = torch.from_numpy(np.ascontiguousarray(array)).pin_memory()
+            return pinned.numpy()
+    except ImportError:
+        pass
+    raise RuntimeError(
+        "CUDAPinnedPlace needs CUDA to allocate page-locked memory, and no CUDA device is "
+        "available here (cupy or torch with CUDA); use CPUPlace() instead"
+    )
+
+
+def _wrap(data, lod, place):
+    """A LoDTensor from parts that are valid together (no checks): the fast internal path."""
+    t = _object_new(LoDTensor)
+    t._data = data
+    t._lod = lod
+    t._where = place
+    t._fits = True
+    return t
+
+
+class LoDTensor(NDArrayOperatorsMixin):
+    """Flat data plus multi-level LoD, with Paddle's LoDTensor methods.
+
+    Parameters
+    ----------
+    data : array (numpy, cupy, torch) or rectangular list, shape ``(num_rows, ...)``, optional
+        The rows of the finest level. Not copied (unless ``place`` moves it).
+        ``LoDTensor()`` with no data is an empty tensor, as in Paddle.
+    lod : list of offset lists or LoD, optional
+        Offsets per level, outermost first, e.g. ``[[0, 2, 5]]``.
+    recursive_sequence_lengths : list of length lists, optional
+        The same information as lengths, e.g. ``[[2, 3]]``; exclusive with ``lod``.
+    place : Place or device string, optional
+        Where the data lives; default: where it already is.
+
+    Raises
+    ------
+    LoDError
+        The lod breaks a rule or does not fit ``len(data)``.
+    TypeError, ValueError
+        Bad data (0-d, object or string dtype, ragged lists) or place.
+
+    Examples
+    --------
+    >>> t = LoDTensor(np.arange(5), [[0, 2, 5]])
+    >>> t.lod(), t.recursive_sequence_lengths(), t.shape()
+    ([[0, 2, 5]], [[2, 3]], [5])
+    >>> t[1].data.tolist(), len(t)
+    ([2, 3, 4], 2)
+    >>> (t * 10).tolist()
+    [[0, 10], [20, 30, 40]]
+    """
+
+    __slots__ = ("_data", "_lod", "_where", "_fits", "__weakref__")
+
+    def __init__(self, data=None, lod=None, *, recursive_sequence_lengths=None, place=None):
+        if lod is not None and recursive_sequence_lengths is not None:
+            raise TypeError("LoDTensor(): pass lod or recursive_sequence_lengths, not both")
+        place = as_place(place)
+        if data is None:
+            self._data = None
+            self._where = place or CPUPlace()
+            num_rows = None
+        else:
+            array = coerce_data(data)
+            self._data, self._where = _to_place(array, place, copy=False)
+            num_rows = int(self._data.shape[0])
+        if recursive_sequence_lengths is not None:
+            self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=num_rows)
+        elif lod is not None:
+            self._lod = LoD(lod, num_rows=num_rows)
+        else:
+            self._lod = _EMPTY_LOD
+        self._fits = True
+
+    # -- construction helpers ----------------------------------------------------------------
+    @classmethod
+    def from_offsets(cls, data, offsets, *, validate=True):
+        """A one-level LoDTensor from offsets ``[0, ..., len(data)]``; ``data`` is not copied.
+
+        >>> LoDTensor.from_offsets(np.arange(5), [0, 2, 2, 5]).tolist()
+        [[0, 1], [], [2, 3, 4]]
+        """
+        data = coerce_data(data)
+        lod = LoD([offsets], num_rows=int(data.shape[0])) if validate else LoD._from_valid([np.asarray(offsets, np.int64)])
+        return _wrap(data, lod, place_of(data, backend_of(data)))
+
+    @classmethod
+    def from_lengths(cls, data, lengths, *, validate=True):
+        """A one-level LoDTensor from per-sequence lengths; ``data`` is not copied.
+
+        Equivalent to ``from_offsets(data, [0, *itertools.accumulate(lengths)])``.
+
+        >>> LoDTensor.from_lengths(np.arange(5), [2, 0, 3]).tolist()
+        [[0, 1], [], [2, 3, 4]]
+        >>> LoDTensor.from_lengths(np.arange(5), [2, 2])
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.LoDError: recursive_sequence_lengths level 0 must add up to len(data)=5, got sum=4
+        """
+        data = coerce_data(data)
+        lod = LoD.from_lengths([lengths], num_rows=int(data.shape[0]), validate=validate)
+        return _wrap(data, lod, place_of(data, backend_of(data)))
+
+    def with_data(self, data, lod=None):
+        """A LoDTensor sharing this one's LoD (or ``lod``) around new rows; no checks."""
+        lod = self._lod if lod is None else lod
+        return _wrap(data, lod, place_of(data, backend_of(data)))
+
+    # -- Paddle's methods --------------------------------------------------------------------
+    def set(self, array, place=None, zero_copy=False):
+        """Replace the data with a copy of ``array`` on ``place`` (Paddle's ``set``).
+
+        The lod is kept; if it no longer fits, ``has_valid_recursive_sequence_lengths()``
+        is False and every op raises until a fitting lod is set. With
+        ``zero_copy=True`` the array is used without copying when it already
+        lives on ``place``.
+        """
+        target = as_place(place)
+        array = coerce_data(array, name="array")
+        data, target = _to_place(array, target, copy=not zero_copy)
+        self._data, self._where = data, target
+        self._fits = self._lod.fits(int(data.shape[0]))
+
+    def set_lod(self, lod):
+        """Set the lod from offsets, e.g. ``[[0, 2, 5]]``; validated at once.
+
+        On error the previous lod stays in place.
+        """
+        new = LoD(lod, num_rows=self._num_rows_or_none())
+        self._lod, self._fits = new, True
+
+    def set_recursive_sequence_lengths(self, recursive_sequence_lengths):
+        """Set the lod from lengths, e.g. ``[[2, 3]]``; validated at once.
+
+        On error the previous lod stays in place.
+        """
+        new = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
+        self._lod, self._fits = new, True
+
+    def recursive_sequence_lengths(self):
+        """The lod as lengths, nested lists of int (Paddle)."""
+        return self._lod.to_lengths_list()
+
+    def has_valid_recursive_sequence_lengths(self):
+        """True when the lod fits the data (always True before any data is set, as in Paddle)."""
+        return self._data is None or self._fits
+
+    def shape(self):
+        """Shape of the flat data as a list (Paddle: a method). ``[0]`` when empty."""
+        return [0] if self._data is None else [int(s) for s in self._data.shape]
+
+    def _dtype(self):
+        """The data type (Paddle's name; a NumPy or torch dtype here)."""
+        return self.dtype
+
+    def place(self):
+        """Where the data lives (``CPUPlace()``, ``CUDAPlace(i)``, ``CUDAPinnedPlace()``)."""
+        return self._where
+
+    _place = place  # Paddle 2.6 spells it ``_place()``
+
+    def _is_initialized(self):
+        """False for ``LoDTensor()`` before ``set()`` (Paddle)."""
+        return self._data is not None
+
+    def _numel(self):
+        return 0 if self._data is None else int(np.prod(self._data.shape))
+
+    # -- Pythonic surface --------------------------------------------------------------------
+    @property
+    def data(self):
+        """The flat backend array (``None`` for an empty tensor)."""
+        return self._data
+
+    @property
+    def lod(self):
+        """The :class:`LoD`. Call it for offsets as lists: ``t.lod()`` -> ``[[0, 2, 5]]``."""
+        return self._lod
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float32) if self._data is None else self._data.dtype
+
+    @property
+    def device(self):
+        """Device string: ``"cpu"`` or ``"cuda:<i>"``."""
+        return self._where.device
+
+    @property
+    def backend(self):
+        """The backend (kernel set) of the data."""
+        return backend_of(self._data) if self._data is not None else get_backend("numpy")
+
+    @property
+    def lod_level(self):
+        """Number of lod levels."""
+        return len(self._lod._levels)
+
+    @property
+    def ndim(self):
+        return 1 if self._data is None else self._data.ndim
+
+    @property
+    def num_rows(self):
+        return 0 if self._data is None else int(self._data.shape[0])
+
+    def offsets(self, level=-1):
+        """Offsets of ``level`` (int64, indexing the level below)."""
+        self._require_lod("offsets()")
+        return self._lod.offsets(level)
+
+    def lengths(self, level=-1):
+        """Sequence lengths of ``level`` (int64)."""
+        self._require_lod("lengths()")
+        return self._lod.lengths(level)
+
+    def numpy(self):
+        """The flat data as a NumPy array (a view when already on the host)."""
+        return self.backend.to_numpy(self._require_data("numpy()"))
+
+    def __array__(self, dtype=None, copy=None):
+        data = np.empty(0, np.float32) if self._data is None else self.backend.to_numpy(self._data)
+        if copy:
+            return np.array(data, dtype=dtype, copy=True)
+        return data if dtype is None else data.astype(dtype, copy=False)
+
+    def __len__(self):
+        levels = self._lod._levels
+        if levels:
+            return levels[0].shape[0] - 1
+        return 0 if self._data is None else int(self._data.shape[0])
+
+    def __getitem__(self, index):
+        levels = self._lod._levels
+        if not self._fits:
+            self._check_fits()
+        if type(index) is int and len(levels) == 1:  # fast path: one sequence of a 1-level tensor
+            offs = self._lod.offsets_list(0)
+            n = len(offs) - 1
+            if index < 0:
+                index += n
+            if not 0 <= index < n:
+                raise IndexError(f"index {index} is out of range for {n} top-level sequences")
+            return _wrap(self._data[offs[index] : offs[index + 1]], _EMPTY_LOD, self._where)
+        data = self._require_data("indexing")
+        if not levels:
+            return data[index]
+        n = levels[0].shape[0] - 1
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step == 1:
+                stop = max(start, stop)
+                if start == stop:
+                    raise IndexError(
+                        f"slice {index} selects no sequence of {n}; a LoD level needs at least one"
+                    )
+                lod, a, b = self._lod.slice(start, stop)
+                return _wrap(data[a:b], lod, self._where)
+            index = np.arange(start, stop, step)
+        if isinstance(index, (int, np.integer)):
+            i = int(index)
+            if not -n <= i < n:
+                raise IndexError(f"index {i} is out of range for {n} top-level sequences")
+            i %= n
+            lod, a, b = self._lod.slice(i, i + 1)
+            return _wrap(data[a:b], lod.drop_level(0), self._where)
+        if isinstance(index, tuple):
+            raise TypeError(
+                f"LoDTensor indices must be an int, a slice or a 1-D array of sequence "
+                f"indices, got the tuple {index!r}; index one level at a time: t[i][j]"
+            )
+        return self._select(index, n)
+
+    def _select(self, index, n):
+        """Copy of the top-level sequences ``index`` (1-D ints or bools)."""
+        idx = np.asarray(index)
+        if idx.dtype == bool:
+            if idx.shape != (n,):
+                raise IndexError(f"boolean index must have shape ({n},), got {idx.shape}")
+            idx = np.flatnonzero(idx)
+        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+            raise IndexError(f"index must be a 1-D array of sequence indices, got {preview(idx)} ({idx.dtype})")
+        if idx.size == 0:
+            raise IndexError("index selects no sequence; a LoD level needs at least one")
+        idx = idx.astype(np.int64)
+        bad = (idx < -n) | (idx >= n)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise IndexError(f"index[{j}]={idx[j]} is out of range for {n} top-level sequences")
+        idx = np.where(idx < 0, idx + n, idx)
+        lod, rows = self._lod.select(idx)
+        be = self.backend
+        return _wrap(be.gather(self._data, be.asarray(rows)), lod, self._where)
+
+    def __iter__(self):
+        return iter(self.unbind())
+
+    def unbind(self):
+        """All top-level sequences as a list of views (one level shorter each).
+
+        One vectorised pass per lod level, then slicing: no per-row work.
+        """
+        levels = self._lod._levels
+        data = self._require_data("unbind()")
+        if not levels:
+            return list(data)
+        if not self._fits:
+            self._check_fits()
+        place = self._where
+        if len(levels) == 1:
+            offs = self._lod.offsets_list(0)
+            return [_wrap(data[a:b], _EMPTY_LOD, place) for a, b in zip(offs, offs[1:])]
+        sublods, rows = self._lod.split()
+        rows = rows.tolist()
+        return [_wrap(data[a:b], lod, place) for lod, a, b in zip(sublods, rows, rows[1:])]
+
+    def tolist(self):
+        """Nested Python lists following the lod levels (rows become lists too)."""
+        data = self._require_data("tolist()")
+        if not self._fits:
+            self._check_fits()
+        return to_nested_list(self.backend.to_numpy(data).tolist(), self._lod._levels)
+
+    to_list = tolist
+
+    # -- devices -----------------------------------------------------------------------------
+    def to(self, device):
+        """This tensor on ``device`` (a place or device string); ``self`` if already there."""
+        place = as_place(device, name="device")
+        if place == self._where or self._data is None:
+            if self._data is None:
+                return _wrap(None, self._lod, place)
+            return self
+        data, place = _to_place(self._data, place, copy=False)
+        return _wrap(data, self._lod, place)
+
+    def cpu(self):
+        """This tensor in host memory."""
+        return self.to(CPUPlace())
+
+    def cuda(self, device_id=0):
+        """This tensor on GPU ``device_id`` (CuPy data, or torch CUDA for torch data)."""
+        return self.to(CUDAPlace(device_id))
+
+    # -- dense conversions -------------------------------------------------------------------
+    def to_padded(self, level=-1, pad_value=0, maxlen=None, *, out=None):
+        """Dense ``(num_sequences, maxlen, *row_shape)`` array of ``level``; a copy.
+
+        Each sequence of ``level`` (counted in data rows, so outer levels
+        concatenate their sub-sequences) fills one row of the result, the rest
+        is ``pad_value``. Equivalent to
+        ``[seq + [pad] * (maxlen - len(seq)) for seq in sequences]``.
+
+        Parameters
+        ----------
+        level : int
+            The lod level whose sequences become the batch axis (default: last).
+        pad_value : scalar or array of the row shape
+        maxlen : int, optional
+            Padded length; default the longest sequence. Shorter raises (no truncation).
+        out : array, optional
+            Preallocated C-contiguous result of the right shape and dtype.
+
+        Returns
+        -------
+        (padded, lengths)
+            ``lengths`` is the int64 length of every sequence.
+
+        Examples
+        --------
+        >>> t = LoDTensor(np.arange(1, 6), [[0, 2, 2, 5]])
+        >>> padded, lengths = t.to_padded(pad_value=-1)
+        >>> padded.tolist(), lengths.tolist()
+        ([[1, 2, -1], [-1, -1, -1], [3, 4, 5]], [2, 0, 3])
+        """
+        data = self._require_data("to_padded()")
+        self._require_lod("to_padded()")
+        if not self._fits:
+            self._check_fits()
+        return _dense.pad_level(self.backend, data, self._lod, level, pad_value, maxlen, out)
+
+    def to_padded_all(self, pad_value=0):
+        """One dense array over every lod level plus one boolean mask per level; a copy.
+
+        The result has shape ``(n0, M1, ..., ML, *row_shape)`` (e.g. documents x
+        sentences x words x D); ``masks[k]`` has shape ``padded.shape[:k + 2]``
+        and is True where level ``k`` holds a real item.
+
+        >>> t = LoDTensor(np.arange(1, 5), [[0, 2, 3], [0, 1, 3, 4]])
+        >>> padded, masks = t.to_padded_all()
+        >>> padded.tolist()
+        [[[1, 0], [2, 3]], [[4, 0], [0, 0]]]
+        >>> [m.tolist() for m in masks]
+        [[[True, True], [True, False]], [[[True, False], [True, True]], [[True, False], [False, False]]]]
+        """
+        data = self._require_data("to_padded_all()")
+        self._require_lod("to_padded_all()")
+        if not self._fits:
+            self._check_fits()
+        return _dense.pad_all(self.backend, data, self._lod, pad_value)
+
+    # -- numpy protocol ----------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        lod = None
+        args = []
+        for x in inputs:
+            if isinstance(x, LoDTensor):
+                lod = x._merge_lod(lod, ufunc)
+                args.append(x._require_data(ufunc.__name__))
+            else:
+                args.append(x)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = tuple(
+                o._require_data(ufunc.__name__) if isinstance(o, LoDTensor) else o for o in out
+            )
+        result = getattr(ufunc, method)(*args, **kwargs)
+        if method != "__call__":
+            return result
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        if isinstance(result, tuple):
+            return tuple(self._wrap_result(r, lod) for r in result)
+        return self._wrap_result(result, lod)
+
+    def _merge_lod(self, lod, ufunc):
+        if not self._fits:
+            self._check_fits()
+        mine = self._lod
+        if lod is None or lod is mine:
+            return mine
+        if lod != mine:
+            raise LoDError(
+                f"{ufunc.__name__}: operands have different lods, {lod!r} and {mine!r}; "
+                f"elementwise ops need the same lod"
+            )
+        return lod
+
+    def _wrap_result(self, result, lod):
+        if getattr(result, "ndim", 0) >= 1 and lod is not None and lod.fits(result.shape[0]):
+            return _wrap(result, lod, self._where)
+        return result
+
+    # -- python protocol ---------------------------------------------------------------------
+    def __repr__(self):
+        name = type(self).__name__
+        if self._data is None:
+            return f"{name}(lod={self._lod()}, uninitialized)"
+        levels = ", ".join(preview(level) for level in self._lod._levels)
+        body = np.array2string(
+            self.backend.to_numpy(self._data), threshold=24, edgeitems=3, separator=", ", prefix="       "
+        )
+        return (
+            f"{name}(lod=[{levels}], shape={self.shape()}, dtype={self.dtype}, "
+            f"place={self._where!r},\n       data={body})"
+        )
+
+    __str__ = __repr__
+
+    def __reduce__(self):
+        data = None if self._data is None else self._data
+        return (_rebuild, (type(self), data, self._lod, self._where, self._fits))
+
+    def __copy__(self):
+        return _wrap(self._data, self._lod, self._where)
+
+    # -- internal ----------------------------------------------------------------------------
+    def _num_rows_or_none(self):
+        return None if self._data is None else int(self._data.shape[0])
+
+    def _require_data(self, what):
+        if self._data is None:
+            raise ValueError(f"{what}: the LoDTensor holds no data yet; call set(array, place) first")
+        return self._data
+
+    def _require_lod(self, what):
+        if not self._lod._levels:
+            raise IndexError(f"{what}: the tensor has no lod (lod_level 0); set_lod() first")
+
+    def _check_fits(self):
+        self._lod.check_rows(int(self._data.shape[0]), where="the lod does not fit the data")
+
+
+def _rebuild(cls, data, lod, place, fits):
+    t = _object_new(cls)
+    t._data, t._lod, t._where, t._fits = data, lod, place, fits
+    return t
+
+
+def from_padded(padded, lengths, *, validate=True):
+    """Inverse of :meth:`LoDTensor.to_padded`: a one-level LoDTensor; a copy.
+
+    Parameters
+    ----------
+    padded : array, shape ``(num_sequences, maxlen, *row_shape)``
+    lengths : 1-D integer array-like, ``0 <= lengths[i] <= maxlen``
+
+    >>> t = from_padded(np.array([[1, 2, 0], [3, 4, 5]]), [2, 3])
+    >>> t.lod(), t.data.tolist()
+    ([[0, 2, 5]], [1, 2, 3, 4, 5])
+    """
+    padded = coerce_data(padded, name="padded")
+    if padded.ndim < 2:
+        raise ValueError(
+            f"from_padded(): padded must have at least 2 dimensions (sequences, maxlen, ...), "
+            f"got shape {tuple(padded.shape)}"
+        )
+    n, maxlen = int(padded.shape[0]), int(padded.shape[1])
+    lens = as_lengths(lengths, name="lengths") if validate else np.asarray(lengths, np.int64)
+    if lens.size != n:
+        raise ValueError(f"from_padded(): lengths must have one entry per sequence ({n}), got {lens.size}")
+    if validate and lens.size and lens.max() > maxlen:
+        j = int(np.argmax(lens > maxlen))
+        raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
+    lod = LoD.from_lengths([lens], validate=False)
+    be = backend_of(padded)
+    data = be.unpad(padded, be.asarray(lod.offsets(0)))
+    return _wrap(data, lod, place_of(data, be))
