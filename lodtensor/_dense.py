@@ -102,7 +102,7 @@ def lod_from_masks(masks, where="from_padded_all()"):
             raise ValueError(
                 f"{where}: masks[{k}] must have shape {parent.shape} + (width,), got {mask.shape}"
             )
-        selected = mask.reshape(-1, mask.shape[-1]) if parent is None else mask[parent]
+        selected = mask if parent is None else mask[parent]
         if parent is not None and (mask[~parent]).any():
             raise ValueError(f"{where}: masks[{k}] marks items inside sequences that masks[{k - 1}] leaves out")
         counts = selected.sum(axis=1)

@@ -4,6 +4,7 @@
 with Paddle's constructor, ``fluid.LoDTensor()`` or
 ``fluid.LoDTensor(recursive_sequence_lengths)``.
 
+>>> import numpy as np
 >>> import lodtensor.fluid as fluid
 >>> t = fluid.LoDTensor()
 >>> t.set(np.arange(10, dtype="float32").reshape(5, 2), fluid.CPUPlace())

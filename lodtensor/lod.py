@@ -31,6 +31,8 @@ _INT64 = np.dtype(np.int64)
 
 def _integer_array(values, name):
     """``values`` as a fresh 1-D int64 array; reject floats, bools, ragged and N-d input."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be integers, got {type(values).__name__} {values!r}")
     if isinstance(values, np.ndarray):
         arr = values
     else:
@@ -54,6 +56,8 @@ def _integer_array(values, name):
                 ) from None
             if arr.size == 0:
                 arr = arr.astype(_INT64)
+    if isinstance(values, (list, tuple)) and bool in set(map(type, values)):
+        raise TypeError(f"{name} must hold integers, got booleans in {_short(values)}")
     if arr.ndim != 1:
         raise ValueError(
             f"{name} must be 1-D (one list of integers per level), got an array of "
@@ -69,6 +73,10 @@ def _integer_array(values, name):
     if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
         raise ValueError(f"{name} holds values beyond int64: {preview(arr)}")
     return np.array(arr, dtype=_INT64, copy=True)
+
+
+def _is_scalar(value):
+    return not isinstance(value, (list, tuple, range, np.ndarray)) and not hasattr(value, "__len__")
 
 
 def _short(values):
@@ -229,6 +237,8 @@ class LoD:
     __slots__ = ("_levels", "_cache", "__weakref__")
 
     def __init__(self, levels=(), *, num_rows=None, validate=True):
+        if isinstance(levels, (str, bytes)):
+            raise TypeError(f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {levels!r}")
         if isinstance(levels, LoD):
             arrays = levels._levels
         else:
@@ -240,7 +250,7 @@ class LoD:
                 raise TypeError(
                     f"lod must be a list of offset lists (one per level), got {type(levels).__name__}"
                 ) from None
-            if levels and not isinstance(levels[0], (list, tuple, np.ndarray)) and np.ndim(levels[0]) == 0:
+            if levels and _is_scalar(levels[0]):
                 raise TypeError(
                     f"lod must be a list of offset lists (one per level), got a flat list "
                     f"{_short(levels)}; did you mean [{_short(levels)}]?"
@@ -278,7 +288,7 @@ class LoD:
                 f"recursive_sequence_lengths must be a list of length lists (one per level), "
                 f"got {type(lengths).__name__}"
             ) from None
-        if lengths and np.ndim(lengths[0]) == 0 and not isinstance(lengths[0], (list, tuple)):
+        if lengths and _is_scalar(lengths[0]):
             raise TypeError(
                 f"recursive_sequence_lengths must be a list of length lists (one per level), "
                 f"got a flat list {_short(lengths)}; did you mean [{_short(lengths)}]?"
@@ -420,16 +430,13 @@ class LoD:
 
         Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather.
         """
-        indices = np.asarray(indices, dtype=_INT64)
+        items = np.asarray(indices, dtype=_INT64)
         arrays = []
-        starts = indices
-        stops = indices + 1
         for offs in self._levels:
-            s, e = offs[starts], offs[stops]
-            arrays.append(lengths_to_offsets(e - s))
-            starts, stops = s, e
-        rows, _ = _ranges(starts, stops)
-        return LoD._from_valid(arrays), rows
+            starts, stops = offs[items], offs[items + 1]
+            arrays.append(lengths_to_offsets(stops - starts))
+            items, _ = _ranges(starts, stops)
+        return LoD._from_valid(arrays), items
 
     def split(self):
         """Sub-LoDs and row ranges of every top-level sequence, vectorised per level.
@@ -460,7 +467,7 @@ class LoD:
     def drop_level(self, level=-1):
         """The LoD without ``level``: its sequences merge into their parents.
 
-        >>> LoD([[0, 1, 2], [0, 2, 5]]).drop_level(-1)()
+        >>> LoD([[0, 2], [0, 2, 5]]).drop_level(-1)()
         [[0, 5]]
         >>> LoD([[0, 1, 2], [0, 2, 5]]).drop_level(0)()
         [[0, 2, 5]]

@@ -21,7 +21,8 @@ def _as_rows(a):
     row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:]))
     if row_bytes == 0:
         return None
-    return a.reshape(a.shape[0], -1).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
+    row_items = row_bytes // a.dtype.itemsize
+    return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
 
 
 def _exclusive_starts(lengths):
