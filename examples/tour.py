@@ -6,7 +6,7 @@ Run: python examples/tour.py
 import numpy as np
 
 import lodtensor as lt
-import lodtensor.fluid as fluid
+from lodtensor import fluid
 
 # Two documents -> sentences -> token ids, straight from Python lists.
 docs = [

@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 _INT64 = np.dtype(np.int64)
+_object_new = object.__new__
 
 
 def _integer_array(values, name):
@@ -35,27 +36,26 @@ def _integer_array(values, name):
         raise TypeError(f"{name} must be integers, got {type(values).__name__} {values!r}")
     if isinstance(values, np.ndarray):
         arr = values
+    elif hasattr(values, "__array__") or hasattr(values, "__dlpack__"):
+        try:
+            arr = np.asarray(values)
+        except Exception as err:  # torch CUDA tensors, cupy arrays
+            raise TypeError(
+                f"{name} must be host integers (a list or a NumPy array), got "
+                f"{type(values).__name__}; move it to the CPU first"
+            ) from err
     else:
-        if hasattr(values, "__array__") or hasattr(values, "__dlpack__"):
-            try:
-                arr = np.asarray(values)
-            except Exception as err:  # torch CUDA tensors, cupy arrays
-                raise TypeError(
-                    f"{name} must be host integers (a list or a NumPy array), got "
-                    f"{type(values).__name__}; move it to the CPU first"
-                ) from err
-        else:
-            try:
-                arr = np.asarray(values)
-            except ValueError:
-                arr = None
-            if arr is None or arr.dtype == object:
-                raise TypeError(
-                    f"{name} must be a flat sequence of integers, got the ragged or mixed "
-                    f"value {_short(values)}"
-                ) from None
-            if arr.size == 0:
-                arr = arr.astype(_INT64)
+        try:
+            arr = np.asarray(values)
+        except ValueError:
+            arr = None
+        if arr is None or arr.dtype == object:
+            raise TypeError(
+                f"{name} must be a flat sequence of integers, got the ragged or mixed "
+                f"value {_short(values)}"
+            ) from None
+        if arr.size == 0:
+            arr = arr.astype(_INT64)
     if isinstance(values, (list, tuple)) and bool in set(map(type, values)):
         raise TypeError(f"{name} must hold integers, got booleans in {_short(values)}")
     if arr.ndim != 1:
@@ -238,7 +238,9 @@ class LoD:
 
     def __init__(self, levels=(), *, num_rows=None, validate=True):
         if isinstance(levels, (str, bytes)):
-            raise TypeError(f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {levels!r}")
+            raise TypeError(
+                f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {levels!r}"
+            )
         if isinstance(levels, LoD):
             arrays = levels._levels
         else:
@@ -262,15 +264,21 @@ class LoD:
         if validate:
             check_levels(arrays, num_rows)
         self._levels = arrays
-        self._cache = {}
+        self._cache = None
 
     @classmethod
     def _from_valid(cls, arrays):
         """Wrap int64 arrays that are valid by construction (no checks, no copies)."""
-        self = cls.__new__(cls)
+        self = _object_new(cls)
         self._levels = tuple(arrays)
-        self._cache = {}
+        self._cache = None
         return self
+
+    def _cached(self):
+        cache = self._cache
+        if cache is None:
+            cache = self._cache = {}
+        return cache
 
     @classmethod
     def from_lengths(cls, lengths, *, num_rows=None, validate=True):
@@ -335,7 +343,7 @@ class LoD:
         """Per-sequence lengths of ``level`` (read-only int64, cached)."""
         level = _normalize_level(level, len(self._levels))
         key = ("lengths", level)
-        out = self._cache.get(key)
+        out = self._cached().get(key)
         if out is None:
             out = np.diff(self._levels[level])
             out.setflags(write=False)
@@ -350,7 +358,7 @@ class LoD:
         """
         level = _normalize_level(level, len(self._levels))
         key = ("absolute", level)
-        out = self._cache.get(key)
+        out = self._cached().get(key)
         if out is None:
             out = self._levels[level]
             for finer in self._levels[level + 1 :]:
@@ -364,7 +372,7 @@ class LoD:
         """For each data row, the index of its sequence at ``level`` (int64, cached)."""
         level = _normalize_level(level, len(self._levels))
         key = ("segment_ids", level)
-        out = self._cache.get(key)
+        out = self._cached().get(key)
         if out is None:
             out = offsets_to_segment_ids(self.absolute_offsets(level))
             out.setflags(write=False)
@@ -373,9 +381,10 @@ class LoD:
 
     def offsets_list(self, level=-1):
         """Offsets of ``level`` as a Python list (cached; for fast scalar access)."""
-        level = _normalize_level(level, len(self._levels))
+        if level != 0:
+            level = _normalize_level(level, len(self._levels))
         key = ("list", level)
-        out = self._cache.get(key)
+        out = self._cached().get(key)
         if out is None:
             out = self._levels[level].tolist()
             self._cache[key] = out
@@ -425,6 +434,25 @@ class LoD:
             a, b = int(base), int(piece[-1])
         return LoD._from_valid(arrays), a, b
 
+    def child(self, i):
+        """LoD of top-level sequence ``i`` without its top level, and its row range.
+
+        Returns ``(lod, row_start, row_stop)``; the caller has checked ``i``.
+
+        >>> lod, a, b = LoD([[0, 1, 3], [0, 2, 4, 5]]).child(1)
+        >>> lod(), a, b
+        ([[0, 2, 3]], 2, 5)
+        """
+        top = self.offsets_list(0)
+        a, b = top[i], top[i + 1]
+        arrays = []
+        for offs in self._levels[1:]:
+            piece = offs[a : b + 1]
+            base = piece[0]
+            arrays.append(piece - base if base else piece)
+            a, b = int(base), int(piece[-1])
+        return LoD._from_valid(arrays), a, b
+
     def select(self, indices):
         """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
 
@@ -459,9 +487,21 @@ class LoD:
             empty = LoD._from_valid(())
             return [empty] * n, self.absolute_offsets(0)
         sublods = []
-        new = LoD._from_valid
-        for i in range(n):
-            sublods.append(new([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level]))
+        append = sublods.append
+        cls = LoD
+        if len(per_level) == 1:
+            (values, bounds), = per_level
+            for a, b in zip(bounds, bounds[1:]):
+                lod = _object_new(cls)
+                lod._levels = (values[a:b],)
+                lod._cache = None
+                append(lod)
+        else:
+            for i in range(n):
+                lod = _object_new(cls)
+                lod._levels = tuple([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level])
+                lod._cache = None
+                append(lod)
         return sublods, self.absolute_offsets(0)
 
     def drop_level(self, level=-1):

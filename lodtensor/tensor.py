@@ -19,6 +19,7 @@ from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, as_place, place_of
 __all__ = ["LoDTensor"]
 
 _EMPTY_LOD = LoD._from_valid(())
+_TOP_KEY = ("list", 0)
 _NUMERIC_KINDS = frozenset("biufc")
 _object_new = object.__new__
 
@@ -177,7 +178,10 @@ class LoDTensor(NDArrayOperatorsMixin):
         [[0, 1], [], [2, 3, 4]]
         """
         data = coerce_data(data)
-        lod = LoD([offsets], num_rows=int(data.shape[0])) if validate else LoD._from_valid([np.asarray(offsets, np.int64)])
+        if validate:
+            lod = LoD([offsets], num_rows=int(data.shape[0]))
+        else:
+            lod = LoD._from_valid([np.asarray(offsets, np.int64)])
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
     @classmethod
@@ -327,17 +331,29 @@ class LoDTensor(NDArrayOperatorsMixin):
         return 0 if self._data is None else int(self._data.shape[0])
 
     def __getitem__(self, index):
-        levels = self._lod._levels
+        lod = self._lod
+        levels = lod._levels
         if not self._fits:
             self._check_fits()
         if type(index) is int and len(levels) == 1:  # fast path: one sequence of a 1-level tensor
-            offs = self._lod.offsets_list(0)
-            n = len(offs) - 1
-            if index < 0:
-                index += n
-            if not 0 <= index < n:
-                raise IndexError(f"index {index} is out of range for {n} top-level sequences")
-            return _wrap(self._data[offs[index] : offs[index + 1]], _EMPTY_LOD, self._where)
+            cache = lod._cache
+            offs = cache.get(_TOP_KEY) if cache is not None else None
+            if offs is None:
+                offs = lod.offsets_list(0)
+            if index >= 0:
+                if index + 1 >= len(offs):
+                    raise IndexError(f"index {index} is out of range for {len(offs) - 1} top-level sequences")
+                start, stop = offs[index], offs[index + 1]
+            else:
+                if index < 1 - len(offs):
+                    raise IndexError(f"index {index} is out of range for {len(offs) - 1} top-level sequences")
+                start, stop = offs[index - 1], offs[index]
+            t = _object_new(LoDTensor)
+            t._data = self._data[start:stop]
+            t._lod = _EMPTY_LOD
+            t._where = self._where
+            t._fits = True
+            return t
         data = self._require_data("indexing")
         if not levels:
             return data[index]
@@ -357,9 +373,8 @@ class LoDTensor(NDArrayOperatorsMixin):
             i = int(index)
             if not -n <= i < n:
                 raise IndexError(f"index {i} is out of range for {n} top-level sequences")
-            i %= n
-            lod, a, b = self._lod.slice(i, i + 1)
-            return _wrap(data[a:b], lod.drop_level(0), self._where)
+            lod, a, b = self._lod.child(i % n)
+            return _wrap(data[a:b], lod, self._where)
         if isinstance(index, tuple):
             raise TypeError(
                 f"LoDTensor indices must be an int, a slice or a 1-D array of sequence "

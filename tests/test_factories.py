@@ -4,8 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lodtensor as lt
-import lodtensor.fluid as fluid
-from lodtensor import LoDError
+from lodtensor import LoDError, fluid
 
 from .reference import flatten_levels, nest
 from .strategies import lengths_levels

@@ -22,7 +22,8 @@ def test_to_padded_maxlen_and_rows():
     t = LoDTensor(np.arange(10).reshape(5, 2), [[0, 1, 5]])
     padded, _ = t.to_padded(maxlen=6)
     assert padded.shape == (2, 6, 2) and padded[0, 1:].sum() == 0
-    with pytest.raises(ValueError, match="maxlen=3 is shorter than the longest sequence \\(4\\); truncation is not supported"):
+    message = "maxlen=3 is shorter than the longest sequence \\(4\\); truncation is not supported"
+    with pytest.raises(ValueError, match=message):
         t.to_padded(maxlen=3)
     padded, _ = t.to_padded(pad_value=np.array([7, 8]))
     assert padded[0, 1].tolist() == [7, 8]
@@ -90,7 +91,8 @@ def test_from_padded_all_rejects_bad_masks():
 @given(lod_tensors(min_levels=1, max_levels=3), st.sampled_from([0, -1, 2.5]), st.integers(0, 3))
 def test_pad_unpad_round_trip(t, pad_value, extra):
     lengths = t.lod.lengths(-1)
-    sequences = [[row for row in t.data[a:b]] for a, b in zip(t.lod.absolute_offsets(-1)[:-1], t.lod.absolute_offsets(-1)[1:])]
+    offsets = t.lod.absolute_offsets(-1)
+    sequences = [list(t.data[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
     maxlen = int(lengths.max()) + extra
     padded, lens = t.to_padded(pad_value=pad_value, maxlen=maxlen)
     assert np.array_equal(padded, ref_pad(sequences, pad_value, maxlen, t.data.shape[1:], t.dtype))
