@@ -12,6 +12,7 @@ from .factories import (
     from_nested_list,
     from_padded,
     from_padded_all,
+    from_torch,
 )
 from .lod import LoD
 from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, Place
@@ -31,6 +32,7 @@ __all__ = [
     "from_nested_list",
     "from_padded",
     "from_padded_all",
+    "from_torch",
     "create_lod_tensor",
     "create_random_int_lodtensor",
     "backend_of",

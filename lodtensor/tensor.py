@@ -449,6 +449,19 @@ class LoDTensor(NDArrayOperatorsMixin):
         """This tensor in host memory."""
         return self.to(CPUPlace())
 
+    def to_torch(self):
+        """This tensor with its data as a torch tensor, sharing memory where possible.
+
+        NumPy data on the host and CuPy data on the GPU are shared without a
+        copy (read-only NumPy arrays are copied, as torch cannot wrap them).
+        The LoD object is shared too.
+        """
+        data = self._require_data("to_torch()")
+        be = get_backend("torch")
+        if backend_name_of(data) == "torch":
+            return self
+        return _wrap(be.asarray(data), self._lod, self._where)
+
     def cuda(self, device_id=0):
         """This tensor on GPU ``device_id`` (CuPy data, or torch CUDA for torch data)."""
         return self.to(CUDAPlace(device_id))
@@ -525,7 +538,8 @@ class LoDTensor(NDArrayOperatorsMixin):
             kwargs["out"] = tuple(
                 o._require_data(ufunc.__name__) if isinstance(o, LoDTensor) else o for o in out
             )
-        result = getattr(ufunc, method)(*args, **kwargs)
+        be = backend_of(*args, *kwargs.get("out", ()))
+        result = be.apply_ufunc(ufunc, method, *args, **kwargs)
         if method != "__call__":
             return result
         if out is not None:

@@ -32,3 +32,43 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+BACKENDS = [
+    "numpy",
+    "torch",
+    pytest.param("cupy", marks=pytest.mark.gpu),
+    pytest.param("torch-cuda", marks=pytest.mark.gpu),
+]
+
+
+class BackendCase:
+    """A backend plus the device its test arrays go to."""
+
+    def __init__(self, name):
+        from lodtensor import get_backend
+
+        self.label = name
+        lib = "torch" if name.startswith("torch") else name
+        try:
+            self.be = get_backend(lib)
+        except ImportError as err:
+            pytest.skip(f"backend {lib!r} unavailable: {err}")
+        self.device = "cuda" if name in ("cupy", "torch-cuda") else "cpu"
+
+    def array(self, values, dtype=None):
+        arr = np.asarray(values, dtype=dtype)
+        if self.be.name == "numpy":
+            return arr
+        return self.be.to_device(self.be.asarray(arr.copy()), self.device)
+
+    def numpy(self, x):
+        return self.be.to_numpy(x)
+
+    def __getattr__(self, name):
+        return getattr(self.be, name)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return BackendCase(request.param)

@@ -14,6 +14,8 @@ KERNELS = (
     "asarray",
     "to_numpy",
     "device_of",
+    "to_device",
+    "apply_ufunc",
     "segment_ids",
     "repeat_interleave",
     "cumsum",
@@ -46,6 +48,8 @@ class Backend:
     asarray(obj, dtype=None, *, copy=False)
     to_numpy(x)                                   host NumPy array (copy only when needed)
     device_of(x) -> str                           ``"cpu"``, ``"cuda:0"``
+    to_device(x, device, *, copy=False)           the array on ``device``
+    apply_ufunc(ufunc, method, *args, **kwargs)   a NumPy ufunc call, run with this library
     segment_ids(offsets, *, total)                row -> sequence index
     repeat_interleave(values, repeats, *, total=None)
     cumsum(x, *, exclusive=False)

@@ -49,6 +49,14 @@ class NumpyBackend(Backend):
     def device_of(self, x):
         return "cpu"
 
+    def to_device(self, x, device, *, copy=False):
+        if device != "cpu":
+            raise ValueError(f"NumPy data lives on the host; use the cupy or torch backend for {device!r}")
+        return np.array(x, copy=True) if copy else x
+
+    def apply_ufunc(self, ufunc, method, *args, **kwargs):
+        return getattr(ufunc, method)(*args, **kwargs)
+
     # -- index helpers -----------------------------------------------------------------------
     def segment_ids(self, offsets, *, total=None):
         lengths = np.diff(offsets)

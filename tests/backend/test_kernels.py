@@ -1,23 +1,29 @@
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lodtensor import BackendMismatchError, backend_of, get_backend
 from lodtensor.backend import KERNELS
 from lodtensor.lod import lengths_to_offsets
 
+from ..conftest import BackendCase
 from ..strategies import lengths
 
 
-@pytest.fixture(params=["numpy"])
-def be(request):
-    return get_backend(request.param)
-
-
-def test_every_kernel_is_implemented(be):
+def test_every_kernel_is_implemented(backend):
     for name in KERNELS:
-        assert callable(getattr(be, name)), name
+        assert callable(getattr(backend.be, name)), name
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_segment_reductions_with_empty_sequences(backend, dtype):
+    data = backend.array(np.arange(1, 6), dtype=dtype)
+    offsets = backend.array(lengths_to_offsets([2, 0, 3]))
+    assert backend.numpy(backend.segment_sum(data, offsets)).tolist() == [3, 0, 12]
+    assert backend.numpy(backend.segment_max(data, offsets, empty=-7)).tolist() == [2, -7, 5]
+    assert backend.numpy(backend.segment_min(data, offsets, empty=-7)).tolist() == [1, -7, 3]
+    assert backend.numpy(backend.segment_mean(data, offsets)).tolist() == [1.5, 0, 4]
 
 
 def ref_segments(data, lens):
@@ -25,42 +31,39 @@ def ref_segments(data, lens):
     return [data[a:b] for a, b in zip(offs[:-1], offs[1:])]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
-def test_segment_reductions_with_empty_sequences(be, dtype):
-    data = be.asarray(np.arange(1, 6), dtype=dtype)
-    offsets = be.asarray(lengths_to_offsets([2, 0, 3]))
-    assert be.segment_sum(data, offsets).tolist() == [3, 0, 12]
-    assert be.segment_max(data, offsets, empty=-7).tolist() == [2, -7, 5]
-    assert be.segment_min(data, offsets, empty=-7).tolist() == [1, -7, 3]
-    assert be.segment_mean(data, offsets).tolist() == [1.5, 0, 4]
-
-
-@given(lengths(min_size=1), st.sampled_from([(), (3,)]))
-def test_kernels_agree_with_reference(lens, row):
-    be = get_backend("numpy")
+@pytest.mark.parametrize("name", ["numpy", "torch"])
+@settings(max_examples=40)
+@given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,)]))
+def test_kernels_agree_with_reference(name, lens, row):
+    case = BackendCase(name)
     n = sum(lens)
-    data = np.random.default_rng(n).standard_normal((n,) + row)
+    host = np.random.default_rng(n).standard_normal((n,) + row)
+    data = case.array(host)
     offsets = lengths_to_offsets(lens)
-    segs = ref_segments(data, lens)
+    segs = ref_segments(host, lens)
     zero = np.zeros(row)
-    assert np.allclose(be.segment_sum(data, offsets), [s.sum(0) if len(s) else zero for s in segs])
-    assert np.allclose(be.segment_max(data, offsets, empty=0), [s.max(0) if len(s) else zero for s in segs])
-    assert np.allclose(be.segment_min(data, offsets, empty=0), [s.min(0) if len(s) else zero for s in segs])
-    soft = be.segment_softmax(data, offsets)
-    expected = np.concatenate([np.exp(s - s.max(0)) / np.exp(s - s.max(0)).sum(0) for s in segs if len(s)] or [data])
-    assert np.allclose(soft, expected)
-    ids = be.segment_ids(offsets, total=n)
+    num = case.numpy
+    assert np.allclose(num(case.segment_sum(data, offsets)), [s.sum(0) if len(s) else zero for s in segs])
+    assert np.allclose(num(case.segment_max(data, offsets, empty=0)), [s.max(0) if len(s) else zero for s in segs])
+    assert np.allclose(num(case.segment_min(data, offsets, empty=0)), [s.min(0) if len(s) else zero for s in segs])
+    assert np.allclose(num(case.segment_mean(data, offsets)), [s.mean(0) if len(s) else zero for s in segs])
+    soft = num(case.segment_softmax(data, offsets))
+    parts = [np.exp(s - s.max(0)) / np.exp(s - s.max(0)).sum(0) for s in segs if len(s)]
+    assert np.allclose(soft, np.concatenate(parts) if parts else host)
+    ids = num(case.segment_ids(case.array(offsets), total=n))
     assert ids.tolist() == [i for i, k in enumerate(lens) for _ in range(k)]
-    assert be.repeat_interleave(np.arange(len(lens)), np.asarray(lens)).tolist() == ids.tolist()
-    assert be.cumsum(np.asarray(lens), exclusive=True).tolist() == offsets[:-1].tolist()
+    rep = case.repeat_interleave(case.array(np.arange(len(lens))), case.array(np.asarray(lens)), total=n)
+    assert num(rep).tolist() == ids.tolist()
+    assert num(case.cumsum(case.array(np.asarray(lens)), exclusive=True)).tolist() == offsets[:-1].tolist()
     idx = np.arange(n)[::-1].copy()
-    assert np.array_equal(be.gather(data, idx), data[idx])
-    expected = np.zeros_like(data)
-    expected[idx] = data
-    assert np.array_equal(be.scatter(np.zeros_like(data), idx, data), expected)
-    maxlen = max(lens) if lens else 0
-    padded = be.pad(data, offsets, maxlen, 0.0)
-    assert np.array_equal(be.unpad(padded, offsets), data)
+    assert np.array_equal(num(case.gather(data, case.array(idx))), host[idx])
+    expected = np.zeros_like(host)
+    expected[idx] = host
+    assert np.array_equal(num(case.scatter(case.array(np.zeros_like(host)), case.array(idx), data)), expected)
+    maxlen = max(lens) + 1
+    padded = case.pad(data, offsets, maxlen, 0.0)
+    assert tuple(padded.shape) == (len(lens), maxlen) + row
+    assert np.array_equal(num(case.unpad(padded, offsets)), host)
 
 
 def test_backend_of_and_mismatch():

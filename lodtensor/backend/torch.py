@@ -1,0 +1,204 @@
+"""torch kernels (CPU or CUDA), built from differentiable ops so autograd flows through.
+
+Offsets may arrive as host NumPy arrays; they are moved once to the data's
+device. Nothing here round-trips data through NumPy.
+"""
+
+import numpy as np
+import torch
+
+from ._base import Backend
+
+__all__ = ["TorchBackend", "make_backend"]
+
+# NumPy ufunc names whose torch function has another name (or another meaning).
+_UFUNC_RENAMES = {
+    "equal": torch.eq,
+    "not_equal": torch.ne,
+    "power": torch.pow,
+    "absolute": torch.abs,
+    "conjugate": torch.conj,
+    "invert": torch.bitwise_not,
+    "left_shift": torch.bitwise_left_shift,
+    "right_shift": torch.bitwise_right_shift,
+    "matmul": torch.matmul,
+    "rint": torch.round,
+    "isnan": torch.isnan,
+}
+
+
+def torch_dtype(dtype):
+    """A torch dtype from a torch dtype, NumPy dtype or name."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+
+
+class TorchBackend(Backend):
+    name = "torch"
+    xp = torch
+
+    # -- arrays and transfer -----------------------------------------------------------------
+    def asarray(self, obj, dtype=None, *, copy=False, device=None):
+        dtype = torch_dtype(dtype)
+        if isinstance(obj, torch.Tensor):
+            out = obj.to(device=device or obj.device, dtype=dtype or obj.dtype)
+            return out.clone() if copy and out is obj else out
+        if isinstance(obj, np.ndarray) and not obj.flags.writeable:
+            obj = obj.copy()  # torch warns on read-only memory; offsets are small
+        out = torch.as_tensor(obj, dtype=dtype, device=device)
+        return out.clone() if copy else out
+
+    def to_numpy(self, x):
+        return x.detach().cpu().numpy()
+
+    def device_of(self, x):
+        return str(x.device) if x.device.type != "cpu" else "cpu"
+
+    def to_device(self, x, device, *, copy=False):
+        out = x.to(device)
+        return out.clone() if copy and out is x else out
+
+    def is_c_contiguous(self, x):
+        return x.is_contiguous()
+
+    def _index(self, offsets, like):
+        if isinstance(offsets, torch.Tensor) and offsets.device == like.device:
+            return offsets
+        return self.asarray(offsets, dtype=torch.int64, device=like.device)
+
+    # -- index helpers -----------------------------------------------------------------------
+    def segment_ids(self, offsets, *, total=None):
+        offsets = self._index(offsets, offsets if isinstance(offsets, torch.Tensor) else torch.empty(0))
+        lengths = offsets[1:] - offsets[:-1]
+        ids = torch.arange(lengths.numel(), device=offsets.device)
+        return torch.repeat_interleave(ids, lengths, output_size=total)
+
+    def repeat_interleave(self, values, repeats, *, total=None):
+        repeats = self._index(repeats, values)
+        return torch.repeat_interleave(values, repeats, dim=0, output_size=total)
+
+    def cumsum(self, x, *, exclusive=False):
+        out = torch.cumsum(x, dim=0)
+        if exclusive:
+            out = torch.cat([torch.zeros_like(out[:1]), out[:-1]])
+        return out
+
+    def gather(self, data, index):
+        return data.index_select(0, self._index(index, data))
+
+    def scatter(self, out, index, values):
+        out[self._index(index, out)] = values
+        return out
+
+    # -- segment reductions ------------------------------------------------------------------
+    def _segment(self, data, offsets, reduce, empty):
+        """Max or min per segment; empty segments get ``empty``."""
+        offsets = self._index(offsets, data)
+        lengths = offsets[1:] - offsets[:-1]
+        shape = (-1,) + (1,) * (data.dim() - 1)
+        if data.is_floating_point():
+            out = torch.segment_reduce(data, reduce, offsets=offsets, axis=0, unsafe=True)
+            return torch.where((lengths == 0).reshape(shape), torch.full_like(out, empty), out)
+        # segment_reduce has no integer kernels: scatter into a tensor pre-filled with ``empty``
+        ids = self.segment_ids(offsets, total=data.shape[0]).reshape(shape).expand_as(data)
+        out = torch.full((lengths.numel(),) + tuple(data.shape[1:]), empty, dtype=data.dtype, device=data.device)
+        return out.scatter_reduce(0, ids, data, reduce="amax" if reduce == "max" else "amin", include_self=False)
+
+    def segment_sum(self, data, offsets):
+        offsets = self._index(offsets, data)
+        n = offsets.numel() - 1
+        ids = self.segment_ids(offsets, total=data.shape[0])
+        out = torch.zeros((n,) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
+        return out.index_add(0, ids, data)
+
+    def segment_mean(self, data, offsets, *, empty=0):
+        offsets = self._index(offsets, data)
+        lengths = offsets[1:] - offsets[:-1]
+        total = self.segment_sum(data, offsets)
+        if not total.is_floating_point() and not total.is_complex():
+            total = total.to(torch.float64)
+        shape = (-1,) + (1,) * (data.dim() - 1)
+        out = total / lengths.clamp(min=1).reshape(shape).to(total.dtype)
+        if empty != 0:
+            out = torch.where((lengths == 0).reshape(shape), torch.full_like(out, empty), out)
+        return out
+
+    def segment_max(self, data, offsets, *, empty):
+        return self._segment(data, offsets, "max", empty)
+
+    def segment_min(self, data, offsets, *, empty):
+        return self._segment(data, offsets, "min", empty)
+
+    def segment_softmax(self, data, offsets):
+        offsets = self._index(offsets, data)
+        lengths = offsets[1:] - offsets[:-1]
+        n_rows = data.shape[0]
+        if n_rows == 0:
+            return data.clone()
+        peak = self._segment(data.detach(), offsets, "max", 0.0)
+        shifted = torch.exp(data - torch.repeat_interleave(peak, lengths, dim=0, output_size=n_rows))
+        total = self.segment_sum(shifted, offsets)
+        return shifted / torch.repeat_interleave(total, lengths, dim=0, output_size=n_rows)
+
+    # -- dense <-> flat ----------------------------------------------------------------------
+    def _pad_index(self, offsets, maxlen, n_rows):
+        lengths = offsets[1:] - offsets[:-1]
+        shift = torch.arange(lengths.numel(), device=offsets.device) * maxlen - offsets[:-1]
+        return torch.arange(n_rows, device=offsets.device) + torch.repeat_interleave(
+            shift, lengths, output_size=n_rows
+        )
+
+    def place_rows(self, data, index, shape, pad_value, *, out=None):
+        row = tuple(data.shape[1:])
+        full = tuple(shape) + row
+        if out is None:
+            fill = torch.as_tensor(pad_value, dtype=data.dtype, device=data.device)
+            out = fill.expand(full).clone() if fill.dim() else torch.full(full, fill.item(), dtype=data.dtype,
+                                                                           device=data.device)
+            flat = out.reshape((-1,) + row)
+            if data.shape[0]:
+                flat = flat.index_copy(0, self._index(index, data), data)  # out of place: keeps autograd
+            return flat.reshape(full)
+        with torch.no_grad():
+            out[...] = torch.as_tensor(pad_value, dtype=out.dtype, device=out.device)
+            if data.shape[0]:
+                out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
+        return out
+
+    def pad(self, data, offsets, maxlen, pad_value, *, out=None):
+        offsets = self._index(offsets, data)
+        index = self._pad_index(offsets, maxlen, data.shape[0])
+        return self.place_rows(data, index, (offsets.numel() - 1, maxlen), pad_value, out=out)
+
+    def unpad(self, padded, offsets):
+        offsets = self._index(offsets, padded)
+        n, maxlen = padded.shape[:2]
+        index = self._pad_index(offsets, maxlen, int(offsets[-1]))
+        return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)
+
+    # -- elementwise -------------------------------------------------------------------------
+    def apply_ufunc(self, ufunc, method, *args, **kwargs):
+        """Run a NumPy ufunc call with the torch function of the same meaning."""
+        if method != "__call__":
+            raise TypeError(
+                f"numpy.{ufunc.__name__}.{method} is not supported on torch data; "
+                f"use the torch function on t.data"
+            )
+        fn = _UFUNC_RENAMES.get(ufunc.__name__) or getattr(torch, ufunc.__name__, None)
+        if fn is None:
+            raise TypeError(f"numpy.{ufunc.__name__} has no torch equivalent; call a torch function on t.data")
+        out = kwargs.pop("out", None)
+        if kwargs:
+            raise TypeError(
+                f"numpy.{ufunc.__name__}: keyword arguments {sorted(kwargs)} are not supported on torch data"
+            )
+        if out is not None:
+            if len(out) != 1:
+                raise TypeError(f"numpy.{ufunc.__name__}: only one out= tensor is supported on torch data")
+            return fn(*args, out=out[0])
+        return fn(*args)
+
+
+def make_backend():
+    return TorchBackend()

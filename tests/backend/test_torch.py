@@ -1,0 +1,87 @@
+"""torch backend: zero-copy exchange, array type in = array type out, autograd."""
+
+import numpy as np
+import pytest
+
+import lodtensor as lt
+from lodtensor import get_backend
+from lodtensor.lod import lengths_to_offsets
+
+torch = pytest.importorskip("torch")
+
+OFFSETS = lengths_to_offsets([2, 0, 3, 1])
+
+
+def test_to_torch_shares_memory_and_lod():
+    t = lt.from_nested_list([[1.0, 2.0], [], [3.0]])
+    tt = t.to_torch()
+    assert isinstance(tt.data, torch.Tensor) and tt.lod is t.lod
+    assert tt.data.data_ptr() == t.data.ctypes.data
+    assert tt.to_torch() is tt
+    assert np.shares_memory(tt.numpy(), t.data)
+    assert tt.tolist() == [[1.0, 2.0], [], [3.0]]
+
+
+def test_torch_data_stays_torch():
+    t = lt.from_torch(torch.arange(6.0).reshape(3, 2), recursive_sequence_lengths=[[1, 2]])
+    assert t.backend.name == "torch" and t.device == "cpu" and t.dtype == torch.float32
+    assert isinstance(t[1].data, torch.Tensor) and t[1].data.shape == (2, 2)
+    assert t[1].data.data_ptr() == t.data[1:].data_ptr()
+    for result in (t * 2, np.exp(t), t + t, -t, abs(t), t > 2):
+        assert isinstance(result.data, torch.Tensor) and result.lod is t.lod
+    padded, lengths = t.to_padded(pad_value=-1)
+    assert isinstance(padded, torch.Tensor) and padded.tolist() == [[[0, 1], [-1, -1]], [[2, 3], [4, 5]]]
+    assert isinstance(lengths, torch.Tensor) and lengths.tolist() == [1, 2]
+    back = lt.from_padded(padded, lengths)
+    assert torch.equal(back.data, t.data)
+    dense, masks = t.to_padded_all()
+    assert isinstance(masks[0], torch.Tensor) and torch.equal(lt.from_padded_all(dense, masks).data, t.data)
+    assert t[[1, 0]].tolist() == [[[2, 3], [4, 5]], [[0, 1]]]
+
+
+def test_from_torch_nested():
+    parts = [torch.randn(2, 3), torch.randn(0, 3), torch.randn(4, 3)]
+    jagged = torch.nested.nested_tensor(parts, layout=torch.jagged)
+    t = lt.from_torch(jagged)
+    assert t.lod() == [[0, 2, 2, 6]] and t.data.data_ptr() == jagged.values().data_ptr()
+    strided = torch.nested.nested_tensor(parts)
+    s = lt.from_torch(strided)
+    assert s.lod() == [[0, 2, 2, 6]] and torch.equal(s.data, torch.cat(parts))
+    with pytest.raises(ValueError, match="first dim only"):
+        lt.from_torch(torch.nested.nested_tensor([torch.zeros(2, 3), torch.zeros(2, 4)]))
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        lt.from_torch(np.zeros(3))
+
+
+def test_mixing_backends_is_an_error():
+    a = lt.LoDTensor(np.arange(3.0), [[0, 3]])
+    b = a.to_torch()
+    with pytest.raises(lt.BackendMismatchError, match="cannot combine 'numpy' and 'torch'"):
+        a + b
+
+
+def _grad(fn, *shape):
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(fn, (x,))
+
+
+@pytest.mark.parametrize("kernel", ["segment_sum", "segment_mean", "segment_max", "segment_min", "segment_softmax"])
+def test_segment_kernels_gradcheck(kernel):
+    be = get_backend("torch")
+    fn = getattr(be, kernel)
+    kwargs = {"empty": 0.0} if kernel in ("segment_max", "segment_min") else {}
+    _grad(lambda x: fn(x, OFFSETS, **kwargs), 6, 3)
+
+
+def test_pad_unpad_gradcheck():
+    be = get_backend("torch")
+    _grad(lambda x: be.pad(x, OFFSETS, 4, 0.0), 6, 2)
+    _grad(lambda p: be.unpad(p, OFFSETS), 4, 3, 2)
+
+
+def test_lodtensor_ops_keep_autograd():
+    x = torch.randn(6, 2, dtype=torch.float64, requires_grad=True)
+    t = lt.from_torch(x, [OFFSETS.tolist()])
+    padded, _ = (t * 3).to_padded()
+    padded.sum().backward()
+    assert torch.allclose(x.grad, torch.full_like(x, 3.0))
