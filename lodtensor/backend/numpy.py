@@ -12,6 +12,8 @@ from ._base import Backend
 __all__ = ["NumpyBackend"]
 
 _INT64 = np.dtype(np.int64)
+# Rows with at least this many elements are reduced by length groups, not reduceat (measured crossover).
+_WIDE_ROW = 16
 
 
 def _as_rows(a):
@@ -89,14 +91,40 @@ class NumpyBackend(Backend):
 
     # -- segment reductions ------------------------------------------------------------------
     def _reduceat(self, ufunc, data, offsets, fill):
+        """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.
+
+        ``ufunc.reduceat`` pays one inner-loop call per (sequence, column), so
+        it is fast only for narrow rows. Wide rows are reduced by groups of
+        sequences of equal length instead: one gather into a
+        ``(count, length, *row)`` block and one reduction over axis 1 per
+        distinct length (the loop runs over distinct lengths, not sequences).
+        """
         lengths = np.diff(offsets)
         n = lengths.size
         out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
         nonempty = lengths > 0
         if data.shape[0] == 0 or not nonempty.any():
             return out
-        starts = offsets[:-1][nonempty]
-        out[nonempty] = ufunc.reduceat(data, starts, axis=0)
+        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
+        if row_size < _WIDE_ROW:
+            out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
+            return out
+        order = np.argsort(lengths, kind="stable")
+        sorted_lengths = lengths[order]
+        groups = np.split(order, np.flatnonzero(np.diff(sorted_lengths)) + 1)
+        starts = offsets[:-1]
+        row_shape = data.shape[1:]
+        for group in groups:
+            length = int(lengths[group[0]])
+            if length == 0:
+                continue
+            if group.size == 1:
+                s = int(starts[group[0]])
+                out[group[0]] = ufunc.reduce(data[s : s + length], axis=0)
+                continue
+            index = (starts[group][:, None] + np.arange(length)).ravel()
+            block = self.gather(data, index).reshape((group.size, length) + row_shape)
+            out[group] = ufunc.reduce(block, axis=1)
         return out
 
     def segment_sum(self, data, offsets):

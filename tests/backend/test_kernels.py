@@ -33,7 +33,7 @@ def ref_segments(data, lens):
 
 @pytest.mark.parametrize("name", ["numpy", "torch"])
 @settings(max_examples=40)
-@given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,)]))
+@given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,), (4, 5)]))
 def test_kernels_agree_with_reference(name, lens, row):
     case = BackendCase(name)
     n = sum(lens)
