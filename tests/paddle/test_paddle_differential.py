@@ -781,10 +781,12 @@ def test_difference_python_ints_beyond_int64():
     assert o._dtype() == np.dtype("uint64")
 
 
-@pytest.mark.xfail(reason="lodtensor bug: create_lod_tensor treats a list of NumPy arrays as flat data", strict=False)
-def test_create_lod_tensor_list_of_arrays():
+@pytest.mark.xfail(reason="lodtensor bug: create_lod_tensor does not iterate NumPy arrays as sequences", strict=False)
+@pytest.mark.parametrize("lengths", [[[2, 1]], [[2, 2]]], ids=str)
+def test_create_lod_tensor_list_of_arrays(lengths):
     """Paddle iterates each sequence, so a list of 1-D arrays works like a list of lists."""
-    assert_agree(_clt([np.array([1, 2]), np.array([3])], [[2, 1]]))
+    data = [np.arange(n) for n in lengths[0]]
+    assert_agree(_clt(data, lengths), f"create_lod_tensor({data!r}, {lengths!r})")
 
 
 def test_difference_create_random_int_lodtensor_arguments():
