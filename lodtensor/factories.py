@@ -39,7 +39,8 @@ def from_nested_list(nested, dtype=None, lod_level=None, place=None):
 
     Every list level above the values becomes a lod level (outermost first);
     with a smaller ``lod_level`` the inner lists are the rows' own dimensions.
-    One pass per level, no array per item.
+    One pass per level, no array per item. An empty list gives an empty
+    tensor without lod (as ``np.array([])``), unless ``lod_level`` asks for levels.
 
     Parameters
     ----------
@@ -80,8 +81,6 @@ def from_nested_list(nested, dtype=None, lod_level=None, place=None):
             f"are empty at depth {len(lengths) + 1}); every lod level needs at least one",
             level=len(lengths),
         )
-    if lengths and lengths[0].size == 0:
-        raise LoDError("from_nested_list(): nested is empty; lod level 0 needs at least one sequence", level=0)
     lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
     data, where = _to_place(rows, as_place(place), copy=False)
     return _wrap(data, lod, where)

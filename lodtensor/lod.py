@@ -24,6 +24,7 @@ __all__ = [
     "offsets_to_segment_ids",
     "as_offsets",
     "as_lengths",
+    "concat_ranges",
 ]
 
 _INT64 = np.dtype(np.int64)
@@ -174,8 +175,12 @@ def offsets_to_segment_ids(offsets, total=None):
     return np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
 
 
-def _ranges(starts, stops):
-    """Concatenated ``arange(s, e)`` for each pair, vectorised: (index, counts)."""
+def concat_ranges(starts, stops):
+    """Concatenated ``arange(s, e)`` for each pair, vectorised: ``(index, counts)``.
+
+    >>> concat_ranges(np.array([5, 0]), np.array([7, 3]))[0].tolist()
+    [5, 6, 0, 1, 2]
+    """
     counts = stops - starts
     total = int(counts.sum())
     shift = np.repeat(starts - lengths_to_offsets(counts)[:-1], counts)
@@ -200,6 +205,8 @@ def _normalize_level(level, num_levels):
 class LoD:
     """Immutable multi-level offsets (Paddle's LoD), outermost level first.
 
+    Calling a LoD returns its offsets as lists, so ``t.lod()`` reads as in Paddle.
+
     Parameters
     ----------
     levels : sequence of 1-D integer array-likes
@@ -209,8 +216,6 @@ class LoD:
     validate : bool
         Check every rule (one vectorised pass over each level). Internal code
         passes False for a LoD that is valid by construction.
-
-    Calling a LoD returns its offsets as lists, so ``t.lod()`` reads as in Paddle.
 
     Raises
     ------
@@ -463,7 +468,7 @@ class LoD:
         for offs in self._levels:
             starts, stops = offs[items], offs[items + 1]
             arrays.append(lengths_to_offsets(stops - starts))
-            items, _ = _ranges(starts, stops)
+            items, _ = concat_ranges(starts, stops)
         return LoD._from_valid(arrays), items
 
     def split(self):
@@ -478,7 +483,7 @@ class LoD:
         b = self._levels[0][1:]
         per_level = []
         for offs in self._levels[1:]:
-            idx, counts = _ranges(a, b + 1)
+            idx, counts = concat_ranges(a, b + 1)
             values = offs[idx] - np.repeat(offs[a], counts)
             bounds = lengths_to_offsets(counts).tolist()
             per_level.append((values, bounds))

@@ -274,7 +274,7 @@ class LoDTensor(NDArrayOperatorsMixin):
 
     @property
     def lod(self):
-        """The :class:`LoD`. Call it for offsets as lists: ``t.lod()`` -> ``[[0, 2, 5]]``."""
+        """The :class:`LoD` object; calling it gives the offsets as lists, ``t.lod()`` -> ``[[0, 2, 5]]``."""
         return self._lod
 
     @property
@@ -283,7 +283,7 @@ class LoDTensor(NDArrayOperatorsMixin):
 
     @property
     def device(self):
-        """Device string: ``"cpu"`` or ``"cuda:<i>"``."""
+        """The device string, ``"cpu"`` or ``"cuda:<i>"``."""
         return self._where.device
 
     @property
@@ -620,6 +620,8 @@ def from_padded(padded, lengths, *, validate=True):
     padded : array, shape ``(num_sequences, maxlen, *row_shape)``
     lengths : 1-D integer array-like, ``0 <= lengths[i] <= maxlen``
 
+    Examples
+    --------
     >>> t = from_padded(np.array([[1, 2, 0], [3, 4, 5]]), [2, 3])
     >>> t.lod(), t.data.tolist()
     ([[0, 2, 5]], [1, 2, 3, 4, 5])

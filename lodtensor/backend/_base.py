@@ -21,6 +21,10 @@ KERNELS = (
     "cumsum",
     "gather",
     "scatter",
+    "scatter_add",
+    "concat",
+    "astype",
+    "arange",
     "segment_sum",
     "segment_mean",
     "segment_max",
@@ -43,29 +47,36 @@ class Backend:
     xp : module
         The array namespace (``numpy``, ``cupy``, ``torch``).
 
-    Kernels (all take and return arrays of this backend)
-    ----------------------------------------------------
-    asarray(obj, dtype=None, *, copy=False)
-    to_numpy(x)                                   host NumPy array (copy only when needed)
-    device_of(x) -> str                           ``"cpu"``, ``"cuda:0"``
-    to_device(x, device, *, copy=False)           the array on ``device``
-    apply_ufunc(ufunc, method, *args, **kwargs)   a NumPy ufunc call, run with this library
-    segment_ids(offsets, *, total)                row -> sequence index
-    repeat_interleave(values, repeats, *, total=None)
-    cumsum(x, *, exclusive=False)
-    gather(data, index)                           rows ``data[index]``
-    scatter(out, index, values)                   ``out[index] = values`` in place
-    segment_sum(data, offsets)                    empty sequence -> 0
-    segment_mean(data, offsets, *, empty=0)
-    segment_max(data, offsets, *, empty)          empty sequence -> ``empty``
-    segment_min(data, offsets, *, empty)
-    segment_softmax(data, offsets)                softmax over the rows of each sequence
-    place_rows(data, index, shape, pad_value, *, out=None)
-                                                  dense ``shape + row_shape`` filled with
-                                                  ``pad_value``, row i written at flat index[i]
-    pad(data, offsets, maxlen, pad_value, *, out=None)  flat rows -> (B, maxlen, ...)
-    unpad(padded, offsets)                        (B, L, ...) -> flat rows, inverse of pad
-    is_c_contiguous(x) -> bool
+    Notes
+    -----
+    The kernels, which take and return arrays of this backend::
+
+        asarray(obj, dtype=None, *, copy=False)
+        to_numpy(x)                                   host NumPy array (copy only when needed)
+        device_of(x) -> str                           ``"cpu"``, ``"cuda:0"``
+        to_device(x, device, *, copy=False)           the array on ``device``
+        apply_ufunc(ufunc, method, *args, **kwargs)   a NumPy ufunc call, run with this library
+        segment_ids(offsets, *, total)                row -> sequence index
+        repeat_interleave(values, repeats, *, total=None)
+        cumsum(x, *, exclusive=False)
+        gather(data, index)                           rows ``data[index]``
+        scatter(out, index, values)                   ``out[index] = values`` in place
+        scatter_add(out, index, values)               ``out`` with ``values`` added at rows ``index``
+                                                      (repeats accumulate); a new array
+        concat(arrays)                                rows of all arrays, in order
+        astype(x, dtype)                              dtype given as NumPy dtype or name
+        arange(n, *, like)                            int64 ``0..n-1`` on ``like``'s device
+        segment_sum(data, offsets)                    empty sequence -> 0
+        segment_mean(data, offsets, *, empty=0)
+        segment_max(data, offsets, *, empty)          empty sequence -> ``empty``
+        segment_min(data, offsets, *, empty)
+        segment_softmax(data, offsets)                softmax over the rows of each sequence
+        place_rows(data, index, shape, pad_value, *, out=None)
+                                                      dense ``shape + row_shape`` filled with
+                                                      ``pad_value``, row i written at flat index[i]
+        pad(data, offsets, maxlen, pad_value, *, out=None)  flat rows -> (B, maxlen, ...)
+        unpad(padded, offsets)                        (B, L, ...) -> flat rows, inverse of pad
+        is_c_contiguous(x) -> bool
     """
 
     name = "abstract"

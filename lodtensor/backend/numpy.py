@@ -89,6 +89,20 @@ class NumpyBackend(Backend):
             rows.put(index, _as_rows(np.ascontiguousarray(values, dtype=out.dtype)))
         return out
 
+    def scatter_add(self, out, index, values):
+        out = np.array(out, copy=True)
+        np.add.at(out, index, values)
+        return out
+
+    def concat(self, arrays):
+        return np.concatenate(arrays, axis=0)
+
+    def astype(self, x, dtype):
+        return x.astype(np.dtype(dtype), copy=False)
+
+    def arange(self, n, *, like=None):
+        return np.arange(n, dtype=_INT64)
+
     # -- segment reductions ------------------------------------------------------------------
     def _reduceat(self, ufunc, data, offsets, fill):
         """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.

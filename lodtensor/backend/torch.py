@@ -91,6 +91,18 @@ class TorchBackend(Backend):
         out[self._index(index, out)] = values
         return out
 
+    def scatter_add(self, out, index, values):
+        return out.index_add(0, self._index(index, out), values.to(out.dtype))
+
+    def concat(self, arrays):
+        return torch.cat(list(arrays), dim=0)
+
+    def astype(self, x, dtype):
+        return x.to(torch_dtype(dtype))
+
+    def arange(self, n, *, like=None):
+        return torch.arange(n, dtype=torch.int64, device=None if like is None else like.device)
+
     # -- segment reductions ------------------------------------------------------------------
     def _segment(self, data, offsets, reduce, empty):
         """Max or min per segment; empty segments get ``empty``."""
