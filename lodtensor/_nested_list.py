@@ -17,8 +17,9 @@ _INT_TYPES = frozenset({int})
 _FLOAT_TYPES = frozenset({float, int})
 
 
-def _is_listlike_types(types):
-    return all(issubclass(t, _LIST_TYPES) for t in types)
+def _is_listlike_types(types, arrays_too=False):
+    kinds = _LIST_TYPES + (np.ndarray,) if arrays_too else _LIST_TYPES
+    return all(issubclass(t, kinds) for t in types)
 
 
 def _first_mismatch(items, want_list):
@@ -48,7 +49,8 @@ def flatten(nested, lod_level=None, dtype=None, name="nested"):
         types = set(map(type, items))
         if not types:
             break
-        if not _is_listlike_types(types):
+        # with an explicit lod_level, arrays inside the lists are sequences too (as in Paddle)
+        if not _is_listlike_types(types, arrays_too=lod_level is not None):
             if any(issubclass(t, _LIST_TYPES) for t in types):
                 i, item = _first_mismatch(items, want_list=True)
                 raise ValueError(
@@ -62,6 +64,8 @@ def flatten(nested, lod_level=None, dtype=None, name="nested"):
                 )
             break
         lengths.append(np.fromiter(map(len, items), dtype=np.int64, count=len(items)))
+        if np.ndarray in types:  # `list += ndarray` would broadcast instead of extending
+            items = [x.tolist() if isinstance(x, np.ndarray) else x for x in items]
         items = functools.reduce(operator.iadd, items, [])
         depth += 1
     return _leaves_to_array(items, dtype, name), lengths

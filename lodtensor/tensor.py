@@ -28,8 +28,7 @@ def _check_dtype(dtype, name):
     kind = getattr(dtype, "kind", None)
     if kind is not None and kind not in _NUMERIC_KINDS:
         raise TypeError(
-            f"{name} must have a numeric or bool dtype (bool, int8-64, uint8-64, float16-64, "
-            f"complex64/128), got {dtype}"
+            f"{name} must have a numeric or bool dtype (bool, integer, floating or complex), got {dtype}"
         )
 
 

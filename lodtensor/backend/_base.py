@@ -23,6 +23,7 @@ KERNELS = (
     "scatter",
     "scatter_add",
     "concat",
+    "fill_rows",
     "astype",
     "arange",
     "segment_sum",
@@ -64,6 +65,8 @@ class Backend:
         scatter_add(out, index, values)               ``out`` with ``values`` added at rows ``index``
                                                       (repeats accumulate); a new array
         concat(arrays)                                rows of all arrays, in order
+        fill_rows(x, mask, value)                     ``x`` with the rows where the host bool
+                                                      ``mask`` is True set to ``value``; a new array
         astype(x, dtype)                              dtype given as NumPy dtype or name
         arange(n, *, like)                            int64 ``0..n-1`` on ``like``'s device
         segment_sum(data, offsets)                    empty sequence -> 0

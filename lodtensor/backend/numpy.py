@@ -94,6 +94,10 @@ class NumpyBackend(Backend):
         np.add.at(out, index, values)
         return out
 
+    def fill_rows(self, x, mask, value):
+        shape = (-1,) + (1,) * (x.ndim - 1)
+        return np.where(np.asarray(mask).reshape(shape), np.asarray(value, dtype=x.dtype), x)
+
     def concat(self, arrays):
         return np.concatenate(arrays, axis=0)
 

@@ -94,6 +94,11 @@ class TorchBackend(Backend):
     def scatter_add(self, out, index, values):
         return out.index_add(0, self._index(index, out), values.to(out.dtype))
 
+    def fill_rows(self, x, mask, value):
+        shape = (-1,) + (1,) * (x.dim() - 1)
+        mask = self._index(np.asarray(mask), x).reshape(shape)
+        return torch.where(mask, torch.as_tensor(value, dtype=x.dtype, device=x.device), x)
+
     def concat(self, arrays):
         return torch.cat(list(arrays), dim=0)
 

@@ -781,7 +781,6 @@ def test_difference_python_ints_beyond_int64():
     assert o._dtype() == np.dtype("uint64")
 
 
-@pytest.mark.xfail(reason="lodtensor bug: create_lod_tensor does not iterate NumPy arrays as sequences", strict=False)
 @pytest.mark.parametrize("lengths", [[[2, 1]], [[2, 2]]], ids=str)
 def test_create_lod_tensor_list_of_arrays(lengths):
     """Paddle iterates each sequence, so a list of 1-D arrays works like a list of lists."""
