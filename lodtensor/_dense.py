@@ -35,7 +35,7 @@ def _check_out(be, out, shape, dtype, where):
         raise ValueError(f"{where}: out must be C-contiguous")
 
 
-def pad_level(be, data, lod, level, pad_value, maxlen, out):
+def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()"):
     """``(padded, lengths)`` for the sequences of ``level`` (counted in rows)."""
     offsets = lod.absolute_offsets(level)
     lengths = np.diff(offsets)
@@ -46,17 +46,17 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out):
         try:
             maxlen = operator.index(maxlen)
         except TypeError:
-            raise TypeError(f"to_padded(): maxlen must be an integer, got {type(maxlen).__name__} {maxlen!r}") from None
+            raise TypeError(f"{where}: maxlen must be an integer, got {type(maxlen).__name__} {maxlen!r}") from None
         if maxlen < longest:
             raise ValueError(
-                f"to_padded(): maxlen={maxlen} is shorter than the longest sequence ({longest}); "
+                f"{where}: maxlen={maxlen} is shorter than the longest sequence ({longest}); "
                 f"truncation is not supported"
             )
     row_shape = tuple(data.shape[1:])
-    check_pad_value(pad_value, row_shape, "to_padded()")
+    check_pad_value(pad_value, row_shape, where)
     shape = (lengths.size, maxlen) + row_shape
     if out is not None:
-        _check_out(be, out, shape, data.dtype, "to_padded()")
+        _check_out(be, out, shape, data.dtype, where)
     padded = be.pad(data, be.asarray(offsets), maxlen, pad_value, out=out)
     return padded, be.asarray(lengths)
 

@@ -96,7 +96,7 @@ class TorchBackend(Backend):
 
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.dim() - 1)
-        mask = self._index(np.asarray(mask), x).reshape(shape)
+        mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=x.device).reshape(shape)
         return torch.where(mask, torch.as_tensor(value, dtype=x.dtype, device=x.device), x)
 
     def concat(self, arrays):

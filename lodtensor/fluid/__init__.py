@@ -2,7 +2,8 @@
 
 ``fluid.LoDTensor`` is the same container as :class:`lodtensor.LoDTensor`
 with Paddle's constructor, ``fluid.LoDTensor()`` or
-``fluid.LoDTensor(recursive_sequence_lengths)``.
+``fluid.LoDTensor(recursive_sequence_lengths)``; ``fluid.layers.<op>`` is every
+sequence op of :mod:`lodtensor.sequence`.
 
 >>> import numpy as np
 >>> import lodtensor.fluid as fluid
@@ -13,9 +14,10 @@ with Paddle's constructor, ``fluid.LoDTensor()`` or
 ([[0, 2, 5]], [5, 2], True)
 """
 
-from . import tensor as _tensor
-from .factories import create_lod_tensor, create_random_int_lodtensor
-from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace
+from .. import tensor as _tensor
+from ..factories import create_lod_tensor, create_random_int_lodtensor
+from ..place import CPUPlace, CUDAPinnedPlace, CUDAPlace
+from . import layers
 
 __all__ = [
     "LoDTensor",
@@ -24,6 +26,7 @@ __all__ = [
     "CUDAPinnedPlace",
     "create_lod_tensor",
     "create_random_int_lodtensor",
+    "layers",
 ]
 
 

@@ -1,0 +1,131 @@
+"""Dtypes for nested tensors: NumPy, string and torch spellings, and torch's promotion rules.
+
+NumPy data keeps NumPy dtypes and torch data torch dtypes; ``dtype=`` accepts
+either spelling (and names such as ``"float32"``) for both. Binary ops on
+NumPy data follow torch's type promotion, so a nested tensor gives the same
+result dtype on every backend: int64 + 1.5 is float32 (torch's default float
+dtype), int64 + float32 is float32.
+"""
+
+import sys
+
+import numpy as np
+
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "is_torch_dtype"]
+
+DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
+DEFAULT_COMPLEX = np.dtype(np.complex64)
+_INT64 = np.dtype(np.int64)
+
+# torch's C type names, used in its "not implemented for 'Long'" messages.
+_TORCH_NAMES = {
+    "bool": "Bool",
+    "uint8": "Byte",
+    "int8": "Char",
+    "int16": "Short",
+    "int32": "Int",
+    "int64": "Long",
+    "float16": "Half",
+    "bfloat16": "BFloat16",
+    "float32": "Float",
+    "float64": "Double",
+    "complex64": "ComplexFloat",
+    "complex128": "ComplexDouble",
+}
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def is_torch_dtype(dtype):
+    """True for a ``torch.dtype`` (never imports torch)."""
+    return type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype"
+
+
+def _short_name(dtype):
+    return str(dtype).replace("torch.", "")
+
+
+def kind_of(dtype):
+    """NumPy kind letter of a NumPy or torch dtype: ``'b'``, ``'i'``, ``'u'``, ``'f'`` or ``'c'``."""
+    if is_torch_dtype(dtype):
+        if dtype.is_complex:
+            return "c"
+        if dtype.is_floating_point:
+            return "f"
+        name = _short_name(dtype)
+        if name == "bool":
+            return "b"
+        return "u" if name.startswith("uint") else "i"
+    return np.dtype(dtype).kind
+
+
+def torch_name(dtype):
+    """torch's C type name of a dtype (``'Long'`` for int64), as in its error messages."""
+    name = _short_name(dtype) if is_torch_dtype(dtype) else np.dtype(dtype).name
+    return _TORCH_NAMES.get(name, name)
+
+
+def resolve_dtype(dtype, backend_name, name="dtype"):
+    """``dtype`` (NumPy, string or torch spelling) as the dtype type of ``backend_name``.
+
+    Returns None for None. Raises TypeError for something that is not a
+    numeric or bool dtype.
+    """
+    if dtype is None:
+        return None
+    if backend_name == "torch":
+        if is_torch_dtype(dtype):
+            return dtype
+        from ..backend.torch import torch_dtype  # noqa: PLC0415 - torch is loaded already here
+
+        return torch_dtype(_numpy_dtype(dtype, name))
+    if is_torch_dtype(dtype):
+        try:
+            return np.dtype(_short_name(dtype))
+        except TypeError:
+            raise TypeError(f"{name}: {dtype} has no NumPy equivalent; use torch data for it") from None
+    return _numpy_dtype(dtype, name)
+
+
+def _numpy_dtype(dtype, name):
+    if is_torch_dtype(dtype):
+        return np.dtype(_short_name(dtype))
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(
+            f"{name} must be a NumPy dtype, a dtype name or a torch dtype, got {type(dtype).__name__} {dtype!r}"
+        ) from None
+    if dt.kind not in "biufc":
+        raise TypeError(f"{name} must be a numeric or bool dtype, got {dt}")
+    return dt
+
+
+def promote(a, b):
+    """Result dtype of a binary op between NumPy dtypes ``a`` and ``b``, by torch's rules.
+
+    ``b`` may be a Python scalar (torch's "wrapped number"): it only raises the
+    category (bool < integer < float < complex), to the default dtype of that
+    category. Between two arrays a higher category wins outright
+    (int64 + float32 -> float32) and equal categories widen as in NumPy.
+    """
+    a = np.dtype(a)
+    if isinstance(b, (bool, int, float, complex)) and not isinstance(b, np.generic):
+        cat_b = 0 if isinstance(b, bool) else 1 if isinstance(b, int) else 2 if isinstance(b, float) else 3
+        cat_a = _CATEGORY[a.kind]
+        if cat_b <= cat_a:
+            return a
+        if cat_b == 1:
+            return _INT64
+        if cat_b == 2:
+            return DEFAULT_FLOAT
+        return np.dtype(np.complex128) if a == np.float64 else DEFAULT_COMPLEX
+    b = np.dtype(getattr(b, "dtype", b))
+    cat_a, cat_b = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if cat_a != cat_b and max(cat_a, cat_b) <= 2:
+        return a if cat_a > cat_b else b
+    return np.result_type(a, b)
+
+
+def torch_loaded():
+    """The torch module when something has imported it already, else None."""
+    return sys.modules.get("torch")

@@ -1,0 +1,1 @@
+"""Ops written once against the backend kernel set; the front ends compose them."""

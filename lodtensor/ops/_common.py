@@ -1,0 +1,62 @@
+"""Argument checks shared by the ops."""
+
+import operator
+
+import numpy as np
+
+from ..backend import backend_of
+from ..lod import LoD
+from ..place import place_of
+from ..tensor import LoDTensor, _wrap, coerce_data
+
+
+def require_lod(x, where, name="input", min_level=1):
+    """``x`` as a LoDTensor with data and at least ``min_level`` lod levels."""
+    if not isinstance(x, LoDTensor):
+        raise TypeError(f"{where}: {name} must be a LoDTensor, got {type(x).__name__}")
+    x._require_data(where)
+    if x.lod_level < min_level:
+        raise ValueError(
+            f"{where}: {name} must have lod_level >= {min_level}, got lod_level {x.lod_level}"
+        )
+    if not x._fits:
+        x._check_fits()
+    return x
+
+
+def level_index(x, level, where):
+    """``level`` normalised to 0..lod_level-1, with a clear error."""
+    try:
+        level = operator.index(level)
+    except TypeError:
+        raise TypeError(f"{where}: level must be an integer, got {type(level).__name__} {level!r}") from None
+    n = x.lod_level
+    if not -n <= level < n:
+        raise IndexError(f"{where}: level {level} is out of range for lod_level {n}; expected -{n} <= level < {n}")
+    return level % n
+
+
+def host_ints(values, where, name):
+    """Integer values (list, array, LoDTensor) as a flat host int64 array."""
+    if isinstance(values, LoDTensor):
+        values = values.numpy()
+    elif hasattr(values, "__dlpack__") or hasattr(values, "__array__"):
+        try:
+            values = np.asarray(values)
+        except Exception:  # torch CUDA, cupy: bring the small index array to the host
+            values = np.asarray(values.tolist())
+    arr = np.asarray(values)
+    if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iu"):
+        raise TypeError(f"{where}: {name} must hold integers, got {arr.dtype} {arr.ravel()[:8].tolist()}")
+    return arr.astype(np.int64).ravel()
+
+
+def wrap(data, lod_arrays):
+    """A LoDTensor around new data with the given (valid) offsets arrays."""
+    lod = lod_arrays if isinstance(lod_arrays, LoD) else LoD._from_valid(tuple(lod_arrays))
+    return _wrap(data, lod, place_of(data, backend_of(data)))
+
+
+def as_data(x, where, name):
+    """Backend array from an array-like or a LoDTensor."""
+    return coerce_data(x, name=f"{where}: {name}")

@@ -1,0 +1,54 @@
+"""Ops on the LoD alone: reset it, append a level. The data is shared, not copied."""
+
+import numpy as np
+
+from ..errors import LoDError
+from ..lod import LoD
+from ..tensor import LoDTensor
+from ._common import host_ints, wrap
+
+__all__ = ["reset", "append"]
+
+
+def _require_tensor(x, where):
+    if not isinstance(x, LoDTensor):
+        raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
+    return x._require_data(where)
+
+
+def _checked(build, where):
+    try:
+        return build()
+    except LoDError as err:
+        raise LoDError(f"{where}: {err}", level=err.level, index=err.index) from None
+
+
+def reset(x, y=None, target_lod=None, where="lod_reset()"):
+    """``x``'s data with a new lod: ``y``'s lod, else ``y``'s data as offsets, else ``target_lod``."""
+    data = _require_tensor(x, where)
+    rows = int(data.shape[0])
+    if y is not None:
+        if isinstance(y, LoDTensor) and y.lod_level:
+            new = _checked(lambda: LoD(y.lod, num_rows=rows), where)
+        else:
+            offsets = host_ints(y, where, "y")
+            new = _checked(lambda: LoD([offsets], num_rows=rows), where)
+    elif target_lod is not None:
+        levels = list(target_lod)
+        nested = bool(levels) and isinstance(levels[0], (list, tuple, np.ndarray))
+        new = _checked(lambda: LoD(levels if nested else [levels], num_rows=rows), where)
+    else:
+        raise ValueError(f"{where}: give y or target_lod (offsets such as [0, 2, 5]); both are None")
+    return wrap(data, new)
+
+
+def append(x, level, where="lod_append()"):
+    """``x`` with ``level`` (offsets into the rows) appended as its finest lod level."""
+    data = _require_tensor(x, where)
+    offsets = host_ints(level, where, "level")
+    rows = int(data.shape[0])
+    if x.lod_level:
+        new = _checked(lambda: x.lod.append_level(offsets, num_rows=rows), where)
+    else:
+        new = _checked(lambda: LoD([offsets], num_rows=rows), where)
+    return wrap(data, new)

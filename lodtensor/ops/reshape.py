@@ -1,0 +1,110 @@
+"""Ops that change the shape of the rows or of the sequences: pad, unpad,
+reshape, enumerate, mask."""
+
+import operator
+
+import numpy as np
+
+from .. import _dense
+from ..backend import backend_of
+from ..errors import LoDError
+from ..lod import LoD, as_lengths, lengths_to_offsets, offsets_to_segment_ids
+from ..tensor import LoDTensor, from_padded
+from ._common import as_data, host_ints, require_lod, wrap
+
+__all__ = ["pad", "unpad", "reshape_rows", "enumerate_windows", "mask"]
+
+
+def _positive(value, where, name, minimum=1):
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{where}: {name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if value < minimum:
+        raise ValueError(f"{where}: {name} must be >= {minimum}, got {value}")
+    return value
+
+
+def pad(x, pad_value=0, maxlen=None, where="sequence_pad()"):
+    """Pad the last-level sequences: ``(padded, lengths)`` as LoDTensors keeping the outer levels."""
+    require_lod(x, where)
+    if isinstance(pad_value, LoDTensor):
+        pad_value = pad_value.data
+    be = x.backend
+    padded, lengths = _dense.pad_level(be, x.data, x.lod, -1, pad_value, maxlen, None, where=where)
+    outer = x.lod.levels[:-1]
+    return wrap(padded, outer), wrap(lengths, outer)
+
+
+def unpad(x, length, where="sequence_unpad()"):
+    """Inverse of :func:`pad`: the first ``length[i]`` rows of every padded sequence."""
+    data = as_data(x, where, "x")
+    lens = as_lengths(host_ints(length, where, "length"), name=f"{where}: length")
+    result = from_padded(data, lens)
+    if isinstance(x, LoDTensor) and x.lod_level:
+        lod = LoD._from_valid(x.lod.levels + result.lod.levels)
+        return wrap(result.data, lod)
+    return result
+
+
+def reshape_rows(x, new_dim, where="sequence_reshape()"):
+    """Rows of width ``D`` re-cut to width ``new_dim`` inside every sequence.
+
+    A sequence of ``L`` rows becomes ``L * D / new_dim`` rows; every sequence
+    must hold a multiple of ``new_dim`` values.
+    """
+    require_lod(x, where)
+    new_dim = _positive(new_dim, where, "new_dim")
+    if x.data.ndim != 2:
+        raise ValueError(f"{where}: input must be 2-D (rows, width), got shape {tuple(x.data.shape)}")
+    width = int(x.data.shape[1])
+    values = x.lod.lengths(-1) * width
+    bad = values % new_dim != 0
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"{where}: new_dim={new_dim} must divide the values of every sequence, but sequence {i} "
+            f"holds {x.lod.lengths(-1)[i]} rows x {width} = {values[i]} values"
+        )
+    lengths = values // new_dim
+    return wrap(x.data.reshape(-1, new_dim), x.lod.levels[:-1] + (lengths_to_offsets(lengths),))
+
+
+def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
+    """Row ``r`` becomes the ``win_size`` ids starting at ``r`` within its sequence,
+    ``pad_value`` past the end; same lod."""
+    require_lod(x, where)
+    win_size = _positive(win_size, where, "win_size")
+    data = x.data
+    if data.ndim > 2 or (data.ndim == 2 and data.shape[1] != 1):
+        raise ValueError(f"{where}: input must have shape (rows,) or (rows, 1), got {tuple(data.shape)}")
+    n = int(data.shape[0])
+    be = x.backend
+    flat = data.reshape(-1)
+    offsets = x.lod.offsets(-1)
+    ends = offsets[1:][offsets_to_segment_ids(offsets)]
+    index = np.arange(n, dtype=np.int64)[:, None] + np.arange(win_size, dtype=np.int64)
+    outside = index >= ends[:, None]
+    if n == 0:
+        return x.with_data(flat.reshape(0, win_size))
+    picked = be.gather(flat, be.asarray(np.minimum(index, n - 1).ravel())).reshape(n, win_size)
+    return x.with_data(be.xp.where(be.asarray(outside), pad_value, picked))
+
+
+def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):
+    """``out[..., j] = j < x[...]`` with ``maxlen`` columns (default ``max(x)``)."""
+    data = as_data(x, where, "x")
+    be = backend_of(data)
+    host = be.to_numpy(data)
+    if host.dtype.kind not in "iu":
+        raise TypeError(f"{where}: x must hold integer lengths, got {host.dtype}")
+    if host.size and host.min() < 0:
+        raise LoDError(f"{where}: lengths must be non-negative, got {host.ravel()[np.argmin(host.ravel())]}")
+    if maxlen is None:
+        maxlen = int(host.max()) if host.size else 0
+    else:
+        maxlen = _positive(maxlen, where, "maxlen", minimum=0)
+    out = be.astype(be.arange(maxlen, like=data) < data[..., None], dtype)
+    if isinstance(x, LoDTensor):
+        return x.with_data(out)
+    return out

@@ -1,0 +1,161 @@
+"""Ops that pick rows: expand, expand_as, concat, reverse, slice, scatter.
+
+Each computes a row index on the host from the LoD (vectorised, no loop over
+sequences) and moves the data once with the backend's ``gather``.
+"""
+
+import numpy as np
+
+from ..backend import backend_of
+from ..errors import LoDError
+from ..lod import LoD, concat_ranges, lengths_to_offsets, offsets_to_segment_ids
+from ..tensor import LoDTensor
+from ._common import as_data, host_ints, level_index, require_lod, wrap
+
+__all__ = ["expand", "expand_as", "concat", "reverse", "slice_sequences", "scatter"]
+
+
+def _gather(x_data, rows, be):
+    return be.gather(x_data, be.asarray(rows))
+
+
+def expand(x, y, ref_level=-1, where="sequence_expand()"):
+    """Repeat each top-level sequence of ``x`` (each row when ``x`` has no lod)
+    as often as the lengths of ``y``'s ``ref_level`` say; copies are separate sequences."""
+    require_lod(y, where, name="y")
+    if not isinstance(x, LoDTensor):
+        raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
+    data = x._require_data(where)
+    k = level_index(y, ref_level, where)
+    repeats = y.lod.lengths(k)
+    n = len(x)
+    if repeats.size != n:
+        unit = "sequences" if x.lod_level else "rows"
+        raise LoDError(
+            f"{where}: y's lod level {k} has {repeats.size} sequences but x has {n} {unit}; "
+            f"they must match (one repeat count per x item)",
+            level=k,
+        )
+    picks = np.repeat(np.arange(n, dtype=np.int64), repeats)
+    if picks.size == 0:
+        raise LoDError(f"{where}: y's lod level {k} repeats every item 0 times; the result would be empty", level=k)
+    be = x.backend
+    if not x.lod_level:
+        return wrap(_gather(data, picks, be), ())
+    if not x._fits:
+        x._check_fits()
+    lod, rows = x.lod.select(picks)
+    return wrap(_gather(data, rows, be), lod)
+
+
+def expand_as(x, y, where="sequence_expand_as()"):
+    """Row ``i`` of ``x`` repeated ``len(y's last-level sequence i)`` times; the result takes ``y``'s lod."""
+    require_lod(y, where, name="y")
+    data = as_data(x, where, "x")
+    lengths = y.lod.lengths(-1)
+    if data.shape[0] != lengths.size:
+        raise LoDError(
+            f"{where}: x has {data.shape[0]} rows but y's last lod level has {lengths.size} sequences; "
+            f"they must match",
+            level=y.lod_level - 1,
+        )
+    be = backend_of(data)
+    rows = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+    return wrap(_gather(data, rows, be), y.lod)
+
+
+def concat(inputs, where="sequence_concat()"):
+    """Sequence ``j`` of the result is sequence ``j`` of every input, one after another.
+
+    Acts on the last level; the outer levels of all inputs must be equal and are kept.
+    """
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError(f"{where}: input must be a non-empty list of LoDTensors, got {inputs!r}")
+    for i, x in enumerate(inputs):
+        require_lod(x, where, name=f"input[{i}]")
+    first = inputs[0]
+    outer = first.lod.levels[:-1]
+    counts = first.lod.num_sequences(-1)
+    for i, x in enumerate(inputs[1:], 1):
+        if x.lod_level != first.lod_level:
+            raise LoDError(
+                f"{where}: input[{i}] has lod_level {x.lod_level} but input[0] has {first.lod_level}; they must match"
+            )
+        if x.lod.num_sequences(-1) != counts:
+            raise LoDError(
+                f"{where}: input[{i}] has {x.lod.num_sequences(-1)} sequences but input[0] has {counts}; "
+                f"every input needs the same number of sequences"
+            )
+        if LoD._from_valid(x.lod.levels[:-1]) != LoD._from_valid(outer):
+            raise LoDError(f"{where}: input[{i}] has other outer lod levels than input[0]; they must be equal")
+    be = backend_of(*(x.data for x in inputs))
+    bases = np.cumsum([0] + [x.num_rows for x in inputs[:-1]])
+    starts = np.stack([x.lod.offsets(-1)[:-1] + b for x, b in zip(inputs, bases)], axis=1).ravel()
+    stops = np.stack([x.lod.offsets(-1)[1:] + b for x, b in zip(inputs, bases)], axis=1).ravel()
+    rows, counts_flat = concat_ranges(starts, stops)
+    lengths = counts_flat.reshape(counts, len(inputs)).sum(axis=1)
+    data = be.gather(be.concat([x.data for x in inputs]), be.asarray(rows))
+    return wrap(data, outer + (lengths_to_offsets(lengths),))
+
+
+def reverse(x, where="sequence_reverse()"):
+    """The rows of every last-level sequence in reverse order; same lod."""
+    require_lod(x, where)
+    offsets = x.lod.offsets(-1)
+    seg = offsets_to_segment_ids(offsets)
+    rows = offsets[:-1][seg] + offsets[1:][seg] - 1 - np.arange(seg.size, dtype=np.int64)
+    return x.with_data(_gather(x.data, rows, x.backend))
+
+
+def slice_sequences(x, offset, length, where="sequence_slice()"):
+    """Sequence ``i`` becomes its rows ``offset[i] : offset[i] + length[i]``."""
+    require_lod(x, where)
+    n = x.lod.num_sequences(-1)
+    off = host_ints(offset, where, "offset")
+    size = host_ints(length, where, "length")
+    for name, arr in (("offset", off), ("length", size)):
+        if arr.size != n:
+            raise ValueError(f"{where}: {name} must have one entry per sequence ({n}), got {arr.size}")
+    lengths = x.lod.lengths(-1)
+    bad = (off < 0) | (size < 0) | (off + size > lengths)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise IndexError(
+            f"{where}: sequence {i} has {lengths[i]} rows, so offset[{i}]={off[i]} and length[{i}]={size[i]} "
+            f"must satisfy 0 <= offset, 0 <= length, offset + length <= {lengths[i]}"
+        )
+    starts = x.lod.offsets(-1)[:-1] + off
+    rows, _ = concat_ranges(starts, starts + size)
+    return wrap(_gather(x.data, rows, x.backend), x.lod.levels[:-1] + (lengths_to_offsets(size),))
+
+
+def scatter(x, index, updates, where="sequence_scatter()"):
+    """``x`` (dense, one row per sequence) plus ``updates`` added at columns ``index``.
+
+    ``out[i, index[i][j]] += updates[i][j]`` for every sequence ``i`` of ``index``.
+    """
+    data = as_data(x, where, "input")
+    require_lod(index, where, name="index")
+    require_lod(updates, where, name="updates")
+    if index.lod != updates.lod:
+        raise LoDError(f"{where}: index and updates must have the same lod, got {index.lod!r} and {updates.lod!r}")
+    n = index.lod.num_sequences(-1)
+    if data.ndim < 2 or data.shape[0] != n:
+        raise ValueError(
+            f"{where}: input must have shape (sequences={n}, width, ...), got {tuple(data.shape)}"
+        )
+    width = int(data.shape[1])
+    cols = host_ints(index.data, where, "index")
+    if cols.size != index.num_rows:
+        raise ValueError(f"{where}: index must hold one column per row, got shape {tuple(index.data.shape)}")
+    bad = (cols < 0) | (cols >= width)
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        raise IndexError(f"{where}: index[{j}]={cols[j]} is out of range for input width {width}")
+    be = backend_of(data, updates.data)
+    flat_index = index.lod.segment_ids(-1) * width + cols
+    row_shape = tuple(data.shape[2:])
+    values = updates.data.reshape((cols.size,) + row_shape)
+    flat = data.reshape((n * width,) + row_shape)
+    out = be.scatter_add(flat, be.asarray(flat_index), values)
+    return out.reshape(tuple(data.shape))

@@ -1,0 +1,53 @@
+"""The sequence ops keep autograd on the torch backend (float64 gradcheck)."""
+
+import numpy as np
+import pytest
+
+import lodtensor as lt
+from lodtensor import sequence as S
+
+torch = pytest.importorskip("torch")
+
+LOD = [[0, 2, 2, 5, 6]]
+Y = lt.LoDTensor(np.zeros(4), [[0, 1, 3, 3, 4]])
+
+
+def t(x):
+    return lt.from_torch(x, LOD)
+
+
+OPS = {
+    "pool-sum": lambda x: S.sequence_pool(t(x), "sum", pad_value=1.0).data,
+    "pool-average": lambda x: S.sequence_pool(t(x), "average").data,
+    "pool-sqrt": lambda x: S.sequence_pool(t(x), "sqrt").data,
+    "pool-max": lambda x: S.sequence_pool(t(x), "max").data,
+    "pool-min": lambda x: S.sequence_pool(t(x), "min").data,
+    "pool-first": lambda x: S.sequence_first_step(t(x)).data,
+    "pool-last": lambda x: S.sequence_last_step(t(x)).data,
+    "softmax": lambda x: S.sequence_softmax(t(x)).data,
+    "expand": lambda x: S.sequence_expand(t(x), Y).data,
+    "pad": lambda x: S.sequence_pad(t(x), 0.0, maxlen=4)[0].data,
+    "concat": lambda x: S.sequence_concat([t(x), t(x * 2)]).data,
+    "reverse": lambda x: S.sequence_reverse(t(x)).data,
+    "slice": lambda x: S.sequence_slice(t(x), [1, 0, 0, 0], [1, 0, 3, 1]).data,
+    "reshape": lambda x: S.sequence_reshape(t(x), 1).data,
+    "unpad": lambda x: S.sequence_unpad(x.reshape(3, 2, 2), [2, 0, 1]).data,
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPS))
+def test_gradcheck(name):
+    x = torch.randn(6, 2, dtype=torch.float64, requires_grad=True)
+    out = OPS[name](x)
+    assert isinstance(out, torch.Tensor) and out.requires_grad
+    assert torch.autograd.gradcheck(OPS[name], (x,))
+
+
+def test_ops_return_torch_for_torch_input():
+    x = t(torch.arange(12.0).reshape(6, 2))
+    assert isinstance(S.sequence_enumerate(lt.from_torch(torch.arange(6), LOD), 2).data, torch.Tensor)
+    assert isinstance(S.sequence_mask(torch.tensor([2, 0, 1])), torch.Tensor)
+    scattered = S.sequence_scatter(torch.zeros(4, 3), lt.from_torch(torch.tensor([0, 1, 2, 0, 1, 2]), LOD),
+                                   lt.from_torch(torch.ones(6), LOD))
+    assert isinstance(scattered, torch.Tensor) and scattered.sum().item() == 6
+    assert isinstance(S.lod_reset(x, target_lod=[0, 6]).data, torch.Tensor)
