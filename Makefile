@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.demo: setup.cfg pyproject.toml | $(BIN)/python
-	$(PIP) -e .
+	$(PIP) -e ".[torch]"
 	@touch $@
 
 $(VENV)/.test: setup.cfg pyproject.toml | $(BIN)/python
@@ -32,6 +32,7 @@ $(VENV)/.lint: setup.cfg pyproject.toml | $(BIN)/python
 
 demo: $(VENV)/.demo
 	$(BIN)/python examples/tour.py
+	$(BIN)/python examples/hierarchical_text.py
 
 test: $(VENV)/.test
 	$(BIN)/python -m pytest -q

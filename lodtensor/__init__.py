@@ -4,6 +4,7 @@ One flat data array plus a few int64 offset arrays, one per nesting level.
 ``import lodtensor`` costs only NumPy; torch, cupy and pyarrow load on first use.
 """
 
+from . import sequence, text
 from .backend import available_backends, backend_of, get_backend
 from .errors import BackendMismatchError, LoDError
 from .factories import (
@@ -38,4 +39,6 @@ __all__ = [
     "backend_of",
     "get_backend",
     "available_backends",
+    "sequence",
+    "text",
 ]

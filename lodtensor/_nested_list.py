@@ -29,12 +29,11 @@ def _first_mismatch(items, want_list):
     return None, None  # pragma: no cover - only called when a mismatch exists
 
 
-def flatten(nested, lod_level=None, dtype=None, name="nested"):
-    """Flatten nested lists into ``(rows, lengths_per_level)``.
+def flatten_lists(nested, lod_level=None, name="nested"):
+    """Flatten nested lists into ``(leaves, lengths_per_level)``; ``leaves`` is a flat list.
 
     ``lod_level=None`` takes every list level above the scalars as a lod level;
     a smaller ``lod_level`` keeps the inner lists as row dimensions.
-    ``dtype=None`` infers like NumPy (ints -> int64, floats -> float64).
     """
     if not isinstance(nested, _LIST_TYPES):
         raise TypeError(f"{name} must be a (nested) list or tuple, got {type(nested).__name__}")
@@ -68,6 +67,15 @@ def flatten(nested, lod_level=None, dtype=None, name="nested"):
             items = [x.tolist() if isinstance(x, np.ndarray) else x for x in items]
         items = functools.reduce(operator.iadd, items, [])
         depth += 1
+    return items, lengths
+
+
+def flatten(nested, lod_level=None, dtype=None, name="nested"):
+    """Flatten nested lists into ``(rows, lengths_per_level)``, rows as one array.
+
+    ``dtype=None`` infers like NumPy (ints -> int64, floats -> float64).
+    """
+    items, lengths = flatten_lists(nested, lod_level, name)
     return _leaves_to_array(items, dtype, name), lengths
 
 

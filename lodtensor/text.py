@@ -1,0 +1,294 @@
+"""Hierarchical text batching: documents -> sentences -> words as one LoDTensor.
+
+- :class:`Vocab` maps tokens to ids (one dict lookup per token, done with
+  ``map`` at C speed).
+- :func:`batch` builds a LoDTensor from nested lists of ids or of strings,
+  one pass per level.
+- :class:`BucketBatchSampler` groups samples of similar length, so padded
+  kernels waste little; it is a valid ``batch_sampler`` for
+  ``torch.utils.data.DataLoader``.
+- :func:`make_collate` returns a ``collate_fn`` producing LoDTensors (NumPy or
+  torch data).
+- :func:`to_dense` / :func:`from_dense` pad every level with one mask per
+  level and come back; :func:`pad_batch` pads one level to a multiple of a
+  size (for kernels that want aligned shapes).
+
+>>> docs = [[["the", "cat"], ["sat"]], [["a", "dog"]]]
+>>> vocab = Vocab.build(docs)
+>>> t = batch(docs, vocab=vocab)
+>>> t.lod(), t.data.tolist()
+([[0, 2, 3], [0, 2, 3, 5]], [6, 3, 5, 2, 4])
+>>> vocab.decode(t.data.tolist())
+['the', 'cat', 'sat', 'a', 'dog']
+"""
+
+import collections
+import operator
+import random
+
+import numpy as np
+
+from ._nested_list import flatten_lists
+from .backend import get_backend
+from .errors import LoDError
+from .factories import from_nested_list, from_padded_all
+from .lod import LoD
+from .place import as_place
+from .tensor import _to_place, _wrap
+
+__all__ = ["Vocab", "batch", "BucketBatchSampler", "make_collate", "to_dense", "from_dense", "pad_batch"]
+
+
+class Vocab:
+    """A token <-> id mapping with optional special tokens.
+
+    Parameters
+    ----------
+    tokens : iterable of str
+        The tokens, in id order (after ``specials``).
+    specials : sequence of str
+        Tokens that come first (default ``("<pad>", "<unk>")``: pad is id 0).
+    unk : str or None
+        The token unknown tokens map to; None makes unknown tokens an error.
+
+    >>> v = Vocab(["hello", "world"])
+    >>> v["hello"], v["nope"], len(v)
+    (2, 1, 4)
+    >>> Vocab(["a"], specials=(), unk=None).lookup(["a", "b"])
+    Traceback (most recent call last):
+    ...
+    KeyError: "token 'b' (position 1) is not in the vocabulary and it has no unknown token"
+    """
+
+    def __init__(self, tokens, specials=("<pad>", "<unk>"), unk="<unk>"):
+        self.itos = list(specials)
+        seen = set(self.itos)
+        for token in tokens:
+            if token not in seen:
+                seen.add(token)
+                self.itos.append(token)
+        self.stoi = {token: i for i, token in enumerate(self.itos)}
+        if unk is not None and unk not in self.stoi:
+            raise ValueError(f"Vocab(): unk={unk!r} must be one of the tokens or specials")
+        self.unk = unk
+        self.unk_id = None if unk is None else self.stoi[unk]
+
+    @classmethod
+    def build(cls, nested, min_freq=1, specials=("<pad>", "<unk>"), unk="<unk>", max_size=None):
+        """A vocabulary of the strings in ``nested`` (any depth), most frequent first."""
+        leaves, _ = flatten_lists(nested, name="nested")
+        counts = collections.Counter(leaves)
+        ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            ranked = ranked[:max_size]
+        return cls(ranked, specials=specials, unk=unk)
+
+    def __len__(self):
+        return len(self.itos)
+
+    def __getitem__(self, token):
+        idx = self.stoi.get(token, self.unk_id)
+        if idx is None:
+            raise KeyError(f"token {token!r} is not in the vocabulary and it has no unknown token")
+        return idx
+
+    def __contains__(self, token):
+        return token in self.stoi
+
+    def lookup(self, tokens):
+        """Ids of ``tokens`` (a flat list) as an int64 array; unknown ones map to ``unk``."""
+        get = self.stoi.get
+        default = self.unk_id
+        ids = list(map(get, tokens, [default] * len(tokens))) if default is not None else list(map(get, tokens))
+        if default is None and None in ids:
+            pos = ids.index(None)
+            raise KeyError(
+                f"token {tokens[pos]!r} (position {pos}) is not in the vocabulary and it has no unknown token"
+            )
+        return np.fromiter(ids, dtype=np.int64, count=len(ids))
+
+    def decode(self, ids):
+        """Tokens of a flat list of ids."""
+        itos = self.itos
+        return [itos[i] for i in ids]
+
+    def __repr__(self):
+        return f"Vocab(size={len(self.itos)}, unk={self.unk!r})"
+
+
+def batch(nested, vocab=None, lod_level=None, dtype="int64", place=None):
+    """A LoDTensor of token ids from nested lists of ids or, with ``vocab``, of strings.
+
+    Every list level becomes a lod level (documents -> sentences -> words:
+    two levels, one row per word). One pass per level; strings are looked up
+    with one C-level ``map``.
+
+    Parameters
+    ----------
+    nested : list
+        Token ids (ints) or tokens (str, with ``vocab``) at the leaves.
+    vocab : Vocab or dict, optional
+        Needed for string leaves. A plain dict has no unknown token.
+    lod_level : int, optional
+        Default: every list level.
+    dtype : dtype, default int64
+    place : Place or device string, optional
+
+    >>> batch([[[3, 4], [5]], [[6]]]).lod()
+    [[0, 2, 3], [0, 2, 3, 4]]
+    >>> batch([["x", "y"]], vocab={"x": 0})
+    Traceback (most recent call last):
+    ...
+    KeyError: "token 'y' (position 1) is not in the vocabulary and it has no unknown token"
+    """
+    if vocab is None:
+        return from_nested_list(nested, dtype=dtype, lod_level=lod_level, place=place)
+    if isinstance(vocab, dict):
+        vocab = _DictVocab(vocab)
+    leaves, lengths = flatten_lists(nested, lod_level, name="nested")
+    ids = vocab.lookup(leaves).astype(dtype, copy=False)
+    if any(level.size == 0 for level in lengths):
+        raise LoDError("batch(): every lod level needs at least one sequence; nested is empty")
+    lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
+    data, where = _to_place(ids, as_place(place), copy=False)
+    return _wrap(data, lod, where)
+
+
+class _DictVocab(Vocab):
+    """A plain ``{token: id}`` dict used as a vocabulary (no unknown token)."""
+
+    def __init__(self, mapping):  # noqa: PLW0231 - only the lookup state is needed
+        self.stoi = dict(mapping)
+        self.unk = None
+        self.unk_id = None
+        self.itos = None
+
+
+class BucketBatchSampler:
+    """Batches of sample indices with similar lengths (a ``batch_sampler`` for DataLoader).
+
+    The indices are shuffled, cut into buckets of ``batch_size * bucket_factor``
+    samples, sorted by length inside each bucket and cut into batches; the
+    batches are shuffled again. Padding waste drops to near zero while every
+    epoch still sees a new order.
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        One length per sample (for documents: e.g. number of words).
+    batch_size : int
+    shuffle : bool
+        False gives batches of a fully length-sorted order, deterministically.
+    bucket_factor : int
+    drop_last : bool
+    seed : int, optional
+        Seed of the sampler's own random generator; each epoch draws anew.
+
+    >>> sampler = BucketBatchSampler([5, 1, 4, 2, 3, 6], batch_size=2, shuffle=False)
+    >>> list(sampler), len(sampler)
+    ([[1, 3], [4, 2], [0, 5]], 3)
+    """
+
+    def __init__(self, lengths, batch_size, shuffle=True, bucket_factor=50, drop_last=False, seed=None):
+        self.lengths = np.asarray(lengths)
+        if self.lengths.ndim != 1 or (self.lengths.size and self.lengths.dtype.kind not in "iu"):
+            raise TypeError(f"BucketBatchSampler(): lengths must be a 1-D sequence of integers, got {lengths!r}")
+        batch_size = operator.index(batch_size)
+        if batch_size < 1:
+            raise ValueError(f"BucketBatchSampler(): batch_size must be >= 1, got {batch_size}")
+        self.batch_size = batch_size
+        self.shuffle = shuffle
+        self.bucket_factor = max(1, operator.index(bucket_factor))
+        self.drop_last = drop_last
+        self._rng = random.Random(seed)
+
+    def __iter__(self):
+        n = self.lengths.size
+        order = list(range(n))
+        if self.shuffle:
+            self._rng.shuffle(order)
+            bucket = self.batch_size * self.bucket_factor
+        else:
+            bucket = max(n, 1)
+        order = np.asarray(order, dtype=np.int64)
+        batches = []
+        for start in range(0, n, bucket):
+            chunk = order[start : start + bucket]
+            chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
+            batches.extend(chunk[i : i + self.batch_size].tolist() for i in range(0, chunk.size, self.batch_size))
+        if self.drop_last:
+            batches = [b for b in batches if len(b) == self.batch_size]
+        if self.shuffle:
+            self._rng.shuffle(batches)
+        return iter(batches)
+
+    def __len__(self):
+        n = self.lengths.size
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+
+def make_collate(vocab=None, backend="numpy", dtype="int64", lod_level=None):
+    """A ``collate_fn`` for ``torch.utils.data.DataLoader`` returning LoDTensors.
+
+    Each sample is a nested list (one top-level sequence of the batch), or a
+    tuple whose first item is one and whose other items (labels, ...) are
+    stacked into arrays of the same backend.
+
+    >>> collate = make_collate()
+    >>> x, y = collate([([[1, 2], [3]], 0), ([[4]], 1)])
+    >>> x.lod(), y.tolist()
+    ([[0, 2, 3], [0, 2, 3, 4]], [0, 1])
+    """
+    be = get_backend(backend)
+
+    def collate(samples):
+        if not samples:
+            raise ValueError("collate(): got an empty batch")
+        if isinstance(samples[0], tuple):
+            columns = list(zip(*samples))
+            tensor = _collate_tensor(list(columns[0]))
+            return (tensor,) + tuple(be.asarray(np.asarray(column)) for column in columns[1:])
+        return _collate_tensor(samples)
+
+    def _collate_tensor(items):
+        t = batch(items, vocab=vocab, lod_level=lod_level, dtype=dtype)
+        return t if be.name == "numpy" else t.with_data(be.asarray(t.data))
+
+    return collate
+
+
+def to_dense(t, pad_value=0):
+    """Every level padded: ``(dense, masks)``, ``masks[k]`` True where level ``k`` has an item.
+
+    Same as :meth:`LoDTensor.to_padded_all`.
+    """
+    return t.to_padded_all(pad_value=pad_value)
+
+
+def from_dense(dense, masks):
+    """Inverse of :func:`to_dense`. Same as :func:`lodtensor.from_padded_all`."""
+    return from_padded_all(dense, masks)
+
+
+def pad_batch(t, level=-1, pad_value=0, multiple_of=None):
+    """Pad the sequences of ``level`` to the longest length rounded up to ``multiple_of``.
+
+    Returns ``(padded, mask)``; ``mask`` is True on real rows (an attention mask).
+
+    >>> t = batch([[1, 2, 3], [4]])
+    >>> padded, mask = pad_batch(t, multiple_of=4)
+    >>> padded.tolist(), mask.tolist()
+    ([[1, 2, 3, 0], [4, 0, 0, 0]], [[True, True, True, False], [True, False, False, False]])
+    """
+    lengths = np.diff(t.lod.absolute_offsets(level))
+    longest = int(lengths.max()) if lengths.size else 0
+    maxlen = longest
+    if multiple_of is not None:
+        multiple_of = operator.index(multiple_of)
+        if multiple_of < 1:
+            raise ValueError(f"pad_batch(): multiple_of must be >= 1, got {multiple_of}")
+        maxlen = -(-longest // multiple_of) * multiple_of
+    padded, lens = t.to_padded(level=level, pad_value=pad_value, maxlen=maxlen)
+    be = t.backend
+    mask = be.arange(maxlen, like=padded) < be.asarray(np.asarray(lengths))[:, None]
+    return padded, mask
