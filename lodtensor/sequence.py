@@ -56,7 +56,7 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, *, level=-1): 
 
     Parameters
     ----------
-    input : LoDTensor, lod_level >= 1
+    input : lodtensor.LoDTensor, lod_level >= 1
     pool_type : str
     is_test : bool
         Accepted for Paddle compatibility; no effect.
@@ -67,7 +67,7 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, *, level=-1): 
 
     Returns
     -------
-    LoDTensor, shape ``(num_sequences, *row_shape)``
+    lodtensor.LoDTensor, shape ``(num_sequences, *row_shape)``
 
     See Also
     --------
