@@ -14,6 +14,22 @@ __all__ = ["NumpyBackend"]
 _INT64 = np.dtype(np.int64)
 # Rows with at least this many elements are reduced by length groups, not reduceat (measured crossover).
 _WIDE_ROW = 16
+# Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
+_CSR_ROW = 8
+_SPARSE = None  # scipy.sparse once imported; False when it is not installed
+
+
+def _scipy_sparse():
+    """scipy.sparse, imported on first use; None when SciPy is not installed."""
+    global _SPARSE  # noqa: PLW0603 - a lazily filled module cache
+    if _SPARSE is None:
+        try:
+            import scipy.sparse as sparse  # noqa: PLC0415 - optional accelerator
+
+            _SPARSE = sparse
+        except ImportError:
+            _SPARSE = False
+    return _SPARSE or None
 
 
 def _as_rows(a):
@@ -146,7 +162,18 @@ class NumpyBackend(Backend):
         return out
 
     def segment_sum(self, data, offsets):
-        return self._reduceat(np.add, data, offsets, 0)
+        """Sum per sequence. Wide rows with SciPy: one CSR x dense product, a single
+        pass over the data (the CSR ``indptr`` is the offsets array itself)."""
+        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
+        sparse = _scipy_sparse() if row_size >= _CSR_ROW and data.dtype.kind in "iufc" else None
+        if sparse is None or data.shape[0] == 0:
+            return self._reduceat(np.add, data, offsets, 0)
+        n_rows = data.shape[0]
+        n = offsets.size - 1
+        rows = np.ascontiguousarray(data).reshape(n_rows, row_size)
+        ones = np.ones(n_rows, dtype=data.dtype)
+        matrix = sparse.csr_matrix((ones, np.arange(n_rows), offsets), shape=(n, n_rows))
+        return np.asarray(matrix @ rows).reshape((n,) + data.shape[1:])
 
     def segment_mean(self, data, offsets, *, empty=0):
         lengths = np.diff(offsets)
@@ -171,7 +198,7 @@ class NumpyBackend(Backend):
         peak = self._reduceat(np.maximum, data, offsets, 0)
         shifted = data - np.repeat(peak, lengths, axis=0)
         np.exp(shifted, out=shifted)
-        total = self._reduceat(np.add, shifted, offsets, 1)
+        total = self.segment_sum(shifted, offsets)
         shifted /= np.repeat(total, lengths, axis=0)
         return shifted
 

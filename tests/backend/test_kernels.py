@@ -77,3 +77,22 @@ def test_backend_of_and_mismatch():
         backend_of(np.zeros(2), FakeCupy())
     with pytest.raises(ValueError, match="must be one of"):
         get_backend("jax")
+
+
+@pytest.mark.parametrize("use_scipy", [True, False], ids=["csr", "no-scipy"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_numpy_segment_sum_paths_agree(monkeypatch, use_scipy, dtype):
+    from lodtensor.backend import numpy as numpy_backend
+
+    if use_scipy:
+        pytest.importorskip("scipy")
+    else:
+        monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+    be = get_backend("numpy")
+    lens = [3, 0, 5, 1, 0, 7]
+    data = np.arange(16 * 10, dtype=dtype).reshape(16, 10)
+    offsets = lengths_to_offsets(lens)
+    out = be.segment_sum(data, offsets)
+    expected = [data[a:b].sum(0) if b > a else np.zeros(10) for a, b in zip(offsets[:-1], offsets[1:])]
+    assert out.dtype == np.dtype(dtype) and np.allclose(out, expected)
+    assert be.segment_sum(data[:0], lengths_to_offsets([0, 0])).tolist() == [[0] * 10] * 2
