@@ -31,7 +31,10 @@ def ref_segments(data, lens):
     return [data[a:b] for a, b in zip(offs[:-1], offs[1:])]
 
 
-@pytest.mark.parametrize("name", ["numpy", "torch"])
+@pytest.mark.parametrize(
+    "name",
+    ["numpy", "torch", pytest.param("cupy", marks=pytest.mark.gpu), pytest.param("torch-cuda", marks=pytest.mark.gpu)],
+)
 @settings(max_examples=40)
 @given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,), (4, 5)]))
 def test_kernels_agree_with_reference(name, lens, row):
