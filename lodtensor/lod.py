@@ -80,6 +80,22 @@ def _is_scalar(value):
     return not isinstance(value, (list, tuple, range, np.ndarray)) and not hasattr(value, "__len__")
 
 
+def _per_level(levels, name, kind):
+    """``levels`` as a list with one entry per lod level; a 1-D array counts as one level."""
+    if isinstance(levels, np.ndarray) and levels.ndim == 1:
+        return [levels]
+    try:
+        levels = list(levels)
+    except TypeError:
+        raise TypeError(f"{name} must be a list of {kind} lists (one per level), got {type(levels).__name__}") from None
+    if levels and _is_scalar(levels[0]):
+        raise TypeError(
+            f"{name} must be a list of {kind} lists (one per level), got a flat list "
+            f"{_short(levels)}; did you mean [{_short(levels)}]?"
+        )
+    return levels
+
+
 def _short(values):
     text = repr(values)
     return text if len(text) <= 80 else text[:77] + "..."
@@ -249,19 +265,7 @@ class LoD:
         if isinstance(levels, LoD):
             arrays = levels._levels
         else:
-            if isinstance(levels, np.ndarray) and levels.ndim == 1:
-                levels = [levels]
-            try:
-                levels = list(levels)
-            except TypeError:
-                raise TypeError(
-                    f"lod must be a list of offset lists (one per level), got {type(levels).__name__}"
-                ) from None
-            if levels and _is_scalar(levels[0]):
-                raise TypeError(
-                    f"lod must be a list of offset lists (one per level), got a flat list "
-                    f"{_short(levels)}; did you mean [{_short(levels)}]?"
-                )
+            levels = _per_level(levels, "lod", "offset")
             if validate:
                 arrays = tuple(as_offsets(level, level=k) for k, level in enumerate(levels))
             else:
@@ -292,20 +296,7 @@ class LoD:
         >>> LoD.from_lengths([[2, 1], [2, 3, 1]])()
         [[0, 2, 3], [0, 2, 5, 6]]
         """
-        if isinstance(lengths, np.ndarray) and lengths.ndim == 1:
-            lengths = [lengths]
-        try:
-            lengths = list(lengths)
-        except TypeError:
-            raise TypeError(
-                f"recursive_sequence_lengths must be a list of length lists (one per level), "
-                f"got {type(lengths).__name__}"
-            ) from None
-        if lengths and _is_scalar(lengths[0]):
-            raise TypeError(
-                f"recursive_sequence_lengths must be a list of length lists (one per level), "
-                f"got a flat list {_short(lengths)}; did you mean [{_short(lengths)}]?"
-            )
+        lengths = _per_level(lengths, "recursive_sequence_lengths", "length")
         if validate:
             arrays = [
                 lengths_to_offsets(as_lengths(lv, level=k, name="recursive_sequence_lengths"))
