@@ -1,0 +1,115 @@
+"""Run the lodtensor benchmarks and print one table per comparison.
+
+Usage::
+
+    python bench/run.py                 # every benchmark module in bench/
+    python bench/run.py padding         # a subset, by module name
+    python bench/run.py --list          # the module names
+    python bench/run.py --proposals     # also time the prototypes in bench/_proposals.py
+
+Each module's results go to ``bench/results/<module>.json`` (git-ignored).
+Times are best-of-N after a warm-up (``time.perf_counter``); the columns
+"x lodtensor" and "x copy" divide each contender's best time by lodtensor's and
+by the memory-copy limit's (``np.copyto`` of the same bytes): above 1 means
+slower than lodtensor / than a plain copy. Set ``BENCH_BUDGET`` (seconds per
+contender, default 0.6) to trade run time for steadier numbers.
+"""
+
+import json
+import os
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+ROOT = os.path.dirname(HERE)
+if ROOT not in sys.path:  # run from a checkout without installing: import the tree's lodtensor
+    sys.path.append(ROOT)
+
+import _common  # noqa: E402
+
+RESULTS = os.path.join(HERE, "results")
+
+
+def discover():
+    """Benchmark modules: bench/*.py except run.py and private (_*) files."""
+    names = []
+    for fname in sorted(os.listdir(HERE)):
+        if fname.endswith(".py") and not fname.startswith("_") and fname != "run.py":
+            names.append(fname[:-3])
+    return names
+
+
+def run_module(name):
+    module = __import__(name)
+    report = _common.Report(name, getattr(module, "TITLE", name))
+    t0 = time.perf_counter()
+    module.run(report)
+    elapsed = time.perf_counter() - t0
+    print(f"\n#### {name}: {report.title}  ({elapsed:.1f} s)")
+    for table in report.tables:
+        print()
+        print(table.format())
+    for note in report.notes:
+        print(f"\n   note: {note}")
+    if report.goals:
+        print("\n   goals:")
+        for g in report.goals:
+            mark = {True: "MET   ", False: "MISSED", None: "n/a   "}[g["met"]]
+            print(f"   [{mark}] {g['goal']}" + (f"  ({g['detail']})" if g["detail"] else ""))
+    data = report.to_json()
+    data["elapsed_s"] = elapsed
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, f"{name}.json")
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1, default=_jsonable)
+    print(f"\n   -> {os.path.relpath(path)}")
+    return data
+
+
+def _jsonable(x):
+    try:
+        import numpy as np  # noqa: PLC0415
+
+        if isinstance(x, np.generic):
+            return x.item()
+    except ImportError:  # pragma: no cover
+        pass
+    return str(x)
+
+
+def main(argv):
+    available = discover()
+    if "--list" in argv:
+        print("\n".join(available))
+        return 0
+    if "--proposals" in argv:
+        os.environ["BENCH_PROPOSALS"] = "1"
+    wanted = [a for a in argv if not a.startswith("-")] or available
+    unknown = [w for w in wanted if w not in available]
+    if unknown:
+        print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
+        return 2
+    info = _common.versions()
+    print("lodtensor benchmarks  seed", _common.SEED)
+    print("   " + ", ".join(f"{k} {v if v is not None else 'not installed'}" for k, v in info.items()))
+    print("   " + ", ".join(f"{k} {v}" for k, v in _common.machine().items()))
+    t0 = time.perf_counter()
+    failed = []
+    for name in wanted:
+        try:
+            run_module(name)
+        except Exception:  # noqa: BLE001 - one broken module must not hide the others
+            traceback.print_exc()
+            failed.append(name)
+    print(f"\ntotal {time.perf_counter() - t0:.1f} s")
+    if failed:
+        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
