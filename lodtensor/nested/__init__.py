@@ -1,0 +1,113 @@
+"""lodtensor.nested: the torch.nested API on the LoD core.
+
+A :class:`NestedTensor` packs arrays of equal rank and different sizes into
+one flat buffer with a size table; code calls the same functions it would call
+on dense arrays (``softmax``, ``linear``, ``matmul``, ``layer_norm``...) and
+skips padding. When only the first component dim is ragged the nested tensor
+is a one-level :class:`~lodtensor.LoDTensor` and the ops are single calls on
+the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
+``nn.LayerNorm`` and friends accept a NestedTensor through
+``__torch_function__``.
+
+>>> import numpy as np
+>>> import lodtensor.nested as ln
+>>> nt = ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4))])
+>>> ln.softmax(ln.linear(nt, np.eye(4)), 1).to_padded_tensor(0.0)[:, :, 0].round(3).tolist()
+[[0.5, 0.5, 0.0], [0.333, 0.333, 0.333]]
+"""
+
+from . import _layouts, _nn, _ops, _shape  # noqa: F401 - importing them fills the op table
+from ._construct import as_nested_tensor, nested_tensor
+from ._layouts import (
+    nested_tensor_from_jagged,
+    to_lod_tensor,
+    to_masked,
+    to_packed,
+    to_packed_sequence,
+    to_padded,
+    to_tensor_list,
+)
+from ._nn import bmm, embedding_bag, layer_norm, linear, matmul, softmax
+from ._ops import (
+    abs,
+    add,
+    clone,
+    detach,
+    div,
+    dropout,
+    empty_like,
+    eq,
+    ge,
+    gelu,
+    gt,
+    le,
+    logical_not,
+    lt,
+    masked_fill,
+    mul,
+    ne,
+    neg,
+    randn_like,
+    relu,
+    sgn,
+    silu,
+    sub,
+    zeros_like,
+)
+from ._registry import OP_TABLE
+from ._shape import reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
+from ._special import get_num_threads, set_num_threads
+from ._tensor import NestedTensor
+
+__all__ = [
+    "NestedTensor",
+    "nested_tensor",
+    "as_nested_tensor",
+    "nested_tensor_from_jagged",
+    "to_padded_tensor",
+    "matmul",
+    "bmm",
+    "linear",
+    "softmax",
+    "dropout",
+    "masked_fill",
+    "relu",
+    "gelu",
+    "silu",
+    "abs",
+    "sgn",
+    "logical_not",
+    "neg",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "select",
+    "clone",
+    "detach",
+    "unbind",
+    "reshape",
+    "view",
+    "reshape_as",
+    "transpose",
+    "empty_like",
+    "zeros_like",
+    "randn_like",
+    "layer_norm",
+    "embedding_bag",
+    "to_padded",
+    "to_masked",
+    "to_packed",
+    "to_packed_sequence",
+    "to_tensor_list",
+    "to_lod_tensor",
+    "set_num_threads",
+    "get_num_threads",
+    "OP_TABLE",
+]

@@ -1,0 +1,326 @@
+"""Building nested tensors: from lists of arrays, tensors or nested lists, dense arrays,
+LoDTensors, torch nested tensors and PackedSequences.
+"""
+
+import numbers
+
+import numpy as np
+
+from ..backend import backend_name_of, get_backend
+from ..errors import BackendMismatchError
+from ..place import CUDAPinnedPlace, as_place
+from ..tensor import LoDTensor, _pinned_copy, _to_place
+from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, kind_of, resolve_dtype
+from ._tensor import NestedTensor, Structure, make
+from ._xp import ops_for
+
+__all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "check_requires_grad"]
+
+_LAYOUTS = {"strided": "strided", "jagged": "jagged", "torch.strided": "strided", "torch.jagged": "jagged"}
+
+
+def _check_layout(layout):
+    if layout is None:
+        return "strided"
+    key = layout if isinstance(layout, str) else str(layout)
+    out = _LAYOUTS.get(key)
+    if out is None:
+        raise ValueError(
+            f"Specified layout is unsupported for nested tensors: {layout!r}; expected 'strided', "
+            f"'jagged', torch.strided or torch.jagged"
+        )
+    return out
+
+
+def _coerce_item(item, index, where):
+    """One component as an array; Python data gets torch's dtype inference."""
+    if backend_name_of(item) is not None:
+        if getattr(item, "is_nested", False) is True:
+            raise TypeError(f"{where}: tensor_list[{index}] is a nested tensor; components must be dense")
+        if getattr(item.dtype, "kind", "f") not in "biufc":
+            raise TypeError(f"{where}: tensor_list[{index}] must have a numeric or bool dtype, got {item.dtype}")
+        return item, False
+    if isinstance(item, LoDTensor):
+        return item._require_data(where), False
+    if isinstance(item, NestedTensor):
+        raise TypeError(f"{where}: tensor_list[{index}] is a nested tensor; components must be dense")
+    if isinstance(item, (bool, numbers.Number, np.generic)) or isinstance(item, (list, tuple)):
+        try:
+            arr = np.asarray(item)
+        except ValueError:
+            raise ValueError(
+                f"{where}: tensor_list[{index}] is a ragged nested list; each component must be "
+                f"rectangular (expected sequences of equal length at every depth)"
+            ) from None
+        if arr.dtype == object or arr.dtype.kind not in "biufc":
+            raise TypeError(
+                f"{where}: tensor_list[{index}] must be an array, a tensor or a (nested) list of "
+                f"numbers, got {_describe(item)}"
+            )
+        if not isinstance(item, np.generic):  # Python numbers: torch's defaults
+            if arr.dtype.kind == "f":
+                arr = arr.astype(DEFAULT_FLOAT)
+            elif arr.dtype.kind == "c":
+                arr = arr.astype(DEFAULT_COMPLEX)
+            elif arr.dtype.kind in "iu":
+                arr = arr.astype(np.int64, copy=False)
+        return arr, True
+    raise TypeError(
+        f"{where}: tensor_list[{index}] must be an array, a tensor or a (nested) list of numbers, "
+        f"got {_describe(item)}"
+    )
+
+
+def _describe(value):
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
+
+
+def check_requires_grad(buffer, requires_grad, where):
+    """torch's rule: only floating and complex torch data can require gradients."""
+    if not requires_grad:
+        return
+    if kind_of(buffer.dtype) not in "fc":
+        raise TypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
+    if backend_name_of(buffer) != "torch":
+        raise TypeError(
+            f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "
+            f"build the nested tensor from torch tensors, or call .to_torch() first"
+        )
+
+
+def _check_jagged(structure, where):
+    if structure.n == 0:
+        raise ValueError(f"{where}: Cannot construct a nested tensor from an empty tensor list (layout 'jagged')")
+    if structure.rank == 0:
+        raise ValueError(f"{where}: Cannot construct a nested tensor from a list of zero-dim tensors (layout 'jagged')")
+    if sum(not r for r in structure.regular) > 1:
+        raise ValueError(
+            f"{where}: Cannot represent given tensor list as a nested tensor with the jagged layout. "
+            f"Note that the jagged layout only allows for a single ragged dimension; irregular dims: "
+            f"{[d + 1 for d, r in enumerate(structure.regular) if not r]}"
+        )
+
+
+def _from_list(items, dtype, device, layout, where, keep_history):
+    if not isinstance(items, (list, tuple)):
+        raise TypeError(
+            f"{where}: tensor_list must be a list or tuple of arrays, tensors or nested lists, "
+            f"got {type(items).__name__}"
+        )
+    parts, from_python = [], []
+    for i, item in enumerate(items):
+        arr, py = _coerce_item(item, i, where)
+        parts.append(arr)
+        from_python.append(py)
+    names = {backend_name_of(p) for p, py in zip(parts, from_python) if not py}
+    if len(names) > 1:
+        first, second = sorted(names)[:2]
+        raise BackendMismatchError(
+            f"{where}: tensor_list mixes {first!r} and {second!r} arrays; convert them to one "
+            f"library first (nested lists combine with any)"
+        )
+    name = names.pop() if names else "numpy"
+    be = get_backend(name)
+    ndims = [p.ndim for p in parts]
+    for i, d in enumerate(ndims):
+        if d != ndims[0]:
+            raise ValueError(
+                f"All Tensors given to nested_tensor must have the same dimension. Found dimension "
+                f"{d} for Tensor at index {i} and dimension {ndims[0]} for Tensor at index 0."
+            )
+    target = resolve_dtype(dtype, name)
+    if target is None:
+        target = parts[0].dtype if parts else resolve_dtype(DEFAULT_FLOAT, name)
+    if name != "numpy":
+        like = next((p for p, py in zip(parts, from_python) if not py), None)
+        parts = [be.to_device(be.asarray(p), be.device_of(like)) if py else p for p, py in zip(parts, from_python)]
+    rank = ndims[0] if parts else 0
+    sizes = np.array([tuple(p.shape) for p in parts], dtype=np.int64).reshape(len(parts), rank)
+    structure = Structure(sizes)
+    if layout == "jagged":
+        _check_jagged(structure, where)
+    ops = ops_for(be)
+    flats = [p.reshape(-1) if keep_history else ops.detach(p).reshape(-1) for p in parts]
+    buffer = ops.concat(flats, dtype=target)
+    if flats and len(flats) == 1 and buffer is flats[0]:
+        buffer = ops.clone(buffer)
+    return _place(buffer, device), structure
+
+
+def _place(buffer, device):
+    place = as_place(device, name="device")
+    if place is None:
+        return buffer
+    if isinstance(place, CUDAPinnedPlace):
+        raise ValueError("device: use pin_memory=True for page-locked host memory")
+    return _to_place(buffer, place, copy=False)[0]
+
+
+def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """A nested tensor holding copies of ``tensor_list``, without autograd history (a leaf).
+
+    Parameters
+    ----------
+    tensor_list : list or tuple
+        NumPy arrays, CuPy arrays, torch tensors or nested Python lists of
+        numbers, all with the same number of dims (any sizes, zero allowed).
+    dtype : NumPy dtype, name or torch dtype, optional
+        Default: the dtype of the first component, as in torch (the others are
+        cast to it). Python floats become float32 and ints int64.
+    layout : 'strided', 'jagged', torch.strided or torch.jagged, optional
+        'jagged' allows one ragged dim only and no empty list, as in torch.
+    device : device string, Place or torch.device, optional
+        Where the buffer goes (CPU -> NumPy, CUDA -> CuPy, or torch for torch data).
+    requires_grad : bool
+        Record operations for autograd (torch floating data only).
+    pin_memory : bool
+        Allocate the buffer in page-locked host memory (needs CUDA).
+
+    Raises
+    ------
+    ValueError
+        Components of different rank, a ragged nested list inside one component,
+        an unsupported layout, a jagged layout the components do not fit.
+    TypeError
+        Non-numeric items, ``requires_grad=True`` for integer or non-torch data.
+
+    See Also
+    --------
+    torch.nested.nested_tensor
+
+    Examples
+    --------
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> nt.dtype, nt.nested_size().tolist()
+    (dtype('float32'), [[2], [1]])
+    >>> ln.nested_tensor([np.zeros(2), np.zeros((2, 2))])
+    Traceback (most recent call last):
+    ...
+    ValueError: All Tensors given to nested_tensor must have the same dimension. Found dimension 2 for ...
+    """
+    where = "nested_tensor()"
+    layout = _check_layout(layout)
+    if isinstance(tensor_list, NestedTensor):
+        tensor_list = list(tensor_list.unbind())
+    buffer, structure = _from_list(tensor_list, dtype, device, layout, where, keep_history=False)
+    check_requires_grad(buffer, requires_grad, where)
+    if pin_memory:
+        buffer = _pin(buffer)
+    if requires_grad:
+        buffer.requires_grad_(True)
+    return make(buffer, structure, layout)
+
+
+def _pin(buffer):
+    if backend_name_of(buffer) == "torch":
+        return buffer.pin_memory()
+    return _pinned_copy(get_backend(backend_name_of(buffer)).to_numpy(buffer))
+
+
+def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
+    """A nested tensor from ``tensor_list``, keeping autograd history; no copy where possible.
+
+    Accepts what :func:`nested_tensor` accepts (list items are copied into
+    one buffer), plus: a NestedTensor (returned as is, or converted to
+    ``dtype``/``device``/``layout``); a dense array or tensor of 2 or more
+    dims (one component per row of dim 0; its memory is shared when it is
+    contiguous); a torch ``PackedSequence``; a torch nested tensor (a jagged
+    one ragged in dim 1 shares its values buffer); a :class:`LoDTensor`.
+
+    Raises
+    ------
+    ValueError
+        A dense input of fewer than 2 dims; the errors of :func:`nested_tensor`.
+    TypeError
+        Anything else.
+
+    See Also
+    --------
+    torch.nested.as_nested_tensor
+
+    Examples
+    --------
+    >>> import lodtensor.nested as ln
+    >>> dense = np.arange(6.0).reshape(2, 3)
+    >>> nt = ln.as_nested_tensor(dense)
+    >>> nt.nested_size().tolist(), np.shares_memory(nt.unbind()[1], dense)
+    ([[3], [3]], True)
+    """
+    where = "as_nested_tensor()"
+    lay = None if layout is None else _check_layout(layout)
+    if isinstance(tensor_list, NestedTensor):
+        return _convert(tensor_list, dtype, device, lay, where)
+    if isinstance(tensor_list, LoDTensor):
+        return _convert(from_lod_tensor(tensor_list), dtype, device, lay, where)
+    kind = type(tensor_list).__name__
+    if kind == "PackedSequence":
+        tensor_list = _unpack_sequence(tensor_list)
+    elif backend_name_of(tensor_list) is not None:
+        if getattr(tensor_list, "is_nested", False) is True:
+            return _convert(_from_torch_nested(tensor_list), dtype, device, lay, where)
+        return _convert(_from_dense(tensor_list, where), dtype, device, lay, where)
+    if not isinstance(tensor_list, (list, tuple)):
+        raise TypeError(
+            f"{where}: Expected first argument to be a tensor or a list / tuple of tensors, got {kind}"
+        )
+    buffer, structure = _from_list(tensor_list, dtype, device, lay or "strided", where, keep_history=True)
+    return make(buffer, structure, lay or "strided")
+
+
+def _convert(nt, dtype, device, layout, where):
+    buffer = nt._buffer
+    name = backend_name_of(buffer)
+    target = resolve_dtype(dtype, name)
+    if target is not None and target != buffer.dtype:
+        buffer = ops_for(nt.backend).astype(buffer, target)
+    buffer = _place(buffer, device)
+    layout = layout or nt._layout
+    if layout == "jagged":
+        _check_jagged(nt._struct, where)
+    if buffer is nt._buffer and layout == nt._layout:
+        return nt
+    return make(buffer, nt._struct, layout)
+
+
+def _from_dense(array, where):
+    if array.ndim < 2:
+        raise ValueError(f"{where}: Expected tensor argument to have dim() > 1, got shape {tuple(array.shape)}")
+    n = int(array.shape[0])
+    return make(array.reshape(-1), Structure.uniform(n, tuple(int(s) for s in array.shape[1:])))
+
+
+def from_lod_tensor(t, level=-1):
+    """The sequences of ``level`` of a LoDTensor as components; shares ``t.data`` when contiguous."""
+    data = t._require_data("to_nested()")
+    t._require_lod("to_nested()")
+    offsets = t.lod.absolute_offsets(level)
+    sizes = np.empty((offsets.size - 1, data.ndim), dtype=np.int64)
+    sizes[:, 0] = np.diff(offsets)
+    sizes[:, 1:] = tuple(int(s) for s in data.shape[1:])
+    structure = Structure(sizes)
+    if structure.is_lod:
+        structure._rows = (offsets, tuple(int(s) for s in data.shape[1:]))
+    return make(data.reshape(-1), structure)
+
+
+def _from_torch_nested(nt):
+    import torch  # noqa: PLC0415 - the argument is a torch tensor
+
+    if nt.layout == torch.jagged and nt._ragged_idx == 1 and nt._lengths is None:
+        values, offsets = nt.values(), nt.offsets().detach().cpu().numpy().astype(np.int64)
+        if int(offsets[0]) == 0 and int(offsets[-1]) == values.shape[0] and values.is_contiguous():
+            sizes = np.empty((offsets.size - 1, values.dim()), dtype=np.int64)
+            sizes[:, 0] = np.diff(offsets)
+            sizes[:, 1:] = tuple(values.shape[1:])
+            return make(values.reshape(-1), Structure(sizes), "jagged")
+    parts = list(nt.unbind())
+    buffer, structure = _from_list(parts, None, None, "strided", "as_nested_tensor()", keep_history=True)
+    return make(buffer, structure, "jagged" if nt.layout == torch.jagged else "strided")
+
+
+def _unpack_sequence(packed):
+    from torch.nn.utils.rnn import unpack_sequence  # noqa: PLC0415 - the argument is torch's
+
+    return unpack_sequence(packed)

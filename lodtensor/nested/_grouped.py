@@ -1,0 +1,94 @@
+"""Grouped work for components ragged in several dims: one dense op per distinct shape.
+
+Components of equal shape are gathered into one ``(count, *shape)`` block
+(one vectorised gather), the dense op runs once on the block, and the result
+is scattered back (one vectorised scatter). The Python loop runs over
+distinct shapes, not over components or elements; a batch of images of all
+different sizes degrades to one op per image, which is what torch.nested's
+strided layout does too.
+"""
+
+import numpy as np
+
+from ._tensor import Structure
+from ._xp import ops_for
+
+__all__ = ["shape_groups", "map_components", "element_index", "block_of"]
+
+
+def shape_groups(keys):
+    """Split component indices by equal rows of ``keys`` (n x k ints).
+
+    Returns a list of ``(members, key_row)``: members an int64 array of component
+    indices in increasing order, key_row a tuple of ints. One group when every
+    row is the same.
+    """
+    n = keys.shape[0]
+    if n == 0:
+        return []
+    if (keys == keys[:1]).all():
+        return [(np.arange(n, dtype=np.int64), tuple(int(k) for k in keys[0]))]
+    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
+    return [
+        (members, tuple(int(k) for k in uniq[inverse[members[0]]]))
+        for members in np.split(order, bounds)
+    ]
+
+
+def element_index(offsets, members, numel):
+    """Buffer positions of the elements of ``members`` (each ``numel`` long), component-major."""
+    return (offsets[members][:, None] + np.arange(numel, dtype=np.int64)).reshape(-1)
+
+
+def block_of(be, buffer, offsets, members, shape):
+    numel = int(np.prod(shape, dtype=np.int64))
+    if members.size == 1:
+        start = int(offsets[members[0]])
+        return buffer[start : start + numel].reshape((1,) + shape)
+    if members.size == offsets.size - 1:  # every component has this shape: the buffer is the block
+        return buffer.reshape((members.size,) + shape)
+    return be.gather(buffer, element_index(offsets, members, numel)).reshape((members.size,) + shape)
+
+
+def map_components(inputs, fn, out_sizes, *, dtype=None):
+    """Apply ``fn(*blocks)`` per group of equal component shapes; returns (buffer, Structure).
+
+    ``inputs`` are nested tensors with the same number of components; ``fn``
+    maps blocks ``(g, *shape_k)`` (one per input) to a block ``(g, *out_shape)``
+    whose rows go to the components of ``out_sizes`` (n x rank ints).
+    """
+    first = inputs[0]
+    be = first.backend
+    ops = ops_for(be)
+    out_struct = Structure(out_sizes)
+    keys = np.concatenate([x._struct.sizes for x in inputs], axis=1)
+    ranks = [x._struct.rank for x in inputs]
+    groups = shape_groups(keys)
+    if not groups:
+        probe = fn(*[x._buffer[:0].reshape((0,) + (1,) * r) for x, r in zip(inputs, ranks)])
+        return ops.empty((0,), dtype or probe.dtype, first._buffer), out_struct
+    out = None
+    n = first._struct.n
+    out_offsets = out_struct.offsets
+    for members, key in groups:
+        blocks = []
+        start = 0
+        for x, r in zip(inputs, ranks):
+            blocks.append(block_of(be, x._buffer, x._struct.offsets, members, key[start : start + r]))
+            start += r
+        res = fn(*blocks)
+        if len(groups) == 1 and members.size == n:
+            return res.reshape(-1), out_struct
+        if out is None:
+            out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
+        flat = res.reshape(-1)
+        if members.size == 1:
+            a = int(out_offsets[members[0]])
+            out[a : a + flat.shape[0]] = flat
+        else:
+            m = flat.shape[0] // members.size
+            be.scatter(out, element_index(out_offsets, members, m), flat)
+    return out, out_struct

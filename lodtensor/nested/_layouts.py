@@ -1,0 +1,208 @@
+"""Layouts of the NestedTensor-as-unifying-datastructure design, and the repr.
+
+Masked (padded + mask), Packed (flat data + offsets), PackedSequence (torch's
+RNN input) and List (the components), plus the LoD core: ``to_lod_tensor``
+shares the buffer when only the first component dim is ragged.
+"""
+
+import numpy as np
+
+from ..backend import backend_name_of, backend_of
+from ..lod import LoD
+from ..tensor import _wrap
+from ._ops import check_nested
+from ._registry import implements
+from ._shape import to_padded_tensor
+from ._tensor import Structure, _components, make
+
+__all__ = ["to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor",
+           "nested_tensor_from_jagged", "format_nested"]
+
+
+@implements("to_padded")
+def to_padded(input, padding_value=0, output_size=None):
+    """The Masked layout's data: same as :func:`to_padded_tensor` with ``padding_value``."""
+    return to_padded_tensor(input, padding_value, output_size)
+
+
+def _min_mask_dim(st):
+    irregular = [d for d, r in enumerate(st.regular) if not r]
+    return (irregular[-1] + 2) if irregular else 1
+
+
+@implements("to_masked")
+def to_masked(input, padding_value=0, mask_dim=None):
+    """``(padded, mask)``: the padded data and a bool mask, True where a component has data.
+
+    ``mask`` has the leading ``mask_dim`` dims of ``padded``; by default the
+    fewest that describe the raggedness (through the last irregular dim), so
+    ``(batch, (tokens), hidden)`` data gets a ``(batch, max_tokens)`` mask.
+
+    >>> import lodtensor.nested as ln
+    >>> padded, mask = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]).to_masked()
+    >>> padded.shape, mask.tolist()
+    ((2, 2, 3), [[True, True], [True, False]])
+    """
+    check_nested(input, "to_masked()")
+    st = input._struct
+    lowest = _min_mask_dim(st)
+    if mask_dim is None:
+        mask_dim = lowest
+    if not lowest <= mask_dim <= input.dim():
+        raise ValueError(
+            f"to_masked(): mask_dim must be in [{lowest}, {input.dim()}] to describe the irregular dims, got {mask_dim}"
+        )
+    padded = to_padded_tensor(input, padding_value)
+    dims = tuple(int(s) for s in padded.shape[1:mask_dim])
+    mask = np.ones((st.n,) + dims, dtype=bool)
+    for j, width in enumerate(dims):
+        shape = [st.n] + [1] * len(dims)
+        shape[j + 1] = width
+        mask &= (np.arange(width) < st.sizes[:, j : j + 1]).reshape(shape)
+    be = input.backend
+    if backend_name_of(input._buffer) != "numpy":
+        mask = be.to_device(be.asarray(mask), be.device_of(input._buffer))
+    return padded, mask
+
+
+@implements("to_packed")
+def to_packed(input):
+    """``(data, offsets)`` sharing the buffer: the Packed layout.
+
+    When only the first component dim is ragged, ``data`` is the rows
+    ``(sum of lengths, *row_shape)`` and ``offsets`` the row offsets (a
+    one-level LoD); otherwise ``data`` is the flat element buffer and
+    ``offsets`` the element offsets (``nested_size()`` gives the shapes).
+
+    >>> import lodtensor.nested as ln
+    >>> data, offsets = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]).to_packed()
+    >>> data.shape, offsets.tolist()
+    ((3, 3), [0, 2, 3])
+    """
+    check_nested(input, "to_packed()")
+    st = input._struct
+    be = input.backend
+    buf = input._buffer
+    if st.is_lod:
+        offsets, row_shape = st.rows()
+        data = buf.reshape((int(offsets[-1]),) + row_shape)
+    else:
+        offsets, data = st.offsets, buf
+    if backend_name_of(buf) != "numpy":
+        offsets = be.to_device(be.asarray(offsets.copy()), be.device_of(buf))
+    else:
+        offsets = offsets.copy()
+    return data, offsets
+
+
+@implements("to_packed_sequence")
+def to_packed_sequence(input, enforce_sorted=False):
+    """A torch ``PackedSequence`` of the components (torch needed; NumPy data is shared, not copied,
+    on the way in). Components must be non-empty with equal trailing dims."""
+    check_nested(input, "to_packed_sequence()")
+    from torch.nn.utils.rnn import pack_sequence  # noqa: PLC0415 - torch is needed for the result
+
+    st = input._struct
+    if st.rank == 0 or not all(st.regular[1:]):
+        raise ValueError(
+            "to_packed_sequence(): components must be ragged in their first dim only (sequences of "
+            "equal-shaped steps)"
+        )
+    if st.n == 0 or (st.sizes[:, 0] == 0).any():
+        raise ValueError(
+            "to_packed_sequence(): every component needs at least one step (torch refuses empty sequences)"
+        )
+    return pack_sequence(list(_components(input.to_torch())), enforce_sorted=enforce_sorted)
+
+
+@implements("to_lod_tensor")
+def to_lod_tensor(input):
+    """A one-level LoDTensor over the rows, sharing the buffer (only the first component dim ragged).
+
+    >>> import lodtensor.nested as ln
+    >>> t = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]).to_lod_tensor()
+    >>> t.lod(), t.shape()
+    ([[0, 2, 3]], [3, 3])
+    """
+    check_nested(input, "to_lod_tensor()")
+    st = input._struct
+    if not st.is_lod:
+        irregular = [d + 1 for d, r in enumerate(st.regular) if not r][1:] if st.rank else []
+        raise ValueError(
+            f"to_lod_tensor(): only nested tensors of at least one component dim, ragged in the "
+            f"first component dim only, are a LoDTensor; this one has {st.n} components of rank "
+            f"{st.rank}" + (f", irregular dims {[d for d in irregular]}" if irregular else "")
+        )
+    offsets, row_shape = st.rows()
+    data = input._buffer.reshape((int(offsets[-1]),) + row_shape)
+    return _wrap(data, LoD._from_valid([offsets]), input.place)
+
+
+def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=None, min_seqlen=None, max_seqlen=None):
+    """A jagged-layout nested tensor over ``values`` (shared) split at ``offsets`` along dim 0.
+
+    ``lengths`` alone stands for ``offsets = [0, *cumsum(lengths)]``; holes
+    (both given) are not supported.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor_from_jagged(np.arange(10.0).reshape(5, 2), np.array([0, 2, 5]))
+    >>> nt.nested_size().tolist(), nt.layout
+    ([[2, 2], [3, 2]], 'jagged')
+    """
+    from ..lod import as_offsets, lengths_to_offsets  # noqa: PLC0415
+
+    if backend_name_of(values) is None or values.ndim < 1:
+        raise TypeError("nested_tensor_from_jagged(): values must be an array or tensor with at least 1 dim")
+    if jagged_dim not in (None, 1):
+        raise ValueError(f"nested_tensor_from_jagged(): only jagged_dim=1 is supported, got {jagged_dim}")
+    if offsets is None and lengths is None:
+        raise ValueError("nested_tensor_from_jagged(): pass offsets or lengths")
+    if offsets is not None and lengths is not None:
+        raise ValueError(
+            "nested_tensor_from_jagged(): offsets with lengths (non-contiguous components) is not supported"
+        )
+    be = backend_of(values)
+    host = be.to_numpy(offsets if offsets is not None else lengths)
+    offs = as_offsets(host, name="offsets") if offsets is not None else lengths_to_offsets(host)
+    if int(offs[-1]) != values.shape[0]:
+        raise ValueError(
+            f"nested_tensor_from_jagged(): offsets must end at values.shape[0]={values.shape[0]}, "
+            f"got {int(offs[-1])}"
+        )
+    sizes = np.empty((offs.size - 1, values.ndim), dtype=np.int64)
+    sizes[:, 0] = np.diff(offs)
+    sizes[:, 1:] = tuple(int(s) for s in values.shape[1:])
+    st = Structure(sizes)
+    return make(values.reshape(-1), st, "jagged")
+
+
+# -- repr -------------------------------------------------------------------------------------
+_REPR_EDGE = 3  # components shown at each end of a long nested tensor
+
+
+def format_nested(nt):
+    """torch's nested_tensor repr, with NumPy's (or torch's) repr of each component."""
+    comps = _components(nt.detach() if nt.requires_grad else nt)
+    n = len(comps)
+    shown = comps if n <= 2 * _REPR_EDGE + 2 else comps[:_REPR_EDGE] + [None] + comps[-_REPR_EDGE:]
+    lines = []
+    for c in shown:
+        if c is None:
+            lines.append(f"  ... ({n - 2 * _REPR_EDGE} more components)")
+        else:
+            lines.append("\n".join("  " + line for line in repr(c).split("\n")))
+    body = ",\n".join(lines) if lines else ""
+    extra = ""
+    if nt.requires_grad:
+        fn = nt.grad_fn
+        extra = f", grad_fn=<{type(fn).__name__}>" if fn is not None else ", requires_grad=True"
+    if nt.layout == "jagged":
+        extra = ", layout='jagged'" + extra
+    return f"nested_tensor([\n{body}\n]{extra})"
+
+
+@implements("to_tensor_list")
+def to_tensor_list(input):
+    """The components as a list of views (the List layout)."""
+    check_nested(input, "to_tensor_list()")
+    return list(_components(input))

@@ -1,0 +1,404 @@
+"""Neural-network ops: softmax, linear, matmul, bmm, layer_norm, embedding_bag.
+
+Fast paths first: ``linear`` is one GEMM on the buffer viewed as rows,
+``layer_norm`` one blocked pass over rows, ``softmax`` over a ragged dim one
+segment kernel, over regular trailing dims one dense softmax. Only what
+depends on several ragged dims at once (``matmul``, softmax across a ragged
+dim followed by ragged dims) groups components by shape.
+"""
+
+import numbers
+
+import numpy as np
+
+from ..backend import backend_name_of, get_backend
+from ._dtypes import kind_of, resolve_dtype
+from ._grouped import map_components
+from ._ops import _not_implemented, check_nested, same_backend
+from ._registry import implements
+from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._xp import ops_for
+
+__all__ = ["softmax", "linear", "matmul", "bmm", "layer_norm", "embedding_bag"]
+
+_T = "torch.Tensor."
+_F = "torch.nn.functional."
+
+
+def segments_along(struct, axis):
+    """Row offsets of the segments along component ``axis`` when every later dim is regular.
+
+    The buffer viewed as ``(rows, *sizes[axis + 1:])`` then holds, for each
+    component, ``prod(sizes[:axis])`` consecutive segments of ``sizes[axis]``
+    rows each. Returns ``(offsets, total_rows, row_shape)``.
+    """
+    sizes = struct.sizes
+    count = sizes[:, :axis].prod(axis=1) if axis else np.ones(struct.n, np.int64)
+    lengths = np.repeat(sizes[:, axis], count)
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    row_shape = tuple(int(s) for s in sizes[0, axis + 1 :])
+    return offsets, int(offsets[-1]), row_shape
+
+
+# -- softmax ----------------------------------------------------------------------------------
+@implements("softmax", "torch.softmax", _F + "softmax", _T + "softmax", "torch.special.softmax")
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """Softmax along ``dim`` (any dim but 0) of every component.
+
+    Over a ragged dim with regular dims after it (``(batch, (tokens), heads)``)
+    this is one segment kernel on the flat buffer; over a regular trailing
+    dim one dense softmax; otherwise grouped by component shape.
+
+    Examples
+    --------
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[0.0, 0.0], [1.0, 1.0, 1.0, 1.0]])
+    >>> ln.softmax(nt, 1).to_tensor_list()
+    [array([0.5, 0.5], dtype=float32), array([0.25, 0.25, 0.25, 0.25], dtype=float32)]
+    >>> ln.softmax(nt, 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: Cannot apply softmax across nested dimension 0
+    """
+    check_nested(input, "softmax()")
+    if dim is None:
+        raise TypeError("softmax(): dim must be given for a nested tensor (any dim but 0)")
+    d = normalize_dim(dim, input.dim())
+    if d == 0:
+        raise ValueError("Cannot apply softmax across nested dimension 0")
+    buf = input._buffer
+    ops = ops_for(input.backend)
+    if dtype is not None:
+        buf = ops.astype(buf, resolve_dtype(dtype, input.backend.name))
+    if kind_of(buf.dtype) != "f":
+        raise _not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
+    st = input._struct
+    axis = d - 1
+    if st.n == 0 or buf.shape[0] == 0:
+        return make(ops.clone(buf), st, input._layout)
+    if all(st.regular[axis:]):
+        block = buf.reshape((-1,) + tuple(int(s) for s in st.sizes[0, axis:]))
+        return make(ops.softmax(block, 1).reshape(-1), st, input._layout)
+    if all(st.regular[axis + 1 :]):
+        if axis == 0 and st.is_lod:
+            offsets, row_shape = st.rows()
+            rows = int(offsets[-1])
+        else:
+            offsets, rows, row_shape = segments_along(st, axis)
+        be = input.backend
+        out = be.segment_softmax(buf.reshape((rows,) + row_shape), be.asarray(offsets))
+        return make(out.reshape(-1), st, input._layout)
+    out, _ = map_components([make(buf, st)], lambda block: ops.softmax(block, d), st.sizes)
+    return make(out, st, input._layout)
+
+
+# -- linear -----------------------------------------------------------------------------------
+def _check_weight(where, nt, weight, bias):
+    for name, arr in (("weight", weight), ("bias", bias)):
+        if arr is not None and backend_name_of(arr) is None:
+            raise TypeError(f"{where}: {name} must be an array or tensor, got {type(arr).__name__}")
+    same_backend(where, nt._buffer, *[a for a in (weight, bias) if a is not None])
+    dtype = nt._buffer.dtype
+    for name, arr in (("weight", weight), ("bias", bias)):
+        if arr is not None and arr.dtype != dtype:
+            raise TypeError(
+                f"{where}: expected the nested tensor and {name} to have the same dtype, got "
+                f"{dtype} and {arr.dtype}"
+            )
+
+
+def _with_last(st, size):
+    """The structure with the last component dim set to ``size`` (row offsets reused)."""
+    if st.n and int(st.sizes[0, -1]) == size and st.regular[-1]:
+        return st
+    sizes = st.sizes.copy()
+    sizes[:, -1] = size
+    out = Structure(sizes)
+    if st.is_lod and st._rows is not None and st.rank > 1:
+        out._rows = (st._rows[0], st._rows[1][:-1] + (size,))
+    return out
+
+
+def _regular_last(where, nt):
+    st = nt._struct
+    if st.rank == 0:
+        raise ValueError(f"{where}: the components are 0-d; a matrix product needs at least 1 dim")
+    if not st.regular[-1]:
+        raise ValueError(
+            f"{where}: Expected all tensors in nested tensor to have the same trailing dimension, "
+            f"instead last dimension equals: {st.sizes[:, -1].tolist()[:8]}"
+        )
+    return int(st.sizes[0, -1]) if st.n else 0
+
+
+@implements("linear", _F + "linear")
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` on every component: one GEMM on the flat buffer.
+
+    ``weight`` is a dense ``(out_features, in_features)`` array of the same
+    library and dtype; the last component dim must be regular and equal
+    ``in_features``. Any other dims may be ragged.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])
+    >>> ln.linear(nt, np.ones((4, 3)), np.zeros(4)).nested_size().tolist()
+    [[2, 4], [1, 4]]
+    """
+    where = "linear()"
+    check_nested(input, where)
+    if getattr(weight, "ndim", None) != 2:
+        raise ValueError(
+            f"Linear requires nested_tensor.dim >= 2 and dense_matrix.dim == 2. Nested tensor dim: "
+            f"{input.dim()}. Dense tensor dim: {getattr(weight, 'ndim', None)}"
+        )
+    _check_weight(where, input, weight, bias)
+    if input.dim() < 2:
+        raise ValueError(
+            f"Linear requires nested_tensor.dim >= 2 and dense_matrix.dim == 2. Nested tensor dim: {input.dim()}"
+        )
+    last = _regular_last(where, input)
+    out_f, in_f = (int(s) for s in weight.shape)
+    if input._struct.n and last != in_f:
+        raise ValueError(
+            f"Shape mismatch for NestedTensor Linear: Expected input's (a nested tensor) 'last_dim' to "
+            f"equal 'weight.size(1), but got: last_dim = {last}, and weight.size(1) = {in_f}"
+        )
+    if bias is not None and tuple(bias.shape) not in ((out_f,), ()):
+        raise ValueError(f"{where}: bias must have shape ({out_f},), got {tuple(bias.shape)}")
+    buf = input._buffer
+    out = ops_for(input.backend).linear(buf.reshape(-1, in_f), weight, bias)
+    return make(out.reshape(-1), _with_last(input._struct, out_f), input._layout)
+
+
+# -- matmul / bmm -----------------------------------------------------------------------------
+def _check_pair(where, a, b, name_b):
+    if a._struct.n != b._struct.n:
+        raise ValueError(
+            f"{where}: Expected size for the 1st dimension of {name_b} tensor to be: {a._struct.n} "
+            f"but got: {b._struct.n}."
+        )
+    same_backend(where, a._buffer, b._buffer)
+    if a._buffer.dtype != b._buffer.dtype:
+        raise TypeError(
+            f"{where}: expected both inputs to have the same dtype, got {a._buffer.dtype} and {b._buffer.dtype}"
+        )
+    sa, sb = a._struct.sizes, b._struct.sizes
+    bad = np.flatnonzero(sa[:, -1] != sb[:, -2])
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{i}-th nested matrices in batch cannot be multiplied ({'x'.join(map(str, sa[i, -2:]))} and "
+            f"{'x'.join(map(str, sb[i, -2:]))})"
+        )
+
+
+def _matmul_nested(where, a, b):
+    sa, sb = a._struct.sizes, b._struct.sizes
+    out_sizes = np.concatenate([sa[:, :-1], sb[:, -1:]], axis=1)
+    ops = ops_for(a.backend)
+    out, st = map_components([a, b], ops.matmul, out_sizes)
+    return make(out, st, a._layout)
+
+
+@implements("matmul", "torch.matmul", _T + "matmul", _T + "__matmul__")
+def matmul(input, other):
+    """Matrix product of every pair of components (nested @ nested), or of every component with a
+    dense 2-d matrix (nested @ dense).
+
+    Nested @ nested needs two nested tensors of the same rank >= 3 with equal
+    batch dims per component (no broadcasting); the work is grouped by
+    component shapes.
+
+    >>> import lodtensor.nested as ln
+    >>> a = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 2))])
+    >>> b = ln.nested_tensor([np.ones((3, 4)), np.ones((2, 5))])
+    >>> (a @ b).nested_size().tolist()
+    [[2, 4], [1, 5]]
+    """
+    where = "matmul"
+    if not isinstance(input, NestedTensor):
+        raise ValueError(
+            "matmul: Expected both self and other to be nested, but got a non-nested self and nested "
+            "other; a dense @ nested product is not supported"
+        )
+    if not isinstance(other, NestedTensor):
+        if backend_name_of(other) is None or other.ndim != 2:
+            raise ValueError(
+                f"matmul: Expected both self and other to be nested, but got a nested self and "
+                f"non-nested other of {getattr(other, 'ndim', type(other).__name__)} dims; "
+                f"a dense other must be a 2-d matrix"
+            )
+        same_backend(where, input._buffer, other)
+        last = _regular_last(where, input)
+        k, m = (int(s) for s in other.shape)
+        if input._struct.n and last != k:
+            raise ValueError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
+        out = ops_for(input.backend).matmul(input._buffer.reshape(-1, k), other)
+        return make(out.reshape(-1), _with_last(input._struct, m), input._layout)
+    ra, rb = input.dim(), other.dim()
+    if ra != rb:
+        raise ValueError(f"matmul: both inputs must have the same rank, got {ra} and {rb}")
+    if ra < 3:
+        raise ValueError(
+            f"matmul: For nested tensors, only inputs with >= 3 dims are currently supported. 1st input has rank: {ra}"
+        )
+    sa, sb = input._struct.sizes, other._struct.sizes
+    if input._struct.n == other._struct.n and not np.array_equal(sa[:, :-2], sb[:, :-2]):
+        i = int(np.flatnonzero((sa[:, :-2] != sb[:, :-2]).any(axis=1))[0])
+        raise ValueError(
+            f"matmul: For nested tensors, batch dimensions must have the same sizes, no broadcasting "
+            f"is currently performed. Got batch shapes for self {sa[i, :-2].tolist()} and for other "
+            f"{sb[i, :-2].tolist()} (component {i})"
+        )
+    _check_pair(where, input, other, "2nd input")
+    return _matmul_nested(where, input, other)
+
+
+@implements("rmatmul", _T + "__rmatmul__")
+def _rmatmul(input, other):
+    return matmul(other, input)
+
+
+@implements("bmm", "torch.bmm", _T + "bmm")
+def bmm(input, mat2):
+    """Batched matrix product of two 3-d nested tensors (``mat2`` may also be a dense 3-d array)."""
+    check_nested(input, "bmm()")
+    if input.dim() != 3:
+        raise ValueError(f"batch1 must be a 3D tensor, got a {input.dim()}-d nested tensor")
+    if not isinstance(mat2, NestedTensor):
+        if backend_name_of(mat2) is None or mat2.ndim != 3:
+            raise ValueError("batch2 must be a 3D tensor (nested, or dense of shape (batch, k, m))")
+        from ._construct import as_nested_tensor  # noqa: PLC0415
+
+        mat2 = as_nested_tensor(mat2)
+    if mat2.dim() != 3:
+        raise ValueError(f"batch2 must be a 3D tensor, got a {mat2.dim()}-d nested tensor")
+    _check_pair("bmm", input, mat2, "batch2")
+    return _matmul_nested("bmm", input, mat2)
+
+
+# -- layer_norm -------------------------------------------------------------------------------
+@implements("layer_norm", _F + "layer_norm", "torch.layer_norm")
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the last ``len(normalized_shape)`` dims of every component, one pass.
+
+    ``normalized_shape`` must lie within the regular trailing dims;
+    ``weight`` and ``bias`` (optional, shape ``normalized_shape``) scale and shift.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[[1.0, 3.0]], [[0.0, 2.0], [5.0, 5.0]]])
+    >>> ln.layer_norm(nt, (2,)).to_padded_tensor(0.0).round(3).tolist()
+    [[[-1.0, 1.0], [0.0, 0.0]], [[-1.0, 1.0], [0.0, 0.0]]]
+    """
+    where = "layer_norm()"
+    check_nested(input, where)
+    ns = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else tuple(normalized_shape)
+    st = input._struct
+    k = len(ns)
+    if k == 0 or k > st.rank:
+        raise ValueError(
+            f"{where}: normalized_shape {list(ns)} must name 1 to {st.rank} trailing dims of the components"
+        )
+    if not all(st.regular[st.rank - k :]):
+        raise ValueError("normalized_shape extends into irregular dimensions for the nested tensor")
+    if st.n:
+        have = tuple(int(s) for s in st.sizes[0, st.rank - k :])
+        for i, (want, got) in enumerate(zip(ns, have)):
+            if want != got:
+                raise ValueError(
+                    f"The shape at dimension {i} of normalized_shape doesn't match the input: "
+                    f"normalized_shape={list(ns)}, trailing component shape {list(have)}"
+                )
+    for name, arr in (("weight", weight), ("bias", bias)):
+        if arr is not None and tuple(arr.shape) != ns:
+            raise ValueError(f"{where}: {name} must have shape {ns} (normalized_shape), got {tuple(arr.shape)}")
+    _check_weight(where, input, weight, bias)
+    if kind_of(input._buffer.dtype) != "f":
+        raise _not_implemented("LayerNormKernelImpl", input)
+    width = int(np.prod(ns))
+    buf = input._buffer
+    w = None if weight is None else weight.reshape(-1)
+    b = None if bias is None else bias.reshape(-1)
+    out = ops_for(input.backend).layer_norm(buf.reshape(-1, width), eps, w, b)
+    return make(out.reshape(-1), st, input._layout)
+
+
+# -- embedding_bag ----------------------------------------------------------------------------
+@implements("embedding_bag", _F + "embedding_bag")
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    """Sum, mean or max of ``weight`` rows over each component of a nested tensor of 1-d id sequences.
+
+    Equal to ``torch.nn.EmbeddingBag`` with the components as bags (their
+    offsets are the nested tensor's): a dense ``(num_bags, embedding_dim)``
+    array; empty bags give zeros. Ids are moved to the weight's library.
+    ``max_norm`` rescales the looked-up rows without writing into ``weight``.
+
+    >>> import lodtensor.nested as ln
+    >>> ids = ln.nested_tensor([[0, 2], [], [1]])
+    >>> w = np.arange(6.0).reshape(3, 2)
+    >>> ln.embedding_bag(ids, w, mode="sum").tolist()
+    [[4.0, 6.0], [0.0, 0.0], [2.0, 3.0]]
+    """
+    where = "embedding_bag()"
+    check_nested(input, where)
+    if offsets is not None:
+        raise ValueError(f"{where}: offsets has to be None if input is a nested tensor (its components are the bags)")
+    if input.dim() != 2:
+        raise ValueError(f"{where}: input must be a nested tensor of 1-d id sequences (dim 2), got dim {input.dim()}")
+    if kind_of(input._buffer.dtype) not in "iu":
+        raise TypeError(f"{where}: input must hold integer ids, got dtype {input._buffer.dtype}")
+    if backend_name_of(weight) is None or weight.ndim != 2:
+        raise ValueError(f"{where}: weight must be a 2-d array (num_embeddings, embedding_dim)")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"{where}: mode has to be one of sum, mean or max, got {mode!r}")
+    if sparse or scale_grad_by_freq:
+        raise NotImplementedError(f"{where}: sparse=True and scale_grad_by_freq=True are not supported")
+    be = get_backend(backend_name_of(weight))
+    device = be.device_of(weight)
+    ids = be.to_device(be.asarray(input._buffer, dtype=resolve_dtype("int64", be.name)), device)
+    num = int(weight.shape[0])
+    if ids.shape[0]:
+        lo, hi = int(ids.min()), int(ids.max())
+        if lo < 0 or hi >= num:
+            raise IndexError(
+                f"{where}: index out of range in self: ids must be in [0, {num}), got {lo if lo < 0 else hi}"
+            )
+    lengths = input._struct.sizes[:, 0]
+    weights = None
+    if per_sample_weights is not None:
+        if mode != "sum":
+            raise ValueError(
+                f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported "
+                f"for mode='sum' (got mode='{mode}')."
+            )
+        if not isinstance(per_sample_weights, NestedTensor) or not input._struct.same_as(per_sample_weights._struct):
+            raise ValueError(
+                f"{where}: per_sample_weights must be a nested tensor with the same nested structure as input"
+            )
+        weights = per_sample_weights._buffer
+        same_backend(where, weight, weights)
+    if padding_idx is not None:
+        padding_idx = padding_idx + num if padding_idx < 0 else padding_idx
+        keep = be.to_numpy(ids) != padding_idx
+        seg = np.repeat(np.arange(lengths.size), lengths)
+        lengths = np.bincount(seg[keep], minlength=lengths.size).astype(np.int64)
+        index = np.flatnonzero(keep)
+        ids = be.gather(ids, index)
+        if weights is not None:
+            weights = be.gather(weights, index)
+    rows = be.gather(weight, ids)
+    if max_norm is not None:
+        rows = ops_for(be).renorm_rows(rows, max_norm, norm_type)
+    if weights is not None:
+        rows = rows * weights.reshape(-1, 1)
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    offsets = be.to_device(be.asarray(offsets), device)
+    if mode == "sum":
+        return be.segment_sum(rows, offsets)
+    if mode == "mean":
+        return be.segment_mean(rows, offsets, empty=0)
+    return be.segment_max(rows, offsets, empty=0)

@@ -1,0 +1,314 @@
+"""Shape ops: reshape, view, reshape_as, transpose, select, unbind and to_padded_tensor.
+
+Reshapes only rewrite the size table (the components are contiguous, so the
+buffer is shared). ``transpose`` and ``select`` copy; over regular trailing
+dims they are one dense op on the buffer viewed as rows, else grouped by
+component shape.
+"""
+
+import operator
+
+import numpy as np
+
+from ._grouped import block_of, map_components, shape_groups
+from ._nn import segments_along
+from ._ops import check_nested
+from ._registry import implements
+from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._xp import ops_for
+
+__all__ = ["reshape", "view", "reshape_as", "transpose", "select", "unbind", "to_padded_tensor"]
+
+_T = "torch.Tensor."
+
+
+# -- reshape ----------------------------------------------------------------------------------
+def _new_sizes(where, nt, shape):
+    try:
+        shape = tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise TypeError(f"{where}: shape must be integers, got {shape!r}") from None
+    st = nt._struct
+    if not shape or shape[0] != st.n:
+        raise ValueError(
+            f"reshape: For now nested reshape cannot change or infer the implicit batch dimension: "
+            f"shape[0] must be {st.n} (the number of components), got {list(shape)}"
+        )
+    new = np.empty((st.n, len(shape) - 1), dtype=np.int64)
+    for j, size in enumerate(shape[1:], start=1):
+        axis = j - 1
+        if size == -1:
+            if axis >= st.rank:
+                raise ValueError(
+                    f"{where}: nested tensor does not infer shape: -1 at new dimension {j} of "
+                    f"{list(shape)}; give new dimensions explicit sizes"
+                )
+            new[:, axis] = st.sizes[:, axis]
+            continue
+        if size < 0:
+            raise ValueError(f"{where}: invalid size {size} at dimension {j} of {list(shape)}")
+        if axis < st.rank and not st.regular[axis]:
+            raise ValueError(
+                f"{where}: dimension {j} is irregular; the only valid size of an irregular dimension "
+                f"is -1 (keep it), got {size} in {list(shape)}"
+            )
+        new[:, axis] = size
+    old_numel = np.diff(st.offsets)
+    new_numel = new.prod(axis=1) if new.shape[1] else np.ones(st.n, np.int64)
+    bad = np.flatnonzero(new_numel != old_numel)
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"shape '{list(shape)}' is invalid for input of size {int(old_numel[i])} (component {i} "
+            f"of shape {st.sizes[i].tolist()})"
+        )
+    return new
+
+
+def _reshaped(nt, sizes):
+    st = Structure(sizes, nt._struct.offsets)
+    return make(nt._buffer, st, nt._layout)
+
+
+@implements("reshape", "torch.reshape", _T + "reshape")
+def reshape(input, shape):
+    """A view with every component reshaped: dim 0 is kept, ``-1`` keeps that dim's sizes.
+
+    The only valid size of an irregular dim is ``-1``; new dims need explicit
+    sizes. No data moves (the components are contiguous).
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.zeros((2, 6)), np.zeros((3, 6))])
+    >>> nt.reshape(2, -1, 2, 3).nested_size().tolist()
+    [[2, 2, 3], [3, 2, 3]]
+    >>> nt.reshape(2, 4, 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: reshape(): dimension 1 is irregular; the only valid size of an irregular dimension is -1 ...
+    """
+    check_nested(input, "reshape()")
+    return _reshaped(input, _new_sizes("reshape()", input, shape))
+
+
+@implements("view", _T + "view")
+def view(input, shape):
+    """Same as :func:`reshape`: a nested tensor's components are contiguous, so it never copies."""
+    check_nested(input, "view()")
+    return _reshaped(input, _new_sizes("view()", input, shape))
+
+
+@implements("reshape_as", _T + "reshape_as")
+def reshape_as(input, other):
+    """A view of ``input`` with the nested structure of ``other`` (same element count per component)."""
+    check_nested(input, "reshape_as()")
+    if not isinstance(other, NestedTensor):
+        raise TypeError(
+            f"reshape_as(): other must be a NestedTensor (get_nested_tensor_impl requires a NestedTensor), "
+            f"got {type(other).__name__}"
+        )
+    a, b = input._struct, other._struct
+    if a.n != b.n:
+        raise ValueError(
+            f"reshape: For now nested reshape cannot change or infer the implicit batch dimension: "
+            f"input has {a.n} components, other {b.n}"
+        )
+    bad = np.flatnonzero(np.diff(a.offsets) != np.diff(b.offsets))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"reshape_as(): shape {b.sizes[i].tolist()} is invalid for input of size "
+            f"{int(a.offsets[i + 1] - a.offsets[i])} (component {i})"
+        )
+    return make(input._buffer, b, input._layout)
+
+
+# -- transpose / select -----------------------------------------------------------------------
+@implements("transpose", "torch.transpose", "torch.swapaxes", _T + "transpose", _T + "swapaxes")
+def transpose(input, dim0, dim1):
+    """Swap two component dims (not dim 0); a copy.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.zeros((2, 3)), np.zeros((4, 3))])
+    >>> nt.transpose(1, 2).nested_size().tolist()
+    [[3, 2], [3, 4]]
+    >>> nt.transpose(0, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: Nested tensor dimension 0 cannot be transposed
+    """
+    check_nested(input, "transpose()")
+    d0, d1 = normalize_dim(dim0, input.dim()), normalize_dim(dim1, input.dim())
+    if d0 == 0 or d1 == 0:
+        raise ValueError("Nested tensor dimension 0 cannot be transposed")
+    if d0 == d1:
+        return make(input._buffer, input._struct, input._layout)
+    a, b = sorted((d0 - 1, d1 - 1))
+    st = input._struct
+    sizes = st.sizes.copy()
+    sizes[:, [a, b]] = sizes[:, [b, a]]
+    ops = ops_for(input.backend)
+    if st.n and all(st.regular[a:]):
+        block = input._buffer.reshape((-1,) + tuple(int(s) for s in st.sizes[0, a:]))
+        out = ops.swapaxes(block, 1, 1 + b - a).reshape(-1)
+        return make(out, Structure(sizes, st.offsets), input._layout)
+    out, new = map_components([input], lambda x: ops.swapaxes(x, a + 1, b + 1), sizes)
+    return make(out, new, input._layout)
+
+
+@implements("select", "torch.select", _T + "select")
+def select(input, dim, index):
+    """Index ``index`` of ``dim`` in every component (dim 0: component ``index`` itself, a view).
+
+    On an irregular dim a negative index counts from the end of each component.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[[1, 2], [3, 4]], [[5, 6]]])
+    >>> nt.select(1, -1).to_tensor_list()
+    [array([3, 4]), array([5, 6])]
+    >>> nt.select(2, 0).to_tensor_list()
+    [array([1, 3]), array([5])]
+    """
+    check_nested(input, "select()")
+    d = normalize_dim(dim, input.dim())
+    try:
+        index = operator.index(index)
+    except TypeError:
+        raise TypeError(f"select(): index must be an integer, got {type(index).__name__} {index!r}") from None
+    st = input._struct
+    if d == 0:
+        if not -st.n <= index < st.n:
+            raise IndexError(f"index {index} is out of bounds for dimension 0 with size {st.n}")
+        i = index % st.n
+        a, b = int(st.offsets[i]), int(st.offsets[i + 1])
+        return input._buffer[a:b].reshape(tuple(int(s) for s in st.sizes[i]))
+    axis = d - 1
+    sizes = st.sizes[:, axis]
+    bad = np.flatnonzero((index >= sizes) | (index < -sizes))
+    if bad.size:
+        i = int(bad[0])
+        raise IndexError(
+            f"index {index} is out of bounds for dimension {d} of component {i} (the {i}th constituent "
+            f"tensor) with size {int(sizes[i])}"
+        )
+    new_sizes = np.delete(st.sizes, axis, axis=1)
+    ops = ops_for(input.backend)
+    buf = input._buffer
+    if st.n == 0:
+        return make(buf[:0], Structure(new_sizes), input._layout)
+    if all(st.regular[axis:]):
+        block = buf.reshape((-1,) + tuple(int(s) for s in st.sizes[0, axis:]))
+        out = ops.take(block, index % int(sizes[0]), 1).reshape(-1)
+        return make(out, Structure(new_sizes), input._layout)
+    if all(st.regular[axis + 1 :]):
+        offsets, rows, row_shape = segments_along(st, axis)
+        picks = np.repeat(index % sizes, _counts(st, axis))
+        be = input.backend
+        out = be.gather(buf.reshape((rows,) + row_shape), offsets[:-1] + picks)
+        return make(out.reshape(-1), Structure(new_sizes), input._layout)
+    out, new = map_components(
+        [input], lambda x: ops.take(x, index % x.shape[axis + 1], axis + 1), new_sizes
+    )
+    return make(out, new, input._layout)
+
+
+def _counts(st, axis):
+    return st.sizes[:, :axis].prod(axis=1) if axis else np.ones(st.n, np.int64)
+
+
+@implements("unbind", "torch.unbind", _T + "unbind")
+def unbind(input, dim=0):
+    """The components as a tuple of views into the buffer (dim 0 only)."""
+    check_nested(input, "unbind()")
+    return input.unbind(dim)
+
+
+# -- padding ----------------------------------------------------------------------------------
+def _padded_shape(nt, output_size):
+    st = nt._struct
+    maxes = [st.n] + ([int(m) for m in st.sizes.max(axis=0)] if st.n else [0] * st.rank)
+    if output_size is None:
+        return tuple(maxes)
+    try:
+        target = tuple(operator.index(s) for s in output_size)
+    except TypeError:
+        raise TypeError(f"to_padded_tensor(): output_size must be a sequence of ints, got {output_size!r}") from None
+    if len(target) != len(maxes):
+        raise ValueError(
+            f"Length of output_size does not match NestedTensor dims. Broadcasting is not supported. "
+            f"output_size={list(target)} has {len(target)} entries, the nested tensor has {len(maxes)} dims"
+        )
+    for d, (want, have) in enumerate(zip(target, maxes)):
+        if want < have:
+            raise ValueError(
+                f"Value in output_size is less than NestedTensor padded size. Truncation is not supported. "
+                f"output_size[{d}]={want} < {have}"
+            )
+    return target
+
+
+@implements("to_padded_tensor", "torch.nested.to_padded_tensor", _T + "to_padded_tensor")
+def to_padded_tensor(input, padding, output_size=None):
+    """A dense copy of shape ``(n, max sizes...)`` (or ``output_size``), ``padding`` elsewhere.
+
+    Parameters
+    ----------
+    input : NestedTensor
+    padding : float
+        The fill value (cast to the dtype, as in torch).
+    output_size : sequence of int, optional
+        At least the padded size in every dim (dim 0 included); no truncation.
+
+    Raises
+    ------
+    ValueError
+        ``output_size`` of the wrong length ("Broadcasting is not supported") or
+        smaller than the data ("Truncation is not supported").
+
+    See Also
+    --------
+    torch.nested.to_padded_tensor
+
+    Examples
+    --------
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1, 2, 3], [4]])
+    >>> ln.to_padded_tensor(nt, -1).tolist()
+    [[1, 2, 3], [4, -1, -1]]
+    >>> ln.to_padded_tensor(nt, 0, (3, 4)).tolist()
+    [[1, 2, 3, 0], [4, 0, 0, 0], [0, 0, 0, 0]]
+    >>> ln.to_padded_tensor(nt, 0, (2, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: Value in output_size is less than NestedTensor padded size. Truncation is not supported. ...
+    """
+    check_nested(input, "to_padded_tensor()")
+    shape = _padded_shape(input, output_size)
+    st = input._struct
+    buf = input._buffer
+    be = input.backend
+    ops = ops_for(be)
+    if st.rank == 0:
+        if shape[0] == st.n:
+            return ops.clone(buf)
+        return ops.concat([buf, ops.full((shape[0] - st.n,), padding, buf.dtype, buf)])
+    if st.is_lod:
+        offsets, row_shape = st.rows()
+        rows = buf.reshape((int(offsets[-1]),) + row_shape)
+        if tuple(shape[2:]) == row_shape:
+            padded = be.pad(rows, be.asarray(offsets), shape[1], padding)
+            if shape[0] > st.n:
+                extra = ops.full((shape[0] - st.n,) + tuple(shape[1:]), padding, buf.dtype, buf)
+                padded = ops.concat([padded, extra])
+            return padded
+    out = ops.full(shape, padding, buf.dtype, buf)
+    for members, key in shape_groups(st.sizes):
+        numel = int(np.prod(key, dtype=np.int64))
+        if members.size == 1:
+            a = int(st.offsets[members[0]])
+            block = buf[a : a + numel].reshape(key)
+            out[(int(members[0]),) + tuple(slice(0, k) for k in key)] = block
+            continue
+        block = block_of(be, buf, st.offsets, members, key)
+        index = be.to_device(be.asarray(members), be.device_of(buf))
+        out[(index,) + tuple(slice(0, k) for k in key)] = block
+    return out

@@ -1,0 +1,475 @@
+"""NestedTensor: one flat buffer, a per-component size table and element offsets.
+
+Component ``i`` is ``buffer[offsets[i]:offsets[i + 1]].reshape(sizes[i])``, so
+every component is contiguous and reshapes are free. When every component dim
+after the first is regular (the LoD case: ``(batch, (tokens), hidden)``) the
+buffer reshaped to ``(rows, *row_shape)`` is exactly the data of a one-level
+LoDTensor whose offsets are the running sum of ``sizes[:, 0]``; the fast paths
+of the ops work on that view.
+"""
+
+import numpy as np
+
+from ..backend import backend_name_of, backend_of
+from ..place import place_of
+from . import _registry
+from ._dtypes import kind_of
+
+__all__ = ["NestedTensor", "Structure", "make"]
+
+_INT64 = np.dtype(np.int64)
+_object_new = object.__new__
+
+
+class Structure:
+    """Sizes and offsets of a nested tensor's components, plus facts derived from them (cached).
+
+    Results with the same shape as their input share its Structure, so its
+    cached facts (regular dims, row offsets, Python lists for unbind) are
+    computed once per batch, not once per op.
+    """
+
+    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists")
+
+    def __init__(self, sizes, offsets=None):
+        sizes = np.asarray(sizes, dtype=_INT64)
+        if offsets is None:
+            numel = sizes.prod(axis=1) if sizes.shape[1] else np.ones(sizes.shape[0], _INT64)
+            offsets = np.zeros(sizes.shape[0] + 1, dtype=_INT64)
+            np.cumsum(numel, out=offsets[1:])
+        sizes.setflags(write=False)
+        offsets.setflags(write=False)
+        self.sizes = sizes
+        self.offsets = offsets
+        self._regular = None
+        self._rows = None
+        self._lists = None
+
+    @classmethod
+    def uniform(cls, n, shape):
+        """``n`` components of the same ``shape``."""
+        sizes = np.empty((n, len(shape)), dtype=_INT64)
+        sizes[:] = shape
+        step = int(np.prod(shape, dtype=np.int64))
+        return cls(sizes, np.arange(n + 1, dtype=_INT64) * step)
+
+    @property
+    def n(self):
+        return self.sizes.shape[0]
+
+    @property
+    def rank(self):
+        """Dimensions of each component (the nested tensor has one more)."""
+        return self.sizes.shape[1]
+
+    @property
+    def numel(self):
+        return int(self.offsets[-1])
+
+    @property
+    def regular(self):
+        """Per component dim: True where every component has the same size."""
+        reg = self._regular
+        if reg is None:
+            sizes = self.sizes
+            reg = (sizes == sizes[:1]).all(axis=0) if sizes.shape[0] else np.ones(sizes.shape[1], bool)
+            reg = self._regular = tuple(bool(r) for r in reg)
+        return reg
+
+    @property
+    def is_lod(self):
+        """True when only the first component dim may be ragged (a one-level LoD over rows)."""
+        return self.rank >= 1 and all(self.regular[1:]) and self.n > 0
+
+    def rows(self):
+        """``(row_offsets, row_shape)`` of the LoD case (cached)."""
+        rows = self._rows
+        if rows is None:
+            offsets = np.zeros(self.n + 1, dtype=_INT64)
+            np.cumsum(self.sizes[:, 0], out=offsets[1:])
+            offsets.setflags(write=False)
+            rows = self._rows = (offsets, tuple(int(s) for s in self.sizes[0, 1:]))
+        return rows
+
+    def lists(self):
+        """Element offsets, row offsets (LoD case, else None) and sizes as Python lists (cached)."""
+        lists = self._lists
+        if lists is None:
+            rows = self.rows()[0].tolist() if self.is_lod else None
+            lists = self._lists = (self.offsets.tolist(), rows, [tuple(s) for s in self.sizes.tolist()])
+        return lists
+
+    def same_as(self, other):
+        return self is other or (
+            self.sizes.shape == other.sizes.shape and bool(np.array_equal(self.sizes, other.sizes))
+        )
+
+
+def make(buffer, structure, layout="strided"):
+    """A NestedTensor from parts known to fit together (no checks): the fast internal path."""
+    t = _object_new(NestedTensor)
+    t._buffer = buffer
+    t._struct = structure
+    t._layout = layout
+    return t
+
+
+def _op(name):
+    def method(self, *args, **kwargs):
+        return _registry.OP_TABLE[name](self, *args, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"Same as :func:`lodtensor.nested.{name}` with this tensor first."
+    return method
+
+
+def _rop(name):
+    def method(self, other):
+        return _registry.OP_TABLE[name](other, self)
+
+    method.__name__ = f"__r{name}__"
+    return method
+
+
+class NestedTensor:
+    """A list of arrays of equal rank and any sizes, stored in one flat buffer (torch.nested semantics).
+
+    Build one with :func:`nested_tensor` or :func:`as_nested_tensor`. Dim 0
+    indexes the components; ``size(i)`` is defined for regular dims only.
+
+    Examples
+    --------
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.zeros((2, 3)), np.ones((4, 3))])
+    >>> nt.dim(), nt.size(0), nt.size(2), nt.is_nested
+    (3, 2, 3, True)
+    >>> nt.nested_size().tolist()
+    [[2, 3], [4, 3]]
+    >>> nt.size(1)
+    Traceback (most recent call last):
+    ...
+    ValueError: Given dimension 1 is irregular and does not have a size.
+    """
+
+    __slots__ = ("_buffer", "_struct", "_layout", "__weakref__")
+    __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
+    __array_ufunc__ = None  # np.add(nt, x) raises instead of making an object array
+    is_nested = True
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("NestedTensor() cannot be called directly; use lodtensor.nested.nested_tensor(list)")
+
+    # -- metadata ----------------------------------------------------------------------------
+    def dim(self):
+        """Number of dims, counting dim 0 (the components)."""
+        return self._struct.rank + 1
+
+    @property
+    def ndim(self):
+        return self._struct.rank + 1
+
+    def size(self, dim=None):
+        """The size of ``dim``; it must be regular. Without ``dim``: the full shape, if all dims are regular."""
+        if dim is None:
+            return self.shape
+        dim = normalize_dim(dim, self.dim())
+        if dim == 0:
+            return self._struct.n
+        st = self._struct
+        if st.n == 0:
+            raise ValueError(f"Given dimension {dim} has no size: the nested tensor has no components.")
+        if not st.regular[dim - 1]:
+            raise ValueError(f"Given dimension {dim} is irregular and does not have a size.")
+        return int(st.sizes[0, dim - 1])
+
+    @property
+    def shape(self):
+        """The shape as a tuple when every dim is regular (raises otherwise, naming the irregular dims)."""
+        st = self._struct
+        irregular = [d + 1 for d, r in enumerate(st.regular) if not r]
+        if irregular:
+            raise ValueError(
+                f"NestedTensor has irregular dimension(s) {irregular} and no single shape; "
+                f"use size(i) for a regular dim or nested_size()"
+            )
+        rest = tuple(int(s) for s in st.sizes[0]) if st.n else (0,) * st.rank
+        return (st.n,) + rest
+
+    def __len__(self):
+        return self._struct.n
+
+    def numel(self):
+        """Total number of elements in all components."""
+        return self._struct.numel
+
+    def nested_size(self):
+        """The size table: one row per component, int64 (a torch tensor for torch data)."""
+        return self._index_array(self._struct.sizes)
+
+    def nested_strides(self):
+        """Contiguous strides of every component, like :meth:`nested_size`."""
+        sizes = self._struct.sizes
+        strides = np.ones_like(sizes)
+        if sizes.shape[1] > 1:
+            strides[:, :-1] = np.cumprod(sizes[:, :0:-1], axis=1)[:, ::-1]
+        return self._index_array(strides)
+
+    def _index_array(self, table):
+        if backend_name_of(self._buffer) == "numpy":
+            return table.copy()
+        return self.backend.to_device(self.backend.asarray(table.copy()), self.backend.device_of(self._buffer))
+
+    @property
+    def dtype(self):
+        return self._buffer.dtype
+
+    @property
+    def device(self):
+        """``torch.device`` for torch data, the device string (``'cpu'``, ``'cuda:0'``) otherwise."""
+        buf = self._buffer
+        return buf.device if backend_name_of(buf) == "torch" else self.backend.device_of(buf)
+
+    @property
+    def place(self):
+        """The lodtensor place (``CPUPlace()``, ``CUDAPlace(i)``) of the buffer."""
+        return place_of(self._buffer, self.backend)
+
+    @property
+    def layout(self):
+        """``'strided'`` or ``'jagged'`` (the layout asked for at construction)."""
+        return self._layout
+
+    @property
+    def backend(self):
+        return backend_of(self._buffer)
+
+    @property
+    def requires_grad(self):
+        return bool(getattr(self._buffer, "requires_grad", False))
+
+    @property
+    def is_leaf(self):
+        return bool(getattr(self._buffer, "is_leaf", True))
+
+    @property
+    def grad(self):
+        """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward)."""
+        grad = getattr(self._buffer, "grad", None)
+        return None if grad is None else make(grad, self._struct, self._layout)
+
+    @property
+    def grad_fn(self):
+        return getattr(self._buffer, "grad_fn", None)
+
+    def requires_grad_(self, requires_grad=True):
+        """Make this (torch, floating) leaf record operations; in place, returns self."""
+        from ._construct import check_requires_grad  # noqa: PLC0415 - avoids an import cycle
+
+        check_requires_grad(self._buffer, requires_grad, "requires_grad_()")
+        if requires_grad or backend_name_of(self._buffer) == "torch":
+            self._buffer.requires_grad_(requires_grad)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure."""
+        buf = self._buffer
+        if backend_name_of(buf) != "torch":
+            raise TypeError("backward(): needs torch data; NumPy nested tensors have no autograd")
+        if gradient is None:
+            if self.numel() != 1:
+                raise ValueError("backward(): grad can be implicitly created only for scalar outputs")
+            grad = None
+        else:
+            if not isinstance(gradient, NestedTensor) or not self._struct.same_as(gradient._struct):
+                raise ValueError("backward(): gradient must be a nested tensor with the same nested structure")
+            grad = gradient._buffer
+        buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
+
+    def is_contiguous(self):
+        return True
+
+    # -- components --------------------------------------------------------------------------
+    def unbind(self, dim=0):
+        """The components as a tuple of views into the one buffer (writes through them show here).
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([[1, 2], [3]])
+        >>> a, b = nt.unbind()
+        >>> a[0] = 10
+        >>> nt.to_tensor_list()[0].tolist()
+        [10, 2]
+        """
+        if dim != 0 and normalize_dim(dim, self.dim()) != 0:
+            raise ValueError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
+        return tuple(_components(self))
+
+    def __iter__(self):
+        return iter(_components(self))
+
+    def __getitem__(self, index):
+        if isinstance(index, (int, np.integer)):
+            return _registry.OP_TABLE["select"](self, 0, index)
+        raise TypeError(
+            f"NestedTensor indices must be an int (a component), got {type(index).__name__}; "
+            f"use select(dim, index) for other dims"
+        )
+
+    def to_tensor_list(self):
+        """The components as a list of views (the List layout)."""
+        return list(_components(self))
+
+    # -- conversions -------------------------------------------------------------------------
+    def to_torch(self):
+        """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers."""
+        from ..backend import get_backend  # noqa: PLC0415
+
+        if backend_name_of(self._buffer) == "torch":
+            return self
+        return make(get_backend("torch").asarray(self._buffer), self._struct, self._layout)
+
+    def numpy(self):
+        """This nested tensor with NumPy data (a view of host memory where possible)."""
+        if backend_name_of(self._buffer) == "numpy":
+            return self
+        return make(self.backend.to_numpy(self._buffer), self._struct, self._layout)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "a NestedTensor has no single dense array; use to_padded_tensor(padding), to_packed() "
+            "or to_tensor_list()"
+        )
+
+    # -- python protocol ---------------------------------------------------------------------
+    def __repr__(self):
+        from ._layouts import format_nested  # noqa: PLC0415
+
+        return format_nested(self)
+
+    __str__ = __repr__
+
+    def __bool__(self):
+        raise ValueError("the truth value of a NestedTensor is ambiguous")
+
+    def __reduce__(self):
+        return (_rebuild, (self.backend.to_numpy(self._buffer) if self.requires_grad else self._buffer,
+                           self._struct.sizes.copy(), self._layout))
+
+    def __copy__(self):
+        return make(self._buffer, self._struct, self._layout)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return _registry.torch_dispatch(func, args, kwargs or {})
+
+    # -- operations (the table in _registry holds the implementations) ------------------------
+    matmul = _op("matmul")
+    bmm = _op("bmm")
+    softmax = _op("softmax")
+    masked_fill = _op("masked_fill")
+    relu = _op("relu")
+    gelu = _op("gelu")
+    silu = _op("silu")
+    abs = _op("abs")
+    sgn = _op("sgn")
+    logical_not = _op("logical_not")
+    neg = _op("neg")
+    add = _op("add")
+    sub = _op("sub")
+    mul = _op("mul")
+    div = _op("div")
+    select = _op("select")
+    clone = _op("clone")
+    detach = _op("detach")
+    reshape_as = _op("reshape_as")
+    transpose = _op("transpose")
+    to_padded_tensor = _op("to_padded_tensor")
+    to_padded = _op("to_padded")
+    to_masked = _op("to_masked")
+    to_packed = _op("to_packed")
+    to_packed_sequence = _op("to_packed_sequence")
+    to_lod_tensor = _op("to_lod_tensor")
+    eq = _op("eq")
+    ne = _op("ne")
+    lt = _op("lt")
+    le = _op("le")
+    gt = _op("gt")
+    ge = _op("ge")
+
+    def reshape(self, *shape):
+        """Reshape every component; see :func:`lodtensor.nested.reshape` (dim 0 kept, -1 inherits)."""
+        return _registry.OP_TABLE["reshape"](self, _shape_arg(shape))
+
+    def view(self, *shape):
+        """Same as :meth:`reshape` (components are contiguous, so it is always a view)."""
+        return _registry.OP_TABLE["view"](self, _shape_arg(shape))
+
+    __add__ = _op("add")
+    __radd__ = _rop("add")
+    __sub__ = _op("sub")
+    __rsub__ = _rop("sub")
+    __mul__ = _op("mul")
+    __rmul__ = _rop("mul")
+    __truediv__ = _op("div")
+    __rtruediv__ = _rop("div")
+    __matmul__ = _op("matmul")
+    __rmatmul__ = _rop("matmul")
+    __neg__ = _op("neg")
+    __abs__ = _op("abs")
+    __invert__ = _op("logical_not")
+    __eq__ = _op("eq")
+    __ne__ = _op("ne")
+    __lt__ = _op("lt")
+    __le__ = _op("le")
+    __gt__ = _op("gt")
+    __ge__ = _op("ge")
+    __hash__ = object.__hash__
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (list, tuple)) or (
+        len(shape) == 1 and type(shape[0]).__name__ == "Size"
+    ):
+        return tuple(shape[0])
+    return shape
+
+
+def _components(nt):
+    """The components as views of the buffer: one slice per component, no other work."""
+    st = nt._struct
+    buf = nt._buffer
+    if st.n == 0:
+        return []
+    offsets, row_offsets, sizes = st.lists()
+    ops = _xp_ops(buf)
+    if row_offsets is not None:
+        rows = buf.reshape((row_offsets[-1],) + st.rows()[1])
+        return ops.split_rows(rows, row_offsets)
+    pieces = ops.split_rows(buf, offsets)
+    return [p.reshape(s) for p, s in zip(pieces, sizes)]
+
+
+def _xp_ops(buf):
+    from ._xp import ops_for  # noqa: PLC0415 - cheap after the first call
+
+    return ops_for(backend_of(buf))
+
+
+def normalize_dim(dim, ndim, name="dim"):
+    """``dim`` in ``[-ndim, ndim)`` as a non-negative int; torch's IndexError otherwise."""
+    try:
+        d = int(dim) if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) else None
+    except TypeError:
+        d = None
+    if d is None:
+        raise TypeError(f"{name} must be an integer, got {type(dim).__name__} {dim!r}")
+    if not -ndim <= d < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+    return d % ndim
+
+
+def kind(nt):
+    return kind_of(nt._buffer.dtype)
+
+
+def _rebuild(buffer, sizes, layout):
+    return make(buffer, Structure(sizes), layout)

@@ -1,0 +1,288 @@
+"""The few array functions nested ops need beyond the backend kernel set.
+
+NumPy and torch spell these differently (``axis`` vs ``dim``, no erf in
+NumPy, autograd-friendly copies in torch), so each backend gets a small
+object with the same methods; ``ops_for(be)`` picks it from a table keyed by
+backend name. Everything else is written once against ``be.xp`` and the
+kernels. These helpers are candidates for ``lodtensor.backend`` (see
+``docs/nested.md``).
+"""
+
+import operator
+
+import numpy as np
+
+from . import _special
+from ._dtypes import promote
+
+__all__ = ["ops_for"]
+
+_PYOPS = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "true_divide": operator.truediv,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+}
+
+
+class NumpyOps:
+    """NumPy (and, by duck typing, CuPy) versions."""
+
+    name = "numpy"
+
+    def __init__(self, be):
+        self.be = be
+        self.xp = be.xp
+
+    # -- allocation ----------------------------------------------------------------------------
+    def empty(self, shape, dtype, like):
+        return self.xp.empty(shape, dtype=dtype)
+
+    def zeros(self, shape, dtype, like):
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def full(self, shape, value, dtype, like):
+        return self.xp.full(shape, value, dtype=dtype)
+
+    def randn(self, shape, dtype, like):
+        return np.random.standard_normal(shape).astype(dtype, copy=False)
+
+    def keep_mask(self, shape, p, like):
+        """Boolean mask, True with probability ``1 - p`` (NumPy's global random state)."""
+        return np.random.random_sample(shape) >= p
+
+    # -- conversion ----------------------------------------------------------------------------
+    def astype(self, x, dtype):
+        return x if x.dtype == dtype else x.astype(dtype)
+
+    def flat(self, x):
+        return x.reshape(-1)
+
+    def concat(self, arrays, dtype=None):
+        if not arrays:
+            return self.xp.empty(0, dtype=dtype or np.float32)
+        if dtype is None:
+            return self.xp.concatenate(arrays)
+        return self.xp.concatenate(arrays, dtype=dtype, casting="unsafe")  # torch casts to the first's dtype
+
+    def clone(self, x):
+        return x.copy()
+
+    def detach(self, x):
+        return x
+
+    def requires_grad(self, x):
+        return False
+
+    def split_rows(self, x, offsets):
+        """Views ``x[offsets[i]:offsets[i + 1]]`` (``offsets`` a Python list)."""
+        return [x[a:b] for a, b in zip(offsets, offsets[1:])]
+
+    def swapaxes(self, x, a, b):
+        return self.xp.ascontiguousarray(self.xp.swapaxes(x, a, b))
+
+    def take(self, x, index, axis):
+        return self.xp.ascontiguousarray(self.xp.take(x, index, axis=axis))
+
+    def where(self, mask, a, b):
+        return self.xp.where(mask, a, b)
+
+    # -- math ----------------------------------------------------------------------------------
+    def result_dtype(self, dtype, other, *, true_div=False):
+        """torch's result dtype for ``array(dtype) <op> other`` (None: the library's own rules)."""
+        out = promote(dtype, other)
+        if true_div and out.kind not in "fc":
+            return np.dtype(np.float32)
+        return out
+
+    def binary(self, name, a, b, *, dtype):
+        """The ufunc ``name`` (``'add'``, ``'less'``...) on arrays or scalars, with result ``dtype``."""
+        return getattr(self.xp, name)(a, b, dtype=dtype)
+
+    def dropout(self, x, p, inplace):
+        keep = self.keep_mask(tuple(x.shape), p, x)
+        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        out = x if inplace else self.xp.empty(x.shape, dtype=x.dtype)
+        self.xp.multiply(x, keep, out=out)
+        out *= scale
+        return out
+
+    def relu(self, x):
+        return _special.relu(x) if x.dtype.kind == "f" else np.maximum(x, 0).astype(x.dtype, copy=False)
+
+    def gelu(self, x, approximate):
+        return _special.gelu(x, approximate)
+
+    def silu(self, x):
+        return _special.silu(x)
+
+    def sgn(self, x):
+        if x.dtype.kind == "c":
+            mag = np.abs(x)
+            return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+        if x.dtype.kind == "b":
+            return x.copy()
+        return np.sign(x)
+
+    def softmax(self, x, axis):
+        out = x - x.max(axis=axis, keepdims=True) if x.shape[axis] else x.copy()
+        np.exp(out, out=out)
+        out /= out.sum(axis=axis, keepdims=True)
+        return out
+
+    def matmul(self, a, b):
+        return self.xp.matmul(a, b)
+
+    def renorm_rows(self, rows, max_norm, p):
+        """Rows scaled down to ``p``-norm ``max_norm`` where longer (torch's embedding_renorm_)."""
+        norms = self.xp.linalg.norm(rows, ord=p, axis=1)
+        scale = self.xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).astype(rows.dtype)
+        return rows * scale[:, None]
+
+    def linear(self, x, weight, bias):
+        out = self.xp.matmul(x, weight.T)
+        if bias is not None:
+            out += bias
+        return out
+
+    def layer_norm(self, x, eps, weight, bias):
+        """Normalise each row of the 2-d ``x``; ``weight``/``bias`` flat or None. One blocked pass."""
+        out = np.empty(x.shape, dtype=x.dtype)
+        width = x.shape[1]
+        eps = x.dtype.type(eps)
+
+        def block(rows, res):
+            mean = rows.mean(axis=1, keepdims=True)
+            np.subtract(rows, mean, out=res)
+            var = np.einsum("ij,ij->i", res, res)[:, None]
+            var /= width
+            var += eps
+            np.sqrt(var, out=var)
+            res /= var
+            if weight is not None:
+                res *= weight
+            if bias is not None:
+                res += bias
+
+        if x.size:
+            _special.map_blocks(block, x, out, block=1 << 15)
+        return out
+
+
+class TorchOps(NumpyOps):
+    """torch versions (CPU or CUDA; differentiable)."""
+
+    name = "torch"
+
+    def __init__(self, be):
+        super().__init__(be)
+        import torch  # noqa: PLC0415 - only reached for torch data
+        import torch.nn.functional as F  # noqa: N812, PLC0415
+
+        self.torch, self.F = torch, F
+
+    def empty(self, shape, dtype, like):
+        return self.torch.empty(shape, dtype=dtype, device=like.device)
+
+    def zeros(self, shape, dtype, like):
+        return self.torch.zeros(shape, dtype=dtype, device=like.device)
+
+    def full(self, shape, value, dtype, like):
+        return self.torch.full(shape, value, dtype=dtype, device=like.device)
+
+    def randn(self, shape, dtype, like):
+        return self.torch.randn(shape, dtype=dtype, device=like.device)
+
+    def keep_mask(self, shape, p, like):
+        return self.torch.rand(shape, device=like.device) >= p
+
+    def astype(self, x, dtype):
+        return x if x.dtype == dtype else x.to(dtype)
+
+    def concat(self, arrays, dtype=None):
+        if not arrays:
+            return self.torch.empty(0, dtype=dtype or self.torch.float32)
+        if dtype is not None:
+            arrays = [a.to(dtype) for a in arrays]
+        return self.torch.cat(arrays)
+
+    def clone(self, x):
+        return x.clone()
+
+    def detach(self, x):
+        return x.detach()
+
+    def requires_grad(self, x):
+        return x.requires_grad
+
+    def split_rows(self, x, offsets):
+        lengths = [b - a for a, b in zip(offsets, offsets[1:])]
+        return list(x.split(lengths))
+
+    def swapaxes(self, x, a, b):
+        return x.transpose(a, b).contiguous()
+
+    def take(self, x, index, axis):
+        return x.select(axis, index).contiguous()
+
+    def where(self, mask, a, b):
+        torch = self.torch
+        if not isinstance(a, torch.Tensor):
+            a = torch.tensor(a, dtype=b.dtype, device=b.device)
+        return torch.where(mask, a, b)
+
+    def result_dtype(self, dtype, other, *, true_div=False):
+        return None
+
+    def binary(self, name, a, b, *, dtype):
+        return _PYOPS[name](a, b)
+
+    def dropout(self, x, p, inplace):
+        return self.F.dropout(x, p, training=True, inplace=inplace)
+
+    def relu(self, x):
+        return self.torch.relu(x)
+
+    def gelu(self, x, approximate):
+        return self.F.gelu(x, approximate=approximate)
+
+    def silu(self, x):
+        return self.F.silu(x)
+
+    def sgn(self, x):
+        return self.torch.sgn(x)
+
+    def softmax(self, x, axis):
+        return self.torch.softmax(x, axis)
+
+    def matmul(self, a, b):
+        return self.torch.matmul(a, b)
+
+    def renorm_rows(self, rows, max_norm, p):
+        norms = rows.norm(p=p, dim=1)
+        scale = self.torch.where(norms > max_norm, max_norm / (norms + 1e-7), self.torch.ones_like(norms))
+        return rows * scale[:, None]
+
+    def linear(self, x, weight, bias):
+        return self.F.linear(x, weight, bias)
+
+    def layer_norm(self, x, eps, weight, bias):
+        return self.F.layer_norm(x, (x.shape[1],), weight, bias, eps)
+
+
+_OPS = {"numpy": NumpyOps, "cupy": NumpyOps, "torch": TorchOps}
+_CACHE = {}
+
+
+def ops_for(be):
+    """The helper object of backend ``be`` (cached)."""
+    ops = _CACHE.get(be.name)
+    if ops is None:
+        ops = _CACHE[be.name] = _OPS[be.name](be)
+    return ops
