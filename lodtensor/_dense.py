@@ -57,7 +57,8 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()")
     shape = (lengths.size, maxlen) + row_shape
     if out is not None:
         _check_out(be, out, shape, data.dtype, where)
-    padded = be.pad(data, be.asarray(offsets), maxlen, pad_value, out=out)
+    plan = lod.pad_plan(level, maxlen) if be.uses_host_plans else None
+    padded = be.pad(data, be.asarray(offsets), maxlen, pad_value, out=out, plan=plan)
     return padded, be.asarray(lengths)
 
 

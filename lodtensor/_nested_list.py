@@ -7,12 +7,17 @@ and the leaves become one array with a single ``np.fromiter`` call. No array
 is created per item.
 """
 
+import array
+import collections
 import functools
 import operator
 
 import numpy as np
 
 _LIST_TYPES = (list, tuple)
+_NUMBER_TYPES = frozenset({int, float})
+_INT64 = np.dtype(np.int64)
+_FLOAT64 = np.dtype(np.float64)
 _INT_TYPES = frozenset({int})
 _FLOAT_TYPES = frozenset({float, int})
 
@@ -73,10 +78,58 @@ def flatten_lists(nested, lod_level=None, name="nested"):
 def flatten(nested, lod_level=None, dtype=None, name="nested"):
     """Flatten nested lists into ``(rows, lengths_per_level)``, rows as one array.
 
-    ``dtype=None`` infers like NumPy (ints -> int64, floats -> float64).
+    ``dtype=None`` infers like NumPy (ints -> int64, floats -> float64). Plain
+    lists of Python numbers take a fast path; anything else (tuples, arrays,
+    mixed depths, bad leaves) takes the careful one, which also words the errors.
     """
+    if lod_level is None and type(nested) is list and nested:
+        fast = _flatten_fast(nested, None if dtype is None else np.dtype(dtype))
+        if fast is not None:
+            return fast
     items, lengths = flatten_lists(nested, lod_level, name)
     return _leaves_to_array(items, dtype, name), lengths
+
+
+def _flatten_fast(items, dtype):
+    """``flatten`` for lists of lists of Python numbers, or None to take the careful path."""
+    lengths = []
+    while set(map(type, items)) == {list}:
+        lengths.append(np.fromiter(map(len, items), dtype=_INT64, count=len(items)))
+        probe = next(filter(None, items), None)  # the first non-empty sublist
+        if probe is None:
+            return None
+        first = type(probe[0])
+        if first is not list:
+            rows = _fast_leaves(items, first, dtype)
+            return None if rows is None else (rows, lengths)
+        items = functools.reduce(operator.iadd, items, [])
+    return None
+
+
+def _fast_leaves(lists, first, dtype):
+    """The scalars of ``lists`` (a list of lists) as one array, or None for the careful path.
+
+    Ints (token ids): ``array.array('q').fromlist`` converts in C and raises on
+    anything that is not an int (float, list, str, None) or past int64, so no
+    per-leaf type pass is needed. Floats: one type pass, then ``np.fromiter``.
+    """
+    if first is int and (dtype is None or dtype == _INT64):
+        buf = array.array("q")
+        try:
+            collections.deque(map(buf.fromlist, lists), 0)  # a C loop over the sublists
+        except (TypeError, ValueError, OverflowError):
+            return None
+        return np.frombuffer(buf, dtype=_INT64)
+    if first is float or first is int:
+        dtype = _FLOAT64 if dtype is None else dtype
+        if dtype.kind not in "fc":
+            return None
+        flat = functools.reduce(operator.iadd, lists, [])
+        types = set(map(type, flat))
+        if not types <= _NUMBER_TYPES or (dtype is _FLOAT64 and types == {int}):
+            return None
+        return np.fromiter(flat, dtype=dtype, count=len(flat))
+    return None
 
 
 def _leaves_to_array(items, dtype, name):

@@ -375,6 +375,32 @@ class LoD:
             self._cache[key] = out
         return out
 
+    def pad_plan(self, level, maxlen):
+        """Cached host plan for padding ``level`` to ``maxlen``: ``(index, groups)``.
+
+        ``index[r]`` is the flat position (``sequence * maxlen + position``) of
+        data row ``r``; ``groups`` lists ``(length, sequence ids)`` for every
+        distinct length shorter than ``maxlen`` (the padded tails to fill).
+        """
+        level = _normalize_level(level, len(self._levels))
+        key = ("pad_plan", level, maxlen)
+        cache = self._cached()
+        plan = cache.get(key)
+        if plan is None:
+            offsets = self.absolute_offsets(level)
+            lengths = np.diff(offsets)
+            shift = np.arange(lengths.size, dtype=_INT64) * maxlen - offsets[:-1]
+            index = np.arange(int(offsets[-1]), dtype=_INT64) + np.repeat(shift, lengths)
+            index.setflags(write=False)
+            order = np.argsort(lengths, kind="stable")
+            sorted_lengths = lengths[order]
+            bounds = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), lengths.size]
+            groups = [
+                (int(sorted_lengths[a]), order[a:b]) for a, b in zip(bounds, bounds[1:]) if sorted_lengths[a] < maxlen
+            ]
+            plan = cache[key] = (index, groups)
+        return plan
+
     def offsets_list(self, level=-1):
         """Offsets of ``level`` as a Python list (cached; for fast scalar access)."""
         if level != 0:
@@ -499,6 +525,22 @@ class LoD:
                 lod._cache = None
                 append(lod)
         return sublods, self.absolute_offsets(0)
+
+    def split_cached(self):
+        """``split()`` cached on the LoD as ``(sublods, row offsets as a list)``.
+
+        ``sublods`` is None for a one-level LoD (every part has an empty LoD).
+        """
+        cache = self._cached()
+        hit = cache.get("split")
+        if hit is None:
+            if len(self._levels) == 1:
+                hit = (None, self.offsets_list(0))
+            else:
+                sublods, rows = self.split()
+                hit = (sublods, rows.tolist())
+            cache["split"] = hit
+        return hit
 
     def drop_level(self, level=-1):
         """The LoD without ``level``: its sequences merge into their parents.

@@ -20,6 +20,8 @@ __all__ = ["LoDTensor"]
 
 _EMPTY_LOD = LoD._from_valid(())
 _TOP_KEY = ("list", 0)
+# Integer indexing of a multi-level tensor builds the LoD's cached split after this many calls.
+_SPLIT_AFTER = 8
 _NUMERIC_KINDS = frozenset("biufc")
 _object_new = object.__new__
 
@@ -353,6 +355,10 @@ class LoDTensor(NDArrayOperatorsMixin):
             t._where = self._where
             t._fits = True
             return t
+        if type(index) is int and levels:
+            part = self._part_from_split(index)
+            if part is not None:
+                return part
         data = self._require_data("indexing")
         if not levels:
             return data[index]
@@ -380,6 +386,29 @@ class LoDTensor(NDArrayOperatorsMixin):
                 f"indices, got the tuple {index!r}; index one level at a time: t[i][j]"
             )
         return self._select(index, n)
+
+    def _part_from_split(self, index):
+        """``t[index]`` from the LoD's cached split, once repeated indexing makes it worth building."""
+        cache = self._lod._cached()
+        hit = cache.get("split")
+        if hit is None:
+            calls = cache.get("int_index_calls", 0) + 1
+            cache["int_index_calls"] = calls
+            if calls <= _SPLIT_AFTER:
+                return None
+            hit = self._lod.split_cached()
+        sublods, rows = hit
+        n = len(rows) - 1
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError(f"index {index} is out of range for {n} top-level sequences")
+        t = _object_new(LoDTensor)
+        t._data = self._data[rows[index] : rows[index + 1]]
+        t._lod = sublods[index]
+        t._where = self._where
+        t._fits = True
+        return t
 
     def _select(self, index, n):
         """Copy of the top-level sequences ``index`` (1-D ints or bools)."""
@@ -420,8 +449,7 @@ class LoDTensor(NDArrayOperatorsMixin):
         if len(levels) == 1:
             offs = self._lod.offsets_list(0)
             return [_wrap(data[a:b], _EMPTY_LOD, place) for a, b in zip(offs, offs[1:])]
-        sublods, rows = self._lod.split()
-        rows = rows.tolist()
+        sublods, rows = self._lod.split_cached()
         return [_wrap(data[a:b], lod, place) for lod, a, b in zip(sublods, rows, rows[1:])]
 
     def tolist(self):
@@ -655,5 +683,6 @@ def from_padded(padded, lengths, *, validate=True):
         raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
     lod = LoD.from_lengths([lens], validate=False)
     be = backend_of(padded)
-    data = be.unpad(padded, be.asarray(lod.offsets(0)))
+    plan = lod.pad_plan(0, maxlen) if be.uses_host_plans else None
+    data = be.unpad(padded, be.asarray(lod.offsets(0)), plan=plan)
     return _wrap(data, lod, place_of(data, be))

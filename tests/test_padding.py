@@ -106,3 +106,24 @@ def test_pad_all_round_trip(t):
     assert len(masks) == t.lod_level and padded.ndim == t.lod_level + t.data.ndim
     again = lt.from_padded_all(padded, masks)
     assert again.lod == t.lod and np.array_equal(again.data, t.data)
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+@pytest.mark.parametrize("pad_value", [0, -1.5, "row"])
+@pytest.mark.parametrize("use_out", [False, True])
+def test_split_padding_paths_agree(monkeypatch, threads, pad_value, use_out):
+    from lodtensor.backend import numpy as numpy_backend
+
+    monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setenv("LODTENSOR_NUM_THREADS", threads)
+    lengths = [3, 0, 7, 1, 1, 0, 5, 2, 9, 4]
+    data = np.arange(sum(lengths) * 3, dtype=np.float32).reshape(-1, 3)
+    t = LoDTensor.from_lengths(data, lengths)
+    value = np.array([7.0, 8.0, 9.0], np.float32) if pad_value == "row" else pad_value
+    out = np.full((10, 11, 3), 123.0, np.float32) if use_out else None
+    padded, lens = t.to_padded(pad_value=value, maxlen=11, out=out)
+    offsets = t.lod.offsets(0)
+    expected = ref_pad([list(data[a:b]) for a, b in zip(offsets[:-1], offsets[1:])], value, 11, (3,), np.float32)
+    assert np.array_equal(padded, expected)
+    back = lt.from_padded(padded, lens)
+    assert np.array_equal(back.data, data) and back.lod() == t.lod()

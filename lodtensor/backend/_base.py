@@ -77,13 +77,16 @@ class Backend:
         place_rows(data, index, shape, pad_value, *, out=None)
                                                       dense ``shape + row_shape`` filled with
                                                       ``pad_value``, row i written at flat index[i]
-        pad(data, offsets, maxlen, pad_value, *, out=None)  flat rows -> (B, maxlen, ...)
-        unpad(padded, offsets)                        (B, L, ...) -> flat rows, inverse of pad
+        pad(data, offsets, maxlen, pad_value, *, out=None, plan=None)
+                                                      flat rows -> (B, maxlen, ...)
+        unpad(padded, offsets, *, plan=None)          (B, L, ...) -> flat rows, inverse of pad
         is_c_contiguous(x) -> bool
     """
 
     name = "abstract"
     xp = None
+    #: True when ``pad``/``unpad`` take a host ``plan`` (``LoD.pad_plan``); device backends compute their own.
+    uses_host_plans = False
 
     def __repr__(self):
         return f"<lodtensor backend {self.name!r}>"

@@ -189,12 +189,12 @@ class CupyBackend(Backend):
             out.reshape((-1,) + tuple(data.shape[1:]))[self._index(index)] = data
         return out
 
-    def pad(self, data, offsets, maxlen, pad_value, *, out=None):
+    def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets)
         index = self._pad_index(offsets, maxlen, data.shape[0])
         return self.place_rows(data, index, (offsets.size - 1, maxlen), pad_value, out=out)
 
-    def unpad(self, padded, offsets):
+    def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets)
         n, maxlen = padded.shape[:2]
         n_rows = int(offsets[-1])

@@ -5,6 +5,9 @@ bytes) so that gathers and scatters move whole rows with one index lookup each
 instead of one per element.
 """
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from ._base import Backend
@@ -17,6 +20,8 @@ _WIDE_ROW = 16
 # Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
 _CSR_ROW = 8
 _SPARSE = None  # scipy.sparse once imported; False when it is not installed
+# Outputs at least this large are moved by several threads.
+_MIN_PARALLEL_BYTES = 16 * 2**20
 
 
 def _scipy_sparse():
@@ -51,9 +56,55 @@ def _exclusive_starts(lengths):
     return starts
 
 
+def _num_threads():
+    value = os.environ.get("LODTENSOR_NUM_THREADS")
+    if value:
+        return max(1, int(value))
+    return min(2, os.cpu_count() or 1)
+
+
+_POOL = {}
+
+
+def _run_split(work, offsets, nbytes):
+    """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
+    for large outputs. Each run writes disjoint bytes."""
+    threads = _num_threads() if nbytes >= _MIN_PARALLEL_BYTES else 1
+    n = offsets.size - 1
+    if threads == 1 or n < 2:
+        work(0, n)
+        return
+    total = int(offsets[-1])
+    cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
+    bounds = [0, *cuts, n]
+    pool = _POOL.get(threads)
+    if pool is None:
+        pool = _POOL[threads] = ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="lodtensor")
+    futures = [pool.submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    work(bounds[0], bounds[1])
+    for future in futures:
+        future.result()
+
+
+def _fill_tails(out, groups, lo, hi, pad_value, zero):
+    """``out[i, length:] = pad_value`` for the sequences ``lo <= i < hi``, one assignment per length."""
+    n, maxlen = out.shape[:2]
+    if zero:  # a byte view writes every tail as one contiguous block
+        row_bytes = out.dtype.itemsize * int(np.prod(out.shape[2:], dtype=np.int64))
+        target = out.reshape(n, maxlen * row_bytes // out.dtype.itemsize).view(np.uint8)
+    for length, ids in groups:
+        if lo > 0 or hi < n:
+            ids = ids[(ids >= lo) & (ids < hi)]
+        if zero:
+            target[ids, length * row_bytes :] = 0
+        else:
+            out[ids, length:] = pad_value
+
+
 class NumpyBackend(Backend):
     name = "numpy"
     xp = np
+    uses_host_plans = True
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False):
@@ -172,7 +223,10 @@ class NumpyBackend(Backend):
         n = offsets.size - 1
         rows = np.ascontiguousarray(data).reshape(n_rows, row_size)
         ones = np.ones(n_rows, dtype=data.dtype)
-        matrix = sparse.csr_matrix((ones, np.arange(n_rows), offsets), shape=(n, n_rows))
+        # int32 indices when they fit: SciPy would otherwise convert int64 ones on every call
+        index_dtype = np.int32 if n_rows < 2**31 - 1 else np.int64
+        columns = np.arange(n_rows, dtype=index_dtype)
+        matrix = sparse.csr_matrix((ones, columns, offsets.astype(index_dtype, copy=False)), shape=(n, n_rows))
         return np.asarray(matrix @ rows).reshape((n,) + data.shape[1:])
 
     def segment_mean(self, data, offsets, *, empty=0):
@@ -227,16 +281,60 @@ class NumpyBackend(Backend):
             rows.put(index, _as_rows(np.ascontiguousarray(data)))
         return out
 
-    def pad(self, data, offsets, maxlen, pad_value, *, out=None):
+    def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
+        """Rows into ``(n, maxlen, *row)``: one ``put`` of whole rows, then only the tails
+        are filled (a fresh zero-padded result comes zeroed from the allocator).
+
+        ``plan`` (from ``LoD.pad_plan``) caches the index and the length groups.
+        Outputs of 16 MiB or more are split by rows over ``LODTENSOR_NUM_THREADS``
+        threads (default: up to 2); ``put`` and the tail fills release the GIL.
+        """
         n = offsets.size - 1
-        index = self._pad_index(offsets, maxlen) if data.shape[0] else None
-        return self.place_rows(data, index, (n, maxlen), pad_value, out=out)
+        row_shape = data.shape[1:]
+        shape = (n, maxlen) + row_shape
+        index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
+        zero = np.ndim(pad_value) == 0 and pad_value == 0
+        if out is None:
+            out = np.zeros(shape, dtype=data.dtype) if zero else np.empty(shape, dtype=data.dtype)
+            tails_done = zero
+        else:
+            tails_done = False
+        if not tails_done and groups is None:
+            out[...] = pad_value
+            tails_done = True
+        dst = _as_rows(out.reshape((n * maxlen,) + row_shape))
+        if data.shape[0] == 0 or dst is None:
+            if not tails_done:
+                out[...] = pad_value
+            return out
+        src = _as_rows(np.ascontiguousarray(data))
+
+        def work(lo, hi):
+            r0, r1 = int(offsets[lo]), int(offsets[hi])
+            dst.put(index[r0:r1], src[r0:r1], mode="clip")  # index is valid by construction
+            if not tails_done:
+                _fill_tails(out, groups, lo, hi, pad_value, zero)
+
+        _run_split(work, offsets, out.nbytes)
+        return out
+
+    def unpad(self, padded, offsets, *, plan=None):
+        n, maxlen = padded.shape[:2]
+        row_shape = padded.shape[2:]
+        index = plan[0] if plan is not None else self._pad_index(offsets, maxlen)
+        flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
+        out = np.empty((index.size,) + row_shape, dtype=padded.dtype)
+        src, dst = _as_rows(flat), _as_rows(out)
+        if dst is None or index.size == 0:
+            return out
+
+        def work(lo, hi):
+            r0, r1 = int(offsets[lo]), int(offsets[hi])
+            src.take(index[r0:r1], out=dst[r0:r1], mode="clip")
+
+        _run_split(work, offsets, out.nbytes)
+        return out
 
     def is_c_contiguous(self, x):
         return x.flags.c_contiguous
 
-    def unpad(self, padded, offsets):
-        n, maxlen = padded.shape[:2]
-        index = self._pad_index(offsets, maxlen)
-        flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + padded.shape[2:])
-        return self.gather(flat, index)

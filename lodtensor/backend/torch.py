@@ -183,12 +183,12 @@ class TorchBackend(Backend):
                 out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
         return out
 
-    def pad(self, data, offsets, maxlen, pad_value, *, out=None):
+    def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets, data)
         index = self._pad_index(offsets, maxlen, data.shape[0])
         return self.place_rows(data, index, (offsets.numel() - 1, maxlen), pad_value, out=out)
 
-    def unpad(self, padded, offsets):
+    def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets, padded)
         n, maxlen = padded.shape[:2]
         index = self._pad_index(offsets, maxlen, int(offsets[-1]))

@@ -1,0 +1,186 @@
+"""Paddle's sequence ops: lodtensor (NumPy and torch backends) beside NumPy by hand,
+torch (``index_add_``, ``segment_reduce``) and real Paddle 2.6.2.
+
+Workloads (float32, fixed seed; see ``_seqdata``): 256 documents x 1..16
+sentences x 1..64 words with D=256 and D=16 (about 70K rows), and a one-level
+batch of about 2.7M rows with D=16. Every op acts on the last level.
+
+Real Paddle runs in a subprocess from its own venv (``.venv-paddle``, made by
+``make test-paddle``; or set ``BENCH_PADDLE_PYTHON``): each call is one static
+Program run with LoDTensor feeds, as Paddle users run it. torch runs with its
+default threads; NumPy and lodtensor's NumPy backend use one core.
+
+Goals (issue 5): sequence_pool faster than Paddle's and within 1.5x of torch's
+``index_add_``; sequence_softmax at least as fast as NumPy by hand.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import _common
+import _seqdata
+import numpy as np
+
+import lodtensor as lt
+from lodtensor import sequence as S
+
+TITLE = "sequence ops: pool, softmax, expand, pad/unpad"
+POOLS = ("sum", "average", "max")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_paddle(workloads, ops):
+    """Paddle's timings from the worker, or ``(None, reason)``."""
+    python = os.environ.get("BENCH_PADDLE_PYTHON") or os.path.join(ROOT, ".venv-paddle", "bin", "python")
+    if not os.path.exists(python):
+        return None, "not installed (run make test-paddle, or set BENCH_PADDLE_PYTHON)"
+    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_paddle_worker.py")
+    spec = {"workloads": workloads, "ops": ops, "budget": _common.BUDGET}
+    try:
+        proc = subprocess.run([python, worker, json.dumps(spec)], capture_output=True, text=True, timeout=600,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"failed: {type(err).__name__}: {err}"
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return None, f"failed: worker exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+    result = json.loads(lines[-1])
+    if not result.get("installed"):
+        return None, "not installed"
+    return {case["name"]: case["ops"] for case in result["cases"]}, None
+
+
+def _numpy_pool(kind, data, offsets):
+    starts = offsets[:-1]
+    if kind == "max":
+        return np.maximum.reduceat(data, starts, axis=0)
+    total = np.add.reduceat(data, starts, axis=0)
+    return total if kind == "sum" else total / np.diff(offsets)[:, None]
+
+
+def _numpy_softmax(scores, offsets):
+    lengths = np.diff(offsets)
+    peak = np.maximum.reduceat(scores, offsets[:-1], axis=0)
+    e = np.exp(scores - np.repeat(peak, lengths, axis=0))
+    return e / np.repeat(np.add.reduceat(e, offsets[:-1], axis=0), lengths, axis=0)
+
+
+def _paddle_row(table, paddle, op):
+    if paddle is None:
+        return
+    res = paddle.get(op)
+    if res is None or "error" in res:
+        table.missing("Paddle 2.6.2", (res or {}).get("error", "no result"))
+        return
+    t = res["time"]
+    table.add_result("Paddle 2.6.2", t["best"], t["median"], t["n"], note="static Program + Executor, subprocess")
+
+
+def bench_workload(report, name, paddle_all, paddle_reason):
+    data, lengths = _seqdata.WORKLOADS[name]()
+    t = lt.LoDTensor(data, recursive_sequence_lengths=lengths)
+    offsets = t.lod.absolute_offsets(-1)
+    n_seq = offsets.size - 1
+    workload = f"{name}: {t.num_rows} rows, {n_seq} sequences, {_common.describe_sizes(data.nbytes)}"
+    torch = _common.optional("torch")
+    paddle = (paddle_all or {}).get(name)
+    tt = t.to_torch() if torch is not None else None
+    ids = torch.from_numpy(t.lod.segment_ids(-1).copy()) if torch is not None else None
+    toffs = torch.from_numpy(offsets.copy()) if torch is not None else None
+
+    for kind in POOLS:
+        table = report.table(f"sequence_pool {kind!r}", workload, reference="lodtensor (numpy)")
+        expected = _numpy_pool(kind, data, offsets)
+        close = lambda out, e=expected: np.testing.assert_allclose(np.asarray(out), e, rtol=1e-4, atol=1e-4)  # noqa: E731
+        table.add("lodtensor (numpy)", lambda k=kind: S.sequence_pool(t, k).data, check=close)
+        table.add("NumPy by hand (reduceat)", lambda k=kind: _numpy_pool(k, data, offsets), check=close)
+        if torch is None:
+            table.missing("lodtensor (torch)")
+            table.missing("torch index_add_")
+        else:
+            close_torch = lambda out, c=close: c(out.numpy())  # noqa: E731
+            table.add("lodtensor (torch)", lambda k=kind: S.sequence_pool(tt, k).data, check=close_torch)
+            if kind == "sum":
+                table.add("torch index_add_", lambda: torch.zeros(n_seq, data.shape[1]).index_add_(0, ids, tt.data),
+                          check=close_torch)
+            reduce = {"sum": "sum", "average": "mean", "max": "max"}[kind]
+            table.add("torch.segment_reduce", lambda r=reduce: torch.segment_reduce(tt.data, r, offsets=toffs, axis=0),
+                      check=close_torch)
+        if paddle is not None:
+            _paddle_row(table, paddle, kind)
+        else:
+            table.missing("Paddle 2.6.2", paddle_reason)
+        table.finish()
+        if kind == "sum" and torch is not None:
+            mine = table._best("lodtensor (numpy)")
+            base = table._best("torch index_add_")
+            report.goal(f"{name}: sequence_pool sum within 1.5x of torch index_add_ (numpy backend)",
+                        mine <= 1.5 * base, f"{mine / base:.2f}x")
+            mine_t = table._best("lodtensor (torch)")
+            report.goal(f"{name}: sequence_pool sum within 1.5x of torch index_add_ (torch backend)",
+                        mine_t <= 1.5 * base, f"{mine_t / base:.2f}x")
+        pp = table._best("Paddle 2.6.2")
+        if pp is not None:
+            mine = table._best("lodtensor (numpy)")
+            report.goal(f"{name}: sequence_pool {kind} faster than Paddle", mine < pp, f"{mine / pp:.2f}x Paddle")
+
+    scores = lt.LoDTensor(np.ascontiguousarray(data[:, :1]), t.lod)
+    table = report.table("sequence_softmax (one score per row)", workload, reference="lodtensor (numpy)")
+    expected = _numpy_softmax(scores.data, offsets)
+    close = lambda out: np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-4, atol=1e-6)  # noqa: E731
+    table.add("lodtensor (numpy)", lambda: S.sequence_softmax(scores).data, check=close)
+    table.add("NumPy by hand (reduceat, exp, repeat)", lambda: _numpy_softmax(scores.data, offsets), check=close)
+    if torch is not None:
+        ts = scores.to_torch()
+        table.add("lodtensor (torch)", lambda: S.sequence_softmax(ts).data, check=lambda out: close(out.numpy()))
+    if paddle is not None:
+        _paddle_row(table, paddle, "softmax")
+    table.finish()
+    mine, hand = table._best("lodtensor (numpy)"), table._best("NumPy by hand (reduceat, exp, repeat)")
+    report.goal(f"{name}: sequence_softmax at least as fast as NumPy by hand", mine <= hand * 1.05,
+                f"{mine / hand:.2f}x")
+
+    rows_per_seq = t.lod.lengths(-1)
+    sentence_vectors = lt.LoDTensor(np.ascontiguousarray(data[offsets[:-1]]))
+    table = report.table("sequence_expand (one row per sequence -> its rows)", workload,
+                         reference="lodtensor (numpy)")
+    table.add("lodtensor (numpy)", lambda: S.sequence_expand(sentence_vectors, t).data)
+    table.add("NumPy by hand (np.repeat)", lambda: np.repeat(sentence_vectors.data, rows_per_seq, axis=0))
+    if torch is not None:
+        sv = torch.from_numpy(sentence_vectors.data)
+        reps = torch.from_numpy(rows_per_seq.copy())
+        table.add("torch repeat_interleave", lambda: torch.repeat_interleave(sv, reps, dim=0))
+    table.finish()
+
+    table = report.table("sequence_pad / sequence_unpad", workload, reference="lodtensor sequence_pad (numpy)")
+    padded, length = S.sequence_pad(t, 0.0)
+    maxlen = padded.data.shape[1]
+    mask = np.arange(maxlen) < rows_per_seq[:, None]
+
+    def by_hand_pad():
+        out = np.zeros((n_seq, maxlen, data.shape[1]), np.float32)
+        out[mask] = data
+        return out
+
+    table.add("lodtensor sequence_pad (numpy)", lambda: S.sequence_pad(t, 0.0)[0].data)
+    table.add("NumPy by hand pad (out[mask] = data)", by_hand_pad)
+    if paddle is not None:
+        _paddle_row(table, paddle, "pad")
+    table.add("lodtensor sequence_unpad (numpy)", lambda: S.sequence_unpad(padded, length).data)
+    table.add("NumPy by hand unpad (padded[mask])", lambda: padded.data[mask])
+    table.finish()
+
+
+def run(report):
+    names = list(_seqdata.WORKLOADS)
+    paddle_all, reason = run_paddle(names, [*POOLS, "softmax", "pad"])
+    if paddle_all is None:
+        report.notes.append(f"Paddle 2.6.2: {reason}")
+    for name in names:
+        bench_workload(report, name, paddle_all, reason)
+
+
+if __name__ == "__main__":  # pragma: no cover - use bench/run.py
+    sys.exit("run: python bench/run.py sequence")
