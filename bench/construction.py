@@ -87,15 +87,9 @@ def run(report):
         table.add("torch.tensor(flat ids)", lambda: torch.tensor(list(_chain(_chain(docs)))),
                   note="flat ids only, no lengths (lower bound for torch)")
 
-    from _proposals import enabled, proposed_from_nested_list  # noqa: PLC0415
-
-    if enabled():
-        table.add("[proposed] from_nested_list (fast flatten)", lambda: proposed_from_nested_list(docs),
-                  check=check_lod, note="bench/_proposals.py; array.fromlist leaves")
-
     lod_best = table._best("lodtensor.from_nested_list")
     others = [r["best"] for r in table.rows
-              if r["best"] is not None and not r["name"].startswith(("lodtensor", "[proposed]", "torch"))]
+              if r["best"] is not None and not r["name"].startswith(("lodtensor", "torch"))]
     if lod_best is not None and others:
         fastest = min(others)
         report.goal("from_nested_list fastest (vs NumPy by hand, pyarrow, awkward)", lod_best <= fastest,

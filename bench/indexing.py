@@ -16,7 +16,6 @@ Goal: at most 0.5 us per sequence for t[i], iteration and unbind.
 """
 
 import _common
-import _proposals
 import numpy as np
 
 TITLE = "indexing: t[i], iteration, unbind"
@@ -68,26 +67,6 @@ def run_tensor(report, label, t, workload, torch_parts):
         table.add(f"torch.nested jagged unbind(){what}", jagged.unbind)
         strided = torch.nested.nested_tensor(list(values.split(lengths_list)), layout=torch.strided)
         table.add(f"torch.nested strided unbind(){what}", strided.unbind)
-
-    if _proposals.enabled():
-        def check_items(items):
-            ref = t.unbind()
-            items = list(items)
-            assert len(items) == n and type(items[0]) is type(ref[0])
-            for k in (0, n // 2, n - 1):
-                assert items[k].lod() == ref[k].lod() and np.array_equal(items[k].data, ref[k].data)
-
-        def fresh_view():
-            return _proposals.proposed_view(fresh())
-
-        pt = _proposals.proposed_view(t)
-        table.add("[proposed] t[i] for all i", lambda: _index_all(pt, n), check=check_items,
-                  note="split cached on the LoD")
-        table.add("[proposed] for s in t", lambda: _iterate(pt), check=lambda _: check_items(iter(pt)))
-        table.add("[proposed] unbind()", pt.unbind, check=check_items)
-        table.add("[proposed] t[i] for all i, fresh LoD", lambda: _index_all(fresh_view(), n), check=check_items,
-                  note="first call builds the split")
-        table.add("[proposed] unbind(), fresh LoD", lambda: fresh_view().unbind(), check=check_items)
 
     table.finish()
     for row in table.rows:

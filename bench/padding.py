@@ -19,13 +19,13 @@ Goal: ``t.to_padded(out=preallocated)`` at least as fast as TensorFlow (which
 uses every core; NumPy uses one).
 """
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 
 import _common
-import _proposals
 import numpy as np
 
 TITLE = "padding: to_padded / from_padded"
@@ -55,6 +55,20 @@ def run_tensorflow():
     if not result.get("installed"):
         return None, "not installed (pip install tensorflow-cpu, or set BENCH_TF_PYTHON)"
     return result, None
+
+
+@contextlib.contextmanager
+def _one_thread():
+    """lodtensor's NumPy kernels on one thread (LODTENSOR_NUM_THREADS=1) inside the block."""
+    old = os.environ.get("LODTENSOR_NUM_THREADS")
+    os.environ["LODTENSOR_NUM_THREADS"] = "1"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["LODTENSOR_NUM_THREADS"]
+        else:
+            os.environ["LODTENSOR_NUM_THREADS"] = old
 
 
 def add_copy_limit(table, name, like, note):
@@ -156,24 +170,14 @@ def run_case(report, case, tf_case, tf_note, tf_threads):
         table.add_result("tensorflow ragged.to_tensor() (prebuilt ragged)", r["best"], r["median"], r["n"],
                          note=f"{tf_threads} threads")
 
-    if _proposals.enabled():
-        def fresh():
-            return lodtensor.LoDTensor.from_lengths(data, lengths, validate=False)
+    def fresh():
+        return lodtensor.LoDTensor.from_lengths(data, lengths, validate=False)
 
-        table.add("[proposed] to_padded(out=), index cached on LoD", lambda: _proposals.proposed_to_padded(t, out),
-                  check=same, note="put rows, zero tails only")
-        table.add("[proposed] to_padded(out=), 2 threads, cached", lambda: _proposals.proposed_to_padded(
-            t, out, threads=2), check=same, note="each thread: put + tails of half the rows")
-        table.add("[proposed] to_padded(out=), 2 threads, fresh LoD",
-                  lambda: _proposals.proposed_to_padded(fresh(), out, cache=False, threads=2), check=same)
-        table.add("[proposed] to_padded(out=), fresh LoD each call",
-                  lambda: _proposals.proposed_to_padded(fresh(), out, cache=False), check=same,
-                  note="no cache: index built per call")
-        table.add("[proposed] to_padded(), index cached on LoD", lambda: _proposals.proposed_to_padded(t),
-                  check=same, note="zeros + put")
-        table.add("[proposed] to_padded(out=), memset fill + put",
-                  lambda: _proposals.proposed_memset_to_padded(t, out), check=same,
-                  note="uint8-view fill instead of typed fill")
+    table.add("lodtensor to_padded(out=), fresh LoD each call", lambda: fresh().to_padded(out=out), check=same,
+              note="no cached plan: index built per call")
+    with _one_thread():
+        table.add("lodtensor to_padded(out=), 1 thread", lambda: t.to_padded(out=out), check=same,
+                  note="LODTENSOR_NUM_THREADS=1")
 
     table.finish()
     lod_best = table._best("lodtensor to_padded(out=)")
@@ -201,11 +205,9 @@ def run_case(report, case, tf_case, tf_note, tf_threads):
     table.add("lodtensor from_padded", lambda: lodtensor.from_padded(padded, lengths), check=same_flat)
     table.add("lodtensor from_padded(validate=False)",
               lambda: lodtensor.from_padded(padded, lengths, validate=False), check=same_flat)
-    if _proposals.enabled():
-        table.add("[proposed] from_padded, take(out=), 1 thread",
-                  lambda: _proposals.proposed_from_padded(padded, lengths), check=same_flat)
-        table.add("[proposed] from_padded, take(out=), 2 threads",
-                  lambda: _proposals.proposed_from_padded(padded, lengths, threads=2), check=same_flat)
+    with _one_thread():
+        table.add("lodtensor from_padded, 1 thread", lambda: lodtensor.from_padded(padded, lengths),
+                  check=same_flat, note="LODTENSOR_NUM_THREADS=1")
     table.add("NumPy by hand: padded[mask]", lambda: padded[np.arange(maxlen) < lengths[:, None]], check=same_flat)
     if torch is None:
         table.missing("torch padded[mask]")

@@ -5,7 +5,6 @@ Usage::
     python bench/run.py                 # every benchmark module in bench/
     python bench/run.py padding         # a subset, by module name
     python bench/run.py --list          # the module names
-    python bench/run.py --proposals     # also time the prototypes in bench/_proposals.py
 
 Each module's results go to ``bench/results/<module>.json`` (git-ignored).
 Times are best-of-N after a warm-up (``time.perf_counter``); the columns
@@ -85,8 +84,6 @@ def main(argv):
     if "--list" in argv:
         print("\n".join(available))
         return 0
-    if "--proposals" in argv:
-        os.environ["BENCH_PROPOSALS"] = "1"
     wanted = [a for a in argv if not a.startswith("-")] or available
     unknown = [w for w in wanted if w not in available]
     if unknown:

@@ -255,7 +255,7 @@ class LoD:
     lodtensor.errors.LoDError: lod level 0 must end at the number of sequences in level 1 (2), got offsets[-1]=3
     """
 
-    __slots__ = ("_levels", "_cache", "__weakref__")
+    __slots__ = ("_levels", "_cache", "_top", "__weakref__")
 
     def __init__(self, levels=(), *, num_rows=None, validate=True):
         if isinstance(levels, (str, bytes)):
@@ -274,6 +274,7 @@ class LoD:
             check_levels(arrays, num_rows)
         self._levels = arrays
         self._cache = None
+        self._top = None
 
     @classmethod
     def _from_valid(cls, arrays):
@@ -281,7 +282,13 @@ class LoD:
         self = _object_new(cls)
         self._levels = tuple(arrays)
         self._cache = None
+        self._top = None
         return self
+
+    def _make_top(self):
+        """The offsets of a one-level LoD as a list (False for other depths), kept for ``t[i]``."""
+        self._top = self._levels[0].tolist() if len(self._levels) == 1 else False
+        return self._top
 
     def _cached(self):
         cache = self._cache
@@ -517,12 +524,14 @@ class LoD:
                 lod = _object_new(cls)
                 lod._levels = (values[a:b],)
                 lod._cache = None
+                lod._top = None
                 append(lod)
         else:
             for i in range(n):
                 lod = _object_new(cls)
                 lod._levels = tuple([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level])
                 lod._cache = None
+                lod._top = None
                 append(lod)
         return sublods, self.absolute_offsets(0)
 

@@ -19,7 +19,6 @@ from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, as_place, place_of
 __all__ = ["LoDTensor"]
 
 _EMPTY_LOD = LoD._from_valid(())
-_TOP_KEY = ("list", 0)
 # Integer indexing of a multi-level tensor builds the LoD's cached split after this many calls.
 _SPLIT_AFTER = 8
 _NUMERIC_KINDS = frozenset("biufc")
@@ -168,7 +167,7 @@ class LoDTensor(NDArrayOperatorsMixin):
             self._lod = LoD(lod, num_rows=num_rows)
         else:
             self._lod = _EMPTY_LOD
-        self._fits = True
+        self._fits = self._data is not None  # False also means "no data": fast paths step aside
 
     # -- construction helpers ----------------------------------------------------------------
     @classmethod
@@ -228,7 +227,7 @@ class LoDTensor(NDArrayOperatorsMixin):
         On error the previous lod stays in place.
         """
         new = LoD(lod, num_rows=self._num_rows_or_none())
-        self._lod, self._fits = new, True
+        self._lod, self._fits = new, self._data is not None
 
     def set_recursive_sequence_lengths(self, recursive_sequence_lengths):
         """Set the lod from lengths, e.g. ``[[2, 3]]``; validated at once.
@@ -236,7 +235,7 @@ class LoDTensor(NDArrayOperatorsMixin):
         On error the previous lod stays in place.
         """
         new = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
-        self._lod, self._fits = new, True
+        self._lod, self._fits = new, self._data is not None
 
     def recursive_sequence_lengths(self):
         """The lod as lengths, nested lists of int (Paddle)."""
@@ -332,33 +331,42 @@ class LoDTensor(NDArrayOperatorsMixin):
         return 0 if self._data is None else int(self._data.shape[0])
 
     def __getitem__(self, index):
-        lod = self._lod
-        levels = lod._levels
+        if type(index) is int and self._fits:  # fast paths for one top-level sequence
+            lod = self._lod
+            top = lod._top
+            if top is None:
+                top = lod._make_top()
+            if top:  # a one-level tensor: its offsets as a list
+                sublod = _EMPTY_LOD
+                rows = top
+            else:  # several levels: the LoD's cached split, once indexing has been repeated
+                cache = lod._cache
+                hit = cache.get("split") if cache is not None else None
+                if hit is None:
+                    hit = self._split_for_indexing()
+                if hit is None:
+                    rows = None
+                else:
+                    sublods, rows = hit
+            if rows is not None:
+                try:
+                    if index >= 0:
+                        start, stop = rows[index], rows[index + 1]
+                    else:
+                        start, stop = rows[index - 1], rows[index]
+                except IndexError:
+                    raise IndexError(
+                        f"index {index} is out of range for {len(rows) - 1} top-level sequences"
+                    ) from None
+                t = _object_new(LoDTensor)
+                t._data = self._data[start:stop]
+                t._lod = sublod if top else sublods[index]
+                t._where = self._where
+                t._fits = True
+                return t
+        levels = self._lod._levels
         if not self._fits:
-            self._check_fits()
-        if type(index) is int and len(levels) == 1:  # fast path: one sequence of a 1-level tensor
-            cache = lod._cache
-            offs = cache.get(_TOP_KEY) if cache is not None else None
-            if offs is None:
-                offs = lod.offsets_list(0)
-            if index >= 0:
-                if index + 1 >= len(offs):
-                    raise IndexError(f"index {index} is out of range for {len(offs) - 1} top-level sequences")
-                start, stop = offs[index], offs[index + 1]
-            else:
-                if index < 1 - len(offs):
-                    raise IndexError(f"index {index} is out of range for {len(offs) - 1} top-level sequences")
-                start, stop = offs[index - 1], offs[index]
-            t = _object_new(LoDTensor)
-            t._data = self._data[start:stop]
-            t._lod = _EMPTY_LOD
-            t._where = self._where
-            t._fits = True
-            return t
-        if type(index) is int and levels:
-            part = self._part_from_split(index)
-            if part is not None:
-                return part
+            self._check_fits("indexing")
         data = self._require_data("indexing")
         if not levels:
             return data[index]
@@ -387,28 +395,12 @@ class LoDTensor(NDArrayOperatorsMixin):
             )
         return self._select(index, n)
 
-    def _part_from_split(self, index):
-        """``t[index]`` from the LoD's cached split, once repeated indexing makes it worth building."""
+    def _split_for_indexing(self):
+        """The LoD's split for integer indexing, built once indexing has been repeated; else None."""
         cache = self._lod._cached()
-        hit = cache.get("split")
-        if hit is None:
-            calls = cache.get("int_index_calls", 0) + 1
-            cache["int_index_calls"] = calls
-            if calls <= _SPLIT_AFTER:
-                return None
-            hit = self._lod.split_cached()
-        sublods, rows = hit
-        n = len(rows) - 1
-        if index < 0:
-            index += n
-        if not 0 <= index < n:
-            raise IndexError(f"index {index} is out of range for {n} top-level sequences")
-        t = _object_new(LoDTensor)
-        t._data = self._data[rows[index] : rows[index + 1]]
-        t._lod = sublods[index]
-        t._where = self._where
-        t._fits = True
-        return t
+        calls = cache.get("int_index_calls", 0) + 1
+        cache["int_index_calls"] = calls
+        return self._lod.split_cached() if calls > _SPLIT_AFTER else None
 
     def _select(self, index, n):
         """Copy of the top-level sequences ``index`` (1-D ints or bools)."""
@@ -467,7 +459,9 @@ class LoDTensor(NDArrayOperatorsMixin):
         place = as_place(device, name="device")
         if place == self._where or self._data is None:
             if self._data is None:
-                return _wrap(None, self._lod, place)
+                empty = _wrap(None, self._lod, place)
+                empty._fits = False
+                return empty
             return self
         data, place = _to_place(self._data, place, copy=False)
         return _wrap(data, self._lod, place)
@@ -644,7 +638,8 @@ class LoDTensor(NDArrayOperatorsMixin):
         if not self._lod._levels:
             raise IndexError(f"{what}: the tensor has no lod (lod_level 0); set_lod() first")
 
-    def _check_fits(self):
+    def _check_fits(self, what="this operation"):
+        self._require_data(what)
         self._lod.check_rows(int(self._data.shape[0]), where="the lod does not fit the data")
 
 

@@ -267,3 +267,17 @@ def test_getitem_matches_tolist(t):
     for i in range(len(t)):
         assert t[i].tolist() == expected[i]
         assert t[i : i + 1].tolist() == expected[i : i + 1]
+
+
+def test_repeated_multilevel_indexing_uses_the_cached_split():
+    t = lt.from_nested_list([[[1, 2], [3]], [[4]], [[5, 6], [], [7]]])
+    expected = t.tolist()
+    for _ in range(3):  # past the threshold, t[i] reads the LoD's cached split
+        for i in range(-3, 3):
+            assert t[i].tolist() == expected[i] and t[i].lod == lt.from_nested_list([expected[i]])[0].lod
+    assert "split" in t.lod._cache
+    with pytest.raises(IndexError, match="index 3 is out of range for 3 top-level sequences"):
+        t[3]
+    with pytest.raises(IndexError, match="index -4 is out of range"):
+        t[-4]
+    assert np.shares_memory(t[2].data, t.data)
