@@ -10,8 +10,10 @@ Real Paddle runs in a subprocess from its own venv (``.venv-paddle``, made by
 Program run with LoDTensor feeds, as Paddle users run it. torch runs with its
 default threads; NumPy and lodtensor's NumPy backend use one core.
 
-Goals (issue 5): sequence_pool faster than Paddle's and within 1.5x of torch's
-``index_add_``; sequence_softmax at least as fast as NumPy by hand.
+Goals: sequence_pool faster than Paddle's; sum, average and max within 1.5x
+of torch's ``index_add_`` (the same sum, one pass) on the NumPy backend and
+within 1.1x on the torch backend; sequence_softmax at least as fast as NumPy
+by hand.
 """
 
 import json
@@ -88,6 +90,7 @@ def bench_workload(report, name, paddle_all, paddle_reason):
     paddle = (paddle_all or {}).get(name)
     tt = t.to_torch() if torch is not None else None
     ids = torch.from_numpy(t.lod.segment_ids(-1).copy()) if torch is not None else None
+    index_add = None  # torch index_add_ time of the sum table: the reference for every pool type
     toffs = torch.from_numpy(offsets.copy()) if torch is not None else None
 
     for kind in POOLS:
@@ -114,13 +117,12 @@ def bench_workload(report, name, paddle_all, paddle_reason):
             table.missing("Paddle 2.6.2", paddle_reason)
         table.finish()
         if kind == "sum" and torch is not None:
-            mine = table._best("lodtensor (numpy)")
-            base = table._best("torch index_add_")
-            report.goal(f"{name}: sequence_pool sum within 1.5x of torch index_add_ (numpy backend)",
-                        mine <= 1.5 * base, f"{mine / base:.2f}x")
-            mine_t = table._best("lodtensor (torch)")
-            report.goal(f"{name}: sequence_pool sum within 1.5x of torch index_add_ (torch backend)",
-                        mine_t <= 1.5 * base, f"{mine_t / base:.2f}x")
+            index_add = table._best("torch index_add_")
+        if torch is not None and index_add:
+            for backend, bound in (("numpy", 1.5), ("torch", 1.1)):
+                mine = table._best(f"lodtensor ({backend})")
+                report.goal(f"{name}: sequence_pool {kind} ({backend} backend) within {bound}x of torch index_add_",
+                            mine <= bound * index_add, f"{mine / index_add:.2f}x")
         pp = table._best("Paddle 2.6.2")
         if pp is not None:
             mine = table._best("lodtensor (numpy)")
