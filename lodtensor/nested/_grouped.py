@@ -28,14 +28,22 @@ def shape_groups(keys):
         return []
     if (keys == keys[:1]).all():
         return [(np.arange(n, dtype=np.int64), tuple(int(k) for k in keys[0]))]
-    uniq, inverse = np.unique(keys, axis=0, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    order = np.argsort(inverse, kind="stable")
-    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
-    return [
-        (members, tuple(int(k) for k in uniq[inverse[members[0]]]))
-        for members in np.split(order, bounds)
-    ]
+    code = _row_codes(keys)
+    order = np.argsort(code, kind="stable")
+    bounds = np.flatnonzero(np.diff(code[order])) + 1
+    rows = keys.tolist()
+    return [(members, tuple(rows[members[0]])) for members in np.split(order, bounds)]
+
+
+def _row_codes(keys):
+    """One int64 per row, equal exactly when the rows are equal (mixed radix, or np.unique when too wide)."""
+    radix = keys.max(axis=0).astype(np.float64) + 1
+    if np.prod(radix) < 2.0**62:
+        code = np.zeros(keys.shape[0], dtype=np.int64)
+        for j in range(keys.shape[1]):
+            code = code * int(radix[j]) + keys[:, j]
+        return code
+    return np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
 
 
 def element_index(offsets, members, numel):
@@ -81,14 +89,15 @@ def map_components(inputs, fn, out_sizes, *, dtype=None):
             start += r
         res = fn(*blocks)
         if len(groups) == 1 and members.size == n:
-            return res.reshape(-1), out_struct
+            return ops.contiguous(res).reshape(-1), out_struct
         if out is None:
             out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
-        flat = res.reshape(-1)
-        if members.size == 1:
+        if members.size == 1:  # write the (possibly strided) result straight into place: one copy
             a = int(out_offsets[members[0]])
-            out[a : a + flat.shape[0]] = flat
+            target = out[a : a + int(np.prod(res.shape, dtype=np.int64))].reshape(tuple(res.shape))
+            target[...] = res
         else:
+            flat = res.reshape(-1)
             m = flat.shape[0] // members.size
             be.scatter(out, element_index(out_offsets, members, m), flat)
     return out, out_struct

@@ -151,7 +151,7 @@ def transpose(input, dim0, dim1):
         block = input._buffer.reshape((-1,) + tuple(int(s) for s in st.sizes[0, a:]))
         out = ops.swapaxes(block, 1, 1 + b - a).reshape(-1)
         return make(out, Structure(sizes, st.offsets), input._layout)
-    out, new = map_components([input], lambda x: ops.swapaxes(x, a + 1, b + 1), sizes)
+    out, new = map_components([input], lambda x: ops.swapaxes_view(x, a + 1, b + 1), sizes)
     return make(out, new, input._layout)
 
 

@@ -17,6 +17,8 @@ from ._dtypes import promote
 
 __all__ = ["ops_for"]
 
+_VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
+
 _PYOPS = {
     "add": operator.add,
     "subtract": operator.sub,
@@ -87,6 +89,12 @@ class NumpyOps:
     def swapaxes(self, x, a, b):
         return self.xp.ascontiguousarray(self.xp.swapaxes(x, a, b))
 
+    def swapaxes_view(self, x, a, b):
+        return self.xp.swapaxes(x, a, b)
+
+    def contiguous(self, x):
+        return self.xp.ascontiguousarray(x)
+
     def take(self, x, index, axis):
         return self.xp.ascontiguousarray(self.xp.take(x, index, axis=axis))
 
@@ -148,30 +156,37 @@ class NumpyOps:
     def linear(self, x, weight, bias):
         out = self.xp.matmul(x, weight.T)
         if bias is not None:
-            out += bias
+            _special.map_blocks(lambda rows, res: np.add(rows, bias, out=res), out, out, block=1 << 17)
         return out
 
     def layer_norm(self, x, eps, weight, bias):
-        """Normalise each row of the 2-d ``x``; ``weight``/``bias`` flat or None. One blocked pass."""
-        out = np.empty(x.shape, dtype=x.dtype)
-        width = x.shape[1]
+        """Normalise each row of the 2-d ``x``; ``weight``/``bias`` flat or None.
+
+        Two-pass statistics per block of rows (mean, then the centred sum of
+        squares), so every block is read from cache, not memory, after the first
+        pass; blocks go to a few threads.
+        """
+        out = self.xp.empty(x.shape, dtype=x.dtype)
+        scale = x.dtype.type(1.0 / max(x.shape[1], 1))
         eps = x.dtype.type(eps)
 
         def block(rows, res):
-            mean = rows.mean(axis=1, keepdims=True)
-            np.subtract(rows, mean, out=res)
-            var = np.einsum("ij,ij->i", res, res)[:, None]
-            var /= width
+            mean = np.add.reduce(rows, axis=1)
+            mean *= scale
+            np.subtract(rows, mean[:, None], out=res)
+            var = np.vecdot(res, res) if _VECDOT else np.einsum("ij,ij->i", res, res)
+            var *= scale
             var += eps
             np.sqrt(var, out=var)
-            res /= var
+            np.reciprocal(var, out=var)
+            res *= var[:, None]
             if weight is not None:
                 res *= weight
             if bias is not None:
                 res += bias
 
         if x.size:
-            _special.map_blocks(block, x, out, block=1 << 15)
+            _special.map_blocks(block, x, out, block=1 << 17)
         return out
 
 
@@ -227,6 +242,12 @@ class TorchOps(NumpyOps):
 
     def swapaxes(self, x, a, b):
         return x.transpose(a, b).contiguous()
+
+    def swapaxes_view(self, x, a, b):
+        return x.transpose(a, b)
+
+    def contiguous(self, x):
+        return x.contiguous()
 
     def take(self, x, index, axis):
         return x.select(axis, index).contiguous()

@@ -1,0 +1,306 @@
+"""lodtensor.nested against torch.nested (strided and jagged) and NumPy by hand.
+
+Workloads (float32, D=256, fixed seed):
+
+- ``256 x 1-672``: 256 sequences of 1..672 rows (about 86K rows, 84 MiB);
+- ``2266 x 1-64``: 2,266 sequences of 1..64 rows (about 74K rows, 72 MiB);
+- ``images``: 48 images 3 x H x W, H and W in 16..96 (ragged in two dims).
+
+Ops: ``to_padded_tensor``, ``softmax`` over the ragged dim (components
+``(L, heads)`` with 1 and 8 heads), ``linear`` (256 -> 256 with bias),
+``layer_norm`` (over D, no affine), ``gelu``, ``relu`` and ``unbind``.
+Jagged torch nested tensors are built with ``min_seqlen``/``max_seqlen``
+(without them their reductions fall into a slow path). "flat buffer" rows run
+the same NumPy call on the flat ``(rows, D)`` array: the floor the nested op
+can reach.
+
+Goals: faster than torch.nested (strided and jagged) on every op; ``linear``
+within 1.1x of the same GEMM on the flat buffer; elementwise ops within 1.1x
+of the same call on the flat buffer; ``unbind`` at most 0.5 us per component.
+"""
+
+import warnings
+
+import _common
+import numpy as np
+
+TITLE = "nested: lodtensor.nested vs torch.nested"
+
+CASES = [
+    {"name": "256 x 1-672", "sequences": 256, "max_len": 672, "seed_offset": 31},
+    {"name": "2266 x 1-64", "sequences": 2266, "max_len": 64, "seed_offset": 32},
+]
+WIDTH = 256
+FAST = {"budget": 0.3}
+SLOW = {"budget": 0.3, "min_repeat": 2}  # torch strided padding / softmax take ~1 s a call
+
+
+def _workload(case):
+    g = _common.rng(case["seed_offset"])
+    lengths = g.integers(1, case["max_len"] + 1, size=case["sequences"]).astype(np.int64)
+    data = g.standard_normal((int(lengths.sum()), WIDTH), dtype=np.float32)
+    return data, lengths, _common.offsets_of(lengths)
+
+
+def _close(ref, rtol=1e-4, atol=1e-4):
+    """A check that compares a result with ``ref`` (a NestedTensor) on a few components.
+
+    Results may be nested tensors (ours or torch's), padded arrays or flat
+    ``(rows, ...)`` arrays; comparing four components keeps the check cheap
+    next to the op it checks.
+    """
+    parts = ref.unbind()
+    n = len(parts)
+    picks = sorted({0, 1 % n, n // 2, n - 1})
+    bounds = np.cumsum([0] + [len(p) for p in parts]) if ref.dim() > 1 else None
+
+    def check(x):
+        if isinstance(x, tuple):
+            x = x[0]
+        if getattr(x, "is_nested", False):
+            got = x.unbind()
+            got = [got[i] for i in picks]
+        elif bounds is not None and x.shape[0] == bounds[-1] and x.ndim == parts[0].ndim:
+            got = [x[bounds[i]:bounds[i + 1]] for i in picks]  # flat rows
+        else:
+            got = [x[i][tuple(slice(0, s) for s in parts[i].shape)] for i in picks]  # padded
+        for i, g in zip(picks, got):
+            g = g.detach().numpy() if hasattr(g, "detach") else np.asarray(g)
+            np.testing.assert_allclose(g, parts[i], rtol=rtol, atol=atol)
+
+    return check
+
+
+def _torch_pair(torch, values, lengths, offsets):
+    """(strided, jagged) torch nested tensors over ``values``."""
+    tv = torch.from_numpy(values)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        strided = torch.nested.nested_tensor(list(tv.split(lengths.tolist())))
+    jagged = torch.nested.nested_tensor_from_jagged(
+        tv, torch.from_numpy(offsets), min_seqlen=int(lengths.min()), max_seqlen=int(lengths.max())
+    )
+    return strided, jagged
+
+
+def _segment_softmax_by_hand(x, offsets, lengths):
+    peak = np.maximum.reduceat(x, offsets[:-1], axis=0)
+    e = np.exp(x - np.repeat(peak, lengths, axis=0))
+    return e / np.repeat(np.add.reduceat(e, offsets[:-1], axis=0), lengths, axis=0)
+
+
+def _layer_norm_by_hand(x, eps=1e-5):
+    mean = x.mean(axis=1, keepdims=True)
+    centred = x - mean
+    return centred / np.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
+
+
+def _add_copy_limit(table, like):
+    src, dst = np.ones_like(like), np.empty_like(like)
+    table.add("memory-copy limit (np.copyto)", lambda: np.copyto(dst, src), note="output bytes, preallocated", **FAST)
+
+
+def _softmax_table(report, case, ln, torch, heads, rows, lengths, offsets, goals):
+    n = lengths.size
+    scores = _common.rng(case["seed_offset"] + heads).standard_normal((rows, heads), dtype=np.float32)
+    snt = ln.nested_tensor_from_jagged(scores, offsets)
+    check = _close(ln.softmax(snt, 1), 1e-5, 1e-6)
+    table = report.table(f"softmax over the ragged dim, {heads} head(s), {case['name']}",
+                         f"components (L, {heads}) float32, {n} sequences, {rows} rows", reference="lodtensor.nested")
+    table.add("lodtensor.nested", lambda: ln.softmax(snt, 1), check=check, **FAST)
+    table.add("NumPy by hand (reduceat + repeat)", lambda: _segment_softmax_by_hand(scores, offsets, lengths),
+              check=check, **FAST)
+    if torch is None:
+        table.missing("torch.nested strided")
+        table.missing("torch.nested jagged")
+    else:
+        s_strided, s_jagged = _torch_pair(torch, scores, lengths, offsets)
+        note = f"{torch.get_num_threads()} threads"
+        table.add("torch.nested strided", lambda: torch.softmax(s_strided, 1), check=check, note=note, **SLOW)
+        table.add("torch.nested jagged", lambda: torch.softmax(s_jagged, 1), check=check,
+                  note=note + "; min/max_seqlen", **FAST)
+    goals(table, f"softmax ({heads} heads)")
+
+
+def run_case(report, case, ln, torch):
+    F = torch.nn.functional if torch is not None else None  # noqa: N806
+    data, lengths, offsets = _workload(case)
+    n, rows = lengths.size, data.shape[0]
+    nt = ln.nested_tensor_from_jagged(data, offsets)
+    workload = (f"{case['name']}: {rows} rows x {WIDTH} float32 in {n} sequences (lengths 1..{case['max_len']}), "
+                f"{_common.describe_sizes(data.nbytes)}")
+    report.facts[case["name"]] = {"rows": rows, "sequences": n, "width": WIDTH}
+    strided = jagged = None
+    if torch is not None:
+        strided, jagged = _torch_pair(torch, data, lengths, offsets)
+        torch_note = f"{torch.get_num_threads()} threads"
+
+    def contenders(table, ours, flat, by_hand, torch_fn, check, slow=False):
+        table.add("lodtensor.nested", ours, check=check, **FAST)
+        if flat is not None:
+            table.add("same call on the flat buffer", flat, check=check, **FAST)
+        if by_hand is not None:
+            table.add("NumPy by hand", by_hand, check=check, **FAST)
+        if torch is None:
+            table.missing("torch.nested strided")
+            table.missing("torch.nested jagged")
+            return
+        table.add("torch.nested strided", lambda: torch_fn(strided), check=check, note=torch_note,
+                  **(SLOW if slow else FAST))
+        table.add("torch.nested jagged", lambda: torch_fn(jagged), check=check, note=torch_note + "; min/max_seqlen",
+                  **(SLOW if slow else FAST))
+
+    def goals(table, op, flat_ratio=None):
+        table.finish()
+        ours = table._best("lodtensor.nested")
+        for layout in ("strided", "jagged"):
+            theirs = table._best(f"torch.nested {layout}")
+            if theirs is None:
+                report.goal(f"{case['name']}: {op} faster than torch.nested {layout}", None, "not measured")
+            else:
+                report.goal(f"{case['name']}: {op} faster than torch.nested {layout}", ours < theirs,
+                            f"torch / lodtensor = {theirs / ours:.2f}")
+        if flat_ratio is not None:
+            flat = table._best("same call on the flat buffer")
+            report.goal(f"{case['name']}: {op} within {flat_ratio}x of the flat-buffer call", ours <= flat_ratio * flat,
+                        f"lodtensor / flat = {ours / flat:.2f}")
+
+    # -- to_padded_tensor ----------------------------------------------------------------------
+    ref = ln.to_padded_tensor(nt, 0.0)
+    table = report.table(f"to_padded_tensor, {case['name']}", workload, reference="lodtensor.nested",
+                         limit="memory-copy limit (np.copyto)")
+    shape = ref.shape
+    _add_copy_limit(table, ref)
+    del ref
+
+    def pad_by_hand():
+        out = np.zeros(shape, np.float32)
+        out[np.arange(shape[1]) < lengths[:, None]] = data
+        return out
+
+    contenders(table, lambda: ln.to_padded_tensor(nt, 0.0), None, pad_by_hand,
+               lambda x: torch.nested.to_padded_tensor(x, 0.0), _close(nt, 0, 0), slow=True)
+    goals(table, "to_padded_tensor")
+
+    # -- softmax over the ragged dim -------------------------------------------------------------
+    for heads in (1, 8):
+        _softmax_table(report, case, ln, torch, heads, rows, lengths, offsets, goals)
+
+    # -- linear ---------------------------------------------------------------------------------
+    g = _common.rng(case["seed_offset"] + 100)
+    weight = (g.standard_normal((WIDTH, WIDTH), dtype=np.float32) / 16).astype(np.float32)
+    bias = g.standard_normal(WIDTH, dtype=np.float32)
+    ref = ln.linear(nt, weight, bias)
+
+    def flat_linear():
+        out = np.matmul(data, weight.T)
+        out += bias
+        return out
+
+    check_flat = _close(ref, 1e-4, 1e-4)
+    table = report.table(f"linear 256 -> 256 with bias, {case['name']}", workload, reference="lodtensor.nested")
+    tw, tb = (torch.from_numpy(weight), torch.from_numpy(bias)) if torch is not None else (None, None)
+    contenders(table, lambda: ln.linear(nt, weight, bias), flat_linear, None, lambda x: F.linear(x, tw, tb),
+               check_flat)
+    goals(table, "linear", flat_ratio=1.1)
+    del ref
+
+    # -- layer_norm -----------------------------------------------------------------------------
+    ref = ln.layer_norm(nt, WIDTH)
+    table = report.table(f"layer_norm over D, {case['name']}", workload, reference="lodtensor.nested")
+    ones, zeros = (torch.ones(WIDTH), torch.zeros(WIDTH)) if torch is not None else (None, None)
+    contenders(table, lambda: ln.layer_norm(nt, WIDTH), None, lambda: _layer_norm_by_hand(data),
+               lambda x: F.layer_norm(x, (WIDTH,), ones, zeros), _close(ref, 1e-4, 1e-4))
+    goals(table, "layer_norm")
+    del ref
+
+    # -- elementwise ----------------------------------------------------------------------------
+    from lodtensor.nested import _special  # noqa: PLC0415 - the same NumPy gelu on the flat buffer
+
+    scipy_special = _common.optional("scipy.special")
+    erf_by_hand = None
+    if scipy_special is not None:
+        def erf_by_hand():
+            return 0.5 * data * (1 + scipy_special.erf(data * np.float32(0.7071067811865476)))
+
+    for op, ours, flat, by_hand, theirs in [
+        ("gelu", ln.gelu, lambda: _special.gelu(data), erf_by_hand, F.gelu if F is not None else None),
+        ("relu", ln.relu, lambda: np.maximum(data, 0), None, torch.relu if torch is not None else None),
+    ]:
+        ref = ours(nt)
+        table = report.table(f"{op}, {case['name']}", workload, reference="lodtensor.nested")
+        contenders(table, lambda ours=ours: ours(nt), flat, None, theirs, _close(ref, 1e-5, 1e-5))
+        if by_hand is not None:
+            table.add("NumPy by hand (scipy.special.erf)", by_hand, check=_close(ref, 1e-5, 1e-5), note="1 thread",
+                      **SLOW)
+        goals(table, op, flat_ratio=1.1)
+        del ref
+
+    # -- unbind ---------------------------------------------------------------------------------
+    table = report.table(f"unbind, {case['name']}", f"{n} components", reference="lodtensor.nested",
+                         per=n, unit="us", goal="<= 0.5 us per component")
+    table.add("lodtensor.nested", nt.unbind, check=lambda parts: len(parts) == n or None, **FAST)
+    bounds = offsets.tolist()
+    table.add("NumPy by hand: [data[a:b] for ...]", lambda: [data[a:b] for a, b in zip(bounds, bounds[1:])], **FAST)
+    table.add("NumPy np.split", lambda: np.split(data, offsets[1:-1]), **FAST)
+    if torch is not None:
+        table.add("torch.nested strided", strided.unbind, note=torch_note, **FAST)
+        table.add("torch.nested jagged", jagged.unbind, note=torch_note, **FAST)
+    goals(table, "unbind")
+    per = table._best("lodtensor.nested") / n * 1e6
+    report.goal(f"{case['name']}: unbind <= 0.5 us per component", per <= 0.5, f"{per:.2f} us")
+
+
+def run_images(report, ln, torch):
+    g = _common.rng(40)
+    shapes = [(3, int(h), int(w)) for h, w in g.integers(16, 97, size=(48, 2))]
+    images = [g.standard_normal(s, dtype=np.float32) for s in shapes]
+    nt = ln.nested_tensor(images)
+    workload = f"48 images 3 x H x W float32, H, W in 16..96 ({_common.describe_sizes(nt.numel() * 4)})"
+    strided = None
+    if torch is not None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            strided = torch.nested.nested_tensor([torch.from_numpy(i) for i in images])
+    ops = [
+        ("to_padded_tensor", lambda x: ln.to_padded_tensor(x, 0.0), lambda x: torch.nested.to_padded_tensor(x, 0.0)),
+        ("softmax over W (irregular last dim)", lambda x: ln.softmax(x, -1), lambda x: torch.softmax(x, -1)),
+        ("softmax over H (irregular, then irregular W)", lambda x: ln.softmax(x, 2), lambda x: torch.softmax(x, 2)),
+        ("transpose(2, 3)", lambda x: x.transpose(2, 3), lambda x: x.transpose(2, 3).contiguous()),
+        ("gelu", ln.gelu, torch.nn.functional.gelu if torch is not None else None),
+    ]
+    for name, ours, theirs in ops:
+        ref = ours(nt) if name != "to_padded_tensor" else nt
+        table = report.table(f"images: {name}", workload, reference="lodtensor.nested",
+                             goal="grouped work per component shape")
+        table.add("lodtensor.nested", lambda ours=ours: ours(nt), check=_close(ref, 1e-5, 1e-5), **FAST)
+        if strided is None:
+            table.missing("torch.nested strided")
+        else:
+            table.add("torch.nested strided", lambda theirs=theirs: theirs(strided), check=_close(ref, 1e-5, 1e-5),
+                      note=f"{torch.get_num_threads()} threads", **FAST)
+        table.finish()
+        theirs_best = table._best("torch.nested strided")
+        if theirs_best is not None:
+            ours_best = table._best("lodtensor.nested")
+            report.goal(f"images: {name} faster than torch.nested strided", ours_best < theirs_best,
+                        f"torch / lodtensor = {theirs_best / ours_best:.2f}")
+
+
+def run(report):
+    import lodtensor.nested as ln  # noqa: PLC0415
+
+    torch = _common.optional("torch")
+    before = _common.parallel_speedup()
+    for case in CASES:
+        run_case(report, case, ln, torch)
+    run_images(report, ln, torch)
+    after = _common.parallel_speedup()
+    report.facts["two_thread_speedup"] = {"before": before, "after": after}
+    report.facts["lodtensor_threads"] = ln.get_num_threads()
+    if hasattr(report, "notes"):
+        report.notes.append(
+            f"2-thread speedup of a GIL-free probe: {before:.2f}x before, {after:.2f}x after (2.0 = a second core "
+            f"was free). lodtensor.nested uses {ln.get_num_threads()} thread(s) for large NumPy activations and "
+            f"layer_norm; torch uses its own pool"
+        )
