@@ -327,6 +327,12 @@ class NestedTensor:
             return self
         return make(get_backend("torch").asarray(self._buffer), self._struct, self._layout)
 
+    def to(self, device=None, dtype=None):
+        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes)."""
+        from ._construct import as_nested_tensor  # noqa: PLC0415 - avoids an import cycle
+
+        return as_nested_tensor(self, dtype=dtype, device=device)
+
     def numpy(self):
         """This nested tensor with NumPy data (a view of host memory where possible)."""
         if backend_name_of(self._buffer) == "numpy":
@@ -351,8 +357,13 @@ class NestedTensor:
         raise ValueError("the truth value of a NestedTensor is ambiguous")
 
     def __reduce__(self):
-        return (_rebuild, (self.backend.to_numpy(self._buffer) if self.requires_grad else self._buffer,
-                           self._struct.sizes.copy(), self._layout))
+        buf = self._buffer
+        if self.requires_grad and not self.is_leaf:
+            buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
+        return (_rebuild, (buf, self._struct.sizes.copy(), self._layout))
+
+    def __deepcopy__(self, memo):
+        return _registry.OP_TABLE["clone"](self)
 
     def __copy__(self):
         return make(self._buffer, self._struct, self._layout)

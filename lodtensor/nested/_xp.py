@@ -297,7 +297,68 @@ class TorchOps(NumpyOps):
         return self.F.layer_norm(x, (x.shape[1],), weight, bias, eps)
 
 
-_OPS = {"numpy": NumpyOps, "cupy": NumpyOps, "torch": TorchOps}
+class CupyOps(NumpyOps):
+    """CuPy versions: the NumPy ones written against ``xp`` (no blocking, no host threads).
+
+    Not yet run on a GPU here; the CuPy backend's tests exercise it where one is present.
+    """
+
+    name = "cupy"
+
+    def randn(self, shape, dtype, like):
+        return self.xp.random.standard_normal(shape).astype(dtype, copy=False)
+
+    def keep_mask(self, shape, p, like):
+        return self.xp.random.random_sample(shape) >= p
+
+    def relu(self, x):
+        return self.xp.maximum(x, 0).astype(x.dtype, copy=False)
+
+    def gelu(self, x, approximate):
+        xp = self.xp
+        if approximate == "tanh":
+            return 0.5 * x * (1 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+        from cupyx.scipy.special import erf  # noqa: PLC0415 - cupy is loaded already here
+
+        return x * (0.5 * (1 + erf(x * 0.7071067811865476))).astype(x.dtype, copy=False)
+
+    def silu(self, x):
+        return x / (1 + self.xp.exp(-x))
+
+    def sgn(self, x):
+        xp = self.xp
+        if x.dtype.kind == "c":
+            mag = xp.abs(x)
+            return xp.where(mag == 0, 0, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
+        return x.copy() if x.dtype.kind == "b" else xp.sign(x)
+
+    def linear(self, x, weight, bias):
+        out = self.xp.matmul(x, weight.T)
+        if bias is not None:
+            out += bias
+        return out
+
+    def layer_norm(self, x, eps, weight, bias):
+        mean = x.mean(axis=1, keepdims=True)
+        centred = x - mean
+        out = centred / self.xp.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
+        if weight is not None:
+            out *= weight
+        if bias is not None:
+            out += bias
+        return out.astype(x.dtype, copy=False)
+
+    def dropout(self, x, p, inplace):
+        keep = self.keep_mask(tuple(x.shape), p, x)
+        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        if inplace:
+            x *= keep
+            x *= scale
+            return x
+        return (x * keep * scale).astype(x.dtype, copy=False)
+
+
+_OPS = {"numpy": NumpyOps, "cupy": CupyOps, "torch": TorchOps}
 _CACHE = {}
 
 
