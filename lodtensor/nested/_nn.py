@@ -78,7 +78,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if st.n == 0 or buf.shape[0] == 0:
         return make(ops.clone(buf), st, input._layout)
     if all(st.regular[axis:]):
-        block = buf.reshape((-1,) + tuple(int(s) for s in st.sizes[0, axis:]))
+        block = st.tail_view(buf, axis)
         return make(ops.softmax(block, 1).reshape(-1), st, input._layout)
     if all(st.regular[axis + 1 :]):
         if axis == 0 and st.is_lod:
@@ -167,7 +167,8 @@ def linear(input, weight, bias=None):
     if bias is not None and tuple(bias.shape) not in ((out_f,), ()):
         raise ValueError(f"{where}: bias must have shape ({out_f},), got {tuple(bias.shape)}")
     buf = input._buffer
-    out = ops_for(input.backend).linear(buf.reshape(-1, in_f), weight, bias)
+    rows = input._struct.tail_view(buf, input._struct.rank - 1, (in_f,))
+    out = ops_for(input.backend).linear(rows, weight, bias)
     return make(out.reshape(-1), _with_last(input._struct, out_f), input._layout)
 
 
@@ -234,7 +235,8 @@ def matmul(input, other):
         k, m = (int(s) for s in other.shape)
         if input._struct.n and last != k:
             raise ValueError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
-        out = ops_for(input.backend).matmul(input._buffer.reshape(-1, k), other)
+        st = input._struct
+        out = ops_for(input.backend).matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
         return make(out.reshape(-1), _with_last(input._struct, m), input._layout)
     ra, rb = input.dim(), other.dim()
     if ra != rb:
@@ -317,10 +319,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     if kind_of(input._buffer.dtype) != "f":
         raise _not_implemented("LayerNormKernelImpl", input)
     width = int(np.prod(ns))
-    buf = input._buffer
+    buf = st.tail_view(input._buffer, st.rank - k, ns)
+    buf = buf.reshape((buf.shape[0], width))
     w = None if weight is None else weight.reshape(-1)
     b = None if bias is None else bias.reshape(-1)
-    out = ops_for(input.backend).layer_norm(buf.reshape(-1, width), eps, w, b)
+    out = ops_for(input.backend).layer_norm(buf, eps, w, b)
     return make(out.reshape(-1), st, input._layout)
 
 

@@ -148,7 +148,7 @@ def transpose(input, dim0, dim1):
     sizes[:, [a, b]] = sizes[:, [b, a]]
     ops = ops_for(input.backend)
     if st.n and all(st.regular[a:]):
-        block = input._buffer.reshape((-1,) + tuple(int(s) for s in st.sizes[0, a:]))
+        block = st.tail_view(input._buffer, a)
         out = ops.swapaxes(block, 1, 1 + b - a).reshape(-1)
         return make(out, Structure(sizes, st.offsets), input._layout)
     out, new = map_components([input], lambda x: ops.swapaxes_view(x, a + 1, b + 1), sizes)
@@ -196,7 +196,7 @@ def select(input, dim, index):
     if st.n == 0:
         return make(buf[:0], Structure(new_sizes), input._layout)
     if all(st.regular[axis:]):
-        block = buf.reshape((-1,) + tuple(int(s) for s in st.sizes[0, axis:]))
+        block = st.tail_view(buf, axis)
         out = ops.take(block, index % int(sizes[0]), 1).reshape(-1)
         return make(out, Structure(new_sizes), input._layout)
     if all(st.regular[axis + 1 :]):

@@ -99,6 +99,17 @@ class Structure:
             lists = self._lists = (self.offsets.tolist(), rows, [tuple(s) for s in self.sizes.tolist()])
         return lists
 
+    def tail_view(self, buffer, axis, tail=None):
+        """``buffer`` viewed as ``(rows, *sizes[axis:])``; the dims from ``axis`` on must be regular.
+
+        ``rows`` is counted from the sizes, so zero-size dims are never ambiguous;
+        ``tail`` gives the trailing shape when there are no components to read it from.
+        """
+        if tail is None:
+            tail = tuple(int(s) for s in self.sizes[0, axis:]) if self.n else (0,) * (self.rank - axis)
+        rows = int(self.sizes[:, :axis].prod(axis=1).sum()) if axis else self.n
+        return buffer.reshape((rows,) + tail)
+
     def same_as(self, other):
         return self is other or (
             self.sizes.shape == other.sizes.shape and bool(np.array_equal(self.sizes, other.sizes))
