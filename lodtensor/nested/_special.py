@@ -43,29 +43,34 @@ def _pool():
     return pool
 
 
-def map_blocks(fn, x, out, block=_BLOCK):
-    """``fn(x[a:b], out[a:b])`` over blocks of axis 0 of ``x``, on a few threads when large.
+def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
+    """``fn(x[a:b], out[a:b], *tmp)`` over blocks of axis 0 of ``x``, on a few threads when large.
 
-    ``fn`` writes its block of the result into its second argument.
+    ``fn`` writes its block of the result into its second argument. Each
+    thread gets ``scratch`` temporaries shaped like a block, allocated once
+    per call: temporaries of a few hundred KiB allocated per block would each
+    be a fresh ``mmap`` (and page faults) in glibc.
     """
     n = x.shape[0]
     if n == 0:
         return out
-    row = x.size // n if n else 1
+    row = x.size // n
     step = max(1, block // max(row, 1))
     threads = _state["threads"]
-    if x.size < _PARALLEL_MIN or threads == 1:
-        for a in range(0, n, step):
-            fn(x[a : a + step], out[a : a + step])
-        return out
     chunks = range(0, n, step)
-    per = -(-len(chunks) // threads)
+    parallel = x.size >= _PARALLEL_MIN and threads > 1 and len(chunks) > 1
+    per = -(-len(chunks) // threads) if parallel else len(chunks)
 
     def run(k):
+        tmp = [np.empty((step,) + x.shape[1:], dtype=x.dtype) for _ in range(scratch)]
         for a in chunks[k * per : (k + 1) * per]:
-            fn(x[a : a + step], out[a : a + step])
+            m = min(step, n - a)
+            fn(x[a : a + m], out[a : a + m], *[t[:m] for t in tmp])
 
-    list(_pool().map(run, range(threads)))
+    if not parallel:
+        run(0)
+    else:
+        list(_pool().map(run, range(-(-len(chunks) // per))))
     return out
 
 
@@ -137,9 +142,9 @@ _AS_P = 0.3275911
 _AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
 
 
-def _half_erfc_block(ax, scale, out):
-    """``out = 0.5 * erfc(ax * scale)`` for ``ax >= 0`` (float32, in place, no large temporaries)."""
-    t = np.multiply(ax, _AS_P * scale, dtype=ax.dtype)
+def _half_erfc_block(ax, scale, out, t):
+    """``out = 0.5 * erfc(ax * scale)`` for ``ax >= 0`` (float32, in place; ``t`` is scratch)."""
+    np.multiply(ax, _AS_P * scale, out=t)
     t += 1.0
     np.reciprocal(t, out=t)
     np.multiply(t, _AS_A[4] * 0.5, out=out)
@@ -153,9 +158,9 @@ def _half_erfc_block(ax, scale, out):
     return out
 
 
-def _erf32_block(x, out):
-    ax = np.abs(x)
-    _half_erfc_block(ax, 1.0, out)
+def _erf32_block(x, out, ax, t):
+    np.abs(x, out=ax)
+    _half_erfc_block(ax, 1.0, out, t)
     out *= -2.0
     out += 1.0
     np.copysign(out, x, out=out)
@@ -168,19 +173,20 @@ def erf(x):
         return _erf64(x).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
     out = np.empty(x.shape, dtype=x.dtype)
     flat = x.reshape(-1)
-    map_blocks(_erf32_block, flat, out.reshape(-1))
+    map_blocks(_erf32_block, flat, out.reshape(-1), scratch=2)
     return out
 
 
 _SQRT1_2 = 0.7071067811865476
 
 
-def _gelu32_block(x, out):
+def _gelu32_block(x, out, ax, t):
     # gelu(x) = x * Phi(x) = relu(x) - |x| * Phi(-|x|), and Phi(-|x|) = erfc(|x| / sqrt 2) / 2
-    ax = np.abs(x)
-    _half_erfc_block(ax, _SQRT1_2, out)
+    np.abs(x, out=ax)
+    _half_erfc_block(ax, _SQRT1_2, out, t)
     out *= ax
-    np.subtract(np.maximum(x, 0, dtype=x.dtype), out, out=out)
+    np.maximum(x, 0, out=t)
+    np.subtract(t, out, out=out)
 
 
 def _gelu_tanh_block(x, out):
@@ -204,7 +210,7 @@ def gelu(x, approximate="none"):
     elif x.dtype in (np.float32, np.float16):
         if x.dtype == np.float16:
             return gelu(x.astype(np.float32)).astype(np.float16)
-        map_blocks(_gelu32_block, flat, res)
+        map_blocks(_gelu32_block, flat, res, scratch=2)
     else:
         np.multiply(flat, 0.5 * (1.0 + _erf64(flat * _SQRT1_2)), out=res)
     return out

@@ -219,3 +219,17 @@ def test_to_torch_shares_memory():
     tt = nt.to_torch()
     assert tt._buffer.data_ptr() == nt._buffer.ctypes.data and tt._struct is nt._struct
     assert tt.numpy()._buffer.ctypes.data == nt._buffer.ctypes.data
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_padding_idx_and_max_norm_match_torch(mode):
+    torch.manual_seed(0)
+    bags = [[1, 2, 3], [3], [0, 3, 4], []]
+    flat, offsets = torch.tensor([1, 2, 3, 3, 0, 3, 4]), torch.tensor([0, 3, 4, 7])
+    bag = nn.EmbeddingBag(5, 3, mode=mode, padding_idx=3)
+    torch.testing.assert_close(bag(ln.nested_tensor(bags)), bag(flat, offsets))
+    weight = torch.randn(5, 3) * 5
+    ours = nn.EmbeddingBag.from_pretrained(weight.clone(), max_norm=1.0, mode=mode)
+    theirs = nn.EmbeddingBag.from_pretrained(weight.clone(), max_norm=1.0, mode=mode)
+    torch.testing.assert_close(ours(ln.nested_tensor(bags)), theirs(flat, offsets), atol=1e-5, rtol=1e-5)
+    assert torch.equal(ours.weight, weight)  # rescaled rows are not written back (torch renormalises in place)
