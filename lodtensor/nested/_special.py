@@ -43,6 +43,14 @@ def _pool():
     return pool
 
 
+def _forget_pool_after_fork():
+    _state["pool"] = None  # the parent's threads do not exist in a forked child (DataLoader workers)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
+
 def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
     """``fn(x[a:b], out[a:b], *tmp)`` over blocks of axis 0 of ``x``, on a few threads when large.
 

@@ -87,3 +87,18 @@ def test_backends_agree(parts):
     b = ln.nested_tensor([torch.from_numpy(p) for p in parts])
     for op in (ln.relu, ln.gelu, lambda x: x * 2 - 1, lambda x: ln.softmax(x, -1)):
         same([t.numpy() for t in op(b).unbind()], op(a).unbind())
+
+
+def test_threaded_kernels_work_in_a_forked_child():
+    import multiprocessing
+
+    big = ln.nested_tensor([np.linspace(-3, 3, 300_000, dtype=np.float32)])
+    expected = ln.gelu(big).unbind()[0]  # starts the thread pool in this process
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_gelu_sum, (np.linspace(-3, 3, 300_000, dtype=np.float32),)).get(timeout=60)
+    assert np.isclose(got, float(expected.sum()), rtol=1e-6)
+
+
+def _gelu_sum(values):
+    return float(ln.gelu(ln.nested_tensor([values])).unbind()[0].sum())
