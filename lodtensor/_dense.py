@@ -47,6 +47,8 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()")
             maxlen = operator.index(maxlen)
         except TypeError:
             raise TypeError(f"{where}: maxlen must be an integer, got {type(maxlen).__name__} {maxlen!r}") from None
+        if maxlen < 0:
+            raise ValueError(f"{where}: maxlen must be >= 0 (or None for the longest sequence), got {maxlen}")
         if maxlen < longest:
             raise ValueError(
                 f"{where}: maxlen={maxlen} is shorter than the longest sequence ({longest}); "

@@ -248,3 +248,24 @@ def test_reverse_twice_and_pad_unpad_identity(t):
     assert back.lod == t.lod and np.array_equal(back.data, t.data)
     for i, s in enumerate(_sequences(S.sequence_reverse(t))):
         assert np.array_equal(s, _sequences(t)[i][::-1])
+
+
+def test_clear_errors_instead_of_silent_coercion():
+    a = col([1, 2, 3], [[0, 2, 3]])
+    with pytest.raises(TypeError, match="input\\[1\\] has dtype float64 but input\\[0\\] has float32"):
+        S.sequence_concat([a, col([1, 2], [[0, 1, 2]], dtype="float64")])
+    with pytest.raises(ValueError, match="input\\[1\\] has rows of shape \\(2,\\) but input\\[0\\] has \\(1,\\)"):
+        S.sequence_concat([a, lt.LoDTensor(np.zeros((2, 2), np.float32), [[0, 1, 2]])])
+    with pytest.raises(TypeError, match="sequence_softmax\\(\\): input must have a floating dtype, got int64"):
+        S.sequence_softmax(lt.LoDTensor(np.arange(3), [[0, 3]]))
+    index = lt.LoDTensor(np.array([0]), [[0, 1]])
+    with pytest.raises(TypeError, match="updates has dtype float64 but input has float32"):
+        S.sequence_scatter(np.zeros((1, 2), np.float32), index, lt.LoDTensor(np.array([1.0]), [[0, 1]]))
+    with pytest.raises(ValueError, match="maxlen must be >= 0"):
+        S.sequence_pad(a, 0.0, maxlen=-1)
+    assert S.sequence_pool(a, "average").dtype == np.float32 and S.sequence_pool(a, "sqrt").dtype == np.float32
+
+
+def test_expand_lodless_x_with_no_repeats_is_empty():
+    out = S.sequence_expand(lt.LoDTensor(np.ones((3, 2))), lt.LoDTensor(np.zeros(0), [[0, 0, 0, 0]]))
+    assert out.data.shape == (0, 2) and out.lod() == []

@@ -33,6 +33,13 @@ _POOLS = {
 POOL_TYPES = tuple(_POOLS)
 
 
+def _require_float(x, where):
+    dtype = x.dtype
+    floating = dtype.kind in "fc" if hasattr(dtype, "kind") else (dtype.is_floating_point or dtype.is_complex)
+    if not floating:
+        raise TypeError(f"{where}: input must have a floating dtype, got {dtype}")
+
+
 def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"):
     """One row per sequence of ``level``: the reduction of its rows.
 
@@ -59,6 +66,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
 def softmax(x, *, level=-1, where="sequence_softmax()"):
     """Softmax over the rows of each sequence of ``level`` (per column); same lod."""
     require_lod(x, where)
+    _require_float(x, where)
     k = level_index(x, level, where)
     be = x.backend
     return x.with_data(be.segment_softmax(x.data, be.asarray(x.lod.absolute_offsets(k))))

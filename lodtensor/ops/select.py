@@ -37,11 +37,15 @@ def expand(x, y, ref_level=-1, where="sequence_expand()"):
             level=k,
         )
     picks = np.repeat(np.arange(n, dtype=np.int64), repeats)
-    if picks.size == 0:
-        raise LoDError(f"{where}: y's lod level {k} repeats every item 0 times; the result would be empty", level=k)
     be = x.backend
-    if not x.lod_level:
+    if not x.lod_level:  # rows repeated; no repeats at all gives an empty result, as in Paddle
         return wrap(_gather(data, picks, be), ())
+    if picks.size == 0:
+        raise LoDError(
+            f"{where}: y's lod level {k} repeats every sequence of x 0 times; the result would have no "
+            f"sequence, and a lod level needs at least one",
+            level=k,
+        )
     if not x._fits:
         x._check_fits()
     lod, rows = x.lod.select(picks)
@@ -77,6 +81,15 @@ def concat(inputs, where="sequence_concat()"):
     outer = first.lod.levels[:-1]
     counts = first.lod.num_sequences(-1)
     for i, x in enumerate(inputs[1:], 1):
+        if tuple(x.data.shape[1:]) != tuple(first.data.shape[1:]):
+            raise ValueError(
+                f"{where}: input[{i}] has rows of shape {tuple(x.data.shape[1:])} but input[0] has "
+                f"{tuple(first.data.shape[1:])}; the rows must have the same shape"
+            )
+        if x.dtype != first.dtype:
+            raise TypeError(
+                f"{where}: input[{i}] has dtype {x.dtype} but input[0] has {first.dtype}; convert one first"
+            )
         if x.lod_level != first.lod_level:
             raise LoDError(
                 f"{where}: input[{i}] has lod_level {x.lod_level} but input[0] has {first.lod_level}; they must match"
@@ -152,6 +165,8 @@ def scatter(x, index, updates, where="sequence_scatter()"):
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise IndexError(f"{where}: index[{j}]={cols[j]} is out of range for input width {width}")
+    if updates.dtype != data.dtype:
+        raise TypeError(f"{where}: updates has dtype {updates.dtype} but input has {data.dtype}; they must match")
     be = backend_of(data, updates.data)
     flat_index = index.lod.segment_ids(-1) * width + cols
     row_shape = tuple(data.shape[2:])

@@ -39,19 +39,6 @@ pytestmark = [pytest.mark.paddle, pytest.mark.filterwarnings("ignore::Deprecatio
 FLOATS = ["float32", "float64"]
 POOLS = ["sum", "average", "sqrt", "max", "first", "last"]  # Paddle 2.6 has no "min"
 
-# A lodtensor bug that blocks exact dtype agreement; the tests it blocks are strict xfails.
-MEAN_DTYPE_BUG = (
-    "lodtensor bug: sequence_pool(x, 'average' or 'sqrt') on float32 NumPy data returns float64 "
-    "(the NumPy backend's segment_mean divides by an int64 array); Paddle and the torch backend keep float32"
-)
-
-
-def _pool_marks(pool_type, dtype):
-    if pool_type in ("average", "sqrt") and dtype == "float32":
-        return [pytest.mark.xfail(strict=True, reason=MEAN_DTYPE_BUG)]
-    return []
-
-
 SETTINGS = settings(
     max_examples=30,
     derandomize=True,
@@ -330,8 +317,7 @@ def _params():
     params = []
     for dtype in FLOATS:
         for case_id, op, inputs, attrs, options in _float_cases(dtype):
-            marks = _pool_marks(attrs.get("pool_type", "").lower(), dtype) if op == "sequence_pool" else []
-            params.append(pytest.param(op, inputs, attrs, options, id=f"{case_id}-{dtype}", marks=marks))
+            params.append(pytest.param(op, inputs, attrs, options, id=f"{case_id}-{dtype}"))
     for case_id, op, inputs, attrs, options in _int_cases():
         params.append(pytest.param(op, inputs, attrs, options, id=case_id))
     return params
@@ -352,12 +338,12 @@ def test_agrees_with_paddle(op, inputs, attrs, options):
 
 @pytest.mark.parametrize("pool_type", ["average", "sqrt"])
 @pytest.mark.parametrize("lod", [LOD1, LOD2], ids=["1level", "2level"])
-def test_pool_mean_float32_agrees_but_for_the_dtype(pool_type, lod):
-    """What the strict xfails of MEAN_DTYPE_BUG leave out: everything but the dtype agrees."""
+def test_pool_mean_float32_keeps_the_dtype(pool_type, lod):
+    """average and sqrt pooling of float32 rows stay float32, data and lod equal to Paddle's."""
     x = X(lod, (2,))
     p, o = both("sequence_pool", {"input": x}, {"pool_type": pool_type, "pad_value": -2.5})
-    assert p[0] and o[0] and p[1][0].data.dtype == np.float32
-    assert_same(p[1], [o[1][0]._replace(data=o[1][0].data.astype(np.float32))])
+    assert p[0] and o[0] and p[1][0].data.dtype == o[1][0].data.dtype == np.float32
+    assert_same(p[1], o[1])
 
 
 def test_fluid_layers_cover_every_paddle_op():
@@ -480,7 +466,7 @@ def _offsets(lengths):
 
 
 POOL_PARAMS = [
-    pytest.param(pool_type, dtype, marks=_pool_marks(pool_type, dtype), id=f"{pool_type}-{dtype}")
+    pytest.param(pool_type, dtype, id=f"{pool_type}-{dtype}")
     for pool_type in POOLS
     for dtype in FLOATS
 ]
@@ -545,7 +531,7 @@ def test_random_expand(dtype, data):
         assert ours("sequence_expand", x, y, ref_level)[0] or sum(y.lengths(ref_level)) == 0, context
         return
     p, o = both("sequence_expand", {"x": x, "y": y}, {"ref_level": ref_level})
-    if sum(y.lengths(ref_level)) == 0:  # test_difference_expand_all_repeats_zero
+    if sum(y.lengths(ref_level)) == 0 and x.lod_level:  # test_difference_expand_all_repeats_zero
         event("test_difference_expand_all_repeats_zero")
         (out,) = paddle_accepts_we_raise(p, o, lt.LoDError, context)
         assert out.data.shape[0] == 0
@@ -902,13 +888,15 @@ def test_difference_expand_rank1_x(op):
 
 
 def test_difference_expand_all_repeats_zero():
-    """When y's level repeats every item 0 times, Paddle returns an empty result (with the one-offset
-    lod [[0]] when x has a lod); lodtensor raises LoDError (a lod level needs one sequence)."""
+    """When y's level repeats every sequence of x 0 times, Paddle returns 0 rows with the one-offset
+    lod [[0]]; lodtensor raises LoDError (a lod level needs one sequence). For a lod-less x both
+    return 0 rows without lod."""
     y = T(np.zeros((0, 1)), [[0, 0, 0, 0]])
     (out,) = paddle_accepts_we_raise(*both("sequence_expand", {"x": X1, "y": y}), lt.LoDError)
     assert out.data.shape == (0, 1) and out.lod == [[0]]
-    (out,) = paddle_accepts_we_raise(*both("sequence_expand", {"x": T(seq_data(3)), "y": y}), lt.LoDError)
-    assert out.data.shape == (0, 1) and out.lod == []
+    p, o = both("sequence_expand", {"x": T(seq_data(3)), "y": y})
+    assert_agree(p, o, "sequence_expand(lod-less x, all repeats 0)")
+    assert o[1][0].data.shape == (0, 1) and o[1][0].lod == []
 
 
 def test_difference_expand_as_multi_level_y():
@@ -1028,14 +1016,14 @@ def test_difference_concat_two_levels():
 
 
 def test_difference_concat_refusals():
-    """Paddle's sequence_concat refuses one input, inputs of different dtypes and an input with 0 rows;
-    lodtensor accepts them (mixed dtypes are promoted as NumPy does)."""
+    """Paddle's sequence_concat refuses one input and an input with 0 rows; lodtensor accepts them.
+    Inputs of different dtypes: both refuse (lodtensor never converts silently)."""
     a = X([[0, 2, 3]])
     (out,) = paddle_refuses_we_accept(*both("sequence_concat", {"a": a}, listed=True))
     assert out.lod == a.lod() and out.data.tolist() == a.numpy().tolist()
     b64 = X([[0, 0, 2]], dtype="float64")
-    (out,) = paddle_refuses_we_accept(*both("sequence_concat", {"a": a, "b": b64}, listed=True))
-    assert out.data.dtype == np.float64 and out.lod == [[0, 2, 5]]
+    p, o = both("sequence_concat", {"a": a, "b": b64}, listed=True)
+    assert not p[0] and not o[0] and isinstance(o[1], TypeError)
     empty = T(np.zeros((0, 1)), [[0, 0, 0]])
     (out,) = paddle_refuses_we_accept(*both("sequence_concat", {"a": a, "b": empty}, listed=True))
     assert out.lod == a.lod() and out.data.tolist() == a.numpy().tolist()
@@ -1106,18 +1094,17 @@ def test_difference_scatter_negative_index():
 
 
 def test_difference_scatter_lenient_inputs():
-    """Paddle's sequence_scatter needs a 1-level int64 index and updates of input's dtype; lodtensor
-    takes several levels (the last is used), int32 and float64 updates into float32 input
-    (cast to input's dtype)."""
+    """Paddle's sequence_scatter needs a 1-level int64 index; lodtensor also takes int32 and several
+    levels (the last is used). Updates of another dtype than input: both refuse (no silent cast)."""
     ones = T(np.ones((2, 3)))
     updates = T([[1.0], [2.0], [3.0]], [[0, 2, 3]])
     expected = [[2.0, 3.0, 1.0], [1.0, 1.0, 4.0]]
-    for index, upd in [
-        (I32([[0], [1], [2]], [[0, 2, 3]]), updates),
-        (I64([[0], [1], [2]], [[0, 2, 3]]), T(updates.numpy(), [[0, 2, 3]], "float64")),
-    ]:
-        (out,) = paddle_refuses_we_accept(*both("sequence_scatter", {"input": ones, "index": index, "updates": upd}))
-        assert out.data.tolist() == expected and out.data.dtype == np.float32
+    index32 = I32([[0], [1], [2]], [[0, 2, 3]])
+    (out,) = paddle_refuses_we_accept(*both("sequence_scatter", {"input": ones, "index": index32, "updates": updates}))
+    assert out.data.tolist() == expected and out.data.dtype == np.float32
+    updates64 = T(updates.numpy(), [[0, 2, 3]], "float64")
+    p, o = both("sequence_scatter", {"input": ones, "index": I64([[0], [1], [2]], [[0, 2, 3]]), "updates": updates64})
+    assert not p[0] and not o[0] and isinstance(o[1], TypeError)
     two = [[0, 1, 3], [0, 2, 2, 3]]
     p, o = both("sequence_scatter", {"input": T(np.ones((3, 3))), "index": I64([[0], [1], [2]], two),
                                      "updates": T(updates.numpy(), two)})
