@@ -131,7 +131,7 @@ def batch(nested, vocab=None, lod_level=None, dtype="int64", place=None):
         Needed for string leaves. A plain dict has no unknown token.
     lod_level : int, optional
         Default: every list level.
-    dtype : dtype, default int64
+    dtype : NumPy dtype or name, default int64
     place : Place or device string, optional
 
     >>> batch([[[3, 4], [5]], [[6]]]).lod()
