@@ -67,18 +67,21 @@ def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
     threads = _state["threads"]
     chunks = range(0, n, step)
     parallel = x.size >= _PARALLEL_MIN and threads > 1 and len(chunks) > 1
-    per = -(-len(chunks) // threads) if parallel else len(chunks)
+    starts = iter(chunks)  # shared: each thread takes the next block when it is free (no stragglers)
 
-    def run(k):
+    def run():
         tmp = [np.empty((step,) + x.shape[1:], dtype=x.dtype) for _ in range(scratch)]
-        for a in chunks[k * per : (k + 1) * per]:
+        for a in starts:
             m = min(step, n - a)
             fn(x[a : a + m], out[a : a + m], *[t[:m] for t in tmp])
 
     if not parallel:
-        run(0)
-    else:
-        list(_pool().map(run, range(-(-len(chunks) // per))))
+        run()
+        return out
+    helpers = [_pool().submit(run) for _ in range(min(threads, len(chunks)) - 1)]
+    run()  # the caller works too
+    for h in helpers:
+        h.result()
     return out
 
 
