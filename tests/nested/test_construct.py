@@ -220,3 +220,17 @@ def test_failed_construction_mutates_nothing():
         ln.nested_tensor(items)
     np.testing.assert_array_equal(items[0], before[0])
     assert items[1] == before[1] and len(items) == 2
+
+
+def test_numpy_use_never_imports_torch():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np, lodtensor.nested as ln; nt = ln.nested_tensor([[1.0, 2.0], [3.0]]); "
+        "ln.gelu(nt); ln.softmax(nt, 1); nt.to_padded(0); repr(nt); "
+        "ln.linear(nt.reshape(2, -1, 1), np.ones((1, 1), np.float32)); "
+        "print([m for m in ('torch', 'cupy') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
