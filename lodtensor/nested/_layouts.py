@@ -8,7 +8,6 @@ shares the buffer when only the first component dim is ragged.
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
-from ..lod import LoD
 from ..tensor import _wrap
 from ._ops import check_nested
 from ._registry import implements
@@ -135,7 +134,7 @@ def to_lod_tensor(input):
         )
     offsets, row_shape = st.rows()
     data = input._buffer.reshape((int(offsets[-1]),) + row_shape)
-    return _wrap(data, LoD._from_valid([offsets]), input.place)
+    return _wrap(data, st.lod(), input.place)
 
 
 def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=None, min_seqlen=None, max_seqlen=None):

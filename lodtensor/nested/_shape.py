@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from .._dense import pad_level
 from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
 from ._ops import check_nested
@@ -294,8 +295,8 @@ def to_padded_tensor(input, padding, output_size=None):
     if st.is_lod:
         offsets, row_shape = st.rows()
         rows = buf.reshape((int(offsets[-1]),) + row_shape)
-        if tuple(shape[2:]) == row_shape:
-            padded = be.pad(rows, be.asarray(offsets), shape[1], padding)
+        if tuple(shape[2:]) == row_shape:  # the LoD core's padding (its index plan is cached on the structure)
+            padded, _ = pad_level(be, rows, st.lod(), 0, padding, shape[1], None, where="to_padded_tensor()")
             if shape[0] > st.n:
                 extra = ops.full((shape[0] - st.n,) + tuple(shape[1:]), padding, buf.dtype, buf)
                 padded = ops.concat([padded, extra])

@@ -11,6 +11,7 @@ of the ops work on that view.
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
+from ..lod import LoD
 from ..place import place_of
 from . import _registry
 from ._dtypes import kind_of
@@ -29,7 +30,7 @@ class Structure:
     computed once per batch, not once per op.
     """
 
-    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists")
+    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists", "_lod")
 
     def __init__(self, sizes, offsets=None):
         sizes = np.asarray(sizes, dtype=_INT64)
@@ -44,6 +45,7 @@ class Structure:
         self._regular = None
         self._rows = None
         self._lists = None
+        self._lod = None
 
     @classmethod
     def uniform(cls, n, shape):
@@ -90,6 +92,13 @@ class Structure:
             offsets.setflags(write=False)
             rows = self._rows = (offsets, tuple(int(s) for s in self.sizes[0, 1:]))
         return rows
+
+    def lod(self):
+        """The one-level :class:`~lodtensor.LoD` of the rows (LoD case; cached, so are its pad plans)."""
+        lod = self._lod
+        if lod is None:
+            lod = self._lod = LoD._from_valid([self.rows()[0]])
+        return lod
 
     def lists(self):
         """Element offsets, row offsets (LoD case, else None) and sizes as Python lists (cached)."""
