@@ -14,7 +14,7 @@ import numpy as np
 
 __all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads"]
 
-_BLOCK = 1 << 16  # elements per block: a few float32 temporaries of this size fit in L2 (measured best)
+_BLOCK = 1 << 17  # elements per block: a few float32 temporaries of this size fit in L2 (measured best)
 _PARALLEL_MIN = 1 << 18  # below this many elements, threads cost more than they save
 _state = {"threads": max(1, min(os.cpu_count() or 1, 8)), "pool": None}
 
