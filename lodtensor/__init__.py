@@ -6,6 +6,7 @@ One flat data array plus a few int64 offset arrays, one per nesting level.
 
 from . import sequence, text
 from .backend import available_backends, backend_of, get_backend
+from .backend._threads import get_num_threads, set_num_threads
 from .errors import BackendMismatchError, LoDError
 from .factories import (
     create_lod_tensor,
@@ -39,6 +40,8 @@ __all__ = [
     "backend_of",
     "get_backend",
     "available_backends",
+    "get_num_threads",
+    "set_num_threads",
     "sequence",
     "text",
 ]

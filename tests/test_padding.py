@@ -116,6 +116,8 @@ def test_split_padding_paths_agree(monkeypatch, threads, pad_value, use_out):
 
     monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
     monkeypatch.setenv("LODTENSOR_NUM_THREADS", threads)
+    lt.set_num_threads(None)  # read the environment variable
+    assert lt.get_num_threads() == int(threads)
     lengths = [3, 0, 7, 1, 1, 0, 5, 2, 9, 4]
     data = np.arange(sum(lengths) * 3, dtype=np.float32).reshape(-1, 3)
     t = LoDTensor.from_lengths(data, lengths)

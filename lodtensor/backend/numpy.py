@@ -5,12 +5,10 @@ bytes) so that gathers and scatters move whole rows with one index lookup each
 instead of one per element.
 """
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from ._base import Backend
+from ._threads import get_num_threads, pool
 
 __all__ = ["NumpyBackend"]
 
@@ -56,20 +54,10 @@ def _exclusive_starts(lengths):
     return starts
 
 
-def _num_threads():
-    value = os.environ.get("LODTENSOR_NUM_THREADS")
-    if value:
-        return max(1, int(value))
-    return min(2, os.cpu_count() or 1)
-
-
-_POOL = {}
-
-
 def _run_split(work, offsets, nbytes):
     """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
     for large outputs. Each run writes disjoint bytes."""
-    threads = _num_threads() if nbytes >= _MIN_PARALLEL_BYTES else 1
+    threads = min(get_num_threads(), 4) if nbytes >= _MIN_PARALLEL_BYTES else 1
     n = offsets.size - 1
     if threads == 1 or n < 2:
         work(0, n)
@@ -77,10 +65,8 @@ def _run_split(work, offsets, nbytes):
     total = int(offsets[-1])
     cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
     bounds = [0, *cuts, n]
-    pool = _POOL.get(threads)
-    if pool is None:
-        pool = _POOL[threads] = ThreadPoolExecutor(max_workers=threads - 1, thread_name_prefix="lodtensor")
-    futures = [pool.submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    workers = pool()
+    futures = [workers.submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     work(bounds[0], bounds[1])
     for future in futures:
         future.result()
