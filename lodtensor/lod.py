@@ -408,6 +408,25 @@ class LoD:
             plan = cache[key] = (index, groups)
         return plan
 
+    def on(self, be, what, level=-1, *, like=None):
+        """A host array of this LoD as an array of backend ``be`` on ``like``'s device, cached.
+
+        ``what`` is ``"offsets"``, ``"absolute_offsets"`` or ``"segment_ids"``.
+        The host arrays stay the source of truth; this is the lazily made device
+        copy the kernels use, made once per backend and device.
+        """
+        if be.name == "numpy":
+            return getattr(self, what)(level)
+        level = _normalize_level(level, len(self._levels))
+        device = "cpu" if like is None else be.device_of(like)
+        key = ("on", be.name, device, what, level)
+        cache = self._cached()
+        out = cache.get(key)
+        if out is None:
+            out = be.to_device(be.asarray(getattr(self, what)(level)), device)
+            cache[key] = out
+        return out
+
     def offsets_list(self, level=-1):
         """Offsets of ``level`` as a Python list (cached; for fast scalar access)."""
         if level != 0:

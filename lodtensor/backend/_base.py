@@ -69,11 +69,13 @@ class Backend:
                                                       ``mask`` is True set to ``value``; a new array
         astype(x, dtype)                              dtype given as NumPy dtype or name
         arange(n, *, like)                            int64 ``0..n-1`` on ``like``'s device
-        segment_sum(data, offsets)                    empty sequence -> 0
-        segment_mean(data, offsets, *, empty=0)
-        segment_max(data, offsets, *, empty)          empty sequence -> ``empty``
-        segment_min(data, offsets, *, empty)
-        segment_softmax(data, offsets)                softmax over the rows of each sequence
+        segment_sum(data, offsets, *, ids=None)       empty sequence -> 0
+        segment_mean(data, offsets, *, empty=0, ids=None)
+        segment_max(data, offsets, *, empty, ids=None)  empty sequence -> ``empty``
+        segment_min(data, offsets, *, empty, ids=None)
+        segment_softmax(data, offsets, *, ids=None)   softmax over the rows of each sequence
+                                                      (``ids``: the segment id of every row, when
+                                                      known; backends may ignore it)
         place_rows(data, index, shape, pad_value, *, out=None)
                                                       dense ``shape + row_shape`` filled with
                                                       ``pad_value``, row i written at flat index[i]
@@ -87,6 +89,8 @@ class Backend:
     xp = None
     #: True when ``pad``/``unpad`` take a host ``plan`` (``LoD.pad_plan``); device backends compute their own.
     uses_host_plans = False
+    #: True when the segment kernels use a precomputed ``ids`` (the LoD caches it per device).
+    uses_segment_ids = False
 
     def __repr__(self):
         return f"<lodtensor backend {self.name!r}>"

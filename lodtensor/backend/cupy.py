@@ -51,6 +51,7 @@ _KERNELS = {
 class CupyBackend(Backend):
     name = "cupy"
     xp = cupy
+    uses_segment_ids = True
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False):
@@ -142,10 +143,10 @@ class CupyBackend(Backend):
         _KERNELS[kind](x, offsets, width, data.dtype.type(empty), out.reshape(n * width) if width else out)
         return out
 
-    def segment_sum(self, data, offsets):
+    def segment_sum(self, data, offsets, *, ids=None):
         return self._segment("sum", data, offsets, 0)
 
-    def segment_mean(self, data, offsets, *, empty=0):
+    def segment_mean(self, data, offsets, *, empty=0, ids=None):
         offsets = self._index(offsets)
         total = self.segment_sum(data, offsets)
         if total.dtype.kind not in "fc":
@@ -156,18 +157,19 @@ class CupyBackend(Backend):
             out = cupy.where(lengths == 0, cupy.asarray(empty, dtype=out.dtype), out)
         return out
 
-    def segment_max(self, data, offsets, *, empty):
+    def segment_max(self, data, offsets, *, empty, ids=None):
         return self._segment("max", data, offsets, empty)
 
-    def segment_min(self, data, offsets, *, empty):
+    def segment_min(self, data, offsets, *, empty, ids=None):
         return self._segment("min", data, offsets, empty)
 
-    def segment_softmax(self, data, offsets):
+    def segment_softmax(self, data, offsets, *, ids=None):
         offsets = self._index(offsets)
         n_rows = data.shape[0]
         if n_rows == 0:
             return data.astype(np.result_type(data.dtype, np.float32), copy=True)
-        ids = self.segment_ids(offsets, total=n_rows)
+        if ids is None:
+            ids = self.segment_ids(offsets, total=n_rows)
         peak = self.segment_max(data, offsets, empty=0)
         shifted = cupy.exp(data - peak[ids])
         total = self.segment_sum(shifted, offsets)

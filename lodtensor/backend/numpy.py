@@ -172,11 +172,14 @@ class NumpyBackend(Backend):
         """
         lengths = np.diff(offsets)
         n = lengths.size
-        out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
         nonempty = lengths > 0
+        all_nonempty = bool(nonempty.all())
+        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
+        if row_size < _WIDE_ROW and all_nonempty and data.shape[0]:
+            return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
+        out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
         if data.shape[0] == 0 or not nonempty.any():
             return out
-        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
         if row_size < _WIDE_ROW:
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
@@ -185,20 +188,34 @@ class NumpyBackend(Backend):
         groups = np.split(order, np.flatnonzero(np.diff(sorted_lengths)) + 1)
         starts = offsets[:-1]
         row_shape = data.shape[1:]
-        for group in groups:
-            length = int(lengths[group[0]])
-            if length == 0:
-                continue
-            if group.size == 1:
-                s = int(starts[group[0]])
-                out[group[0]] = ufunc.reduce(data[s : s + length], axis=0)
-                continue
-            index = (starts[group][:, None] + np.arange(length)).ravel()
-            block = self.gather(data, index).reshape((group.size, length) + row_shape)
-            out[group] = ufunc.reduce(block, axis=1)
+
+        def reduce_groups(chosen):  # every group writes its own rows of ``out``
+            for group in chosen:
+                length = int(lengths[group[0]])
+                if length == 0:
+                    continue
+                if group.size == 1:
+                    s = int(starts[group[0]])
+                    out[group[0]] = ufunc.reduce(data[s : s + length], axis=0)
+                    continue
+                index = (starts[group][:, None] + np.arange(length)).ravel()
+                block = self.gather(data, index).reshape((group.size, length) + row_shape)
+                out[group] = ufunc.reduce(block, axis=1)
+
+        threads = min(get_num_threads(), 4) if data.nbytes >= _MIN_PARALLEL_BYTES else 1
+        if threads == 1 or len(groups) < 2:
+            reduce_groups(groups)
+            return out
+        # deal the groups out by size (largest first), so every thread gets about the same rows
+        work = sorted(groups, key=lambda g: -g.size * int(lengths[g[0]]))
+        shares = [work[k::threads] for k in range(threads)]
+        futures = [pool().submit(reduce_groups, share) for share in shares[1:]]
+        reduce_groups(shares[0])
+        for future in futures:
+            future.result()
         return out
 
-    def segment_sum(self, data, offsets):
+    def segment_sum(self, data, offsets, *, ids=None):
         """Sum per sequence. Wide rows with SciPy: one CSR x dense product, a single
         pass over the data (the CSR ``indptr`` is the offsets array itself)."""
         row_size = int(np.prod(data.shape[1:], dtype=np.int64))
@@ -208,14 +225,23 @@ class NumpyBackend(Backend):
         n_rows = data.shape[0]
         n = offsets.size - 1
         rows = np.ascontiguousarray(data).reshape(n_rows, row_size)
-        ones = np.ones(n_rows, dtype=data.dtype)
         # int32 indices when they fit: SciPy would otherwise convert int64 ones on every call
         index_dtype = np.int32 if n_rows < 2**31 - 1 else np.int64
-        columns = np.arange(n_rows, dtype=index_dtype)
-        matrix = sparse.csr_matrix((ones, columns, offsets.astype(index_dtype, copy=False)), shape=(n, n_rows))
-        return np.asarray(matrix @ rows).reshape((n,) + data.shape[1:])
+        indptr = offsets.astype(index_dtype, copy=False)
+        out = np.empty((n, row_size), dtype=data.dtype)
 
-    def segment_mean(self, data, offsets, *, empty=0):
+        def work(lo, hi):  # SciPy's CSR product releases the GIL: parts run on the shared pool
+            a, b = int(offsets[lo]), int(offsets[hi])
+            part = sparse.csr_matrix(
+                (np.ones(b - a, dtype=data.dtype), np.arange(b - a, dtype=index_dtype), indptr[lo : hi + 1] - a),
+                shape=(hi - lo, b - a),
+            )
+            out[lo:hi] = part @ rows[a:b]
+
+        _run_split(work, offsets, data.nbytes)
+        return out.reshape((n,) + data.shape[1:])
+
+    def segment_mean(self, data, offsets, *, empty=0, ids=None):
         lengths = np.diff(offsets)
         total = self.segment_sum(data, offsets)
         dtype = total.dtype if total.dtype.kind in "fc" else np.float64
@@ -225,21 +251,27 @@ class NumpyBackend(Backend):
             out[lengths == 0] = empty
         return out
 
-    def segment_max(self, data, offsets, *, empty):
+    def segment_max(self, data, offsets, *, empty, ids=None):
         return self._reduceat(np.maximum, data, offsets, empty)
 
-    def segment_min(self, data, offsets, *, empty):
+    def segment_min(self, data, offsets, *, empty, ids=None):
         return self._reduceat(np.minimum, data, offsets, empty)
 
-    def segment_softmax(self, data, offsets):
+    def segment_softmax(self, data, offsets, *, ids=None):
         lengths = np.diff(offsets)
         if data.shape[0] == 0:
             return data.astype(np.result_type(data.dtype, np.float32), copy=True)
+        if lengths.all() and data.size // data.shape[0] < _CSR_ROW:
+            # the common case (a few scores per row, no empty sequence): reduceat straight
+            starts = offsets[:-1]
+            shifted = data - np.repeat(np.maximum.reduceat(data, starts, axis=0), lengths, axis=0)
+            np.exp(shifted, out=shifted)
+            shifted /= np.repeat(np.add.reduceat(shifted, starts, axis=0), lengths, axis=0)
+            return shifted
         peak = self._reduceat(np.maximum, data, offsets, 0)
         shifted = data - np.repeat(peak, lengths, axis=0)
         np.exp(shifted, out=shifted)
-        total = self.segment_sum(shifted, offsets)
-        shifted /= np.repeat(total, lengths, axis=0)
+        shifted /= np.repeat(self.segment_sum(shifted, offsets), lengths, axis=0)
         return shifted
 
     # -- dense <-> flat ----------------------------------------------------------------------

@@ -14,22 +14,39 @@ def _edge_rows(be, data, offsets, n, pad_value, pick):
     return be.gather(data, be.asarray(index))
 
 
-def _sqrt(be, data, offsets, n, pad_value):
-    mean = be.segment_mean(data, be.asarray(offsets))
+def _sqrt(be, data, offsets, n, pad_value, dev):
+    mean = be.segment_mean(data, dev["offsets"], ids=dev["ids"])
     scale = np.sqrt(np.diff(offsets)).reshape((-1,) + (1,) * (data.ndim - 1))
     return mean * be.astype(be.asarray(scale), mean.dtype)
 
 
-# pool_type -> kernel(be, data, host offsets, number of sequences, pad_value)
+# pool_type -> kernel(be, data, host offsets, number of sequences, pad_value, device arrays)
 _POOLS = {
-    "sum": lambda be, data, offsets, n, pad: be.segment_sum(data, be.asarray(offsets)),
-    "average": lambda be, data, offsets, n, pad: be.segment_mean(data, be.asarray(offsets)),
+    "sum": lambda be, data, offsets, n, pad, dev: be.segment_sum(data, dev["offsets"], ids=dev["ids"]),
+    "average": lambda be, data, offsets, n, pad, dev: be.segment_mean(data, dev["offsets"], ids=dev["ids"]),
     "sqrt": _sqrt,
-    "max": lambda be, data, offsets, n, pad: be.segment_max(data, be.asarray(offsets), empty=pad),
-    "min": lambda be, data, offsets, n, pad: be.segment_min(data, be.asarray(offsets), empty=pad),
-    "first": lambda be, data, offsets, n, pad: _edge_rows(be, data, offsets, n, pad, lambda o: o[:-1]),
-    "last": lambda be, data, offsets, n, pad: _edge_rows(be, data, offsets, n, pad, lambda o: o[1:] - 1),
+    "max": lambda be, data, offsets, n, pad, dev: be.segment_max(data, dev["offsets"], empty=pad, ids=dev["ids"]),
+    "min": lambda be, data, offsets, n, pad, dev: be.segment_min(data, dev["offsets"], empty=pad, ids=dev["ids"]),
+    "first": lambda be, data, offsets, n, pad, dev: _edge_rows(be, data, offsets, n, pad, lambda o: o[:-1]),
+    "last": lambda be, data, offsets, n, pad, dev: _edge_rows(be, data, offsets, n, pad, lambda o: o[1:] - 1),
 }
+
+
+class _DeviceArrays(dict):
+    """The LoD's offsets and segment ids of one level on the data's backend, fetched when first used."""
+
+    def __init__(self, lod, be, level, like):
+        super().__init__()
+        self._args = (lod, be, level, like)
+
+    def __missing__(self, key):
+        lod, be, level, like = self._args
+        if key == "ids" and not be.uses_segment_ids:
+            value = None  # this backend's kernels work from the offsets alone
+        else:
+            value = lod.on(be, "absolute_offsets" if key == "offsets" else "segment_ids", level, like=like)
+        self[key] = value
+        return value
 POOL_TYPES = tuple(_POOLS)
 
 
@@ -56,7 +73,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
     offsets = x.lod.absolute_offsets(k)
     n = offsets.size - 1
     be = x.backend
-    out = _POOLS[kind](be, x.data, offsets, n, pad_value)
+    out = _POOLS[kind](be, x.data, offsets, n, pad_value, _DeviceArrays(x.lod, be, k, x.data))
     empty = offsets[1:] == offsets[:-1]
     if kind not in ("max", "min") and empty.any():
         out = be.fill_rows(out, empty, pad_value)
@@ -69,4 +86,5 @@ def softmax(x, *, level=-1, where="sequence_softmax()"):
     _require_float(x, where)
     k = level_index(x, level, where)
     be = x.backend
-    return x.with_data(be.segment_softmax(x.data, be.asarray(x.lod.absolute_offsets(k))))
+    dev = _DeviceArrays(x.lod, be, k, x.data)
+    return x.with_data(be.segment_softmax(x.data, dev["offsets"], ids=dev["ids"]))

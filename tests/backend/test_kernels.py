@@ -99,3 +99,28 @@ def test_numpy_segment_sum_paths_agree(monkeypatch, use_scipy, dtype):
     expected = [data[a:b].sum(0) if b > a else np.zeros(10) for a, b in zip(offsets[:-1], offsets[1:])]
     assert out.dtype == np.dtype(dtype) and np.allclose(out, expected)
     assert be.segment_sum(data[:0], lengths_to_offsets([0, 0])).tolist() == [[0] * 10] * 2
+
+
+@pytest.mark.parametrize("use_scipy", [True, False], ids=["csr", "no-scipy"])
+def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy):
+    import lodtensor as lt
+    from lodtensor.backend import numpy as numpy_backend
+
+    if use_scipy:
+        pytest.importorskip("scipy")
+    else:
+        monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+    monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
+    lt.set_num_threads(3)
+    try:
+        be = get_backend("numpy")
+        lens = [3, 0, 5, 1, 0, 7, 2, 2, 9, 1, 4]
+        data = np.random.default_rng(1).standard_normal((sum(lens), 4, 5)).astype(np.float32)
+        offsets = lengths_to_offsets(lens)
+        segs = [data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+        zero = np.zeros((4, 5), np.float32)
+        assert np.allclose(be.segment_sum(data, offsets), [s.sum(0) if len(s) else zero for s in segs], atol=1e-5)
+        assert np.allclose(be.segment_max(data, offsets, empty=0), [s.max(0) if len(s) else zero for s in segs])
+        assert np.allclose(be.segment_min(data, offsets, empty=0), [s.min(0) if len(s) else zero for s in segs])
+    finally:
+        lt.set_num_threads(None)
