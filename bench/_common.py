@@ -302,6 +302,31 @@ def parallel_speedup(rounds=3):
     return best
 
 
+# -- contenders in other interpreters -------------------------------------------------------
+def run_worker(python, worker, spec, missing, timeout=600):
+    """Run ``bench/<worker>`` with ``python`` (another venv's interpreter) on a JSON spec.
+
+    Returns ``(result, None)`` or ``(None, reason)``; ``missing`` is the reason
+    given when the worker reports its library as not installed.
+    """
+    import json  # noqa: PLC0415 - only the worker runners need these
+    import subprocess  # noqa: PLC0415
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), worker)
+    try:
+        proc = subprocess.run([python, path, json.dumps(spec)], capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"failed: {type(err).__name__}: {err}"
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return None, f"failed: worker exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
+    result = json.loads(lines[-1])
+    if not result.get("installed"):
+        return None, missing
+    return result, None
+
+
 # -- workloads ------------------------------------------------------------------------------
 def rng(offset=0):
     return np.random.default_rng(SEED + offset)

@@ -20,9 +20,7 @@ uses every core; NumPy uses one).
 """
 
 import contextlib
-import json
 import os
-import subprocess
 import sys
 
 import _common
@@ -41,20 +39,8 @@ LIMIT = "memory-copy limit (np.copyto)"
 def run_tensorflow():
     """TensorFlow timings from the worker subprocess, or ``(None, reason)``."""
     python = os.environ.get("BENCH_TF_PYTHON") or sys.executable
-    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_tf_worker.py")
-    spec = {"cases": CASES, "budget": _common.BUDGET}
-    try:
-        proc = subprocess.run([python, worker, json.dumps(spec)], capture_output=True, text=True, timeout=300,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return None, f"failed: {type(err).__name__}: {err}"
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return None, f"failed: worker exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
-    result = json.loads(lines[-1])
-    if not result.get("installed"):
-        return None, "not installed (pip install tensorflow-cpu, or set BENCH_TF_PYTHON)"
-    return result, None
+    return _common.run_worker(python, "_tf_worker.py", {"cases": CASES, "budget": _common.BUDGET},
+                              "not installed (pip install tensorflow-cpu, or set BENCH_TF_PYTHON)", timeout=300)
 
 
 @contextlib.contextmanager

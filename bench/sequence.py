@@ -16,9 +16,7 @@ within 1.1x on the torch backend; sequence_softmax at least as fast as NumPy
 by hand.
 """
 
-import json
 import os
-import subprocess
 import sys
 
 import _common
@@ -38,19 +36,10 @@ def run_paddle(workloads, ops):
     python = os.environ.get("BENCH_PADDLE_PYTHON") or os.path.join(ROOT, ".venv-paddle", "bin", "python")
     if not os.path.exists(python):
         return None, "not installed (run make test-paddle, or set BENCH_PADDLE_PYTHON)"
-    worker = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_paddle_worker.py")
     spec = {"workloads": workloads, "ops": ops, "budget": _common.BUDGET}
-    try:
-        proc = subprocess.run([python, worker, json.dumps(spec)], capture_output=True, text=True, timeout=600,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return None, f"failed: {type(err).__name__}: {err}"
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return None, f"failed: worker exit {proc.returncode}: {proc.stderr.strip()[-200:]}"
-    result = json.loads(lines[-1])
-    if not result.get("installed"):
-        return None, "not installed"
+    result, reason = _common.run_worker(python, "_paddle_worker.py", spec, "not installed")
+    if result is None:
+        return None, reason
     return {case["name"]: case["ops"] for case in result["cases"]}, None
 
 
