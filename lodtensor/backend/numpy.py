@@ -15,6 +15,9 @@ __all__ = ["NumpyBackend"]
 _INT64 = np.dtype(np.int64)
 # Rows with at least this many elements are reduced by length groups, not reduceat (measured crossover).
 _WIDE_ROW = 16
+# Max/min of rows up to this many bytes, in sequences up to _POSITION_MAX_LEN long, step over positions.
+_POSITION_ROW_BYTES = 256
+_POSITION_MAX_LEN = 1024
 # Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
 _CSR_ROW = 8
 _SPARSE = None  # scipy.sparse once imported; False when it is not installed
@@ -183,6 +186,9 @@ class NumpyBackend(Backend):
         if row_size < _WIDE_ROW:
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
+        longest = int(lengths.max())
+        if data.dtype.itemsize * row_size <= _POSITION_ROW_BYTES and longest <= _POSITION_MAX_LEN:
+            return self._reduce_by_position(ufunc, data, offsets, lengths, fill)
         order = np.argsort(lengths, kind="stable")
         sorted_lengths = lengths[order]
         groups = np.split(order, np.flatnonzero(np.diff(sorted_lengths)) + 1)
@@ -213,6 +219,33 @@ class NumpyBackend(Backend):
         reduce_groups(shares[0])
         for future in futures:
             future.result()
+        return out
+
+    def _reduce_by_position(self, ufunc, data, offsets, lengths, fill):
+        """``ufunc`` over each sequence, one step per position: the sequences sorted by
+        length, step ``p`` gathers row ``p`` of the ``k`` sequences longer than ``p``
+        (one row-sized ``take`` into a scratch buffer) and folds it into the first ``k``
+        accumulators. The loop runs over positions (at most the longest length), never
+        over sequences; each step works on a contiguous prefix.
+        """
+        n = lengths.size
+        order = np.argsort(-lengths, kind="stable")
+        sorted_lengths = lengths[order]
+        starts = offsets[:-1][order]
+        m = int(np.count_nonzero(sorted_lengths))
+        out = np.empty((n,) + data.shape[1:], dtype=data.dtype)
+        out[order[m:]] = fill
+        data = np.ascontiguousarray(data)
+        acc = self.gather(data, starts[:m])
+        src = _as_rows(data)
+        buf = np.empty_like(acc)
+        buf_rows = _as_rows(buf)
+        # active[p - 1]: how many sequences are longer than p (sorted_lengths descends)
+        active = np.searchsorted(-sorted_lengths, -np.arange(1, int(sorted_lengths[0])), side="left").tolist()
+        for p, k in enumerate(active, 1):
+            src.take(starts[:k] + p, out=buf_rows[:k], mode="clip")
+            ufunc(acc[:k], buf[:k], out=acc[:k])
+        out[order[:m]] = acc
         return out
 
     def segment_sum(self, data, offsets, *, ids=None):

@@ -101,8 +101,9 @@ def test_numpy_segment_sum_paths_agree(monkeypatch, use_scipy, dtype):
     assert be.segment_sum(data[:0], lengths_to_offsets([0, 0])).tolist() == [[0] * 10] * 2
 
 
+@pytest.mark.parametrize("row", [(4, 5), (8, 8)], ids=["by-position", "by-length-group"])
 @pytest.mark.parametrize("use_scipy", [True, False], ids=["csr", "no-scipy"])
-def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy):
+def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
     import lodtensor as lt
     from lodtensor.backend import numpy as numpy_backend
 
@@ -115,10 +116,11 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy):
     try:
         be = get_backend("numpy")
         lens = [3, 0, 5, 1, 0, 7, 2, 2, 9, 1, 4]
-        data = np.random.default_rng(1).standard_normal((sum(lens), 4, 5)).astype(np.float32)
+        dtype = np.float32 if row == (4, 5) else np.float64  # 80-byte rows, 512-byte rows
+        data = np.random.default_rng(1).standard_normal((sum(lens),) + row).astype(dtype)
         offsets = lengths_to_offsets(lens)
         segs = [data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
-        zero = np.zeros((4, 5), np.float32)
+        zero = np.zeros(row, dtype)
         assert np.allclose(be.segment_sum(data, offsets), [s.sum(0) if len(s) else zero for s in segs], atol=1e-5)
         assert np.allclose(be.segment_max(data, offsets, empty=0), [s.max(0) if len(s) else zero for s in segs])
         assert np.allclose(be.segment_min(data, offsets, empty=0), [s.min(0) if len(s) else zero for s in segs])
