@@ -187,7 +187,8 @@ class NumpyBackend(Backend):
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
         longest = int(lengths.max())
-        if data.dtype.itemsize * row_size <= _POSITION_ROW_BYTES and longest <= _POSITION_MAX_LEN:
+        by_position = data.dtype.itemsize * row_size <= _POSITION_ROW_BYTES and longest <= _POSITION_MAX_LEN
+        if by_position and data.nbytes < _MIN_PARALLEL_BYTES:  # large data: threaded length groups win
             return self._reduce_by_position(ufunc, data, offsets, lengths, fill)
         order = np.argsort(lengths, kind="stable")
         sorted_lengths = lengths[order]
