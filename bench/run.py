@@ -20,6 +20,11 @@ import sys
 import time
 import traceback
 
+# torch's OpenMP workers spin-wait after each parallel region; on a small machine they then
+# hold the cores that the next contender's threads need (lodtensor's, TensorFlow's, BLAS's),
+# which made threaded timings bimodal. Idle OpenMP threads sleep instead (set before torch loads).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)

@@ -15,9 +15,10 @@ __all__ = ["NumpyBackend"]
 _INT64 = np.dtype(np.int64)
 # Rows with at least this many elements are reduced by length groups, not reduceat (measured crossover).
 _WIDE_ROW = 16
-# Max/min of rows up to this many bytes, in sequences up to _POSITION_MAX_LEN long, step over positions.
-_POSITION_ROW_BYTES = 256
+# Wide-row reductions step over positions when no sequence is longer than this (else: length groups),
+# in blocks of sequences whose accumulators take about this many bytes (two such buffers stay in L2).
 _POSITION_MAX_LEN = 1024
+_POSITION_BLOCK_BYTES = 256 * 1024
 # Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
 _CSR_ROW = 8
 _SPARSE = None  # scipy.sparse once imported; False when it is not installed
@@ -187,8 +188,7 @@ class NumpyBackend(Backend):
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
         longest = int(lengths.max())
-        by_position = data.dtype.itemsize * row_size <= _POSITION_ROW_BYTES and longest <= _POSITION_MAX_LEN
-        if by_position and data.nbytes < _MIN_PARALLEL_BYTES:  # large data: threaded length groups win
+        if longest <= _POSITION_MAX_LEN:
             return self._reduce_by_position(ufunc, data, offsets, lengths, fill)
         order = np.argsort(lengths, kind="stable")
         sorted_lengths = lengths[order]
@@ -223,30 +223,54 @@ class NumpyBackend(Backend):
         return out
 
     def _reduce_by_position(self, ufunc, data, offsets, lengths, fill):
-        """``ufunc`` over each sequence, one step per position: the sequences sorted by
-        length, step ``p`` gathers row ``p`` of the ``k`` sequences longer than ``p``
-        (one row-sized ``take`` into a scratch buffer) and folds it into the first ``k``
-        accumulators. The loop runs over positions (at most the longest length), never
-        over sequences; each step works on a contiguous prefix.
+        """``ufunc`` over each sequence, one step per position, in cache-sized blocks.
+
+        The sequences are sorted by length and cut into blocks whose accumulators
+        fit in L2. In a block, step ``p`` gathers row ``p`` of the ``k`` sequences
+        longer than ``p`` (one row-sized ``take`` into a scratch buffer) and folds
+        it into the first ``k`` accumulators, a contiguous prefix. The loops run
+        over blocks and positions (at most the longest length), never over
+        sequences; large inputs share the blocks among threads.
         """
         n = lengths.size
         order = np.argsort(-lengths, kind="stable")
         sorted_lengths = lengths[order]
         starts = offsets[:-1][order]
         m = int(np.count_nonzero(sorted_lengths))
-        out = np.empty((n,) + data.shape[1:], dtype=data.dtype)
+        row_shape = data.shape[1:]
+        out = np.empty((n,) + row_shape, dtype=data.dtype)
         out[order[m:]] = fill
         data = np.ascontiguousarray(data)
-        acc = self.gather(data, starts[:m])
         src = _as_rows(data)
-        buf = np.empty_like(acc)
-        buf_rows = _as_rows(buf)
-        # active[p - 1]: how many sequences are longer than p (sorted_lengths descends)
-        active = np.searchsorted(-sorted_lengths, -np.arange(1, int(sorted_lengths[0])), side="left").tolist()
-        for p, k in enumerate(active, 1):
-            src.take(starts[:k] + p, out=buf_rows[:k], mode="clip")
-            ufunc(acc[:k], buf[:k], out=acc[:k])
-        out[order[:m]] = acc
+        row_bytes = max(1, data.dtype.itemsize * int(np.prod(row_shape, dtype=np.int64)))
+        block = max(32, _POSITION_BLOCK_BYTES // row_bytes)
+        blocks = [(a, min(m, a + block)) for a in range(0, m, block)]
+
+        def work(share):
+            acc = np.empty((block,) + row_shape, dtype=data.dtype)
+            buf = np.empty_like(acc)
+            acc_rows, buf_rows = _as_rows(acc), _as_rows(buf)
+            for a, b in share:
+                first = starts[a:b]
+                size = b - a
+                src.take(first, out=acc_rows[:size], mode="clip")
+                block_lengths = sorted_lengths[a:b]
+                # active[p - 1]: how many sequences of the block are longer than p
+                steps = -np.arange(1, int(block_lengths[0]))
+                for p, k in enumerate(np.searchsorted(-block_lengths, steps, side="left").tolist(), 1):
+                    src.take(first[:k] + p, out=buf_rows[:k], mode="clip")
+                    ufunc(acc[:k], buf[:k], out=acc[:k])
+                out[order[a:b]] = acc[:size]
+
+        threads = min(get_num_threads(), 4, len(blocks)) if data.nbytes >= _MIN_PARALLEL_BYTES else 1
+        if threads <= 1:
+            work(blocks)
+            return out
+        shares = [blocks[k::threads] for k in range(threads)]  # heavy (long) blocks spread round-robin
+        futures = [pool().submit(work, share) for share in shares[1:]]
+        work(shares[0])
+        for future in futures:
+            future.result()
         return out
 
     def segment_sum(self, data, offsets, *, ids=None):

@@ -112,6 +112,9 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
     else:
         monkeypatch.setattr(numpy_backend, "_SPARSE", False)
     monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(numpy_backend, "_POSITION_BLOCK_BYTES", 64)  # several blocks per call
+    if row == (8, 8):
+        monkeypatch.setattr(numpy_backend, "_POSITION_MAX_LEN", 0)  # force the length-group path
     lt.set_num_threads(3)
     try:
         be = get_backend("numpy")
