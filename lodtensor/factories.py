@@ -4,13 +4,14 @@ import operator
 
 import numpy as np
 
+from ._data import to_place
 from ._dense import lod_from_masks
 from ._nested_list import flatten
 from .backend import backend_name_of, backend_of
 from .errors import LoDError
-from .lod import LoD
-from .place import CPUPlace, as_place
-from .tensor import LoDTensor, _to_place, _wrap, coerce_data, from_padded
+from .lod import LoD, as_lengths
+from .place import CPUPlace, as_place, place_of
+from .tensor import LoDTensor, _wrap, coerce_data
 
 __all__ = [
     "from_nested_list",
@@ -82,7 +83,7 @@ def from_nested_list(nested, dtype=None, lod_level=None, place=None):
             level=len(lengths),
         )
     lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
-    data, where = _to_place(rows, as_place(place), copy=False)
+    data, where = to_place(rows, as_place(place), copy=False)
     return _wrap(data, lod, where)
 
 
@@ -156,7 +157,7 @@ def create_lod_tensor(data, recursive_seq_lens, place):
                 level=len(lengths),
             )
         rows = rows.reshape(rows.shape + (1,))
-        data, where = _to_place(rows, place, copy=False)
+        data, where = to_place(rows, place, copy=False)
         return _wrap(data, expected, where)
     if backend_name_of(data) is None:
         raise TypeError(
@@ -238,3 +239,37 @@ def _from_torch_nested(nt, torch):
         )
     lengths = [p.shape[0] for p in parts]
     return LoDTensor(torch.cat(parts), recursive_sequence_lengths=[lengths])
+
+
+def from_padded(padded, lengths, *, validate=True):
+    """Inverse of :meth:`LoDTensor.to_padded`: a one-level LoDTensor; a copy.
+
+    Parameters
+    ----------
+    padded : array, shape ``(num_sequences, maxlen, *row_shape)``
+    lengths : 1-D integer array-like, ``0 <= lengths[i] <= maxlen``
+
+    Examples
+    --------
+    >>> t = from_padded(np.array([[1, 2, 0], [3, 4, 5]]), [2, 3])
+    >>> t.lod(), t.data.tolist()
+    ([[0, 2, 5]], [1, 2, 3, 4, 5])
+    """
+    padded = coerce_data(padded, name="padded")
+    if padded.ndim < 2:
+        raise ValueError(
+            f"from_padded(): padded must have at least 2 dimensions (sequences, maxlen, ...), "
+            f"got shape {tuple(padded.shape)}"
+        )
+    n, maxlen = int(padded.shape[0]), int(padded.shape[1])
+    lens = as_lengths(lengths, name="lengths") if validate else np.asarray(lengths, np.int64)
+    if lens.size != n:
+        raise ValueError(f"from_padded(): lengths must have one entry per sequence ({n}), got {lens.size}")
+    if validate and lens.size and lens.max() > maxlen:
+        j = int(np.argmax(lens > maxlen))
+        raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
+    lod = LoD.from_lengths([lens], validate=False)
+    be = backend_of(padded)
+    plan = lod.pad_plan(0, maxlen) if be.uses_host_plans else None
+    data = be.unpad(padded, be.asarray(lod.offsets(0)), plan=plan)
+    return _wrap(data, lod, place_of(data, be))

@@ -6,15 +6,15 @@ rebased LoD; nothing is copied.
 """
 
 import numpy as np
-from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from . import _dense
+from ._data import to_place
 from ._format import preview
 from ._nested_list import to_nested_list
+from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, get_backend
-from .errors import LoDError
-from .lod import LoD, as_lengths
-from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, as_place, place_of
+from .lod import LoD
+from .place import CPUPlace, CUDAPlace, as_place, place_of
 
 __all__ = ["LoDTensor"]
 
@@ -62,48 +62,6 @@ def coerce_data(data, name="data"):
     return data
 
 
-def _to_place(data, place, *, copy):
-    """``data`` moved (or copied, when ``copy``) to ``place``; returns (array, place)."""
-    backend = backend_of(data)
-    if place is None:
-        place = place_of(data, backend)
-        return (backend.asarray(data, copy=True) if copy else data), place
-    if isinstance(place, CUDAPinnedPlace):
-        return _pinned_copy(backend.to_numpy(data)), place
-    if backend.name == "torch":
-        return get_backend("torch").to_device(data, place.device, copy=copy), place
-    if isinstance(place, CUDAPlace):
-        target = get_backend("cupy")
-        return target.to_device(data, place.device, copy=copy), place
-    if backend.name == "numpy":
-        return (np.array(data, copy=True) if copy else data), place
-    return backend.to_numpy(data), place
-
-
-def _pinned_copy(array):
-    """Copy a NumPy array into page-locked host memory (needs CUDA through cupy or torch)."""
-    try:
-        import cupyx  # noqa: PLC0415 - optional, imported on first use
-
-        out = cupyx.empty_pinned(array.shape, dtype=array.dtype)
-        out[...] = array
-        return out
-    except Exception:  # noqa: BLE001 - fall through to torch, then to the error below
-        pass
-    try:
-        import torch  # noqa: PLC0415 - optional, imported on first use
-
-        if torch.cuda.is_available():
-            pinned = torch.from_numpy(np.ascontiguousarray(array)).pin_memory()
-            return pinned.numpy()
-    except ImportError:
-        pass
-    raise RuntimeError(
-        "CUDAPinnedPlace needs CUDA to allocate page-locked memory, and no CUDA device is "
-        "available here (cupy or torch with CUDA); use CPUPlace() instead"
-    )
-
-
 def _wrap(data, lod, place):
     """A LoDTensor from parts that are valid together (no checks): the fast internal path."""
     t = _object_new(LoDTensor)
@@ -114,7 +72,7 @@ def _wrap(data, lod, place):
     return t
 
 
-class LoDTensor(NDArrayOperatorsMixin):
+class LoDTensor(UfuncMixin):
     """Flat data plus multi-level LoD, with Paddle's LoDTensor methods.
 
     Parameters
@@ -159,7 +117,7 @@ class LoDTensor(NDArrayOperatorsMixin):
             num_rows = None
         else:
             array = coerce_data(data)
-            self._data, self._where = _to_place(array, place, copy=False)
+            self._data, self._where = to_place(array, place, copy=False)
             num_rows = int(self._data.shape[0])
         if recursive_sequence_lengths is not None:
             self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=num_rows)
@@ -217,7 +175,7 @@ class LoDTensor(NDArrayOperatorsMixin):
         """
         target = as_place(place)
         array = coerce_data(array, name="array")
-        data, target = _to_place(array, target, copy=not zero_copy)
+        data, target = to_place(array, target, copy=not zero_copy)
         self._data, self._where = data, target
         self._fits = self._lod.fits(int(data.shape[0]))
 
@@ -463,7 +421,7 @@ class LoDTensor(NDArrayOperatorsMixin):
                 empty._fits = False
                 return empty
             return self
-        data, place = _to_place(self._data, place, copy=False)
+        data, place = to_place(self._data, place, copy=False)
         return _wrap(data, self._lod, place)
 
     def cpu(self):
@@ -559,49 +517,6 @@ class LoDTensor(NDArrayOperatorsMixin):
             self._check_fits()
         return _dense.pad_all(self.backend, data, self._lod, pad_value)
 
-    # -- numpy protocol ----------------------------------------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        lod = None
-        args = []
-        for x in inputs:
-            if isinstance(x, LoDTensor):
-                lod = x._merge_lod(lod, ufunc)
-                args.append(x._require_data(ufunc.__name__))
-            else:
-                args.append(x)
-        out = kwargs.get("out")
-        if out is not None:
-            kwargs["out"] = tuple(
-                o._require_data(ufunc.__name__) if isinstance(o, LoDTensor) else o for o in out
-            )
-        be = backend_of(*args, *kwargs.get("out", ()))
-        result = be.apply_ufunc(ufunc, method, *args, **kwargs)
-        if method != "__call__":
-            return result
-        if out is not None:
-            return out[0] if len(out) == 1 else out
-        if isinstance(result, tuple):
-            return tuple(self._wrap_result(r, lod) for r in result)
-        return self._wrap_result(result, lod)
-
-    def _merge_lod(self, lod, ufunc):
-        if not self._fits:
-            self._check_fits()
-        mine = self._lod
-        if lod is None or lod is mine:
-            return mine
-        if lod != mine:
-            raise LoDError(
-                f"{ufunc.__name__}: operands have different lods, {lod!r} and {mine!r}; "
-                f"elementwise ops need the same lod"
-            )
-        return lod
-
-    def _wrap_result(self, result, lod):
-        if getattr(result, "ndim", 0) >= 1 and lod is not None and lod.fits(result.shape[0]):
-            return _wrap(result, lod, self._where)
-        return result
-
     # -- python protocol ---------------------------------------------------------------------
     def __repr__(self):
         name = type(self).__name__
@@ -626,6 +541,9 @@ class LoDTensor(NDArrayOperatorsMixin):
         return _wrap(self._data, self._lod, self._where)
 
     # -- internal ----------------------------------------------------------------------------
+    def _new(self, data, lod):
+        return _wrap(data, lod, self._where)
+
     def _num_rows_or_none(self):
         return None if self._data is None else int(self._data.shape[0])
 
@@ -647,37 +565,3 @@ def _rebuild(cls, data, lod, place, fits):
     t = _object_new(cls)
     t._data, t._lod, t._where, t._fits = data, lod, place, fits
     return t
-
-
-def from_padded(padded, lengths, *, validate=True):
-    """Inverse of :meth:`LoDTensor.to_padded`: a one-level LoDTensor; a copy.
-
-    Parameters
-    ----------
-    padded : array, shape ``(num_sequences, maxlen, *row_shape)``
-    lengths : 1-D integer array-like, ``0 <= lengths[i] <= maxlen``
-
-    Examples
-    --------
-    >>> t = from_padded(np.array([[1, 2, 0], [3, 4, 5]]), [2, 3])
-    >>> t.lod(), t.data.tolist()
-    ([[0, 2, 5]], [1, 2, 3, 4, 5])
-    """
-    padded = coerce_data(padded, name="padded")
-    if padded.ndim < 2:
-        raise ValueError(
-            f"from_padded(): padded must have at least 2 dimensions (sequences, maxlen, ...), "
-            f"got shape {tuple(padded.shape)}"
-        )
-    n, maxlen = int(padded.shape[0]), int(padded.shape[1])
-    lens = as_lengths(lengths, name="lengths") if validate else np.asarray(lengths, np.int64)
-    if lens.size != n:
-        raise ValueError(f"from_padded(): lengths must have one entry per sequence ({n}), got {lens.size}")
-    if validate and lens.size and lens.max() > maxlen:
-        j = int(np.argmax(lens > maxlen))
-        raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
-    lod = LoD.from_lengths([lens], validate=False)
-    be = backend_of(padded)
-    plan = lod.pad_plan(0, maxlen) if be.uses_host_plans else None
-    data = be.unpad(padded, be.asarray(lod.offsets(0)), plan=plan)
-    return _wrap(data, lod, place_of(data, be))

@@ -28,13 +28,14 @@ import random
 
 import numpy as np
 
+from ._data import to_place
 from ._nested_list import flatten_lists
 from .backend import get_backend
 from .errors import LoDError
 from .factories import from_nested_list, from_padded_all
 from .lod import LoD
 from .place import as_place
-from .tensor import _to_place, _wrap
+from .tensor import _wrap
 
 __all__ = ["Vocab", "batch", "BucketBatchSampler", "make_collate", "to_dense", "from_dense", "pad_batch"]
 
@@ -150,7 +151,7 @@ def batch(nested, vocab=None, lod_level=None, dtype="int64", place=None):
     if any(level.size == 0 for level in lengths):
         raise LoDError("batch(): every lod level needs at least one sequence; nested is empty")
     lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
-    data, where = _to_place(ids, as_place(place), copy=False)
+    data, where = to_place(ids, as_place(place), copy=False)
     return _wrap(data, lod, where)
 
 

@@ -6,10 +6,11 @@ import numbers
 
 import numpy as np
 
+from .._data import pinned_copy, to_place
 from ..backend import backend_name_of, get_backend
 from ..errors import BackendMismatchError
 from ..place import CUDAPinnedPlace, as_place
-from ..tensor import LoDTensor, _pinned_copy, _to_place
+from ..tensor import LoDTensor
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, kind_of, resolve_dtype
 from ._tensor import NestedTensor, Structure, make
 from ._xp import ops_for
@@ -154,7 +155,7 @@ def _place(buffer, device):
         return buffer
     if isinstance(place, CUDAPinnedPlace):
         raise ValueError("device: use pin_memory=True for page-locked host memory")
-    return _to_place(buffer, place, copy=False)[0]
+    return to_place(buffer, place, copy=False)[0]
 
 
 def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
@@ -216,7 +217,7 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
 def _pin(buffer):
     if backend_name_of(buffer) == "torch":
         return buffer.pin_memory()
-    return _pinned_copy(get_backend(backend_name_of(buffer)).to_numpy(buffer))
+    return pinned_copy(get_backend(backend_name_of(buffer)).to_numpy(buffer))
 
 
 def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):

@@ -8,8 +8,9 @@ import numpy as np
 from .. import _dense
 from ..backend import backend_of
 from ..errors import LoDError
+from ..factories import from_padded
 from ..lod import LoD, as_lengths, lengths_to_offsets, offsets_to_segment_ids
-from ..tensor import LoDTensor, from_padded
+from ..tensor import LoDTensor
 from ._common import as_data, host_ints, require_lod, wrap
 
 __all__ = ["pad", "unpad", "reshape_rows", "enumerate_windows", "mask"]
