@@ -133,7 +133,7 @@ class TorchBackend(Backend):
         if ids is None:
             ids = self.segment_ids(offsets, total=data.shape[0])
         out = torch.zeros((n,) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
-        return out.index_add(0, ids, data)
+        return out.index_add_(0, ids, data)  # in place on a fresh tensor: autograd still records it
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
         offsets = self._index(offsets, data)
@@ -142,7 +142,7 @@ class TorchBackend(Backend):
         if not total.is_floating_point() and not total.is_complex():
             total = total.to(torch.float64)
         shape = (-1,) + (1,) * (data.dim() - 1)
-        out = total / lengths.clamp(min=1).reshape(shape).to(total.dtype)
+        out = total.div_(lengths.clamp(min=1).reshape(shape).to(total.dtype))  # total is ours: in place
         if empty != 0:
             out = torch.where((lengths == 0).reshape(shape), torch.full_like(out, empty), out)
         return out
