@@ -363,7 +363,7 @@ class NumpyBackend(Backend):
 
         ``plan`` (from ``LoD.pad_plan``) caches the index and the length groups.
         Outputs of 16 MiB or more are split by rows over ``LODTENSOR_NUM_THREADS``
-        threads (default: up to 2); ``put`` and the tail fills release the GIL.
+        threads (up to 4; ``lodtensor.set_num_threads``); ``put`` and the tail fills release the GIL.
         """
         n = offsets.size - 1
         row_shape = data.shape[1:]
