@@ -422,7 +422,7 @@ class LoDTensor(UfuncMixin):
                 return empty
             return self
         data, place = to_place(self._data, place, copy=False)
-        return _wrap(data, self._lod, place)
+        return self._same_state(_wrap(data, self._lod, place))
 
     def cpu(self):
         """This tensor in host memory."""
@@ -439,7 +439,7 @@ class LoDTensor(UfuncMixin):
         be = get_backend("torch")
         if backend_name_of(data) == "torch":
             return self
-        return _wrap(be.asarray(data), self._lod, self._where)
+        return self._same_state(_wrap(be.asarray(data), self._lod, self._where))
 
     def to_nested(self, level=-1):
         """The sequences of ``level`` as a :class:`lodtensor.nested.NestedTensor`.
@@ -538,7 +538,13 @@ class LoDTensor(UfuncMixin):
         return (_rebuild, (type(self), data, self._lod, self._where, self._fits))
 
     def __copy__(self):
-        return _wrap(self._data, self._lod, self._where)
+        return self._same_state(_wrap(self._data, self._lod, self._where))
+
+    def _same_state(self, other):
+        """``other`` (new data, this LoD) keeps this tensor's fit state: a lod that does not
+        fit its data must stay flagged, or the unchecked fast paths would trust it."""
+        other._fits = self._fits
+        return other
 
     # -- internal ----------------------------------------------------------------------------
     def _new(self, data, lod):

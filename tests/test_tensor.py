@@ -281,3 +281,13 @@ def test_repeated_multilevel_indexing_uses_the_cached_split():
     with pytest.raises(IndexError, match="index -4 is out of range"):
         t[-4]
     assert np.shares_memory(t[2].data, t.data)
+
+
+def test_copies_and_moves_keep_an_unfitting_lod_flagged():
+    t = make()
+    t.set(np.arange(7.0), lt.CPUPlace())  # the lod [[0, 2, 5]] no longer fits 7 rows
+    pytest.importorskip("torch")
+    for other in (copy.copy(t), t.to_torch(), copy.deepcopy(t)):
+        assert not other.has_valid_recursive_sequence_lengths()
+        with pytest.raises(LoDError, match=r"len\(data\)=7"):
+            other[0]

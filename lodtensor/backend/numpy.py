@@ -50,14 +50,6 @@ def _as_rows(a):
     return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
 
 
-def _exclusive_starts(lengths):
-    starts = np.empty(lengths.size, dtype=_INT64)
-    if lengths.size:
-        starts[0] = 0
-        np.cumsum(lengths[:-1], out=starts[1:])
-    return starts
-
-
 def _run_split(work, offsets, nbytes):
     """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
     for large outputs. Each run writes disjoint bytes."""
