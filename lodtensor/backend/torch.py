@@ -4,10 +4,15 @@ Offsets may arrive as host NumPy arrays; they are moved once to the data's
 device. Nothing here round-trips data through NumPy.
 """
 
+import contextlib
+import threading
+import warnings
+
 import numpy as np
 import torch
 
 from ._base import Backend
+from .numpy import NumpyBackend
 
 __all__ = ["TorchBackend", "make_backend"]
 
@@ -25,6 +30,126 @@ _UFUNC_RENAMES = {
     "rint": torch.round,
     "isnan": torch.isnan,
 }
+
+
+def _identity(dtype, reduce):
+    """The value that never wins a max (``reduce="max"``) or min of ``dtype``; None for bool."""
+    if dtype.is_floating_point:
+        return float("-inf") if reduce == "max" else float("inf")
+    if dtype == torch.bool or dtype.is_complex:
+        return None
+    info = torch.iinfo(dtype)
+    return info.min if reduce == "max" else info.max
+
+
+# -- segment max and min on CPU: the NumPy kernel forward, scatter_reduce's gradient -----------
+_NUMPY = NumpyBackend()
+_NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
+                  torch.int32, torch.int64)
+
+
+class _SegmentExtreme(torch.autograd.Function):
+    """Max or min of each row segment of a CPU tensor.
+
+    Forward: the NumPy backend's kernel on the tensor's memory (its plan is
+    cached per offsets tensor). Backward: as ``scatter_reduce``'s, each
+    segment's gradient is shared evenly among the rows that reach its extreme,
+    per column; it is built from differentiable ops, so double backward works.
+    """
+
+    @staticmethod
+    def forward(ctx, data, offsets, ids, reduce, empty):
+        host = data.detach().resolve_conj().resolve_neg().numpy()
+        ufunc = np.maximum if reduce == "max" else np.minimum
+        out = torch.from_numpy(_NUMPY._reduceat(ufunc, host, offsets.numpy(), empty, owner=offsets))
+        ctx.save_for_backward(data, out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+        ctx.has_ids = ids is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        data, out, offsets, ids = ctx.saved_tensors
+        if not ctx.has_ids:
+            lengths = offsets[1:] - offsets[:-1]
+            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=data.shape[0])
+        hit = (data == out.index_select(0, ids)).to(grad.dtype)
+        ties = torch.zeros_like(out, dtype=grad.dtype).index_add_(0, ids, hit)
+        return grad.index_select(0, ids) * hit / ties.clamp_(min=1).index_select(0, ids), None, None, None, None
+
+
+# -- segment sum as a sparse-dense product ------------------------------------------------------
+# On CPU, summing row segments is one CSR x dense product: the offsets are the CSR row
+# pointers, the column indices are 0..rows-1 and the values are ones. MKL's SpMM reads
+# every row once, in order, on all threads: 1.5x faster than ``index_add_`` at width 256
+# and 8x faster at width 16 on 2.7M rows (torch 2.13, 2 cores). It serves float32 and
+# float64 rows of 4 or more values (narrower rows are faster with ``index_add_``).
+_SPMM_MIN_ROW = 4
+_SPMM_DTYPES = (torch.float32, torch.float64)
+_spmm_buffers = {}  # dtype -> (column indices 0..k-1, ones), grown on demand and shared
+_spmm_lock = threading.Lock()
+_spmm_quiet = threading.Event()  # set once torch's one-time "sparse CSR is beta" warning has been swallowed
+
+
+def _spmm_fits(data, n):
+    rows = data.shape[0]
+    return (
+        data.device.type == "cpu"
+        and data.dtype in _SPMM_DTYPES
+        and data.dim() >= 2
+        and rows > 0
+        and n > 0
+        and data.numel() >= _SPMM_MIN_ROW * rows
+        and torch.backends.mkl.is_available()
+    )
+
+
+def _spmm_parts(rows, dtype):
+    """Column indices ``0..rows-1`` and ``rows`` ones: views of buffers kept for reuse."""
+    parts = _spmm_buffers.get(dtype)
+    if parts is None or parts[0].numel() < rows:
+        with _spmm_lock:
+            parts = _spmm_buffers.get(dtype)
+            if parts is None or parts[0].numel() < rows:
+                size = max(rows, 2 * (parts[0].numel() if parts is not None else 0), 1024)
+                parts = (torch.arange(size, dtype=torch.int64), torch.ones(size, dtype=dtype))
+                _spmm_buffers[dtype] = parts
+    return parts[0][:rows], parts[1][:rows]
+
+
+def _spmm_segment_sum(flat, offsets):
+    """Row segment sums of a 2-D ``flat`` as one CSR x dense product."""
+    rows, n = flat.shape[0], offsets.numel() - 1
+    if not flat.is_contiguous():
+        flat = flat.contiguous()
+    cols, ones = _spmm_parts(rows, flat.dtype)
+    quiet = _spmm_quiet.is_set()
+    with contextlib.nullcontext() if quiet else warnings.catch_warnings():
+        if not quiet:  # torch warns once per process that sparse CSR is "beta": ours is an internal use
+            warnings.simplefilter("ignore", UserWarning)
+        matrix = torch.sparse_csr_tensor(offsets, cols, ones, size=(n, rows), check_invariants=False)
+        out = matrix @ flat
+    _spmm_quiet.set()
+    return out
+
+
+class _SegmentSumSpMM(torch.autograd.Function):
+    """Segment sum of 2-D rows by SpMM; the backward pass copies each segment's gradient
+    to its rows (``index_select``), itself differentiable for double backward."""
+
+    @staticmethod
+    def forward(ctx, flat, offsets, ids):
+        ctx.save_for_backward(offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+        ctx.has_ids = ids is not None
+        ctx.rows = flat.shape[0]
+        return _spmm_segment_sum(flat, offsets)
+
+    @staticmethod
+    def backward(ctx, grad):
+        offsets, ids = ctx.saved_tensors
+        if not ctx.has_ids:
+            lengths = offsets[1:] - offsets[:-1]
+            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=ctx.rows)
+        return grad.index_select(0, ids), None, None
 
 
 def torch_dtype(dtype):
@@ -113,23 +238,44 @@ class TorchBackend(Backend):
     def _segment(self, data, offsets, reduce, empty, ids=None):
         """Max or min per segment; empty segments get ``empty``.
 
-        ``scatter_reduce`` into a tensor pre-filled with ``empty`` (the fill is left out of
-        the reduction): as fast as ``index_add`` and up to 10x faster than
-        ``torch.segment_reduce`` on wide rows (measured, torch 2.13 CPU); it also
-        covers integer dtypes, which ``segment_reduce`` lacks.
+        On CPU the forward pass is the NumPy backend's blocked kernel on the
+        tensor's own memory (zero copy), 1.1x to 3x faster than ``scatter_reduce``
+        (measured, torch 2.13, 2 cores); :class:`_SegmentExtreme` gives it
+        ``scatter_reduce``'s gradient. Elsewhere (CUDA, bfloat16): ``scatter_reduce``
+        into a tensor pre-filled with the reduction's identity (``-inf`` for
+        max), ``include_self=True``, about 10% faster than leaving the fill out;
+        up to 10x faster than ``torch.segment_reduce`` on wide rows, and it
+        covers integer dtypes, which ``segment_reduce`` lacks. Empty segments
+        are then set to ``empty`` out of place, since the backward pass of
+        ``scatter_reduce`` reads its result.
         """
         offsets = self._index(offsets, data)
+        if data.device.type == "cpu" and data.dtype in _NUMPY_ORDERED:
+            return _SegmentExtreme.apply(data, offsets, ids, reduce, empty)
         lengths = offsets[1:] - offsets[:-1]
         shape = (-1,) + (1,) * (data.dim() - 1)
         if ids is None:
             ids = self.segment_ids(offsets, total=data.shape[0])
         ids = ids.reshape(shape).expand_as(data)
-        out = torch.full((lengths.numel(),) + tuple(data.shape[1:]), empty, dtype=data.dtype, device=data.device)
-        return out.scatter_reduce(0, ids, data, reduce="amax" if reduce == "max" else "amin", include_self=False)
+        op = "amax" if reduce == "max" else "amin"
+        out_shape = (lengths.numel(),) + tuple(data.shape[1:])
+        identity = _identity(data.dtype, reduce)
+        if identity is None:  # bool and other dtypes without an order identity
+            out = torch.full(out_shape, empty, dtype=data.dtype, device=data.device)
+            return out.scatter_reduce(0, ids, data, reduce=op, include_self=False)
+        out = torch.full(out_shape, identity, dtype=data.dtype, device=data.device)
+        out = out.scatter_reduce(0, ids, data, reduce=op, include_self=True)
+        hollow = lengths == 0
+        if data.device.type != "cpu" or bool(hollow.any()):  # no device sync just to skip a cheap fill
+            out = out.masked_fill(hollow.reshape(shape), empty)
+        return out
 
     def segment_sum(self, data, offsets, *, ids=None):
         offsets = self._index(offsets, data)
         n = offsets.numel() - 1
+        if _spmm_fits(data, n):
+            flat = _SegmentSumSpMM.apply(data.reshape(data.shape[0], -1), offsets, ids)
+            return flat.reshape((n,) + tuple(data.shape[1:]))
         if ids is None:
             ids = self.segment_ids(offsets, total=data.shape[0])
         out = torch.zeros((n,) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)

@@ -101,7 +101,7 @@ def test_numpy_segment_sum_paths_agree(monkeypatch, use_scipy, dtype):
     assert be.segment_sum(data[:0], lengths_to_offsets([0, 0])).tolist() == [[0] * 10] * 2
 
 
-@pytest.mark.parametrize("row", [(4, 5), (8, 8)], ids=["by-position", "by-length-group"])
+@pytest.mark.parametrize("row", [(4, 5), (8, 8)], ids=["blocks-and-singles", "blocks"])
 @pytest.mark.parametrize("use_scipy", [True, False], ids=["csr", "no-scipy"])
 def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
     import lodtensor as lt
@@ -112,9 +112,8 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
     else:
         monkeypatch.setattr(numpy_backend, "_SPARSE", False)
     monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
-    monkeypatch.setattr(numpy_backend, "_POSITION_BLOCK_BYTES", 64)  # several blocks per call
-    if row == (8, 8):
-        monkeypatch.setattr(numpy_backend, "_POSITION_MAX_LEN", 0)  # force the length-group path
+    # 80-byte rows: blocks of 4 rows, so sequences of 4+ rows are reduced alone; 512-byte rows: 16 rows
+    monkeypatch.setattr(numpy_backend, "_BLOCK_BYTES", 320 if row == (4, 5) else 8192)
     lt.set_num_threads(3)
     try:
         be = get_backend("numpy")
@@ -129,3 +128,30 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
         assert np.allclose(be.segment_min(data, offsets, empty=0), [s.min(0) if len(s) else zero for s in segs])
     finally:
         lt.set_num_threads(None)
+
+
+def test_block_plans_are_cached_and_never_stale(monkeypatch):
+    """A plan is reused for a LoD's read-only offsets, and for a writable array while its
+    values are unchanged; one changed in place between calls is planned afresh."""
+    from lodtensor.backend import numpy as numpy_backend
+
+    be = get_backend("numpy")
+    data = np.random.default_rng(2).standard_normal((10, 32))
+    builds = []
+    real = numpy_backend._block_plan
+    monkeypatch.setattr(numpy_backend, "_block_plan", lambda *a: builds.append(a) or real(*a))
+    frozen = lengths_to_offsets([4, 0, 6])
+    frozen.setflags(write=False)
+    for _ in range(2):
+        out = be.segment_max(data, frozen, empty=-1)
+        assert np.array_equal(out, [data[:4].max(0), np.full(32, -1.0), data[4:].max(0)])
+    assert len(builds) == 1
+    be.segment_min(data[:, :16].copy(), frozen, empty=0)  # another row width: another plan
+    assert len(builds) == 2
+    live = lengths_to_offsets([4, 0, 6])
+    be.segment_max(data, live, empty=0)
+    be.segment_max(data, live, empty=0)
+    assert len(builds) == 3
+    live[1:3] = [5, 5]  # now lengths 5, 0, 5
+    assert np.array_equal(be.segment_max(data, live, empty=0)[0], data[:5].max(0))
+    assert len(builds) == 4

@@ -43,6 +43,31 @@ def test_gradcheck(name):
     assert torch.autograd.gradcheck(OPS[name], (x,))
 
 
+@pytest.mark.parametrize("name", ["pool-sum", "pool-average", "pool-sqrt", "pool-max", "softmax"])
+def test_gradcheck_wide_rows(name):
+    """Rows of 4+ floats take other kernels on CPU (SpMM segment sums): gradients and
+    second derivatives must still flow."""
+    x = torch.randn(6, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(OPS[name], (x,))
+    if name != "pool-max":  # max is piecewise linear: its second derivative is zero almost everywhere
+        assert torch.autograd.gradgradcheck(OPS[name], (x,))
+
+
+def test_wide_segment_sum_matches_index_add():
+    from lodtensor.backend import torch as torch_backend
+
+    x = torch.randn(6, 3, 4, dtype=torch.float32)
+    offsets = torch.tensor([0, 2, 2, 5, 6])
+    ids = torch.tensor([0, 0, 2, 2, 2, 3])
+    assert torch_backend._spmm_fits(x, 4) == torch.backends.mkl.is_available()
+    out = lt.get_backend("torch").segment_sum(x, offsets)
+    assert out.shape == (4, 3, 4)
+    torch.testing.assert_close(out, torch.zeros(4, 3, 4).index_add_(0, ids, x))
+    strided = torch.randn(4, 6, dtype=torch.float64).t()  # a non-contiguous input
+    torch.testing.assert_close(lt.get_backend("torch").segment_sum(strided, offsets),
+                               torch.zeros(4, 4, dtype=torch.float64).index_add_(0, ids, strided))
+
+
 def test_ops_return_torch_for_torch_input():
     x = t(torch.arange(12.0).reshape(6, 2))
     assert isinstance(S.sequence_enumerate(lt.from_torch(torch.arange(6), LOD), 2).data, torch.Tensor)
