@@ -14,6 +14,10 @@ Jagged torch nested tensors are built with ``min_seqlen``/``max_seqlen``
 the same NumPy call on the flat ``(rows, D)`` array: the floor the nested op
 can reach.
 
+"lodtensor.nested, torch backend" rows run the same lodtensor call on a nested
+tensor over torch memory (the torch backend: torch's own kernels on the flat
+buffer).
+
 Goals: faster than torch.nested (strided and jagged) on every op; ``linear``
 within 1.1x of the same GEMM on the flat buffer; elementwise ops within 1.1x
 of the same call on the flat buffer; ``unbind`` at most 0.5 us per component.
@@ -116,6 +120,8 @@ def _softmax_table(report, case, ln, torch, heads, rows, lengths, offsets, goals
     else:
         s_strided, s_jagged = _torch_pair(torch, scores, lengths, offsets)
         note = f"{torch.get_num_threads()} threads"
+        s_ours = ln.nested_tensor_from_jagged(torch.from_numpy(scores), offsets)
+        table.add("lodtensor.nested, torch backend", lambda: ln.softmax(s_ours, 1), check=check, note=note, **FAST)
         table.add("torch.nested strided", lambda: torch.softmax(s_strided, 1), check=check, note=note, **SLOW)
         table.add("torch.nested jagged", lambda: torch.softmax(s_jagged, 1), check=check,
                   note=note + "; min/max_seqlen", **FAST)
@@ -130,13 +136,17 @@ def run_case(report, case, ln, torch):
     workload = (f"{case['name']}: {rows} rows x {WIDTH} float32 in {n} sequences (lengths 1..{case['max_len']}), "
                 f"{_common.describe_sizes(data.nbytes)}")
     report.facts[case["name"]] = {"rows": rows, "sequences": n, "width": WIDTH}
-    strided = jagged = None
+    strided = jagged = nt_torch = None
     if torch is not None:
         strided, jagged = _torch_pair(torch, data, lengths, offsets)
         torch_note = f"{torch.get_num_threads()} threads"
+        nt_torch = ln.nested_tensor_from_jagged(torch.from_numpy(data), offsets)  # the torch backend, same memory
 
-    def contenders(table, ours, flat, by_hand, torch_fn, check, slow=False):
+    def contenders(table, ours, flat, by_hand, torch_fn, check, slow=False, ours_torch=None):
         table.add("lodtensor.nested", ours, check=check, **FAST)
+        if ours_torch is not None and nt_torch is not None:
+            table.add("lodtensor.nested, torch backend", lambda: ours_torch(nt_torch), check=check,
+                      note=torch_note, **FAST)
         if flat is not None:
             table.add("same call on the flat buffer", flat, check=check, **FAST)
         if by_hand is not None:
@@ -160,6 +170,11 @@ def run_case(report, case, ln, torch):
             else:
                 report.goal(f"{case['name']}: {op} faster than torch.nested {layout}", ours < theirs,
                             f"torch / lodtensor = {theirs / ours:.2f}")
+        on_torch = table._best("lodtensor.nested, torch backend")
+        theirs = table._best("torch.nested jagged")
+        if on_torch is not None and theirs is not None:
+            report.goal(f"{case['name']}: {op}, torch backend, faster than torch.nested jagged", on_torch < theirs,
+                        f"torch / lodtensor = {theirs / on_torch:.2f}")
         if flat_ratio is not None:
             flat = table._best("same call on the flat buffer")
             report.goal(f"{case['name']}: {op} within {flat_ratio}x of the flat-buffer call", ours <= flat_ratio * flat,
@@ -179,7 +194,8 @@ def run_case(report, case, ln, torch):
         return out
 
     contenders(table, lambda: ln.to_padded_tensor(nt, 0.0), None, pad_by_hand,
-               lambda x: torch.nested.to_padded_tensor(x, 0.0), _close(nt, 0, 0), slow=True)
+               lambda x: torch.nested.to_padded_tensor(x, 0.0), _close(nt, 0, 0), slow=True,
+               ours_torch=lambda x: ln.to_padded_tensor(x, 0.0))
     goals(table, "to_padded_tensor")
 
     # -- softmax over the ragged dim -------------------------------------------------------------
@@ -201,7 +217,7 @@ def run_case(report, case, ln, torch):
     table = report.table(f"linear 256 -> 256 with bias, {case['name']}", workload, reference="lodtensor.nested")
     tw, tb = (torch.from_numpy(weight), torch.from_numpy(bias)) if torch is not None else (None, None)
     contenders(table, lambda: ln.linear(nt, weight, bias), flat_linear, None, lambda x: F.linear(x, tw, tb),
-               check_flat)
+               check_flat, ours_torch=lambda x: ln.linear(x, tw, tb))
     goals(table, "linear", flat_ratio=1.1)
     del ref
 
@@ -210,7 +226,8 @@ def run_case(report, case, ln, torch):
     table = report.table(f"layer_norm over D, {case['name']}", workload, reference="lodtensor.nested")
     ones, zeros = (torch.ones(WIDTH), torch.zeros(WIDTH)) if torch is not None else (None, None)
     contenders(table, lambda: ln.layer_norm(nt, WIDTH), None, lambda: _layer_norm_by_hand(data),
-               lambda x: F.layer_norm(x, (WIDTH,), ones, zeros), _close(ref, 1e-4, 1e-4))
+               lambda x: F.layer_norm(x, (WIDTH,), ones, zeros), _close(ref, 1e-4, 1e-4),
+               ours_torch=lambda x: ln.layer_norm(x, WIDTH))
     goals(table, "layer_norm")
     del ref
 
@@ -229,7 +246,7 @@ def run_case(report, case, ln, torch):
     ]:
         ref = ours(nt)
         table = report.table(f"{op}, {case['name']}", workload, reference="lodtensor.nested")
-        contenders(table, lambda ours=ours: ours(nt), flat, None, theirs, _close(ref, 1e-5, 1e-5))
+        contenders(table, lambda ours=ours: ours(nt), flat, None, theirs, _close(ref, 1e-5, 1e-5), ours_torch=ours)
         if by_hand is not None:
             table.add("NumPy by hand (scipy.special.erf)", by_hand, check=_close(ref, 1e-5, 1e-5), note="1 thread",
                       **SLOW)

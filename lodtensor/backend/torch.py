@@ -77,6 +77,70 @@ class _SegmentExtreme(torch.autograd.Function):
         return grad.index_select(0, ids) * hit / ties.clamp_(min=1).index_select(0, ids), None, None, None, None
 
 
+# -- pad and unpad on CPU: the NumPy kernels forward, index_select / pad backward ---------------
+def _numpy_moves(x, pad_value):
+    """Whether the NumPy row-moving kernels can serve tensor ``x`` (CPU, a NumPy dtype)."""
+    return (
+        x.device.type == "cpu"
+        and x.dtype in _NUMPY_ORDERED + (torch.bool, torch.complex64, torch.complex128)
+        and x.dim() >= 1
+        # a pad value that wants its own gradient takes the torch path, which gives it one
+        and (
+            not isinstance(pad_value, torch.Tensor)
+            or (pad_value.device.type == "cpu" and not pad_value.requires_grad)
+        )
+    )
+
+
+def _host(x):
+    return x.detach().resolve_conj().resolve_neg().numpy()
+
+
+def _flat_pad_index(offsets, maxlen, rows):
+    lengths = offsets[1:] - offsets[:-1]
+    shift = torch.arange(lengths.numel()) * maxlen - offsets[:-1]
+    return torch.arange(rows) + torch.repeat_interleave(shift, lengths, output_size=rows)
+
+
+class _PadCPU(torch.autograd.Function):
+    """Rows into ``(n, maxlen, *row)`` by the NumPy kernel; the gradient is the unpadding of
+    the incoming one (``index_select``, itself differentiable)."""
+
+    @staticmethod
+    def forward(ctx, data, offsets, maxlen, pad_value, plan):
+        value = _host(pad_value) if isinstance(pad_value, torch.Tensor) else pad_value
+        out = _NUMPY.pad(_host(data), offsets.numpy(), maxlen, value, plan=plan)
+        ctx.save_for_backward(offsets)
+        ctx.rows, ctx.maxlen = data.shape[0], maxlen
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (offsets,) = ctx.saved_tensors
+        index = _flat_pad_index(offsets, ctx.maxlen, ctx.rows)
+        flat = grad.reshape((-1,) + tuple(grad.shape[2:]))
+        return flat.index_select(0, index), None, None, None, None
+
+
+class _UnpadCPU(torch.autograd.Function):
+    """The first ``length`` rows of each padded sequence by the NumPy kernel; the gradient
+    is the incoming one padded with zeros."""
+
+    @staticmethod
+    def forward(ctx, padded, offsets, plan):
+        ctx.save_for_backward(offsets)
+        ctx.shape = tuple(padded.shape)
+        return torch.from_numpy(_NUMPY.unpad(_host(padded), offsets.numpy(), plan=plan))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (offsets,) = ctx.saved_tensors
+        n, maxlen = ctx.shape[:2]
+        index = _flat_pad_index(offsets, maxlen, grad.shape[0])
+        out = torch.zeros((n * maxlen,) + tuple(grad.shape[1:]), dtype=grad.dtype)
+        return out.index_copy(0, index, grad).reshape(ctx.shape), None, None
+
+
 # -- segment sum as a sparse-dense product ------------------------------------------------------
 # On CPU, summing row segments is one CSR x dense product: the offsets are the CSR row
 # pointers, the column indices are 0..rows-1 and the values are ones. MKL's SpMM reads
@@ -163,6 +227,7 @@ class TorchBackend(Backend):
     name = "torch"
     xp = torch
     uses_segment_ids = True
+    uses_host_plans = True  # CPU pad and unpad run the NumPy kernels, which take the LoD's cached plan
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False, device=None):
@@ -338,11 +403,17 @@ class TorchBackend(Backend):
 
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets, data)
+        if out is None and _numpy_moves(data, pad_value):
+            # the NumPy kernel on the tensor's memory (threaded ``put``, tails only filled):
+            # 1.6x faster than a fill + ``index_copy`` here; :class:`_PadCPU` keeps the gradient
+            return _PadCPU.apply(data, offsets, maxlen, pad_value, plan)
         index = self._pad_index(offsets, maxlen, data.shape[0])
         return self.place_rows(data, index, (offsets.numel() - 1, maxlen), pad_value, out=out)
 
     def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets, padded)
+        if _numpy_moves(padded, 0):
+            return _UnpadCPU.apply(padded, offsets, plan)
         n, maxlen = padded.shape[:2]
         index = self._pad_index(offsets, maxlen, int(offsets[-1]))
         return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)

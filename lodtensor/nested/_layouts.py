@@ -141,7 +141,8 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     """A jagged-layout nested tensor over ``values`` (shared) split at ``offsets`` along dim 0.
 
     ``lengths`` alone stands for ``offsets = [0, *cumsum(lengths)]``; holes
-    (both given) are not supported.
+    (both given) are not supported. Offsets may be host values (a list, a
+    NumPy array) whatever library ``values`` belongs to.
 
     >>> import lodtensor.nested as ln
     >>> nt = ln.nested_tensor_from_jagged(np.arange(10.0).reshape(5, 2), np.array([0, 2, 5]))
@@ -160,8 +161,9 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
         raise ValueError(
             "nested_tensor_from_jagged(): offsets with lengths (non-contiguous components) is not supported"
         )
-    be = backend_of(values)
-    host = be.to_numpy(offsets if offsets is not None else lengths)
+    given = offsets if offsets is not None else lengths
+    # offsets may live with the values (as torch's must) or on the host (a list, a NumPy array)
+    host = np.asarray(given) if backend_name_of(given) in (None, "numpy") else backend_of(given).to_numpy(given)
     offs = as_offsets(host, name="offsets") if offsets is not None else lengths_to_offsets(host)
     if int(offs[-1]) != values.shape[0]:
         raise ValueError(

@@ -76,3 +76,12 @@ def test_ops_return_torch_for_torch_input():
                                    lt.from_torch(torch.ones(6), LOD))
     assert isinstance(scattered, torch.Tensor) and scattered.sum().item() == 6
     assert isinstance(S.lod_reset(x, target_lod=[0, 6]).data, torch.Tensor)
+
+
+def test_pad_value_tensor_keeps_its_gradient():
+    x = torch.randn(6, 2, dtype=torch.float64, requires_grad=True)
+    value = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    out = S.sequence_pad(t(x), value, maxlen=4)[0].data
+    out.sum().backward()
+    assert value.grad.tolist() == [10.0, 10.0]  # 4 sequences x 4 slots - 6 rows = 10 padded slots
+    assert x.grad.tolist() == [[1.0, 1.0]] * 6

@@ -152,6 +152,18 @@ def test_nested_tensor_from_jagged():
         ln.nested_tensor_from_jagged(values, np.array([0, 2, 4]))
 
 
+@pytest.mark.parametrize("kind", ["list", "numpy", "torch"])
+def test_nested_tensor_from_jagged_over_torch_values_takes_host_or_torch_offsets(kind):
+    torch = pytest.importorskip("torch")
+    values = torch.arange(10.0).reshape(5, 2)
+    offsets = {"list": [0, 2, 5], "numpy": np.array([0, 2, 5]), "torch": torch.tensor([0, 2, 5])}[kind]
+    nt = ln.nested_tensor_from_jagged(values, offsets)
+    assert nt.nested_size().tolist() == [[2, 2], [3, 2]]
+    assert nt.unbind()[1].data_ptr() == values[2].data_ptr()  # a view of the values
+    lengths = {"list": [2, 3], "numpy": np.array([2, 3]), "torch": torch.tensor([2, 3])}[kind]
+    assert ln.nested_tensor_from_jagged(values, lengths=lengths).nested_size().tolist() == [[2, 2], [3, 2]]
+
+
 def test_requires_grad_and_leaves():
     torch = pytest.importorskip("torch")
     a = torch.arange(3.0, requires_grad=True)
