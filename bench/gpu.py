@@ -1,0 +1,171 @@
+"""GPU: segment sum, max and softmax, and pad, on the CuPy and torch-CUDA backends.
+
+Workload (issue 4): an ``[8M, 128]`` float32 batch in 100K sequences
+(lengths 1..159, mean about 80), on one CUDA device. Contenders, each where
+installed:
+
+- a device-to-device copy of the input bytes (``cupy.copyto`` / ``Tensor.copy_``):
+  the bandwidth limit the others are compared with;
+- lodtensor on the CuPy backend and on the torch-CUDA backend;
+- ``torch.segment_reduce`` (sum, max) and torch.nested with the jagged layout
+  (``sum``/``amax`` over the ragged dim, ``softmax`` over it, ``to_padded_tensor``).
+
+Each row's "x copy" is its time over the copy's; the table's notes give the
+achieved bandwidth, ``(bytes read + bytes written) / time``, as a fraction of
+the copy's ``2 * input bytes / time``. Goals: at least 50% of the copy's
+bandwidth, and faster than ``torch.segment_reduce`` and torch.nested jagged.
+
+Without a CUDA device the module reports why and measures nothing;
+``BENCH_GPU_DRY=1`` runs the same code on torch CPU tensors at 1/100 of the
+size, which checks the harness, not the figures.
+"""
+
+import os
+
+import _common
+import numpy as np
+
+TITLE = "GPU: segment sum, max, softmax and pad vs a device-to-device copy"
+
+ROWS_PER_SEQUENCE = (1, 160)  # lengths drawn uniformly from [1, 160): mean ~80, 100K sequences -> ~8M rows
+SEQUENCES = 100_000
+WIDTH = 128
+GPU = {"budget": 0.5, "min_repeat": 5}
+
+
+def _workload(scale):
+    g = _common.rng(70)
+    n = max(2, SEQUENCES // scale)
+    lengths = g.integers(*ROWS_PER_SEQUENCE, size=n).astype(np.int64)
+    offsets = _common.offsets_of(lengths)
+    data = g.standard_normal((int(offsets[-1]), WIDTH), dtype=np.float32)
+    return data, lengths, offsets
+
+
+class _Device:
+    """Copies host arrays to the device of one library and synchronises around timed calls."""
+
+    def __init__(self, torch, cupy, dry):
+        self.torch, self.cupy, self.dry = torch, cupy, dry
+
+    def sync(self):
+        if self.cupy is not None:
+            self.cupy.cuda.Device().synchronize()
+        if self.torch is not None and not self.dry:
+            self.torch.cuda.synchronize()
+
+    def timed(self, fn):
+        def call():
+            out = fn()
+            self.sync()
+            return out
+
+        return call
+
+
+def _bandwidth_note(read, written, seconds, copy_seconds, copy_bytes):
+    if seconds is None or copy_seconds is None:
+        return ""
+    achieved = (read + written) / seconds
+    limit = 2 * copy_bytes / copy_seconds
+    return f"{achieved / 1e9:.0f} GB/s = {achieved / limit:.0%} of the copy"
+
+
+def run(report):
+    torch = _common.optional("torch")
+    cupy = _common.optional("cupy")
+    dry = os.environ.get("BENCH_GPU_DRY") == "1"
+    has_cuda = torch is not None and torch.cuda.is_available()
+    if cupy is not None:
+        try:
+            has_cuda = has_cuda or cupy.cuda.runtime.getDeviceCount() > 0
+        except Exception:  # noqa: BLE001 - cupy installed without a driver
+            cupy = None
+    if not has_cuda and not (dry and torch is not None):
+        report.notes.append("no CUDA device (torch.cuda.is_available() is False and CuPy has no device): "
+                            "nothing measured")
+        return
+    if dry:
+        cupy = None
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import sequence as S  # noqa: PLC0415
+
+    scale = 100 if dry else 1
+    data, lengths, offsets = _workload(scale)
+    rows, n = data.shape[0], lengths.size
+    nbytes = data.nbytes
+    device = _Device(torch if (has_cuda or dry) else None, cupy, dry)
+    where = "cpu" if dry else "cuda"
+    workload = (f"[{rows}, {WIDTH}] float32 in {n} sequences (lengths {ROWS_PER_SEQUENCE[0]}.."
+                f"{ROWS_PER_SEQUENCE[1] - 1}), {_common.describe_sizes(nbytes)}" + (" (dry run on CPU)" if dry else ""))
+    report.facts["gpu"] = {"rows": rows, "sequences": n, "width": WIDTH, "dry": dry,
+                           "device": (torch.cuda.get_device_name() if torch is not None and has_cuda and not dry
+                                      else where)}
+
+    ours = {}
+    if cupy is not None:
+        ours["cupy"] = lt.LoDTensor(cupy.asarray(data), [offsets])
+    if torch is not None:
+        ours["torch"] = lt.from_torch(torch.from_numpy(data).to(where), [offsets])
+    tdata = ours["torch"].data if "torch" in ours else None
+    toffsets = torch.from_numpy(offsets).to(where) if torch is not None else None
+    jagged = None
+    if tdata is not None:
+        jagged = torch.nested.nested_tensor_from_jagged(tdata, toffsets, min_seqlen=int(lengths.min()),
+                                                        max_seqlen=int(lengths.max()))
+    maxlen = int(lengths.max())
+    padded_bytes = n * maxlen * WIDTH * 4
+    out_bytes = {"sum": n * WIDTH * 4, "max": n * WIDTH * 4, "softmax": nbytes, "pad": padded_bytes}
+    in_bytes = {"sum": nbytes, "max": nbytes, "softmax": nbytes, "pad": nbytes}
+
+    def ours_fn(op, t):
+        if op == "sum":
+            return lambda: S.sequence_pool(t, "sum").data
+        if op == "max":
+            return lambda: S.sequence_pool(t, "max").data
+        if op == "softmax":
+            return lambda: S.sequence_softmax(t).data
+        return lambda: t.to_padded(pad_value=0.0)[0]
+
+    torch_fns = {}
+    if tdata is not None:
+        torch_fns = {
+            "sum": [("torch.segment_reduce", lambda: torch.segment_reduce(tdata, "sum", offsets=toffsets, axis=0)),
+                    ("torch.nested jagged", lambda: jagged.sum(dim=1))],
+            "max": [("torch.segment_reduce", lambda: torch.segment_reduce(tdata, "max", offsets=toffsets, axis=0)),
+                    ("torch.nested jagged", lambda: jagged.amax(dim=1))],
+            "softmax": [("torch.nested jagged", lambda: torch.softmax(jagged, dim=1))],
+            "pad": [("torch.nested jagged", lambda: torch.nested.to_padded_tensor(jagged, 0.0))],
+        }
+
+    for op in ("sum", "max", "softmax", "pad"):
+        table = report.table(f"{op}", workload, reference=f"lodtensor ({next(iter(ours))})",
+                             limit="device-to-device copy")
+        if cupy is not None:
+            src, dst = ours["cupy"].data, cupy.empty_like(ours["cupy"].data)
+            table.add("device-to-device copy", device.timed(lambda s=src, d=dst: cupy.copyto(d, s)),
+                      note="cupy, input bytes", **GPU)
+        else:
+            src, dst = tdata, torch.empty_like(tdata)
+            table.add("device-to-device copy", device.timed(lambda s=src, d=dst: d.copy_(s)),
+                      note="torch, input bytes", **GPU)
+        for name, t in ours.items():
+            table.add(f"lodtensor ({name})", device.timed(ours_fn(op, t)), **GPU)
+        for name, fn in torch_fns.get(op, []):
+            table.add(name, device.timed(fn), **GPU)
+        table.finish()
+        copy_s = table._best("device-to-device copy")
+        for row in table.rows:
+            if row["name"] != "device-to-device copy" and row["best"] is not None:
+                note = _bandwidth_note(in_bytes[op], out_bytes[op], row["best"], copy_s, nbytes)
+                row["note"] = "; ".join(x for x in (row["note"], note) if x)
+        for name in ours:
+            mine = table._best(f"lodtensor ({name})")
+            if mine is None or copy_s is None:
+                continue
+            fraction = (in_bytes[op] + out_bytes[op]) / mine / (2 * nbytes / copy_s)
+            report.goal(f"{op} ({name}): at least 50% of the copy bandwidth", fraction >= 0.5, f"{fraction:.0%}")
+            for other, _ in torch_fns.get(op, []):
+                theirs = table._best(other)
+                if theirs is not None:
+                    report.goal(f"{op} ({name}): faster than {other}", mine < theirs, f"{theirs / mine:.2f}x faster")
