@@ -24,6 +24,8 @@ _BLOCK_BYTES = 1 << 20
 # Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
 _CSR_ROW = 8
 _SPARSE = None  # scipy.sparse once imported; False when it is not installed
+# Wide-row softmax works through blocks of rows of about this many bytes.
+_SOFTMAX_BLOCK_BYTES = 256 * 1024
 # Outputs at least this large are moved by several threads.
 _MIN_PARALLEL_BYTES = 16 * 2**20
 
@@ -381,11 +383,34 @@ class NumpyBackend(Backend):
             np.exp(shifted, out=shifted)
             shifted /= np.repeat(np.add.reduceat(shifted, starts, axis=0), lengths, axis=0)
             return shifted
+        # wide rows: two passes over cache-sized blocks of rows, each block's segment values
+        # gathered into a scratch buffer (no full-size temporaries of repeated maxima or sums)
         peak = self._reduceat(np.maximum, data, offsets, 0)
-        shifted = data - np.repeat(peak, lengths, axis=0)
-        np.exp(shifted, out=shifted)
-        shifted /= np.repeat(self.segment_sum(shifted, offsets), lengths, axis=0)
-        return shifted
+        ids = np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
+        out = np.empty(data.shape, dtype=np.result_type(data.dtype, peak.dtype))
+        row_bytes = max(1, out.itemsize * (out.size // out.shape[0]))
+        step = max(1, _SOFTMAX_BLOCK_BYTES // row_bytes)
+
+        def blocks(per_segment, lo, hi, apply):
+            tmp = _scratch("softmax", (min(step, hi - lo),) + out.shape[1:], out.dtype)
+            for a in range(lo, hi, step):
+                b = min(hi, a + step)
+                per_segment.take(ids[a:b], axis=0, out=tmp[: b - a])
+                apply(a, b, tmp[: b - a])
+
+        def shift_exp(a, b, tmp):
+            np.subtract(data[a:b], tmp, out=out[a:b])
+            np.exp(out[a:b], out=out[a:b])
+
+        def scale(a, b, tmp):
+            out[a:b] *= tmp
+
+        _run_split(lambda lo, hi: blocks(peak, int(offsets[lo]), int(offsets[hi]), shift_exp), offsets, out.nbytes)
+        inverse = self.segment_sum(out, offsets)
+        with np.errstate(divide="ignore"):  # only empty sequences sum to 0, and they have no rows
+            np.reciprocal(inverse, out=inverse)
+        _run_split(lambda lo, hi: blocks(inverse, int(offsets[lo]), int(offsets[hi]), scale), offsets, out.nbytes)
+        return out
 
     # -- dense <-> flat ----------------------------------------------------------------------
     def _pad_index(self, offsets, maxlen):

@@ -126,6 +126,9 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
         assert np.allclose(be.segment_sum(data, offsets), [s.sum(0) if len(s) else zero for s in segs], atol=1e-5)
         assert np.allclose(be.segment_max(data, offsets, empty=0), [s.max(0) if len(s) else zero for s in segs])
         assert np.allclose(be.segment_min(data, offsets, empty=0), [s.min(0) if len(s) else zero for s in segs])
+        monkeypatch.setattr(numpy_backend, "_SOFTMAX_BLOCK_BYTES", 200)  # blocks of 2 or 1 rows
+        soft = [np.exp(s - s.max(0)) / np.exp(s - s.max(0)).sum(0) for s in segs if len(s)]
+        assert np.allclose(be.segment_softmax(data, offsets), np.concatenate(soft))
     finally:
         lt.set_num_threads(None)
 
