@@ -71,7 +71,9 @@ def _cached_plan(offsets, key, build, owner=None):
     plan = build()
     frozen = owner is None and not offsets.flags.writeable
     with _PLANS_LOCK:
-        _PLANS[slot] = (weakref.ref(holder), None if frozen else offsets.copy(), plan)
+        # the entry goes when its array does (a plan's index is as long as the data's rows)
+        _PLANS[slot] = (weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot, None)),
+                        None if frozen else offsets.copy(), plan)
         while len(_PLANS) > _PLANS_KEPT:
             _PLANS.popitem(last=False)
     return plan

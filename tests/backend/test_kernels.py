@@ -158,3 +158,18 @@ def test_block_plans_are_cached_and_never_stale(monkeypatch):
     live[1:3] = [5, 5]  # now lengths 5, 0, 5
     assert np.array_equal(be.segment_max(data, live, empty=0)[0], data[:5].max(0))
     assert len(builds) == 4
+
+
+def test_block_plans_go_with_their_offsets():
+    import gc
+
+    from lodtensor.backend import numpy as numpy_backend
+
+    offsets = lengths_to_offsets([3, 5])
+    offsets.setflags(write=False)
+    get_backend("numpy").segment_max(np.ones((8, 32)), offsets, empty=0)
+    assert any(key[0] == id(offsets) for key in numpy_backend._PLANS)
+    key = id(offsets)
+    del offsets
+    gc.collect()
+    assert not any(k[0] == key for k in numpy_backend._PLANS)
