@@ -8,6 +8,8 @@ different sizes degrades to one op per image, which is what torch.nested's
 strided layout does too.
 """
 
+import math
+
 import numpy as np
 
 from ._tensor import Structure
@@ -32,6 +34,8 @@ def shape_groups(keys):
     order = np.argsort(code, kind="stable")
     bounds = np.flatnonzero(np.diff(code[order])) + 1
     rows = keys.tolist()
+    if bounds.size == n - 1:  # every shape distinct (a batch of images): one group per component
+        return [(order[j : j + 1], tuple(rows[i])) for j, i in enumerate(order.tolist())]
     return [(members, tuple(rows[members[0]])) for members in np.split(order, bounds)]
 
 
@@ -52,7 +56,7 @@ def element_index(offsets, members, numel):
 
 
 def block_of(be, buffer, offsets, members, shape):
-    numel = int(np.prod(shape, dtype=np.int64))
+    numel = math.prod(shape)
     if members.size == 1:
         start = int(offsets[members[0]])
         return buffer[start : start + numel].reshape((1,) + shape)
@@ -66,7 +70,9 @@ def map_components(inputs, fn, out_sizes, *, dtype=None):
 
     ``inputs`` are nested tensors with the same number of components; ``fn``
     maps blocks ``(g, *shape_k)`` (one per input) to a block ``(g, *out_shape)``
-    whose rows go to the components of ``out_sizes`` (n x rank ints).
+    whose rows go to the components of ``out_sizes`` (n x rank ints). A group
+    of one component (every image of a batch of distinct sizes) takes a lean
+    path: slices at precomputed Python offsets, no index arrays.
     """
     first = inputs[0]
     be = first.backend
@@ -81,23 +87,30 @@ def map_components(inputs, fn, out_sizes, *, dtype=None):
     out = None
     n = first._struct.n
     out_offsets = out_struct.offsets
+    starts = [x._struct.offsets.tolist() for x in inputs] if len(groups) > 1 else None
+    out_starts = out_offsets.tolist() if len(groups) > 1 else None
+    cuts = [sum(ranks[:k]) for k in range(len(ranks) + 1)]
     for members, key in groups:
-        blocks = []
-        start = 0
-        for x, r in zip(inputs, ranks):
-            blocks.append(block_of(be, x._buffer, x._struct.offsets, members, key[start : start + r]))
-            start += r
+        if members.size == 1 and starts is not None:
+            i = int(members[0])
+            res = fn(*[
+                x._buffer[offs[i] : offs[i + 1]].reshape((1,) + key[cuts[k] : cuts[k + 1]])
+                for k, (x, offs) in enumerate(zip(inputs, starts))
+            ])
+            if out is None:
+                out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
+            out[out_starts[i] : out_starts[i + 1]].reshape(tuple(res.shape))[...] = res  # one copy, into place
+            continue
+        blocks = [
+            block_of(be, x._buffer, x._struct.offsets, members, key[cuts[k] : cuts[k + 1]])
+            for k, x in enumerate(inputs)
+        ]
         res = fn(*blocks)
         if len(groups) == 1 and members.size == n:
             return ops.contiguous(res).reshape(-1), out_struct
         if out is None:
             out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
-        if members.size == 1:  # write the (possibly strided) result straight into place: one copy
-            a = int(out_offsets[members[0]])
-            target = out[a : a + int(np.prod(res.shape, dtype=np.int64))].reshape(tuple(res.shape))
-            target[...] = res
-        else:
-            flat = res.reshape(-1)
-            m = flat.shape[0] // members.size
-            be.scatter(out, element_index(out_offsets, members, m), flat)
+        flat = res.reshape(-1)
+        m = flat.shape[0] // members.size
+        be.scatter(out, element_index(out_offsets, members, m), flat)
     return out, out_struct

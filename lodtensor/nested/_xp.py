@@ -91,7 +91,7 @@ class NumpyOps:
         return self.xp.ascontiguousarray(self.xp.swapaxes(x, a, b))
 
     def swapaxes_view(self, x, a, b):
-        return self.xp.swapaxes(x, a, b)
+        return x.swapaxes(a, b)  # the method: np.swapaxes adds a dispatch layer per component
 
     def contiguous(self, x):
         return self.xp.ascontiguousarray(x)
