@@ -185,7 +185,12 @@ ge = implements("ge", "torch.ge", _T + "ge", _T + "__ge__")(_compare("ge", "grea
 
 
 # -- unary ----------------------------------------------------------------------------------
-def _unary(nt, out):
+def _unary(nt, out, inplace=False):
+    """``out`` (a flat buffer) as a nested tensor of ``nt``'s structure; with ``inplace``,
+    written into ``nt`` itself, which is returned (torch's ``inplace=True``)."""
+    if inplace:
+        nt._buffer[...] = out  # torch: a copy_ that autograd records (and refuses on a leaf, as torch does)
+        return nt
     return make(out, nt._struct, nt._layout)
 
 
@@ -226,11 +231,12 @@ def logical_not(input):
 
 @implements("relu", "torch.relu", _F + "relu", _T + "relu")
 def relu(input, inplace=False):
-    """Elementwise ``max(x, 0)``, one call on the flat buffer (threaded for large NumPy buffers)."""
+    """Elementwise ``max(x, 0)``, one call on the flat buffer (threaded for large NumPy buffers);
+    ``inplace=True`` writes the result into ``input`` and returns it."""
     check_nested(input, "relu()")
     if kind_of(input._buffer.dtype) == "b":
         raise TypeError("Boolean inputs not supported for relu")
-    return _unary(input, ops_for(input.backend).relu(input._buffer))
+    return _unary(input, ops_for(input.backend).relu(input._buffer), inplace)
 
 
 @implements("gelu", _F + "gelu")
@@ -246,11 +252,11 @@ def gelu(input, approximate="none"):
 
 @implements("silu", _F + "silu")
 def silu(input, inplace=False):
-    """Elementwise SiLU, ``x * sigmoid(x)``."""
+    """Elementwise SiLU, ``x * sigmoid(x)``; ``inplace=True`` writes into ``input`` and returns it."""
     check_nested(input, "silu()")
     if kind_of(input._buffer.dtype) != "f":
         raise _not_implemented("silu_cpu", input)
-    return _unary(input, ops_for(input.backend).silu(input._buffer))
+    return _unary(input, ops_for(input.backend).silu(input._buffer), inplace)
 
 
 # -- masks, dropout, copies -----------------------------------------------------------------

@@ -61,6 +61,16 @@ def test_unary_ops(backend, shape, name):
     assert_components(numpy_parts(backend, out), [ref(a) for a in arrays], "float64")
 
 
+@pytest.mark.parametrize("name", ["relu", "silu"])
+def test_inplace_activations_write_into_the_input(backend, name):
+    arrays = ragged_arrays(5, 2, (0,), "float64")
+    nt = build(backend, arrays)
+    ours, ref = UNARY[name]
+    out = ours(nt, inplace=True)
+    assert out is nt
+    assert_components(numpy_parts(backend, nt), [ref(a) for a in arrays], "float64")
+
+
 def test_elementwise_is_one_call_on_the_buffer():
     nt = ln.nested_tensor([np.ones((3, 2, 2)), np.ones((1, 4, 5))])
     out = ln.relu(nt - 2)
