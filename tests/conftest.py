@@ -37,6 +37,7 @@ def rng():
 BACKENDS = [
     "numpy",
     "torch",
+    "torch-generic",  # torch on CPU without its CPU-only kernels: the code CUDA runs
     pytest.param("cupy", marks=pytest.mark.gpu),
     pytest.param("torch-cuda", marks=pytest.mark.gpu),
 ]
@@ -55,6 +56,22 @@ class BackendCase:
         except ImportError as err:
             pytest.skip(f"backend {lib!r} unavailable: {err}")
         self.device = "cuda" if name in ("cupy", "torch-cuda") else "cpu"
+        self.generic = name == "torch-generic"
+
+    def __enter__(self):
+        """Switch the torch backend's CPU-only kernels off while a "torch-generic" case runs."""
+        if self.generic:
+            from lodtensor.backend import torch as torch_backend
+
+            self._saved = torch_backend._CPU_SHORTCUTS
+            torch_backend._CPU_SHORTCUTS = False
+        return self
+
+    def __exit__(self, *exc):
+        if self.generic:
+            from lodtensor.backend import torch as torch_backend
+
+            torch_backend._CPU_SHORTCUTS = self._saved
 
     def array(self, values, dtype=None):
         arr = np.asarray(values, dtype=dtype)
@@ -71,4 +88,5 @@ class BackendCase:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
-    return BackendCase(request.param)
+    with BackendCase(request.param) as case:
+        yield case

@@ -43,6 +43,9 @@ def _identity(dtype, reduce):
 
 
 # -- segment max and min on CPU: the NumPy kernel forward, scatter_reduce's gradient -----------
+# The CPU-only kernels below (NumPy forward passes, MKL SpMM) can be switched off, which runs the
+# device-generic torch code that CUDA uses on CPU: the tests do so to cover that code without a GPU.
+_CPU_SHORTCUTS = True
 _NUMPY = NumpyBackend()
 _NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
                   torch.int32, torch.int64)
@@ -81,7 +84,8 @@ class _SegmentExtreme(torch.autograd.Function):
 def _numpy_moves(x, pad_value):
     """Whether the NumPy row-moving kernels can serve tensor ``x`` (CPU, a NumPy dtype)."""
     return (
-        x.device.type == "cpu"
+        _CPU_SHORTCUTS
+        and x.device.type == "cpu"
         and x.dtype in _NUMPY_ORDERED + (torch.bool, torch.complex64, torch.complex128)
         and x.dim() >= 1
         # a pad value that wants its own gradient takes the torch path, which gives it one
@@ -157,7 +161,8 @@ _spmm_quiet = threading.Event()  # set once torch's one-time "sparse CSR is beta
 def _spmm_fits(data, n):
     rows = data.shape[0]
     return (
-        data.device.type == "cpu"
+        _CPU_SHORTCUTS
+        and data.device.type == "cpu"
         and data.dtype in _SPMM_DTYPES
         and data.dim() >= 2
         and rows > 0
@@ -315,7 +320,7 @@ class TorchBackend(Backend):
         ``scatter_reduce`` reads its result.
         """
         offsets = self._index(offsets, data)
-        if data.device.type == "cpu" and data.dtype in _NUMPY_ORDERED:
+        if _CPU_SHORTCUTS and data.device.type == "cpu" and data.dtype in _NUMPY_ORDERED:
             return _SegmentExtreme.apply(data, offsets, ids, reduce, empty)
         lengths = offsets[1:] - offsets[:-1]
         shape = (-1,) + (1,) * (data.dim() - 1)
@@ -394,10 +399,11 @@ class TorchBackend(Backend):
             fill = torch.as_tensor(pad_value, dtype=data.dtype, device=data.device)
             out = fill.expand(full).clone() if fill.dim() else torch.full(full, fill.item(), dtype=data.dtype,
                                                                            device=data.device)
-            flat = out.reshape((-1,) + row)
             if data.shape[0]:
-                flat = flat.index_copy(0, self._index(index, data), data)  # out of place: keeps autograd
-            return flat.reshape(full)
+                # in place on the fresh result (one write of the output, not two); autograd records
+                # it on this non-leaf tensor as it does any in-place op
+                out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
+            return out
         with torch.no_grad():
             out[...] = torch.as_tensor(pad_value, dtype=out.dtype, device=out.device)
             if data.shape[0]:

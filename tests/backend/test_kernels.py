@@ -33,12 +33,17 @@ def ref_segments(data, lens):
 
 @pytest.mark.parametrize(
     "name",
-    ["numpy", "torch", pytest.param("cupy", marks=pytest.mark.gpu), pytest.param("torch-cuda", marks=pytest.mark.gpu)],
+    ["numpy", "torch", "torch-generic", pytest.param("cupy", marks=pytest.mark.gpu),
+     pytest.param("torch-cuda", marks=pytest.mark.gpu)],
 )
 @settings(max_examples=40)
 @given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,), (4, 5)]))
 def test_kernels_agree_with_reference(name, lens, row):
-    case = BackendCase(name)
+    with BackendCase(name) as case:
+        _kernels_agree(case, lens, row)
+
+
+def _kernels_agree(case, lens, row):
     n = sum(lens)
     host = np.random.default_rng(n).standard_normal((n,) + row)
     data = case.array(host)

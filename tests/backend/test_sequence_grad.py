@@ -16,6 +16,15 @@ def t(x):
     return lt.from_torch(x, LOD)
 
 
+@pytest.fixture(params=[True, False], ids=["cpu-kernels", "generic"])
+def shortcuts(request, monkeypatch):
+    """Both the torch backend's CPU-only kernels and the device-generic code CUDA runs."""
+    from lodtensor.backend import torch as torch_backend
+
+    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", request.param)
+    return request.param
+
+
 OPS = {
     "pool-sum": lambda x: S.sequence_pool(t(x), "sum", pad_value=1.0).data,
     "pool-average": lambda x: S.sequence_pool(t(x), "average").data,
@@ -36,7 +45,7 @@ OPS = {
 
 
 @pytest.mark.parametrize("name", sorted(OPS))
-def test_gradcheck(name):
+def test_gradcheck(name, shortcuts):
     x = torch.randn(6, 2, dtype=torch.float64, requires_grad=True)
     out = OPS[name](x)
     assert isinstance(out, torch.Tensor) and out.requires_grad
@@ -44,7 +53,7 @@ def test_gradcheck(name):
 
 
 @pytest.mark.parametrize("name", ["pool-sum", "pool-average", "pool-sqrt", "pool-max", "softmax"])
-def test_gradcheck_wide_rows(name):
+def test_gradcheck_wide_rows(name, shortcuts):
     """Rows of 4+ floats take other kernels on CPU (SpMM segment sums): gradients and
     second derivatives must still flow."""
     x = torch.randn(6, 5, dtype=torch.float64, requires_grad=True)
