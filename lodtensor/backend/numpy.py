@@ -150,22 +150,48 @@ def _as_rows(a):
     return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
 
 
-def _run_split(work, offsets, nbytes):
-    """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
-    for large outputs. Each run writes disjoint bytes."""
+def _split_bounds(offsets, nbytes):
+    """Sequence bounds ``[0, ..., n]`` cutting the rows into about equal runs, one per thread
+    for outputs of ``_MIN_PARALLEL_BYTES`` or more, else one run."""
     threads = min(get_num_threads(), 4) if nbytes >= _MIN_PARALLEL_BYTES else 1
     n = offsets.size - 1
     if threads == 1 or n < 2:
-        work(0, n)
-        return
+        return [0, n]
     total = int(offsets[-1])
     cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
-    bounds = [0, *cuts, n]
+    return [0, *cuts, n]
+
+
+def _run_split(work, offsets, nbytes):
+    """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
+    for large outputs. Each run writes disjoint bytes."""
+    bounds = _split_bounds(offsets, nbytes)
+    if len(bounds) == 2:
+        work(0, bounds[1])
+        return
     workers = pool()
     futures = [workers.submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     work(bounds[0], bounds[1])
     for future in futures:
         future.result()
+
+
+def _csr_parts(sparse, offsets, dtype, bounds):
+    """One CSR matrix of ones per run of sequences ``bounds[k]:bounds[k + 1]``, summing its rows.
+
+    The column indices (int32 when they fit: SciPy would convert int64 ones on
+    every call) and the ones are made once and cached with the LoD's plans.
+    """
+    total = int(offsets[-1])
+    index_dtype = np.int32 if total < 2**31 - 1 else np.int64
+    indptr = offsets.astype(index_dtype)
+    columns = np.arange(total, dtype=index_dtype)
+    ones = np.ones(total, dtype=dtype)
+    parts = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        a, b = int(offsets[lo]), int(offsets[hi])
+        parts.append(sparse.csr_matrix((ones[a:b], columns[: b - a], indptr[lo : hi + 1] - a), shape=(hi - lo, b - a)))
+    return parts
 
 
 def _fill_tails(out, groups, lo, hi, pad_value, zero):
@@ -339,23 +365,24 @@ class NumpyBackend(Backend):
         sparse = _scipy_sparse() if row_size >= _CSR_ROW and data.dtype.kind in "iufc" else None
         if sparse is None or data.shape[0] == 0:
             return self._reduceat(np.add, data, offsets, 0)
-        n_rows = data.shape[0]
         n = offsets.size - 1
-        rows = np.ascontiguousarray(data).reshape(n_rows, row_size)
-        # int32 indices when they fit: SciPy would otherwise convert int64 ones on every call
-        index_dtype = np.int32 if n_rows < 2**31 - 1 else np.int64
-        indptr = offsets.astype(index_dtype, copy=False)
+        rows = np.ascontiguousarray(data).reshape(data.shape[0], row_size)
+        bounds = _split_bounds(offsets, data.nbytes)
+        parts = _cached_plan(offsets, ("csr", data.dtype.str, tuple(bounds)),
+                             lambda: _csr_parts(sparse, offsets, data.dtype, bounds))
+        if len(parts) == 1:  # one product, straight into the result
+            return (parts[0] @ rows).reshape((n,) + data.shape[1:])
         out = np.empty((n, row_size), dtype=data.dtype)
 
-        def work(lo, hi):  # SciPy's CSR product releases the GIL: parts run on the shared pool
+        def work(k):  # SciPy's CSR product releases the GIL: parts run on the shared pool
+            lo, hi = bounds[k], bounds[k + 1]
             a, b = int(offsets[lo]), int(offsets[hi])
-            part = sparse.csr_matrix(
-                (np.ones(b - a, dtype=data.dtype), np.arange(b - a, dtype=index_dtype), indptr[lo : hi + 1] - a),
-                shape=(hi - lo, b - a),
-            )
-            out[lo:hi] = part @ rows[a:b]
+            out[lo:hi] = parts[k] @ rows[a:b]
 
-        _run_split(work, offsets, data.nbytes)
+        futures = [pool().submit(work, k) for k in range(1, len(parts))]
+        work(0)
+        for future in futures:
+            future.result()
         return out.reshape((n,) + data.shape[1:])
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
