@@ -390,7 +390,8 @@ class NumpyBackend(Backend):
         total = self.segment_sum(data, offsets)
         dtype = total.dtype if total.dtype.kind in "fc" else np.float64
         shape = (-1,) + (1,) * (data.ndim - 1)
-        out = total.astype(dtype, copy=False) / np.maximum(lengths, 1).reshape(shape).astype(dtype)
+        out = total.astype(dtype, copy=False)  # a fresh array of ours: divided in place
+        np.divide(out, np.maximum(lengths, 1).reshape(shape).astype(dtype), out=out)
         if empty != 0:
             out[lengths == 0] = empty
         return out
