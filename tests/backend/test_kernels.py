@@ -134,6 +134,12 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
         monkeypatch.setattr(numpy_backend, "_SOFTMAX_BLOCK_BYTES", 200)  # blocks of 2 or 1 rows
         soft = [np.exp(s - s.max(0)) / np.exp(s - s.max(0)).sum(0) for s in segs if len(s)]
         assert np.allclose(be.segment_softmax(data, offsets), np.concatenate(soft))
+        monkeypatch.setattr(numpy_backend, "_SOFTMAX_PARALLEL_BYTES", 0)  # narrow rows, split over threads
+        full = [k for k in lens if k]
+        scores = data.reshape(data.shape[0], -1)[:, 0].copy()
+        parts = np.split(scores, np.cumsum(full)[:-1])
+        expected = np.concatenate([np.exp(p - p.max()) / np.exp(p - p.max()).sum() for p in parts])
+        assert np.allclose(be.segment_softmax(scores, lengths_to_offsets(full)), expected)
     finally:
         lt.set_num_threads(None)
 
