@@ -101,15 +101,22 @@ def _numpy_dtype(dtype, name):
 
 
 def promote(a, b):
-    """Result dtype of a binary op between NumPy dtypes ``a`` and ``b``, by torch's rules.
+    """Result dtype of a binary op between NumPy dtype ``a`` and operand ``b``, by torch's rules.
 
-    ``b`` may be a Python scalar (torch's "wrapped number"): it only raises the
-    category (bool < integer < float < complex), to the default dtype of that
-    category. Between two arrays a higher category wins outright
-    (int64 + float32 -> float32) and equal categories widen as in NumPy.
+    ``b`` may be a Python or NumPy scalar (torch's "wrapped number": torch 2.13
+    treats ``np.float64(0.5)`` exactly as ``0.5``): it only raises the category
+    (bool < integer < float < complex), to the default dtype of that category.
+    A 0-d array counts only when its category is higher, with its own dtype.
+    Between two arrays a higher category wins outright (int64 + float32 ->
+    float32) and equal categories widen as in NumPy.
+
+    >>> promote(np.float32, np.float64(0.5)), promote(np.int32, 0.5), promote(np.int32, np.array(0.5))
+    (dtype('float32'), dtype('float32'), dtype('float64'))
     """
     a = np.dtype(a)
-    if isinstance(b, (bool, int, float, complex)) and not isinstance(b, np.generic):
+    if isinstance(b, np.generic) and b.dtype.kind in "biufc":
+        b = b.item()
+    if isinstance(b, (bool, int, float, complex)):
         cat_b = 0 if isinstance(b, bool) else 1 if isinstance(b, int) else 2 if isinstance(b, float) else 3
         cat_a = _CATEGORY[a.kind]
         if cat_b <= cat_a:
@@ -119,8 +126,11 @@ def promote(a, b):
         if cat_b == 2:
             return DEFAULT_FLOAT
         return np.dtype(np.complex128) if a == np.float64 else DEFAULT_COMPLEX
+    zero_dim = not isinstance(b, np.dtype) and len(getattr(b, "shape", (1,))) == 0
     b = np.dtype(getattr(b, "dtype", b))
     cat_a, cat_b = _CATEGORY[a.kind], _CATEGORY[b.kind]
+    if zero_dim:
+        return a if cat_b <= cat_a else b
     if cat_a != cat_b and max(cat_a, cat_b) <= 2:
         return a if cat_a > cat_b else b
     return np.result_type(a, b)

@@ -130,6 +130,18 @@ def test_dtype_promotion_matches_torch():
         check(mine, ref, exact=True)
 
 
+@pytest.mark.parametrize("scalar", [np.float64(0.25), np.float32(0.25), np.int64(3), np.complex128(1j), 0.25, 3],
+                         ids=lambda v: f"{type(v).__name__}")
+@pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
+def test_numpy_scalars_promote_like_python_scalars(scalar, dtype):
+    """torch treats a NumPy scalar as a Python number: float32 * np.float64(0.25) stays float32."""
+    arrays = [np.arange(3, dtype=dtype), np.arange(2, dtype=dtype)]
+    ours, theirs = both(arrays)
+    for mine, ref in ((ours * scalar, theirs * scalar), (ours + scalar, theirs + scalar)):
+        assert str(mine.dtype) == str(ref.dtype).replace("torch.", ""), (mine.dtype, ref.dtype)
+        assert_components(mine.unbind(), ref.unbind(), str(mine.dtype), False)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_softmax_every_dim(shape, dtype, seed):
     ours, theirs = both(ragged_arrays(seed, *shape, dtype=dtype))
