@@ -27,7 +27,7 @@ from ._layouts import (
     to_padded,
     to_tensor_list,
 )
-from ._nn import bmm, embedding_bag, layer_norm, linear, matmul, softmax
+from ._nn import amax, amin, bmm, embedding_bag, layer_norm, linear, matmul, mean, softmax, sum
 from ._ops import (
     abs,
     add,
@@ -47,6 +47,7 @@ from ._ops import (
     mul,
     ne,
     neg,
+    pow,
     randn_like,
     relu,
     sgn,
@@ -101,6 +102,11 @@ __all__ = [
     "randn_like",
     "layer_norm",
     "embedding_bag",
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "pow",
     "to_padded",
     "to_masked",
     "to_packed",

@@ -17,7 +17,7 @@ from ._tensor import NestedTensor, make
 from ._xp import ops_for
 
 __all__ = [
-    "add", "sub", "mul", "div", "neg", "abs", "sgn", "logical_not", "relu", "gelu", "silu",
+    "add", "sub", "mul", "div", "pow", "neg", "abs", "sgn", "logical_not", "relu", "gelu", "silu",
     "masked_fill", "dropout", "clone", "detach", "empty_like", "zeros_like", "randn_like",
 ]
 
@@ -120,6 +120,18 @@ def _scaled(other, alpha, where):
     if isinstance(other, NestedTensor):
         return mul(other, alpha)
     return other * alpha
+
+
+@implements("pow", "torch.pow", _T + "pow", _T + "__pow__", _T + "__rpow__")
+def pow(input, exponent):  # noqa: A001 - torch's name
+    """Elementwise ``input ** exponent``: nested with nested (same structure) or with a scalar,
+    either side; torch's dtype rules (an integer to a float power is float).
+
+    >>> import lodtensor.nested as ln
+    >>> (ln.nested_tensor([[1, 2], [3]]) ** 2).to_tensor_list()
+    [array([1, 4]), array([9])]
+    """
+    return _binary("pow", "power", input, exponent)
 
 
 @implements("add", "torch.add", _T + "add", _T + "__add__", _T + "__radd__")

@@ -308,6 +308,40 @@ class NestedTensor:
     def is_contiguous(self):
         return True
 
+    def contiguous(self):
+        """This nested tensor: its components always lie one after another in one buffer."""
+        return self
+
+    def values(self):
+        """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged
+        (torch's jagged ``values()``), else the flat buffer; a view either way.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
+        (6, 3)
+        """
+        st = self._struct
+        if st.is_lod and st.n:
+            offsets, row_shape = st.rows()
+            return self._buffer.reshape((int(offsets[-1]),) + row_shape)
+        return self._buffer
+
+    def offsets(self):
+        """Row offsets of the components (torch's jagged ``offsets()``), as an int64 array of the
+        buffer's library; only when the first component dim is the one ragged dim.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).offsets().tolist()
+        [0, 2, 6]
+        """
+        st = self._struct
+        if not st.is_lod:
+            raise ValueError(
+                "offsets(): only a nested tensor ragged in its first component dim alone has row offsets; "
+                "use nested_size() for the sizes of every dim"
+            )
+        return self.backend.to_device(self.backend.asarray(st.rows()[0].copy()), self.backend.device_of(self._buffer))
+
     # -- components --------------------------------------------------------------------------
     def unbind(self, dim=0):
         """The components as a tuple of views into the one buffer (writes through them show here).
@@ -347,11 +381,39 @@ class NestedTensor:
             return self
         return make(get_backend("torch").asarray(self._buffer), self._struct, self._layout)
 
-    def to(self, device=None, dtype=None):
-        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes)."""
+    def to(self, *args, device=None, dtype=None):
+        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
+
+        As torch's ``to``: positional arguments may be a device, a dtype, both,
+        or another nested tensor (whose device and dtype are taken).
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).to(np.float32).dtype
+        dtype('float32')
+        """
         from ._construct import as_nested_tensor  # noqa: PLC0415 - avoids an import cycle
 
+        for arg in args:
+            if isinstance(arg, NestedTensor):
+                device = arg.device if device is None else device
+                dtype = arg.dtype if dtype is None else dtype
+            elif _is_dtype(arg):
+                dtype = arg
+            else:
+                device = arg
         return as_nested_tensor(self, dtype=dtype, device=device)
+
+    def double(self):
+        """A float64 copy (self when already float64)."""
+        return self.to(dtype=np.float64)
+
+    def float(self):
+        """A float32 copy (self when already float32)."""
+        return self.to(dtype=np.float32)
+
+    def half(self):
+        """A float16 copy (self when already float16)."""
+        return self.to(dtype=np.float16)
 
     def numpy(self):
         """This nested tensor with NumPy data (a view of host memory where possible)."""
@@ -419,6 +481,11 @@ class NestedTensor:
     to_packed = _op("to_packed")
     to_packed_sequence = _op("to_packed_sequence")
     to_lod_tensor = _op("to_lod_tensor")
+    pow = _op("pow")
+    sum = _op("sum")
+    mean = _op("mean")
+    amax = _op("amax")
+    amin = _op("amin")
     eq = _op("eq")
     ne = _op("ne")
     lt = _op("lt")
@@ -444,6 +511,8 @@ class NestedTensor:
     __rtruediv__ = _rop("div")
     __matmul__ = _op("matmul")
     __rmatmul__ = _rop("matmul")
+    __pow__ = _op("pow")
+    __rpow__ = _rop("pow")
     __neg__ = _op("neg")
     __abs__ = _op("abs")
     __invert__ = _op("logical_not")
@@ -454,6 +523,19 @@ class NestedTensor:
     __gt__ = _op("gt")
     __ge__ = _op("ge")
     __hash__ = object.__hash__
+
+
+def _is_dtype(x):
+    """Whether ``x`` names a dtype (a NumPy dtype or type, a torch dtype, a dtype name) rather than a device."""
+    if isinstance(x, (np.dtype, type)) or type(x).__name__ == "dtype":
+        return True
+    if isinstance(x, str) and x.split(":")[0] not in ("cpu", "cuda", "gpu"):
+        try:
+            np.dtype(x)
+        except TypeError:
+            return False
+        return True
+    return False
 
 
 def _shape_arg(shape):

@@ -25,6 +25,7 @@ _PYOPS = {
     "subtract": operator.sub,
     "multiply": operator.mul,
     "true_divide": operator.truediv,
+    "power": operator.pow,
     "equal": operator.eq,
     "not_equal": operator.ne,
     "less": operator.lt,
@@ -147,6 +148,15 @@ class NumpyOps:
 
     def matmul(self, a, b):
         return self.xp.matmul(a, b)
+
+    def reduce(self, x, kind, axis, keepdim):
+        """``kind`` ('sum', 'mean', 'amax', 'amin') of ``x`` over ``axis`` (None: everything)."""
+        if kind == "mean":  # the mean of nothing is nan, as in torch (and no NumPy warning)
+            total = x.sum(axis=axis, keepdims=keepdim)
+            count = x.size if axis is None else x.shape[axis]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return total / x.dtype.type(count) if count else total * x.dtype.type(np.nan)
+        return getattr(x, "max" if kind == "amax" else "min" if kind == "amin" else "sum")(axis=axis, keepdims=keepdim)
 
     def renorm_rows(self, rows, max_norm, p):
         """Rows scaled down to ``p``-norm ``max_norm`` where longer (torch's embedding_renorm_)."""
@@ -294,6 +304,12 @@ class TorchOps(NumpyOps):
 
     def linear(self, x, weight, bias):
         return self.F.linear(x, weight, bias)
+
+    def reduce(self, x, kind, axis, keepdim):
+        fn = getattr(self.torch, kind)
+        if axis is None:
+            return fn(x)
+        return fn(x, dim=axis, keepdim=keepdim)
 
     def layer_norm(self, x, eps, weight, bias):
         # torch's CPU kernel runs ~8% faster with an affine pair than without (torch 2.13):

@@ -388,3 +388,56 @@ def test_errors_match_torch(case):
     if phrase is not None:
         assert phrase in str(theirs.value), f"torch no longer says {phrase!r}: {theirs.value}"
         assert phrase in str(ours.value), f"ours lacks {phrase!r}: {ours.value}"
+
+
+def _jagged(arrays):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.nested.nested_tensor([torch.from_numpy(a.copy()) for a in arrays], layout=torch.jagged)
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dim", [1, 2, -1])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reductions_match_torch_jagged(kind, dim, keepdim, seed):
+    """sum / mean / amax / amin over one dim against torch's jagged layout (the one with reductions):
+    over the ragged dim a dense result, over a regular dim a nested one."""
+    g = np.random.default_rng(seed)
+    arrays = [g.standard_normal((int(n), 4)).astype(np.float32) for n in g.integers(1, 6, size=4)]
+    mine = getattr(ln, kind)(ln.nested_tensor(arrays), dim=dim, keepdim=keepdim)
+    ref = getattr(torch, kind)(_jagged(arrays), dim=dim, keepdim=keepdim)
+    if ref.is_nested:
+        assert isinstance(mine, ln.NestedTensor)
+        assert_components(mine.unbind(), ref.unbind(), "float32", False)
+    else:
+        assert not isinstance(mine, ln.NestedTensor) and tuple(mine.shape) == tuple(ref.shape)
+        np.testing.assert_allclose(mine, ref.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_whole_reductions_pow_and_conversions_match_torch_jagged():
+    arrays = [np.arange(6, dtype=np.int64).reshape(2, 3), np.arange(12, dtype=np.int64).reshape(4, 3)]
+    ours, theirs = ln.nested_tensor(arrays), _jagged(arrays)
+    assert int(ours.sum()) == int(theirs.sum()) and str(ours.sum().dtype) == "int64"
+    np.testing.assert_allclose(ln.mean(ours, dim=1), torch.mean(theirs.float(), dim=1).numpy())
+    assert str(ln.mean(ours, dim=1).dtype) == "float32"  # integers average to the default float
+    for mine, ref in ((ours ** 2, theirs ** 2), (ours ** 0.5, theirs ** 0.5), (ln.pow(ours, 3), torch.pow(theirs, 3))):
+        assert str(mine.dtype) == str(ref.dtype).replace("torch.", "")
+        assert_components(mine.unbind(), ref.unbind(), str(mine.dtype), False)
+    assert ours.double().dtype == np.float64 and ours.to(np.float32).dtype == np.float32
+    np.testing.assert_array_equal(ours.values(), theirs.values().numpy())
+    np.testing.assert_array_equal(ours.offsets(), theirs.offsets().numpy())
+    assert ours.contiguous() is ours
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda nt: ln.sum(nt, dim=0), "batch dimension"),
+    (lambda nt: ln.sum(nt, dim=(1, 2)), "several dims"),
+    (lambda nt: ln.amax(ln.nested_tensor([np.ones((0, 2)), np.ones((1, 2))]), dim=1), "size 0"),
+    (lambda nt: nt ** ln.nested_tensor([np.ones(3)]), "structure"),
+    (lambda nt: ln.nested_tensor([[1, 2]]) ** -1, "negative integer powers"),
+])
+def test_reduction_and_pow_errors(call, message):
+    nt = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])
+    with pytest.raises((ValueError, RuntimeError), match=message):
+        call(nt)

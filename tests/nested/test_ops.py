@@ -239,3 +239,29 @@ def test_inputs_are_not_mutated_by_failing_ops(backend):
             call()
     assert nt._struct is st
     assert_components(numpy_parts(backend, nt), before, exact=True)
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "amax", "amin"])
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_reductions_of_images_per_component(backend, kind, dim):
+    """Components ragged in two dims (3 x H x W): every dim reduces per component, results nested."""
+    g = np.random.default_rng(dim)
+    arrays = [g.standard_normal((3, int(h), int(w))) for h, w in [(2, 5), (4, 1), (3, 3)]]
+    out = getattr(ln, kind)(build(backend, arrays), dim=dim)
+    ref = {"sum": np.sum, "mean": np.mean, "amax": np.max, "amin": np.min}[kind]
+    assert_components(numpy_parts(backend, out), [ref(a, axis=dim - 1) for a in arrays], "float64")
+    kept = getattr(ln, kind)(build(backend, arrays), dim=dim, keepdim=True)
+    assert kept.nested_size().tolist() == [[1 if k == dim - 1 else s for k, s in enumerate(a.shape)] for a in arrays]
+
+
+def test_sum_over_the_ragged_dim_is_dense_and_differentiable(backend):
+    arrays = [np.ones((2, 3)), np.full((4, 3), 2.0), np.zeros((0, 3))]
+    nt = build(backend, arrays)
+    out = ln.sum(nt, dim=1)
+    assert backend.numpy(out).tolist() == [[2.0] * 3, [8.0] * 3, [0.0] * 3]
+    means = backend.numpy(ln.mean(nt, dim=1))
+    assert means[:2].tolist() == [[1.0] * 3, [2.0] * 3] and np.isnan(means[2]).all()  # an empty mean is nan
+    if backend.be.name == "torch":
+        leaf = ln.nested_tensor([backend.array(a) for a in arrays], requires_grad=True)
+        ln.sum(leaf, dim=1).sum().backward()
+        assert leaf.grad.nested_size().tolist() == [[2, 3], [4, 3], [0, 3]]
