@@ -8,7 +8,8 @@ Workloads (float32, D=256, fixed seed):
 
 Ops: ``to_padded_tensor``, ``softmax`` over the ragged dim (components
 ``(L, heads)`` with 1 and 8 heads), ``linear`` (256 -> 256 with bias),
-``layer_norm`` (over D, no affine), ``gelu``, ``relu`` and ``unbind``.
+``layer_norm`` (over D, no affine), ``gelu``, ``relu``, ``mean`` over the ragged
+dim (pooling each sequence; torch's jagged layout only) and ``unbind``.
 Jagged torch nested tensors are built with ``min_seqlen``/``max_seqlen``
 (without them their reductions fall into a slow path). "flat buffer" rows run
 the same NumPy call on the flat ``(rows, D)`` array: the floor the nested op
@@ -252,6 +253,29 @@ def run_case(report, case, ln, torch):
                       **SLOW)
         goals(table, op, flat_ratio=1.1)
         del ref
+
+    # -- mean over the ragged dim (pooling each sequence) -----------------------------------------
+    ref = ln.mean(nt, dim=1)
+
+    def pool_by_hand():
+        return np.add.reduceat(data, offsets[:-1], axis=0) / lengths[:, None].astype(np.float32)
+
+    table = report.table(f"mean over the ragged dim (pooling), {case['name']}", workload, reference="lodtensor.nested")
+    close_dense = lambda out, ref=ref: np.testing.assert_allclose(  # noqa: E731
+        out.numpy() if hasattr(out, "numpy") else np.asarray(out), ref, rtol=1e-4, atol=1e-5)
+    table.add("lodtensor.nested", lambda: ln.mean(nt, dim=1), check=close_dense, **FAST)
+    if nt_torch is not None:
+        table.add("lodtensor.nested, torch backend", lambda: ln.mean(nt_torch, dim=1), check=close_dense,
+                  note=torch_note, **FAST)
+    table.add("NumPy by hand (reduceat)", pool_by_hand, check=close_dense, **FAST)
+    table.missing("torch.nested strided", "mean(dim) is not implemented for the strided layout (torch 2.13)")
+    if torch is None:
+        table.missing("torch.nested jagged")
+    else:
+        table.add("torch.nested jagged", lambda: jagged.mean(dim=1), check=close_dense,
+                  note=torch_note + "; min/max_seqlen", **FAST)
+    goals(table, "mean over the ragged dim")
+    del ref
 
     # -- unbind ---------------------------------------------------------------------------------
     table = report.table(f"unbind, {case['name']}", f"{n} components", reference="lodtensor.nested",
