@@ -1,5 +1,7 @@
 """Invariants of nested tensors on random ragged shapes (hypothesis)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -66,6 +68,23 @@ def test_softmax_sums_to_one(parts, data):
     for p, s in zip(parts, ln.softmax(nt, dim).unbind()):
         if p.size:
             np.testing.assert_allclose(s.sum(axis=dim - 1), 1.0, rtol=1e-12)
+
+
+@given(component_lists(), st.data())
+def test_sums_over_any_dim_equal_per_component_sums(parts, data):
+    """ln.sum / ln.mean over any component dim equal each component's own reduction (dense results
+    are stacked components), whichever dims are ragged."""
+    nt = ln.nested_tensor(parts)
+    dim = data.draw(st.integers(1, nt.dim() - 1))
+    for name, ref in (("sum", np.sum), ("mean", np.mean)):
+        out = getattr(ln, name)(nt, dim=dim)
+        got = out.unbind() if isinstance(out, ln.NestedTensor) else list(out)
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns on the mean of nothing
+            expected = [ref(p, axis=dim - 1) for p in parts]
+        for a, b in zip(got, expected):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ln.sum(nt), sum(p.sum() for p in parts), rtol=1e-12, atol=1e-12)
 
 
 @given(component_lists(ragged={0}))
