@@ -547,6 +547,19 @@ class LoDTensor(UfuncMixin):
         return other
 
     # -- internal ----------------------------------------------------------------------------
+    @classmethod
+    def _attach(cls, **methods):
+        """Install methods that an upper layer defines (interop, nested, text...).
+
+        Each is a plain function whose first argument is the tensor. The core
+        never imports the layers above it; they attach their methods when
+        ``lodtensor`` is imported, so arrows in the import graph only point down.
+        """
+        for name, fn in methods.items():
+            if name in cls.__dict__ and cls.__dict__[name] is not fn:
+                raise RuntimeError(f"LoDTensor.{name} is already defined; an upper layer cannot replace it")
+            setattr(cls, name, fn)
+
     def _new(self, data, lod):
         return _wrap(data, lod, self._where)
 
