@@ -166,7 +166,7 @@ def run_case(report, case, tf_case, tf_note, tf_threads):
                          note=f"{tf_threads} threads")
 
     def fresh():
-        return lodtensor.LoDTensor.from_lengths(data, lengths, validate=False)
+        return lodtensor.LoDTensor.from_lengths(data, lengths)
 
     table.add("lodtensor to_padded(out=), fresh LoD each call", lambda: fresh().to_padded(out=out), check=same,
               note="no cached plan: index built per call")
@@ -197,8 +197,6 @@ def run_case(report, case, tf_case, tf_note, tf_threads):
     add_copy_limit(table, LIMIT, data, "output bytes (the flat rows)")
     add_copy_limit(table, "np.copyto of the input bytes", padded, "padded bytes")
     table.add("lodtensor from_padded", lambda: lodtensor.from_padded(padded, lengths), check=same_flat)
-    table.add("lodtensor from_padded(validate=False)",
-              lambda: lodtensor.from_padded(padded, lengths, validate=False), check=same_flat)
     table.add("lodtensor from_padded, 1 thread", _on_one_thread(lambda: lodtensor.from_padded(padded, lengths)),
               check=same_flat, note="LODTENSOR_NUM_THREADS=1")
     table.add("NumPy by hand: padded[mask]", lambda: padded[np.arange(maxlen) < lengths[:, None]], check=same_flat)

@@ -10,7 +10,40 @@ import numpy as np
 
 from .lod import LoD, offsets_to_segment_ids
 
-__all__ = ["pad_level", "pad_all", "check_pad_value"]
+__all__ = ["pad_level", "pad_all", "pad_plan", "check_pad_value"]
+
+
+def pad_plan(lod, level, maxlen):
+    """Host plan for padding ``level`` of ``lod`` to ``maxlen``: ``(index, groups)``, cached on the LoD.
+
+    ``index[r]`` is the flat position (``sequence * maxlen + position``) of
+    data row ``r``; ``groups`` lists ``(length, sequence ids)`` for every
+    distinct length shorter than ``maxlen`` (the padded tails to fill). The
+    LoD keeps its plans in a byte-bounded LRU, so a new ``maxlen`` per batch
+    does not grow memory without end.
+    """
+
+    def build():
+        offsets = lod.absolute_offsets(level)
+        lengths = np.diff(offsets)
+        shift = np.arange(lengths.size, dtype=np.int64) * maxlen - offsets[:-1]
+        index = np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(shift, lengths)
+        index.setflags(write=False)
+        order = np.argsort(lengths, kind="stable")
+        order.setflags(write=False)
+        sorted_lengths = lengths[order]
+        bounds = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), lengths.size]
+        groups = tuple(
+            (int(sorted_lengths[a]), order[a:b]) for a, b in zip(bounds, bounds[1:]) if sorted_lengths[a] < maxlen
+        )
+        return index, groups
+
+    return lod._plan(("pad", lod_level(lod, level), maxlen), build)
+
+
+def lod_level(lod, level):
+    """``level`` as a non-negative index into ``lod``'s levels."""
+    return level % lod.num_levels if level < 0 else level
 
 
 def check_pad_value(pad_value, row_shape, where):
@@ -59,7 +92,7 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()")
     shape = (lengths.size, maxlen) + row_shape
     if out is not None:
         _check_out(be, out, shape, data.dtype, where)
-    plan = lod.pad_plan(level, maxlen) if be.uses_host_plans else None
+    plan = pad_plan(lod, level, maxlen) if be.uses_host_plans else None
     padded = be.pad(data, be.asarray(offsets), maxlen, pad_value, out=out, plan=plan)
     return padded, be.asarray(lengths)
 

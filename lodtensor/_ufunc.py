@@ -43,8 +43,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
         return self._wrap_result(result, lod)
 
     def _merge_lod(self, lod, ufunc):
-        if not self._fits:
-            self._check_fits()
+        self._check_fits()
         mine = self._lod
         if lod is None or lod is mine:
             return mine

@@ -1,18 +1,81 @@
 """Validation of offsets and lengths: one level at a time, then the rules between levels.
 
-Every check is one vectorised pass; the search for the offending index runs
-only on failure. Messages name the level, the index, the value and what was
-expected.
+This is the one gate every LoD passes. Every check is one vectorised pass;
+the search for the offending index runs only on failure. Messages name the
+level, the index, the value and what was expected.
+
+Validated offsets are *frozen*: copied once into memory owned by an immutable
+``bytes`` object, so no NumPy call (``setflags(write=True)`` on the array or
+on any of its bases included) can make them writable again. A frozen level is
+remembered by its address, so handing it back (``from_arrow(t.to_arrow())``,
+``from_torch(t.to_nested_jagged())``) is recognised in O(1) instead of being
+checked again: the memory is the very memory that was checked, and nobody can
+have written it since.
 """
+
+import weakref
 
 import numpy as np
 
 from ._format import preview
 from .errors import LoDError
 
-__all__ = ["as_offsets", "as_lengths", "check_levels"]
+__all__ = ["as_offsets", "as_lengths", "check_levels", "freeze", "is_frozen", "offsets_from_lengths"]
 
 _INT64 = np.dtype(np.int64)
+_INT64_MAX = np.iinfo(np.int64).max
+
+# (address, entries) -> a frozen level that passed as_offsets (alive as long as that array is)
+_CHECKED = weakref.WeakValueDictionary()
+# Levels this short are checked again rather than remembered (checking them costs less).
+_REMEMBER_FROM = 64
+
+
+def is_frozen(arr):
+    """True when ``arr``'s memory belongs to a ``bytes`` object (no NumPy path can write it).
+
+    >>> is_frozen(freeze(np.arange(3))), is_frozen(np.arange(3))
+    (True, False)
+    """
+    base = arr
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return type(base) is bytes
+
+
+def freeze(arr):
+    """``arr`` in immutable memory: a copy into a ``bytes`` object unless it already is there.
+
+    >>> a = freeze(np.arange(3))
+    >>> a.flags.writeable, a.tolist()
+    (False, [0, 1, 2])
+    >>> a.setflags(write=True)
+    Traceback (most recent call last):
+    ...
+    ValueError: cannot set WRITEABLE flag to True of this array
+    """
+    if is_frozen(arr):
+        return arr
+    arr = np.ascontiguousarray(arr)
+    return np.frombuffer(arr.tobytes(), dtype=arr.dtype).reshape(arr.shape)
+
+
+def _key(arr):
+    return (arr.__array_interface__["data"][0], arr.size)
+
+
+def _remember(arr):
+    if arr.size >= _REMEMBER_FROM:
+        _CHECKED[_key(arr)] = arr
+
+
+def _recognised(arr):
+    """The frozen checked level whose memory ``arr`` is exactly, or None."""
+    if arr.size < _REMEMBER_FROM or arr.dtype != _INT64 or not arr.flags.c_contiguous:
+        return None
+    return _CHECKED.get(_key(arr))
 
 
 def _integer_array(values, name):
@@ -55,9 +118,9 @@ def _integer_array(values, name):
         raise TypeError(
             f"{name} must have an integer dtype (int32 or int64), got {arr.dtype} {preview(arr)}"
         )
-    if kind == "u" and arr.size and arr.max() > np.iinfo(np.int64).max:
+    if kind == "u" and arr.size and arr.max() > _INT64_MAX:
         raise ValueError(f"{name} holds values beyond int64: {preview(arr)}")
-    return np.array(arr, dtype=_INT64, copy=True)
+    return arr if arr.dtype == _INT64 else arr.astype(_INT64)
 
 
 def _is_scalar(value):
@@ -85,12 +148,16 @@ def _short(values):
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def as_offsets(values, *, level=None, name="offsets"):
-    """Validate one level of offsets on its own and return it as a fresh int64 array.
+def as_offsets(values, *, level=None, name="offsets", copy=True):
+    """Validate one level of offsets on its own and return it as a frozen int64 array.
 
     Checks the rules that need no other level: integers, 1-D, at least 2
     entries, starts at 0, never decreases. One vectorised pass; the slow search
-    for the offending index runs only on failure.
+    for the offending index runs only on failure. The values are copied into
+    frozen memory first and checked there, so a writer racing on ``values``
+    cannot slip past the check. With ``copy=False`` an int64 array is shared
+    instead (the caller promises that nobody writes it: an Arrow buffer, say)
+    and the result is a read-only view of it.
 
     >>> as_offsets([0, 2, 5]).tolist()
     [0, 2, 5]
@@ -101,6 +168,14 @@ def as_offsets(values, *, level=None, name="offsets"):
     """
     where = name if level is None else f"{name} (lod level {level})"
     arr = _integer_array(values, where)
+    known = _recognised(arr)
+    if known is not None:
+        return known
+    if copy or arr is not values:
+        arr = freeze(arr)  # the one copy (none when already frozen); checked below, on the copy
+    elif not is_frozen(arr):
+        arr = arr.view()  # shared, as the caller asked
+        arr.setflags(write=False)
     label = "lod level" if level is None else f"lod level {level}"
     if arr.size < 2:
         raise LoDError(
@@ -110,16 +185,47 @@ def as_offsets(values, *, level=None, name="offsets"):
         )
     if arr[0] != 0:
         raise LoDError(f"{label} must start at 0, got offsets[0]={arr[0]}", level=level, index=0)
-    steps = np.diff(arr)
-    if steps.size and steps.min() < 0:
-        j = int(np.flatnonzero(steps < 0)[0])
+    down = arr[1:] < arr[:-1]  # a comparison, not np.diff: a difference of int64 values can wrap
+    if down.any():
+        j = int(np.flatnonzero(down)[0])
         raise LoDError(
             f"{label} must be non-decreasing, but offsets[{j}]={arr[j]} > offsets[{j + 1}]={arr[j + 1]}",
             level=level,
             index=j + 1,
         )
-    arr.setflags(write=False)
+    if is_frozen(arr):
+        _remember(arr)
     return arr
+
+
+def offsets_from_lengths(lengths, *, level=None, name="recursive_sequence_lengths"):
+    """Frozen offsets from validated non-negative lengths; raise if the total passes int64.
+
+    Lengths are checked one by one, so only their running sum can go wrong:
+    a sum that wraps past int64 shows as a decrease of the offsets.
+
+    >>> offsets_from_lengths(np.array([2, 0, 3])).tolist()
+    [0, 2, 2, 5]
+    >>> offsets_from_lengths(np.array([2**62, 2**62]))
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.LoDError: recursive_sequence_lengths: the lengths add up beyond int64 (2**63 - 1) at lengths[1]=4611686018427387904
+    """
+    offsets = np.empty(lengths.size + 1, dtype=_INT64)
+    offsets[0] = 0
+    np.cumsum(lengths, out=offsets[1:])
+    steps = offsets[1:] < offsets[:-1]
+    if steps.any():
+        j = int(np.flatnonzero(steps)[0])
+        where = name if level is None else f"{name} level {level}"
+        raise LoDError(
+            f"{where}: the lengths add up beyond int64 (2**63 - 1) at lengths[{j}]={lengths[j]}",
+            level=level,
+            index=j,
+        )
+    offsets = freeze(offsets)
+    _remember(offsets)
+    return offsets
 
 
 def as_lengths(values, *, level=None, name="lengths"):

@@ -5,6 +5,7 @@ import operator
 import numpy as np
 
 from ._data import to_place
+from . import _dense
 from ._dense import lod_from_masks
 from ._nested_list import flatten
 from .backend import backend_name_of, backend_of
@@ -241,7 +242,7 @@ def _from_torch_nested(nt, torch):
     return LoDTensor(torch.cat(parts), recursive_sequence_lengths=[lengths])
 
 
-def from_padded(padded, lengths, *, validate=True):
+def from_padded(padded, lengths):
     """Inverse of :meth:`LoDTensor.to_padded`: a one-level LoDTensor; a copy.
 
     Parameters
@@ -262,14 +263,14 @@ def from_padded(padded, lengths, *, validate=True):
             f"got shape {tuple(padded.shape)}"
         )
     n, maxlen = int(padded.shape[0]), int(padded.shape[1])
-    lens = as_lengths(lengths, name="lengths") if validate else np.asarray(lengths, np.int64)
+    lens = as_lengths(lengths, name="lengths")
     if lens.size != n:
         raise ValueError(f"from_padded(): lengths must have one entry per sequence ({n}), got {lens.size}")
-    if validate and lens.size and lens.max() > maxlen:
+    if lens.size and lens.max() > maxlen:
         j = int(np.argmax(lens > maxlen))
         raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
     lod = LoD.from_lengths([lens], validate=False)
     be = backend_of(padded)
-    plan = lod.pad_plan(0, maxlen) if be.uses_host_plans else None
+    plan = _dense.pad_plan(lod, 0, maxlen) if be.uses_host_plans else None
     data = be.unpad(padded, be.asarray(lod.offsets(0)), plan=plan)
     return _wrap(data, lod, place_of(data, be))

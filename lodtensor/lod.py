@@ -4,7 +4,9 @@ A LoD ("level of details") is a tuple of int64 offset arrays, outermost level
 first. Level ``k`` has ``num_sequences(k) + 1`` entries, starts at 0, never
 decreases and ends at the number of sequences of level ``k + 1``; the last
 level ends at the number of data rows. The host (NumPy) arrays are the source
-of truth; they are read-only, so one ``LoD`` can be shared by many tensors.
+of truth; they live in frozen memory (see :mod:`lodtensor._validate`) that no
+NumPy call can make writable, so one ``LoD`` can be shared by many tensors and
+every array it hands out is safe to keep.
 
 Everything here is vectorised: loops run over levels (there are few), never
 over sequences or rows.
@@ -14,8 +16,9 @@ import operator
 
 import numpy as np
 
+from ._cache import ByteLRU
 from ._format import preview
-from ._validate import _per_level, as_lengths, as_offsets, check_levels
+from ._validate import _per_level, as_lengths, as_offsets, check_levels, freeze, offsets_from_lengths
 from .errors import LoDError
 
 __all__ = [
@@ -30,6 +33,25 @@ __all__ = [
 
 _INT64 = np.dtype(np.int64)
 _object_new = object.__new__
+# Plans derived from one LoD (padding indices...) are kept up to this many bytes, or four times
+# the bytes of one row index, whichever is more; the least recently used go first.
+_PLAN_BUDGET = 64 << 20
+
+
+def _make(arrays):
+    """A LoD over frozen, valid int64 arrays (no checks, no copies)."""
+    self = _object_new(LoD)
+    self._levels = arrays
+    self._rows = int(arrays[-1][-1]) if arrays else None
+    self._cache = None
+    self._top = None
+    self._plans = None
+    return self
+
+
+def _frozen(arr):
+    """``arr`` frozen (a copy unless it already is), for the caches a LoD hands out."""
+    return freeze(np.asarray(arr))
 
 
 def lengths_to_offsets(lengths):
@@ -129,35 +151,35 @@ class LoD:
     lodtensor.errors.LoDError: lod level 0 must end at the number of sequences in level 1 (2), got offsets[-1]=3
     """
 
-    __slots__ = ("_levels", "_cache", "_top", "__weakref__")
+    __slots__ = ("_levels", "_rows", "_cache", "_top", "_plans", "__weakref__")
 
-    def __init__(self, levels=(), *, num_rows=None, validate=True):
-        if isinstance(levels, (str, bytes)):
+    def __init__(self, levels=(), *, num_rows=None, validate=True, copy=True):
+        if isinstance(levels, (str, bytes, dict)):
             raise TypeError(
-                f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {levels!r}"
+                f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {_short(levels)}"
             )
+        if num_rows is not None:
+            num_rows = _count(num_rows, "num_rows")
         if isinstance(levels, LoD):
             arrays = levels._levels
         else:
             levels = _per_level(levels, "lod", "offset")
             if validate:
-                arrays = tuple(as_offsets(level, level=k) for k, level in enumerate(levels))
+                arrays = tuple(as_offsets(level, level=k, name="lod", copy=copy) for k, level in enumerate(levels))
             else:
-                arrays = tuple(np.asarray(level, dtype=_INT64) for level in levels)
+                arrays = tuple(_frozen(np.asarray(level, dtype=_INT64)) for level in levels)
         if validate:
             check_levels(arrays, num_rows)
         self._levels = arrays
+        self._rows = int(arrays[-1][-1]) if arrays else None
         self._cache = None
         self._top = None
+        self._plans = None
 
     @classmethod
     def _from_valid(cls, arrays):
-        """Wrap int64 arrays that are valid by construction (no checks, no copies)."""
-        self = _object_new(cls)
-        self._levels = tuple(arrays)
-        self._cache = None
-        self._top = None
-        return self
+        """Wrap int64 arrays that are valid by construction (no checks; frozen, so copied unless they are)."""
+        return _make(tuple(_frozen(a) for a in arrays))
 
     def _make_top(self):
         """The offsets of a one-level LoD as a list (False for other depths), kept for ``t[i]``."""
@@ -177,19 +199,24 @@ class LoD:
         >>> LoD.from_lengths([[2, 1], [2, 3, 1]])()
         [[0, 2, 3], [0, 2, 5, 6]]
         """
+        if isinstance(lengths, (str, bytes, dict)):
+            raise TypeError(
+                f"recursive_sequence_lengths must be a list of length lists (one per level), got "
+                f"{type(lengths).__name__} {_short(lengths)}"
+            )
+        if num_rows is not None:
+            num_rows = _count(num_rows, "num_rows")
         lengths = _per_level(lengths, "recursive_sequence_lengths", "length")
+        name = "recursive_sequence_lengths"
         if validate:
             arrays = [
-                lengths_to_offsets(as_lengths(lv, level=k, name="recursive_sequence_lengths"))
+                offsets_from_lengths(as_lengths(lv, level=k, name=name), level=k, name=name)
                 for k, lv in enumerate(lengths)
             ]
+            check_levels(arrays, num_rows, name=name)
         else:
-            arrays = [lengths_to_offsets(lv) for lv in lengths]
-        for arr in arrays:
-            arr.setflags(write=False)
-        if validate:
-            check_levels(arrays, num_rows, name="recursive_sequence_lengths")
-        return cls._from_valid(arrays)
+            arrays = [_frozen(lengths_to_offsets(lv)) for lv in lengths]
+        return _make(tuple(arrays))
 
     # -- basic facts -------------------------------------------------------------------------
     @property
@@ -207,7 +234,7 @@ class LoD:
     @property
     def num_rows(self):
         """Rows the finest level indexes (``None`` for an empty LoD)."""
-        return int(self._levels[-1][-1]) if self._levels else None
+        return self._rows
 
     def num_sequences(self, level=0):
         return self._levels[_normalize_level(level, len(self._levels))].size - 1
@@ -222,9 +249,7 @@ class LoD:
         key = ("lengths", level)
         out = self._cached().get(key)
         if out is None:
-            out = np.diff(self._levels[level])
-            out.setflags(write=False)
-            self._cache[key] = out
+            out = self._cache[key] = _frozen(np.diff(self._levels[level]))
         return out
 
     def absolute_offsets(self, level=-1):
@@ -240,9 +265,7 @@ class LoD:
             out = self._levels[level]
             for finer in self._levels[level + 1 :]:
                 out = finer[out]
-            out = np.asarray(out)
-            out.setflags(write=False)
-            self._cache[key] = out
+            out = self._cache[key] = _frozen(out)
         return out
 
     def segment_ids(self, level=-1):
@@ -251,35 +274,23 @@ class LoD:
         key = ("segment_ids", level)
         out = self._cached().get(key)
         if out is None:
-            out = offsets_to_segment_ids(self.absolute_offsets(level))
-            out.setflags(write=False)
-            self._cache[key] = out
+            out = self._cache[key] = _frozen(offsets_to_segment_ids(self.absolute_offsets(level)))
         return out
 
-    def pad_plan(self, level, maxlen):
-        """Cached host plan for padding ``level`` to ``maxlen``: ``(index, groups)``.
+    def _plan(self, key, build):
+        """``build()``, kept for this LoD in a thread-safe LRU bounded by bytes.
 
-        ``index[r]`` is the flat position (``sequence * maxlen + position``) of
-        data row ``r``; ``groups`` lists ``(length, sequence ids)`` for every
-        distinct length shorter than ``maxlen`` (the padded tails to fill).
+        For host plans derived from the offsets (padding indices...); their
+        arrays are made read-only, and a plan is an internal object: the
+        public accessors above hand out frozen arrays only.
         """
-        level = _normalize_level(level, len(self._levels))
-        key = ("pad_plan", level, maxlen)
-        cache = self._cached()
-        plan = cache.get(key)
+        plans = self._plans
+        if plans is None:
+            rows = self._rows or 0
+            plans = self._plans = ByteLRU(max(_PLAN_BUDGET, 4 * 8 * rows))
+        plan = plans.get(key)
         if plan is None:
-            offsets = self.absolute_offsets(level)
-            lengths = np.diff(offsets)
-            shift = np.arange(lengths.size, dtype=_INT64) * maxlen - offsets[:-1]
-            index = np.arange(int(offsets[-1]), dtype=_INT64) + np.repeat(shift, lengths)
-            index.setflags(write=False)
-            order = np.argsort(lengths, kind="stable")
-            sorted_lengths = lengths[order]
-            bounds = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), lengths.size]
-            groups = [
-                (int(sorted_lengths[a]), order[a:b]) for a, b in zip(bounds, bounds[1:]) if sorted_lengths[a] < maxlen
-            ]
-            plan = cache[key] = (index, groups)
+            plan = plans.put(key, build())
         return plan
 
     def on(self, be, what, level=-1, *, like=None):
@@ -313,8 +324,8 @@ class LoD:
         return out
 
     def to_list(self):
-        """Offsets as nested Python lists (Paddle's ``lod()``)."""
-        return [self.offsets_list(k) for k in range(len(self._levels))]
+        """Offsets as nested Python lists (Paddle's ``lod()``); fresh lists the caller may change."""
+        return [self.offsets_list(k).copy() for k in range(len(self._levels))]
 
     __call__ = to_list
 
@@ -324,7 +335,7 @@ class LoD:
 
     def fits(self, num_rows):
         """True when the LoD is empty or its last level ends at ``num_rows``."""
-        return not self._levels or int(self._levels[-1][-1]) == num_rows
+        return self._rows is None or self._rows == num_rows
 
     def check_rows(self, num_rows, where="lod"):
         """Raise LoDError unless the last level ends at ``num_rows``."""
@@ -332,7 +343,7 @@ class LoD:
             last = len(self._levels) - 1
             raise LoDError(
                 f"{where}: lod level {last} must end at len(data)={num_rows}, "
-                f"got offsets[-1]={int(self._levels[-1][-1])}",
+                f"got offsets[-1]={self._rows}",
                 level=last,
                 index=self._levels[-1].size - 1,
             )
@@ -401,31 +412,20 @@ class LoD:
         per_level = []
         for offs in self._levels[1:]:
             idx, counts = concat_ranges(a, b + 1)
-            values = offs[idx] - np.repeat(offs[a], counts)
+            values = freeze(offs[idx] - np.repeat(offs[a], counts))
             bounds = lengths_to_offsets(counts).tolist()
             per_level.append((values, bounds))
             a, b = offs[a], offs[b]
         if not per_level:
-            empty = LoD._from_valid(())
+            empty = _make(())
             return [empty] * n, self.absolute_offsets(0)
-        sublods = []
-        append = sublods.append
-        cls = LoD
         if len(per_level) == 1:
             (values, bounds), = per_level
-            for a, b in zip(bounds, bounds[1:]):
-                lod = _object_new(cls)
-                lod._levels = (values[a:b],)
-                lod._cache = None
-                lod._top = None
-                append(lod)
+            sublods = [_make((values[a:b],)) for a, b in zip(bounds, bounds[1:])]
         else:
-            for i in range(n):
-                lod = _object_new(cls)
-                lod._levels = tuple([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level])
-                lod._cache = None
-                lod._top = None
-                append(lod)
+            sublods = [
+                _make(tuple([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level])) for i in range(n)
+            ]
         return sublods, self.absolute_offsets(0)
 
     def split_cached(self):
@@ -496,4 +496,20 @@ class LoD:
 
 
 def _rebuild_lod(levels):
-    return LoD._from_valid([np.asarray(level, dtype=_INT64) for level in levels])
+    """Unpickling goes through the gate: a pickle is outside data like any other."""
+    return LoD(levels)
+
+
+def _count(value, name):
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."

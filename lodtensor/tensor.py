@@ -14,7 +14,7 @@ from ._nested_list import to_nested_list
 from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, get_backend
 from .lod import LoD
-from .place import CPUPlace, CUDAPlace, as_place, place_of
+from .place import CPUPlace, CUDAPlace, Place, as_place, place_of
 
 __all__ = ["LoDTensor"]
 
@@ -63,12 +63,16 @@ def coerce_data(data, name="data"):
 
 
 def _wrap(data, lod, place):
-    """A LoDTensor from parts that are valid together (no checks): the fast internal path."""
+    """A LoDTensor from parts that are valid together (no checks): the fast internal path.
+
+    Only for parts made inside lodtensor from validated ones (kernel results,
+    views of a tensor's own data); data from outside goes through the
+    constructor, ``with_data`` or ``from_*``, which check it.
+    """
     t = _object_new(LoDTensor)
     t._data = data
     t._lod = lod
     t._where = place
-    t._fits = True
     return t
 
 
@@ -105,7 +109,10 @@ class LoDTensor(UfuncMixin):
     [[0, 10], [20, 30, 40]]
     """
 
-    __slots__ = ("_data", "_lod", "_where", "_fits", "__weakref__")
+    # Whether the lod fits the rows is never stored: it is read off the data's shape and the
+    # LoD's row count at every use (O(1)), so no pickle, ``set()`` or torch ``resize_`` can leave
+    # a stale "fits" flag for the unchecked fast paths to trust.
+    __slots__ = ("_data", "_lod", "_where", "__weakref__")
 
     def __init__(self, data=None, lod=None, *, recursive_sequence_lengths=None, place=None):
         if lod is not None and recursive_sequence_lengths is not None:
@@ -125,25 +132,21 @@ class LoDTensor(UfuncMixin):
             self._lod = LoD(lod, num_rows=num_rows)
         else:
             self._lod = _EMPTY_LOD
-        self._fits = self._data is not None  # False also means "no data": fast paths step aside
 
     # -- construction helpers ----------------------------------------------------------------
     @classmethod
-    def from_offsets(cls, data, offsets, *, validate=True):
+    def from_offsets(cls, data, offsets):
         """A one-level LoDTensor from offsets ``[0, ..., len(data)]``; ``data`` is not copied.
 
         >>> LoDTensor.from_offsets(np.arange(5), [0, 2, 2, 5]).tolist()
         [[0, 1], [], [2, 3, 4]]
         """
         data = coerce_data(data)
-        if validate:
-            lod = LoD([offsets], num_rows=int(data.shape[0]))
-        else:
-            lod = LoD._from_valid([np.asarray(offsets, np.int64)])
+        lod = LoD([offsets], num_rows=int(data.shape[0]))
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
     @classmethod
-    def from_lengths(cls, data, lengths, *, validate=True):
+    def from_lengths(cls, data, lengths):
         """A one-level LoDTensor from per-sequence lengths; ``data`` is not copied.
 
         Equivalent to ``from_offsets(data, [0, *itertools.accumulate(lengths)])``.
@@ -156,12 +159,29 @@ class LoDTensor(UfuncMixin):
         lodtensor.errors.LoDError: recursive_sequence_lengths level 0 must add up to len(data)=5, got sum=4
         """
         data = coerce_data(data)
-        lod = LoD.from_lengths([lengths], num_rows=int(data.shape[0]), validate=validate)
+        lod = LoD.from_lengths([lengths], num_rows=int(data.shape[0]))
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
     def with_data(self, data, lod=None):
-        """A LoDTensor sharing this one's LoD (or ``lod``) around new rows; no checks."""
-        lod = self._lod if lod is None else lod
+        """A LoDTensor sharing this one's LoD (or ``lod``) around new rows ``data``; not copied.
+
+        The rows must fit the LoD: ``len(data)`` must be where its last level ends.
+
+        >>> t = LoDTensor(np.arange(5), [[0, 2, 5]])
+        >>> t.with_data(np.arange(10).reshape(5, 2))[1].tolist()
+        [[4, 5], [6, 7], [8, 9]]
+        >>> t.with_data(np.arange(3))
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.LoDError: with_data(): lod level 0 must end at len(data)=3, got offsets[-1]=5
+        """
+        data = coerce_data(data)
+        rows = int(data.shape[0])
+        if lod is None:
+            lod = self._lod
+        elif not isinstance(lod, LoD):
+            lod = LoD(lod, num_rows=rows)
+        lod.check_rows(rows, where="with_data()")
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
     # -- Paddle's methods --------------------------------------------------------------------
@@ -177,23 +197,20 @@ class LoDTensor(UfuncMixin):
         array = coerce_data(array, name="array")
         data, target = to_place(array, target, copy=not zero_copy)
         self._data, self._where = data, target
-        self._fits = self._lod.fits(int(data.shape[0]))
 
     def set_lod(self, lod):
         """Set the lod from offsets, e.g. ``[[0, 2, 5]]``; validated at once.
 
         On error the previous lod stays in place.
         """
-        new = LoD(lod, num_rows=self._num_rows_or_none())
-        self._lod, self._fits = new, self._data is not None
+        self._lod = LoD(lod, num_rows=self._num_rows_or_none())
 
     def set_recursive_sequence_lengths(self, recursive_sequence_lengths):
         """Set the lod from lengths, e.g. ``[[2, 3]]``; validated at once.
 
         On error the previous lod stays in place.
         """
-        new = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
-        self._lod, self._fits = new, self._data is not None
+        self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
 
     def recursive_sequence_lengths(self):
         """The lod as lengths, nested lists of int (Paddle)."""
@@ -201,7 +218,7 @@ class LoDTensor(UfuncMixin):
 
     def has_valid_recursive_sequence_lengths(self):
         """True when the lod fits the data (always True before any data is set, as in Paddle)."""
-        return self._data is None or self._fits
+        return self._data is None or self._lod.fits(int(self._data.shape[0]))
 
     def shape(self):
         """Shape of the flat data as a list (Paddle: a method). ``[0]`` when empty."""
@@ -289,8 +306,9 @@ class LoDTensor(UfuncMixin):
         return 0 if self._data is None else int(self._data.shape[0])
 
     def __getitem__(self, index):
-        if type(index) is int and self._fits:  # fast paths for one top-level sequence
-            lod = self._lod
+        lod = self._lod
+        if type(index) is int and self._data is not None and lod._rows == self._data.shape[0]:
+            # fast paths for one top-level sequence (the lod has levels and fits the rows)
             top = lod._top
             if top is None:
                 top = lod._make_top()
@@ -320,12 +338,9 @@ class LoDTensor(UfuncMixin):
                 t._data = self._data[start:stop]
                 t._lod = sublod if top else sublods[index]
                 t._where = self._where
-                t._fits = True
                 return t
-        levels = self._lod._levels
-        if not self._fits:
-            self._check_fits("indexing")
-        data = self._require_data("indexing")
+        levels = lod._levels
+        data = self._check_fits("indexing")
         if not levels:
             return data[index]
         n = levels[0].shape[0] - 1
@@ -340,6 +355,11 @@ class LoDTensor(UfuncMixin):
                 lod, a, b = self._lod.slice(start, stop)
                 return _wrap(data[a:b], lod, self._where)
             index = np.arange(start, stop, step)
+        if isinstance(index, (bool, np.bool_)):
+            raise TypeError(
+                f"LoDTensor indices must be an int, a slice or a 1-D array of sequence indices, "
+                f"got the boolean {index!r}"
+            )
         if isinstance(index, (int, np.integer)):
             i = int(index)
             if not -n <= i < n:
@@ -390,11 +410,9 @@ class LoDTensor(UfuncMixin):
         One vectorised pass per lod level, then slicing: no per-row work.
         """
         levels = self._lod._levels
-        data = self._require_data("unbind()")
+        data = self._check_fits("unbind()")
         if not levels:
             return list(data)
-        if not self._fits:
-            self._check_fits()
         place = self._where
         if len(levels) == 1:
             offs = self._lod.offsets_list(0)
@@ -404,9 +422,7 @@ class LoDTensor(UfuncMixin):
 
     def tolist(self):
         """Nested Python lists following the lod levels (rows become lists too)."""
-        data = self._require_data("tolist()")
-        if not self._fits:
-            self._check_fits()
+        data = self._check_fits("tolist()")
         return to_nested_list(self.backend.to_numpy(data).tolist(), self._lod._levels)
 
     to_list = tolist
@@ -415,14 +431,12 @@ class LoDTensor(UfuncMixin):
     def to(self, device):
         """This tensor on ``device`` (a place or device string); ``self`` if already there."""
         place = as_place(device, name="device")
-        if place == self._where or self._data is None:
-            if self._data is None:
-                empty = _wrap(None, self._lod, place)
-                empty._fits = False
-                return empty
+        if self._data is None:
+            return _wrap(None, self._lod, place)
+        if place == self._where:
             return self
         data, place = to_place(self._data, place, copy=False)
-        return self._same_state(_wrap(data, self._lod, place))
+        return _wrap(data, self._lod, place)
 
     def cpu(self):
         """This tensor in host memory."""
@@ -439,7 +453,7 @@ class LoDTensor(UfuncMixin):
         be = get_backend("torch")
         if backend_name_of(data) == "torch":
             return self
-        return self._same_state(_wrap(be.asarray(data), self._lod, self._where))
+        return _wrap(be.asarray(data), self._lod, self._where)
 
     def to_nested(self, level=-1):
         """The sequences of ``level`` as a :class:`lodtensor.nested.NestedTensor`.
@@ -491,10 +505,8 @@ class LoDTensor(UfuncMixin):
         >>> padded.tolist(), lengths.tolist()
         ([[1, 2, -1], [-1, -1, -1], [3, 4, 5]], [2, 0, 3])
         """
-        data = self._require_data("to_padded()")
+        data = self._check_fits("to_padded()")
         self._require_lod("to_padded()")
-        if not self._fits:
-            self._check_fits()
         return _dense.pad_level(self.backend, data, self._lod, level, pad_value, maxlen, out)
 
     def to_padded_all(self, pad_value=0):
@@ -511,10 +523,8 @@ class LoDTensor(UfuncMixin):
         >>> [m.tolist() for m in masks]
         [[[True, True], [True, False]], [[[True, False], [True, True]], [[True, False], [False, False]]]]
         """
-        data = self._require_data("to_padded_all()")
+        data = self._check_fits("to_padded_all()")
         self._require_lod("to_padded_all()")
-        if not self._fits:
-            self._check_fits()
         return _dense.pad_all(self.backend, data, self._lod, pad_value)
 
     # -- python protocol ---------------------------------------------------------------------
@@ -534,17 +544,10 @@ class LoDTensor(UfuncMixin):
     __str__ = __repr__
 
     def __reduce__(self):
-        data = None if self._data is None else self._data
-        return (_rebuild, (type(self), data, self._lod, self._where, self._fits))
+        return (_rebuild, (type(self), self._data, self._lod, self._where))
 
     def __copy__(self):
-        return self._same_state(_wrap(self._data, self._lod, self._where))
-
-    def _same_state(self, other):
-        """``other`` (new data, this LoD) keeps this tensor's fit state: a lod that does not
-        fit its data must stay flagged, or the unchecked fast paths would trust it."""
-        other._fits = self._fits
-        return other
+        return _wrap(self._data, self._lod, self._where)
 
     # -- internal ----------------------------------------------------------------------------
     @classmethod
@@ -576,11 +579,35 @@ class LoDTensor(UfuncMixin):
             raise IndexError(f"{what}: the tensor has no lod (lod_level 0); set_lod() first")
 
     def _check_fits(self, what="this operation"):
-        self._require_data(what)
-        self._lod.check_rows(int(self._data.shape[0]), where="the lod does not fit the data")
+        """The data, after checking that there is some and that the lod fits its rows (O(1))."""
+        data = self._data
+        if data is None:
+            self._require_data(what)
+        rows = self._lod._rows
+        if rows is not None and rows != data.shape[0]:
+            self._lod.check_rows(int(data.shape[0]), where=f"{what}: the lod does not fit the data")
+        return data
 
 
-def _rebuild(cls, data, lod, place, fits):
+def _rebuild(cls, data, lod, place, fits=None):
+    """Unpickle through the gate: the class, the data, the LoD and the place are all checked.
+
+    A pickle is data from outside: its LoD is validated (``LoD`` unpickles
+    through the validating constructor), its data must be an array of a
+    numeric dtype, and the place must be where that data is. Whether the lod
+    fits the rows is derived again, never taken from the pickle (``fits``,
+    written by older versions, is ignored).
+    """
+    if not (isinstance(cls, type) and issubclass(cls, LoDTensor)):
+        raise TypeError(f"unpickling a LoDTensor: expected a LoDTensor class, got {cls!r}")
+    if not isinstance(lod, LoD):
+        lod = LoD(lod)
+    if not isinstance(place, Place):
+        raise TypeError(f"unpickling a LoDTensor: place must be a Place, got {type(place).__name__} {place!r}")
     t = _object_new(cls)
-    t._data, t._lod, t._where, t._fits = data, lod, place, fits
+    if data is not None:
+        data = coerce_data(data, name="unpickled data")
+        if place_of(data, backend_of(data)).device != place.device:
+            place = place_of(data, backend_of(data))
+    t._data, t._lod, t._where = data, lod, place
     return t

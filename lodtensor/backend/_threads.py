@@ -9,11 +9,13 @@ workers), whose copies of the parent's threads do not run.
 """
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["get_num_threads", "set_num_threads", "pool"]
 
 _state = {"threads": None, "pool": None}
+_lock = threading.Lock()
 
 
 def _default():
@@ -36,6 +38,8 @@ def set_num_threads(n):
     """Use ``n`` threads (>= 1) for large NumPy kernels; overrides ``LODTENSOR_NUM_THREADS``.
 
     ``set_num_threads(None)`` goes back to the environment variable (or the default).
+    Safe while other threads run kernels: they finish on the pool they started
+    with, which is let go (not shut down) once the last of them is done.
 
     >>> set_num_threads(1); get_num_threads()
     1
@@ -44,29 +48,41 @@ def set_num_threads(n):
     Traceback (most recent call last):
     ...
     ValueError: set_num_threads(): n must be >= 1, got 0
+    >>> set_num_threads("4")
+    Traceback (most recent call last):
+    ...
+    TypeError: set_num_threads(): n must be an integer or None, got str '4'
     """
     if n is not None:
+        if isinstance(n, bool) or not hasattr(n, "__index__"):
+            raise TypeError(f"set_num_threads(): n must be an integer or None, got {type(n).__name__} {n!r}")
         n = int(n)
-    if n is not None and n < 1:
-        raise ValueError(f"set_num_threads(): n must be >= 1, got {n}")
-    _state["threads"] = n
-    old, _state["pool"] = _state["pool"], None
-    if old is not None:
-        old.shutdown(wait=False)
+        if n < 1:
+            raise ValueError(f"set_num_threads(): n must be >= 1, got {n}")
+    with _lock:
+        _state["threads"] = n
 
 
 def pool():
-    """The shared worker pool (``get_num_threads() - 1`` workers: the caller works too)."""
-    current = _state["pool"]
+    """The shared worker pool (``get_num_threads() - 1`` workers: the caller works too).
+
+    A pool of the wrong size is replaced, never shut down: a kernel running on
+    another thread may still submit to it. An executor nobody references any
+    more ends its idle workers by itself.
+    """
     workers = max(1, get_num_threads() - 1)
+    current = _state["pool"]
     if current is None or current._max_workers != workers:
-        if current is not None:
-            current.shutdown(wait=False)
-        current = _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="lodtensor")
+        with _lock:
+            current = _state["pool"]
+            if current is None or current._max_workers != workers:
+                current = _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="lodtensor")
     return current
 
 
 def _forget_pool_after_fork():
+    global _lock  # noqa: PLW0603 - a lock held by another thread at fork time would never be released
+    _lock = threading.Lock()
     _state["pool"] = None
 
 

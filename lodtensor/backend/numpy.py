@@ -7,10 +7,10 @@ instead of one per element.
 
 import threading
 import weakref
-from collections import OrderedDict
 
 import numpy as np
 
+from .._cache import ByteLRU, nbytes_of
 from ._base import Backend
 from ._threads import get_num_threads, pool
 
@@ -46,38 +46,30 @@ def _scipy_sparse():
 
 
 # -- cached plans -------------------------------------------------------------------------------
-# (id(offsets or owner), key) -> (weak reference, snapshot of writable offsets or None, plan), oldest first
-_PLANS = OrderedDict()
-_PLANS_LOCK = threading.Lock()
-_PLANS_KEPT = 32
+# (id(offsets or owner), key) -> (weak reference, snapshot of writable offsets or None, plan);
+# bounded by bytes, least recently used first out, and an entry goes when its array does.
+_PLANS = ByteLRU(256 << 20)
 
 
 def _cached_plan(offsets, key, build, owner=None):
     """``build()``, cached for ``offsets`` (or for ``owner``, the object they are a view of).
 
-    A LoD's offset arrays are read-only and live as long as it does, so a plan
+    A LoD's offset arrays are frozen and live as long as it does, so a plan
     made for one serves every later call on the same LoD. A writable array
     may change in place: its plan is reused only while its values are those
     the plan was made from (one comparison, far cheaper than a plan).
     """
     holder = offsets if owner is None else owner
     slot = (id(holder), key)
-    with _PLANS_LOCK:
-        entry = _PLANS.get(slot)
+    entry = _PLANS.get(slot)
     if entry is not None and entry[0]() is holder:
         if entry[1] is None or np.array_equal(entry[1], offsets):
-            with _PLANS_LOCK:
-                if slot in _PLANS:
-                    _PLANS.move_to_end(slot)
             return entry[2]
     plan = build()
     frozen = owner is None and not offsets.flags.writeable
-    with _PLANS_LOCK:
-        # the entry goes when its array does (a plan's index is as long as the data's rows)
-        _PLANS[slot] = (weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot, None)),
-                        None if frozen else offsets.copy(), plan)
-        while len(_PLANS) > _PLANS_KEPT:
-            _PLANS.popitem(last=False)
+    snapshot = None if frozen else offsets.copy()
+    ref = weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot))
+    _PLANS.put(slot, (ref, snapshot, plan), nbytes_of(plan) + nbytes_of(snapshot))
     return plan
 
 

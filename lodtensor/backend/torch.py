@@ -17,6 +17,13 @@ from .numpy import NumpyBackend
 __all__ = ["TorchBackend", "make_backend"]
 
 # NumPy ufunc names whose torch function has another name (or another meaning).
+# torch dtypes NumPy lacks, and the NumPy-known dtype that holds each exactly.
+_NO_NUMPY_DTYPE = {
+    getattr(torch, name): torch.float32
+    for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
+    if hasattr(torch, name)
+}
+
 _UFUNC_RENAMES = {
     "equal": torch.eq,
     "not_equal": torch.ne,
@@ -268,7 +275,10 @@ class TorchBackend(Backend):
         return out.clone() if copy else out
 
     def to_numpy(self, x):
-        return x.detach().cpu().numpy()
+        x = x.detach().cpu()
+        if x.dtype in _NO_NUMPY_DTYPE:  # NumPy has no bfloat16 (nor the float8s): widen exactly
+            x = x.to(_NO_NUMPY_DTYPE[x.dtype])
+        return x.numpy()
 
     def device_of(self, x):
         return str(x.device) if x.device.type != "cpu" else "cpu"
@@ -467,11 +477,23 @@ class TorchBackend(Backend):
             raise TypeError(
                 f"numpy.{ufunc.__name__}: keyword arguments {sorted(kwargs)} are not supported on torch data"
             )
+        if len(args) > 1:  # torch's binary functions want tensors: Python and NumPy numbers become 0-d tensors
+            like = next(a for a in args if isinstance(a, torch.Tensor))
+            args = [a if isinstance(a, torch.Tensor) else _scalar_tensor(a, like) for a in args]
         if out is not None:
             if len(out) != 1:
                 raise TypeError(f"numpy.{ufunc.__name__}: only one out= tensor is supported on torch data")
             return fn(*args, out=out[0])
         return fn(*args)
+
+
+def _scalar_tensor(value, like):
+    """A Python or NumPy number as a 0-d tensor on ``like``'s device, promoting as torch
+    promotes a Python number (its kind, not its width: float32 data and 0.5 stay float32)."""
+    if isinstance(value, np.ndarray) and value.ndim:
+        return torch.as_tensor(value, device=like.device)
+    value = value.item() if hasattr(value, "item") else value
+    return torch.as_tensor(value, dtype=torch.result_type(like, value), device=like.device)
 
 
 def make_backend():

@@ -9,6 +9,7 @@ import numpy as np
 from .._data import pinned_copy, to_place
 from ..backend import backend_name_of, get_backend
 from ..errors import BackendMismatchError
+from ..lod import LoD
 from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, kind_of, resolve_dtype
@@ -294,7 +295,7 @@ def _from_dense(array, where):
 
 def from_lod_tensor(t, level=-1):
     """The sequences of ``level`` of a LoDTensor as components; shares ``t.data`` when contiguous."""
-    data = t._require_data("to_nested()")
+    data = t._check_fits("to_nested()")
     t._require_lod("to_nested()")
     offsets = t.lod.absolute_offsets(level)
     sizes = np.empty((offsets.size - 1, data.ndim), dtype=np.int64)
@@ -310,8 +311,10 @@ def _from_torch_nested(nt):
     import torch  # noqa: PLC0415 - the argument is a torch tensor
 
     if nt.layout == torch.jagged and nt._ragged_idx == 1 and nt._lengths is None:
-        values, offsets = nt.values(), nt.offsets().detach().cpu().numpy().astype(np.int64)
-        if int(offsets[0]) == 0 and int(offsets[-1]) == values.shape[0] and values.is_contiguous():
+        values = nt.values()
+        # torch does not check the offsets of a jagged tensor: they pass the gate like any others
+        offsets = LoD([nt.offsets().detach().cpu().numpy()], num_rows=int(values.shape[0])).offsets(0)
+        if values.is_contiguous():
             sizes = np.empty((offsets.size - 1, values.dim()), dtype=np.int64)
             sizes[:, 0] = np.diff(offsets)
             sizes[:, 1:] = tuple(values.shape[1:])

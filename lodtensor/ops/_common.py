@@ -19,8 +19,7 @@ def require_lod(x, where, name="input", min_level=1):
         raise ValueError(
             f"{where}: {name} must have lod_level >= {min_level}, got lod_level {x.lod_level}"
         )
-    if not x._fits:
-        x._check_fits()
+    x._check_fits()
     return x
 
 
@@ -49,6 +48,47 @@ def host_ints(values, where, name):
     if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iu"):
         raise TypeError(f"{where}: {name} must hold integers, got {arr.dtype} {arr.ravel()[:8].tolist()}")
     return arr.astype(np.int64).ravel()
+
+
+def dtype_kind(dtype):
+    """NumPy's kind letter (``b i u f c``) for a NumPy, CuPy or torch dtype."""
+    kind = getattr(dtype, "kind", None)
+    if kind is not None:
+        return kind
+    if dtype.is_complex:
+        return "c"
+    if dtype.is_floating_point:
+        return "f"
+    if str(dtype) == "torch.bool":
+        return "b"
+    return "u" if str(dtype) in ("torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64") else "i"
+
+
+def _limits(dtype):
+    name = str(dtype).replace("torch.", "")
+    info = np.iinfo(np.dtype(name))
+    return int(info.min), int(info.max)
+
+
+def check_fill(value, dtype, where, name="pad_value"):
+    """Raise unless the scalar ``value`` can be stored in ``dtype`` exactly (integer and bool
+    results cannot hold NaN, fractions or out-of-range numbers)."""
+    kind = dtype_kind(dtype)
+    if kind in "fc":
+        return
+    try:
+        number = complex(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}") from None
+    real = number.real
+    if number.imag or real != real or real in (float("inf"), float("-inf")) or real != int(real):
+        raise ValueError(
+            f"{where}: {name}={value!r} cannot be stored in the {dtype} result; pass an integer "
+            f"{'0 or 1' if kind == 'b' else 'value'} (or convert the input to a floating dtype first)"
+        )
+    low, high = (0, 1) if kind == "b" else _limits(dtype)
+    if not low <= int(real) <= high:
+        raise ValueError(f"{where}: {name}={value!r} is out of range for the {dtype} result ({low}..{high})")
 
 
 def wrap(data, lod_arrays):

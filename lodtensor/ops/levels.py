@@ -34,6 +34,11 @@ def reset(x, y=None, target_lod=None, where="lod_reset()"):
             offsets = host_ints(y, where, "y")
             new = _checked(lambda: LoD([offsets], num_rows=rows), where)
     elif target_lod is not None:
+        if isinstance(target_lod, (str, bytes, dict)) or not hasattr(target_lod, "__iter__"):
+            raise TypeError(
+                f"{where}: target_lod must be offsets such as [0, 2, 5] (or a list of levels), got "
+                f"{type(target_lod).__name__} {target_lod!r}"
+            )
         levels = list(target_lod)
         nested = bool(levels) and isinstance(levels[0], (list, tuple, np.ndarray))
         new = _checked(lambda: LoD(levels if nested else [levels], num_rows=rows), where)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from ._common import level_index, require_lod, wrap
+from ._common import check_fill, dtype_kind, level_index, require_lod, wrap
 
 __all__ = ["pool", "softmax", "POOL_TYPES"]
 
@@ -48,6 +48,9 @@ class _DeviceArrays(dict):
         self[key] = value
         return value
 POOL_TYPES = tuple(_POOLS)
+# The dtype a pool of integer or bool rows computes in (the others keep the input's): sums as
+# torch.sum and np.sum do (int64; bools count), averages as the float mean (NumPy's float64).
+_INT_POOL_DTYPE = {"sum": "int64", "average": "float64", "sqrt": "float64"}
 
 
 def _require_float(x, where):
@@ -73,7 +76,11 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
     offsets = x.lod.absolute_offsets(k)
     n = offsets.size - 1
     be = x.backend
-    out = _POOLS[kind](be, x.data, offsets, n, pad_value, _DeviceArrays(x.lod, be, k, x.data))
+    data = x.data
+    if dtype_kind(data.dtype) in "biu" and kind in _INT_POOL_DTYPE and str(data.dtype) != "uint64":
+        data = be.astype(data, _INT_POOL_DTYPE[kind])  # the same dtype with or without empty sequences
+    check_fill(pad_value, data.dtype, where)
+    out = _POOLS[kind](be, data, offsets, n, pad_value, _DeviceArrays(x.lod, be, k, data))
     empty = offsets[1:] == offsets[:-1]
     if kind not in ("max", "min") and empty.any():
         out = be.fill_rows(out, empty, pad_value)

@@ -52,8 +52,7 @@ def expand(x, y, ref_level=-1, where="sequence_expand()"):
             f"sequence, and a lod level needs at least one",
             level=k,
         )
-    if not x._fits:
-        x._check_fits()
+    x._check_fits()
     lod, rows = x.lod.select(picks)
     return wrap(_gather(data, rows, be), lod)
 
@@ -134,7 +133,7 @@ def slice_sequences(x, offset, length, where="sequence_slice()"):
         if arr.size != n:
             raise ValueError(f"{where}: {name} must have one entry per sequence ({n}), got {arr.size}")
     lengths = x.lod.lengths(-1)
-    bad = (off < 0) | (size < 0) | (off + size > lengths)
+    bad = (off < 0) | (size < 0) | (off > lengths) | (size > lengths - off)  # no offset + length: it can wrap
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise IndexError(
