@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test test-gpu test-paddle bench docs lint clean
+.PHONY: demo test test-gpu test-paddle fuzz bench docs lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,11 @@ test: $(VENV)/.test
 
 test-gpu: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m gpu
+
+# The fuzz suite for as long as FUZZ_MINUTES (its CI profile runs in `make test`).
+FUZZ_MINUTES ?= 30
+fuzz: $(VENV)/.test
+	$(BIN)/python -m tests.fuzz.run --minutes $(FUZZ_MINUTES)
 
 # Real PaddlePaddle 2.6.2 needs numpy<2, so it gets a venv of its own.
 test-paddle:

@@ -209,7 +209,7 @@ def offsets_from_lengths(lengths, *, level=None, name="recursive_sequence_length
     >>> offsets_from_lengths(np.array([2**62, 2**62]))
     Traceback (most recent call last):
     ...
-    lodtensor.errors.LoDError: recursive_sequence_lengths: the lengths add up beyond int64 (2**63 - 1) at lengths[1]=4611686018427387904
+    lodtensor.errors.LoDError: recursive_sequence_lengths: the lengths add up beyond int64 (2**63 - 1) at ...
     """
     offsets = np.empty(lengths.size + 1, dtype=_INT64)
     offsets[0] = 0

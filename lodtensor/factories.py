@@ -4,8 +4,8 @@ import operator
 
 import numpy as np
 
-from ._data import to_place
 from . import _dense
+from ._data import to_place
 from ._dense import lod_from_masks
 from ._nested_list import flatten
 from .backend import backend_name_of, backend_of
@@ -83,7 +83,7 @@ def from_nested_list(nested, dtype=None, lod_level=None, place=None):
             f"are empty at depth {len(lengths) + 1}); every lod level needs at least one",
             level=len(lengths),
         )
-    lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
+    lod = LoD._from_valid_lengths(lengths) if lengths else LoD._from_valid(())
     data, where = to_place(rows, as_place(place), copy=False)
     return _wrap(data, lod, where)
 
@@ -269,7 +269,7 @@ def from_padded(padded, lengths):
     if lens.size and lens.max() > maxlen:
         j = int(np.argmax(lens > maxlen))
         raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
-    lod = LoD.from_lengths([lens], validate=False)
+    lod = LoD._from_valid_lengths([lens])
     be = backend_of(padded)
     plan = _dense.pad_plan(lod, 0, maxlen) if be.uses_host_plans else None
     data = be.unpad(padded, be.asarray(lod.offsets(0)), plan=plan)

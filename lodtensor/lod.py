@@ -125,9 +125,10 @@ class LoD:
         Offsets per level, e.g. ``[[0, 2, 3], [0, 2, 5, 6]]``. Copied to int64.
     num_rows : int, optional
         Number of data rows; when given, the last level must end there.
-    validate : bool
-        Check every rule (one vectorised pass over each level). Internal code
-        passes False for a LoD that is valid by construction.
+    copy : bool
+        Default True: the offsets are copied into frozen memory, then checked.
+        False shares int64 arrays instead (for buffers nobody writes, such as
+        Arrow's); they are checked all the same.
 
     Raises
     ------
@@ -153,7 +154,7 @@ class LoD:
 
     __slots__ = ("_levels", "_rows", "_cache", "_top", "_plans", "__weakref__")
 
-    def __init__(self, levels=(), *, num_rows=None, validate=True, copy=True):
+    def __init__(self, levels=(), *, num_rows=None, copy=True):
         if isinstance(levels, (str, bytes, dict)):
             raise TypeError(
                 f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {_short(levels)}"
@@ -164,12 +165,8 @@ class LoD:
             arrays = levels._levels
         else:
             levels = _per_level(levels, "lod", "offset")
-            if validate:
-                arrays = tuple(as_offsets(level, level=k, name="lod", copy=copy) for k, level in enumerate(levels))
-            else:
-                arrays = tuple(_frozen(np.asarray(level, dtype=_INT64)) for level in levels)
-        if validate:
-            check_levels(arrays, num_rows)
+            arrays = tuple(as_offsets(level, level=k, name="lod", copy=copy) for k, level in enumerate(levels))
+        check_levels(arrays, num_rows)
         self._levels = arrays
         self._rows = int(arrays[-1][-1]) if arrays else None
         self._cache = None
@@ -193,7 +190,7 @@ class LoD:
         return cache
 
     @classmethod
-    def from_lengths(cls, lengths, *, num_rows=None, validate=True):
+    def from_lengths(cls, lengths, *, num_rows=None):
         """Build a LoD from per-level sequence lengths (Paddle's recursive_sequence_lengths).
 
         >>> LoD.from_lengths([[2, 1], [2, 3, 1]])()
@@ -208,15 +205,16 @@ class LoD:
             num_rows = _count(num_rows, "num_rows")
         lengths = _per_level(lengths, "recursive_sequence_lengths", "length")
         name = "recursive_sequence_lengths"
-        if validate:
-            arrays = [
-                offsets_from_lengths(as_lengths(lv, level=k, name=name), level=k, name=name)
-                for k, lv in enumerate(lengths)
-            ]
-            check_levels(arrays, num_rows, name=name)
-        else:
-            arrays = [_frozen(lengths_to_offsets(lv)) for lv in lengths]
+        arrays = [
+            offsets_from_lengths(as_lengths(lv, level=k, name=name), level=k, name=name) for k, lv in enumerate(lengths)
+        ]
+        check_levels(arrays, num_rows, name=name)
         return _make(tuple(arrays))
+
+    @classmethod
+    def _from_valid_lengths(cls, lengths):
+        """A LoD from per-level lengths that are valid by construction (no checks)."""
+        return _make(tuple(_frozen(lengths_to_offsets(lv)) for lv in lengths))
 
     # -- basic facts -------------------------------------------------------------------------
     @property

@@ -150,7 +150,7 @@ def batch(nested, vocab=None, lod_level=None, dtype="int64", place=None):
     ids = vocab.lookup(leaves).astype(dtype, copy=False)
     if any(level.size == 0 for level in lengths):
         raise LoDError("batch(): every lod level needs at least one sequence; nested is empty")
-    lod = LoD.from_lengths(lengths, validate=False) if lengths else LoD._from_valid(())
+    lod = LoD._from_valid_lengths(lengths) if lengths else LoD._from_valid(())
     data, where = to_place(ids, as_place(place), copy=False)
     return _wrap(data, lod, where)
 
@@ -228,34 +228,52 @@ class BucketBatchSampler:
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
+class Collate:
+    """A picklable ``collate_fn`` returning LoDTensors (what :func:`make_collate` returns).
+
+    A class, not a closure, so DataLoaders whose workers start by ``spawn`` or
+    ``forkserver`` can pickle it; the backend is kept by name.
+    """
+
+    def __init__(self, vocab=None, backend="numpy", dtype="int64", lod_level=None):
+        get_backend(backend)  # fail now, not in a worker, if the backend is missing
+        self.vocab, self.backend, self.dtype, self.lod_level = vocab, backend, dtype, lod_level
+
+    def __call__(self, samples):
+        if not samples:
+            raise ValueError("collate(): got an empty batch")
+        be = get_backend(self.backend)
+        if isinstance(samples[0], tuple):
+            columns = list(zip(*samples))
+            tensor = self._tensor(list(columns[0]), be)
+            return (tensor,) + tuple(be.asarray(np.asarray(column)) for column in columns[1:])
+        return self._tensor(samples, be)
+
+    def _tensor(self, items, be):
+        t = batch(items, vocab=self.vocab, lod_level=self.lod_level, dtype=self.dtype)
+        return t if be.name == "numpy" else t.with_data(be.asarray(t.data))
+
+    def __repr__(self):
+        return f"Collate(backend={self.backend!r}, dtype={self.dtype!r}, lod_level={self.lod_level!r})"
+
+
 def make_collate(vocab=None, backend="numpy", dtype="int64", lod_level=None):
     """A ``collate_fn`` for ``torch.utils.data.DataLoader`` returning LoDTensors.
 
     Each sample is a nested list (one top-level sequence of the batch), or a
     tuple whose first item is one and whose other items (labels, ...) are
-    stacked into arrays of the same backend.
+    stacked into arrays of the same backend. The result pickles (DataLoader
+    workers started by ``spawn``).
 
     >>> collate = make_collate()
     >>> x, y = collate([([[1, 2], [3]], 0), ([[4]], 1)])
     >>> x.lod(), y.tolist()
     ([[0, 2, 3], [0, 2, 3, 4]], [0, 1])
+    >>> import pickle
+    >>> pickle.loads(pickle.dumps(collate))([[[5]]]).tolist()
+    [[[5]]]
     """
-    be = get_backend(backend)
-
-    def collate(samples):
-        if not samples:
-            raise ValueError("collate(): got an empty batch")
-        if isinstance(samples[0], tuple):
-            columns = list(zip(*samples))
-            tensor = _collate_tensor(list(columns[0]))
-            return (tensor,) + tuple(be.asarray(np.asarray(column)) for column in columns[1:])
-        return _collate_tensor(samples)
-
-    def _collate_tensor(items):
-        t = batch(items, vocab=vocab, lod_level=lod_level, dtype=dtype)
-        return t if be.name == "numpy" else t.with_data(be.asarray(t.data))
-
-    return collate
+    return Collate(vocab=vocab, backend=backend, dtype=dtype, lod_level=lod_level)
 
 
 def to_dense(t, pad_value=0):

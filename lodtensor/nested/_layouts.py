@@ -149,7 +149,7 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     >>> nt.nested_size().tolist(), nt.layout
     ([[2, 2], [3, 2]], 'jagged')
     """
-    from ..lod import as_offsets, lengths_to_offsets  # noqa: PLC0415
+    from ..lod import LoD  # noqa: PLC0415
 
     if backend_name_of(values) is None or values.ndim < 1:
         raise TypeError("nested_tensor_from_jagged(): values must be an array or tensor with at least 1 dim")
@@ -164,12 +164,12 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     given = offsets if offsets is not None else lengths
     # offsets may live with the values (as torch's must) or on the host (a list, a NumPy array)
     host = np.asarray(given) if backend_name_of(given) in (None, "numpy") else backend_of(given).to_numpy(given)
-    offs = as_offsets(host, name="offsets") if offsets is not None else lengths_to_offsets(host)
-    if int(offs[-1]) != values.shape[0]:
-        raise ValueError(
-            f"nested_tensor_from_jagged(): offsets must end at values.shape[0]={values.shape[0]}, "
-            f"got {int(offs[-1])}"
-        )
+    rows = int(values.shape[0])
+    try:  # the gate: offsets and lengths from outside are checked like any lod
+        lod = LoD([host], num_rows=rows) if offsets is not None else LoD.from_lengths([host], num_rows=rows)
+    except ValueError as err:
+        raise ValueError(f"nested_tensor_from_jagged(): {err} (values.shape[0]={rows})") from None
+    offs = lod.offsets(0)
     sizes = np.empty((offs.size - 1, values.ndim), dtype=np.int64)
     sizes[:, 0] = np.diff(offs)
     sizes[:, 1:] = tuple(int(s) for s in values.shape[1:])

@@ -81,7 +81,7 @@ def check_fill(value, dtype, where, name="pad_value"):
     except (TypeError, ValueError):
         raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}") from None
     real = number.real
-    if number.imag or real != real or real in (float("inf"), float("-inf")) or real != int(real):
+    if number.imag or not np.isfinite(real) or real != int(real):
         raise ValueError(
             f"{where}: {name}={value!r} cannot be stored in the {dtype} result; pass an integer "
             f"{'0 or 1' if kind == 'b' else 'value'} (or convert the input to a floating dtype first)"

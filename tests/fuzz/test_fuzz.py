@@ -1,0 +1,36 @@
+"""The fuzz suite's CI profile: every target, in a subprocess (a crash or a hang fails the test).
+
+``make fuzz`` runs the same targets for as long as it is told (``tests/fuzz/run.py``).
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .targets import TARGETS
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = int(os.environ.get("LODTENSOR_FUZZ_EXAMPLES", "150"))
+# Targets whose one example is a whole stress run get fewer examples.
+FEWER = {"threads_and_set_num_threads": 3}
+
+
+def run_target(name, examples, seed, timeout):
+    """``(returncode, output)`` of the driver on one target in a fresh interpreter."""
+    cmd = [sys.executable, "-m", "tests.fuzz.driver", name, "--examples", str(examples), "--seed", str(seed),
+           "--hang", str(max(10.0, timeout / 2))]
+    try:
+        done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+    except subprocess.TimeoutExpired as err:
+        return None, f"hung: no result after {timeout} s\n{err.stdout or ''}{err.stderr or ''}"
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+def test_fuzz_target(name):
+    code, output = run_target(name, FEWER.get(name, EXAMPLES), seed=20261124, timeout=240)
+    assert code == 0, f"fuzz target {name} failed (exit {code}; negative: killed by a signal):\n{output[-6000:]}"
