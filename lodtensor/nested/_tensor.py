@@ -585,4 +585,22 @@ def kind(nt):
 
 
 def _rebuild(buffer, sizes, layout):
-    return make(buffer, Structure(sizes), layout)
+    """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
+    from .._validate import _integer_array  # noqa: PLC0415 - only unpickling needs it
+
+    if layout not in ("strided", "jagged"):
+        raise ValueError(f"unpickling a NestedTensor: layout must be 'strided' or 'jagged', got {layout!r}")
+    if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
+        raise TypeError(f"unpickling a NestedTensor: the buffer must be a 1-D array, got {type(buffer).__name__}")
+    table = np.asarray(sizes)
+    if table.ndim != 2:
+        raise ValueError(f"unpickling a NestedTensor: sizes must be a 2-D table, got shape {table.shape}")
+    flat = _integer_array(table.reshape(-1), "unpickled sizes").reshape(table.shape)
+    if flat.size and flat.min() < 0:
+        raise ValueError(f"unpickling a NestedTensor: sizes must be >= 0, got {flat.min()}")
+    numel = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
+    if sum(numel) != int(buffer.shape[0]):
+        raise ValueError(
+            f"unpickling a NestedTensor: the sizes hold {sum(numel)} elements, the buffer {int(buffer.shape[0])}"
+        )
+    return make(buffer, Structure(flat.copy()), layout)

@@ -302,4 +302,29 @@ def threads_and_set_num_threads(data):
     assert not errors, errors
 
 
+
+
+
+@target
+def nested_pickles(data):
+    import lodtensor.nested as ln
+
+    shapes = data.draw(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 3)), min_size=1, max_size=4))
+    parts = [np.ones(shape) * i for i, shape in enumerate(shapes)]
+    if torch is not None and data.draw(st.booleans()):
+        parts = [torch.from_numpy(p) for p in parts]
+    nt = ln.nested_tensor(parts)
+    blob = bytearray(pickle.dumps(nt, protocol=4))
+    rnd = random.Random(data.draw(st.integers(0, 2**32)))
+    for _ in range(data.draw(st.integers(0, 3))):
+        blob[rnd.randrange(len(blob) - 16)] ^= 1 << rnd.randrange(8)
+    try:
+        out = pickle.loads(bytes(blob))
+    except Exception:  # noqa: BLE001 - any error from a corrupted pickle is fine; a crash is not
+        return
+    if isinstance(out, ln.NestedTensor):
+        comps = out.unbind()
+        total = sum(int(np.prod(tuple(c.shape))) for c in comps)
+        assert total == int(out.values().shape[0]) if out.values().ndim == 1 else True
+        out.to_padded_tensor(0.0)
 __all__ = ["TARGETS", "to_offsets"]
