@@ -1,26 +1,5 @@
-"""Hierarchical text batching: documents -> sentences -> words as one LoDTensor.
+"""Batching nested lists of tokens or ids into LoDTensors (see :mod:`lodtensor.text`)."""
 
-- :class:`Vocab` maps tokens to ids (one dict lookup per token, done with
-  ``map`` at C speed).
-- :func:`batch` builds a LoDTensor from nested lists of ids or of strings,
-  one pass per level.
-- :class:`BucketBatchSampler` groups samples of similar length, so padded
-  kernels waste little; it is a valid ``batch_sampler`` for
-  ``torch.utils.data.DataLoader``.
-- :func:`make_collate` returns a ``collate_fn`` producing LoDTensors (NumPy or
-  torch data).
-- :func:`to_dense` / :func:`from_dense` pad every level with one mask per
-  level and come back; :func:`pad_batch` pads one level to a multiple of a
-  size (for kernels that want aligned shapes).
-
->>> docs = [[["the", "cat"], ["sat"]], [["a", "dog"]]]
->>> vocab = Vocab.build(docs)
->>> t = batch(docs, vocab=vocab)
->>> t.lod(), t.data.tolist()
-([[0, 2, 3], [0, 2, 3, 5]], [6, 3, 5, 2, 4])
->>> vocab.decode(t.data.tolist())
-['the', 'cat', 'sat', 'a', 'dog']
-"""
 
 import collections
 import operator
@@ -28,16 +7,16 @@ import random
 
 import numpy as np
 
-from ._data import to_place
-from ._nested_list import flatten_lists
-from .backend import get_backend
-from .errors import LoDError
-from .factories import from_nested_list, from_padded_all
-from .lod import LoD
-from .place import as_place
-from .tensor import _wrap
+from .._data import to_place
+from .._nested_list import flatten_lists
+from ..backend import get_backend
+from ..errors import LoDError
+from ..factories import from_nested_list, from_padded_all
+from ..lod import LoD
+from ..place import as_place
+from ..tensor import _wrap
 
-__all__ = ["Vocab", "batch", "BucketBatchSampler", "make_collate", "to_dense", "from_dense", "pad_batch"]
+__all__ = ["Vocab", "batch", "BucketBatchSampler", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
 
 
 class Vocab:

@@ -1,0 +1,36 @@
+"""Hierarchical text batching: documents -> sentences -> words as one LoDTensor.
+
+- :class:`Vocab` maps tokens to ids (one dict lookup per token, done with
+  ``map`` at C speed).
+- :func:`batch` builds a LoDTensor from nested lists of ids or of strings,
+  one pass per level.
+- :class:`BucketBatchSampler` groups samples of similar length, so padded
+  kernels waste little; it is a valid ``batch_sampler`` for
+  ``torch.utils.data.DataLoader``.
+- :func:`make_collate` returns a ``collate_fn`` producing LoDTensors (NumPy or
+  torch data).
+- :func:`to_dense` / :func:`from_dense` pad every level with one mask per
+  level and come back; :func:`pad_batch` pads one level to a multiple of a
+  size (for kernels that want aligned shapes).
+
+>>> docs = [[["the", "cat"], ["sat"]], [["a", "dog"]]]
+>>> vocab = Vocab.build(docs)
+>>> t = batch(docs, vocab=vocab)
+>>> t.lod(), t.data.tolist()
+([[0, 2, 3], [0, 2, 3, 5]], [6, 3, 5, 2, 4])
+>>> vocab.decode(t.data.tolist())
+['the', 'cat', 'sat', 'a', 'dog']
+"""
+
+from ._batch import (
+    BucketBatchSampler,
+    Collate,
+    Vocab,
+    batch,
+    from_dense,
+    make_collate,
+    pad_batch,
+    to_dense,
+)
+
+__all__ = ["Vocab", "batch", "BucketBatchSampler", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
