@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test test-gpu test-paddle fuzz bench docs lint clean
+.PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,7 +35,11 @@ demo: $(VENV)/.demo
 	$(BIN)/python examples/hierarchical_text.py
 
 test: $(VENV)/.test
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
+
+# Multi-process, cluster and long end-to-end suites (CI runs them too).
+test-slow: $(VENV)/.test
+	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]  # 5: none collected
 
 test-gpu: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m gpu
