@@ -18,5 +18,11 @@ how. The differences from Paddle are listed in ``docs/porting.md``.
 
 from ._basic import *  # noqa: F403 - re-exported, listed in __all__
 from ._basic import __all__ as _basic_all
+from ._beam import *  # noqa: F403
+from ._beam import __all__ as _beam_all
+from ._decode import *  # noqa: F403
+from ._decode import __all__ as _decode_all
+from ._rank import *  # noqa: F403
+from ._rank import __all__ as _rank_all
 
-__all__ = list(_basic_all)
+__all__ = list(_basic_all) + list(_decode_all) + list(_beam_all) + list(_rank_all)
