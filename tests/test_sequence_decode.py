@@ -80,7 +80,7 @@ def test_rank_errors():
     x = lt.LoDTensor(np.zeros((3, 1)), [[0, 1, 3]])
     with pytest.raises(TypeError, match="LoDRankTable"):
         S.lod_tensor_to_array(x, [(0, 2)])
-    with pytest.raises(ValueError, match="does not match the rank table"):
+    with pytest.raises(ValueError, match="do not match the table"):
         S.lod_tensor_to_array(lt.LoDTensor(np.zeros((3, 1)), [[0, 2, 3]]), S.lod_rank_table(x))
     with pytest.raises(IndexError, match="level 1 is out of range"):
         S.lod_rank_table(x, level=1)

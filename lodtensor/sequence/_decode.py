@@ -113,7 +113,8 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
     hyp_off, ref_off = input.offsets(-1), label.offsets(-1)
     if hyp_off.size != ref_off.size:
         raise ValueError(
-            f"{where}: input and label must hold the same number of sequences, got {hyp_off.size - 1} and {ref_off.size - 1}"
+            f"{where}: input and label must hold the same number of sequences, "
+                f"got {hyp_off.size - 1} and {ref_off.size - 1}"
         )
     hyp, hyp_len = _padded_ids(hyp_ids, hyp_off)
     ref, ref_len = _padded_ids(ref_ids, ref_off)

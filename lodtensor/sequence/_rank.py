@@ -115,7 +115,9 @@ def lod_rank_table(x, level=0):
         length = np.ones(x.num_rows, dtype=np.int64)
         return LoDRankTable(np.arange(x.num_rows, dtype=np.int64), length, (), 0)
     if not 0 <= level < x.lod_level:
-        raise IndexError(f"{where}: level {level} is out of range for lod_level {x.lod_level}; expected 0 <= level < {x.lod_level}")
+        raise IndexError(
+            f"{where}: level {level} is out of range for lod_level {x.lod_level}; expected 0 <= level < {x.lod_level}"
+        )
     lengths = x.lengths(level)
     order = np.argsort(-lengths, kind="stable")
     coarse = tuple(x.offsets(k) for k in range(level))
@@ -174,7 +176,9 @@ def lod_tensor_to_array(x, table):
             raise ValueError(f"{where}: the table ranks level {level} but x has lod_level {x.lod_level}")
         starts = x.offsets(level)[:-1]
         if starts.size != len(table) or not np.array_equal(x.lengths(level)[table._index], table._length):
-            raise ValueError(f"{where}: x's lod level {level} (lengths {x.lengths(level).tolist()[:8]}) does not match the rank table")
+            raise ValueError(
+                f"{where}: x's lod level {level} (lengths {x.lengths(level).tolist()[:8]}) do not match the table"
+            )
     sub_lod = _items_lod(x, level) if x.lod_level else None
     out = LoDTensorArray()
     for t in range(int(table._length[0]) if len(table) else 0):
