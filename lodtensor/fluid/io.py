@@ -303,7 +303,9 @@ def load_pdparams(file):
     try:
         obj = _SafeUnpickler(_io.BytesIO(buf)).load()
     except pickle.UnpicklingError as err:
-        raise ValueError(f"{where}: not a .pdparams file: {err}") from None
+        if str(err).startswith("refusing"):
+            raise ValueError(f"{where}: not a .pdparams file: {err}") from None
+        raise ValueError(f"{where}: truncated or corrupted .pdparams file: {err}") from None
     except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, struct.error) as err:
         raise ValueError(f"{where}: truncated or corrupted .pdparams file: {type(err).__name__}: {err}") from None
     if not isinstance(obj, dict):

@@ -6,7 +6,7 @@
 :func:`run` takes ``build(v, op)`` where ``v`` maps names to the feed and
 parameter Variables and ``op(type, inputs, outputs, attrs)`` appends one
 operator, creating its output Variables (``outputs``: slot -> dtype, or
-``(dtype, VarType)`` for rank tables and tensor arrays). ``build`` returns the
+``(dtype, VarType)`` for rank tables and tensor arrays, a list of dtypes for a slot of several). ``build`` returns the
 Variables to fetch; the result is a list of ``(data, lod)`` (a list of them for a
 tensor array).
 """
@@ -22,10 +22,11 @@ from paddle.base import core  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
 
-__all__ = ["run", "tensor_of", "ARRAY", "TABLE"]
+__all__ = ["run", "tensor_of", "ARRAY", "TABLE", "RAW"]
 
 ARRAY = core.VarDesc.VarType.LOD_TENSOR_ARRAY
 TABLE = core.VarDesc.VarType.LOD_RANK_TABLE
+RAW = core.VarDesc.VarType.RAW
 
 
 def tensor_of(value):
@@ -78,10 +79,14 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
                 def op(type_, inputs, outputs, attrs=None):
                     made = {}
                     for slot, spec in outputs.items():
+                        if isinstance(spec, list):  # a slot of several Variables
+                            made[slot] = [block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=d)
+                                          for d in spec]
+                            continue
                         dtype, vtype = spec if isinstance(spec, tuple) else (spec, None)
                         if vtype is None:
                             made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=dtype)
-                        elif vtype == TABLE:
+                        elif vtype != ARRAY:  # rank tables, raw: no dtype
                             made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype)
                         else:
                             made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype,
