@@ -4,7 +4,7 @@ One flat data array plus a few int64 offset arrays, one per nesting level.
 ``import lodtensor`` costs only NumPy; torch, cupy and pyarrow load on first use.
 """
 
-from . import sequence, text
+from . import interop, sequence, text
 from .backend import available_backends, backend_of, get_backend
 from .backend._threads import get_num_threads, set_num_threads
 from .errors import BackendMismatchError, LoDError
@@ -16,6 +16,7 @@ from .factories import (
     from_padded_all,
     from_torch,
 )
+from .interop import from_arrow, load, read_parquet, save, write_parquet
 from .lod import LoD
 from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, Place
 from .tensor import LoDTensor
@@ -44,4 +45,10 @@ __all__ = [
     "set_num_threads",
     "sequence",
     "text",
+    "interop",
+    "from_arrow",
+    "read_parquet",
+    "write_parquet",
+    "save",
+    "load",
 ]
