@@ -14,9 +14,16 @@ from .factories import (
     from_nested_list,
     from_padded,
     from_padded_all,
-    from_torch,
 )
-from .interop import from_arrow, load, read_parquet, save, write_parquet
+from .interop import (
+    from_arrow,
+    from_packed_sequence,
+    from_torch,
+    load,
+    read_parquet,
+    save,
+    write_parquet,
+)
 from .lod import LoD
 from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, Place
 from .tensor import LoDTensor
@@ -51,4 +58,5 @@ __all__ = [
     "write_parquet",
     "save",
     "load",
+    "from_packed_sequence",
 ]

@@ -7,6 +7,8 @@ dialect and imports that library only when first used:
 - :mod:`.arrow`: ``t.to_arrow()`` / :func:`from_arrow`
 - :mod:`.parquet`: :func:`write_parquet` / :func:`read_parquet`
 - :mod:`.files`: :func:`save` / :func:`load` (Arrow IPC, memory-mapped)
+- :mod:`.torch`: ``t.to_nested_jagged()`` / :func:`from_torch`, PackedSequence,
+  EmbeddingBag and varlen-attention inputs
 
 The ``LoDTensor`` methods named in API.md section 5 are installed here with
 ``LoDTensor._attach`` and delegate to these modules.
@@ -16,7 +18,34 @@ from ..tensor import LoDTensor
 from .arrow import from_arrow, to_arrow
 from .files import load, save
 from .parquet import read_parquet, write_parquet
+from .torch import (
+    cu_seqlens,
+    embedding_bag_inputs,
+    from_packed_sequence,
+    from_torch,
+    to_nested_jagged,
+    to_packed_sequence,
+)
 
-LoDTensor._attach(to_arrow=to_arrow)
+LoDTensor._attach(
+    to_arrow=to_arrow,
+    to_nested_jagged=to_nested_jagged,
+    to_packed_sequence=to_packed_sequence,
+    embedding_bag_inputs=embedding_bag_inputs,
+    cu_seqlens=cu_seqlens,
+)
 
-__all__ = ["from_arrow", "to_arrow", "read_parquet", "write_parquet", "save", "load"]
+__all__ = [
+    "from_arrow",
+    "to_arrow",
+    "read_parquet",
+    "write_parquet",
+    "save",
+    "load",
+    "from_torch",
+    "to_nested_jagged",
+    "to_packed_sequence",
+    "from_packed_sequence",
+    "embedding_bag_inputs",
+    "cu_seqlens",
+]
