@@ -17,6 +17,7 @@ from .factories import (
 )
 from .interop import (
     from_arrow,
+    from_dlpack,
     from_packed_sequence,
     from_torch,
     load,
@@ -59,4 +60,5 @@ __all__ = [
     "save",
     "load",
     "from_packed_sequence",
+    "from_dlpack",
 ]

@@ -9,6 +9,7 @@ dialect and imports that library only when first used:
 - :mod:`.files`: :func:`save` / :func:`load` (Arrow IPC, memory-mapped)
 - :mod:`.torch`: ``t.to_nested_jagged()`` / :func:`from_torch`, PackedSequence,
   EmbeddingBag and varlen-attention inputs
+- :mod:`.dlpack`: ``t.__dlpack__()`` / :func:`from_dlpack`, and the ragged DLPack convention
 
 The ``LoDTensor`` methods named in API.md section 5 are installed here with
 ``LoDTensor._attach`` and delegate to these modules.
@@ -16,6 +17,7 @@ The ``LoDTensor`` methods named in API.md section 5 are installed here with
 
 from ..tensor import LoDTensor
 from .arrow import from_arrow, to_arrow
+from .dlpack import dlpack, dlpack_device, dlpack_ragged, from_dlpack
 from .files import load, save
 from .parquet import read_parquet, write_parquet
 from .torch import (
@@ -33,6 +35,9 @@ LoDTensor._attach(
     to_packed_sequence=to_packed_sequence,
     embedding_bag_inputs=embedding_bag_inputs,
     cu_seqlens=cu_seqlens,
+    __dlpack__=dlpack,
+    __dlpack_device__=dlpack_device,
+    __dlpack_ragged__=dlpack_ragged,
 )
 
 __all__ = [
@@ -48,4 +53,5 @@ __all__ = [
     "from_packed_sequence",
     "embedding_bag_inputs",
     "cu_seqlens",
+    "from_dlpack",
 ]
