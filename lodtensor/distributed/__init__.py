@@ -15,5 +15,15 @@ torch is imported on first use, not by ``import lodtensor.distributed``.
 """
 
 from ._collectives import CollectiveError, all_gather, all_to_all, broadcast, gather, last_call, scatter
+from ._sampler import DistributedBucketSampler
 
-__all__ = ["all_gather", "gather", "broadcast", "scatter", "all_to_all", "CollectiveError", "last_call"]
+__all__ = [
+    "all_gather",
+    "gather",
+    "broadcast",
+    "scatter",
+    "all_to_all",
+    "CollectiveError",
+    "DistributedBucketSampler",
+    "last_call",
+]
