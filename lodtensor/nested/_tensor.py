@@ -342,6 +342,20 @@ class NestedTensor:
             )
         return self.backend.to_device(self.backend.asarray(st.rows()[0].copy()), self.backend.device_of(self._buffer))
 
+    # -- DLPack (the flat buffer; see docs/interop.md for the ragged convention) ----------------
+    def __dlpack__(self, **kwargs):
+        """A DLPack capsule over ``values()`` (shared): ``np.from_dlpack(nt)``, ``torch.from_dlpack(nt)``.
+
+        >>> import lodtensor.nested as ln
+        >>> np.from_dlpack(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])).shape
+        (3, 3)
+        """
+        return self.values().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` of the buffer, as DLPack defines them."""
+        return self._buffer.__dlpack_device__()
+
     # -- components --------------------------------------------------------------------------
     def unbind(self, dim=0):
         """The components as a tuple of views into the one buffer (writes through them show here).
@@ -599,6 +613,13 @@ def _rebuild(buffer, sizes, layout):
     if flat.size and flat.min() < 0:
         raise ValueError(f"unpickling a NestedTensor: sizes must be >= 0, got {flat.min()}")
     numel = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
+    spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]
+    if spans and max(spans) >= 2**59:  # no array of any dtype (up to 16 bytes) can have such a shape
+        i = spans.index(max(spans))
+        raise ValueError(
+            f"unpickling a NestedTensor: component {i} has shape {tuple(flat[i].tolist())}, "
+            "larger than any array can be"
+        )
     if sum(numel) != int(buffer.shape[0]):
         raise ValueError(
             f"unpickling a NestedTensor: the sizes hold {sum(numel)} elements, the buffer {int(buffer.shape[0])}"
