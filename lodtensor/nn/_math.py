@@ -59,6 +59,7 @@ def _numpy():
     ns.reshape = lambda x, shape: x.reshape(shape)
     ns.const = lambda values, like: np.asarray(values, dtype=like.dtype)
     ns.where = np.where
+    ns.addmm = lambda a, b, c: a + b @ c
     return ns
 
 
@@ -90,6 +91,7 @@ def _torch():
     ns.reshape = lambda x, shape: x.reshape(shape)
     ns.const = lambda values, like: torch.from_numpy(np.array(values)).to(device=like.device, dtype=like.dtype)
     ns.where = torch.where
+    ns.addmm = torch.addmm
     return ns
 
 
@@ -109,6 +111,59 @@ def math_for(array):
     if ns is None:
         ns = _CACHE[name] = _numpy() if name == "numpy" else _torch()
     return ns
+
+
+def sigmoid_(x):
+    """NumPy sigmoid in place: ``0.5 * tanh(x / 2) + 0.5`` (four passes, no temporaries)."""
+    np.multiply(x, 0.5, out=x)
+    np.tanh(x, out=x)
+    np.multiply(x, 0.5, out=x)
+    np.add(x, 0.5, out=x)
+    return x
+
+
+#: NumPy activations applied in place, for the recurrences' fast path.
+INPLACE = {
+    "sigmoid": sigmoid_,
+    "tanh": lambda x: np.tanh(x, out=x),
+    "relu": lambda x: np.maximum(x, 0, out=x),
+    "identity": lambda x: x,
+    "linear": lambda x: x,
+}
+
+
+def inplace_ops(array):
+    """In-place kernels for the recurrences' fast path (NumPy, or torch without autograd):
+    ``(ops, activations)`` or None where the fast path does not apply (torch tracking gradients)."""
+    name = backend_name_of(array)
+    if name == "numpy":
+        ops = types.SimpleNamespace(
+            empty=lambda shape, like: np.empty(shape, dtype=like.dtype),
+            mm=lambda a, b, out: np.matmul(a, b, out=out),
+            mul=lambda a, b, out: np.multiply(a, b, out=out),
+            sub=lambda a, b, out: np.subtract(a, b, out=out),
+            copy=np.copyto,
+        )
+        return ops, INPLACE
+    if name != "torch":
+        return None
+    import torch  # noqa: PLC0415
+
+    ops = types.SimpleNamespace(
+        empty=lambda shape, like: torch.empty(shape, dtype=like.dtype, device=like.device),
+        mm=lambda a, b, out: torch.mm(a, b, out=out),
+        mul=lambda a, b, out: torch.mul(a, b, out=out),
+        sub=lambda a, b, out: torch.sub(a, b, out=out),
+        copy=lambda dst, src: dst.copy_(src),
+    )
+    acts = {
+        "sigmoid": lambda x: x.sigmoid_(),
+        "tanh": lambda x: x.tanh_(),
+        "relu": lambda x: x.relu_(),
+        "identity": lambda x: x,
+        "linear": lambda x: x,
+    }
+    return ops, acts
 
 
 def activation(m, name, where, arg="act"):

@@ -6,8 +6,10 @@ GEMM over the sequences still running, a prefix of the sorted batch. The
 inputs' rows are gathered into step order once and the outputs put back once.
 """
 
+import numpy as np
+
 from ._common import TimePlan, lod_input, out_like, param
-from ._math import activation
+from ._math import INPLACE, activation, inplace_ops
 
 __all__ = ["dynamic_lstm", "dynamic_gru"]
 
@@ -57,7 +59,44 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     plan = TimePlan(x.offsets(-1), reverse=bool(is_reverse))
     h = _initial(h_0, plan, data, m, where, "h_0", d)
     c = _initial(c_0, plan, data, m, where, "c_0", d)
-    if use_peepholes:
+    names = (gate_activation, cell_activation, candidate_activation)
+    if plan.steps == 0:
+        return out_like(x, data[:, :d] * 0), out_like(x, data[:, :d] * 0)
+    fast = _fast_path(m, names, data, w, b, h, c)
+    if fast is not None:
+        ops, acts = fast
+        hs, cs = _lstm_inplace(ops, data, w, b, h, c, plan, d, use_peepholes, [acts[str(a).lower()] for a in names])
+    else:
+        hs, cs = _lstm_steps(m, data, w, b, h, c, plan, d, use_peepholes, (act_gate, act_cell, act_cand))
+    back = m.index(plan.inverse, data)
+    return out_like(x, m.take(hs, back)), out_like(x, m.take(cs, back))
+
+
+def _rows(plan, like):
+    rows = plan.rows
+    if isinstance(like, np.ndarray):
+        return rows
+    import torch  # noqa: PLC0415
+
+    return torch.from_numpy(rows).to(like.device)
+
+
+def _fast_path(m, names, *arrays):
+    """The in-place kernels when no gradient is tracked and every activation has an in-place form."""
+    if any(str(a).lower() not in INPLACE for a in names):
+        return None
+    if m.name == "torch":
+        import torch  # noqa: PLC0415
+
+        if torch.is_grad_enabled() and any(a is not None and a.requires_grad for a in arrays):
+            return None
+    return inplace_ops(arrays[0])
+
+
+def _lstm_steps(m, data, w, b, h, c, plan, d, peep, acts):
+    """The LSTM steps with out-of-place ops (torch autograd); step-major hidden and cell."""
+    act_gate, act_cell, act_cand = acts
+    if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     gates_all = m.take(data, m.index(plan.rows, data)) + b[:, : 4 * d]
     hs, cs = [], []
@@ -65,28 +104,66 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
         n = int(plan.counts[t])
         g = gates_all[int(plan.bounds[t]) : int(plan.bounds[t + 1])]
         if h is not None:
-            g = g + h[:n] @ w
+            g = m.addmm(g, h[:n], w)
         cand = act_cand(g[:, :d])
-        gi, gf, go = g[:, d : 2 * d], g[:, 2 * d : 3 * d], g[:, 3 * d :]
-        if c is not None:
-            c_prev = c[:n]
-            if use_peepholes:
-                gi = gi + c_prev * w_ic
-                gf = gf + c_prev * w_fc
-            c = cand * act_gate(gi) + c_prev * act_gate(gf)
+        c_prev = c[:n] if c is not None else None
+        if peep:
+            if c_prev is None:
+                i = act_gate(g[:, d : 2 * d])
+                c = cand * i
+            else:
+                i = act_gate(g[:, d : 2 * d] + c_prev * w_ic)
+                f = act_gate(g[:, 2 * d : 3 * d] + c_prev * w_fc)
+                c = cand * i + c_prev * f
+            o = act_gate(g[:, 3 * d :] + c * w_oc)
         else:
-            c = cand * act_gate(gi)
-        if use_peepholes:
-            go = go + c * w_oc
-        h = act_gate(go) * act_cell(c)
+            ifo = act_gate(g[:, d:])
+            c = cand * ifo[:, :d] if c_prev is None else cand * ifo[:, :d] + c_prev * ifo[:, d : 2 * d]
+            o = ifo[:, 2 * d :]
+        h = o * act_cell(c)
         hs.append(h)
         cs.append(c)
-    if not hs:
-        return out_like(x, data[:, :d] * 0), out_like(x, data[:, :d] * 0)
-    back = m.index(plan.inverse, data)
-    hidden = m.take(m.cat(hs) if len(hs) > 1 else hs[0], back)
-    cell = m.take(m.cat(cs) if len(cs) > 1 else cs[0], back)
-    return out_like(x, hidden), out_like(x, cell)
+    return (m.cat(hs), m.cat(cs)) if len(hs) > 1 else (hs[0], cs[0])
+
+
+def _lstm_inplace(ops, data, w, b, h, c, plan, d, peep, acts):
+    """The LSTM steps in place (NumPy, or torch without autograd): results written straight into
+    step-major buffers, the previous step's rows read back as views (the active batch is a prefix)."""
+    gate, cell_act, cand = acts
+    total, width = int(plan.bounds[-1]), int(plan.counts[0])
+    gates_all = data[_rows(plan, data)]
+    gates_all += b[:, : 4 * d]
+    hs = ops.empty((total, d), data)
+    cs = ops.empty((total, d), data)
+    buf = ops.empty((width, 4 * d), data)
+    tmp = ops.empty((width, d), data)
+    if peep:
+        w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
+    for t in range(plan.steps):
+        lo, hi = int(plan.bounds[t]), int(plan.bounds[t + 1])
+        n = hi - lo
+        g = gates_all[lo:hi]
+        if h is not None:
+            ops.mm(h[:n], w, buf[:n])
+            g += buf[:n]
+        cand(g[:, :d])
+        c_prev = c[:n] if c is not None else None
+        if peep and c_prev is not None:
+            g[:, d : 2 * d] += ops.mul(c_prev, w_ic, tmp[:n])
+            g[:, 2 * d : 3 * d] += ops.mul(c_prev, w_fc, tmp[:n])
+        gate(g[:, d : 3 * d] if peep else g[:, d:])
+        c = cs[lo:hi]
+        ops.mul(g[:, :d], g[:, d : 2 * d], c)
+        if c_prev is not None:
+            c += ops.mul(c_prev, g[:, 2 * d : 3 * d], tmp[:n])
+        if peep:
+            g[:, 3 * d :] += ops.mul(c, w_oc, tmp[:n])
+            gate(g[:, 3 * d :])
+        h = hs[lo:hi]
+        ops.copy(h, c)
+        cell_act(h)
+        h *= g[:, 3 * d :]
+    return hs, cs
 
 
 def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activation="sigmoid",  # noqa: A002
@@ -126,6 +203,21 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
     act_cand = activation(m, candidate_activation, where, "candidate_activation")
     plan = TimePlan(x.offsets(-1), reverse=bool(is_reverse))
     h = _initial(h_0, plan, data, m, where, "h_0", d)
+    if plan.steps == 0:
+        return out_like(x, data[:, :d] * 0)
+    names = (gate_activation, candidate_activation)
+    fast = _fast_path(m, names, data, w, b, h)
+    if fast is not None:
+        ops, acts = fast
+        hs = _gru_inplace(ops, data, w_gate, w_cand, b, h, plan, d, origin_mode, [acts[str(a).lower()] for a in names])
+    else:
+        hs = _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, (act_gate, act_cand))
+    return out_like(x, m.take(hs, m.index(plan.inverse, data)))
+
+
+def _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, acts):
+    """The GRU steps with out-of-place ops (torch autograd); step-major hidden states."""
+    act_gate, act_cand = acts
     gates_all = m.take(data, m.index(plan.rows, data))
     if b is not None:
         gates_all = gates_all + b
@@ -136,15 +228,54 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
         if h is None:
             u = act_gate(g[:, :d])
             c = act_cand(g[:, 2 * d :])
-            h = (1 - u) * c if origin_mode else u * c
+            h = c - u * c if origin_mode else u * c
         else:
             h_prev = h[:n]
-            ur = g[:, : 2 * d] + h_prev @ w_gate
-            u, r = act_gate(ur[:, :d]), act_gate(ur[:, d:])
-            c = act_cand(g[:, 2 * d :] + (r * h_prev) @ w_cand)
-            h = u * h_prev + (1 - u) * c if origin_mode else h_prev + u * (c - h_prev)
+            ur = act_gate(m.addmm(g[:, : 2 * d], h_prev, w_gate))
+            u, r = ur[:, :d], ur[:, d:]
+            c = act_cand(m.addmm(g[:, 2 * d :], r * h_prev, w_cand))
+            h = c + u * (h_prev - c) if origin_mode else h_prev + u * (c - h_prev)
         hs.append(h)
-    if not hs:
-        return out_like(x, data[:, :d] * 0)
-    hidden = m.take(m.cat(hs) if len(hs) > 1 else hs[0], m.index(plan.inverse, data))
-    return out_like(x, hidden)
+    return m.cat(hs) if len(hs) > 1 else hs[0]
+
+
+def _gru_inplace(ops, data, w_gate, w_cand, b, h, plan, d, origin_mode, acts):
+    """The GRU steps in place (see :func:`_lstm_inplace`)."""
+    gate, cand = acts
+    total, width = int(plan.bounds[-1]), int(plan.counts[0])
+    gates_all = data[_rows(plan, data)]
+    if b is not None:
+        gates_all += b
+    hs = ops.empty((total, d), data)
+    buf = ops.empty((width, 2 * d), data)
+    tmp = ops.empty((width, d), data)
+    for t in range(plan.steps):
+        lo, hi = int(plan.bounds[t]), int(plan.bounds[t + 1])
+        n = hi - lo
+        g = gates_all[lo:hi]
+        out = hs[lo:hi]
+        if h is None:
+            gate(g[:, :d])
+            c = cand(g[:, 2 * d :])
+            ops.mul(g[:, :d], c, out)
+            if origin_mode:
+                ops.sub(c, out, out)
+        else:
+            h_prev = h[:n]
+            ops.mm(h_prev, w_gate, buf[:n])
+            g[:, : 2 * d] += buf[:n]
+            gate(g[:, : 2 * d])
+            ops.mul(g[:, d : 2 * d], h_prev, tmp[:n])
+            ops.mm(tmp[:n], w_cand, buf[:n, :d])
+            g[:, 2 * d :] += buf[:n, :d]
+            c = cand(g[:, 2 * d :])
+            if origin_mode:  # c + u * (h - c)
+                ops.sub(h_prev, c, out)
+                out *= g[:, :d]
+                out += c
+            else:  # h + u * (c - h)
+                ops.sub(c, h_prev, out)
+                out *= g[:, :d]
+                out += h_prev
+        h = out
+    return hs

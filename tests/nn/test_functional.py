@@ -169,3 +169,43 @@ def test_errors_name_the_argument():
         F.warpctc(x, lt.LoDTensor(np.array([[1]]), [[0, 1]]))
     with pytest.raises(TypeError, match="input must be a LoDTensor, got object"):
         F.dynamic_lstm(object(), None, None)
+
+
+@pytest.mark.parametrize("peep", [True, False])
+@pytest.mark.parametrize("state", ["none", "h", "c", "both"])
+@pytest.mark.parametrize("acts", [("sigmoid", "tanh", "tanh"), ("tanh", "relu", "identity")])
+def test_lstm_inplace_path_equals_autograd_path(peep, state, acts):
+    rng = np.random.RandomState(8)
+    x, w, b = rand(rng, ROWS, 8), rand(rng, 2, 8), rand(rng, 1, 14 if peep else 8)
+    h0 = rand(rng, 4, 2) if state in ("h", "both") else None
+    c0 = rand(rng, 4, 2) if state in ("c", "both") else None
+    kw = dict(use_peepholes=peep, gate_activation=acts[0], cell_activation=acts[1], candidate_activation=acts[2])
+    h, c = F.dynamic_lstm(lod_t(x), w, b, h0, c0, **kw)
+    as_t = lambda a: None if a is None else torch.tensor(a, requires_grad=True)  # noqa: E731
+    # the in-place path (NumPy; torch without autograd) against the autograd path (torch)
+    ht, ct = F.dynamic_lstm(lod_t(as_t(x)), as_t(w), as_t(b), as_t(h0), as_t(c0), **kw)
+    with torch.no_grad():
+        hn, cn = F.dynamic_lstm(lod_t(as_t(x)), as_t(w), as_t(b), as_t(h0), as_t(c0), **kw)
+    for fast in (h.data, hn.data.numpy()):
+        np.testing.assert_allclose(fast, ht.data.detach().numpy(), rtol=1e-12, atol=1e-14)
+    for fast in (c.data, cn.data.numpy()):
+        np.testing.assert_allclose(fast, ct.data.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("origin_mode", [True, False])
+@pytest.mark.parametrize("with_h0", [True, False])
+@pytest.mark.parametrize("acts", [("sigmoid", "tanh"), ("tanh", "relu")])
+def test_gru_inplace_path_equals_autograd_path(origin_mode, with_h0, acts):
+    rng = np.random.RandomState(9)
+    x, w, b = rand(rng, ROWS, 6), rand(rng, 2, 6), rand(rng, 1, 6)
+    h0 = rand(rng, 4, 2) if with_h0 else None
+    kw = dict(origin_mode=origin_mode, gate_activation=acts[0], candidate_activation=acts[1])
+    h = F.dynamic_gru(lod_t(x), w, b, h0, **kw)
+    as_t = lambda a: None if a is None else torch.tensor(a, requires_grad=True)  # noqa: E731
+    ht = F.dynamic_gru(lod_t(as_t(x)), as_t(w), as_t(b), as_t(h0), **kw)
+    with torch.no_grad():
+        hn = F.dynamic_gru(lod_t(as_t(x)), as_t(w), as_t(b), as_t(h0), **kw)
+    for fast in (h.data, hn.data.numpy()):
+        np.testing.assert_allclose(fast, ht.data.detach().numpy(), rtol=1e-12, atol=1e-14)
+    # the caller's arrays are untouched by the in-place path
+    assert np.array_equal(x, rand(np.random.RandomState(9), ROWS, 6))
