@@ -72,7 +72,7 @@ def main(spec):
     place = core.CPUPlace()
     exe = paddle.static.Executor(place)
     out = {"installed": True, "version": paddle.__version__, "cases": {}}
-    data, lengths = _seqdata.sentences(spec["width"])
+    data, lengths = _seqdata.sentences(spec["width"], spec.get("sentences", 2266))
     x = core.LoDTensor()
     x.set(data, place)
     x.set_recursive_sequence_lengths(lengths)
