@@ -11,6 +11,7 @@ of the ops work on that view.
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
+from ..backend._pickle import portable
 from ..lod import LoD
 from ..place import place_of
 from . import _registry
@@ -456,7 +457,7 @@ class NestedTensor:
         buf = self._buffer
         if self.requires_grad and not self.is_leaf:
             buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
-        return (_rebuild, (buf, self._struct.sizes.copy(), self._layout))
+        return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout))
 
     def __deepcopy__(self, memo):
         return _registry.OP_TABLE["clone"](self)
