@@ -19,6 +19,7 @@ from .interop import (
     from_arrow,
     from_dlpack,
     from_packed_sequence,
+    from_sparse,
     from_torch,
     load,
     read_parquet,
@@ -61,4 +62,5 @@ __all__ = [
     "load",
     "from_packed_sequence",
     "from_dlpack",
+    "from_sparse",
 ]

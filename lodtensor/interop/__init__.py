@@ -9,6 +9,7 @@ dialect and imports that library only when first used:
 - :mod:`.files`: :func:`save` / :func:`load` (Arrow IPC, memory-mapped)
 - :mod:`.torch`: ``t.to_nested_jagged()`` / :func:`from_torch`, PackedSequence,
   EmbeddingBag and varlen-attention inputs
+- :mod:`.sparse`: ``t.to_sparse_csr()`` / ``t.to_sparse_coo()`` / :func:`from_sparse` (torch, scipy)
 - :mod:`.dlpack`: ``t.__dlpack__()`` / :func:`from_dlpack`, and the ragged DLPack convention
 
 The ``LoDTensor`` methods named in API.md section 5 are installed here with
@@ -20,6 +21,7 @@ from .arrow import from_arrow, to_arrow
 from .dlpack import dlpack, dlpack_device, dlpack_ragged, from_dlpack
 from .files import load, save
 from .parquet import read_parquet, write_parquet
+from .sparse import from_sparse, to_sparse_coo, to_sparse_csr
 from .torch import (
     cu_seqlens,
     embedding_bag_inputs,
@@ -38,6 +40,8 @@ LoDTensor._attach(
     __dlpack__=dlpack,
     __dlpack_device__=dlpack_device,
     __dlpack_ragged__=dlpack_ragged,
+    to_sparse_csr=to_sparse_csr,
+    to_sparse_coo=to_sparse_coo,
 )
 
 __all__ = [
@@ -54,4 +58,7 @@ __all__ = [
     "embedding_bag_inputs",
     "cu_seqlens",
     "from_dlpack",
+    "from_sparse",
+    "to_sparse_csr",
+    "to_sparse_coo",
 ]
