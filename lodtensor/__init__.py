@@ -17,8 +17,10 @@ from .factories import (
 )
 from .interop import (
     from_arrow,
+    from_awkward,
     from_dlpack,
     from_packed_sequence,
+    from_ragged_tensor,
     from_sparse,
     from_torch,
     load,
@@ -63,4 +65,6 @@ __all__ = [
     "from_packed_sequence",
     "from_dlpack",
     "from_sparse",
+    "from_awkward",
+    "from_ragged_tensor",
 ]

@@ -81,7 +81,7 @@ def to_sparse_csr(t, format="torch"):
     _check_format(format, "to_sparse_csr()")
     data, offsets, positions, _, shape = _parts(t, "to_sparse_csr()")
     if format == "scipy":
-        sp = require("scipy.sparse", "scipy", "to_sparse_csr(format='scipy')")
+        sp = require("scipy.sparse", "sparse", "to_sparse_csr(format='scipy')")
         values = _scipy_data(t, data, "to_sparse_csr()")
         return sp.csr_array((values, positions, offsets), shape=shape, copy=False)
     torch = require("torch", "torch", "to_sparse_csr()")
@@ -105,7 +105,7 @@ def to_sparse_coo(t, format="torch"):
     _check_format(format, "to_sparse_coo()")
     data, _, positions, seq, shape = _parts(t, "to_sparse_coo()")
     if format == "scipy":
-        sp = require("scipy.sparse", "scipy", "to_sparse_coo(format='scipy')")
+        sp = require("scipy.sparse", "sparse", "to_sparse_coo(format='scipy')")
         values = _scipy_data(t, data, "to_sparse_coo()")
         return sp.coo_array((values, (seq, positions)), shape=shape)
     torch = require("torch", "torch", "to_sparse_coo()")
