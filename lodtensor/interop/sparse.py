@@ -32,14 +32,23 @@ def _parts(t, what):
     """(data, offsets of the last level in rows, lengths, positions, sequence ids, dense shape)."""
     t._require_lod(what)
     data = t._check_fits(what)
-    offsets = t.lod.levels[-1]
-    lengths = t.lod.lengths(-1)
-    n = lengths.size
-    seq = np.repeat(np.arange(n, dtype=np.int64), lengths)
-    positions = np.arange(offsets[-1], dtype=np.int64) - offsets[:-1][seq]
-    longest = int(lengths.max()) if n else 0
+    lod = t.lod
+    offsets = lod.levels[-1]
+    n = offsets.size - 1
+    # (sequence, position) of every row: one pass, then kept with the (immutable) LoD, so later
+    # conversions of tensors sharing it cost O(levels)
+    seq, positions, longest = lod._plan(("interop.sparse_coords",), lambda: _coords(lod))
     shape = (n, longest, *(int(s) for s in data.shape[1:]))
     return data, offsets, positions, seq, shape
+
+
+def _coords(lod):
+    offsets = lod.levels[-1]
+    seq = lod.segment_ids(-1)
+    positions = np.arange(offsets[-1], dtype=np.int64) - offsets[:-1][seq]
+    positions.setflags(write=False)
+    lengths = lod.lengths(-1)
+    return seq, positions, int(lengths.max()) if lengths.size else 0
 
 
 def _check_format(format, what):
