@@ -242,12 +242,14 @@ class CupyBackend(Backend):
         target = out if out is not None and out.flags.c_contiguous and out.dtype == data.dtype else None
         dense = cupy.empty(full, dtype=data.dtype) if target is None else target
         x = cupy.ascontiguousarray(data).view(word)
-        fill = np.asarray(pad_value, dtype=data.dtype).view(word)[()]
+        # the pad row on the device (a device pad_value stays there: no sync)
+        fill = cupy.ascontiguousarray(cupy.broadcast_to(cupy.asarray(pad_value, dtype=data.dtype), row_shape))
         log2cw = _cuda.lanes_log2(width)
         per_block = _cuda.BLOCK >> log2cw
         _kernel("dense", _cuda.kernel_name("pad", itemsize=word.itemsize))(
             (_blocks(n * int(maxlen), per_block, 1 << 20),), (_cuda.BLOCK,),
-            (x, offsets, dense.view(word), np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw), fill))
+            (x, offsets, dense.view(word), np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw),
+             fill.reshape(width).view(word)))
         if out is not None and target is None:
             out[...] = dense
             return out

@@ -5,11 +5,12 @@
 // coalesced along D for any D (D = 1 puts 256 consecutive rows in a block).
 #include "common.cuh"
 
-// out[b, t, :] = t < len_b ? x[off[b] + t, :] : pad  for every b < n, t < maxlen.
+// out[b, t, :] = t < len_b ? x[off[b] + t, :] : pad[:]  for every b < n, t < maxlen
+// (pad: one row of D words on the device, so a pad value given as a device array costs no sync).
 template <typename W>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_pad(const W* __restrict__ x, const i64* __restrict__ off, W* __restrict__ out,
-       i64 n, i64 maxlen, i64 D, int log2cw, W pad) {
+       i64 n, i64 maxlen, i64 D, int log2cw, const W* __restrict__ pad) {
     const int cw = 1 << log2cw;
     const int per_block = LT_BLOCK >> log2cw;
     const i64 rows = n * maxlen;
@@ -23,7 +24,7 @@ lt_pad(const W* __restrict__ x, const i64* __restrict__ off, W* __restrict__ out
             const W* src = x + (start + t) * D;
             for (i64 c = c0; c < D; c += cw) dst[c] = src[c];
         } else {
-            for (i64 c = c0; c < D; c += cw) dst[c] = pad;
+            for (i64 c = c0; c < D; c += cw) dst[c] = pad[c];
         }
     }
 }
