@@ -90,3 +90,16 @@ def test_main_prints_the_table(capsys, monkeypatch, package_check):
     assert check.main(["--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| `lt_segment_reduce<0, float, float>` |" in out and "0 spills" in out
+
+
+def test_docs_hold_the_current_table(package_check):
+    """docs/gpu.md carries the checker's table (for the tool versions it names)."""
+    import os  # noqa: PLC0415
+
+    if check.tool_versions() != "NVRTC 12.9, ptxas V12.9.86":
+        pytest.skip(f"registers depend on the compiler; docs/gpu.md is from 12.9, here {check.tool_versions()}")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "gpu.md")
+    with open(path, encoding="utf-8") as f:
+        docs = f.read()
+    table = check.format_table(package_check[0], markdown=True)
+    assert table in docs, "docs/gpu.md: paste `python -m lodtensor.backend.cuda.check --markdown` into it"
