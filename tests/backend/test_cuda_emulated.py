@@ -81,3 +81,35 @@ def test_nan_and_infinities_follow_numpy(emulated):
     for name, kw in (("segment_max", {"empty": -1}), ("segment_min", {"empty": -1}), ("segment_sum", {})):
         got = emulated.numpy(getattr(emulated.be, name)(emulated.array(host), emulated.array(offsets), **kw))
         np.testing.assert_array_equal(got, getattr(ref, name)(host, offsets, **kw), err_msg=name)
+
+
+def test_many_sequences_and_wide_rows(emulated):
+    """Over a thousand pieces (the warp search takes several ballot rounds) and rows wider than a warp."""
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    ref = get_backend("numpy")
+    rng = np.random.default_rng(3)
+    for count, width in ((1100, 2), (40, 300)):
+        lens = rng.integers(0, 6, size=count)
+        offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        host = rng.standard_normal((int(offsets[-1]), width))
+        data, off = emulated.array(host), emulated.array(offsets)
+        np.testing.assert_allclose(emulated.numpy(emulated.be.segment_sum(data, off)), ref.segment_sum(host, offsets))
+        np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_max(data, off, empty=0)),
+                                      ref.segment_max(host, offsets, empty=0))
+        np.testing.assert_allclose(emulated.numpy(emulated.be.segment_softmax(data, off)),
+                                   ref.segment_softmax(host, offsets))
+        padded = emulated.be.pad(data, off, int(lens.max()), -1.0)
+        np.testing.assert_array_equal(emulated.numpy(padded), ref.pad(host, offsets, int(lens.max()), -1.0))
+        np.testing.assert_array_equal(emulated.numpy(emulated.be.unpad(padded, off)), host)
+
+
+def test_long_softmax_takes_the_combine_pass(emulated):
+    lens = [3, 9000, 0, 1]  # width 1: 8192 rows per piece
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = np.random.default_rng(5).standard_normal(int(offsets[-1])) * 10
+    got = emulated.numpy(emulated.be.segment_softmax(emulated.array(host), emulated.array(offsets)))
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    np.testing.assert_allclose(got, get_backend("numpy").segment_softmax(host, offsets), rtol=1e-12)
+    assert "lt_softmax_combine<double>" in {name for name, *_ in emulated.stub.launches}
