@@ -275,12 +275,12 @@ class CupyBackend(Backend):
             return cupy.take(flat, index, axis=0)
         word, _ = words
         out = cupy.empty((n_rows,) + row_shape, dtype=padded.dtype)
-        log2cw = _cuda.lanes_log2(width)
-        per_block = _cuda.BLOCK >> log2cw
+        lay = _Layout(n_rows, width, n)
+        pieces = _plan(offsets, n, lay.chunk)
         _kernel("dense", _cuda.kernel_name("unpad", itemsize=word.itemsize))(
-            (_blocks(n_rows, per_block, 1 << 20),), (_cuda.BLOCK,),
-            (cupy.ascontiguousarray(padded).view(word), offsets, out.view(word), np.int64(n), np.int64(maxlen),
-             np.int64(width), np.int32(log2cw)))
+            lay.grid, (_cuda.BLOCK,),
+            (cupy.ascontiguousarray(padded).view(word), offsets, pieces, out.view(word), np.int64(n),
+             np.int64(maxlen), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk)))
         return out
 
 
