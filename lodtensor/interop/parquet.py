@@ -133,7 +133,7 @@ def read_parquet(path, columns=None, batch_size=None):
     try:
         pf = pq.ParquetFile(os.fspath(path))
         names = pf.schema_arrow.names
-    except (pa.ArrowException, OSError) as err:
+    except (pa.ArrowException, OSError, UnicodeError) as err:  # a corrupted schema can fail to decode
         raise _corrupt(path, err) from None
     if columns is not None:
         missing = [c for c in columns if c not in names]
@@ -143,7 +143,7 @@ def read_parquet(path, columns=None, batch_size=None):
     if batch_size is None:
         try:
             table = pf.read(columns=names)
-        except (pa.ArrowException, OSError) as err:
+        except (pa.ArrowException, OSError, UnicodeError) as err:  # a corrupted schema can fail to decode
             raise _corrupt(path, err) from None
         return _column_tensors(table, names, path)
     return _batches(pf, names, batch_size, path, pa)
@@ -156,6 +156,6 @@ def _batches(pf, names, batch_size, path, pa):
             batch = next(it)
         except StopIteration:
             return
-        except (pa.ArrowException, OSError) as err:
+        except (pa.ArrowException, OSError, UnicodeError) as err:  # a corrupted schema can fail to decode
             raise _corrupt(path, err) from None
         yield _column_tensors(batch, names, path)
