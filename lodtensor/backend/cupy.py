@@ -31,7 +31,7 @@ def _kernel(module, name):
     """The kernel ``name`` (a name expression of ``module``), compiled once per process."""
     mod = _MODULES.get(module)
     if mod is None:
-        mod = cupy.RawModule(code=_cuda.source_text(module), options=("-std=c++14", f"-I{_cuda.include_dir()}"),
+        mod = cupy.RawModule(code=_cuda.source_text(module), options=("-std=c++14",),
                              name_expressions=_cuda.name_expressions(module))
         _MODULES[module] = mod
     return mod.get_function(name)

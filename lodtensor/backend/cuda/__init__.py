@@ -17,6 +17,7 @@ True
 """
 
 import os
+import re
 
 import numpy as np
 
@@ -121,7 +122,28 @@ def include_dir():
     return os.path.dirname(os.path.abspath(__file__))
 
 
-def source_text(module):
-    """The CUDA C source of ``module``."""
-    with open(os.path.join(include_dir(), SOURCES[module]), encoding="utf-8") as f:
+def _read(name):
+    with open(os.path.join(include_dir(), name), encoding="utf-8") as f:
         return f.read()
+
+
+def source_text(module):
+    """The CUDA C source of ``module``, its ``#include "..."`` of local headers expanded.
+
+    Expanded so the text is the whole program: CuPy's kernel cache is keyed by the
+    source text, and a header edit must not load a stale cached kernel.
+
+    >>> '#include "common.cuh"' in source_text("dense"), "lt_warp_find_segment" in source_text("dense")
+    (False, True)
+    """
+    lines = []
+    for line in _read(SOURCES[module]).splitlines():
+        match = _INCLUDE.match(line)
+        if match and os.path.exists(os.path.join(include_dir(), match.group(1))):
+            lines.append(_read(match.group(1)).replace("#pragma once\n", ""))
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_INCLUDE = re.compile(r'^\s*#include "([^"]+)"\s*$')

@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import BLOCK, EXTERN_C, SOURCES, include_dir, name_expressions, source_text
+from . import BLOCK, EXTERN_C, SOURCES, name_expressions, source_text
 
 __all__ = ["ARCHS", "OCCUPANCY_FLOOR", "CheckError", "check", "check_source", "occupancy", "format_table",
            "tool_versions", "main"]
@@ -116,7 +116,7 @@ def _compile_ptx(lib, text, filename, names, arch):
     try:
         for name in names:
             lib.nvrtcAddNameExpression(prog, name.encode())
-        opts = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++14", f"-I{include_dir()}"]
+        opts = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++14"]  # as CuPy compiles: no include path
         argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         status = lib.nvrtcCompileProgram(prog, len(opts), argv)
         size = ctypes.c_size_t()
