@@ -103,3 +103,21 @@ def test_docs_hold_the_current_table(package_check):
         docs = f.read()
     table = check.format_table(package_check[0], markdown=True)
     assert table in docs, "docs/gpu.md: paste `python -m lodtensor.backend.cuda.check --markdown` into it"
+
+
+def test_cupy_compiles_every_kernel_as_the_backend_asks(monkeypatch):
+    """CuPy's own NVRTC path (its options, name-expression mapping), which RawModule takes on a GPU.
+
+    Only the arch lookup needs a driver; it is pinned to compute_90 here.
+    """
+    compiler = pytest.importorskip("cupy.cuda.compiler")
+    monkeypatch.setattr(compiler, "_get_arch_for_options_for_nvrtc", lambda arch=None: (f"-arch=compute_{arch}", "ptx"))
+    for module in cuda.SOURCES:
+        names = cuda.name_expressions(module)
+        ptx, mapping = compiler._compile_using_nvrtc_no_warning(
+            cuda.source_text(module), options=("-std=c++14",), arch="90", name_expressions=names)
+        text = ptx.decode() if isinstance(ptx, bytes) else ptx
+        assert set(mapping) == set(names)
+        assert all(f".entry {mapping[n]}(" in text for n in names)
+        for name in cuda.EXTERN_C[module]:
+            assert f".entry {name}(" in text
