@@ -14,6 +14,14 @@ instantiations the backend can launch. Nothing here imports cupy.
 'lt_segment_reduce<3, long long, double>'
 >>> len(name_expressions("segment")) > 30 and "lt_pad<unsigned int>" in name_expressions("dense")
 True
+
+The launch constants here are the ones the sources are written for:
+
+>>> text = source_text("segment")
+>>> [int(re.search(rf"#define {name} (\\d+)", text).group(1)) for name in ("LT_BLOCK", "LT_MIN_BLOCKS")]
+[256, 4]
+>>> BLOCK, MIN_BLOCKS_PER_SM
+(256, 4)
 """
 
 import os
