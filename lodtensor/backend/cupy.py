@@ -56,6 +56,17 @@ class _Layout:
         self.combine_grid = (int(min(max(n, 1), _COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
 
 
+def _on_data_device(method):
+    """Run ``method`` with the first array's device current (kernels launch on the current device)."""
+
+    def run(self, data, *args, **kwargs):
+        with data.device:
+            return method(self, data, *args, **kwargs)
+
+    run.__name__, run.__doc__ = method.__name__, method.__doc__
+    return run
+
+
 def _plan(offsets, n, chunk):
     """Device prefix sums of the pieces (see segment.cu): two launches, no sync."""
     counts = cupy.empty(2 * (n + 1), dtype=cupy.int64)
@@ -148,6 +159,10 @@ class CupyBackend(Backend):
 
     # -- segment reductions ------------------------------------------------------------------
     def _reduce(self, op, data, offsets, empty):
+        with data.device:
+            return self._reduce_here(op, data, offsets, empty)
+
+    def _reduce_here(self, op, data, offsets, empty):
         offsets = self._index(offsets)
         n = int(offsets.size) - 1
         row_shape = tuple(data.shape[1:])
@@ -184,6 +199,7 @@ class CupyBackend(Backend):
     def segment_min(self, data, offsets, *, empty, ids=None):
         return self._reduce("min", data, offsets, empty)
 
+    @_on_data_device
     def segment_softmax(self, data, offsets, *, ids=None):
         offsets = self._index(offsets)
         n = int(offsets.size) - 1
@@ -228,6 +244,7 @@ class CupyBackend(Backend):
             return np.dtype(f"u{size}"), width
         return None  # complex128, strings: the generic gather/scatter path
 
+    @_on_data_device
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets)
         n = int(offsets.size) - 1
@@ -261,6 +278,7 @@ class CupyBackend(Backend):
         ids = self.segment_ids(offsets, total=n_rows)
         return cupy.arange(n_rows, dtype=cupy.int64) + shift[ids]
 
+    @_on_data_device
     def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets)
         n, maxlen = int(padded.shape[0]), int(padded.shape[1])
