@@ -10,6 +10,7 @@ device. No kernel reads a device scalar back to the host.
 import cupy
 import numpy as np
 
+from ._arrays import CupyArrayKernels
 from ._base import Backend
 
 __all__ = ["CupyBackend", "make_backend"]
@@ -48,7 +49,7 @@ _KERNELS = {
 }
 
 
-class CupyBackend(Backend):
+class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions beyond the kernel set
     name = "cupy"
     xp = cupy
     uses_segment_ids = True

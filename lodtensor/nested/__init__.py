@@ -16,6 +16,7 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 [[0.5, 0.5, 0.0], [0.333, 0.333, 0.333]]
 """
 
+from ..backend._threads import get_num_threads, set_num_threads
 from . import _layouts, _nn, _ops, _shape  # noqa: F401 - importing them fills the op table
 from ._construct import as_nested_tensor, nested_tensor
 from ._layouts import (
@@ -57,7 +58,6 @@ from ._ops import (
 )
 from ._registry import OP_TABLE
 from ._shape import reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
-from ._special import get_num_threads, set_num_threads
 from ._tensor import NestedTensor
 
 __all__ = [

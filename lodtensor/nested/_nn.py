@@ -17,7 +17,6 @@ from ._grouped import map_components
 from ._ops import _not_implemented, check_nested, same_backend
 from ._registry import implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
-from ._xp import ops_for
 
 __all__ = ["softmax", "linear", "matmul", "bmm", "layer_norm", "embedding_bag", "sum", "mean", "amax", "amin"]
 
@@ -68,7 +67,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if d == 0:
         raise ValueError("Cannot apply softmax across nested dimension 0")
     buf = input._buffer
-    ops = ops_for(input.backend)
+    ops = input.backend
     if dtype is not None:
         buf = ops.astype(buf, resolve_dtype(dtype, input.backend.name))
     if kind_of(buf.dtype) != "f":
@@ -168,7 +167,7 @@ def linear(input, weight, bias=None):
         raise ValueError(f"{where}: bias must have shape ({out_f},), got {tuple(bias.shape)}")
     buf = input._buffer
     rows = input._struct.tail_view(buf, input._struct.rank - 1, (in_f,))
-    out = ops_for(input.backend).linear(rows, weight, bias)
+    out = input.backend.linear(rows, weight, bias)
     return make(out.reshape(-1), _with_last(input._struct, out_f), input._layout)
 
 
@@ -197,7 +196,7 @@ def _check_pair(where, a, b, name_b):
 def _matmul_nested(where, a, b):
     sa, sb = a._struct.sizes, b._struct.sizes
     out_sizes = np.concatenate([sa[:, :-1], sb[:, -1:]], axis=1)
-    ops = ops_for(a.backend)
+    ops = a.backend
     out, st = map_components([a, b], ops.matmul, out_sizes)
     return make(out, st, a._layout)
 
@@ -236,7 +235,7 @@ def matmul(input, other):
         if input._struct.n and last != k:
             raise ValueError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
         st = input._struct
-        out = ops_for(input.backend).matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
+        out = input.backend.matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
         return make(out.reshape(-1), _with_last(input._struct, m), input._layout)
     ra, rb = input.dim(), other.dim()
     if ra != rb:
@@ -323,7 +322,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     buf = buf.reshape((buf.shape[0], width))
     w = None if weight is None else weight.reshape(-1)
     b = None if bias is None else bias.reshape(-1)
-    out = ops_for(input.backend).layer_norm(buf, eps, w, b)
+    out = input.backend.layer_norm(buf, eps, w, b)
     return make(out.reshape(-1), st, input._layout)
 
 
@@ -394,7 +393,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             weights = be.gather(weights, index)
     rows = be.gather(weight, ids)
     if max_norm is not None:
-        rows = ops_for(be).renorm_rows(rows, max_norm, norm_type)
+        rows = be.renorm_rows(rows, max_norm, norm_type)
     if weights is not None:
         rows = rows * weights.reshape(-1, 1)
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
@@ -413,7 +412,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     only irregular one, as torch's jagged layout gives), or over everything (``dim=None``)."""
     check_nested(input, where)
     be = input.backend
-    ops = ops_for(be)
+    ops = be
     buf = input._buffer
     if dtype is not None:
         buf = ops.astype(buf, resolve_dtype(dtype, be.name))

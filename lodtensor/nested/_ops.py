@@ -11,10 +11,9 @@ import numpy as np
 
 from ..backend import backend_name_of, backend_of
 from ..errors import BackendMismatchError
-from ._dtypes import kind_of, resolve_dtype, torch_name
+from ._dtypes import kind_of, promote, resolve_dtype, torch_name
 from ._registry import implements
 from ._tensor import NestedTensor, make
-from ._xp import ops_for
 
 __all__ = [
     "add", "sub", "mul", "div", "pow", "neg", "abs", "sgn", "logical_not", "relu", "gelu", "silu",
@@ -98,10 +97,20 @@ def _describe(nt):
 def _binary(name, ufunc, a, b, *, true_div=False):
     nt, other, first, _ = _operands(name, a, b)
     buf = nt._buffer
-    ops = ops_for(nt.backend)
-    dtype = ops.result_dtype(buf.dtype, other, true_div=true_div)
+    ops = nt.backend
+    dtype = result_dtype(ops, buf.dtype, other, true_div=true_div)
     args = (buf, other) if first else (other, buf)
     return make(ops.binary(ufunc, *args, dtype=dtype), nt._struct, nt._layout)
+
+
+def result_dtype(be, dtype, other, *, true_div=False):
+    """torch's result dtype for ``array(dtype) <op> other`` on ``be`` (None: the library follows torch itself)."""
+    if be.follows_torch_promotion:
+        return None
+    out = promote(dtype, other)
+    if true_div and out.kind not in "fc":
+        return np.dtype(np.float32)
+    return out
 
 
 def _check_bool_sub(a, b):
@@ -181,7 +190,7 @@ def _compare(name, ufunc):
     def compare(input, other):
         nt, value, first, _ = _operands(name, input, other)
         args = (nt._buffer, value) if first else (value, nt._buffer)
-        return make(ops_for(nt.backend).binary(ufunc, *args, dtype=None), nt._struct, nt._layout)
+        return make(nt.backend.binary(ufunc, *args, dtype=None), nt._struct, nt._layout)
 
     compare.__name__ = name
     compare.__doc__ = f"Elementwise ``{name}`` comparison (nested and nested, or nested and scalar); bool result."
@@ -231,7 +240,7 @@ def abs(input):  # noqa: A001 - torch's name
 def sgn(input):
     """Elementwise sign (``x / |x|`` for complex values, 0 at 0)."""
     check_nested(input, "sgn()")
-    return _unary(input, ops_for(input.backend).sgn(input._buffer))
+    return _unary(input, input.backend.sgn(input._buffer))
 
 
 @implements("logical_not", "torch.logical_not", _T + "logical_not", _T + "__invert__")
@@ -248,7 +257,7 @@ def relu(input, inplace=False):
     check_nested(input, "relu()")
     if kind_of(input._buffer.dtype) == "b":
         raise TypeError("Boolean inputs not supported for relu")
-    return _unary(input, ops_for(input.backend).relu(input._buffer), inplace)
+    return _unary(input, input.backend.relu(input._buffer), inplace)
 
 
 @implements("gelu", _F + "gelu")
@@ -259,7 +268,7 @@ def gelu(input, approximate="none"):
         raise ValueError(f"gelu(): approximate must be 'none' or 'tanh', got {approximate!r}")
     if kind_of(input._buffer.dtype) != "f":
         raise _not_implemented("GeluKernelImpl", input)
-    return _unary(input, ops_for(input.backend).gelu(input._buffer, approximate))
+    return _unary(input, input.backend.gelu(input._buffer, approximate))
 
 
 @implements("silu", _F + "silu")
@@ -268,7 +277,7 @@ def silu(input, inplace=False):
     check_nested(input, "silu()")
     if kind_of(input._buffer.dtype) != "f":
         raise _not_implemented("silu_cpu", input)
-    return _unary(input, ops_for(input.backend).silu(input._buffer), inplace)
+    return _unary(input, input.backend.silu(input._buffer), inplace)
 
 
 # -- masks, dropout, copies -----------------------------------------------------------------
@@ -305,7 +314,7 @@ def masked_fill(input, mask, value):
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
     buf = input._buffer
-    ops = ops_for(input.backend)
+    ops = input.backend
     if isinstance(m, (bool, np.bool_)):
         out = ops.full(tuple(buf.shape), value, buf.dtype, buf) if m else ops.clone(buf)
     else:
@@ -328,7 +337,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise _not_implemented("dropout", input)
     if not training or p == 0:
         return input
-    out = ops_for(input.backend).dropout(input._buffer, p, inplace)
+    out = input.backend.dropout(input._buffer, p, inplace)
     return input if inplace else make(out, input._struct, input._layout)
 
 
@@ -336,14 +345,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def clone(input, *, memory_format=None):
     """A copy with its own buffer (keeps autograd history on torch)."""
     check_nested(input, "clone()")
-    return make(ops_for(input.backend).clone(input._buffer), input._struct, input._layout)
+    return make(input.backend.clone(input._buffer), input._struct, input._layout)
 
 
 @implements("detach", "torch.detach", _T + "detach")
 def detach(input):
     """The same data without autograd history (shares the buffer)."""
     check_nested(input, "detach()")
-    return make(ops_for(input.backend).detach(input._buffer), input._struct, input._layout)
+    return make(input.backend.detach(input._buffer), input._struct, input._layout)
 
 
 def _like(where, input, dtype, device, requires_grad, fill):
@@ -352,7 +361,7 @@ def _like(where, input, dtype, device, requires_grad, fill):
     check_nested(input, where)
     buf = input._buffer
     target = resolve_dtype(dtype, input.backend.name) or buf.dtype
-    ops = ops_for(input.backend)
+    ops = input.backend
     out = fill(ops, (int(buf.shape[0]),), target, buf)
     out = _place(out, device)
     check_requires_grad(out, requires_grad, where)

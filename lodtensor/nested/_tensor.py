@@ -553,18 +553,12 @@ def _components(nt):
     if st.n == 0:
         return []
     offsets, row_offsets, sizes = st.lists()
-    ops = _xp_ops(buf)
+    ops = backend_of(buf)
     if row_offsets is not None:
         rows = buf.reshape((row_offsets[-1],) + st.rows()[1])
         return ops.split_rows(rows, row_offsets)
     pieces = ops.split_rows(buf, offsets)
     return [p.reshape(s) for p, s in zip(pieces, sizes)]
-
-
-def _xp_ops(buf):
-    from ._xp import ops_for  # noqa: PLC0415 - cheap after the first call
-
-    return ops_for(backend_of(buf))
 
 
 def normalize_dim(dim, ndim, name="dim"):

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..backend._threads import get_num_threads, pool, set_num_threads
+from ._threads import get_num_threads, pool, set_num_threads
 
 __all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads"]
 
