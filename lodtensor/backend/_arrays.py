@@ -15,6 +15,8 @@ from . import _special
 
 __all__ = ["ArrayKernels", "CupyArrayKernels"]
 
+_CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
 _LN_BLOCK = 1 << 20  # elements per layer_norm block (measured: fewer, larger blocks win; 2^20 over 2^19 by ~4%)
 
@@ -37,6 +39,10 @@ class ArrayKernels:
 
     def randn(self, shape, dtype, like):
         return np.random.standard_normal(shape).astype(dtype, copy=False)
+
+    def rand(self, shape, dtype, like):
+        """Uniform ``[0, 1)`` values (the library's global random state)."""
+        return self.xp.random.random_sample(shape).astype(dtype, copy=False)
 
     def keep_mask(self, shape, p, like):
         """Boolean mask, True with probability ``1 - p`` (NumPy's global random state)."""
@@ -82,6 +88,14 @@ class ArrayKernels:
         return self.xp.where(mask, a, b)
 
     # -- math ----------------------------------------------------------------------------------
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        """The pointwise table's function ``np_name``: NumPy's ufunc, or the version in
+        ``_special.NUMPY_EXTRA`` where NumPy has none (erf, sigmoid, leaky_relu...).
+        ``torch_name`` is the torch spelling (used by the torch backend)."""
+        fn = _special.NUMPY_EXTRA.get(np_name) or getattr(self.xp, np_name)
+        with np.errstate(all="ignore"):  # log(-1) is nan, quietly, as in torch
+            return fn(*args, **kwargs)
+
     def binary(self, name, a, b, *, dtype):
         """The ufunc ``name`` (``'add'``, ``'less'``...) on arrays or scalars, with result ``dtype``."""
         return getattr(self.xp, name)(a, b, dtype=dtype)
@@ -180,6 +194,18 @@ class CupyArrayKernels(ArrayKernels):
 
     def randn(self, shape, dtype, like):
         return self.xp.random.standard_normal(shape).astype(dtype, copy=False)
+
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        own = getattr(self.xp, np_name, None)  # CuPy's ufunc
+        if own is None and np_name in _CUPYX_SPECIAL:  # cupyx.scipy.special's
+            import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
+
+            own = getattr(sp, _CUPYX_SPECIAL[np_name])
+        if own is None and np_name in ("relu", "gelu", "silu", "sgn"):  # the device versions below
+            own = getattr(self, np_name)
+        if own is None:  # the NumPy formula, run by CuPy through NumPy's dispatch protocols
+            return super().pointwise(np_name, torch_name, *args, **kwargs)
+        return own(*args, **kwargs)
 
     def keep_mask(self, shape, p, like):
         return self.xp.random.random_sample(shape) >= p

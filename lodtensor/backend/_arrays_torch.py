@@ -12,6 +12,7 @@ from ._arrays import ArrayKernels
 
 __all__ = ["TorchArrayKernels"]
 
+_RESOLVED = {}  # dotted torch name -> function
 _PYOPS = {
     "add": operator.add,
     "subtract": operator.sub,
@@ -46,6 +47,9 @@ class TorchArrayKernels(ArrayKernels):
 
     def randn(self, shape, dtype, like):
         return self.torch.randn(shape, dtype=dtype, device=like.device)
+
+    def rand(self, shape, dtype, like):
+        return self.torch.rand(shape, dtype=dtype, device=like.device)
 
     def keep_mask(self, shape, p, like):
         return self.torch.rand(shape, device=like.device) >= p
@@ -87,6 +91,17 @@ class TorchArrayKernels(ArrayKernels):
         if not isinstance(a, torch.Tensor):
             a = torch.tensor(a, dtype=b.dtype, device=b.device)
         return torch.where(mask, a, b)
+
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        """The pointwise table's function ``torch_name`` (a dotted path from ``torch``:
+        ``'exp'``, ``'nn.functional.gelu'``, ``'special.xlogy'``)."""
+        fn = _RESOLVED.get(torch_name)
+        if fn is None:
+            fn = _RESOLVED[torch_name] = operator.attrgetter(torch_name)(torch)
+        if len(args) > 1 and not isinstance(args[0], torch.Tensor):  # 2 - t: torch wants a tensor first;
+            other = args[1]  # a 0-d tensor promotes as the Python number does
+            args = (torch.tensor(args[0], device=other.device if isinstance(other, torch.Tensor) else None), *args[1:])
+        return fn(*args, **kwargs)
 
     def binary(self, name, a, b, *, dtype):
         return _PYOPS[name](a, b)

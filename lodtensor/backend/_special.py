@@ -13,10 +13,12 @@ import numpy as np
 
 from ._threads import get_num_threads, pool, set_num_threads
 
-__all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads"]
+__all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads", "NUMPY_EXTRA"]
 
 _BLOCK = 1 << 17  # elements per block: a few float32 temporaries of this size fit in L2 (measured best)
 _PARALLEL_MIN = 1 << 18  # below this many elements, threads cost more than they save
+
+
 def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
     """``fn(x[a:b], out[a:b], *tmp)`` over blocks of axis 0 of ``x``, on a few threads when large.
 
@@ -180,3 +182,214 @@ def relu(x):
     out = np.empty(x.shape, dtype=x.dtype)
     map_blocks(_relu_block, x.reshape(-1), out.reshape(-1), block=1 << 17)
     return out
+
+
+# -- the pointwise table's functions NumPy lacks, with torch's argument names -----------------------
+def _scipy(name):
+    """A scipy.special function (SciPy is an optional extra: a clear error names it when missing)."""
+    try:
+        import scipy.special as sp  # noqa: PLC0415 - optional, imported on first use
+    except ImportError as err:
+        raise ImportError(f"{name}() on NumPy data needs SciPy: pip install 'lodtensor[scipy]'") from err
+    return getattr(sp, name)
+
+
+def _c(x, value):
+    """``value`` as a scalar of ``x``'s dtype (keeps float32 math in float32)."""
+    return x.dtype.type(value)
+
+
+def sigmoid(x):
+    out = np.negative(x)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
+def rsqrt(x):
+    out = np.sqrt(x)
+    return np.reciprocal(out, out=out)
+
+
+def logit(x, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def frac(x):
+    return x - np.trunc(x)
+
+
+def erfc(x):
+    return _scipy("erfc")(x).astype(x.dtype, copy=False)
+
+
+def erfinv(x):
+    return _scipy("erfinv")(x).astype(x.dtype, copy=False)
+
+
+def lgamma(x):
+    return _scipy("gammaln")(x).astype(x.dtype, copy=False)
+
+
+def digamma(x):
+    return _scipy("psi")(x).astype(x.dtype, copy=False)
+
+
+def i0(x):
+    return np.i0(x).astype(x.dtype, copy=False)
+
+
+def round_(x, decimals=0):
+    return np.round(x, decimals) if decimals else np.rint(x) if x.dtype.kind == "f" else x.copy()
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    return np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return np.clip(x, _c(x, min_val), _c(x, max_val))
+
+
+def relu6(x):
+    return hardtanh(x, 0, 6)
+
+
+def hardsigmoid(x):
+    return np.clip(x / _c(x, 6) + _c(x, 0.5), 0, 1).astype(x.dtype, copy=False)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return np.where(x > 0, x, x * _c(x, negative_slope))
+
+
+def elu(x, alpha=1.0):
+    return np.where(x > 0, x, _c(x, alpha) * np.expm1(np.minimum(x, 0)))
+
+
+def celu(x, alpha=1.0):
+    return np.where(x > 0, x, _c(x, alpha) * np.expm1(np.minimum(x, 0) / _c(x, alpha)))
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+
+def selu(x):
+    return _c(x, _SELU_SCALE) * elu(x, _SELU_ALPHA)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    bx = x * _c(x, beta)
+    return np.where(bx > threshold, x, np.log1p(np.exp(np.minimum(bx, threshold))) / _c(x, beta))
+
+
+def mish(x):
+    return x * np.tanh(softplus(x))
+
+
+def tanhshrink(x):
+    return x - np.tanh(x)
+
+
+def softsign(x):
+    return x / (1 + np.abs(x))
+
+
+def hardshrink(x, lambd=0.5):
+    return np.where(np.abs(x) > lambd, x, _c(x, 0))
+
+
+def softshrink(x, lambd=0.5):
+    return np.where(x > lambd, x - _c(x, lambd), np.where(x < -lambd, x + _c(x, lambd), _c(x, 0)))
+
+
+def xlogy(x, y):
+    dtype = np.result_type(x, y)  # Python scalars are weak (NEP 50): float32 stays float32
+    x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
+
+
+def sgn(x):
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+    return x.copy() if x.dtype.kind == "b" else np.sign(x)
+
+
+def _int_divisor(a, b):
+    """True for integer division; integer division by zero raises, as in torch."""
+    if np.result_type(a, b).kind not in "biu":
+        return False
+    if not np.all(b):
+        raise ZeroDivisionError("ZeroDivisionError")
+    return True
+
+
+def power(a, b):
+    """``a ** b``; integers to negative integer powers as torch gives them (1, -1 or 0), not an error."""
+    kind = np.result_type(a, b).kind
+    if kind == "b":  # bool ** bool scalar: x ** True is x, x ** False is True (torch)
+        return np.logical_or(a, np.logical_not(b))
+    if kind not in "iu" or not np.any(np.less(b, 0)):
+        return np.power(a, b)
+    if np.ndim(b) == 0:  # torch refuses a negative scalar exponent, computes a negative tensor one
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    neg = np.less(b, 0)
+    out = np.power(a, np.where(neg, 0, b))
+    odd = np.where(np.remainder(b, 2) == 1, -1, 1)
+    return np.where(neg, np.where(np.equal(a, 1), 1, np.where(np.equal(a, -1), odd, 0)), out).astype(out.dtype)
+
+
+def remainder(a, b):
+    _int_divisor(a, b)
+    return np.remainder(a, b)
+
+
+def fmod(a, b):
+    _int_divisor(a, b)
+    return np.fmod(a, b)
+
+
+def div_trunc(a, b, rounding_mode=None):
+    if _int_divisor(a, b):
+        return np.abs(a) // np.abs(b) * (np.sign(a) * np.sign(b))
+    return np.trunc(np.true_divide(a, b))
+
+
+def div_floor(a, b, rounding_mode=None):
+    if _int_divisor(a, b):
+        return np.floor_divide(a, b)
+    return np.floor(np.true_divide(a, b))
+
+
+def sign(x):
+    return x.copy() if x.dtype.kind == "b" else np.sign(x)
+
+
+def conj(x):
+    return np.conj(x) if x.dtype.kind == "c" else x.copy()
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - torch's names
+    return np.clip(x, min, max)
+
+
+def relu_any(x):
+    return relu(x) if x.dtype.kind == "f" else np.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+#: pointwise table name -> NumPy implementation, for the names NumPy has no ufunc of.
+NUMPY_EXTRA = {
+    "erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma, "i0": i0,
+    "sigmoid": sigmoid, "rsqrt": rsqrt, "logit": logit, "frac": frac, "round": round_,
+    "nan_to_num": nan_to_num, "relu": relu_any, "gelu": gelu, "silu": silu, "hardtanh": hardtanh,
+    "relu6": relu6, "hardsigmoid": hardsigmoid, "leaky_relu": leaky_relu, "elu": elu, "celu": celu,
+    "selu": selu, "softplus": softplus, "mish": mish, "tanhshrink": tanhshrink, "softsign": softsign,
+    "hardshrink": hardshrink, "softshrink": softshrink, "xlogy": xlogy, "sgn": sgn, "clamp": clamp,
+    "conj": conj, "sign": sign, "remainder": remainder, "fmod": fmod, "power": power,
+    "div_trunc": div_trunc, "div_floor": div_floor,
+}  # fmt: skip

@@ -17,7 +17,7 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 """
 
 from ..backend._threads import get_num_threads, set_num_threads
-from . import _layouts, _nn, _ops, _shape  # noqa: F401 - importing them fills the op table
+from . import _layouts, _nn, _ops, _pointwise, _shape  # noqa: F401 - importing them fills the op table
 from ._construct import as_nested_tensor, nested_tensor
 from ._layouts import (
     nested_tensor_from_jagged,
@@ -30,35 +30,29 @@ from ._layouts import (
 )
 from ._nn import amax, amin, bmm, embedding_bag, layer_norm, linear, matmul, mean, softmax, sum
 from ._ops import (
-    abs,
-    add,
     clone,
+    copy_,
     detach,
-    div,
     dropout,
     empty_like,
-    eq,
-    ge,
-    gelu,
-    gt,
-    le,
-    logical_not,
-    lt,
+    fill_,
+    full_like,
     masked_fill,
-    mul,
-    ne,
-    neg,
-    pow,
+    masked_fill_,
+    ones_like,
+    rand_like,
     randn_like,
-    relu,
-    sgn,
-    silu,
-    sub,
+    zero_,
     zeros_like,
 )
+from ._pointwise import BINARY, UNARY
 from ._registry import OP_TABLE
 from ._shape import reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
-from ._tensor import NestedTensor
+from ._tensor import NestedTensor, attach_ops
+
+#: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
+_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow"}
+attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 
 __all__ = [
     "NestedTensor",
@@ -72,23 +66,6 @@ __all__ = [
     "softmax",
     "dropout",
     "masked_fill",
-    "relu",
-    "gelu",
-    "silu",
-    "abs",
-    "sgn",
-    "logical_not",
-    "neg",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
     "select",
     "clone",
     "detach",
@@ -106,7 +83,6 @@ __all__ = [
     "mean",
     "amax",
     "amin",
-    "pow",
     "to_padded",
     "to_masked",
     "to_packed",
@@ -116,4 +92,14 @@ __all__ = [
     "set_num_threads",
     "get_num_threads",
     "OP_TABLE",
+    "ones_like",
+    "full_like",
+    "rand_like",
+    "fill_",
+    "zero_",
+    "copy_",
+    "masked_fill_",
 ]
+# the pointwise tables' ops (exp, tanh, maximum, atan2, eq...), each generated once in _pointwise
+globals().update({name: getattr(_pointwise, name) for name in (*UNARY, *BINARY, "where", "clamp")})
+__all__.extend(["where", "clamp", *UNARY, *BINARY])

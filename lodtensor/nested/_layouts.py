@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backend import backend_name_of, backend_of
 from ..tensor import _wrap
-from ._ops import check_nested
+from ._broadcast import check_nested
 from ._registry import implements
 from ._shape import to_padded_tensor
 from ._tensor import Structure, _components, make

@@ -12,9 +12,9 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of, get_backend
+from ._broadcast import check_nested, not_implemented, same_backend
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype
 from ._grouped import map_components
-from ._ops import _not_implemented, check_nested, same_backend
 from ._registry import implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
@@ -71,7 +71,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is not None:
         buf = ops.astype(buf, resolve_dtype(dtype, input.backend.name))
     if kind_of(buf.dtype) != "f":
-        raise _not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
+        raise not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
     st = input._struct
     axis = d - 1
     if st.n == 0 or buf.shape[0] == 0:
@@ -316,7 +316,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise ValueError(f"{where}: {name} must have shape {ns} (normalized_shape), got {tuple(arr.shape)}")
     _check_weight(where, input, weight, bias)
     if kind_of(input._buffer.dtype) != "f":
-        raise _not_implemented("LayerNormKernelImpl", input)
+        raise not_implemented("LayerNormKernelImpl", input)
     width = int(np.prod(ns))
     buf = st.tail_view(input._buffer, st.rank - k, ns)
     buf = buf.reshape((buf.shape[0], width))

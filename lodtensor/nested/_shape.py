@@ -11,9 +11,9 @@ import operator
 import numpy as np
 
 from .._dense import pad_level
+from ._broadcast import check_nested
 from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
-from ._ops import check_nested
 from ._registry import implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 

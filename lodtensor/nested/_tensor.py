@@ -173,7 +173,6 @@ class NestedTensor:
 
     __slots__ = ("_buffer", "_struct", "_layout", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
-    __array_ufunc__ = None  # np.add(nt, x) raises instead of making an object array
     is_nested = True
 
     def __init__(self, *args, **kwargs):
@@ -450,6 +449,10 @@ class NestedTensor:
     def __copy__(self):
         return make(self._buffer, self._struct, self._layout)
 
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs return NestedTensors (see ``lodtensor.nested._pointwise.array_ufunc``)."""
+        return _registry.OP_TABLE["array_ufunc"](ufunc, method, *inputs, **kwargs)
+
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         return _registry.torch_dispatch(func, args, kwargs or {})
@@ -459,17 +462,6 @@ class NestedTensor:
     bmm = _op("bmm")
     softmax = _op("softmax")
     masked_fill = _op("masked_fill")
-    relu = _op("relu")
-    gelu = _op("gelu")
-    silu = _op("silu")
-    abs = _op("abs")
-    sgn = _op("sgn")
-    logical_not = _op("logical_not")
-    neg = _op("neg")
-    add = _op("add")
-    sub = _op("sub")
-    mul = _op("mul")
-    div = _op("div")
     select = _op("select")
     clone = _op("clone")
     detach = _op("detach")
@@ -481,17 +473,10 @@ class NestedTensor:
     to_packed = _op("to_packed")
     to_packed_sequence = _op("to_packed_sequence")
     to_lod_tensor = _op("to_lod_tensor")
-    pow = _op("pow")
     sum = _op("sum")
     mean = _op("mean")
     amax = _op("amax")
     amin = _op("amin")
-    eq = _op("eq")
-    ne = _op("ne")
-    lt = _op("lt")
-    le = _op("le")
-    gt = _op("gt")
-    ge = _op("ge")
 
     def reshape(self, *shape):
         """Reshape every component; see :func:`lodtensor.nested.reshape` (dim 0 kept, -1 inherits)."""
@@ -501,6 +486,14 @@ class NestedTensor:
         """Same as :meth:`reshape` (components are contiguous, so it is always a view)."""
         return _registry.OP_TABLE["view"](self, _shape_arg(shape))
 
+    __and__ = _op("bitwise_and")
+    __rand__ = _rop("bitwise_and")
+    __or__ = _op("bitwise_or")
+    __ror__ = _rop("bitwise_or")
+    __xor__ = _op("bitwise_xor")
+    __rxor__ = _rop("bitwise_xor")
+    __mod__ = _op("remainder")
+    __rmod__ = _rop("remainder")
     __add__ = _op("add")
     __radd__ = _rop("add")
     __sub__ = _op("sub")
@@ -523,6 +516,13 @@ class NestedTensor:
     __gt__ = _op("gt")
     __ge__ = _op("ge")
     __hash__ = object.__hash__
+
+
+def attach_ops(names):
+    """Install ``names`` (registered ops) as methods where the class has none of its own."""
+    for name in names:
+        if not hasattr(NestedTensor, name):
+            setattr(NestedTensor, name, _op(name))
 
 
 def _is_dtype(x):
