@@ -9,6 +9,9 @@
   ``torch.utils.data.DataLoader``.
 - :func:`make_collate` returns a ``collate_fn`` producing LoDTensors (NumPy or
   torch data).
+- :class:`ParquetCorpus` streams LoD batches of whole documents from Parquet
+  files, sharded by rank and DataLoader worker (an ``IterableDataset``; torch
+  loads when the class is first used).
 - :func:`to_dense` / :func:`from_dense` pad every level with one mask per
   level and come back; :func:`pad_batch` pads one level to a multiple of a
   size (for kernels that want aligned shapes).
@@ -33,4 +36,22 @@ from ._batch import (
     to_dense,
 )
 
-__all__ = ["Vocab", "batch", "BucketBatchSampler", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
+__all__ = [
+    "Vocab",
+    "batch",
+    "BucketBatchSampler",
+    "Collate",
+    "make_collate",
+    "to_dense",
+    "from_dense",
+    "pad_batch",
+    "ParquetCorpus",
+]
+
+
+def __getattr__(name):
+    if name == "ParquetCorpus":  # built on first use: it subclasses torch's IterableDataset
+        from ._corpus import _build
+
+        return _build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,29 @@
+"""LoD batches across processes: collectives over torch.distributed and a bucket sampler.
+
+Over an initialised ``torch.distributed`` process group (gloo on CPU, NCCL on
+GPU), :func:`all_gather`, :func:`gather`, :func:`broadcast`, :func:`scatter`
+and :func:`all_to_all` move LoDTensors of any lengths (empty ones included)
+with one collective for the sizes and one for the data, never padding to the
+longest. Ranks whose tensors disagree in lod depth, dtype or row shape all
+raise the same ValueError; a rank that fails or leaves makes the others raise
+:class:`CollectiveError` within the timeout instead of hanging.
+
+:class:`DistributedBucketSampler` cuts a data set into length-bucketed batches
+under a token budget, the same number on every rank, each index once per epoch.
+
+torch is imported on first use, not by ``import lodtensor.distributed``.
+"""
+
+from ._collectives import CollectiveError, all_gather, all_to_all, broadcast, gather, last_call, scatter
+from ._sampler import DistributedBucketSampler
+
+__all__ = [
+    "all_gather",
+    "gather",
+    "broadcast",
+    "scatter",
+    "all_to_all",
+    "CollectiveError",
+    "DistributedBucketSampler",
+    "last_call",
+]

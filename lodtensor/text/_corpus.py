@@ -1,0 +1,296 @@
+"""ParquetCorpus: LoD batches of whole documents streamed from Parquet files, sharded by rank and worker.
+
+The class derives from ``torch.utils.data.IterableDataset`` when torch is
+installed. It is built on first use (module ``__getattr__``), so importing
+:mod:`lodtensor.text` does not import torch.
+"""
+
+import os
+
+import numpy as np
+
+from ..lod import LoD
+from ..tensor import LoDTensor
+
+__all__ = ["ParquetCorpus"]  # noqa: F822 - made on first use by __getattr__ below
+
+
+class _ParquetCorpus:
+    """Batches of whole documents (LoDTensors) streamed from Parquet, each document once per epoch.
+
+    An iterable dataset for ``torch.utils.data.DataLoader(corpus, batch_size=None)``.
+    Each Parquet row is one document (one top-level sequence of ``column``,
+    e.g. document -> sentence -> word); a batch is a run of consecutive
+    documents whose rows (the finest level: words) add up to at most
+    ``batch_tokens``. A document longer than that is a batch of its own.
+
+    The files are split over the ``num_replicas * num_workers`` shards (rank
+    taken when the corpus is built, DataLoader worker when it is iterated):
+    shard ``s`` reads files ``s, s + S, ...``, so each file is read by exactly
+    one shard. With fewer files than shards, every shard reads every file and
+    keeps documents ``s, s + S, ...`` (correct, but each shard then decodes
+    everything: write at least as many files as shards).
+
+    Files are read with :func:`lodtensor.read_parquet` ``(batch_size=docs_per_read)``:
+    memory holds one record batch of ``docs_per_read`` documents and the batch
+    being built, never the file. Batches inside one record batch are views of
+    it; only a batch that spans two record batches is copied.
+
+    Parameters
+    ----------
+    path : str, os.PathLike, or list of them
+        A Parquet file, a directory (its ``*.parquet`` files, recursively, in
+        sorted order), or a list of files.
+    column : str
+        The LoD column to batch.
+    batch_tokens : int
+        Budget of rows per batch.
+    with_columns : sequence of str
+        Other columns (labels...) yielded alongside, sliced the same way: the
+        items are then tuples ``(batch, *others)`` of LoDTensors.
+    num_replicas, rank : int, optional
+        Default: the initialised torch.distributed world, else one process.
+    shuffle : bool
+        Shuffle the file order every epoch (the same on every rank for ``seed``).
+    seed : int
+    docs_per_read : int
+        Documents per Parquet record batch read at once.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` (or a listed file) does not exist.
+    ValueError
+        Bad arguments or no Parquet file under ``path``; while iterating, a
+        corrupt file (the message names it).
+    """
+
+    def __init__(
+        self,
+        path,
+        column,
+        batch_tokens,
+        *,
+        with_columns=(),
+        num_replicas=None,
+        rank=None,
+        shuffle=False,
+        seed=0,
+        docs_per_read=256,
+    ):
+        name = "ParquetCorpus()"
+        if not isinstance(column, str):
+            raise TypeError(f"{name}: column must be a column name (str), got {type(column).__name__} {column!r}")
+        if isinstance(with_columns, str) or not all(isinstance(c, str) for c in with_columns):
+            raise TypeError(f"{name}: with_columns must be a list of column names, got {with_columns!r}")
+        self.files = _files(path, name)
+        self.column = column
+        self.with_columns = tuple(with_columns)
+        self.batch_tokens = _positive(batch_tokens, "batch_tokens", name)
+        self.docs_per_read = _positive(docs_per_read, "docs_per_read", name)
+        self.num_replicas, self.rank = _world(num_replicas, rank, name)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.epoch = 0
+
+    def set_epoch(self, epoch):
+        """Use the file order of ``epoch`` (with ``shuffle``); call it before each epoch on every rank."""
+        self.epoch = int(epoch)
+
+    def shard(self, worker_id=0, num_workers=1):
+        """``(files, stride, offset)`` of one shard: its files, and which documents of them it keeps."""
+        shards = self.num_replicas * num_workers
+        index = self.rank * num_workers + worker_id
+        files = list(self.files)
+        if self.shuffle:
+            order = np.random.default_rng([self.seed, self.epoch]).permutation(len(files))
+            files = [files[i] for i in order]
+        if len(files) >= shards:
+            return files[index::shards], 1, 0
+        return files, shards, index
+
+    def __iter__(self):
+        worker_id, num_workers = _worker()
+        files, stride, offset = self.shard(worker_id, num_workers)
+        return self._batches(files, stride, offset)
+
+    def _batches(self, files, stride, offset):
+        from ..interop import read_parquet
+
+        columns = [self.column, *[c for c in self.with_columns if c != self.column]]
+        budget = self.batch_tokens
+        pending, pending_rows = [], 0
+        seen = 0  # documents read so far (for the document stride)
+        for path in files:
+            for record in read_parquet(path, columns=columns, batch_size=self.docs_per_read):
+                parts = [record[self.column], *[record[c] for c in self.with_columns]]
+                n = len(parts[0])
+                if stride > 1:  # keep documents offset, offset + stride, ... of the whole file list
+                    keep = np.flatnonzero((np.arange(seen, seen + n) % stride) == offset)
+                    seen += n
+                    if keep.size == 0:
+                        continue
+                    parts = [_take(p, keep) for p in parts]
+                    n = keep.size
+                rows = _doc_rows(parts[0], path, self.column)
+                csum = np.concatenate(([0], np.cumsum(rows)))
+                p = 0
+                if pending:
+                    e = int(np.searchsorted(csum, budget - pending_rows, side="right")) - 1
+                    if e > 0:
+                        pending.append([_slice(t, 0, e) for t in parts])
+                        pending_rows += int(csum[e])
+                        p = e
+                    if p < n:  # the next document does not fit: the pending batch is full
+                        yield _emit(_join(pending))
+                        pending, pending_rows = [], 0
+                while p < n:  # a loop over batches, not documents
+                    e = int(np.searchsorted(csum, csum[p] + budget, side="right")) - 1
+                    e = max(e, p + 1)  # a document longer than the budget goes alone
+                    if e == n and csum[e] - csum[p] < budget:  # room left: wait for the next record batch
+                        pending, pending_rows = [[_slice(t, p, n) for t in parts]], int(csum[n] - csum[p])
+                        break
+                    yield _emit([_slice(t, p, e) for t in parts])
+                    p = e
+        if pending:
+            yield _emit(_join(pending))
+
+    def __repr__(self):
+        return (
+            f"ParquetCorpus({len(self.files)} file(s), column={self.column!r}, batch_tokens={self.batch_tokens}, "
+            f"rank={self.rank} of {self.num_replicas})"
+        )
+
+
+def _emit(parts):
+    return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _doc_rows(t, path, column):
+    """Rows (finest-level items) of every document of ``t``."""
+    if t.lod_level == 0:
+        raise ValueError(
+            f"ParquetCorpus: column {column!r} of {os.fspath(path)!s} is not a list column (lod_level 0); "
+            f"documents must be nested lists"
+        )
+    return np.diff(t.lod.absolute_offsets(0))
+
+
+def _slice(t, a, b):
+    """Documents ``a:b`` of ``t`` as a LoDTensor view."""
+    if t.lod_level == 0:
+        return LoDTensor(t.data[a:b])
+    return t[a:b]
+
+
+def _take(t, index):
+    """Documents ``index`` of ``t`` (a copy)."""
+    if t.lod_level == 0:
+        return LoDTensor(t.data[t.backend.asarray(index)])
+    return t[index]
+
+
+def _join(pieces):
+    """Concatenate lists of column pieces document-wise: one LoDTensor per column (a copy)."""
+    return [_concat([piece[k] for piece in pieces]) for k in range(len(pieces[0]))]
+
+
+def _concat(tensors):
+    """The documents of ``tensors`` one after the other: the data joined, every level's offsets shifted."""
+    if len(tensors) == 1:
+        return tensors[0]
+    be = tensors[0].backend
+    data = be.xp.concatenate([t.data for t in tensors]) if be.name != "torch" else be.xp.cat([t.data for t in tensors])
+    depth = tensors[0].lod_level
+    levels = []
+    for k in range(depth):  # a loop over levels and pieces (few), never over documents
+        offs = [t.lod.offsets(k) for t in tensors]
+        shifts = np.cumsum([0] + [int(o[-1]) for o in offs[:-1]])
+        levels.append(np.concatenate([offs[0]] + [o[1:] + s for o, s in zip(offs[1:], shifts[1:])]))
+    return LoDTensor(data, LoD(levels, num_rows=int(data.shape[0])) if levels else None)
+
+
+def _files(path, name):
+    if isinstance(path, (str, os.PathLike)):
+        path = os.fspath(path)
+        if os.path.isdir(path):
+            found = sorted(
+                os.path.join(root, f) for root, _, names in os.walk(path) for f in names if f.endswith(".parquet")
+            )
+            if not found:
+                raise ValueError(f"{name}: no *.parquet file under the directory {path!r}")
+            return found
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"{name}: no such file or directory: {path!r}")
+        return [path]
+    try:
+        files = [os.fspath(p) for p in path]
+    except TypeError:
+        raise TypeError(f"{name}: path must be a file, a directory or a list of files, got {path!r}") from None
+    if not files:
+        raise ValueError(f"{name}: path is an empty list; give at least one Parquet file")
+    for f in files:
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"{name}: no such file: {f!r}")
+    return files
+
+
+def _positive(value, what, name):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name}: {what} must be a positive int, got {value!r}")
+    return int(value)
+
+
+def _world(num_replicas, rank, name):
+    if num_replicas is None or rank is None:
+        dist = _torch_distributed()
+        initialised = dist is not None and dist.is_available() and dist.is_initialized()
+        if num_replicas is None:
+            num_replicas = dist.get_world_size() if initialised else 1
+        if rank is None:
+            rank = dist.get_rank() if initialised else 0
+    num_replicas, rank = int(num_replicas), int(rank)
+    if num_replicas < 1 or not 0 <= rank < num_replicas:
+        raise ValueError(f"{name}: need num_replicas >= 1 and 0 <= rank < num_replicas, got {rank} of {num_replicas}")
+    return num_replicas, rank
+
+
+def _torch_distributed():
+    try:
+        import torch.distributed as dist
+    except ImportError:
+        return None
+    return dist
+
+
+def _worker():
+    """``(worker id, number of workers)`` of the DataLoader worker running this, ``(0, 1)`` outside one."""
+    try:
+        from torch.utils.data import get_worker_info
+    except ImportError:
+        return 0, 1
+    info = get_worker_info()
+    return (0, 1) if info is None else (info.id, info.num_workers)
+
+
+_CLASS = None
+
+
+def _build():
+    """ParquetCorpus: an IterableDataset subclass when torch is installed (made once, on first use)."""
+    global _CLASS  # noqa: PLW0603 - the class is made once, lazily
+    if _CLASS is None:
+        try:
+            from torch.utils.data import IterableDataset
+
+            bases = (_ParquetCorpus, IterableDataset)
+        except ImportError:
+            bases = (_ParquetCorpus,)
+        _CLASS = type("ParquetCorpus", bases, {"__module__": __name__, "__doc__": _ParquetCorpus.__doc__})
+    return _CLASS
+
+
+def __getattr__(name):
+    if name == "ParquetCorpus":
+        return _build()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

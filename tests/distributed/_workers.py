@@ -1,0 +1,155 @@
+"""Functions the spawned ranks run (module level, so that ``spawn`` children can import them)."""
+
+import time
+
+import numpy as np
+
+import lodtensor as lt
+import lodtensor.distributed as ld
+from lodtensor.distributed import _wire
+
+CONFIGS = [  # (lod depth, dtype, row shape, library)
+    (1, "float32", (3,), "numpy"),
+    (2, "int64", (), "numpy"),
+    (0, "float64", (2, 2), "torch"),
+    (2, "bool", (), "torch"),
+    (3, "complex64", (1,), "numpy"),
+]
+
+
+def random_tensor(seed, rank, item, depth, dtype, row_shape, lib, empty=False):
+    """A LoDTensor of random lengths (zeros included) that every rank can rebuild from its seed.
+
+    ``empty``: zero rows, every last-level sequence empty.
+    """
+    rng = np.random.default_rng([seed, rank, item])
+    levels = []
+    count = int(rng.integers(1, 5))
+    for k in range(depth):
+        last = k == depth - 1
+        lengths = rng.integers(0, 4, size=count)
+        if last and empty:
+            lengths[:] = 0
+        elif not last and lengths.sum() == 0:  # a level needs at least one sequence
+            lengths[-1] = 1
+        levels.append(np.concatenate(([0], np.cumsum(lengths))))
+        count = int(levels[-1][-1])
+    rows = count if depth else (0 if empty else int(rng.integers(0, 6)))
+    data = rng.normal(size=(rows, *row_shape)) * 10
+    data = (data > 0) if dtype == "bool" else data.astype(dtype)
+    if dtype.startswith("complex"):
+        data = data + 1j * rng.normal(size=data.shape).astype(dtype)
+    if lib == "torch":
+        import torch
+
+        data = torch.from_numpy(np.ascontiguousarray(data))
+    return lt.LoDTensor(data, levels or None)
+
+
+def same(a, b):
+    """Exact equality of two LoDTensors: lod, dtype, array library and data."""
+    assert a.lod() == b.lod(), (a.lod(), b.lod())
+    assert type(a.data) is type(b.data), (type(a.data), type(b.data))
+    assert str(a.dtype) == str(b.dtype)
+    assert tuple(a.data.shape) == tuple(b.data.shape)
+    assert np.array_equal(np.asarray(a.numpy()), np.asarray(b.numpy()))
+
+
+def exact_round_trips(rank, world, seeds):
+    """Every collective, for every config and seed; results must equal what each rank held."""
+    checked = 0
+    for seed in seeds:
+        for depth, dtype, row_shape, lib in CONFIGS:
+            empty_rank = seed % world  # one rank holds an empty tensor in every round
+
+            def make(
+                r, item=0, seed=seed, empty_rank=empty_rank, depth=depth, dtype=dtype, row_shape=row_shape, lib=lib
+            ):
+                return random_tensor(seed, r, item, depth, dtype, row_shape, lib, empty=(r == empty_rank and item == 0))
+
+            mine = make(rank)
+            got = ld.all_gather(mine, timeout=30)
+            assert got[rank] is mine
+            for r in range(world):
+                same(got[r], make(r))
+            assert ld.last_call["sent_bytes"] == (world - 1) * _nbytes(mine)
+            dst = seed % world
+            got = ld.gather(mine, dst=dst, timeout=30)
+            if rank == dst:
+                for r in range(world):
+                    same(got[r], make(r))
+            else:
+                assert got is None
+            src = (seed + 1) % world
+            got = ld.broadcast(mine if rank == src else None, src=src, timeout=30)
+            same(got, make(src))
+            lists = [make(rank, item=j + 1) for j in range(world)]
+            got = ld.scatter(lists if rank == src else None, src=src, timeout=30)
+            same(got, make(src, item=rank + 1))
+            got = ld.all_to_all(lists, timeout=30)
+            for r in range(world):
+                same(got[r], make(r, item=rank + 1))
+            checked += 1
+    return checked
+
+
+def _nbytes(t):
+    offsets = sum(len(level) for level in t.lod.levels) * 8
+    return _wire.align(offsets) + _wire.align(t.numpy().nbytes)
+
+
+def mismatches(rank, world):
+    """Inputs that disagree across ranks: the message each rank raised, per case."""
+    base = np.arange(6, dtype=np.float32).reshape(3, 2)
+    cases = {
+        "dtype": lt.LoDTensor(base.astype("float64") if rank == world - 1 else base, [[0, 1, 3]]),
+        "depth": lt.LoDTensor(base, [[0, 2], [0, 1, 3]] if rank == 0 else [[0, 1, 3]]),
+        "row shape": lt.LoDTensor(base.reshape(3, 2, 1) if rank == 1 else base, [[0, 1, 3]]),
+        "not a tensor": base if rank == 1 else lt.LoDTensor(base, [[0, 3]]),
+    }
+    out = {}
+    for name, t in cases.items():
+        for op in ("all_gather", "gather", "all_to_all"):
+            try:
+                if op == "all_to_all":
+                    ld.all_to_all([t] * world, timeout=30)
+                else:
+                    getattr(ld, op)(t, timeout=30)
+                out[(name, op)] = None
+            except (ValueError, TypeError) as err:
+                out[(name, op)] = (type(err).__name__, str(err))
+    try:  # scatter: the list on src has a bad length
+        ld.scatter([lt.LoDTensor(base, [[0, 3]])] * (world + (rank == 0)), src=0, timeout=30)
+        out["scatter length"] = None
+    except ValueError as err:
+        out["scatter length"] = ("ValueError", str(err))
+    try:  # ranks disagree on the root
+        ld.broadcast(lt.LoDTensor(base, [[0, 3]]), src=rank % 2, timeout=30)
+        out["root"] = None
+    except ValueError as err:
+        out["root"] = ("ValueError", str(err))
+    # the group still works after all these errors
+    got = ld.all_gather(lt.LoDTensor(base[: rank + 1], [[0, rank + 1]]), timeout=30)
+    out["after"] = [g.lod() for g in got]
+    return out
+
+
+def fault(rank, world, mode, timeout):
+    """Rank 1 raises inside all_gather (after the sizes exchange); what the others see, and when."""
+    t = lt.LoDTensor(np.ones((4 + rank, 8), np.float32), [[0, 2, 4 + rank]])
+    if rank == 1:
+
+        def broken(buf, t):
+            raise RuntimeError("injected fault while packing on rank 1")
+
+        _wire.pack_into = broken
+    start = time.monotonic()
+    try:
+        ld.all_gather(t, timeout=timeout)
+        outcome = ("returned", None)
+    except Exception as err:  # noqa: BLE001
+        outcome = (type(err).__name__, str(err))
+    elapsed = time.monotonic() - start
+    if rank == 1 and mode == "stay":
+        time.sleep(timeout + 3)  # alive but gone from the collective: the others must time out
+    return outcome, elapsed

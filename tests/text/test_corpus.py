@@ -1,0 +1,144 @@
+"""ParquetCorpus: every document exactly once per epoch over ranks and workers, whole, within budget."""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lodtensor as lt
+from lodtensor.text import ParquetCorpus
+
+pytest.importorskip("pyarrow")
+if not hasattr(lt, "read_parquet"):
+    pytest.skip("lodtensor.read_parquet (issue #10) is not on this branch yet", allow_module_level=True)
+
+
+def make_docs(rng, n_docs, max_sentences=4, max_words=6):
+    """Documents -> sentences -> word ids; a document's id is its first column ``doc``."""
+    docs = []
+    for _ in range(n_docs):
+        docs.append(
+            [
+                rng.integers(1, 100, size=rng.integers(0, max_words + 1)).tolist()
+                for _ in range(rng.integers(1, max_sentences + 1))
+            ]
+        )
+    return docs
+
+
+def write_shards(directory, docs, n_files, row_group_size=7):
+    """``docs`` split over ``n_files`` Parquet files, with a ``doc`` id column; the file paths."""
+    bounds = np.linspace(0, len(docs), n_files + 1).astype(int)
+    paths = []
+    for i, (a, b) in enumerate(zip(bounds, bounds[1:])):
+        if a == b:
+            continue
+        words = lt.from_nested_list(docs[a:b], dtype="int64", lod_level=2)
+        ids = lt.LoDTensor(np.arange(a, b, dtype=np.int64))
+        path = os.path.join(directory, f"shard-{i:03d}.parquet")
+        lt.write_parquet(path, {"words": words, "doc": ids}, row_group_size=row_group_size)
+        paths.append(path)
+    return paths
+
+
+def all_shards(corpus, workers):
+    """Every batch of every (rank, worker) shard, as a list of (shard, batch)."""
+    out = []
+    for w in range(workers):
+        out.extend(((corpus.rank, w), b) for b in corpus._batches(*corpus.shard(w, workers)))
+    return out
+
+
+@given(
+    n_docs=st.integers(1, 60),
+    n_files=st.integers(1, 6),
+    replicas=st.integers(1, 4),
+    workers=st.integers(1, 3),
+    batch_tokens=st.integers(1, 40),
+    docs_per_read=st.integers(1, 9),
+    seed=st.integers(0, 1000),
+)
+def test_every_document_once_per_epoch_whole_and_within_budget(
+    tmp_path_factory, n_docs, n_files, replicas, workers, batch_tokens, docs_per_read, seed
+):
+    rng = np.random.default_rng(seed)
+    docs = make_docs(rng, n_docs)
+    directory = tmp_path_factory.mktemp("corpus")
+    write_shards(directory, docs, n_files)
+    seen = []
+    for rank in range(replicas):
+        corpus = ParquetCorpus(
+            directory,
+            "words",
+            batch_tokens,
+            with_columns=["doc"],
+            num_replicas=replicas,
+            rank=rank,
+            docs_per_read=docs_per_read,
+            shuffle=bool(seed % 2),
+            seed=seed,
+        )
+        corpus.set_epoch(seed % 3)
+        for _, (words, ids) in all_shards(corpus, workers):
+            assert words.lod_level == 2 and ids.lod_level == 0 and len(words) == len(ids)
+            rows = words.num_rows
+            assert rows <= batch_tokens or len(words) == 1  # within budget, or one long document alone
+            for i, doc_id in enumerate(ids.data.tolist()):
+                assert words[i].tolist() == docs[doc_id]  # whole documents, unchanged
+            seen.extend(ids.data.tolist())
+    assert sorted(seen) == list(range(n_docs))  # each document exactly once over ranks and workers
+
+
+def test_batches_fill_the_budget_across_record_batches(tmp_path):
+    docs = [[[1, 2, 3]] for _ in range(20)]  # 3 words each
+    write_shards(tmp_path, docs, 1)
+    corpus = ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0, docs_per_read=4)
+    sizes = [t.num_rows for t in corpus]
+    assert sizes == [9] * 6 + [6]  # three documents a batch even where a batch spans two record batches
+
+
+def test_dataloader_workers_split_the_files(tmp_path):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    docs = make_docs(rng, 80)
+    write_shards(tmp_path, docs, 8)
+    corpus = ParquetCorpus(tmp_path, "words", 30, with_columns=["doc"], num_replicas=1, rank=0)
+    assert isinstance(corpus, torch.utils.data.IterableDataset)
+    loader = torch.utils.data.DataLoader(corpus, batch_size=None, num_workers=2)
+    seen = [i for _, ids in loader for i in ids.data.tolist()]
+    assert sorted(seen) == list(range(80))
+
+
+def test_a_corrupt_shard_is_named(tmp_path):
+    rng = np.random.default_rng(1)
+    paths = write_shards(tmp_path, make_docs(rng, 40), 2)
+    with open(paths[1], "r+b") as f:  # clobber the footer's metadata
+        f.seek(-40, os.SEEK_END)
+        f.write(b"\xff" * 32)
+    corpus = ParquetCorpus(tmp_path, "words", 50, num_replicas=1, rank=0)
+    with pytest.raises(ValueError, match="shard-001.parquet"):
+        list(corpus)
+    with open(paths[0], "r+b") as f:  # and a truncated one
+        f.truncate(os.path.getsize(paths[0]) // 2)
+    with pytest.raises(ValueError, match="shard-000.parquet"):
+        list(ParquetCorpus(paths[0], "words", 50, num_replicas=1, rank=0))
+
+
+def test_bad_arguments(tmp_path):
+    write_shards(tmp_path, [[[1]]], 1)
+    with pytest.raises(FileNotFoundError, match="nope"):
+        ParquetCorpus(tmp_path / "nope", "words", 10)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ValueError, match=r"no \*.parquet file under the directory"):
+        ParquetCorpus(empty, "words", 10)
+    with pytest.raises(ValueError, match="batch_tokens must be a positive int, got 0"):
+        ParquetCorpus(tmp_path, "words", 0)
+    with pytest.raises(ValueError, match="0 <= rank < num_replicas, got 3 of 2"):
+        ParquetCorpus(tmp_path, "words", 10, num_replicas=2, rank=3)
+    with pytest.raises(KeyError, match="missing"):
+        list(ParquetCorpus(tmp_path, "missing", 10))
+    with pytest.raises(ValueError, match="'doc' .* is not a list column"):
+        list(ParquetCorpus(tmp_path, "doc", 10))
