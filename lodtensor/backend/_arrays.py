@@ -15,6 +15,7 @@ from . import _special
 
 __all__ = ["ArrayKernels", "CupyArrayKernels"]
 
+_NUMPY_REDUCE = {"amax": "max", "amin": "min"}
 _CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
@@ -135,13 +136,18 @@ class ArrayKernels:
         return self.xp.matmul(a, b)
 
     def reduce(self, x, kind, axis, keepdim):
-        """``kind`` ('sum', 'mean', 'amax', 'amin') of ``x`` over ``axis`` (None: everything)."""
+        """``kind`` ('sum', 'mean', 'amax', 'amin', 'prod', 'any', 'all', 'argmax', 'argmin') of ``x``
+        over ``axis`` (None: everything)."""
         if kind == "mean":  # the mean of nothing is nan, as in torch (and no NumPy warning)
             total = x.sum(axis=axis, keepdims=keepdim)
             count = x.size if axis is None else x.shape[axis]
             with np.errstate(invalid="ignore", divide="ignore"):
                 return total / x.dtype.type(count) if count else total * x.dtype.type(np.nan)
-        return getattr(x, "max" if kind == "amax" else "min" if kind == "amin" else "sum")(axis=axis, keepdims=keepdim)
+        if kind in ("argmax", "argmin") and axis is None:
+            return getattr(x, kind)()
+        if kind == "prod" and x.dtype.kind in "biu":
+            return x.prod(axis=axis, keepdims=keepdim, dtype=np.int64)  # torch: integer products are int64
+        return getattr(x, _NUMPY_REDUCE.get(kind, kind))(axis=axis, keepdims=keepdim)
 
     def renorm_rows(self, rows, max_norm, p):
         """Rows scaled down to ``p``-norm ``max_norm`` where longer (torch's embedding_renorm_)."""

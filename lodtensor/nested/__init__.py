@@ -17,7 +17,7 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 """
 
 from ..backend._threads import get_num_threads, set_num_threads
-from . import _layouts, _nn, _ops, _pointwise, _shape  # noqa: F401 - importing them fills the op table
+from . import _layouts, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table
 from ._construct import as_nested_tensor, nested_tensor
 from ._layouts import (
     nested_tensor_from_jagged,
@@ -28,7 +28,7 @@ from ._layouts import (
     to_padded,
     to_tensor_list,
 )
-from ._nn import amax, amin, bmm, embedding_bag, layer_norm, linear, matmul, mean, softmax, sum
+from ._nn import bmm, embedding_bag, layer_norm, linear, matmul, softmax
 from ._ops import (
     clone,
     copy_,
@@ -46,6 +46,7 @@ from ._ops import (
     zeros_like,
 )
 from ._pointwise import BINARY, UNARY
+from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, sum
 from ._registry import OP_TABLE
 from ._shape import reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
 from ._tensor import NestedTensor, attach_ops
@@ -99,6 +100,13 @@ __all__ = [
     "zero_",
     "copy_",
     "masked_fill_",
+    "prod",
+    "any",
+    "all",
+    "argmax",
+    "argmin",
+    "max",
+    "min",
 ]
 # the pointwise tables' ops (exp, tanh, maximum, atan2, eq...), each generated once in _pointwise
 globals().update({name: getattr(_pointwise, name) for name in (*UNARY, *BINARY, "where", "clamp")})
