@@ -79,6 +79,14 @@ class ArrayKernels:
     def swapaxes_view(self, x, a, b):
         return x.swapaxes(a, b)  # the method: np.swapaxes adds a dispatch layer per component
 
+    def expand(self, x, shape):
+        """``x`` broadcast to ``shape`` (a view)."""
+        return self.xp.broadcast_to(x, shape)
+
+    def concat_axis(self, arrays, axis):
+        """``arrays`` joined along ``axis``."""
+        return self.xp.concatenate(arrays, axis=axis)
+
     def contiguous(self, x):
         return self.xp.ascontiguousarray(x)
 

@@ -80,6 +80,12 @@ class TorchArrayKernels(ArrayKernels):
     def swapaxes_view(self, x, a, b):
         return x.transpose(a, b)
 
+    def expand(self, x, shape):
+        return x.expand(shape)
+
+    def concat_axis(self, arrays, axis):
+        return self.torch.cat(arrays, dim=axis)
+
     def contiguous(self, x):
         return x.contiguous()
 

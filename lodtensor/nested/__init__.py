@@ -17,10 +17,11 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 """
 
 from ..backend._threads import get_num_threads, set_num_threads
-from . import _layouts, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table
+from . import _dims, _layouts, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table
 from ._construct import as_nested_tensor, nested_tensor
+from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, unflatten, unsqueeze
+from ._jagged import masked_select, narrow, nested_tensor_from_jagged
 from ._layouts import (
-    nested_tensor_from_jagged,
     to_lod_tensor,
     to_masked,
     to_packed,
@@ -100,6 +101,17 @@ __all__ = [
     "zero_",
     "copy_",
     "masked_fill_",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unflatten",
+    "expand",
+    "narrow",
+    "chunk",
+    "split",
+    "split_with_sizes",
+    "cat",
+    "masked_select",
     "prod",
     "any",
     "all",

@@ -171,7 +171,7 @@ class NestedTensor:
     ValueError: Given dimension 1 is irregular and does not have a size.
     """
 
-    __slots__ = ("_buffer", "_struct", "_layout", "__weakref__")
+    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "__weakref__")  # _holes: see _jagged.py
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
 
@@ -305,7 +305,32 @@ class NestedTensor:
         buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
 
     def is_contiguous(self):
-        return True
+        """True unless built with holes (``offsets`` and ``lengths``), as torch reports; the buffer
+        itself is always contiguous here."""
+        return getattr(self, "_holes", None) is None
+
+    def lengths(self):
+        """Component lengths (int64) when built with holes (``offsets`` and ``lengths``), else None, as torch.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).lengths() is None
+        True
+        """
+        holes = getattr(self, "_holes", None)
+        return None if holes is None else self._index_array(holes[2])
+
+    @property
+    def jagged_dim(self):
+        """The ragged dim: the first irregular dim (1 when every dim is regular), None when several are ragged.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).jagged_dim
+        1
+        """
+        irregular = [a + 1 for a, r in enumerate(self._struct.regular) if not r]
+        if len(irregular) > 1:
+            return None
+        return irregular[0] if irregular else 1
 
     def contiguous(self):
         """This nested tensor: its components always lie one after another in one buffer."""
@@ -319,6 +344,9 @@ class NestedTensor:
         >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
         (6, 3)
         """
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            return holes[0]
         st = self._struct
         if st.is_lod and st.n:
             offsets, row_shape = st.rows()
@@ -333,6 +361,9 @@ class NestedTensor:
         >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).offsets().tolist()
         [0, 2, 6]
         """
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            return self._index_array(holes[1])
         st = self._struct
         if not st.is_lod:
             raise ValueError(
