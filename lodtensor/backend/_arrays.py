@@ -140,6 +140,48 @@ class ArrayKernels:
         out /= out.sum(axis=axis, keepdims=True)
         return out
 
+    def log_softmax(self, x, axis):
+        xp = self.xp
+        if not x.shape[axis]:
+            return x.copy()
+        out = x - x.max(axis=axis, keepdims=True)
+        with np.errstate(divide="ignore"):
+            out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
+        return out
+
+    def rms_norm(self, x, eps, weight):
+        """Rows of the 2-d ``x`` over their root mean square (``weight`` flat or None)."""
+        ms = self.xp.einsum("ij,ij->i", x, x)
+        ms /= x.dtype.type(max(x.shape[1], 1))
+        ms += x.dtype.type(eps)
+        out = x / self.xp.sqrt(ms)[:, None]
+        if weight is not None:
+            out *= weight
+        return out
+
+    def embedding(self, index, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse):
+        """Rows ``weight[index]`` (``max_norm`` rescales the rows looked up; ``weight`` is not written)."""
+        rows = weight[index]
+        return rows if max_norm is None else self.renorm_rows(rows, max_norm, norm_type)
+
+    def attention(self, q, k, v, mask, is_causal, scale, dropout_p):
+        """Scaled dot-product attention of dense blocks ``(..., L, E)`` (torch's math, one pass)."""
+        xp = self.xp
+        scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
+        scores = xp.matmul(q, xp.swapaxes(k, -1, -2))
+        scores *= scores.dtype.type(scale)
+        lq, lk = scores.shape[-2:]
+        if is_causal:
+            scores = xp.where(xp.tril(xp.ones((lq, lk), dtype=bool)), scores, -np.inf)
+        if mask is not None:
+            scores = xp.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+        with np.errstate(invalid="ignore"):
+            p = self.softmax(scores.astype(q.dtype, copy=False), -1) if lk else scores
+        if dropout_p:
+            keep = self.keep_mask(p.shape, dropout_p, p)
+            p = p * keep * p.dtype.type(0.0 if dropout_p == 1 else 1.0 / (1.0 - dropout_p))
+        return xp.matmul(p, v)
+
     def matmul(self, a, b):
         return self.xp.matmul(a, b)
 

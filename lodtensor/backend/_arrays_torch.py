@@ -130,6 +130,20 @@ class TorchArrayKernels(ArrayKernels):
     def softmax(self, x, axis):
         return self.torch.softmax(x, axis)
 
+    def log_softmax(self, x, axis):
+        return self.torch.log_softmax(x, axis)
+
+    def rms_norm(self, x, eps, weight):
+        return self.F.rms_norm(x, (x.shape[1],), weight, eps)
+
+    def embedding(self, index, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse):
+        return self.F.embedding(index, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
+
+    def attention(self, q, k, v, mask, is_causal, scale, dropout_p):
+        return self.F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale
+        )
+
     def matmul(self, a, b):
         return self.torch.matmul(a, b)
 

@@ -17,7 +17,8 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 """
 
 from ..backend._threads import get_num_threads, set_num_threads
-from . import _dims, _layouts, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table
+from . import _attention, _dims, _layouts, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table
+from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
 from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, unflatten, unsqueeze
 from ._jagged import masked_select, narrow, nested_tensor_from_jagged
@@ -112,6 +113,10 @@ __all__ = [
     "split_with_sizes",
     "cat",
     "masked_select",
+    "scaled_dot_product_attention",
+    "log_softmax",
+    "rms_norm",
+    "embedding",
     "prod",
     "any",
     "all",
