@@ -11,6 +11,7 @@ import weakref
 import numpy as np
 
 from .._cache import ByteLRU, nbytes_of
+from ._arrays import ArrayKernels
 from ._base import Backend
 from ._threads import get_num_threads, pool
 
@@ -204,7 +205,7 @@ def _fill_tails(out, groups, lo, hi, pad_value, zero):
             out[ids, length:] = pad_value
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond the kernel set
     name = "numpy"
     xp = np
     uses_host_plans = True
