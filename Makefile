@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean
+.PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean gpu-check bench-gpu
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,15 +34,30 @@ demo: $(VENV)/.demo
 	$(BIN)/python examples/tour.py
 	$(BIN)/python examples/hierarchical_text.py
 
-test: $(VENV)/.test
+test: $(VENV)/.test gpu-check
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Every CUDA kernel compiled for sm_80 and sm_90 with NVRTC + ptxas (no GPU needed);
+# fails on a compile error, a register spill or an occupancy under the floor.
+$(VENV)/.gpucheck: setup.cfg pyproject.toml | $(BIN)/python
+	$(PIP) -e ".[gpucheck]"
+	@touch $@
+
+gpu-check: $(VENV)/.gpucheck
+	$(BIN)/python -m lodtensor.backend.cuda.check
 
 # Multi-process, cluster and long end-to-end suites (CI runs them too).
 test-slow: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]  # 5: none collected
 
-test-gpu: $(VENV)/.test
-	$(BIN)/python -m pytest -q -m gpu
+test-gpu: $(VENV)/.test gpu-check
+	$(PIP) -e ".[test,cuda]"
+	$(BIN)/python -m pytest -q -m gpu -rs
+
+# The GPU benchmark alone (bench/gpu.py; docs/gpu.md records its tables).
+bench-gpu: $(VENV)/.bench
+	$(PIP) -e ".[cuda]"
+	$(BIN)/python bench/run.py gpu
 
 # The fuzz suite for as long as FUZZ_MINUTES (its CI profile runs in `make test`).
 FUZZ_MINUTES ?= 30

@@ -4,7 +4,7 @@ One flat data array plus a few int64 offset arrays, one per nesting level.
 ``import lodtensor`` costs only NumPy; torch, cupy and pyarrow load on first use.
 """
 
-from . import sequence, text
+from . import interop, sequence, text
 from .backend import available_backends, backend_of, get_backend
 from .backend._threads import get_num_threads, set_num_threads
 from .errors import BackendMismatchError, LoDError
@@ -14,7 +14,16 @@ from .factories import (
     from_nested_list,
     from_padded,
     from_padded_all,
+)
+from .interop import (
+    from_arrow,
+    from_dlpack,
+    from_packed_sequence,
     from_torch,
+    load,
+    read_parquet,
+    save,
+    write_parquet,
 )
 from .lod import LoD
 from .place import CPUPlace, CUDAPinnedPlace, CUDAPlace, Place
@@ -44,4 +53,12 @@ __all__ = [
     "set_num_threads",
     "sequence",
     "text",
+    "interop",
+    "from_arrow",
+    "read_parquet",
+    "write_parquet",
+    "save",
+    "load",
+    "from_packed_sequence",
+    "from_dlpack",
 ]

@@ -20,7 +20,6 @@ __all__ = [
     "from_padded_all",
     "create_lod_tensor",
     "create_random_int_lodtensor",
-    "from_torch",
 ]
 
 
@@ -195,51 +194,6 @@ def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high
         raise ValueError(f"create_random_int_lodtensor(): low={low} must not exceed high={high}")
     data = np.random.randint(low, high + 1, size=[lod.num_rows] + dims).astype(np.int64)
     return create_lod_tensor(data, recursive_seq_lens, place)
-
-
-def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):
-    """A LoDTensor whose data is the torch tensor ``tensor`` (no copy; autograd kept).
-
-    ``tensor`` may also be a torch nested tensor whose components are ragged
-    in their first dimension only: a jagged one becomes a one-level LoDTensor
-    over its values buffer without a copy (its offsets give the lod); a
-    strided one is concatenated into a new buffer.
-
-    >>> import torch
-    >>> t = from_torch(torch.arange(5.0), [[0, 2, 5]])
-    >>> t.lod(), t.data.dtype
-    ([[0, 2, 5]], torch.float32)
-    """
-    import torch  # noqa: PLC0415 - optional dependency, loaded on first use
-
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"from_torch(): tensor must be a torch.Tensor, got {type(tensor).__name__}")
-    if getattr(tensor, "is_nested", False):
-        if lod is not None or recursive_sequence_lengths is not None:
-            raise TypeError("from_torch(): a nested tensor carries its own lod; do not pass lod")
-        return _from_torch_nested(tensor, torch)
-    return LoDTensor(tensor, lod, recursive_sequence_lengths=recursive_sequence_lengths)
-
-
-def _from_torch_nested(nt, torch):
-    if nt.layout == torch.jagged:
-        if nt._ragged_idx != 1:
-            raise ValueError(
-                f"from_torch(): only nested tensors ragged in the first component dim become a "
-                f"LoDTensor; this one is ragged in dim {nt._ragged_idx}"
-            )
-        offsets = nt.offsets().detach().cpu().numpy()
-        values = nt.values()
-        return LoDTensor(values, [offsets])
-    parts = nt.unbind()
-    trailing = {tuple(p.shape[1:]) for p in parts}
-    if len(trailing) > 1 or any(p.dim() == 0 for p in parts):
-        raise ValueError(
-            f"from_torch(): the components must differ in their first dim only to form a "
-            f"LoDTensor, got trailing shapes {sorted(trailing)}"
-        )
-    lengths = [p.shape[0] for p in parts]
-    return LoDTensor(torch.cat(parts), recursive_sequence_lengths=[lengths])
 
 
 def from_padded(padded, lengths):

@@ -1,57 +1,73 @@
 """CuPy kernels (GPU). cupy is imported only here, on first use of the backend.
 
-Segment reductions are one elementwise-kernel launch each: one thread per
-(sequence, column) walks the rows of its sequence, so neighbouring threads read
-neighbouring columns (coalesced). Offsets are validated on the host before
-they reach a kernel (see ``lodtensor.lod``); here they are only copied to the
-device. No kernel reads a device scalar back to the host.
+The segment reductions, segment softmax, pad and unpad are the CUDA C kernels of
+``lodtensor/backend/cuda/*.cu``, loaded with ``cupy.RawModule`` and picked by
+name expression per dtype (``lodtensor.backend.cuda.kernel_name``); the same
+instantiations are compiled and resource-checked offline by ``make gpu-check``.
+They are written for skewed LoDs: a warp per piece of at most a few hundred rows
+(many short sequences per block, long ones split over many warps and combined
+by a block-level tree), loads coalesced along the row for any width, empty
+sequences defined. Offsets are validated on the host before they reach a
+kernel (see ``lodtensor.lod``); here they are only copied to the device, and
+sizes come from host shapes, so no op reads the device back (except
+``unpad`` and ``segment_ids`` without ``total``, which read the row count).
 """
 
 import cupy
 import numpy as np
 
+from . import cuda as _cuda
 from ._base import Backend
 
 __all__ = ["CupyBackend", "make_backend"]
 
-_SEGMENT_BODY = """
-    const long long s = i / D;
-    const long long c = i % D;
-    const long long a = off[s];
-    const long long b = off[s + 1];
-    if (a == b) {
-        out = empty;
-    } else {
-        T acc = x[a * D + c];
-        for (long long r = a + 1; r < b; ++r) {
-            const T v = x[r * D + c];
-            acc = REDUCE(acc, v);
-        }
-        out = acc;
-    }
-"""
+_MODULES = {}
+_MAX_GRID_X = 2**31 - 1
+_MAX_GRID_Y = 65535
+_COMBINE_BLOCKS = 4096  # blocks of the combine kernels, striding over the sequences
 
 
-def _segment_kernel(name, reduce):
-    return cupy.ElementwiseKernel(
-        "raw T x, raw int64 off, int64 D, T empty",
-        "T out",
-        _SEGMENT_BODY.replace("REDUCE(acc, v)", reduce),
-        name,
-    )
+def _kernel(module, name):
+    """The kernel ``name`` (a name expression of ``module``), compiled once per process."""
+    mod = _MODULES.get(module)
+    if mod is None:
+        mod = cupy.RawModule(code=_cuda.source_text(module), options=("-std=c++14", f"-I{_cuda.include_dir()}"),
+                             name_expressions=_cuda.name_expressions(module))
+        _MODULES[module] = mod
+    return mod.get_function(name)
 
 
-_KERNELS = {
-    "sum": _segment_kernel("lodtensor_segment_sum", "acc + v"),
-    "max": _segment_kernel("lodtensor_segment_max", "(v > acc ? v : acc)"),
-    "min": _segment_kernel("lodtensor_segment_min", "(v < acc ? v : acc)"),
-}
+def _blocks(items, per_block, cap=_MAX_GRID_X):
+    return int(max(1, min(-(-int(items) // per_block), cap)))
+
+
+class _Layout:
+    """Launch geometry of the segment kernels for ``rows`` x ``width`` data in ``n`` sequences."""
+
+    def __init__(self, rows, width, n):
+        self.log2cw = _cuda.lanes_log2(width)
+        cw = 1 << self.log2cw
+        self.chunk = _cuda.CHUNK_STEPS * (32 >> self.log2cw)  # rows per piece (one warp)
+        warps = _cuda.BLOCK // 32
+        pieces = n + rows // self.chunk + 1  # bound on sum(max(1, ceil(len / chunk)))
+        self.grid = (_blocks(pieces, warps), int(min(-(-width // cw), _MAX_GRID_Y)), 1)
+        self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
+        self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
+        self.combine_grid = (int(min(max(n, 1), _COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
+
+
+def _plan(offsets, n, chunk):
+    """Device prefix sums of the pieces (see segment.cu): two launches, no sync."""
+    counts = cupy.empty(2 * (n + 1), dtype=cupy.int64)
+    _kernel("segment", "lt_piece_counts")(
+        (_blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,), (offsets, np.int64(n), np.int64(chunk), counts))
+    return cupy.cumsum(counts.reshape(2, n + 1), axis=1).ravel()
 
 
 class CupyBackend(Backend):
     name = "cupy"
     xp = cupy
-    uses_segment_ids = True
+    uses_segment_ids = False  # the kernels find each piece's sequence themselves
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False):
@@ -81,7 +97,7 @@ class CupyBackend(Backend):
         return x.flags.c_contiguous
 
     def _index(self, offsets):
-        return cupy.asarray(offsets, dtype=cupy.int64)
+        return cupy.ascontiguousarray(cupy.asarray(offsets, dtype=cupy.int64))
 
     # -- index helpers -----------------------------------------------------------------------
     def segment_ids(self, offsets, *, total=None):
@@ -131,57 +147,70 @@ class CupyBackend(Backend):
         return cupy.arange(n, dtype=cupy.int64)
 
     # -- segment reductions ------------------------------------------------------------------
-    def _segment(self, kind, data, offsets, empty):
+    def _reduce(self, op, data, offsets, empty):
         offsets = self._index(offsets)
-        n = offsets.size - 1
-        row_shape = data.shape[1:]
-        width = int(np.prod(row_shape, dtype=np.int64))
-        out = cupy.empty((n,) + row_shape, dtype=data.dtype)
-        if out.size == 0:
-            return out
-        x = cupy.ascontiguousarray(data)
-        _KERNELS[kind](x, offsets, width, data.dtype.type(empty), out.reshape(n * width) if width else out)
-        return out
+        n = int(offsets.size) - 1
+        row_shape = tuple(data.shape[1:])
+        native = _cuda.compute_dtype(data.dtype)
+        acc = np.dtype(_cuda.accumulator(op, native))
+        result = data.dtype if op != "mean" or data.dtype.kind == "f" else np.dtype(np.float64)
+        rows, width = int(data.shape[0]), int(np.prod(row_shape, dtype=np.int64))
+        if n <= 0 or width == 0:
+            return cupy.empty((max(n, 0),) + row_shape, dtype=result)
+        x = cupy.ascontiguousarray(data, dtype=native)
+        out = cupy.empty((n, width), dtype=acc)
+        lay = _Layout(rows, width, n)
+        plan = _plan(offsets, n, lay.chunk)
+        partial = cupy.empty((lay.slots if lay.multi else 1, width), dtype=acc)
+        fill = acc.type(empty)
+        _kernel("segment", _cuda.kernel_name("reduce", op=op, dtype=native))(
+            lay.grid, (_cuda.BLOCK,),
+            (x, offsets, plan, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
+             np.int64(lay.chunk), fill))
+        if lay.multi:
+            _kernel("segment", _cuda.kernel_name("combine", op=op, dtype=native))(
+                lay.combine_grid, (_cuda.BLOCK,), (offsets, plan, partial, out, np.int64(n), np.int64(width), fill))
+        return out.reshape((n,) + row_shape).astype(result, copy=False)
 
     def segment_sum(self, data, offsets, *, ids=None):
-        return self._segment("sum", data, offsets, 0)
+        return self._reduce("sum", data, offsets, 0)
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
-        offsets = self._index(offsets)
-        total = self.segment_sum(data, offsets)
-        if total.dtype.kind not in "fc":
-            total = total.astype(cupy.float64)
-        lengths = (offsets[1:] - offsets[:-1]).reshape((-1,) + (1,) * (data.ndim - 1))
-        out = total / cupy.maximum(lengths, 1).astype(total.dtype)
-        if empty != 0:
-            out = cupy.where(lengths == 0, cupy.asarray(empty, dtype=out.dtype), out)
-        return out
+        return self._reduce("mean", data, offsets, empty)
 
     def segment_max(self, data, offsets, *, empty, ids=None):
-        return self._segment("max", data, offsets, empty)
+        return self._reduce("max", data, offsets, empty)
 
     def segment_min(self, data, offsets, *, empty, ids=None):
-        return self._segment("min", data, offsets, empty)
+        return self._reduce("min", data, offsets, empty)
 
     def segment_softmax(self, data, offsets, *, ids=None):
         offsets = self._index(offsets)
-        n_rows = data.shape[0]
-        if n_rows == 0:
-            return data.astype(np.result_type(data.dtype, np.float32), copy=True)
-        if ids is None:
-            ids = self.segment_ids(offsets, total=n_rows)
-        peak = self.segment_max(data, offsets, empty=0)
-        shifted = cupy.exp(data - peak[ids])
-        total = self.segment_sum(shifted, offsets)
-        return shifted / total[ids]
+        n = int(offsets.size) - 1
+        result = data.dtype if data.dtype.kind == "f" else np.result_type(data.dtype, np.float32)
+        rows, width = int(data.shape[0]), int(np.prod(data.shape[1:], dtype=np.int64))
+        if rows == 0 or width == 0 or n <= 0:
+            return data.astype(result, copy=True)
+        native = _cuda.compute_dtype(data.dtype)
+        acc = np.dtype(_cuda.accumulator("softmax", native))
+        x = cupy.ascontiguousarray(data, dtype=native)
+        lay = _Layout(rows, width, n)
+        plan = _plan(offsets, n, lay.chunk)
+        stats = cupy.empty((2, n, width), dtype=acc)  # running max, sum of exp
+        partial = cupy.empty((2, lay.slots if lay.multi else 1, width), dtype=acc)
+        geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk))
+        _kernel("segment", _cuda.kernel_name("softmax_stats", dtype=native))(
+            lay.grid, (_cuda.BLOCK,), (x, offsets, plan, stats[0], stats[1], partial[0], partial[1]) + geometry)
+        if lay.multi:
+            _kernel("segment", _cuda.kernel_name("softmax_combine", dtype=native))(
+                lay.combine_grid, (_cuda.BLOCK,),
+                (plan, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
+        out = cupy.empty((rows, width), dtype=acc)
+        _kernel("segment", _cuda.kernel_name("softmax_apply", dtype=native))(
+            lay.grid, (_cuda.BLOCK,), (x, offsets, plan, stats[0], stats[1], out) + geometry)
+        return out.reshape(data.shape).astype(result, copy=False)
 
     # -- dense <-> flat ----------------------------------------------------------------------
-    def _pad_index(self, offsets, maxlen, n_rows):
-        lengths = offsets[1:] - offsets[:-1]
-        shift = cupy.arange(lengths.size, dtype=cupy.int64) * maxlen - offsets[:-1]
-        ids = self.segment_ids(offsets, total=n_rows)
-        return cupy.arange(n_rows, dtype=cupy.int64) + shift[ids]
-
     def place_rows(self, data, index, shape, pad_value, *, out=None):
         full = tuple(shape) + tuple(data.shape[1:])
         if out is None:
@@ -191,18 +220,66 @@ class CupyBackend(Backend):
             out.reshape((-1,) + tuple(data.shape[1:]))[self._index(index)] = data
         return out
 
+    @staticmethod
+    def _words(dtype, width):
+        """(word dtype, words per row) to copy rows of ``dtype`` as; None when no word fits."""
+        size = np.dtype(dtype).itemsize
+        if size in _cuda.WORDS:
+            return np.dtype(f"u{size}"), width
+        return None  # complex128, strings: the generic gather/scatter path
+
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets)
-        index = self._pad_index(offsets, maxlen, data.shape[0])
-        return self.place_rows(data, index, (offsets.size - 1, maxlen), pad_value, out=out)
+        n = int(offsets.size) - 1
+        row_shape = tuple(data.shape[1:])
+        full = (n, int(maxlen)) + row_shape
+        width = int(np.prod(row_shape, dtype=np.int64))
+        words = self._words(data.dtype, width)
+        if words is None or n <= 0 or width == 0 or maxlen == 0:
+            index = self._pad_index(offsets, maxlen, int(data.shape[0]))
+            return self.place_rows(data, index, (n, maxlen), pad_value, out=out)
+        word, _ = words
+        target = out if out is not None and out.flags.c_contiguous and out.dtype == data.dtype else None
+        dense = cupy.empty(full, dtype=data.dtype) if target is None else target
+        x = cupy.ascontiguousarray(data).view(word)
+        fill = np.asarray(pad_value, dtype=data.dtype).view(word)[()]
+        log2cw = _cuda.lanes_log2(width)
+        per_block = _cuda.BLOCK >> log2cw
+        _kernel("dense", _cuda.kernel_name("pad", itemsize=word.itemsize))(
+            (_blocks(n * int(maxlen), per_block, 1 << 20),), (_cuda.BLOCK,),
+            (x, offsets, dense.view(word), np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw), fill))
+        if out is not None and target is None:
+            out[...] = dense
+            return out
+        return dense
+
+    def _pad_index(self, offsets, maxlen, n_rows):
+        lengths = offsets[1:] - offsets[:-1]
+        shift = cupy.arange(lengths.size, dtype=cupy.int64) * maxlen - offsets[:-1]
+        ids = self.segment_ids(offsets, total=n_rows)
+        return cupy.arange(n_rows, dtype=cupy.int64) + shift[ids]
 
     def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets)
-        n, maxlen = padded.shape[:2]
-        n_rows = int(offsets[-1])
-        index = self._pad_index(offsets, maxlen, n_rows)
-        flat = cupy.ascontiguousarray(padded).reshape((n * maxlen,) + tuple(padded.shape[2:]))
-        return cupy.take(flat, index, axis=0)
+        n, maxlen = int(padded.shape[0]), int(padded.shape[1])
+        row_shape = tuple(padded.shape[2:])
+        # the row count: from a host plan when given, else one 8-byte read of the device offsets
+        n_rows = int(plan[0].size) if plan is not None else (int(offsets[-1]) if offsets.size else 0)
+        width = int(np.prod(row_shape, dtype=np.int64))
+        words = self._words(padded.dtype, width)
+        if words is None or n_rows == 0 or width == 0:
+            index = self._pad_index(offsets, maxlen, n_rows)
+            flat = cupy.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
+            return cupy.take(flat, index, axis=0)
+        word, _ = words
+        out = cupy.empty((n_rows,) + row_shape, dtype=padded.dtype)
+        log2cw = _cuda.lanes_log2(width)
+        per_block = _cuda.BLOCK >> log2cw
+        _kernel("dense", _cuda.kernel_name("unpad", itemsize=word.itemsize))(
+            (_blocks(n_rows, per_block, 1 << 20),), (_cuda.BLOCK,),
+            (cupy.ascontiguousarray(padded).view(word), offsets, out.view(word), np.int64(n), np.int64(maxlen),
+             np.int64(width), np.int32(log2cw)))
+        return out
 
 
 def make_backend():

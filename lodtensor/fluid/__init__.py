@@ -17,6 +17,7 @@ sequence op of :mod:`lodtensor.sequence`.
 from .. import tensor as _tensor
 from ..factories import create_lod_tensor, create_random_int_lodtensor
 from ..place import CPUPlace, CUDAPinnedPlace, CUDAPlace
+from ..sequence import LoDTensorArray
 from . import layers
 
 __all__ = [
@@ -27,6 +28,9 @@ __all__ = [
     "create_lod_tensor",
     "create_random_int_lodtensor",
     "layers",
+    "LoDTensorArray",
+    "core",
+    "io",
 ]
 
 
@@ -45,3 +49,6 @@ class LoDTensor(_tensor.LoDTensor):
         super().__init__()
         if recursive_sequence_lengths is not None:
             self.set_recursive_sequence_lengths(recursive_sequence_lengths)
+
+
+from . import core, io  # noqa: E402 - core needs LoDTensor above

@@ -342,6 +342,20 @@ class NestedTensor:
             )
         return self.backend.to_device(self.backend.asarray(st.rows()[0].copy()), self.backend.device_of(self._buffer))
 
+    # -- DLPack (the flat buffer; see docs/interop.md for the ragged convention) ----------------
+    def __dlpack__(self, **kwargs):
+        """A DLPack capsule over ``values()`` (shared): ``np.from_dlpack(nt)``, ``torch.from_dlpack(nt)``.
+
+        >>> import lodtensor.nested as ln
+        >>> np.from_dlpack(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])).shape
+        (3, 3)
+        """
+        return self.values().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` of the buffer, as DLPack defines them."""
+        return self._buffer.__dlpack_device__()
+
     # -- components --------------------------------------------------------------------------
     def unbind(self, dim=0):
         """The components as a tuple of views into the one buffer (writes through them show here).

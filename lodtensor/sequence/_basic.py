@@ -1,25 +1,10 @@
-"""Paddle's sequence ops, eager, with Paddle's names, arguments and defaults.
+"""The sequence ops of API.md section 2 (see :mod:`lodtensor.sequence`)."""
 
-Every op takes and returns :class:`~lodtensor.LoDTensor` (``sequence_pad``
-returns two, ``sequence_scatter`` and ``sequence_mask`` return arrays for
-array input) and runs on every backend (NumPy, CuPy, torch with autograd).
-Unless an op takes a level argument it acts on the LAST lod level, as in
-Paddle; the outer levels are kept. Where Paddle accepts only one lod level,
-these ops accept several whenever the meaning is clear; each docstring says
-how. The differences from Paddle are listed in ``docs/porting.md``.
 
->>> import numpy as np
->>> import lodtensor as lt
->>> from lodtensor.sequence import sequence_pool
->>> x = lt.LoDTensor(np.arange(1.0, 6.0).reshape(5, 1), [[0, 2, 2, 5]])
->>> sequence_pool(x, "sum", pad_value=-1.0).data.ravel().tolist()
-[3.0, -1.0, 12.0]
-"""
-
-from .ops import levels as _levels
-from .ops import reduce as _reduce
-from .ops import reshape as _reshape
-from .ops import select as _select
+from ..ops import levels as _levels
+from ..ops import reduce as _reduce
+from ..ops import reshape as _reshape
+from ..ops import select as _select
 
 __all__ = [
     "sequence_pool",

@@ -1,0 +1,127 @@
+"""The CUDA C sources of the CuPy backend, and the table of their instantiations.
+
+The kernels live as ``.cu`` files beside this module (shipped as package data),
+so they can be compiled and resource-checked without a GPU
+(``python -m lodtensor.backend.cuda.check``, run by ``make gpu-check``). The
+CuPy backend (``lodtensor.backend.cupy``) loads them with ``cupy.RawModule``
+and picks a template instantiation by name expression; both sides take the
+names from :func:`name_expressions`, so the checker compiles exactly the
+instantiations the backend can launch. Nothing here imports cupy.
+
+>>> kernel_name("reduce", op="max", dtype="float32")
+'lt_segment_reduce<1, float, float>'
+>>> kernel_name("reduce", op="mean", dtype="int64")
+'lt_segment_reduce<3, long long, double>'
+>>> len(name_expressions("segment")) > 30 and "lt_pad<unsigned int>" in name_expressions("dense")
+True
+"""
+
+import os
+
+import numpy as np
+
+__all__ = [
+    "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS",
+    "accumulator", "source_text", "include_dir", "kernel_name", "name_expressions", "compute_dtype",
+    "lanes_log2",
+]
+
+#: Threads per block of every kernel (``LT_BLOCK`` in common.cuh).
+BLOCK = 256
+#: ``__launch_bounds__(BLOCK, MIN_BLOCKS_PER_SM)``: caps registers at 64 per thread.
+MIN_BLOCKS_PER_SM = 4
+#: Rows per piece of a segment reduction, in warp steps (a warp step covers 32 // cw rows).
+CHUNK_STEPS = 256
+#: Source file of each module.
+SOURCES = {"segment": "segment.cu", "dense": "dense.cu"}
+#: dtypes the segment kernels take natively, with their C type.
+NATIVE = {
+    "float32": "float", "float64": "double", "int32": "int", "int64": "long long", "uint64": "unsigned long long",
+}
+#: C word of each itemsize for pad/unpad (pure copies, any dtype of that size).
+WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+#: op name -> template code in segment.cu.
+OPS = {"sum": 0, "max": 1, "min": 2, "mean": 3}
+
+_WIDEN = {"float16": "float32", "bool": "int32", "int8": "int32", "int16": "int32", "uint8": "int32",
+          "uint16": "int32", "uint32": "int64"}
+
+
+def compute_dtype(dtype, name="data"):
+    """The native dtype a segment kernel computes ``dtype`` in (results are cast back).
+
+    >>> compute_dtype("float16"), compute_dtype("int64")
+    ('float32', 'int64')
+    >>> compute_dtype("complex64")
+    Traceback (most recent call last):
+    ...
+    TypeError: the CuPy segment kernels take float, int, uint and bool data; data has dtype complex64
+    """
+    key = np.dtype(dtype).name
+    if key in NATIVE:
+        return key
+    if key in _WIDEN:
+        return _WIDEN[key]
+    raise TypeError(f"the CuPy segment kernels take float, int, uint and bool data; {name} has dtype {key}")
+
+
+def accumulator(op, dtype):
+    """Result dtype of ``op`` on native ``dtype``: mean and softmax of integers are float64."""
+    if op in ("mean", "softmax") and dtype not in ("float32", "float64"):
+        return "float64"
+    return dtype
+
+
+def lanes_log2(width):
+    """log2 of the columns a warp covers per step: min(32, next power of two >= width)."""
+    width = max(int(width), 1)
+    return min(5, (width - 1).bit_length())
+
+
+def kernel_name(kind, *, op=None, dtype=None, itemsize=None):
+    """The name expression of one kernel instantiation."""
+    if kind in ("pad", "unpad"):
+        return f"lt_{kind}<{WORDS[itemsize]}>"
+    if kind == "counts":
+        return "lt_piece_counts"
+    if kind in ("reduce", "combine"):
+        acc = NATIVE[accumulator(op, dtype)]
+        if kind == "reduce":
+            return f"lt_segment_reduce<{OPS[op]}, {NATIVE[dtype]}, {acc}>"
+        return f"lt_segment_combine<{OPS[op]}, {acc}>"
+    acc = NATIVE[accumulator("softmax", dtype)]
+    if kind == "softmax_combine":
+        return f"lt_softmax_combine<{acc}>"
+    return f"lt_{kind}<{NATIVE[dtype]}, {acc}>"  # softmax_stats, softmax_apply
+
+
+def name_expressions(module):
+    """Every templated instantiation of ``module`` ("segment" or "dense"), in a fixed order."""
+    names = []
+    if module == "dense":
+        for kind in ("pad", "unpad"):
+            names += [kernel_name(kind, itemsize=size) for size in WORDS]
+        return names
+    for op in OPS:
+        for dtype in NATIVE:
+            names.append(kernel_name("reduce", op=op, dtype=dtype))
+            names.append(kernel_name("combine", op=op, dtype=dtype))
+    for dtype in NATIVE:
+        for kind in ("softmax_stats", "softmax_combine", "softmax_apply"):
+            names.append(kernel_name(kind, dtype=dtype))
+    return list(dict.fromkeys(names))  # combine/softmax_combine repeat across input dtypes
+
+
+#: Kernels declared extern "C" (found by their plain name, no name expression).
+EXTERN_C = {"segment": ("lt_piece_counts",), "dense": ()}
+
+
+def include_dir():
+    """The folder of the sources (passed to NVRTC as ``-I``)."""
+    return os.path.dirname(os.path.abspath(__file__))
+
+
+def source_text(module):
+    """The CUDA C source of ``module``."""
+    with open(os.path.join(include_dir(), SOURCES[module]), encoding="utf-8") as f:
+        return f.read()

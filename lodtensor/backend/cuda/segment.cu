@@ -1,0 +1,249 @@
+// Segment reductions (sum, mean, max, min) and segment softmax over the rows of each
+// sequence, for skewed LoDs: no device-to-host synchronisation, empty sequences defined.
+//
+// Work is cut into pieces: a sequence of len rows is max(1, ceil(len / chunk)) pieces of
+// at most `chunk` rows, and one warp reduces one piece (so a block of 8 warps serves many
+// short sequences at once). `plan` holds two exclusive prefix sums over sequences,
+// plan[0..n] = first piece of each sequence and plan[n+1..2n+1] = first slot of each
+// multi-piece sequence in the `partial` workspace. A one-piece sequence is finished by its
+// warp; a long sequence's pieces leave partials that the combine kernel reduces with one
+// block per (sequence, 32 columns): warps stride over the pieces, then a shared-memory tree.
+#include "common.cuh"
+
+#define OP_SUM 0
+#define OP_MAX 1
+#define OP_MIN 2
+#define OP_MEAN 3
+
+template <int OP, typename A> struct lt_reduce_op {
+    static __device__ __forceinline__ A identity() {
+        return OP == OP_MAX ? lt_limits<A>::lowest() : (OP == OP_MIN ? lt_limits<A>::highest() : A(0));
+    }
+    // max/min propagate NaN, as NumPy's maximum/minimum do (v != v only for a NaN)
+    static __device__ __forceinline__ A combine(A acc, A v) {
+        if (OP == OP_MAX) return (v > acc || v != v) ? v : acc;
+        if (OP == OP_MIN) return (v < acc || v != v) ? v : acc;
+        return acc + v;
+    }
+    static __device__ __forceinline__ A finish(A acc, i64 len, A empty) {
+        if (len == 0) return empty;
+        if (OP == OP_MEAN) return acc / A(len);
+        return acc;
+    }
+};
+
+// Piece counts per sequence (plan[1..n] and plan[n+2..2n+1]; zeros at plan[0], plan[n+1]);
+// an inclusive scan along each half then gives the two prefix sums.
+extern "C" __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64* __restrict__ plan) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s <= n; s += stride) {
+        if (s == 0) {
+            plan[0] = 0;
+            plan[n + 1] = 0;
+            continue;
+        }
+        const i64 len = off[s] - off[s - 1];
+        const i64 pieces = len > chunk ? (len + chunk - 1) / chunk : 1;
+        plan[s] = pieces;
+        plan[n + 1 + s] = pieces > 1 ? pieces : 0;
+    }
+}
+
+// Pass 1: one warp per piece. x is [rows, D] row-major; out is [n, D]; partial [slots, D].
+template <int OP, typename T, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_reduce(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty) {
+    typedef lt_reduce_op<OP, A> Op;
+    const int lane = threadIdx.x & 31;
+    const int cw = 1 << log2cw;
+    const int rg = 32 >> log2cw;
+    const int rsub = lane >> log2cw;
+    const i64 total = plan[n];
+    const i64 tiles = (D + cw - 1) >> log2cw;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << log2cw) + (lane & (cw - 1));
+        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
+            const i64 s = lt_find_segment(plan, n, p);
+            const i64 k = p - plan[s];
+            const i64 pieces = plan[s + 1] - plan[s];
+            const i64 a = off[s] + k * chunk;
+            const i64 end = off[s + 1];
+            const i64 b = a + chunk < end ? a + chunk : end;
+            A acc = Op::identity();
+            if (col < D) {
+#pragma unroll 4
+                for (i64 r = a + rsub; r < b; r += rg) acc = Op::combine(acc, A(x[r * D + col]));
+            }
+            for (int o = cw; o < 32; o <<= 1) acc = Op::combine(acc, __shfl_xor_sync(LT_FULL, acc, o));
+            if (rsub == 0 && col < D) {
+                if (pieces == 1) out[s * D + col] = Op::finish(acc, end - off[s], empty);
+                else partial[(plan[n + 1 + s] + k) * D + col] = acc;
+            }
+        }
+    }
+}
+
+// Pass 2, only for sequences of several pieces: one block per (sequence, 32 columns).
+template <int OP, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, const A* __restrict__ partial,
+                   A* __restrict__ out, i64 n, i64 D, A empty) {
+    typedef lt_reduce_op<OP, A> Op;
+    __shared__ A tree[LT_WARPS][32];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const i64 tiles = (D + 31) >> 5;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << 5) + lane;
+        for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
+            const i64 pieces = plan[s + 1] - plan[s];
+            if (pieces == 1) continue;  // finished in pass 1 (uniform across the block)
+            const i64 slot = plan[n + 1 + s];
+            A acc = Op::identity();
+            if (col < D)
+                for (i64 k = warp; k < pieces; k += LT_WARPS) acc = Op::combine(acc, partial[(slot + k) * D + col]);
+            tree[warp][lane] = acc;
+            __syncthreads();
+            for (int h = LT_WARPS / 2; h > 0; h >>= 1) {
+                if (warp < h) tree[warp][lane] = Op::combine(tree[warp][lane], tree[warp + h][lane]);
+                __syncthreads();
+            }
+            if (warp == 0 && col < D) out[s * D + col] = Op::finish(tree[0][lane], off[s + 1] - off[s], empty);
+            __syncthreads();
+        }
+    }
+}
+
+// -- softmax: one read for the running (max, sum of exp) per column, one read + write to apply --
+// double exp needs many registers: unrolling it would spill under the 64-register cap
+#define LT_EXP_UNROLL(A) (sizeof(A) == 4 ? 4 : 1)
+__device__ __forceinline__ float lt_exp(float v) { return expf(v); }
+__device__ __forceinline__ double lt_exp(double v) { return exp(v); }
+
+template <typename A> struct lt_online {
+    A m, z;  // running max and sum of exp(x - m); z == 0 means nothing seen yet
+    __device__ __forceinline__ void start() { m = lt_limits<A>::lowest(); z = A(0); }
+    __device__ __forceinline__ void add(A v) {
+        if (v > m) { z = z * lt_exp(m - v) + A(1); m = v; }
+        else z += lt_exp(v - m);  // a NaN v (or -inf with m == -inf) makes z NaN, as in NumPy
+    }
+    __device__ __forceinline__ void merge(A m2, A z2) {
+        if (z2 == A(0)) return;
+        if (z == A(0)) { m = m2; z = z2; return; }
+        const A mm = m2 > m ? m2 : m;
+        z = z * lt_exp(m - mm) + z2 * lt_exp(m2 - mm);
+        m = mm;
+    }
+};
+
+template <typename T, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_stats(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+                 A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
+                 i64 n, i64 D, int log2cw, i64 chunk) {
+    const int lane = threadIdx.x & 31;
+    const int cw = 1 << log2cw;
+    const int rg = 32 >> log2cw;
+    const int rsub = lane >> log2cw;
+    const i64 total = plan[n];
+    const i64 tiles = (D + cw - 1) >> log2cw;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << log2cw) + (lane & (cw - 1));
+        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
+            const i64 s = lt_find_segment(plan, n, p);
+            const i64 k = p - plan[s];
+            const i64 pieces = plan[s + 1] - plan[s];
+            const i64 a = off[s] + k * chunk;
+            const i64 end = off[s + 1];
+            const i64 b = a + chunk < end ? a + chunk : end;
+            lt_online<A> st;
+            st.start();
+            if (col < D) {
+#pragma unroll LT_EXP_UNROLL(A)
+                for (i64 r = a + rsub; r < b; r += rg) st.add(A(x[r * D + col]));
+            }
+            for (int o = cw; o < 32; o <<= 1) {
+                const A m2 = __shfl_xor_sync(LT_FULL, st.m, o);
+                const A z2 = __shfl_xor_sync(LT_FULL, st.z, o);
+                st.merge(m2, z2);
+            }
+            if (rsub == 0 && col < D) {
+                const i64 at = pieces == 1 ? s * D + col : (plan[n + 1 + s] + k) * D + col;
+                (pieces == 1 ? M : pm)[at] = st.m;
+                (pieces == 1 ? Z : pz)[at] = st.z;
+            }
+        }
+    }
+}
+
+template <typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const A* __restrict__ pz,
+                   A* __restrict__ M, A* __restrict__ Z, i64 n, i64 D) {
+    __shared__ A tm[LT_WARPS][32];
+    __shared__ A tz[LT_WARPS][32];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const i64 tiles = (D + 31) >> 5;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << 5) + lane;
+        for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
+            const i64 pieces = plan[s + 1] - plan[s];
+            if (pieces == 1) continue;
+            const i64 slot = plan[n + 1 + s];
+            lt_online<A> st;
+            st.start();
+            if (col < D)
+                for (i64 k = warp; k < pieces; k += LT_WARPS) st.merge(pm[(slot + k) * D + col], pz[(slot + k) * D + col]);
+            tm[warp][lane] = st.m;
+            tz[warp][lane] = st.z;
+            __syncthreads();
+            for (int h = LT_WARPS / 2; h > 0; h >>= 1) {
+                if (warp < h) {
+                    lt_online<A> t;
+                    t.m = tm[warp][lane];
+                    t.z = tz[warp][lane];
+                    t.merge(tm[warp + h][lane], tz[warp + h][lane]);
+                    tm[warp][lane] = t.m;
+                    tz[warp][lane] = t.z;
+                }
+                __syncthreads();
+            }
+            if (warp == 0 && col < D) {
+                M[s * D + col] = tm[0][lane];
+                Z[s * D + col] = tz[0][lane];
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// out[r, c] = exp(x[r, c] - M[s, c]) / Z[s, c], one warp per piece as in pass 1.
+template <typename T, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_apply(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+                 const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
+                 i64 n, i64 D, int log2cw, i64 chunk) {
+    const int lane = threadIdx.x & 31;
+    const int cw = 1 << log2cw;
+    const int rg = 32 >> log2cw;
+    const int rsub = lane >> log2cw;
+    const i64 total = plan[n];
+    const i64 tiles = (D + cw - 1) >> log2cw;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << log2cw) + (lane & (cw - 1));
+        if (col >= D) continue;  // no shuffles below: idle lanes may leave
+        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
+            const i64 s = lt_find_segment(plan, n, p);
+            const i64 a = off[s] + (p - plan[s]) * chunk;
+            const i64 end = off[s + 1];
+            const i64 b = a + chunk < end ? a + chunk : end;
+            const A m = M[s * D + col];
+            const A inv = A(1) / Z[s * D + col];
+#pragma unroll LT_EXP_UNROLL(A)
+            for (i64 r = a + rsub; r < b; r += rg) out[r * D + col] = lt_exp(A(x[r * D + col]) - m) * inv;
+        }
+    }
+}

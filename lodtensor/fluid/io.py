@@ -1,0 +1,368 @@
+"""Paddle's checkpoint files without Paddle: the binary LoDTensor format and ``.pdparams``.
+
+One LoDTensor record (what ``fluid.io.save_vars`` / ``save_params`` write per
+variable, and ``save_combine`` writes one after the other, sorted by name)::
+
+    uint32 version (0)
+    uint64 lod_level; per level: uint64 byte size, then that many bytes of uint64 offsets
+    uint32 version (0)
+    int32  desc size; a protobuf ``VarType.TensorDesc`` {1: data_type (enum), 2: dims (int64)}
+    raw data, little-endian, C order (numel * itemsize bytes)
+
+A ``.pdparams`` file is a pickle of ``{name: ndarray}`` (``paddle.save`` /
+``paddle.static.save``); it is read with an unpickler that admits only NumPy
+arrays, dtypes and plain containers, never arbitrary code.
+
+>>> import io, numpy as np
+>>> import lodtensor as lt
+>>> buf = io.BytesIO()
+>>> save_lod_tensor(lt.LoDTensor(np.arange(6, dtype="float32").reshape(3, 2), [[0, 1, 3]]), buf)
+>>> t = load_lod_tensor(io.BytesIO(buf.getvalue()))
+>>> t.lod(), t.data.tolist()
+([[0, 1, 3]], [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
+"""
+
+import io as _io
+import os
+import pickle
+import struct
+
+import numpy as np
+
+from ..tensor import LoDTensor
+
+__all__ = [
+    "load_lod_tensor",
+    "save_lod_tensor",
+    "load_combine",
+    "save_combine",
+    "load_program_state",
+    "load_pdparams",
+]
+
+# paddle/fluid/framework/framework.proto, VarType.Type
+_DTYPES = {
+    0: np.dtype("bool"),
+    1: np.dtype("<i2"),
+    2: np.dtype("<i4"),
+    3: np.dtype("<i8"),
+    4: np.dtype("<f2"),
+    5: np.dtype("<f4"),
+    6: np.dtype("<f8"),
+    20: np.dtype("u1"),
+    21: np.dtype("i1"),
+    23: np.dtype("<c8"),
+    24: np.dtype("<c16"),
+}
+_CODES = {dtype: code for code, dtype in _DTYPES.items()}
+_MAX_LEVELS = 64
+_MAX_RANK = 64
+
+
+# -- protobuf TensorDesc ------------------------------------------------------------------------
+def _varint(value):
+    value &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _encode_desc(code, dims):
+    out = b"\x08" + _varint(code)
+    for d in dims:
+        out += b"\x10" + _varint(int(d))
+    return out
+
+
+def _read_varint(buf, pos, where):
+    value, shift = 0, 0
+    while True:
+        if pos >= len(buf):
+            raise ValueError(f"{where}: truncated varint in the tensor description")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+        if shift >= 70:
+            raise ValueError(f"{where}: malformed varint in the tensor description")
+
+
+def _signed(value):
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _decode_desc(buf, where):
+    pos, code, dims = 0, None, []
+    while pos < len(buf):
+        key, pos = _read_varint(buf, pos, where)
+        field, wire = key >> 3, key & 7
+        if field == 1 and wire == 0:
+            code, pos = _read_varint(buf, pos, where)
+        elif field == 2 and wire == 0:
+            d, pos = _read_varint(buf, pos, where)
+            dims.append(_signed(d))
+        elif field == 2 and wire == 2:  # packed dims
+            n, pos = _read_varint(buf, pos, where)
+            end = pos + n
+            if end > len(buf):
+                raise ValueError(f"{where}: truncated dims in the tensor description")
+            while pos < end:
+                d, pos = _read_varint(buf, pos, where)
+                dims.append(_signed(d))
+        else:
+            raise ValueError(f"{where}: unexpected field {field} (wire type {wire}) in the tensor description")
+        if len(dims) > _MAX_RANK:
+            raise ValueError(f"{where}: the tensor description has more than {_MAX_RANK} dims")
+    if code is None:
+        raise ValueError(f"{where}: the tensor description has no data type")
+    if code not in _DTYPES:
+        raise ValueError(f"{where}: unsupported Paddle data type code {code}; expected one of {sorted(_DTYPES)}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{where}: negative dims {dims} in the tensor description")
+    return _DTYPES[code], tuple(dims)
+
+
+# -- records --------------------------------------------------------------------------------------
+class _Reader:
+    def __init__(self, buf, name):
+        self.buf, self.pos, self.name = buf, 0, name
+
+    def take(self, n, what):
+        if n < 0 or self.pos + n > len(self.buf):
+            raise ValueError(
+                f"{self.name}: truncated or corrupted LoDTensor file: {what} needs {n} bytes at offset "
+                f"{self.pos}, {len(self.buf) - self.pos} left"
+            )
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def unpack(self, fmt, what):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
+
+
+def _read_record(reader):
+    where = reader.name
+    version = reader.unpack("<I", "the LoDTensor version")
+    if version != 0:
+        raise ValueError(
+            f"{where}: not a Paddle LoDTensor file (version {version} at offset {reader.pos - 4}, expected 0)"
+        )
+    n_levels = reader.unpack("<Q", "the lod level count")
+    if n_levels > _MAX_LEVELS:
+        raise ValueError(f"{where}: corrupted LoDTensor file: {n_levels} lod levels (at most {_MAX_LEVELS} expected)")
+    levels = []
+    for k in range(n_levels):
+        size = reader.unpack("<Q", f"the byte size of lod level {k}")
+        if size % 8:
+            raise ValueError(f"{where}: corrupted LoDTensor file: lod level {k} has {size} bytes, not a multiple of 8")
+        levels.append(np.frombuffer(reader.take(size, f"lod level {k}"), dtype="<u8").astype(np.int64))
+    version = reader.unpack("<I", "the tensor version")
+    if version != 0:
+        raise ValueError(f"{where}: corrupted LoDTensor file: tensor version {version}, expected 0")
+    desc_size = reader.unpack("<i", "the tensor description size")
+    if desc_size < 0:
+        raise ValueError(f"{where}: corrupted LoDTensor file: tensor description size {desc_size}")
+    dtype, dims = _decode_desc(reader.take(desc_size, "the tensor description"), where)
+    numel = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    raw = reader.take(numel * dtype.itemsize, f"the data of shape {list(dims)} {dtype.name}")
+    data = np.frombuffer(raw, dtype=dtype).reshape(dims).astype(dtype.newbyteorder("="), copy=True)
+    if not levels:
+        return LoDTensor(data)
+    if data.ndim == 0:
+        raise ValueError(f"{where}: a 0-d tensor cannot carry a lod")
+    try:
+        return LoDTensor(data, levels)
+    except ValueError as err:
+        raise ValueError(f"{where}: corrupted LoDTensor file: invalid lod: {err}") from None
+
+
+def _record(t):
+    if isinstance(t, LoDTensor):
+        t._require_data("save_lod_tensor()")
+        data, lod = t.numpy(), t.lod()
+    else:
+        data, lod = np.asarray(t), []
+    dtype = data.dtype.newbyteorder("<")
+    code = _CODES.get(dtype)
+    if code is None:
+        raise TypeError(f"save_lod_tensor(): dtype {data.dtype} has no Paddle data type; expected one of "
+                        f"{sorted(d.name for d in _CODES)}")
+    parts = [struct.pack("<IQ", 0, len(lod))]
+    for level in lod:
+        parts.append(struct.pack("<Q", 8 * len(level)))
+        parts.append(np.asarray(level, dtype="<u8").tobytes())
+    desc = _encode_desc(code, data.shape)
+    parts.append(struct.pack("<Ii", 0, len(desc)))
+    parts.append(desc)
+    parts.append(np.ascontiguousarray(data, dtype=dtype).tobytes())
+    return b"".join(parts)
+
+
+def _read_bytes(file):
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "rb") as f:
+            return f.read(), os.fspath(file)
+    if hasattr(file, "read"):
+        return file.read(), getattr(file, "name", "<stream>")
+    raise TypeError(f"file must be a path or a binary file object, got {type(file).__name__}")
+
+
+def _write_bytes(file, payload):
+    if isinstance(file, (str, os.PathLike)):
+        with open(file, "wb") as f:
+            f.write(payload)
+    elif hasattr(file, "write"):
+        file.write(payload)
+    else:
+        raise TypeError(f"file must be a path or a binary file object, got {type(file).__name__}")
+
+
+def load_lod_tensor(file):
+    """Read one LoDTensor (data and lod) from Paddle's binary format (a path or a binary file).
+
+    Raises ``ValueError`` naming the file and the offset for a truncated or corrupted file,
+    or for bytes left over after the tensor.
+    """
+    buf, name = _read_bytes(file)
+    reader = _Reader(buf, name)
+    t = _read_record(reader)
+    if reader.pos != len(buf):
+        raise ValueError(f"{name}: {len(buf) - reader.pos} bytes after the tensor; is this a combined file? "
+                         f"use load_combine() or load_program_state()")
+    return t
+
+
+def save_lod_tensor(t, file):
+    """Write ``t`` (a LoDTensor or an array) in Paddle's binary LoDTensor format, lod included;
+    Paddle's ``load`` operator (``fluid.io.load_vars``) reads it back."""
+    _write_bytes(file, _record(t))
+
+
+def load_combine(file, names):
+    """The tensors of a combined file (``save_combine``), named in the order they were written.
+
+    ``fluid.io.save_params(..., filename=...)`` writes the variables sorted by name.
+    """
+    buf, where = _read_bytes(file)
+    reader = _Reader(buf, where)
+    out = {}
+    for name in names:
+        out[name] = _read_record(reader)
+    if reader.pos != len(buf):
+        raise ValueError(f"{where}: {len(buf) - reader.pos} bytes left after the {len(out)} named tensors; "
+                         f"the file holds more variables than names were given")
+    return out
+
+
+def save_combine(tensors, file):
+    """Write ``{name: tensor}`` as one combined file, in the order given (Paddle's
+    ``save_combine``; sort the names to match what ``save_params`` writes)."""
+    _write_bytes(file, b"".join(_record(t) for t in tensors.values()))
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """Admits the NumPy array machinery and builtin containers only."""
+
+    _reconstruct = np.ndarray.__reduce__(np.zeros(1))[0]
+    _scalar = np.float32(0).__reduce__()[0]
+    _ALLOWED = {
+        ("builtins", "tuple"): tuple,
+        ("builtins", "list"): list,
+        ("builtins", "dict"): dict,
+        ("collections", "OrderedDict"): __import__("collections").OrderedDict,
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("_codecs", "encode"): __import__("codecs").encode,
+    }
+
+    def find_class(self, module, name):
+        if module in ("numpy.core.multiarray", "numpy._core.multiarray"):
+            if name == "_reconstruct":
+                return self._reconstruct
+            if name == "scalar":
+                return self._scalar
+        found = self._ALLOWED.get((module, name))
+        if found is None:
+            raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a .pdparams file holds only arrays")
+        return found
+
+
+def load_pdparams(file):
+    """``{name: ndarray}`` from a ``.pdparams`` pickle (``paddle.save`` / ``paddle.static.save``),
+    without running code from the file; Paddle's name table entry is dropped."""
+    buf, where = _read_bytes(file)
+    try:
+        obj = _SafeUnpickler(_io.BytesIO(buf)).load()
+    except pickle.UnpicklingError as err:
+        if str(err).startswith("refusing"):
+            raise ValueError(f"{where}: not a .pdparams file: {err}") from None
+        raise ValueError(f"{where}: truncated or corrupted .pdparams file: {err}") from None
+    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, struct.error) as err:
+        raise ValueError(f"{where}: truncated or corrupted .pdparams file: {type(err).__name__}: {err}") from None
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where}: a .pdparams file holds a dict, got {type(obj).__name__}")
+    out = {}
+    for key, value in obj.items():
+        if key == "StructuredToParameterName@@":
+            continue
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], np.ndarray):
+            value = value[1]  # paddle.save of a Tensor: (name, array)
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"{where}: entry {key!r} is a {type(value).__name__}, expected an array")
+        out[str(key)] = value
+    return out
+
+
+_SKIP = ("__model__", ".pdmodel", ".pdopt", ".pdiparams.info")
+
+
+def load_program_state(model_path, var_list=None):
+    """``{name: ndarray}`` from a Paddle checkpoint, as ``paddle.static.load_program_state``.
+
+    ``model_path`` is one of:
+
+    - a directory of per-variable files (``fluid.io.save_params(exe, dir)``): every
+      file but the program (``__model__``, ``*.pdmodel``) is a variable named by its file;
+      with ``var_list`` only those names are read;
+    - a ``.pdparams`` pickle (``paddle.save`` / ``paddle.static.save``); ``path`` without
+      the suffix works too, as in Paddle;
+    - a combined file (``save_params(..., filename=...)``, ``*.pdiparams``): ``var_list``
+      (names, or objects with ``.name``) says which variables it holds; they are read in
+      sorted order, as Paddle writes them.
+    """
+    names = None if var_list is None else [getattr(v, "name", v) for v in var_list]
+    path = os.fspath(model_path)
+    if os.path.isdir(path):
+        files = sorted(f for f in os.listdir(path) if not f.startswith(".") and not f.endswith(_SKIP))
+        wanted = names if names is not None else [f for f in files if os.path.isfile(os.path.join(path, f))]
+        out = {}
+        for name in wanted:
+            file = os.path.join(path, name)
+            if not os.path.isfile(file):
+                raise ValueError(f"load_program_state(): variable {name!r} has no file in {path}")
+            out[name] = load_lod_tensor(file).numpy()
+        return out
+    if not os.path.exists(path) and os.path.exists(path + ".pdparams"):
+        path += ".pdparams"
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"load_program_state(): {path} is neither a directory nor a file")
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if head[:1] == b"\x80":  # a pickle protocol marker: .pdparams
+        state = load_pdparams(path)
+        return state if names is None else {n: state[n] for n in names}
+    if names is None:
+        raise ValueError(
+            f"load_program_state(): {path} is a combined file, which does not store variable names; "
+            f"pass var_list with the names of the variables saved in it"
+        )
+    return {name: t.numpy() for name, t in load_combine(path, sorted(names)).items()}

@@ -1,0 +1,260 @@
+"""Arrow: a LoDTensor is a nested ``LargeListArray``; the lod levels are its offsets buffers.
+
+One list level per lod level (outermost first), the rows as the values, trailing
+dims as ``FixedSizeList`` values. Both directions share the values buffer and
+every int64 offsets buffer: converting costs O(levels), not O(rows), apart from
+checking foreign offsets (one vectorised pass per level, through the one gate
+:class:`lodtensor.lod.LoD`).
+
+>>> import lodtensor as lt
+>>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 3], [0, 2, 2, 5]])
+>>> arr = t.to_arrow()
+>>> arr.type
+LargeListType(large_list<item: large_list<item: double>>)
+>>> arr.to_pylist()
+[[[0.0, 1.0], []], [[2.0, 3.0, 4.0]]]
+>>> lt.from_arrow(arr).lod()
+[[0, 2, 3], [0, 2, 2, 5]]
+"""
+
+import numpy as np
+
+from ..backend import backend_name_of
+from ..lod import LoD
+from ..tensor import LoDTensor
+from ._lazy import loaded, require
+
+__all__ = ["to_arrow", "from_arrow", "arrow_type_of"]
+
+_INT64 = np.dtype(np.int64)
+
+
+def _pa(what):
+    return require("pyarrow", "arrow", what)
+
+
+def _host_data(t, what):
+    """The tensor's data as a C-contiguous NumPy array (shared when it already is one)."""
+    data = t._check_fits(what)
+    name = backend_name_of(data)
+    if name == "torch":
+        if data.device.type != "cpu":
+            raise ValueError(f"{what}: the data is on {data.device}; Arrow buffers live on the host, call .cpu() first")
+        data = data.detach()
+        if not data.is_contiguous():
+            data = data.contiguous()  # the one copy, for strided data
+        data = t.backend.to_numpy(data)
+    elif name != "numpy":
+        raise ValueError(
+            f"{what}: the data is a {name} array on {t.device}; Arrow buffers live on the host, call .cpu() first"
+        )
+    return np.ascontiguousarray(data)  # a copy only for non-contiguous data
+
+
+def _values_array(pa, data, what):
+    """The flat values of ``data`` (shape (N, *row_shape)) as an Arrow array sharing its buffer."""
+    if data.dtype.kind == "c":
+        raise TypeError(f"{what}: Arrow has no complex type; got data of dtype {data.dtype}")
+    if data.dtype.kind == "b":
+        flat = pa.array(data.reshape(-1))  # Arrow packs booleans into bits: a copy
+    else:
+        typ = pa.from_numpy_dtype(data.dtype)
+        flat = pa.Array.from_buffers(typ, data.size, [None, pa.py_buffer(data.reshape(-1))])
+    for size in reversed(data.shape[1:]):
+        flat = pa.FixedSizeListArray.from_arrays(flat, int(size))
+    return flat
+
+
+def to_arrow(t):
+    """This tensor as a nested ``pyarrow.LargeListArray``, sharing the data and every offsets buffer.
+
+    One list level per lod level (outermost first); trailing dims of the rows
+    become ``FixedSizeList`` values, so data of shape ``(N, 3)`` gives
+    ``large_list<fixed_size_list<item, 3>>``. A tensor with no lod gives the
+    plain values array. Zero-copy, except: boolean data (Arrow packs it into
+    bits) and non-contiguous data are copied; GPU data raises (call ``.cpu()``).
+
+    Raises
+    ------
+    ValueError
+        GPU data, or data the lod does not fit.
+    TypeError
+        Complex data (Arrow has no complex type).
+
+    Examples
+    --------
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(6).reshape(3, 2), [[0, 1, 3]])
+    >>> t.to_arrow().to_pylist()
+    [[[0, 1]], [[2, 3], [4, 5]]]
+    >>> np.shares_memory(np.frombuffer(t.to_arrow().values.values.buffers()[1], np.int64), t.data)
+    True
+    """
+    pa = _pa("to_arrow()")
+    data = _host_data(t, "to_arrow()")
+    arr = _values_array(pa, data, "to_arrow()")
+    for offsets in reversed(t._lod._levels):
+        buf = pa.py_buffer(offsets)  # frozen, C-contiguous int64: shared
+        arr = pa.LargeListArray.from_buffers(pa.large_list(arr.type), offsets.size - 1, [None, buf], children=[arr])
+    return arr
+
+
+def arrow_type_of(t):
+    """The Arrow type :func:`to_arrow` gives for ``t`` (no data touched)."""
+    pa = _pa("arrow_type_of()")
+    typ = pa.bool_() if t.dtype.kind == "b" else pa.from_numpy_dtype(np.dtype(t.dtype))
+    for size in reversed(t.shape()[1:]):
+        typ = pa.list_(typ, int(size))
+    for _ in range(t.lod_level):
+        typ = pa.large_list(typ)
+    return typ
+
+
+# -- from Arrow ------------------------------------------------------------------------------
+def _check_no_nulls(arr, where, level):
+    if arr.null_count:
+        at = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])  # failure path only
+        what = "list level" if level is not None else "values"
+        lvl = f" {level}" if level is not None else ""
+        raise ValueError(
+            f"{where}: Arrow {what}{lvl} holds {arr.null_count} null(s), first at index {at}; "
+            f"a LoDTensor has no nulls (fill or drop them first, e.g. pyarrow.compute.drop_null)"
+        )
+
+
+def _leaf_numpy(pa, arr, where):
+    """The values array (FixedSizeLists over a primitive) as NumPy data of shape (N, *row_shape)."""
+    row_shape = []
+    while pa.types.is_fixed_size_list(arr.type):
+        _check_no_nulls(arr, where, None)
+        size = arr.type.list_size
+        row_shape.append(size)
+        arr = arr.values.slice(arr.offset * size, len(arr) * size)  # .values ignores the slice
+    _check_no_nulls(arr, where, None)
+    typ = arr.type
+    if pa.types.is_boolean(typ):
+        flat = arr.to_numpy(zero_copy_only=False)  # unpacking bits: a copy
+    elif pa.types.is_integer(typ) or pa.types.is_floating(typ):
+        flat = np.frombuffer(arr.buffers()[1], dtype=typ.to_pandas_dtype(), count=len(arr) + arr.offset)[arr.offset :]
+    else:
+        raise TypeError(
+            f"{where}: the values must be numbers or booleans (optionally in fixed-size lists), got Arrow type {typ}"
+        )
+    flat.setflags(write=False)  # Arrow memory is immutable by contract; the view says so
+    n = len(flat) // int(np.prod(row_shape)) if row_shape else len(flat)
+    return flat.reshape((n, *row_shape))
+
+
+def _offsets_numpy(pa, arr):
+    """One list level's offsets for the slice ``arr`` as int64 NumPy (shared when int64 from 0)."""
+    wide = pa.types.is_large_list(arr.type)
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int64 if wide else np.int32, count=arr.offset + len(arr) + 1)
+    return raw[arr.offset :]
+
+
+def _unwrap(pa, obj, column, where):
+    """``obj`` as one ``pyarrow.Array`` (joining chunks: a copy), with the container's name."""
+    ds = loaded("datasets")
+    if ds is not None and isinstance(obj, ds.Dataset):
+        if column is None:
+            raise TypeError(f"{where}: pass column= to pick one of the Dataset's columns {obj.column_names}")
+        obj = obj.data.table
+    if isinstance(obj, (pa.Table, pa.RecordBatch)):
+        if column is None:
+            if obj.num_columns != 1:
+                raise TypeError(f"{where}: pass column= to pick one of the table's columns {obj.column_names}")
+            column = 0
+        try:
+            obj = obj.column(column)
+        except (KeyError, IndexError):
+            raise KeyError(f"{where}: no column {column!r}; the columns are {obj.column_names}") from None
+    elif column is not None:
+        raise TypeError(f"{where}: column= applies to a Table, RecordBatch or Dataset, got {type(obj).__name__}")
+    if isinstance(obj, pa.ChunkedArray):
+        obj = obj.chunk(0) if obj.num_chunks == 1 else obj.combine_chunks()  # several chunks: one copy
+    if not isinstance(obj, pa.Array):
+        if hasattr(obj, "__arrow_c_array__") or hasattr(obj, "__arrow_c_stream__"):
+            return _unwrap(
+                pa, pa.array(obj) if hasattr(obj, "__arrow_c_array__") else pa.chunked_array(obj), None, where
+            )
+        raise TypeError(
+            f"{where}: expected a pyarrow Array, ChunkedArray, Table column or datasets.Dataset, "
+            f"got {type(obj).__name__}"
+        )
+    if isinstance(obj, pa.ExtensionArray):
+        obj = obj.storage
+    return obj
+
+
+def from_arrow(obj, *, column=None, _copy_offsets=False):
+    """A LoDTensor from a nested Arrow list array, sharing the values and int64 offsets buffers.
+
+    Every list level (``list`` or ``large_list``) becomes a lod level, outermost
+    first; ``fixed_size_list`` values become trailing dims of the rows. Every
+    level goes through the LoD validation gate.
+
+    Parameters
+    ----------
+    obj : pyarrow Array, ChunkedArray, Table, RecordBatch or ``datasets.Dataset``
+        A ChunkedArray of several chunks is joined first (one copy); a Table,
+        RecordBatch or Dataset needs ``column`` unless it has one column.
+        Sliced arrays (non-zero offset) are fine. A non-list array gives a
+        tensor with no lod.
+    column : str or int, optional
+        The column of a Table, RecordBatch or Dataset.
+
+    Returns
+    -------
+    LoDTensor
+        NumPy data (read-only: it is Arrow's buffer). Shared with ``obj`` when
+        the offsets are int64 starting at 0; int32 offsets (``pa.list_``) are
+        widened and a slice's offsets rebased (small copies of the offsets
+        only); boolean values are unpacked (a copy).
+
+    Raises
+    ------
+    ValueError
+        A null at any level, or offsets that break a LoD rule (``LoDError``).
+    TypeError
+        Values that are not numbers or booleans (strings, structs...).
+
+    Examples
+    --------
+    >>> import pyarrow as pa
+    >>> import lodtensor as lt
+    >>> lt.from_arrow(pa.array([[1, 2], [], [3]])).tolist()
+    [[1, 2], [], [3]]
+    >>> lt.from_arrow(pa.array([[1, None]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: from_arrow(): Arrow values holds 1 null(s), first at index 1; ...
+    """
+    pa = _pa("from_arrow()")
+    where = "from_arrow()"
+    arr = _unwrap(pa, obj, column, where)
+    arr.validate()  # buffer sizes against lengths: O(1) per level, before any buffer is read
+    levels = []
+    level = 0
+    while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        _check_no_nulls(arr, where, level)
+        if len(arr) == 0:
+            raise ValueError(f"{where}: list level {level} holds no lists; a lod level needs at least one sequence")
+        offsets = _offsets_numpy(pa, arr)
+        first, last = int(offsets[0]), int(offsets[-1])
+        if first != 0 or offsets.dtype != _INT64:
+            offsets = offsets.astype(np.int64) - first  # rebased / widened: a copy of the offsets only
+        levels.append(offsets)
+        child = arr.values  # the whole child; the slice [first, last) is what this level indexes
+        if not 0 <= first <= last <= len(child):
+            raise ValueError(
+                f"{where}: list level {level} offsets run from {first} to {last}, outside its {len(child)} child values"
+            )
+        arr = child.slice(first, last - first)
+        level += 1
+    if pa.types.is_map(arr.type) or pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
+        raise TypeError(f"{where}: expected list, large_list or fixed_size_list levels, got Arrow type {arr.type}")
+    data = _leaf_numpy(pa, arr, where)
+    if not levels:
+        return LoDTensor(data)
+    lod = LoD(levels, num_rows=int(data.shape[0]), copy=_copy_offsets)  # the gate: every level checked
+    return LoDTensor(data, lod)

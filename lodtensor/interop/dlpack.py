@@ -1,0 +1,170 @@
+"""DLPack: the flat data through the standard protocol, the LoD through the ragged convention.
+
+``t.__dlpack__()`` / ``t.__dlpack_device__()`` export the flat data, so
+``np.from_dlpack(t)``, ``torch.from_dlpack(t)`` and ``cupy.from_dlpack(t)``
+share it. :func:`from_dlpack` takes any DLPack producer for the data and lists
+or DLPack producers for the offsets.
+
+The ragged convention (proposed in ``docs/interop.md``): a ragged producer adds
+``__dlpack_ragged__(**kwargs) -> (values_capsule, (offsets_capsule, ...))``,
+one int64 host offsets capsule per level, outermost first; the values capsule
+lives on ``__dlpack_device__()``. :func:`from_dlpack` consumes it when no lod
+is given.
+
+>>> import lodtensor as lt
+>>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+>>> np.shares_memory(np.from_dlpack(t), t.data)
+True
+>>> lt.from_dlpack(t).lod(), lt.from_dlpack(np.arange(3), [[0, 1, 3]]).tolist()
+([[0, 2, 5]], [[0], [1, 2]])
+"""
+
+import numpy as np
+
+from ..backend import backend_name_of
+from ..tensor import LoDTensor
+
+__all__ = ["from_dlpack", "dlpack", "dlpack_device", "dlpack_ragged"]
+
+# DLDeviceType codes (dlpack.h)
+_CPU, _CUDA, _CUDA_HOST = 1, 2, 3
+_KNOWN = ("numpy", "torch", "cupy")
+
+
+def dlpack(t, **kwargs):
+    """``t.__dlpack__(...)``: a capsule over the flat data (shared); keywords go to the data's own ``__dlpack__``.
+
+    Read-only data (e.g. loaded from a memory-mapped file) needs a consumer
+    that asks for DLPack >= 1.0 (``max_version=(1, 0)``, as NumPy 2 does), which
+    can flag it read-only.
+    """
+    data = t._require_data("__dlpack__()")
+    return data.__dlpack__(**kwargs)
+
+
+def dlpack_device(t):
+    """``t.__dlpack_device__()``: ``(device_type, device_id)`` of the flat data."""
+    return t._require_data("__dlpack_device__()").__dlpack_device__()
+
+
+def _offsets_capsule(offsets, kwargs):
+    max_version = kwargs.get("max_version")
+    if max_version is not None and tuple(max_version) >= (1, 0):
+        return offsets.__dlpack__(max_version=(1, 0))  # read-only flag: the LoD's frozen memory, shared
+    return offsets.copy().__dlpack__()  # a pre-1.0 consumer cannot be told "read-only": a small copy
+
+
+def dlpack_ragged(t, **kwargs):
+    """``t.__dlpack_ragged__(...)``: ``(values_capsule, (offsets_capsule, ...))`` (the ragged convention).
+
+    The values capsule is the data's (shared); each offsets capsule is one
+    int64 host level, outermost first (shared with ``max_version >= (1, 0)``,
+    else a small copy).
+    """
+    values = dlpack(t, **kwargs)
+    return values, tuple(_offsets_capsule(level, kwargs) for level in t.lod.levels)
+
+
+class _Producer:
+    """A capsule plus its device, presented as a DLPack producer (consumers want objects)."""
+
+    __slots__ = ("_capsule", "_device")
+
+    def __init__(self, capsule, device):
+        self._capsule, self._device = capsule, device
+
+    def __dlpack__(self, **kwargs):
+        capsule, self._capsule = self._capsule, None
+        if capsule is None:
+            raise BufferError("this DLPack capsule was consumed already")
+        return capsule
+
+    def __dlpack_device__(self):
+        return self._device
+
+
+def _device_type(obj):
+    try:
+        return int(obj.__dlpack_device__()[0])
+    except AttributeError:
+        return None
+
+
+def _import_data(obj):
+    """A backend array for the DLPack producer ``obj`` (shared): NumPy on the host, CuPy (or torch) on a GPU."""
+    if backend_name_of(obj) in _KNOWN:
+        return obj
+    if not hasattr(obj, "__dlpack__"):
+        raise TypeError(f"from_dlpack(): data must be a DLPack producer (has __dlpack__), got {type(obj).__name__}")
+    kind = _device_type(obj)
+    if kind in (_CPU, _CUDA_HOST):
+        return np.from_dlpack(obj)
+    if kind == _CUDA:
+        try:
+            import cupy  # noqa: PLC0415 - GPU data: cupy if present
+
+            return cupy.from_dlpack(obj)
+        except ImportError:
+            pass
+        try:
+            import torch  # noqa: PLC0415 - else torch, if present
+
+            return torch.from_dlpack(obj)
+        except ImportError:
+            raise ImportError(
+                "from_dlpack(): GPU data needs cupy or torch; install lodtensor[cuda] or lodtensor[torch]"
+            ) from None
+    raise ValueError(f"from_dlpack(): data on DLPack device type {kind} is not supported (CPU and CUDA are)")
+
+
+def _host_level(level, k):
+    """One level of offsets as host integers: lists and NumPy as they are, DLPack producers imported."""
+    if isinstance(level, (list, tuple, range, np.ndarray)):
+        return level
+    name = backend_name_of(level)
+    if name == "torch":
+        return level.detach().cpu().numpy()
+    if name == "cupy":
+        return level.get()
+    if hasattr(level, "__dlpack__"):
+        if _device_type(level) in (_CPU, _CUDA_HOST):
+            return np.from_dlpack(level)
+        data = _import_data(level)
+        return data.get() if backend_name_of(data) == "cupy" else data.cpu().numpy()
+    raise TypeError(
+        f"from_dlpack(): lod level {k} must be a list of ints or a DLPack array, got {type(level).__name__}"
+    )
+
+
+def from_dlpack(data, lod=None):
+    """A LoDTensor over any DLPack producer's memory (shared), with ``lod`` checked by the LoD gate.
+
+    Parameters
+    ----------
+    data : DLPack producer (has ``__dlpack__``)
+        NumPy, torch and CuPy arrays are kept as they are; other producers
+        are imported as NumPy on the host and CuPy (else torch) on a GPU.
+        A producer following the ragged convention (``__dlpack_ragged__``,
+        e.g. a LoDTensor) brings its lod along when ``lod`` is None.
+    lod : list of levels, optional
+        Each level a list of ints or a 1-D integer DLPack producer (GPU
+        offsets are copied to the host, where the LoD lives).
+
+    Raises
+    ------
+    TypeError
+        ``data`` is not a DLPack producer, or a level is neither ints nor an array.
+    LoDError
+        The offsets break a LoD rule or do not fit the data.
+    """
+    if lod is None and hasattr(data, "__dlpack_ragged__"):
+        device = data.__dlpack_device__()
+        values, levels = data.__dlpack_ragged__(max_version=(1, 0))
+        data = _Producer(values, device)
+        lod = [_Producer(level, (_CPU, 0)) for level in levels]
+    array = _import_data(data)
+    if lod is None:
+        return LoDTensor(array)
+    if isinstance(lod, (str, bytes)) or not hasattr(lod, "__iter__"):
+        raise TypeError(f"from_dlpack(): lod must be a list of levels, got {type(lod).__name__}")
+    return LoDTensor(array, [_host_level(level, k) for k, level in enumerate(lod)])

@@ -1,0 +1,176 @@
+"""save / load: one LoDTensor per Arrow IPC file, memory-mapped on load.
+
+The file is a standard Arrow IPC file (readable by any Arrow library) holding
+one record batch with one column, ``lodtensor``: the tensor's :func:`to_arrow`
+array. The schema metadata key ``lodtensor`` holds JSON describing what the
+column must be (format version, lod level, dtype, row shape, rows); loading
+checks the magic bytes, that metadata, the column type and every offsets level
+(through the LoD gate, and against a CRC-32 per level kept in the header)
+before the tensor exists, so a truncated, tampered or
+foreign file raises ValueError naming the file.
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> import lodtensor as lt
+>>> path = os.path.join(tempfile.mkdtemp(), "t.arrow")
+>>> lt.save(path, lt.LoDTensor(np.arange(6.0).reshape(3, 2), [[0, 1, 3]]))
+>>> t = lt.load(path)
+>>> t.lod(), t.shape(), t.data.flags.writeable
+([[0, 1, 3]], [3, 2], False)
+"""
+
+import json
+import os
+import zlib
+
+import numpy as np
+
+from ..tensor import LoDTensor
+from ._lazy import bad_file, require
+from .arrow import arrow_type_of, from_arrow, to_arrow
+
+__all__ = ["save", "load"]
+
+_MAGIC = b"ARROW1"
+_KEY = b"lodtensor"
+_COLUMN = "lodtensor"
+_FORMAT = "lodtensor.ipc"
+_VERSION = 1
+
+
+def save(path, t):
+    """Write ``t`` to ``path`` as an Arrow IPC file (uncompressed, so :func:`load` can map it).
+
+    The file is written next to ``path`` and renamed into place, so a reader
+    never sees half a file. Boolean data is stored bit-packed (Arrow's layout),
+    so loading it copies; every other dtype loads zero-copy.
+
+    Raises
+    ------
+    TypeError
+        ``t`` is not a LoDTensor, or has complex data.
+    ValueError
+        ``t`` holds no data, its lod does not fit it, or its data is on a GPU.
+    """
+    pa = require("pyarrow", "arrow", "save()")
+    if not isinstance(t, LoDTensor):
+        raise TypeError(f"save(): t must be a LoDTensor, got {type(t).__name__}")
+    arr = to_arrow(t)
+    meta = {
+        "format": _FORMAT,
+        "version": _VERSION,
+        "lod_level": t.lod_level,
+        "dtype": np.dtype(t.dtype).str,
+        "row_shape": [int(s) for s in t.shape()[1:]],
+        "num_rows": t.num_rows,
+        "lod_crc32": _checksums(t.lod.levels),
+    }
+    schema = pa.schema([pa.field(_COLUMN, arr.type, nullable=False)], metadata={_KEY: json.dumps(meta).encode()})
+    batch = pa.record_batch([arr], schema=schema)
+    path = os.fspath(path)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+            writer.write_batch(batch)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _checksums(levels):
+    """CRC-32 of each offsets level (int64 little-endian): a flipped offset that still forms a valid LoD is caught."""
+    return [zlib.crc32(np.ascontiguousarray(lv, dtype="<i8").data) for lv in levels]
+
+
+def _check_magic(path):
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        head = f.read(len(_MAGIC))
+        f.seek(max(0, size - len(_MAGIC)))
+        tail = f.read(len(_MAGIC))
+    if head != _MAGIC or tail != _MAGIC or size < 2 * len(_MAGIC) + 8:
+        got = "a truncated Arrow file" if head == _MAGIC else f"first bytes {head!r}"
+        raise ValueError(f"it does not start and end with the Arrow magic {_MAGIC!r} ({got}, {size} bytes)")
+
+
+def _metadata(schema):
+    raw = (schema.metadata or {}).get(_KEY)
+    if raw is None:
+        raise ValueError(f"its schema has no {_KEY.decode()!r} metadata: an Arrow file, but not one lt.save() wrote")
+    meta = json.loads(raw)
+    if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
+        raise ValueError(f"its {_KEY.decode()!r} metadata is not a lodtensor header: {raw[:80]!r}")
+    if meta.get("version") != _VERSION:
+        raise ValueError(f"format version {meta.get('version')!r}; this lodtensor reads version {_VERSION}")
+    level, rows, shape = meta.get("lod_level"), meta.get("num_rows"), meta.get("row_shape")
+    ints = [level, rows, *(shape if isinstance(shape, list) else [None])]
+    if not all(type(v) is int and v >= 0 for v in ints):
+        raise ValueError(f"bad header values lod_level={level!r}, num_rows={rows!r}, row_shape={shape!r}")
+    meta["dtype"] = np.dtype(str(meta.get("dtype")))
+    return meta
+
+
+def _read(source):
+    pa = require("pyarrow", "arrow", "load()")
+    reader = pa.ipc.open_file(source)
+    meta = _metadata(reader.schema)
+    if reader.num_record_batches != 1 or reader.schema.names != [_COLUMN]:
+        raise ValueError(
+            f"expected one record batch with one column {_COLUMN!r}, got {reader.num_record_batches} "
+            f"batch(es) of columns {reader.schema.names}"
+        )
+    dtype, shape = meta["dtype"], meta["row_shape"]
+    model = LoDTensor(np.empty((0, *shape), dtype=dtype))
+    expected = arrow_type_of(model)
+    for _ in range(meta["lod_level"]):
+        expected = pa.large_list(expected)
+    column = reader.get_batch(0).column(0)
+    if column.type != expected:
+        raise ValueError(f"the column has Arrow type {column.type}, but the header says {expected}")
+    # offsets are copied into frozen memory (small): another process writing the mapped file
+    # can then change values but never make the checked LoD invalid
+    t = from_arrow(column, _copy_offsets=True)
+    if _checksums(t.lod.levels) != meta.get("lod_crc32"):
+        raise ValueError("the lod offsets do not match the checksums in the header (the file was altered)")
+    if t.lod_level != meta["lod_level"] or t.num_rows != meta["num_rows"] or t.dtype != dtype:
+        raise ValueError(
+            f"the column holds lod_level={t.lod_level}, {t.num_rows} rows of {t.dtype}; the header says "
+            f"lod_level={meta['lod_level']}, {meta['num_rows']} rows of {dtype}"
+        )
+    return t
+
+
+def load(path, mmap=True):
+    """Read a LoDTensor that :func:`save` wrote; memory-mapped and zero-copy by default.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    mmap : bool
+        True (default): the data is a read-only view of the mapped file (pages
+        load on first touch, so opening costs O(levels + offsets), not O(file)).
+        The offsets are copied into private memory and validated, so a process
+        writing the file later can change values but never the checked LoD.
+        False: the whole file is read into memory first.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        Not an Arrow file, not one ``save`` wrote, truncated, or tampered
+        with (bad header, type, or offsets); the message names the file.
+    """
+    pa = require("pyarrow", "arrow", "load()")
+    name = os.fspath(path)
+    try:
+        _check_magic(name)
+        if mmap:
+            source = pa.memory_map(name, "r")
+        else:
+            with open(name, "rb") as f:
+                source = pa.BufferReader(f.read())
+        return _read(source)
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as err:
+        raise bad_file("load()", name, err, "lodtensor (lt.save)") from None

@@ -1,0 +1,323 @@
+"""torch: jagged nested tensors, PackedSequence, EmbeddingBag and varlen-attention inputs.
+
+A one-level LoD is exactly the offsets of a ``layout=torch.jagged`` nested
+tensor, the bag starts of ``nn.EmbeddingBag`` and the ``cu_seqlens`` of varlen
+attention kernels; a PackedSequence is the same rows reordered time-major.
+
+>>> import torch
+>>> import lodtensor as lt
+>>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+>>> njt = t.to_nested_jagged()
+>>> njt.layout, njt.offsets().tolist()
+(torch.jagged, [0, 2, 5])
+>>> lt.from_torch(njt).lod()
+[[0, 2, 5]]
+"""
+
+import warnings
+
+import numpy as np
+
+from ..backend import backend_name_of
+from ..lod import LoD
+from ..tensor import LoDTensor
+from ._lazy import require
+
+__all__ = [
+    "from_torch",
+    "to_nested_jagged",
+    "to_packed_sequence",
+    "from_packed_sequence",
+    "embedding_bag_inputs",
+    "cu_seqlens",
+]
+
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def _torch(what):
+    return require("torch", "torch", what)
+
+
+def _host_view(torch, offsets):
+    """A torch int64 CPU tensor viewing frozen host offsets (shared, never written by lodtensor)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "not writable": the LoD's memory is read-only by design
+        return torch.from_numpy(offsets)
+
+
+def _offsets_on(torch, offsets, device):
+    """The offsets as a torch int64 tensor on ``device``: shared on the CPU, a small copy on a GPU."""
+    host = _host_view(torch, offsets)
+    return host if device.type == "cpu" else host.to(device)
+
+
+def _torch_data(t, what):
+    """The data as a torch tensor: torch data as is, host NumPy data shared (read-only data copied)."""
+    data = t._check_fits(what)
+    if backend_name_of(data) == "torch":
+        return data
+    return t.to_torch().data
+
+
+# -- jagged nested tensors -------------------------------------------------------------------
+def to_nested_jagged(t):
+    """A ``layout=torch.jagged`` nested tensor whose values and offsets are this tensor's buffers.
+
+    The values are ``t.data`` (a torch tensor sharing NumPy data; autograd kept
+    for torch data) and the offsets view the LoD's own memory on the CPU (a
+    small copy on a GPU). Do not write into ``njt.offsets()``: it is the LoD's
+    frozen memory. Components have shape ``(length, *row_shape)``.
+
+    Raises
+    ------
+    ValueError
+        ``lod_level != 1`` (a jagged tensor has one ragged dim).
+    """
+    torch = _torch("to_nested_jagged()")
+    if t.lod_level != 1:
+        raise ValueError(
+            f"to_nested_jagged(): a jagged nested tensor has one ragged dim, so the tensor needs "
+            f"lod_level 1, got {t.lod_level}; drop levels first (e.g. t.lod.drop_level) or use t.to_nested(level)"
+        )
+    values = _torch_data(t, "to_nested_jagged()")
+    offsets = _offsets_on(torch, t.lod.levels[0], values.device)
+    cache = t.lod._cached()  # the LoD is immutable: its shortest and longest lengths are kept with it
+    bounds = cache.get("interop.seqlen_bounds")
+    if bounds is None:
+        lengths = t.lod.lengths(0)
+        bounds = cache["interop.seqlen_bounds"] = (int(lengths.min()), int(lengths.max()))
+    return torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=bounds[0], max_seqlen=bounds[1])
+
+
+def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):
+    """A LoDTensor whose data is the torch tensor ``tensor`` (no copy; autograd kept).
+
+    ``tensor`` may also be a torch nested tensor ragged in its first component
+    dim: a jagged one becomes a one-level LoDTensor over its values buffer
+    (shared) and its offsets (shared when they came from
+    :meth:`LoDTensor.to_nested_jagged`, else copied once into the LoD's frozen
+    memory and checked); a strided one is concatenated into a new buffer.
+
+    Raises
+    ------
+    TypeError
+        ``tensor`` is not a torch tensor, or ``lod`` is given for a nested tensor.
+    ValueError
+        A jagged tensor with holes (``njt.lengths()`` set: its rows are not
+        contiguous, compact it first with ``torch.nested.nested_tensor_from_jagged(
+        torch.cat(njt.unbind()), ...)``), ragged in another dim, or an invalid lod.
+
+    >>> import torch
+    >>> t = from_torch(torch.arange(5.0), [[0, 2, 5]])
+    >>> t.lod(), t.data.dtype
+    ([[0, 2, 5]], torch.float32)
+    """
+    torch = _torch("from_torch()")
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"from_torch(): tensor must be a torch.Tensor, got {type(tensor).__name__}")
+    if getattr(tensor, "is_nested", False):
+        if lod is not None or recursive_sequence_lengths is not None:
+            raise TypeError("from_torch(): a nested tensor carries its own lod; do not pass lod")
+        return _from_torch_nested(tensor, torch)
+    return LoDTensor(tensor, lod, recursive_sequence_lengths=recursive_sequence_lengths)
+
+
+def _from_torch_nested(nt, torch):
+    if nt.layout == torch.jagged:
+        if nt._ragged_idx != 1:
+            raise ValueError(
+                f"from_torch(): only nested tensors ragged in the first component dim become a "
+                f"LoDTensor; this one is ragged in dim {nt._ragged_idx}"
+            )
+        if nt.lengths() is not None:
+            raise ValueError(
+                "from_torch(): this jagged tensor has holes (njt.lengths() is set, so its components "
+                "are not contiguous in values); a LoD has none. Compact it first: "
+                "torch.nested.as_nested_tensor(list(njt.unbind()), layout=torch.jagged)"
+            )
+        offsets = nt.offsets().detach()
+        if offsets.device.type != "cpu":
+            offsets = offsets.cpu()  # the LoD lives on the host: a small copy
+        values = nt.values()
+        # the gate: offsets from to_nested_jagged() are recognised by address (shared, O(1)),
+        # foreign ones are copied into frozen memory and checked
+        return LoDTensor(values, LoD([offsets.numpy()], num_rows=int(values.shape[0])))
+    parts = nt.unbind()
+    trailing = {tuple(p.shape[1:]) for p in parts}
+    if len(trailing) > 1 or any(p.dim() == 0 for p in parts):
+        raise ValueError(
+            f"from_torch(): the components must differ in their first dim only to form a "
+            f"LoDTensor, got trailing shapes {sorted(trailing)}"
+        )
+    lengths = [p.shape[0] for p in parts]
+    return LoDTensor(torch.cat(parts), recursive_sequence_lengths=[lengths])
+
+
+# -- PackedSequence --------------------------------------------------------------------------
+def _time_major_rows(lengths, order):
+    """For rows in sequence order, their position in the time-major packed layout.
+
+    ``order`` lists the sequences longest first; at step ``s`` the packed data
+    holds the first ``batch_sizes[s]`` of them, so the row at step ``s`` of the
+    sequence ranked ``r`` goes to ``start[s] + r``.
+    """
+    n = lengths.size
+    sorted_lengths = lengths[order]
+    longest = int(sorted_lengths[0]) if n else 0
+    # batch_sizes[s] = number of sequences longer than s
+    counts = np.bincount(sorted_lengths, minlength=longest + 1)
+    batch_sizes = n - np.cumsum(counts)[:longest]
+    start = np.zeros(longest, dtype=np.int64)
+    np.cumsum(batch_sizes[:-1], out=start[1:])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    seq = np.repeat(np.arange(n), lengths)
+    step = np.arange(offsets[-1]) - offsets[seq]
+    return start[step] + rank[seq], batch_sizes
+
+
+def to_packed_sequence(t, enforce_sorted=False):
+    """A ``torch.nn.utils.rnn.PackedSequence`` of the last level's sequences; a copy (time-major rows).
+
+    Equivalent to ``pack_sequence(list(sequences), enforce_sorted)`` built in one
+    gather, without a Python list of sequences. Autograd flows through for
+    torch data. Only the last lod level is used (outer levels are dropped).
+
+    Raises
+    ------
+    ValueError
+        An empty sequence (a PackedSequence cannot hold one), or, with
+        ``enforce_sorted=True``, lengths that are not non-increasing.
+    """
+    torch = _torch("to_packed_sequence()")
+    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
+
+    t._require_lod("to_packed_sequence()")
+    data = _torch_data(t, "to_packed_sequence()")
+    lengths = t.lod.absolute_offsets(-1)
+    lengths = np.diff(lengths)
+    if (lengths == 0).any():
+        j = int(np.flatnonzero(lengths == 0)[0])
+        raise ValueError(f"to_packed_sequence(): sequence {j} is empty; a PackedSequence needs length >= 1 each")
+    if enforce_sorted:
+        up = lengths[1:] > lengths[:-1]
+        if up.any():
+            j = int(np.flatnonzero(up)[0])
+            raise ValueError(
+                f"to_packed_sequence(enforce_sorted=True): lengths must be non-increasing, but "
+                f"lengths[{j}]={lengths[j]} < lengths[{j + 1}]={lengths[j + 1]}; pass enforce_sorted=False"
+            )
+        order = np.arange(lengths.size)
+    else:
+        order = np.argsort(-lengths, kind="stable")
+    dest, batch_sizes = _time_major_rows(lengths, order)
+    src = np.empty_like(dest)
+    src[dest] = np.arange(dest.size)
+    packed = data[torch.from_numpy(src).to(data.device)]
+    sorted_indices = unsorted_indices = None
+    if not enforce_sorted:
+        sorted_indices = torch.from_numpy(order).to(data.device)
+        unsorted_indices = torch.from_numpy(np.argsort(order)).to(data.device)
+    return PackedSequence(packed, torch.from_numpy(batch_sizes.astype(np.int64)), sorted_indices, unsorted_indices)
+
+
+def from_packed_sequence(ps):
+    """A one-level LoDTensor (torch data) from a ``PackedSequence``; a copy (rows back in sequence order).
+
+    Inverse of :func:`to_packed_sequence`: sequence ``i`` of the result is
+    ``unpack_sequence(ps)[i]``. The batch sizes and permutations are checked,
+    and the lod goes through the LoD gate.
+
+    Raises
+    ------
+    ValueError
+        Batch sizes that are not positive and non-increasing, that do not add
+        up to the rows, or indices that are not a permutation.
+    """
+    torch = _torch("from_packed_sequence()")
+    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
+
+    if not isinstance(ps, PackedSequence):
+        raise TypeError(f"from_packed_sequence(): ps must be a PackedSequence, got {type(ps).__name__}")
+    bs = ps.batch_sizes.detach().cpu().numpy().astype(np.int64)
+    rows = int(ps.data.shape[0])
+    if bs.ndim != 1 or bs.size == 0 or (bs < 1).any() or (bs[1:] > bs[:-1]).any() or int(bs.sum()) != rows:
+        raise ValueError(
+            f"from_packed_sequence(): batch_sizes must be positive, non-increasing and add up to the "
+            f"{rows} rows of ps.data, got {bs[:8].tolist()}{'...' if bs.size > 8 else ''} (sum {int(bs.sum())})"
+        )
+    n = int(bs[0])
+    # sorted_lengths[r] = number of steps in which sequence ranked r is present
+    sorted_lengths = np.bincount(bs, minlength=n + 1)[::-1].cumsum()[::-1][1:]
+    if ps.sorted_indices is None:
+        order = np.arange(n)
+    else:
+        order = ps.sorted_indices.detach().cpu().numpy().astype(np.int64)
+        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+            raise ValueError(f"from_packed_sequence(): sorted_indices must be a permutation of range({n})")
+    lengths = np.empty(n, dtype=np.int64)
+    lengths[order] = sorted_lengths
+    lod = LoD.from_lengths([lengths], num_rows=rows)
+    dest, _ = _time_major_rows(lengths, order)
+    data = ps.data[torch.from_numpy(dest).to(ps.data.device)]
+    return LoDTensor(data, lod)
+
+
+# -- EmbeddingBag and varlen attention -------------------------------------------------------
+def embedding_bag_inputs(t):
+    """``(input, offsets)`` torch tensors for ``nn.EmbeddingBag`` (``include_last_offset=False``).
+
+    ``input`` is the 1-D int64 data (shared when it already is int64 torch or
+    NumPy data), ``offsets`` the start of each last-level sequence in it (a
+    small copy, on the data's device). Empty sequences are empty bags.
+
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> ids, offsets = lt.LoDTensor(np.array([4, 1, 2]), [[0, 2, 2, 3]]).embedding_bag_inputs()
+    >>> ids.tolist(), offsets.tolist()
+    ([4, 1, 2], [0, 2, 2])
+    """
+    torch = _torch("embedding_bag_inputs()")
+    t._require_lod("embedding_bag_inputs()")
+    data = _torch_data(t, "embedding_bag_inputs()")
+    if data.dim() != 1 or data.is_floating_point() or data.is_complex() or data.dtype == torch.bool:
+        raise ValueError(
+            f"embedding_bag_inputs(): the data must be 1-D integer ids, got shape {tuple(data.shape)} of {data.dtype}"
+        )
+    if data.dtype != torch.int64:
+        data = data.long()  # EmbeddingBag wants int64 (or int32 offsets to match): a copy
+    starts = t.lod.absolute_offsets(-1)[:-1].copy()
+    return data, torch.from_numpy(starts).to(data.device)
+
+
+def cu_seqlens(t, level=-1):
+    """``(cu_seqlens, max_seqlen)`` for varlen attention kernels: ``level``'s offsets in data rows.
+
+    ``cu_seqlens`` is int32 (what flash-attention style kernels take) on the
+    data's device (a torch tensor for torch data, else a NumPy array);
+    ``max_seqlen`` is a Python int.
+
+    Raises
+    ------
+    ValueError
+        More rows than int32 can index.
+
+    >>> import lodtensor as lt
+    >>> cu, longest = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]]).cu_seqlens()
+    >>> cu.tolist(), cu.dtype, longest
+    ([0, 2, 5], dtype('int32'), 3)
+    """
+    t._require_lod("cu_seqlens()")
+    data = t._check_fits("cu_seqlens()")
+    offsets = t.lod.absolute_offsets(level)
+    if offsets[-1] > _INT32_MAX:
+        raise ValueError(f"cu_seqlens(): {int(offsets[-1])} rows do not fit int32 offsets (at most {_INT32_MAX})")
+    cu = offsets.astype(np.int32)
+    longest = int(np.diff(offsets).max())
+    if backend_name_of(data) == "torch":
+        torch = _torch("cu_seqlens()")
+        return torch.from_numpy(cu).to(data.device), longest
+    return t.backend.asarray(cu), longest

@@ -1,0 +1,181 @@
+"""Arrow: round trips, zero-copy claims, every accepted input kind, bad input."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lodtensor as lt
+from lodtensor.errors import LoDError
+from tests.strategies import lod_tensors
+
+pa = pytest.importorskip("pyarrow")
+
+DTYPES = ["float64", "float32", "float16", "int64", "int32", "int8", "uint8", "bool"]
+
+
+def _addr(buf):
+    return buf.address
+
+
+@given(t=lod_tensors(), dtype=st.sampled_from(DTYPES))
+def test_round_trip(t, dtype):
+    t = t.with_data(t.data.astype(dtype))
+    arr = t.to_arrow()
+    assert arr.to_pylist() == t.tolist()
+    back = lt.from_arrow(arr)
+    assert back.lod() == t.lod()
+    assert back.dtype == t.dtype and back.shape() == t.shape()
+    np.testing.assert_array_equal(back.data, t.data)
+
+
+@given(t=lod_tensors())
+def test_to_arrow_shares_values_and_offsets(t):
+    arr = t.to_arrow()
+    level = arr
+    for k, offsets in enumerate(t.lod.levels):
+        assert level.buffers()[1].address == offsets.__array_interface__["data"][0], k
+        level = level.values
+    while pa.types.is_fixed_size_list(level.type):
+        level = level.values
+    if t.num_rows:
+        assert level.buffers()[1].address == t.data.__array_interface__["data"][0]
+    back = lt.from_arrow(arr)
+    assert np.shares_memory(back.data, t.data) or t.num_rows == 0
+    for mine, theirs in zip(back.lod.levels, t.lod.levels):
+        assert np.shares_memory(mine, theirs)
+
+
+def test_from_arrow_shares_foreign_buffers():
+    arr = pa.array([[[1.0, 2.0], []], [[3.0, 4.0, 5.0]]], type=pa.large_list(pa.large_list(pa.float64())))
+    t = lt.from_arrow(arr)
+    assert t.tolist() == arr.to_pylist()
+    assert t.data.__array_interface__["data"][0] == arr.values.values.buffers()[1].address
+    assert t.lod.levels[0].__array_interface__["data"][0] == arr.buffers()[1].address
+    assert t.lod.levels[1].__array_interface__["data"][0] == arr.values.buffers()[1].address
+    assert not t.data.flags.writeable  # Arrow's memory: read-only
+
+
+def test_int32_list_offsets_are_widened():
+    arr = pa.array([[1, 2], [], [3]], type=pa.list_(pa.int64()))
+    t = lt.from_arrow(arr)
+    assert t.lod.levels[0].dtype == np.int64 and t.lod() == [[0, 2, 2, 3]]
+    assert np.shares_memory(t.data, np.frombuffer(arr.values.buffers()[1], np.int64))
+
+
+@given(t=lod_tensors(), data=st.data())
+def test_sliced_arrays(t, data):
+    arr = t.to_arrow()
+    n = len(arr)
+    start = data.draw(st.integers(0, n - 1))
+    stop = data.draw(st.integers(start + 1, n))
+    for view in (arr.slice(start, stop - start), arr.cast(_narrow(arr.type)).slice(start, stop - start)):
+        if any(level.size < 2 for level in t[start:stop].lod.levels):
+            # only empty outer lists: an inner level with no sequence, which no LoD may have
+            with pytest.raises(ValueError, match="holds no lists"):
+                lt.from_arrow(view)
+            continue
+        back = lt.from_arrow(view)
+        assert back.tolist() == t.tolist()[start:stop]
+
+
+def _narrow(typ):
+    if pa.types.is_large_list(typ):
+        return pa.list_(_narrow(typ.value_type))
+    return typ
+
+
+def test_fixed_size_trailing_dims():
+    data = np.arange(24, dtype=np.float32).reshape(6, 2, 2)
+    t = lt.LoDTensor(data, [[0, 4, 6]])
+    arr = t.to_arrow()
+    assert arr.type == pa.large_list(pa.list_(pa.list_(pa.float32(), 2), 2))
+    back = lt.from_arrow(arr)
+    assert back.shape() == [6, 2, 2] and np.shares_memory(back.data, data)
+    # a sliced fixed-size list array from Arrow directly
+    fsl = pa.FixedSizeListArray.from_arrays(pa.array(np.arange(12.0)), 3).slice(1, 2)
+    assert lt.from_arrow(fsl).data.tolist() == [[3.0, 4.0, 5.0], [6.0, 7.0, 8.0]]
+
+
+def test_chunked_table_and_dataset_columns():
+    t = lt.LoDTensor(np.arange(5), [[0, 2, 2, 5]])
+    chunked = pa.chunked_array([t.to_arrow().slice(0, 2), t.to_arrow().slice(2, 1)])
+    assert lt.from_arrow(chunked).tolist() == t.tolist()
+    single = pa.chunked_array([t.to_arrow()])
+    assert np.shares_memory(lt.from_arrow(single).data, t.data)
+    table = pa.table({"ids": t.to_arrow(), "label": pa.array([1, 2, 3])})
+    assert lt.from_arrow(table["ids"]).tolist() == t.tolist()
+    assert lt.from_arrow(table, column="label").tolist() == [1, 2, 3]
+    with pytest.raises(TypeError, match="column="):
+        lt.from_arrow(table)
+    with pytest.raises(KeyError, match="nope"):
+        lt.from_arrow(table, column="nope")
+    datasets = pytest.importorskip("datasets")
+    ds = datasets.Dataset(table)
+    assert lt.from_arrow(ds, column="ids").tolist() == t.tolist()
+    assert lt.from_arrow(ds.data["ids"]).lod() == t.lod()
+
+
+def test_plain_array_has_no_lod():
+    t = lt.from_arrow(pa.array([3, 1, 2]))
+    assert t.lod_level == 0 and t.tolist() == [3, 1, 2]
+
+
+def test_torch_data():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(5.0, requires_grad=True)
+    t = lt.from_torch(x, [[0, 2, 5]])
+    arr = t.to_arrow()
+    assert arr.to_pylist() == [[0.0, 1.0], [2.0, 3.0, 4.0]]
+    assert arr.values.buffers()[1].address == x.data_ptr()
+
+
+BAD = [
+    ("null-outer", pa.array([[1], None]), ValueError, r"list level 0 holds 1 null\(s\), first at index 1"),
+    ("null-inner", pa.array([[[1], None]]), ValueError, r"list level 1 holds 1 null"),
+    ("null-value", pa.array([[1, None]]), ValueError, r"values holds 1 null"),
+    ("strings", pa.array([["a"]]), TypeError, r"must be numbers or booleans.*string"),
+    ("struct", pa.array([[{"x": 1}]]), TypeError, r"struct"),
+    ("not-arrow", [[1, 2]], TypeError, r"expected a pyarrow Array"),
+    (
+        "decreasing",
+        pa.LargeListArray.from_buffers(
+            pa.large_list(pa.int64()),
+            2,
+            [None, pa.py_buffer(np.array([0, 3, 2], np.int64))],
+            children=[pa.array([1, 2, 3])],
+        ),
+        ValueError,
+        r"runs from|non-decreasing",
+    ),
+    (
+        "negative",
+        pa.LargeListArray.from_buffers(
+            pa.large_list(pa.int64()),
+            2,
+            [None, pa.py_buffer(np.array([0, -1, 2], np.int64))],
+            children=[pa.array([1, 2])],
+        ),
+        LoDError,
+        r"non-decreasing",
+    ),
+]
+
+
+@pytest.mark.parametrize("obj,exc,match", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_input(obj, exc, match):
+    with pytest.raises(exc, match=match):
+        lt.from_arrow(obj)
+
+
+def test_gpu_like_and_complex_data_raise():
+    with pytest.raises(TypeError, match="complex"):
+        lt.LoDTensor(np.ones(2, np.complex64), [[0, 2]]).to_arrow()
+
+
+def test_missing_pyarrow_names_the_extra(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    with pytest.raises(ImportError, match=r"lodtensor\[arrow\]"):
+        lt.LoDTensor(np.arange(2), [[0, 2]]).to_arrow()

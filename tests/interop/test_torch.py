@@ -1,0 +1,189 @@
+"""torch: jagged nested tensors, PackedSequence, EmbeddingBag, varlen attention; against real torch."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import lodtensor as lt
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+rnn = torch.nn.utils.rnn
+
+DTYPES = ["float32", "float64", "int64", "int32"]
+
+
+def _one_level(lengths, row_shape=(), dtype="float32", backend="numpy"):
+    rows = int(sum(lengths))
+    data = np.arange(rows * int(np.prod(row_shape)), dtype=dtype).reshape((rows, *row_shape))
+    if backend == "torch":
+        data = torch.from_numpy(data)
+    return lt.LoDTensor(data, recursive_sequence_lengths=[list(lengths)])
+
+
+one_level = st.builds(
+    _one_level,
+    st.lists(st.integers(0, 5), min_size=1, max_size=10),
+    st.sampled_from([(), (3,), (2, 2)]),
+    st.sampled_from(DTYPES),
+    st.sampled_from(["numpy", "torch"]),
+)
+
+
+@given(t=one_level)
+def test_jagged_round_trip_shares_buffers(t):
+    njt = t.to_nested_jagged()
+    assert njt.layout == torch.jagged and njt.size(0) == len(t)
+    data = t.data if isinstance(t.data, torch.Tensor) else torch.from_numpy(t.data)
+    if t.num_rows:
+        assert njt.values().data_ptr() == data.data_ptr()
+    assert njt.offsets().data_ptr() == t.lod.levels[0].__array_interface__["data"][0]
+    for got, want in zip(njt.unbind(), t.unbind()):
+        want = want.data if isinstance(want.data, torch.Tensor) else torch.from_numpy(want.data)
+        assert torch.equal(got, want)
+    back = lt.from_torch(njt)
+    assert back.lod() == t.lod() and back.shape() == t.shape()
+    assert back.data.data_ptr() == njt.values().data_ptr() or t.num_rows == 0
+
+
+def test_from_torch_recognises_its_own_offsets_in_o1():
+    t = _one_level([3] * 200)
+    back = lt.from_torch(t.to_nested_jagged())
+    assert back.lod.levels[0].__array_interface__["data"][0] == t.lod.levels[0].__array_interface__["data"][0]
+
+
+def test_from_torch_foreign_njt():
+    parts = [torch.randn(2, 3), torch.randn(0, 3), torch.randn(4, 3)]
+    njt = torch.nested.as_nested_tensor(parts, layout=torch.jagged)
+    t = lt.from_torch(njt)
+    assert t.lod() == [[0, 2, 2, 6]]
+    assert t.data.data_ptr() == njt.values().data_ptr()
+    assert torch.equal(t.data, torch.cat(parts))
+    # the LoD owns a checked copy of foreign offsets: writing torch's offsets cannot reach it
+    njt.offsets()[1] = 5
+    assert t.lod() == [[0, 2, 2, 6]]
+
+
+def test_autograd_through_jagged():
+    x = torch.arange(6.0, requires_grad=True)
+    t = lt.from_torch(x, [[0, 2, 6]])
+    njt = t.to_nested_jagged()
+    (njt.values() * 2).sum().backward()
+    assert x.grad.tolist() == [2.0] * 6
+
+
+def test_holes_raise():
+    values = torch.arange(10.0)
+    njt = torch.nested.nested_tensor_from_jagged(values, torch.tensor([0, 3, 6]), lengths=torch.tensor([2, 3]))
+    with pytest.raises(ValueError, match="holes"):
+        lt.from_torch(njt)
+
+
+def test_bad_jagged_calls():
+    t = lt.LoDTensor(np.arange(4.0), [[0, 1, 2], [0, 1, 4]])
+    with pytest.raises(ValueError, match="lod_level 1, got 2"):
+        t.to_nested_jagged()
+    with pytest.raises(TypeError, match="do not pass lod"):
+        lt.from_torch(_one_level([1, 2]).to_nested_jagged(), [[0, 3]])
+    with pytest.raises(TypeError, match="must be a torch.Tensor"):
+        lt.from_torch(np.zeros(3))
+
+
+# -- PackedSequence --------------------------------------------------------------------------
+lengths_pos = st.lists(st.integers(1, 6), min_size=1, max_size=8)
+
+
+@given(lengths=lengths_pos, enforce=st.booleans())
+def test_packed_sequence_matches_torch(lengths, enforce):
+    if enforce:
+        lengths = sorted(lengths, reverse=True)
+    t = _one_level(lengths, (2,), "float64")
+    ps = t.to_packed_sequence(enforce_sorted=enforce)
+    seqs = [torch.from_numpy(s.data) for s in t.unbind()]
+    ref = rnn.pack_sequence(seqs, enforce_sorted=enforce)
+    assert torch.equal(ps.batch_sizes, ref.batch_sizes)
+    if len(set(lengths)) == len(lengths) or enforce:  # no ties: torch's order is the only one
+        assert torch.equal(ps.data, ref.data)
+        if not enforce:
+            assert torch.equal(ps.sorted_indices, ref.sorted_indices)
+    for got, want in zip(rnn.unpack_sequence(ps), seqs):
+        assert torch.equal(got, want)
+    back = lt.from_packed_sequence(ps)
+    assert back.lod() == t.lod() and torch.equal(back.data, torch.from_numpy(t.data))
+    assert lt.from_packed_sequence(ref).lod() == t.lod()
+
+
+def test_packed_lstm_equals_per_sequence():
+    torch.manual_seed(0)
+    lengths = [3, 0 + 1, 5, 2, 5]
+    t = lt.from_torch(torch.randn(sum(lengths), 4, requires_grad=True), recursive_sequence_lengths=[lengths])
+    lstm = nn.LSTM(4, 3, batch_first=True)
+    out, (h, _) = lstm(t.to_packed_sequence())
+    for i, seq in enumerate(t.unbind()):
+        o1, (h1, _) = lstm(seq.data[None])
+        torch.testing.assert_close(h[:, i], h1[:, 0])
+        torch.testing.assert_close(lt.from_packed_sequence(out)[i].data, o1[0])
+    h.sum().backward()
+    assert t.data.grad is not None and t.data.grad.shape == (sum(lengths), 4)
+
+
+def test_packed_sequence_bad_input():
+    with pytest.raises(ValueError, match="sequence 1 is empty"):
+        _one_level([2, 0, 1]).to_packed_sequence()
+    with pytest.raises(ValueError, match=r"non-increasing, but lengths\[0\]=1 < lengths\[1\]=2"):
+        _one_level([1, 2]).to_packed_sequence(enforce_sorted=True)
+    bad = rnn.PackedSequence(torch.zeros(3), torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="batch_sizes must be positive, non-increasing"):
+        lt.from_packed_sequence(bad)
+    with pytest.raises(TypeError, match="must be a PackedSequence"):
+        lt.from_packed_sequence(torch.zeros(3))
+
+
+# -- EmbeddingBag and attention --------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@given(lengths=st.lists(st.integers(0, 5), min_size=1, max_size=8), seed=st.integers(0, 2**16))
+def test_embedding_bag_matches_per_sequence(mode, lengths, seed):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, 10, size=sum(lengths))
+    t = lt.LoDTensor(ids, recursive_sequence_lengths=[lengths])
+    torch.manual_seed(seed)
+    bag = nn.EmbeddingBag(10, 4, mode=mode)
+    inp, offsets = t.embedding_bag_inputs()
+    assert inp.dtype == torch.int64
+    if ids.size:
+        assert inp.data_ptr() == ids.__array_interface__["data"][0]
+    out = bag(inp, offsets)
+    for i, seq in enumerate(t.unbind()):
+        rows = bag.weight[torch.from_numpy(seq.data)]
+        want = {"sum": rows.sum(0), "mean": rows.mean(0), "max": rows.max(0).values if len(rows) else None}[mode]
+        torch.testing.assert_close(out[i], want if len(rows) else torch.zeros(4))
+
+
+def test_embedding_bag_inputs_bad_data():
+    with pytest.raises(ValueError, match="1-D integer ids"):
+        lt.LoDTensor(np.ones(3), [[0, 3]]).embedding_bag_inputs()
+
+
+def test_sdpa_on_jagged_equals_per_sequence():
+    torch.manual_seed(1)
+    lengths = [3, 1, 6, 2]
+    heads, dim = 2, 4
+    t = lt.from_torch(torch.randn(sum(lengths), heads, dim), recursive_sequence_lengths=[lengths])
+    q = t.to_nested_jagged().transpose(1, 2)  # (B, heads, (j), dim)
+    out = torch.nn.functional.scaled_dot_product_attention(q, q, q).transpose(1, 2)
+    for got, seq in zip(out.unbind(), t.unbind()):
+        x = seq.data.transpose(0, 1)[None]
+        want = torch.nn.functional.scaled_dot_product_attention(x, x, x)[0].transpose(0, 1)
+        torch.testing.assert_close(got, want)
+
+
+def test_cu_seqlens():
+    t = lt.LoDTensor(np.arange(6.0), [[0, 1, 3], [0, 2, 2, 6]])
+    cu, longest = t.cu_seqlens()
+    assert cu.dtype == np.int32 and cu.tolist() == [0, 2, 2, 6] and longest == 4
+    cu0, longest0 = t.cu_seqlens(level=0)
+    assert cu0.tolist() == [0, 2, 6] and longest0 == 4
+    tt = t.to_torch()
+    cu_t, _ = tt.cu_seqlens()
+    assert isinstance(cu_t, torch.Tensor) and cu_t.dtype == torch.int32 and cu_t.tolist() == [0, 2, 2, 6]
