@@ -33,11 +33,12 @@ from torch.utils.data import DataLoader
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+from hierarchical_text import HierarchicalAttention  # noqa: E402
+from preprocess_corpus import load_vocab, preprocess, write_raw_corpus  # noqa: E402
+
 import lodtensor as lt  # noqa: E402
 import lodtensor.distributed as ld  # noqa: E402
-from hierarchical_text import HierarchicalAttention  # noqa: E402
 from lodtensor.text import ParquetCorpus  # noqa: E402
-from preprocess_corpus import load_vocab, preprocess, write_raw_corpus  # noqa: E402
 
 SEED = 0
 EPOCHS = 8
@@ -73,7 +74,7 @@ def train(rank, world, init_file, shards, out_file):
                 optimizer.step()
                 steps += 1
         if rank == 0:
-            print(f"  [{world} rank(s)] epoch {epoch}: {steps} steps on rank 0, last loss {loss.item():.3f}", flush=True)
+            print(f"  [{world} rank(s)] epoch {epoch}: {steps} steps on rank 0, loss {loss.item():.3f}", flush=True)
     elapsed = time.perf_counter() - start
 
     # evaluation: each rank predicts its test shards; all_gather the variable-length tables
