@@ -6,8 +6,6 @@ import sys
 
 import pytest
 
-import lodtensor
-
 EXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "examples").glob("*.py"))
 # multi-process and cluster examples: `make test-slow`
 SLOW = {"preprocess_corpus.py", "ddp_hierarchical_text.py"}
@@ -15,8 +13,6 @@ SLOW = {"preprocess_corpus.py", "ddp_hierarchical_text.py"}
 
 def _param(path):
     marks = [pytest.mark.slow] if path.name in SLOW else []
-    if path.name in SLOW and not hasattr(lodtensor, "read_parquet"):  # until issue #10 lands here
-        marks.append(pytest.mark.skip(reason="needs lodtensor.read_parquet (issue #10)"))
     return pytest.param(path, marks=marks, id=path.name)
 
 

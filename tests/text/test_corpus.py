@@ -11,8 +11,6 @@ import lodtensor as lt
 from lodtensor.text import ParquetCorpus
 
 pytest.importorskip("pyarrow")
-if not hasattr(lt, "read_parquet"):
-    pytest.skip("lodtensor.read_parquet (issue #10) is not on this branch yet", allow_module_level=True)
 
 
 def make_docs(rng, n_docs, max_sentences=4, max_words=6):
