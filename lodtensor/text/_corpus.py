@@ -55,9 +55,11 @@ class _ParquetCorpus:
     shuffle : bool
         Shuffle the file order every epoch (the same on every rank for ``seed``).
     seed : int
-    docs_per_read : int
-        Documents per Parquet record batch read at once; several batches' worth
-        reads fastest (a batch spanning two record batches is copied).
+    docs_per_read : int, optional
+        Documents per Parquet record batch read at once. Default: about four
+        batches' worth (from the file's metadata: rows per document), at least
+        1024. Several batches per read is fastest (a batch that spans two record
+        batches is copied); memory grows with it.
     prefetch : bool
         Decode the next record batch in a background thread while the current
         one is cut into batches (pyarrow releases the GIL while it decodes).
@@ -83,7 +85,7 @@ class _ParquetCorpus:
         rank=None,
         shuffle=False,
         seed=0,
-        docs_per_read=1024,
+        docs_per_read=None,
         prefetch=True,
     ):
         name = "ParquetCorpus()"
@@ -95,7 +97,7 @@ class _ParquetCorpus:
         self.column = column
         self.with_columns = tuple(with_columns)
         self.batch_tokens = _positive(batch_tokens, "batch_tokens", name)
-        self.docs_per_read = _positive(docs_per_read, "docs_per_read", name)
+        self.docs_per_read = None if docs_per_read is None else _positive(docs_per_read, "docs_per_read", name)
         self.num_replicas, self.rank = _world(num_replicas, rank, name)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
@@ -133,7 +135,7 @@ class _ParquetCorpus:
         records = (
             (path, record)
             for path in files
-            for record in read_parquet(path, columns=columns, batch_size=self.docs_per_read)
+            for record in read_parquet(path, columns=columns, batch_size=self._read_size(path))
         )
         if self.prefetch:
             records = _read_ahead(records)
@@ -185,11 +187,42 @@ class _ParquetCorpus:
         if pending:
             yield _emit(_join(pending))
 
+    def _read_size(self, path):
+        """Documents per record batch for ``path``: ``docs_per_read``, or ~4 batches' worth (>= 1024)."""
+        if self.docs_per_read is not None:
+            return self.docs_per_read
+        rows_per_doc = _rows_per_document(path, self.column)
+        if not rows_per_doc:
+            return _MIN_READ
+        return int(min(max(_MIN_READ, 4 * self.batch_tokens / rows_per_doc), _MAX_READ))
+
     def __repr__(self):
         return (
             f"ParquetCorpus({len(self.files)} file(s), column={self.column!r}, batch_tokens={self.batch_tokens}, "
             f"rank={self.rank} of {self.num_replicas})"
         )
+
+
+_MIN_READ, _MAX_READ = 1024, 1 << 20
+
+
+def _rows_per_document(path, column):
+    """Mean leaf values per row of ``column`` from the Parquet footer (no data read); None if unknown.
+
+    A broken footer gives None here: the read that follows reports the file.
+    """
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        schema = meta.schema
+        leaf = [j for j in range(len(schema)) if schema.column(j).path.split(".")[0] == column]
+        if len(leaf) != 1 or meta.num_rows == 0:
+            return None
+        values = sum(meta.row_group(g).column(leaf[0]).num_values for g in range(meta.num_row_groups))
+        return values / meta.num_rows
+    except Exception:  # noqa: BLE001 - only a hint; read_parquet names the file if it is broken
+        return None
 
 
 def _emit(parts):

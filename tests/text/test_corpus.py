@@ -140,3 +140,13 @@ def test_bad_arguments(tmp_path):
         list(ParquetCorpus(tmp_path, "missing", 10))
     with pytest.raises(ValueError, match="'doc' .* is not a list column"):
         list(ParquetCorpus(tmp_path, "doc", 10))
+
+
+def test_default_read_size_is_a_few_batches_from_the_footer(tmp_path):
+    docs = [[[1, 2, 3], [4]], [[5, 6]]] * 100  # 3 words per document on average
+    (path,) = write_shards(tmp_path, docs, 1)
+    assert ParquetCorpus(path, "words", 4096)._read_size(path) == 4 * 4096 // 3
+    assert ParquetCorpus(path, "words", 30)._read_size(path) == 1024  # at least 1024 documents
+    assert ParquetCorpus(path, "words", 30, docs_per_read=7)._read_size(path) == 7
+    corpus = ParquetCorpus(path, "words", 30)
+    assert [i for t in corpus for i in t.data.tolist()] == [w for d in docs for s in d for w in s]
