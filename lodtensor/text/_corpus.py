@@ -63,7 +63,9 @@ class _ParquetCorpus:
     prefetch : bool
         Decode the next record batch in a background thread while the current
         one is cut into batches (pyarrow releases the GIL while it decodes).
-        Memory then holds two record batches.
+        Memory then holds two record batches. Off by default: pyarrow already
+        decodes on its own threads, and on a busy 2-core machine the extra
+        thread made an epoch slower (bench/distributed.py).
 
     Raises
     ------
@@ -86,7 +88,7 @@ class _ParquetCorpus:
         shuffle=False,
         seed=0,
         docs_per_read=None,
-        prefetch=True,
+        prefetch=False,
     ):
         name = "ParquetCorpus()"
         if not isinstance(column, str):
