@@ -5,13 +5,11 @@ bytes) so that gathers and scatters move whole rows with one index lookup each
 instead of one per element.
 """
 
-import threading
-import weakref
-
 import numpy as np
 
-from .._cache import ByteLRU, nbytes_of
 from ._base import Backend
+from ._np_chunks import chunk_reduce, identity_of
+from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
 from ._threads import get_num_threads, pool
 
 __all__ = ["NumpyBackend"]
@@ -19,6 +17,9 @@ __all__ = ["NumpyBackend"]
 _INT64 = np.dtype(np.int64)
 # Max and min over rows of at least this many elements go by blocks, not reduceat (measured crossover).
 _WIDE_ROW = 16
+# reduceat serves rows of fewer elements than this when the mean sequence has this many rows or more.
+_REDUCEAT_COLUMNS = 8
+_REDUCEAT_LENGTH = 16
 # Those blocks gather about this many bytes of rows at a time (the scratch buffer stays in L2).
 _BLOCK_BYTES = 1 << 20
 # Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
@@ -43,34 +44,6 @@ def _scipy_sparse():
         except ImportError:
             _SPARSE = False
     return _SPARSE or None
-
-
-# -- cached plans -------------------------------------------------------------------------------
-# (id(offsets or owner), key) -> (weak reference, snapshot of writable offsets or None, plan);
-# bounded by bytes, least recently used first out, and an entry goes when its array does.
-_PLANS = ByteLRU(256 << 20)
-
-
-def _cached_plan(offsets, key, build, owner=None):
-    """``build()``, cached for ``offsets`` (or for ``owner``, the object they are a view of).
-
-    A LoD's offset arrays are frozen and live as long as it does, so a plan
-    made for one serves every later call on the same LoD. A writable array
-    may change in place: its plan is reused only while its values are those
-    the plan was made from (one comparison, far cheaper than a plan).
-    """
-    holder = offsets if owner is None else owner
-    slot = (id(holder), key)
-    entry = _PLANS.get(slot)
-    if entry is not None and entry[0]() is holder:
-        if entry[1] is None or np.array_equal(entry[1], offsets):
-            return entry[2]
-    plan = build()
-    frozen = owner is None and not offsets.flags.writeable
-    snapshot = None if frozen else offsets.copy()
-    ref = weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot))
-    _PLANS.put(slot, (ref, snapshot, plan), nbytes_of(plan) + nbytes_of(snapshot))
-    return plan
 
 
 def _block_plan(offsets, row_bytes, exact=False):
@@ -109,39 +82,6 @@ def _block_plan(offsets, row_bytes, exact=False):
         a = b
     index = np.concatenate(parts) if parts else np.zeros(0, dtype=_INT64)
     return order, m, blocks, singles, index
-
-
-# -- per-thread scratch buffers -----------------------------------------------------------------
-_SCRATCH = threading.local()
-_SCRATCH_KEPT_BYTES = 8 << 20  # larger scratch is allocated per call and not kept
-
-
-def _scratch(name, shape, dtype):
-    """An uninitialised array for this thread's own use, reused between calls.
-
-    Fresh memory costs page faults on first touch (about 0.2 ms per MiB on the
-    2-core benchmark machine, as much as the work it holds); blocks of a
-    kernel reuse one buffer per thread instead.
-    """
-    dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    store = getattr(_SCRATCH, name, None)
-    if store is None or store.nbytes < nbytes:
-        store = np.empty(max(nbytes, 1), dtype=np.uint8)
-        if nbytes <= _SCRATCH_KEPT_BYTES:
-            setattr(_SCRATCH, name, store)
-    return store[:nbytes].view(dtype).reshape(shape)
-
-
-def _as_rows(a):
-    """View a C-contiguous array as a 1-D array of row items (no copy)."""
-    if a.ndim == 1 or a.dtype.hasobject:
-        return a
-    row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:]))
-    if row_bytes == 0:
-        return None
-    row_items = row_bytes // a.dtype.itemsize
-    return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
 
 
 def _split_bounds(offsets, nbytes, min_bytes=None):
@@ -281,23 +221,31 @@ class NumpyBackend(Backend):
     def _reduceat(self, ufunc, data, offsets, fill, *, owner=None):
         """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.
 
-        ``ufunc.reduceat`` pays one inner-loop call per (sequence, column), so
-        it is fast only for narrow rows; wide rows go to :meth:`_reduce_blocks`.
-        ``owner`` is the object ``offsets`` views, if any (it keys the plan cache).
+        ``ufunc.reduceat`` walks the data once per column (one inner-loop call per
+        sequence and column), so it serves single values and a few columns of long
+        sequences; rows of ints and floats otherwise go by chunks in data order
+        (:func:`._np_chunks.chunk_reduce`), other dtypes by sorted blocks
+        (:meth:`_reduce_blocks`). ``owner`` is the object ``offsets`` views, if
+        any (it keys the plan cache).
         """
         lengths = np.diff(offsets)
         n = lengths.size
         nonempty = lengths > 0
-        all_nonempty = bool(nonempty.all())
+        count = int(np.count_nonzero(nonempty))
         row_size = int(np.prod(data.shape[1:], dtype=np.int64))
-        if row_size < _WIDE_ROW and all_nonempty and data.shape[0]:
-            return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
-        if data.shape[0] == 0 or not nonempty.any():
+        if data.shape[0] == 0 or count == 0:
             return np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
-        if row_size < _WIDE_ROW:
+        chunks = identity_of(ufunc, data.dtype) is not None
+        # measured: reduceat wins for one column, and for under 8 columns of sequences of 16+ rows
+        narrow = row_size == 1 or (row_size < _REDUCEAT_COLUMNS and data.shape[0] >= _REDUCEAT_LENGTH * count)
+        if narrow or (row_size < _WIDE_ROW and not chunks):
+            if count == n:
+                return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
             out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
+        if chunks:
+            return chunk_reduce(ufunc, np.ascontiguousarray(data), offsets, fill, owner)
         return self._reduce_blocks(ufunc, data, offsets, fill, owner)
 
     def _reduce_blocks(self, ufunc, data, offsets, fill, owner=None):
