@@ -613,6 +613,13 @@ def _rebuild(buffer, sizes, layout):
     if flat.size and flat.min() < 0:
         raise ValueError(f"unpickling a NestedTensor: sizes must be >= 0, got {flat.min()}")
     numel = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
+    spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]
+    if spans and max(spans) >= 2**59:  # no array of any dtype (up to 16 bytes) can have such a shape
+        i = spans.index(max(spans))
+        raise ValueError(
+            f"unpickling a NestedTensor: component {i} has shape {tuple(flat[i].tolist())}, "
+            "larger than any array can be"
+        )
     if sum(numel) != int(buffer.shape[0]):
         raise ValueError(
             f"unpickling a NestedTensor: the sizes hold {sum(numel)} elements, the buffer {int(buffer.shape[0])}"

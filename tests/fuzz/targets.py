@@ -326,5 +326,11 @@ def nested_pickles(data):
         comps = out.unbind()
         total = sum(int(np.prod(tuple(c.shape))) for c in comps)
         assert total == int(out.values().shape[0]) if out.values().ndim == 1 else True
-        out.to_padded_tensor(0.0)
+        try:  # valid sizes can still ask for more padded memory than the machine has
+            out.to_padded_tensor(0.0)
+        except MemoryError:
+            pass
+        except RuntimeError as err:
+            if "allocate" not in str(err):
+                raise
 __all__ = ["TARGETS", "to_offsets"]
