@@ -74,6 +74,18 @@ class _ParquetCorpus:
     ValueError
         Bad arguments or no Parquet file under ``path``; while iterating, a
         corrupt file (the message names it).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import lodtensor as lt
+    >>> from lodtensor.text import ParquetCorpus
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.parquet")
+    >>> words = lt.from_nested_list([[[1, 2], [3]], [[4, 5, 6]], [[7]]], lod_level=2)
+    >>> lt.write_parquet(path, {"words": words})
+    >>> corpus = ParquetCorpus(path, "words", batch_tokens=4, num_replicas=1, rank=0)
+    >>> [batch.tolist() for batch in corpus]
+    [[[[1, 2], [3]]], [[[4, 5, 6]], [[7]]]]
     """
 
     def __init__(
