@@ -155,10 +155,18 @@ def _offsets_numpy(pa, arr):
 def _unwrap(pa, obj, column, where):
     """``obj`` as one ``pyarrow.Array`` (joining chunks: a copy), with the container's name."""
     ds = loaded("datasets")
+    if ds is not None and isinstance(obj, ds.arrow_dataset.Column) and isinstance(obj.source, ds.Dataset):
+        if column is not None:
+            raise TypeError(f"{where}: {obj.column_name!r} is one column already; do not pass column=")
+        obj, column = obj.source, obj.column_name  # ds["name"]
     if ds is not None and isinstance(obj, ds.Dataset):
         if column is None:
             raise TypeError(f"{where}: pass column= to pick one of the Dataset's columns {obj.column_names}")
-        obj = obj.data.table
+        if column not in obj.column_names:
+            raise KeyError(f"{where}: no column {column!r}; the columns are {obj.column_names}")
+        # the Arrow view honours select()/shuffle() (an indices mapping: then a gather, a copy);
+        # without one it is the dataset's own buffers
+        obj, column = obj.with_format("arrow")[column], None
     if isinstance(obj, (pa.Table, pa.RecordBatch)):
         if column is None:
             if obj.num_columns != 1:
@@ -232,9 +240,11 @@ def from_arrow(obj, *, column=None, _copy_offsets=False):
 
     Parameters
     ----------
-    obj : pyarrow Array, ChunkedArray, Table, RecordBatch or ``datasets.Dataset``
+    obj : pyarrow Array, ChunkedArray, Table, RecordBatch, ``datasets.Dataset`` or its column
         A ChunkedArray of several chunks is joined first (one copy); a Table,
-        RecordBatch or Dataset needs ``column`` unless it has one column.
+        RecordBatch or Dataset needs ``column`` unless it has one column; a
+        Dataset column ``ds["name"]`` works as is. A Dataset after
+        ``select``/``shuffle`` is gathered in its order (a copy).
         Sliced arrays (non-zero offset) are fine. A non-list array gives a
         tensor with no lod.
     column : str or int, optional
