@@ -53,19 +53,8 @@ class TestFromNestedList:
             ("abc", {}, TypeError, "must be a \\(nested\\) list"),
             ([[1]], {"lod_level": -1}, ValueError, "lod_level must be >= 0"),
         ],
-        ids=[
-            "depth1",
-            "depth2",
-            "too-deep",
-            "ragged-rows",
-            "strings",
-            "none",
-            "str-dtype",
-            "bad-dtype",
-            "empty",
-            "not-list",
-            "negative-level",
-        ],
+        ids=["depth1", "depth2", "too-deep", "ragged-rows", "strings", "none", "str-dtype", "bad-dtype",
+             "empty", "not-list", "negative-level"],
     )
     def test_bad_input(self, nested, kwargs, exc, pattern):
         with pytest.raises(exc, match=pattern):

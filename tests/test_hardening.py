@@ -56,9 +56,8 @@ class _Crafted:
 
 
 def _crafted_tensor(data, levels, fits=True):
-    return pickle.dumps(
-        _Crafted((_rebuild, (lt.LoDTensor, data, _Crafted((_rebuild_lod, (levels,))), lt.CPUPlace(), fits)))
-    )
+    return pickle.dumps(_Crafted((_rebuild, (lt.LoDTensor, data, _Crafted((_rebuild_lod, (levels,))),
+                                             lt.CPUPlace(), fits))))
 
 
 def test_unpickling_validates_the_lod_and_ignores_a_stored_fits_flag():
@@ -91,8 +90,7 @@ def test_crafted_pickles_do_not_hang_or_crash():
 
 
 def test_bit_flipped_pickles_never_load_a_broken_lod():
-    out = run_isolated(
-        """
+    out = run_isolated("""
         import pickle, numpy as np, lodtensor as lt
         from tests.fuzz.oracle import check_tensor
         t = lt.from_nested_list([[[1.0, 2.0], [3.0]], [[4.0, 5.0, 6.0]], [[7.0], [], [8.0, 9.0]]])
@@ -112,9 +110,7 @@ def test_bit_flipped_pickles_never_load_a_broken_lod():
                     check_tensor(out, ops=False)
                     loaded += 1
         print(loaded, (len(blob) - 16) * 8)
-    """,
-        timeout=300,
-    )
+    """, timeout=300)
     loaded, total = map(int, out.split())
     assert 0 < loaded < total
 

@@ -55,11 +55,8 @@ def test_empty_lod():
         ([[0, 3, 2, 5]], LoDError, r"non-decreasing, but offsets\[1\]=3 > offsets\[2\]=2"),
         ([[0]], LoDError, r"at least 2 offsets"),
         ([[]], LoDError, r"at least 2 offsets"),
-        (
-            [[0, 1], [0, 2, 5]],
-            LoDError,
-            r"level 0 must end at the number of sequences in level 1 \(2\), got offsets\[-1\]=1",
-        ),
+        ([[0, 1], [0, 2, 5]], LoDError,
+         r"level 0 must end at the number of sequences in level 1 \(2\), got offsets\[-1\]=1"),
         ([[0, 2.0, 5]], TypeError, r"integer dtype .* got float64"),
         ([[0, True]], TypeError, r"booleans"),
         ([[0, [1], 2]], TypeError, r"ragged"),
@@ -68,20 +65,8 @@ def test_empty_lod():
         ("abc", TypeError, r"integer dtype|flat list|offset lists"),
         (5, TypeError, r"list of offset lists"),
     ],
-    ids=[
-        "not-zero",
-        "decreasing",
-        "one-entry",
-        "no-entry",
-        "level-mismatch",
-        "float",
-        "bool",
-        "ragged",
-        "2d-level",
-        "flat",
-        "string",
-        "int",
-    ],
+    ids=["not-zero", "decreasing", "one-entry", "no-entry", "level-mismatch", "float", "bool",
+         "ragged", "2d-level", "flat", "string", "int"],
 )
 def test_invalid_offsets(levels, exc, pattern):
     with pytest.raises(exc, match=pattern):

@@ -129,12 +129,7 @@ def test_reverse_slice_enumerate_reshape():
     assert sliced.lod() == [[0, 1, 1, 3]] and sliced.data.tolist() == [[2, 3], [6, 7], [8, 9]]
     ids = lt.LoDTensor(np.array([[1], [2], [3], [4], [5]]), [[0, 2, 2, 5]])
     assert S.sequence_enumerate(ids, 3, pad_value=-1).data.tolist() == [
-        [1, 2, -1],
-        [2, -1, -1],
-        [3, 4, 5],
-        [4, 5, -1],
-        [5, -1, -1],
-    ]
+        [1, 2, -1], [2, -1, -1], [3, 4, 5], [4, 5, -1], [5, -1, -1]]
     r = S.sequence_reshape(lt.LoDTensor(np.arange(12.0).reshape(6, 2), [[0, 2, 2, 6]]), 4)
     assert r.lod() == [[0, 1, 1, 3]] and r.data.shape == (3, 4)
     r1 = S.sequence_reshape(lt.LoDTensor(np.arange(12.0).reshape(6, 2), [[0, 2, 2, 6]]), 1)
@@ -175,76 +170,35 @@ def test_fluid_layers_has_every_op():
 
 BAD = [
     ("pool-type", lambda: S.sequence_pool(col(*X1), "median"), ValueError, "pool_type must be one of sum, average"),
-    (
-        "pool-no-lod",
-        lambda: S.sequence_pool(lt.LoDTensor(np.zeros(3)), "sum"),
-        ValueError,
-        "lod_level >= 1, got lod_level 0",
-    ),
+    ("pool-no-lod", lambda: S.sequence_pool(lt.LoDTensor(np.zeros(3)), "sum"), ValueError,
+     "lod_level >= 1, got lod_level 0"),
     ("pool-level", lambda: S.sequence_pool(col(*X1), "sum", level=3), IndexError, "level 3 is out of range"),
     ("pool-not-tensor", lambda: S.sequence_pool(np.zeros(3), "sum"), TypeError, "must be a LoDTensor, got ndarray"),
-    (
-        "concat-count",
-        lambda: S.sequence_concat([col(*X1), col([1.0, 2.0], [[0, 2]])]),
-        LoDError,
-        "input\\[1\\] has 1 sequences but input\\[0\\] has 3",
-    ),
+    ("concat-count", lambda: S.sequence_concat([col(*X1), col([1.0, 2.0], [[0, 2]])]), LoDError,
+     "input\\[1\\] has 1 sequences but input\\[0\\] has 3"),
     ("concat-empty", lambda: S.sequence_concat([]), TypeError, "non-empty list"),
-    (
-        "expand-count",
-        lambda: S.sequence_expand(col(*X1), col([1.0, 2.0], [[0, 1, 2]])),
-        LoDError,
-        "has 2 sequences but x has 3 sequences",
-    ),
+    ("expand-count", lambda: S.sequence_expand(col(*X1), col([1.0, 2.0], [[0, 1, 2]])), LoDError,
+     "has 2 sequences but x has 3 sequences"),
     ("expand-as-count", lambda: S.sequence_expand_as(np.zeros(2), col(*X1)), LoDError, "x has 2 rows but y's last"),
-    (
-        "slice-range",
-        lambda: S.sequence_slice(col(*X1), [1, 0, 2], [2, 0, 2]),
-        IndexError,
-        "sequence 0 has 2 rows, so offset\\[0\\]=1 and length\\[0\\]=2",
-    ),
-    (
-        "slice-count",
-        lambda: S.sequence_slice(col(*X1), [0], [1]),
-        ValueError,
-        "offset must have one entry per sequence",
-    ),
+    ("slice-range", lambda: S.sequence_slice(col(*X1), [1, 0, 2], [2, 0, 2]), IndexError,
+     "sequence 0 has 2 rows, so offset\\[0\\]=1 and length\\[0\\]=2"),
+    ("slice-count", lambda: S.sequence_slice(col(*X1), [0], [1]), ValueError,
+     "offset must have one entry per sequence"),
     ("slice-float", lambda: S.sequence_slice(col(*X1), [0.5, 0, 0], [1, 0, 1]), TypeError, "offset must hold integers"),
-    (
-        "reshape-divide",
-        lambda: S.sequence_reshape(lt.LoDTensor(np.zeros((6, 2)), [[0, 1, 2, 6]]), 4),
-        ValueError,
-        "new_dim=4 must divide the values of every sequence, but sequence 0 holds 1 rows x 2 = 2",
-    ),
-    (
-        "reshape-zero",
-        lambda: S.sequence_reshape(lt.LoDTensor(np.zeros((6, 2)), [[0, 6]]), 0),
-        ValueError,
-        "new_dim must be >= 1, got 0",
-    ),
+    ("reshape-divide", lambda: S.sequence_reshape(lt.LoDTensor(np.zeros((6, 2)), [[0, 1, 2, 6]]), 4), ValueError,
+     "new_dim=4 must divide the values of every sequence, but sequence 0 holds 1 rows x 2 = 2"),
+    ("reshape-zero", lambda: S.sequence_reshape(lt.LoDTensor(np.zeros((6, 2)), [[0, 6]]), 0), ValueError,
+     "new_dim must be >= 1, got 0"),
     ("enumerate-win", lambda: S.sequence_enumerate(col(*X1, dtype="int64"), 0), ValueError, "win_size must be >= 1"),
-    (
-        "enumerate-shape",
-        lambda: S.sequence_enumerate(lt.LoDTensor(np.zeros((5, 2)), [[0, 5]]), 2),
-        ValueError,
-        "shape \\(rows,\\) or \\(rows, 1\\)",
-    ),
-    (
-        "scatter-range",
-        lambda: S.sequence_scatter(
-            np.zeros((1, 2)), lt.LoDTensor(np.array([3]), [[0, 1]]), lt.LoDTensor(np.array([1.0]), [[0, 1]])
-        ),
-        IndexError,
-        "index\\[0\\]=3 is out of range for input width 2",
-    ),
+    ("enumerate-shape", lambda: S.sequence_enumerate(lt.LoDTensor(np.zeros((5, 2)), [[0, 5]]), 2), ValueError,
+     "shape \\(rows,\\) or \\(rows, 1\\)"),
+    ("scatter-range", lambda: S.sequence_scatter(np.zeros((1, 2)), lt.LoDTensor(np.array([3]), [[0, 1]]),
+                                                 lt.LoDTensor(np.array([1.0]), [[0, 1]])), IndexError,
+     "index\\[0\\]=3 is out of range for input width 2"),
     ("mask-negative", lambda: S.sequence_mask(np.array([1, -1])), LoDError, "non-negative"),
     ("reset-none", lambda: S.lod_reset(col(*X1)), ValueError, "give y or target_lod"),
-    (
-        "reset-fit",
-        lambda: S.lod_reset(col(*X1), target_lod=[0, 4]),
-        LoDError,
-        "lod_reset\\(\\): lod level 0 must end at len\\(data\\)=5, got offsets\\[-1\\]=4",
-    ),
+    ("reset-fit", lambda: S.lod_reset(col(*X1), target_lod=[0, 4]), LoDError,
+     "lod_reset\\(\\): lod level 0 must end at len\\(data\\)=5, got offsets\\[-1\\]=4"),
     ("append-fit", lambda: S.lod_append(col(*X1), [0, 2, 5]), LoDError, "lod_append\\(\\): lod level 0 must end"),
     ("pad-maxlen-type", lambda: S.sequence_pad(col(*X1), 0.0, maxlen=2.5), TypeError, "maxlen must be an integer"),
 ]
@@ -259,14 +213,9 @@ def test_bad_input(call, exc, pattern):
 def test_inputs_untouched():
     x = col(*X2)
     before = (x.lod(), x.data.copy())
-    ops = (
-        lambda: S.sequence_reverse(x),
-        lambda: S.sequence_pool(x, "max"),
-        lambda: S.sequence_softmax(x),
-        lambda: S.sequence_pad(x, 0.0),
-        lambda: S.sequence_concat([x, x]),
-        lambda: S.lod_reset(x, target_lod=[0, 6]),
-    )
+    ops = (lambda: S.sequence_reverse(x), lambda: S.sequence_pool(x, "max"), lambda: S.sequence_softmax(x),
+           lambda: S.sequence_pad(x, 0.0), lambda: S.sequence_concat([x, x]),
+           lambda: S.lod_reset(x, target_lod=[0, 6]))
     for op in ops:
         op()
         assert x.lod() == before[0] and np.array_equal(x.data, before[1])
@@ -277,18 +226,12 @@ def _sequences(t):
     return [t.data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
 
 
-@given(
-    lod_tensors(min_levels=1, max_levels=3, row_shape=(2,)),
-    st.sampled_from(["sum", "average", "max", "min", "first", "last", "sqrt"]),
-)
+@given(lod_tensors(min_levels=1, max_levels=3, row_shape=(2,)),
+       st.sampled_from(["sum", "average", "max", "min", "first", "last", "sqrt"]))
 def test_pool_agrees_with_reference(t, kind):
     ref = {
-        "sum": lambda s: s.sum(0),
-        "average": lambda s: s.mean(0),
-        "max": lambda s: s.max(0),
-        "min": lambda s: s.min(0),
-        "first": lambda s: s[0],
-        "last": lambda s: s[-1],
+        "sum": lambda s: s.sum(0), "average": lambda s: s.mean(0), "max": lambda s: s.max(0),
+        "min": lambda s: s.min(0), "first": lambda s: s[0], "last": lambda s: s[-1],
         "sqrt": lambda s: s.sum(0) / np.sqrt(len(s)),
     }[kind]
     out = S.sequence_pool(t, kind, pad_value=-3.0)

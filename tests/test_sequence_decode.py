@@ -21,13 +21,8 @@ def _levenshtein(a, b):
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), min_size=1, max_size=7)),
-        min_size=1,
-        max_size=6,
-    )
-)
+@given(st.lists(st.tuples(st.lists(st.integers(0, 3), max_size=7), st.lists(st.integers(0, 3), min_size=1, max_size=7)),
+                min_size=1, max_size=6))
 def test_edit_distance_equals_per_pair_dp(pairs):
     hyp = lt.from_nested_list([[[t] for t in h] for h, _ in pairs], dtype="int64", lod_level=1)
     ref = lt.from_nested_list([[[t] for t in r] for _, r in pairs], dtype="int64", lod_level=1)

@@ -82,9 +82,8 @@ class _Evil:
 def test_pdparams_loads_arrays_only(tmp_path):
     good = tmp_path / "m.pdparams"
     with open(good, "wb") as f:
-        pickle.dump(
-            {"w": np.arange(3.0), "StructuredToParameterName@@": {"w": "w"}, "t": ("t", np.ones(2))}, f, protocol=4
-        )
+        pickle.dump({"w": np.arange(3.0), "StructuredToParameterName@@": {"w": "w"}, "t": ("t", np.ones(2))}, f,
+                    protocol=4)
     state = fio.load_program_state(str(tmp_path / "m"))
     assert sorted(state) == ["t", "w"] and state["t"].tolist() == [1.0, 1.0]
     evil = tmp_path / "evil.pdparams"

@@ -217,7 +217,7 @@ class TestNumpyProtocol:
 
     def test_ufuncs_keep_the_lod(self):
         t = make()
-        for result in (np.exp(t), t * 2, 1 + t, -t, (t + 1) / (t + 1), abs(t), t**2, np.add(t, t)):
+        for result in (np.exp(t), t * 2, 1 + t, -t, (t + 1) / (t + 1), abs(t), t ** 2, np.add(t, t)):
             assert isinstance(result, LoDTensor) and result.lod is t.lod
         assert (t * 2).data.tolist() == (t.data * 2).tolist()
         assert (t + np.array([1, 2])).data[0].tolist() == [1, 3]

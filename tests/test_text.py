@@ -78,11 +78,8 @@ def test_dataloader_end_to_end():
     from torch.utils.data import DataLoader
 
     data = [([[i, i + 1], [i + 2]], i % 2) for i in range(10)]
-    loader = DataLoader(
-        data,
-        batch_sampler=text.BucketBatchSampler([3] * 10, batch_size=4, seed=0),
-        collate_fn=text.make_collate(backend="torch"),
-    )
+    loader = DataLoader(data, batch_sampler=text.BucketBatchSampler([3] * 10, batch_size=4, seed=0),
+                        collate_fn=text.make_collate(backend="torch"))
     seen = 0
     for x, y in loader:
         assert isinstance(x.data, torch.Tensor) and x.lod_level == 2 and len(x) == len(y)

@@ -110,23 +110,8 @@ def make_stub():
     def maximum(a, b):
         return _wrap(np.maximum(a, b))
 
-    for fn in (
-        asarray,
-        array,
-        ascontiguousarray,
-        asnumpy,
-        empty,
-        zeros,
-        zeros_like,
-        empty_like,
-        arange,
-        cumsum,
-        concatenate,
-        take,
-        searchsorted,
-        where,
-        maximum,
-    ):
+    for fn in (asarray, array, ascontiguousarray, asnumpy, empty, zeros, zeros_like, empty_like, arange, cumsum,
+               concatenate, take, searchsorted, where, maximum):
         setattr(stub, fn.__name__, record(fn))
     stub.RawModule = lambda code, options=(), name_expressions=(): _RawModule(stub, code, options, name_expressions)
 
@@ -143,7 +128,8 @@ def make_stub():
         def synchronize(self):
             pass
 
-    stub.cuda = types.SimpleNamespace(Device=_DeviceCtx, runtime=types.SimpleNamespace(getDeviceCount=lambda: 0))
+    stub.cuda = types.SimpleNamespace(Device=_DeviceCtx,
+                                      runtime=types.SimpleNamespace(getDeviceCount=lambda: 0))
     return stub
 
 

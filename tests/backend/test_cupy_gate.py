@@ -98,17 +98,13 @@ def _entry_points(stub, rows, offs):
     yield "set_lod", set_lod
     yield "nested_tensor_from_jagged(host offsets)", lambda: ln.nested_tensor_from_jagged(_data(stub, rows), offs)
     if np.asarray(offs).dtype.kind in "iu":  # offsets on the device, as torch users pass them
-        yield (
-            "nested_tensor_from_jagged(device offsets)",
-            lambda: ln.nested_tensor_from_jagged(_data(stub, rows), stub.asarray(np.asarray(offs))),
-        )
+        yield "nested_tensor_from_jagged(device offsets)", lambda: ln.nested_tensor_from_jagged(
+            _data(stub, rows), stub.asarray(np.asarray(offs)))
 
 
 def _length_entry_points(stub, rows, lens):
-    yield (
-        "LoDTensor(recursive_sequence_lengths)",
-        lambda: lt.LoDTensor(_data(stub, rows), recursive_sequence_lengths=[lens]),
-    )
+    yield "LoDTensor(recursive_sequence_lengths)", lambda: lt.LoDTensor(
+        _data(stub, rows), recursive_sequence_lengths=[lens])
     yield "LoDTensor.from_lengths", lambda: lt.LoDTensor.from_lengths(_data(stub, rows), lens)
 
     def set_lengths():
@@ -121,12 +117,8 @@ def _length_entry_points(stub, rows, lens):
 
     yield "set_recursive_sequence_lengths", set_lengths
     n, maxlen = len(lens), 4
-    yield (
-        "from_padded",
-        lambda: lt.from_padded(
-            stub.asarray(np.zeros((n, maxlen, 2), np.float32)), [x if x <= maxlen else maxlen + 1 for x in lens]
-        ),
-    )
+    yield "from_padded", lambda: lt.from_padded(stub.asarray(np.zeros((n, maxlen, 2), np.float32)),
+                                                [x if x <= maxlen else maxlen + 1 for x in lens])
 
 
 def _refused(stub, name, call):
@@ -183,11 +175,8 @@ def test_long_sequences_take_the_combine_pass(stub):
     rows = chunk * 3 + 5
     t = lt.LoDTensor(stub.asarray(np.ones(rows, np.float64)), [[0, 1, 1, rows]])
     S.sequence_pool(t, "sum")
-    assert _launched(stub) == [
-        "lt_piece_counts",
-        "lt_segment_reduce<0, double, double>",
-        "lt_segment_combine<0, double>",
-    ]
+    assert _launched(stub) == ["lt_piece_counts", "lt_segment_reduce<0, double, double>",
+                               "lt_segment_combine<0, double>"]
     _, grid, _, args = stub.launches[1]
     partial = args[4]
     assert partial.shape[0] >= 4 and grid[0] * 8 >= 3 + rows // chunk  # room for every piece and every warp
@@ -200,11 +189,8 @@ def test_every_entry_point_accepts_valid_lods(stub, lens):
     offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
     rows = offs[-1]
     calls = list(_entry_points(stub, rows, offs))
-    calls += [
-        (name, fn)
-        for name, fn in _length_entry_points(stub, rows, [min(x, 4) for x in lens])
-        if name == "from_padded" or sum(min(x, 4) for x in lens) == rows
-    ]
+    calls += [(name, fn) for name, fn in _length_entry_points(stub, rows, [min(x, 4) for x in lens])
+              if name == "from_padded" or sum(min(x, 4) for x in lens) == rows]
     assert len(calls) >= 6
     for _name, call in calls:
         call()

@@ -70,7 +70,7 @@ def test_a_good_source_passes():
 def test_a_broken_source_is_rejected():
     rows, failures = check.check_source(_BROKEN, ["scale<float>"], filename="broken.cu")
     assert rows == [] and len(failures) == len(check.ARCHS)
-    assert "NVRTC could not compile broken.cu" in failures[0] and 'expected a ";"' in failures[0]
+    assert "NVRTC could not compile broken.cu" in failures[0] and "expected a \";\"" in failures[0]
 
 
 def test_a_spilling_kernel_is_rejected():

@@ -33,13 +33,8 @@ def ref_segments(data, lens):
 
 @pytest.mark.parametrize(
     "name",
-    [
-        "numpy",
-        "torch",
-        "torch-generic",
-        pytest.param("cupy", marks=pytest.mark.gpu),
-        pytest.param("torch-cuda", marks=pytest.mark.gpu),
-    ],
+    ["numpy", "torch", "torch-generic", pytest.param("cupy", marks=pytest.mark.gpu),
+     pytest.param("torch-cuda", marks=pytest.mark.gpu)],
 )
 @settings(max_examples=40)
 @given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,), (4, 5)]))
@@ -192,12 +187,8 @@ def test_block_plans_go_with_their_offsets():
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    lens=st.lists(st.integers(0, 40), min_size=1, max_size=30),
-    width=st.sampled_from([16, 24, 64]),
-    block=st.sampled_from([64, 512, 4096, 1 << 20]),
-    threads=st.sampled_from([1, 3]),
-)
+@given(lens=st.lists(st.integers(0, 40), min_size=1, max_size=30), width=st.sampled_from([16, 24, 64]),
+       block=st.sampled_from([64, 512, 4096, 1 << 20]), threads=st.sampled_from([1, 3]))
 def test_block_reductions_match_per_sequence_reductions(lens, width, block, threads):
     """Max and min of wide rows by blocks (padding repeats, one-sequence blocks, threads) equal
     the reductions of each sequence on its own, for any lengths and block size."""
@@ -212,14 +203,10 @@ def test_block_reductions_match_per_sequence_reductions(lens, width, block, thre
         offsets = lengths_to_offsets(lens)
         segs = [data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
         be = get_backend("numpy")
-        assert np.array_equal(
-            be.segment_max(data, offsets, empty=-5),
-            [s.max(0) if len(s) else np.full(width, -5, np.float32) for s in segs],
-        )
-        assert np.array_equal(
-            be.segment_min(data, offsets, empty=7),
-            [s.min(0) if len(s) else np.full(width, 7, np.float32) for s in segs],
-        )
+        assert np.array_equal(be.segment_max(data, offsets, empty=-5),
+                              [s.max(0) if len(s) else np.full(width, -5, np.float32) for s in segs])
+        assert np.array_equal(be.segment_min(data, offsets, empty=7),
+                              [s.min(0) if len(s) else np.full(width, 7, np.float32) for s in segs])
     finally:
         numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES = saved
         lt.set_num_threads(None)

@@ -45,13 +45,8 @@ def _cases():
     two = [[0, 2, 3], [0, 2, 2, 7]]
     padded = rng.standard_normal((3, 4, 2))
     ints = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int64).reshape(8, 1)
-    yield (
-        "pool",
-        lambda T, A: [
-            S.sequence_pool(T(x, lod), k, pad_value=-2.0)
-            for k in ("sum", "average", "sqrt", "max", "min", "first", "last")
-        ],
-    )
+    yield "pool", lambda T, A: [S.sequence_pool(T(x, lod), k, pad_value=-2.0)
+                                for k in ("sum", "average", "sqrt", "max", "min", "first", "last")]
     yield "pool int", lambda T, A: [S.sequence_pool(T(ints, lod), k) for k in ("sum", "max", "min", "average")]
     yield "pool two levels", lambda T, A: S.sequence_pool(T(x[:7], two), "max")
     yield "first/last step", lambda T, A: (S.sequence_first_step(T(x, lod)), S.sequence_last_step(T(x, lod)))
@@ -67,21 +62,14 @@ def _cases():
     yield "slice", lambda T, A: S.sequence_slice(T(x, lod), np.array([1, 0, 2, 0]), np.array([1, 0, 3, 1]))
     yield "enumerate", lambda T, A: S.sequence_enumerate(T(ints, lod), 3, pad_value=-1)
     yield "reshape", lambda T, A: S.sequence_reshape(T(np.arange(24.0).reshape(8, 3), [[0, 2, 2, 6, 8]]), 6)
-    yield (
-        "scatter",
-        lambda T, A: S.sequence_scatter(
-            A(np.zeros((2, 5))),
-            T(np.array([[1], [4], [0]]), [[0, 2, 3]]),
-            T(np.array([[1.0], [2.0], [3.0]]), [[0, 2, 3]]),
-        ),
-    )
+    yield "scatter", lambda T, A: S.sequence_scatter(
+        A(np.zeros((2, 5))), T(np.array([[1], [4], [0]]), [[0, 2, 3]]), T(np.array([[1.0], [2.0], [3.0]]), [[0, 2, 3]]))
     yield "mask", lambda T, A: S.sequence_mask(A(np.array([2, 0, 5])), maxlen=6)
     yield "lod_reset", lambda T, A: S.lod_reset(T(x, lod), target_lod=[0, 4, 8])
-    yield "lod_append", lambda T, A: S.lod_append(lt.LoDTensor(A(x)), [0, 2, 2, 8])
-    yield (
-        "to_padded / from_padded",
-        lambda T, A: (T(x, lod).to_padded(pad_value=3.0), lt.from_padded(A(x.reshape(2, 4, 3)), [4, 1])),
-    )
+    yield "lod_append", lambda T, A: S.lod_append(
+        lt.LoDTensor(A(x)), [0, 2, 2, 8])
+    yield "to_padded / from_padded", lambda T, A: (T(x, lod).to_padded(pad_value=3.0),
+                                                   lt.from_padded(A(x.reshape(2, 4, 3)), [4, 1]))
     yield "to_padded_all", lambda T, A: T(x[:7], two).to_padded_all(pad_value=0.0)
 
 
@@ -111,24 +99,15 @@ def test_skewed_segments_match_numpy(backend, width, dtype):
     numpy_be = lt.get_backend("numpy")
     data, dev_off = backend.array(host), backend.array(offsets)
     tol = {"float16": 2e-2, "float32": 1e-4}.get(dtype, 1e-9)
-    for name, kwargs in (
-        ("segment_sum", {}),
-        ("segment_mean", {}),
-        ("segment_max", {"empty": -3}),
-        ("segment_min", {"empty": 7}),
-    ):
+    for name, kwargs in (("segment_sum", {}), ("segment_mean", {}), ("segment_max", {"empty": -3}),
+                         ("segment_min", {"empty": 7})):
         want = getattr(numpy_be, name)(host, offsets, **kwargs)
         got = backend.numpy(getattr(backend.be, name)(data, dev_off, **kwargs))
         if got.dtype != want.dtype and backend.be.name == "torch" and dtype == "float16":
             pytest.xfail(f"torch backend: float16 {name} of rows {width} wide gives {got.dtype} (NumPy: float16)")
         assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
-        np.testing.assert_allclose(
-            got.astype(np.float64),
-            want.astype(np.float64),
-            rtol=tol,
-            atol=tol * np.abs(host.astype(np.float64)).sum(0).max(),
-            err_msg=name,
-        )
+        np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=tol,
+                                   atol=tol * np.abs(host.astype(np.float64)).sum(0).max(), err_msg=name)
     if dtype.startswith("float"):
         want = numpy_be.segment_softmax(host, offsets)
         got = backend.numpy(backend.be.segment_softmax(data, dev_off))

@@ -73,19 +73,16 @@ def test_wide_segment_sum_matches_index_add():
     assert out.shape == (4, 3, 4)
     torch.testing.assert_close(out, torch.zeros(4, 3, 4).index_add_(0, ids, x))
     strided = torch.randn(4, 6, dtype=torch.float64).t()  # a non-contiguous input
-    torch.testing.assert_close(
-        lt.get_backend("torch").segment_sum(strided, offsets),
-        torch.zeros(4, 4, dtype=torch.float64).index_add_(0, ids, strided),
-    )
+    torch.testing.assert_close(lt.get_backend("torch").segment_sum(strided, offsets),
+                               torch.zeros(4, 4, dtype=torch.float64).index_add_(0, ids, strided))
 
 
 def test_ops_return_torch_for_torch_input():
     x = t(torch.arange(12.0).reshape(6, 2))
     assert isinstance(S.sequence_enumerate(lt.from_torch(torch.arange(6), LOD), 2).data, torch.Tensor)
     assert isinstance(S.sequence_mask(torch.tensor([2, 0, 1])), torch.Tensor)
-    scattered = S.sequence_scatter(
-        torch.zeros(4, 3), lt.from_torch(torch.tensor([0, 1, 2, 0, 1, 2]), LOD), lt.from_torch(torch.ones(6), LOD)
-    )
+    scattered = S.sequence_scatter(torch.zeros(4, 3), lt.from_torch(torch.tensor([0, 1, 2, 0, 1, 2]), LOD),
+                                   lt.from_torch(torch.ones(6), LOD))
     assert isinstance(scattered, torch.Tensor) and scattered.sum().item() == 6
     assert isinstance(S.lod_reset(x, target_lod=[0, 6]).data, torch.Tensor)
 

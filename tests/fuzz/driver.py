@@ -23,14 +23,8 @@ def run(name, examples, seed_value, hang):
     count = [0]
 
     @seed(seed_value)
-    @settings(
-        max_examples=examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        suppress_health_check=list(HealthCheck),
-        print_blob=True,
-    )
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+              suppress_health_check=list(HealthCheck), print_blob=True)
     @given(st.data())
     def test(data):
         faulthandler.dump_traceback_later(hang, exit=True)

@@ -4,20 +4,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 EDGE_INTS = [
-    -(2**63),
-    -(2**31),
-    -2,
-    -1,
-    2**31 - 1,
-    2**31,
-    2**32,
-    2**53 + 1,
-    2**62,
-    2**63 - 1,
-    2**63,
-    2**64 - 1,
-    2**64,
-    10**6,
+    -(2**63), -(2**31), -2, -1, 2**31 - 1, 2**31, 2**32, 2**53 + 1, 2**62, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 10**6,
 ]
 DTYPES = ["float64", "float32", "int64", "int8", "uint8", "bool"]
 
@@ -79,7 +66,6 @@ def containers(levels):
                 return [np.array(level, dtype=dtype) for level in lv]
             except (OverflowError, ValueError):
                 return lv
-
         return make
 
     return st.sampled_from(

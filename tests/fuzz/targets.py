@@ -190,23 +190,8 @@ def sequence_op_arguments(data):
     before = _snapshot(t)
     n = len(t.lod()[-1]) - 1
     some = st.lists(ints(), min_size=n, max_size=n) if n else st.just([])
-    choice = data.draw(
-        st.sampled_from(
-            [
-                "slice",
-                "unpad",
-                "pad",
-                "enumerate",
-                "reshape",
-                "expand",
-                "reset",
-                "append",
-                "pool",
-                "to_padded",
-                "scatter",
-            ]
-        )
-    )
+    choice = data.draw(st.sampled_from(
+        ["slice", "unpad", "pad", "enumerate", "reshape", "expand", "reset", "append", "pool", "to_padded", "scatter"]))
     if choice == "slice":
         call = lambda: seq.sequence_slice(t, np.array(data.draw(some)), np.array(data.draw(some)))  # noqa: E731
     elif choice == "unpad":
@@ -229,13 +214,9 @@ def sequence_op_arguments(data):
         call = lambda: seq.lod_append(t, data.draw(st.lists(ints(), max_size=8)))  # noqa: E731
     elif choice == "pool":
         pad = data.draw(st.one_of(ints(), st.floats(allow_nan=True)))
-        call = lambda: seq.sequence_pool(
-            t, data.draw(st.sampled_from(["sum", "max", "min", "average", "sqrt", "last"])), pad_value=pad
-        )  # noqa: E731,E501
+        call = lambda: seq.sequence_pool(t, data.draw(st.sampled_from(["sum", "max", "min", "average", "sqrt", "last"])), pad_value=pad)  # noqa: E731,E501
     elif choice == "to_padded":
-        call = lambda: t.to_padded(
-            level=data.draw(st.integers(-4, 4)), maxlen=data.draw(st.one_of(st.none(), _sizes()))
-        )  # noqa: E731,E501
+        call = lambda: t.to_padded(level=data.draw(st.integers(-4, 4)), maxlen=data.draw(st.one_of(st.none(), _sizes())))  # noqa: E731,E501
     else:
         rows = data.draw(valid_lengths(max_levels=1))
         cols = [data.draw(st.integers(-3, 6)) for _ in range(sum(rows[-1]))]
@@ -383,6 +364,9 @@ def threads_and_set_num_threads(data):
     assert not errors, errors
 
 
+
+
+
 @target
 def nested_pickles(data):
     import lodtensor.nested as ln
@@ -411,6 +395,4 @@ def nested_pickles(data):
         except RuntimeError as err:
             if "allocate" not in str(err):
                 raise
-
-
 __all__ = ["TARGETS", "to_offsets"]

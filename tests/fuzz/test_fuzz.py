@@ -20,28 +20,11 @@ FEWER = {"threads_and_set_num_threads": 3}
 
 def run_target(name, examples, seed, timeout):
     """``(returncode, output)`` of the driver on one target in a fresh interpreter."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "tests.fuzz.driver",
-        name,
-        "--examples",
-        str(examples),
-        "--seed",
-        str(seed),
-        "--hang",
-        str(max(10.0, timeout / 2)),
-    ]
+    cmd = [sys.executable, "-m", "tests.fuzz.driver", name, "--examples", str(examples), "--seed", str(seed),
+           "--hang", str(max(10.0, timeout / 2))]
     try:
-        done = subprocess.run(
-            cmd,
-            check=False,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
-        )
+        done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "PYTHONFAULTHANDLER": "1"})
     except subprocess.TimeoutExpired as err:
         return None, f"hung: no result after {timeout} s\n{err.stdout or ''}{err.stderr or ''}"
     return done.returncode, done.stdout + done.stderr

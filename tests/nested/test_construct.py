@@ -134,13 +134,8 @@ def test_lod_tensor_round_trip_shares_memory():
     assert np.shares_memory(nt.unbind()[2], t.data)
     back = nt.to_lod_tensor()
     assert back.lod() == [[0, 2, 2, 6]] and np.shares_memory(back.data, t.data)
-    assert (
-        np.shares_memory(
-            ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]).to_lod_tensor().data,
-            ln.nested_tensor([np.ones((2, 3))])._buffer,
-        )
-        is False
-    )
+    assert np.shares_memory(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]).to_lod_tensor().data,
+                            ln.nested_tensor([np.ones((2, 3))])._buffer) is False
     two = lt.from_nested_list([[[1, 2], [3]], [[4, 5, 6]]])
     assert two.to_nested().nested_size().tolist() == [[2], [1], [3]]  # the finest level's sequences
     assert two.to_nested(level=0).nested_size().tolist() == [[3], [3]]
@@ -187,12 +182,8 @@ def test_pin_memory_needs_cuda():
 
 
 BAD_INPUTS = [
-    (
-        "different rank",
-        lambda: ln.nested_tensor([np.ones(2), np.ones((2, 2))]),
-        ValueError,
-        r"same dimension\. Found dimension 2 for Tensor at index 1 and dimension 1 for Tensor at index 0",
-    ),
+    ("different rank", lambda: ln.nested_tensor([np.ones(2), np.ones((2, 2))]), ValueError,
+     r"same dimension\. Found dimension 2 for Tensor at index 1 and dimension 1 for Tensor at index 0"),
     ("ragged list item", lambda: ln.nested_tensor([[[1, 2], [3]]]), ValueError, r"tensor_list\[0\] is a ragged"),
     ("string item", lambda: ln.nested_tensor(["ab"]), TypeError, r"tensor_list\[0\] must be an array.*str 'ab'"),
     ("None item", lambda: ln.nested_tensor([[1.0], None]), TypeError, r"tensor_list\[1\].*NoneType"),
@@ -201,33 +192,17 @@ BAD_INPUTS = [
     ("as_nested 1-d", lambda: ln.as_nested_tensor(np.ones(3)), ValueError, r"dim\(\) > 1, got shape \(3,\)"),
     ("as_nested scalar", lambda: ln.as_nested_tensor(3), TypeError, "Expected first argument to be a tensor"),
     ("jagged empty", lambda: ln.nested_tensor([], layout="jagged"), ValueError, "empty tensor list"),
-    (
-        "jagged 2 ragged",
-        lambda: ln.nested_tensor([np.ones((1, 2)), np.ones((2, 3))], layout="jagged"),
-        ValueError,
-        r"single ragged dimension; irregular dims: \[1, 2\]",
-    ),
+    ("jagged 2 ragged", lambda: ln.nested_tensor([np.ones((1, 2)), np.ones((2, 3))], layout="jagged"), ValueError,
+     r"single ragged dimension; irregular dims: \[1, 2\]"),
     ("bad layout", lambda: ln.nested_tensor([[1.0]], layout="coo"), ValueError, "layout is unsupported.*'coo'"),
-    (
-        "requires_grad int",
-        lambda: ln.nested_tensor([[1, 2]], requires_grad=True),
-        TypeError,
-        "floating point and complex dtype",
-    ),
+    ("requires_grad int", lambda: ln.nested_tensor([[1, 2]], requires_grad=True), TypeError,
+     "floating point and complex dtype"),
     ("requires_grad numpy", lambda: ln.nested_tensor([[1.0]], requires_grad=True), TypeError, "needs torch data"),
     ("bad dtype", lambda: ln.nested_tensor([[1.0]], dtype="U3"), TypeError, "numeric or bool dtype"),
-    (
-        "size out of range",
-        lambda: ln.nested_tensor([[1.0]]).size(2),
-        IndexError,
-        r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)",
-    ),
-    (
-        "shape irregular",
-        lambda: ln.nested_tensor([[1.0], [1.0, 2.0]]).shape,
-        ValueError,
-        r"irregular dimension\(s\) \[1\]",
-    ),
+    ("size out of range", lambda: ln.nested_tensor([[1.0]]).size(2), IndexError,
+     r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"),
+    ("shape irregular", lambda: ln.nested_tensor([[1.0], [1.0, 2.0]]).shape, ValueError,
+     r"irregular dimension\(s\) \[1\]"),
     ("NestedTensor()", ln.NestedTensor, TypeError, "cannot be called directly"),
     ("index tuple", lambda: ln.nested_tensor([[1.0]])[0, 0], TypeError, "must be an int"),
     ("bool", lambda: bool(ln.nested_tensor([[1.0]])), ValueError, "ambiguous"),

@@ -72,23 +72,8 @@ def test_metadata_and_padding(shape, dtype, seed):
         )
 
 
-@pytest.mark.parametrize(
-    "op",
-    [
-        "relu",
-        "gelu",
-        "gelu_tanh",
-        "silu",
-        "abs",
-        "sgn",
-        "neg",
-        "logical_not",
-        "clone",
-        "detach",
-        "dropout_eval",
-        "dropout_0",
-    ],
-)
+@pytest.mark.parametrize("op", ["relu", "gelu", "gelu_tanh", "silu", "abs", "sgn", "neg", "logical_not",
+                                "clone", "detach", "dropout_eval", "dropout_0"])
 @pytest.mark.parametrize("seed", SEEDS[:2])
 def test_unary(shape, dtype, seed, op):
     ours, theirs = both(ragged_arrays(seed, *shape, dtype=dtype))
@@ -117,16 +102,9 @@ def test_binary(shape, dtype, seed):
     a, ta = both(arrays)
     b, tb = both(other)
     for mine, ref in [
-        (a + b, ta + tb),
-        (a - b, ta - tb),
-        (a * b, ta * tb),
-        (ln.add(a, b, alpha=2), torch.add(ta, tb, alpha=2)),
-        (a + 1.5, ta + 1.5),
-        (a * 3, ta * 3),
-        (2.0 * a, 2.0 * ta),
-        (a - 0.5, ta - 0.5),
-        (ln.sub(a, b, alpha=3), torch.sub(ta, tb, alpha=3)),
-        (ln.mul(a, -2), torch.mul(ta, -2)),
+        (a + b, ta + tb), (a - b, ta - tb), (a * b, ta * tb), (ln.add(a, b, alpha=2), torch.add(ta, tb, alpha=2)),
+        (a + 1.5, ta + 1.5), (a * 3, ta * 3), (2.0 * a, 2.0 * ta), (a - 0.5, ta - 0.5),
+        (ln.sub(a, b, alpha=3), torch.sub(ta, tb, alpha=3)), (ln.mul(a, -2), torch.mul(ta, -2)),
         (a / 2, ta / 2),
     ]:
         check(mine, ref, dtype)
@@ -143,12 +121,8 @@ def test_dtype_promotion_matches_torch():
     floats32 = ln.nested_tensor([[1.0, 2.0], [3.0]])
     tfloats32 = torch.nested.nested_tensor([[1.0, 2.0], [3.0]])
     pairs = [
-        (ints + 1.5, tints + 1.5),
-        (ints * 2, tints * 2),
-        (ints / 2, tints / 2),
-        (ints + floats32, tints + tfloats32),
-        (floats32 + floats64, tfloats32 + tfloats64),
-        (ints + floats64, tints + tfloats64),
+        (ints + 1.5, tints + 1.5), (ints * 2, tints * 2), (ints / 2, tints / 2), (ints + floats32, tints + tfloats32),
+        (floats32 + floats64, tfloats32 + tfloats64), (ints + floats64, tints + tfloats64),
         (ln.nested_tensor([[True], [False]]) * 2, torch.nested.nested_tensor([[True], [False]]) * 2),
     ]
     for mine, ref in pairs:
@@ -156,11 +130,8 @@ def test_dtype_promotion_matches_torch():
         check(mine, ref, exact=True)
 
 
-@pytest.mark.parametrize(
-    "scalar",
-    [np.float64(0.25), np.float32(0.25), np.int64(3), np.complex128(1j), 0.25, 3],
-    ids=lambda v: f"{type(v).__name__}",
-)
+@pytest.mark.parametrize("scalar", [np.float64(0.25), np.float32(0.25), np.int64(3), np.complex128(1j), 0.25, 3],
+                         ids=lambda v: f"{type(v).__name__}")
 @pytest.mark.parametrize("dtype", ["int32", "float32", "float64"])
 def test_numpy_scalars_promote_like_python_scalars(scalar, dtype):
     """torch treats a NumPy scalar as a Python number: float32 * np.float64(0.25) stays float32."""
@@ -299,11 +270,8 @@ def test_layer_norm(shape, dtype, seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_like_factories(shape, dtype, seed):
     ours, theirs = both(ragged_arrays(seed, *shape, dtype=dtype))
-    for mine, ref in [
-        (ln.zeros_like(ours), torch.zeros_like(theirs)),
-        (ln.empty_like(ours), torch.empty_like(theirs)),
-        (ln.randn_like(ours), torch.randn_like(theirs)),
-    ]:
+    for mine, ref in [(ln.zeros_like(ours), torch.zeros_like(theirs)), (ln.empty_like(ours), torch.empty_like(theirs)),
+                      (ln.randn_like(ours), torch.randn_like(theirs))]:
         np.testing.assert_array_equal(mine.nested_size(), ref._nested_tensor_size().numpy())
         assert str(mine.dtype) == str(ref.dtype).replace("torch.", "")
     check(ln.zeros_like(ours), torch.zeros_like(theirs), exact=True)
@@ -337,25 +305,16 @@ def _nt(lib, arrays):
 A = [np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)]
 IMG = [np.ones((2, 3, 4), np.float32), np.ones((2, 5, 6), np.float32)]
 ERRORS = [
-    (
-        "different rank",
-        lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
-            [np.ones(2) if lib == "ours" else torch.ones(2), np.ones((2, 2)) if lib == "ours" else torch.ones(2, 2)]
-        ),
-        "same dimension",
-    ),
+    ("different rank", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
+        [np.ones(2) if lib == "ours" else torch.ones(2), np.ones((2, 2)) if lib == "ours" else torch.ones(2, 2)]),
+     "same dimension"),
     ("irregular size", lambda lib: _nt(lib, A).size(1), "irregular"),
     ("size out of range", lambda lib: _nt(lib, A).size(3), "Dimension out of range"),
-    (
-        "truncation",
-        lambda lib: (ln if lib == "ours" else torch.nested).to_padded_tensor(_nt(lib, A), 0.0, (2, 3, 3)),
-        "Truncation is not supported",
-    ),
-    (
-        "output_size length",
-        lambda lib: (ln if lib == "ours" else torch.nested).to_padded_tensor(_nt(lib, A), 0.0, (2, 4)),
-        "Broadcasting is not supported",
-    ),
+    ("truncation", lambda lib: (ln if lib == "ours" else torch.nested).to_padded_tensor(_nt(lib, A), 0.0, (2, 3, 3)),
+     "Truncation is not supported"),
+    ("output_size length",
+     lambda lib: (ln if lib == "ours" else torch.nested).to_padded_tensor(_nt(lib, A), 0.0, (2, 4)),
+     "Broadcasting is not supported"),
     ("softmax dim 0", lambda lib: _nt(lib, A).softmax(0), "nested dimension 0"),
     ("transpose dim 0", lambda lib: _nt(lib, A).transpose(0, 1), "dimension 0 cannot be transposed"),
     ("reshape dim 0", lambda lib: _nt(lib, A).reshape(3, -1, 3), "cannot change or infer the implicit batch dimension"),
@@ -363,126 +322,56 @@ ERRORS = [
     ("reshape new dim -1", lambda lib: _nt(lib, A).reshape(2, -1, 3, -1), "does not infer shape"),
     ("reshape bad numel", lambda lib: _nt(lib, A).reshape(2, -1, 2), "is invalid for input of size"),
     ("add mismatch", lambda lib: _nt(lib, A) + _nt(lib, [A[0], A[0]]), "does not support broadcasting"),
-    (
-        "mul dense",
-        lambda lib: _nt(lib, A) * (np.ones(3, np.float32) if lib == "ours" else torch.ones(3)),
-        "Expected both self and other to be nested",
-    ),
-    (
-        "masked_fill mismatch",
-        lambda lib: _nt(lib, A).masked_fill(_nt(lib, [A[0] > 0, A[0] > 0]), 0.0),
-        "does not support broadcasting",
-    ),
+    ("mul dense", lambda lib: _nt(lib, A) * (np.ones(3, np.float32) if lib == "ours" else torch.ones(3)),
+     "Expected both self and other to be nested"),
+    ("masked_fill mismatch", lambda lib: _nt(lib, A).masked_fill(_nt(lib, [A[0] > 0, A[0] > 0]), 0.0),
+     "does not support broadcasting"),
     ("masked_fill float mask", lambda lib: _nt(lib, A).masked_fill(_nt(lib, A), 0.0), "only supports boolean masks"),
     ("unbind dim 1", lambda lib: _nt(lib, A).unbind(1), "can only be unbound along dimension 0"),
     ("select out of range", lambda lib: _nt(lib, A).select(0, 5), "out of bounds"),
     ("select ragged index", lambda lib: _nt(lib, A).select(1, 3), "out of bounds"),
-    (
-        "matmul rank 2",
-        lambda lib: _nt(lib, [np.ones(2, np.float32)]).matmul(_nt(lib, [np.ones(2, np.float32)])),
-        "only inputs with >= 3 dims",
-    ),
+    ("matmul rank 2", lambda lib: _nt(lib, [np.ones(2, np.float32)]).matmul(_nt(lib, [np.ones(2, np.float32)])),
+     "only inputs with >= 3 dims"),
     ("matmul rank differs", lambda lib: _nt(lib, IMG).matmul(_nt(lib, A)), "same rank"),
-    (
-        "matmul batch",
-        lambda lib: _nt(lib, IMG).matmul(_nt(lib, [np.ones((3, 4, 1), np.float32)] * 2)),
-        "batch dimensions must have the same sizes",
-    ),
-    (
-        "matmul count",
-        lambda lib: _nt(lib, A).matmul(_nt(lib, [np.ones((3, 1), np.float32)])),
-        "Expected size for the 1st dimension",
-    ),
+    ("matmul batch", lambda lib: _nt(lib, IMG).matmul(_nt(lib, [np.ones((3, 4, 1), np.float32)] * 2)),
+     "batch dimensions must have the same sizes"),
+    ("matmul count", lambda lib: _nt(lib, A).matmul(_nt(lib, [np.ones((3, 1), np.float32)])),
+     "Expected size for the 1st dimension"),
     ("bmm 4d", lambda lib: (ln if lib == "ours" else torch).bmm(_nt(lib, IMG), _nt(lib, IMG)), "must be a 3D tensor"),
     ("bmm shapes", lambda lib: (ln if lib == "ours" else torch).bmm(_nt(lib, A), _nt(lib, A)), "cannot be multiplied"),
-    (
-        "linear weight 1d",
-        lambda lib: (ln if lib == "ours" else F).linear(
-            _nt(lib, A), np.ones(3, np.float32) if lib == "ours" else torch.ones(3)
-        ),
-        "dense_matrix.dim == 2",
-    ),
-    (
-        "linear in_features",
-        lambda lib: (ln if lib == "ours" else F).linear(
-            _nt(lib, A), np.ones((5, 4), np.float32) if lib == "ours" else torch.ones(5, 4)
-        ),
-        "Shape mismatch",
-    ),
-    (
-        "linear irregular last",
-        lambda lib: (ln if lib == "ours" else F).linear(
-            _nt(lib, [np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)]),
-            np.ones((5, 3), np.float32) if lib == "ours" else torch.ones(5, 3),
-        ),
-        "same trailing dimension",
-    ),
-    (
-        "layer_norm irregular",
-        lambda lib: (ln if lib == "ours" else F).layer_norm(
-            _nt(lib, A),
-            (4, 3),
-            *(
-                [np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32)]
-                if lib == "ours"
-                else [torch.ones(4, 3), torch.zeros(4, 3)]
-            ),
-        ),
-        "extends into irregular dimensions",
-    ),
-    (
-        "layer_norm shape",
-        lambda lib: (ln if lib == "ours" else F).layer_norm(
-            _nt(lib, A),
-            (4,),
-            *([np.ones(4, np.float32), np.zeros(4, np.float32)] if lib == "ours" else [torch.ones(4), torch.zeros(4)]),
-        ),
-        "normalized_shape doesn't match the input",
-    ),
+    ("linear weight 1d", lambda lib: (ln if lib == "ours" else F).linear(
+        _nt(lib, A), np.ones(3, np.float32) if lib == "ours" else torch.ones(3)), "dense_matrix.dim == 2"),
+    ("linear in_features", lambda lib: (ln if lib == "ours" else F).linear(
+        _nt(lib, A), np.ones((5, 4), np.float32) if lib == "ours" else torch.ones(5, 4)), "Shape mismatch"),
+    ("linear irregular last", lambda lib: (ln if lib == "ours" else F).linear(
+        _nt(lib, [np.ones((2, 3), np.float32), np.ones((2, 2), np.float32)]),
+        np.ones((5, 3), np.float32) if lib == "ours" else torch.ones(5, 3)), "same trailing dimension"),
+    ("layer_norm irregular", lambda lib: (ln if lib == "ours" else F).layer_norm(
+        _nt(lib, A), (4, 3), *([np.ones((4, 3), np.float32), np.zeros((4, 3), np.float32)] if lib == "ours"
+                              else [torch.ones(4, 3), torch.zeros(4, 3)])), "extends into irregular dimensions"),
+    ("layer_norm shape", lambda lib: (ln if lib == "ours" else F).layer_norm(
+        _nt(lib, A), (4,), *([np.ones(4, np.float32), np.zeros(4, np.float32)] if lib == "ours"
+                            else [torch.ones(4), torch.zeros(4)])), "normalized_shape doesn't match the input"),
     ("dropout p", lambda lib: (ln if lib == "ours" else F).dropout(_nt(lib, A), 1.5), "has to be between 0 and 1"),
-    (
-        "requires_grad int",
-        lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor([torch.tensor([1, 2])], requires_grad=True),
-        "floating point and complex dtype can require gradients",
-    ),
+    ("requires_grad int", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
+        [torch.tensor([1, 2])], requires_grad=True), "floating point and complex dtype can require gradients"),
     ("neg bool", lambda lib: -_nt(lib, [A[0] > 0]), "on a bool tensor is not supported"),
     ("relu bool", lambda lib: _nt(lib, [A[0] > 0]).relu(), "Boolean inputs not supported for relu"),
     ("softmax int", lambda lib: _nt(lib, [np.ones(2, np.int64)]).softmax(1), "not implemented for 'Long'"),
-    (
-        "gelu int",
-        lambda lib: (ln if lib == "ours" else F).gelu(_nt(lib, [np.ones(2, np.int64)])),
-        "not implemented for 'Long'",
-    ),
-    (
-        "jagged empty",
-        lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
-            [], layout="jagged" if lib == "ours" else torch.jagged
-        ),
-        "from an empty tensor list",
-    ),
-    (
-        "jagged two ragged",
-        lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
-            [torch.ones(2, 3), torch.ones(3, 4)], layout=torch.jagged
-        ),
-        "only allows for a single ragged dimension",
-    ),
-    (
-        "jagged 0-d",
-        lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor([torch.tensor(1.0)], layout=torch.jagged),
-        "zero-dim tensors",
-    ),
-    (
-        "bad layout",
-        lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor([torch.ones(2)], layout=torch.sparse_coo),
-        "layout is unsupported",
-    ),
-    (
-        "as_nested 1-d",
-        lambda lib: (ln if lib == "ours" else torch.nested).as_nested_tensor(torch.ones(3)),
-        "Expected tensor argument to have dim() > 1",
-    ),
-    ("ragged list item", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor([[[1, 2], [3]]]), None),
+    ("gelu int", lambda lib: (ln if lib == "ours" else F).gelu(_nt(lib, [np.ones(2, np.int64)])),
+     "not implemented for 'Long'"),
+    ("jagged empty", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
+        [], layout="jagged" if lib == "ours" else torch.jagged), "from an empty tensor list"),
+    ("jagged two ragged", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
+        [torch.ones(2, 3), torch.ones(3, 4)], layout=torch.jagged), "only allows for a single ragged dimension"),
+    ("jagged 0-d", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
+        [torch.tensor(1.0)], layout=torch.jagged), "zero-dim tensors"),
+    ("bad layout", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(
+        [torch.ones(2)], layout=torch.sparse_coo), "layout is unsupported"),
+    ("as_nested 1-d", lambda lib: (ln if lib == "ours" else torch.nested).as_nested_tensor(torch.ones(3)),
+     "Expected tensor argument to have dim() > 1"),
+    ("ragged list item", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor([[[1, 2], [3]]]),
+     None),
     ("string item", lambda lib: (ln if lib == "ours" else torch.nested).nested_tensor(["ab"]), None),
 ]
 
@@ -532,7 +421,7 @@ def test_whole_reductions_pow_and_conversions_match_torch_jagged():
     assert int(ours.sum()) == int(theirs.sum()) and str(ours.sum().dtype) == "int64"
     np.testing.assert_allclose(ln.mean(ours, dim=1), torch.mean(theirs.float(), dim=1).numpy())
     assert str(ln.mean(ours, dim=1).dtype) == "float32"  # integers average to the default float
-    for mine, ref in ((ours**2, theirs**2), (ours**0.5, theirs**0.5), (ln.pow(ours, 3), torch.pow(theirs, 3))):
+    for mine, ref in ((ours ** 2, theirs ** 2), (ours ** 0.5, theirs ** 0.5), (ln.pow(ours, 3), torch.pow(theirs, 3))):
         assert str(mine.dtype) == str(ref.dtype).replace("torch.", "")
         assert_components(mine.unbind(), ref.unbind(), str(mine.dtype), False)
     assert ours.double().dtype == np.float64 and ours.to(np.float32).dtype == np.float32
@@ -541,16 +430,13 @@ def test_whole_reductions_pow_and_conversions_match_torch_jagged():
     assert ours.contiguous() is ours
 
 
-@pytest.mark.parametrize(
-    "call, message",
-    [
-        (lambda nt: ln.sum(nt, dim=0), "batch dimension"),
-        (lambda nt: ln.sum(nt, dim=(1, 2)), "several dims"),
-        (lambda nt: ln.amax(ln.nested_tensor([np.ones((0, 2)), np.ones((1, 2))]), dim=1), "size 0"),
-        (lambda nt: nt ** ln.nested_tensor([np.ones(3)]), "structure"),
-        (lambda nt: ln.nested_tensor([[1, 2]]) ** -1, "negative integer powers"),
-    ],
-)
+@pytest.mark.parametrize("call, message", [
+    (lambda nt: ln.sum(nt, dim=0), "batch dimension"),
+    (lambda nt: ln.sum(nt, dim=(1, 2)), "several dims"),
+    (lambda nt: ln.amax(ln.nested_tensor([np.ones((0, 2)), np.ones((1, 2))]), dim=1), "size 0"),
+    (lambda nt: nt ** ln.nested_tensor([np.ones(3)]), "structure"),
+    (lambda nt: ln.nested_tensor([[1, 2]]) ** -1, "negative integer powers"),
+])
 def test_reduction_and_pow_errors(call, message):
     nt = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])
     with pytest.raises((ValueError, RuntimeError), match=message):

@@ -104,13 +104,11 @@ def test_select_transpose(backend, shape):
     nt = build(backend, arrays)
     for d in range(1, nt.dim()):
         for index in (0, -1):
-            assert_components(
-                numpy_parts(backend, nt.select(d, index)), [a.take(index, axis=d - 1) for a in arrays], exact=True
-            )
+            assert_components(numpy_parts(backend, nt.select(d, index)), [a.take(index, axis=d - 1) for a in arrays],
+                              exact=True)
         for e in range(d + 1, nt.dim()):
-            assert_components(
-                numpy_parts(backend, nt.transpose(d, e)), [np.swapaxes(a, d - 1, e - 1) for a in arrays], exact=True
-            )
+            assert_components(numpy_parts(backend, nt.transpose(d, e)), [np.swapaxes(a, d - 1, e - 1) for a in arrays],
+                              exact=True)
     np.testing.assert_array_equal(backend.numpy(nt.select(0, -1)), arrays[-1])
     np.testing.assert_array_equal(backend.numpy(nt[1]), arrays[1])
 
@@ -176,9 +174,8 @@ def test_to_padded_and_masked(backend, shape):
         assert (padded[i] == -1).sum() == padded[i].size - a.size
         full = np.zeros(padded.shape[1:], bool)
         full[tuple(slice(0, s) for s in a.shape)] = True
-        np.testing.assert_array_equal(
-            mask[i], full.reshape(mask.shape[1:] + (-1,)).any(axis=-1) if mask.ndim < padded.ndim else full
-        )
+        np.testing.assert_array_equal(mask[i], full.reshape(mask.shape[1:] + (-1,)).any(axis=-1)
+                                      if mask.ndim < padded.ndim else full)
 
 
 def test_masked_fill_and_comparisons(backend):
@@ -233,13 +230,9 @@ def test_inputs_are_not_mutated_by_failing_ops(backend):
     before = [c.copy() for c in numpy_parts(backend, nt)]
     st = nt._struct
     bad_calls = [
-        lambda: nt.reshape(3, -1, 2),
-        lambda: nt.transpose(0, 1),
-        lambda: ln.softmax(nt, 0),
-        lambda: nt + build(backend, arrays[:1]),
-        lambda: nt.to_padded_tensor(0, (2, 1, 2)),
-        lambda: ln.linear(nt, backend.array(np.ones((3, 5)))),
-        lambda: nt.select(1, 2),
+        lambda: nt.reshape(3, -1, 2), lambda: nt.transpose(0, 1), lambda: ln.softmax(nt, 0),
+        lambda: nt + build(backend, arrays[:1]), lambda: nt.to_padded_tensor(0, (2, 1, 2)),
+        lambda: ln.linear(nt, backend.array(np.ones((3, 5)))), lambda: nt.select(1, 2),
     ]
     for call in bad_calls:
         with pytest.raises((ValueError, TypeError, IndexError)):

@@ -185,9 +185,8 @@ def test_gradcheck_multi_ragged_and_linear():
         nt = ln.as_nested_tensor([leaf.transpose(0, 2).contiguous() for leaf in leaves])
         return ln.linear(nt, w).to_padded_tensor(0.0)
 
-    assert torch.autograd.gradcheck(
-        lin, [weight.clone().requires_grad_(True)] + [i.clone().requires_grad_(True) for i in images]
-    )
+    assert torch.autograd.gradcheck(lin, [weight.clone().requires_grad_(True)] + [i.clone().requires_grad_(True)
+                                                                                   for i in images])
 
 
 def test_packed_sequence_round_trip():

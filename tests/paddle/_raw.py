@@ -70,9 +70,8 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
                 for name, value in feeds.items():
                     lod_level = value.lod_level if isinstance(value, lt.LoDTensor) else 0
                     data = value.numpy() if isinstance(value, lt.LoDTensor) else np.asarray(value)
-                    v[name] = paddle.static.data(
-                        name, shape=[-1, *data.shape[1:]], dtype=data.dtype.name, lod_level=lod_level
-                    )
+                    v[name] = paddle.static.data(name, shape=[-1, *data.shape[1:]], dtype=data.dtype.name,
+                                                 lod_level=lod_level)
                     v[name].stop_gradient = False
                 for name, value in params.items():
                     v[name] = paddle.static.create_parameter(list(value.shape), value.dtype.name, name=name)
@@ -81,9 +80,8 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
                     made = {}
                     for slot, spec in outputs.items():
                         if isinstance(spec, list):  # a slot of several Variables
-                            made[slot] = [
-                                block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=d) for d in spec
-                            ]
+                            made[slot] = [block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=d)
+                                          for d in spec]
                             continue
                         dtype, vtype = spec if isinstance(spec, tuple) else (spec, None)
                         if vtype is None:
@@ -91,9 +89,8 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
                         elif vtype != ARRAY:  # rank tables, raw: no dtype
                             made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype)
                         else:
-                            made[slot] = block.create_var(
-                                name=paddle.utils.unique_name.generate(type_), type=vtype, dtype=dtype
-                            )
+                            made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype,
+                                                          dtype=dtype)
                     block.append_op(type=type_, inputs=inputs, outputs=made, attrs=attrs or {})
                     return made
 
@@ -101,9 +98,8 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
                 outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
                 grads = []
                 if grads_of:
-                    w = paddle.static.data(
-                        "__w", shape=[-1] + [int(s) for s in weights.shape[1:]], dtype=weights.dtype.name
-                    )
+                    w = paddle.static.data("__w", shape=[-1] + [int(s) for s in weights.shape[1:]],
+                                           dtype=weights.dtype.name)
                     target = paddle.sum(outs[0] * w)
                     grads = paddle.static.gradients([target], [v[n] for n in grads_of])
             exe = paddle.static.Executor(core.CPUPlace())

@@ -189,7 +189,9 @@ class _Program:
     def __call__(self, **inputs):
         feed = {name: paddle_tensor(inputs[name]) for name in self.names}
         with static_mode():
-            results = self.exe.run(self.main, feed=feed, fetch_list=self.fetch, scope=self.scope, return_numpy=False)
+            results = self.exe.run(
+                self.main, feed=feed, fetch_list=self.fetch, scope=self.scope, return_numpy=False
+            )
         return [Out(np.array(r), r.lod()) for r in results]
 
 

@@ -69,12 +69,8 @@ def test_edit_distance(hyp, hyp_lod, ref, ref_lod, normalized, ignored):
         if ignored:
             a = op("sequence_erase", {"X": a}, {"Out": "int64"}, {"tokens": ignored})["Out"]
             b = op("sequence_erase", {"X": b}, {"Out": "int64"}, {"tokens": ignored})["Out"]
-        out = op(
-            "edit_distance",
-            {"Hyps": a, "Refs": b},
-            {"Out": "float32", "SequenceNum": "int64"},
-            {"normalized": normalized},
-        )
+        out = op("edit_distance", {"Hyps": a, "Refs": b}, {"Out": "float32", "SequenceNum": "int64"},
+                 {"normalized": normalized})
         return [out["Out"], out["SequenceNum"]]
 
     if normalized and np.any(kept.lengths() == 0):  # both refuse to divide by an empty reference
@@ -96,15 +92,9 @@ def test_edit_distance_random():
         hl, rl = rng.randint(0, 7, n), rng.randint(1, 7, n)
         h = ids(rng.randint(0, 4, hl.sum()), [np.concatenate([[0], np.cumsum(hl)]).tolist()])
         r = ids(rng.randint(0, 4, rl.sum()), [np.concatenate([[0], np.cumsum(rl)]).tolist()])
-        got = run(
-            lambda v, op: op(
-                "edit_distance",
-                {"Hyps": v["h"], "Refs": v["r"]},
-                {"Out": "float32", "SequenceNum": "int64"},
-                {"normalized": True},
-            )["Out"],
-            {"h": h, "r": r},
-        )
+        got = run(lambda v, op: op("edit_distance", {"Hyps": v["h"], "Refs": v["r"]},
+                                   {"Out": "float32", "SequenceNum": "int64"}, {"normalized": True})["Out"],
+                  {"h": h, "r": r})
         same(got[0], L.edit_distance(h, r)[0], exact=False)
 
 
@@ -112,13 +102,13 @@ def test_edit_distance_random():
 @pytest.mark.parametrize("blank", [0, 3])
 def test_ctc_greedy_decoder(lod, blank):
     rng = np.random.RandomState(len(lod) + blank)
-    p = lt.LoDTensor(np.eye(4, dtype="float32")[rng.randint(0, 4, 9)] + 0.01 * rng.rand(9, 4).astype("float32"), lod)
+    p = lt.LoDTensor(np.eye(4, dtype="float32")[rng.randint(0, 4, 9)] + 0.01 * rng.rand(9, 4).astype("float32"),
+                     lod)
 
     def build(v, op):
         top = op("top_k", {"X": v["p"]}, {"Out": "float32", "Indices": "int64"}, {"k": 1})
-        return op(
-            "ctc_align", {"Input": top["Indices"]}, {"Output": "int64"}, {"blank": blank, "merge_repeated": True}
-        )["Output"]
+        return op("ctc_align", {"Input": top["Indices"]}, {"Output": "int64"},
+                  {"blank": blank, "merge_repeated": True})["Output"]
 
     got = run(build, {"p": p})
     ours = L.ctc_greedy_decoder(p, blank)
@@ -209,25 +199,13 @@ def test_beam_search(lod, ended, accumulated, with_ids, beam_size):
         inputs = {"pre_ids": v["pi"], "pre_scores": v["ps"], "scores": v["sc"]}
         if with_ids:
             inputs["ids"] = v["ids"]
-        out = op(
-            "beam_search",
-            inputs,
-            {"selected_ids": "int64", "selected_scores": "float32", "parent_idx": "int32"},
-            {"level": 0, "beam_size": beam_size, "end_id": 0, "is_accumulated": accumulated},
-        )
+        out = op("beam_search", inputs, {"selected_ids": "int64", "selected_scores": "float32", "parent_idx": "int32"},
+                 {"level": 0, "beam_size": beam_size, "end_id": 0, "is_accumulated": accumulated})
         return [out["selected_ids"], out["selected_scores"], out["parent_idx"]]
 
     got = run(build, f)
-    sel_ids, sel_scores, parent = L.beam_search(
-        f["pi"],
-        f["ps"],
-        f["ids"] if with_ids else None,
-        f["sc"],
-        beam_size,
-        0,
-        is_accumulated=accumulated,
-        return_parent_idx=True,
-    )
+    sel_ids, sel_scores, parent = L.beam_search(f["pi"], f["ps"], f["ids"] if with_ids else None, f["sc"],
+                                                beam_size, 0, is_accumulated=accumulated, return_parent_idx=True)
     same(got[0], sel_ids)
     same(got[1], sel_scores, exact=False)
     np.testing.assert_array_equal(got[2][0], parent)
@@ -268,12 +246,8 @@ def test_beam_search_decode(seed):
             i = paddle.full([1], t, "int64")
             paddle.tensor.array_write(v[f"i{t}"], i, array=id_array)
             paddle.tensor.array_write(v[f"s{t}"], i, array=score_array)
-        out = op(
-            "beam_search_decode",
-            {"Ids": id_array, "Scores": score_array},
-            {"SentenceIds": "int64", "SentenceScores": "float32"},
-            {"beam_size": 2, "end_id": 0},
-        )
+        out = op("beam_search_decode", {"Ids": id_array, "Scores": score_array},
+                 {"SentenceIds": "int64", "SentenceScores": "float32"}, {"beam_size": 2, "end_id": 0})
         return [out["SentenceIds"], out["SentenceScores"]]
 
     got = run(build, feeds)

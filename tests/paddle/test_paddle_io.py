@@ -2,6 +2,7 @@
 the other way round (the ``save``/``load``/``save_combine``/``load_combine`` operators,
 ``paddle.save`` / ``paddle.static.save`` ``.pdparams``, ``paddle.static.load_program_state``)."""
 
+
 import numpy as np
 import pytest
 
@@ -28,7 +29,6 @@ def paddle_save(value, path):
 def paddle_load(path, dtype):
     """Paddle's ``load`` operator: ``(data, lod)``."""
     return run(lambda v, op: op("load", {}, {"Out": dtype}, {"file_path": path})["Out"], {})[0]
-
 
 TENSORS = [
     lt.LoDTensor(np.arange(12, dtype="float32").reshape(6, 2), [[0, 2, 2, 6]]),
@@ -81,12 +81,8 @@ def test_combined_both_ways(tmp_path):
         np.testing.assert_array_equal(state[name], named[name].numpy())
     ours = str(tmp_path / "ours")
     fio.save_combine({n: named[n] for n in order}, ours)
-    got = run(
-        lambda v, op: op(
-            "load_combine", {}, {"Out": [named[n].numpy().dtype.name for n in order]}, {"file_path": ours}
-        )["Out"],
-        {},
-    )
+    got = run(lambda v, op: op("load_combine", {}, {"Out": [named[n].numpy().dtype.name for n in order]},
+                               {"file_path": ours})["Out"], {})
     for (data, lod), name in zip(got, order):
         np.testing.assert_array_equal(data, named[name].numpy())
         assert lod == named[name].lod()

@@ -188,15 +188,8 @@ def _float_cases(dtype):
     cases = []
     for pool_type in POOLS:
         for name, x in (("1level", x1), ("1level-wide", x1w), ("2level", x2)):
-            cases.append(
-                (
-                    f"pool-{pool_type}-{name}",
-                    "sequence_pool",
-                    {"input": x},
-                    {"pool_type": pool_type, "pad_value": -2.5},
-                    {},
-                )
-            )
+            cases.append((f"pool-{pool_type}-{name}", "sequence_pool", {"input": x},
+                          {"pool_type": pool_type, "pad_value": -2.5}, {}))
     cases += [
         ("pool-sum-default-pad", "sequence_pool", {"input": x1}, {"pool_type": "sum"}, {}),
         ("pool-MAX-uppercase", "sequence_pool", {"input": x2}, {"pool_type": "MAX", "pad_value": 1.0}, {}),
@@ -213,131 +206,56 @@ def _float_cases(dtype):
         ("softmax-1d-data", "sequence_softmax", {"input": X(LOD1, (), dtype)}, {}, {}),
         ("softmax-all-empty", "sequence_softmax", {"input": T(np.zeros((0, 1)), [[0, 0, 0]], dtype)}, {}, {}),
         ("expand-nolod-x", "sequence_expand", {"x": T(seq_data(3), None, dtype), "y": x1}, {}, {}),
-        (
-            "expand-x-lod-zero-repeat",
-            "sequence_expand",
-            {"x": x1w, "y": T(np.zeros((3, 1)), [[0, 1, 3, 3]], dtype)},
-            {},
-            {},
-        ),
+        ("expand-x-lod-zero-repeat", "sequence_expand",
+         {"x": x1w, "y": T(np.zeros((3, 1)), [[0, 1, 3, 3]], dtype)}, {}, {}),
         ("expand-ref0", "sequence_expand", {"x": X([[0, 2, 2, 3]], dtype=dtype), "y": x2}, {"ref_level": 0}, {}),
         ("expand-ref1", "sequence_expand", {"x": X([[0, 1, 1, 3, 4]], dtype=dtype), "y": x2}, {"ref_level": 1}, {}),
         ("expand-ref-1", "sequence_expand", {"x": T(seq_data(4), None, dtype), "y": x2}, {"ref_level": -1}, {}),
-        (
-            "expand-nolod-ref0",
-            "sequence_expand",
-            {"x": T(seq_data(3, (2,)), None, dtype), "y": x2},
-            {"ref_level": 0},
-            {},
-        ),
+        ("expand-nolod-ref0", "sequence_expand", {"x": T(seq_data(3, (2,)), None, dtype), "y": x2},
+         {"ref_level": 0}, {}),
         ("expand-rows-3d", "sequence_expand", {"x": X([[0, 1, 1, 3]], (2, 2), dtype), "y": X([[0, 2, 3, 5]])}, {}, {}),
         ("expand_as", "sequence_expand_as", {"x": T(seq_data(3), None, dtype), "y": x1}, {}, {}),
         ("expand_as-wide", "sequence_expand_as", {"x": T(seq_data(3, (2,)), None, dtype), "y": x1}, {}, {}),
         ("expand_as-x-lod-ignored", "sequence_expand_as", {"x": T(seq_data(3), [[0, 1, 3]], dtype), "y": x1}, {}, {}),
-        (
-            "expand_as-y-all-empty",
-            "sequence_expand_as",
-            {"x": T(seq_data(3), None, dtype), "y": T(np.zeros((0, 1)), [[0, 0, 0, 0]])},
-            {},
-            {},
-        ),
+        ("expand_as-y-all-empty", "sequence_expand_as",
+         {"x": T(seq_data(3), None, dtype), "y": T(np.zeros((0, 1)), [[0, 0, 0, 0]])}, {}, {}),
         ("pad-scalar", "sequence_pad", {"x": x1w, "pad_value": np.array([0.0], dtype)}, {}, {}),
-        (
-            "pad-scalar-python",
-            "sequence_pad",
-            {"x": x1w, "pad_value": np.array([-1.0], dtype)},
-            {},
-            {"ours_args": [x1w, -1.0]},
-        ),
+        ("pad-scalar-python", "sequence_pad", {"x": x1w, "pad_value": np.array([-1.0], dtype)}, {},
+         {"ours_args": [x1w, -1.0]}),
         ("pad-row", "sequence_pad", {"x": x1w, "pad_value": np.array([-1.0, -2.0], dtype)}, {"maxlen": 4}, {}),
         ("pad-maxlen-equal", "sequence_pad", {"x": x1w, "pad_value": np.array([9.0], dtype)}, {"maxlen": 3}, {}),
         ("pad-maxlen-longer", "sequence_pad", {"x": x1, "pad_value": np.array([9.0], dtype)}, {"maxlen": 6}, {}),
         ("pad-rows-3d-scalar", "sequence_pad", {"x": x1_3d, "pad_value": np.array([7.0], dtype)}, {}, {}),
-        (
-            "pad-rows-3d-row",
-            "sequence_pad",
-            {"x": x1_3d, "pad_value": np.array([[1.0, 2.0], [3.0, 4.0]], dtype)},
-            {"maxlen": 4},
-            {},
-        ),
-        (
-            "pad-leading-empty",
-            "sequence_pad",
-            {"x": X([[0, 0, 1, 2]], dtype=dtype), "pad_value": np.array([5.0], dtype)},
-            {},
-            {},
-        ),
+        ("pad-rows-3d-row", "sequence_pad", {"x": x1_3d, "pad_value": np.array([[1.0, 2.0], [3.0, 4.0]], dtype)},
+         {"maxlen": 4}, {}),
+        ("pad-leading-empty", "sequence_pad",
+         {"x": X([[0, 0, 1, 2]], dtype=dtype), "pad_value": np.array([5.0], dtype)}, {}, {}),
         ("unpad", "sequence_unpad", {"x": T(seq_data(3, (3, 2)), None, dtype), "length": I64([2, 0, 3])}, {}, {}),
-        (
-            "unpad-x-rows-3d",
-            "sequence_unpad",
-            {"x": T(seq_data(2, (2, 2, 2)), None, dtype), "length": I64([1, 2])},
-            {},
-            {},
-        ),
+        ("unpad-x-rows-3d", "sequence_unpad", {"x": T(seq_data(2, (2, 2, 2)), None, dtype), "length": I64([1, 2])},
+         {}, {}),
         ("concat-2", "sequence_concat", {"a": x1, "b": X([[0, 0, 1, 3]], dtype=dtype)}, {}, {"listed": True}),
-        (
-            "concat-3-wide",
-            "sequence_concat",
-            {"a": x1w, "b": X([[0, 0, 1, 2]], (2,), dtype), "c": X([[0, 1, 1, 1]], (2,), dtype)},
-            {},
-            {"listed": True},
-        ),
-        (
-            "concat-1d-data",
-            "sequence_concat",
-            {"a": X(LOD1, (), dtype), "b": X([[0, 1, 2, 2]], (), dtype)},
-            {},
-            {"listed": True},
-        ),
+        ("concat-3-wide", "sequence_concat",
+         {"a": x1w, "b": X([[0, 0, 1, 2]], (2,), dtype), "c": X([[0, 1, 1, 1]], (2,), dtype)}, {}, {"listed": True}),
+        ("concat-1d-data", "sequence_concat", {"a": X(LOD1, (), dtype), "b": X([[0, 1, 2, 2]], (), dtype)}, {},
+         {"listed": True}),
         ("reverse", "sequence_reverse", {"x": x1w}, {}, {}),
         ("reverse-rows-3d", "sequence_reverse", {"x": x1_3d}, {}, {}),
-        (
-            "slice",
-            "sequence_slice",
-            {"input": x1w, "offset": I64([[1], [0], [1]]), "length": I64([[1], [0], [2]])},
-            {},
-            {},
-        ),
-        (
-            "slice-all-zero-length",
-            "sequence_slice",
-            {"input": x1w, "offset": I64([[1], [0], [3]]), "length": I64([[0], [0], [0]])},
-            {},
-            {},
-        ),
-        (
-            "slice-rows-3d",
-            "sequence_slice",
-            {"input": x1_3d, "offset": I64([[0], [0], [0]]), "length": I64([[2], [0], [3]])},
-            {},
-            {},
-        ),
+        ("slice", "sequence_slice", {"input": x1w, "offset": I64([[1], [0], [1]]), "length": I64([[1], [0], [2]])},
+         {}, {}),
+        ("slice-all-zero-length", "sequence_slice",
+         {"input": x1w, "offset": I64([[1], [0], [3]]), "length": I64([[0], [0], [0]])}, {}, {}),
+        ("slice-rows-3d", "sequence_slice",
+         {"input": x1_3d, "offset": I64([[0], [0], [0]]), "length": I64([[2], [0], [3]])}, {}, {}),
         ("reshape-widen", "sequence_reshape", {"input": X([[0, 2, 2, 6]], (2,), dtype)}, {"new_dim": 4}, {}),
         ("reshape-to-1", "sequence_reshape", {"input": X([[0, 2, 2, 6]], (2,), dtype)}, {"new_dim": 1}, {}),
         ("reshape-same", "sequence_reshape", {"input": x1w}, {"new_dim": 2}, {}),
-        (
-            "scatter",
-            "sequence_scatter",
-            {
-                "input": T(np.zeros((3, 6)), None, dtype),
-                "index": I64([[0], [1], [2], [5], [4], [3], [2], [1], [3], [2], [5], [4]], [[0, 3, 8, 12]]),
-                "updates": T(np.arange(12).reshape(12, 1) + 0.5, [[0, 3, 8, 12]], dtype),
-            },
-            {},
-            {},
-        ),
-        (
-            "scatter-repeated-index-and-empty",
-            "sequence_scatter",
-            {
-                "input": T(np.ones((3, 3)), None, dtype),
-                "index": I64([[0], [0], [2]], [[0, 2, 2, 3]]),
-                "updates": T([[1.0], [2.0], [3.0]], [[0, 2, 2, 3]], dtype),
-            },
-            {},
-            {},
-        ),
+        ("scatter", "sequence_scatter",
+         {"input": T(np.zeros((3, 6)), None, dtype),
+          "index": I64([[0], [1], [2], [5], [4], [3], [2], [1], [3], [2], [5], [4]], [[0, 3, 8, 12]]),
+          "updates": T(np.arange(12).reshape(12, 1) + 0.5, [[0, 3, 8, 12]], dtype)}, {}, {}),
+        ("scatter-repeated-index-and-empty", "sequence_scatter",
+         {"input": T(np.ones((3, 3)), None, dtype), "index": I64([[0], [0], [2]], [[0, 2, 2, 3]]),
+          "updates": T([[1.0], [2.0], [3.0]], [[0, 2, 2, 3]], dtype)}, {}, {}),
         ("mask-out-dtype", "sequence_mask", {"x": np.array([2, 0, 3])}, {"maxlen": 5, "dtype": dtype}, {}),
         ("lod_reset-target", "lod_reset", {"x": x1w}, {"target_lod": [0, 4, 5]}, {}),
         ("lod_reset-target-2level-x", "lod_reset", {"x": x2}, {"target_lod": [0, 4, 4, 6]}, {}),
@@ -362,55 +280,26 @@ def _int_cases():
         ("enumerate-win3-pad", "sequence_enumerate", {"input": ids}, {"win_size": 3, "pad_value": -1}, {}),
         ("enumerate-win-longer-than-seqs", "sequence_enumerate", {"input": ids}, {"win_size": 7, "pad_value": 0}, {}),
         ("enumerate-int32", "sequence_enumerate", {"input": ids32}, {"win_size": 2, "pad_value": 9}, {}),
-        (
-            "enumerate-all-empty",
-            "sequence_enumerate",
-            {"input": I64(np.zeros((0, 1)), [[0, 0, 0]])},
-            {"win_size": 2},
-            {},
-        ),
+        ("enumerate-all-empty", "sequence_enumerate", {"input": I64(np.zeros((0, 1)), [[0, 0, 0]])},
+         {"win_size": 2}, {}),
         ("pad-int64", "sequence_pad", {"x": ids, "pad_value": np.array([7])}, {}, {}),
-        ("unpad-int64", "sequence_unpad", {"x": I64(np.arange(12).reshape(3, 2, 2)), "length": I64([2, 0, 1])}, {}, {}),
+        ("unpad-int64", "sequence_unpad", {"x": I64(np.arange(12).reshape(3, 2, 2)), "length": I64([2, 0, 1])},
+         {}, {}),
         ("concat-int64", "sequence_concat", {"a": ids, "b": I64([[6], [7]], [[0, 0, 2, 2]])}, {}, {"listed": True}),
         ("reverse-int64", "sequence_reverse", {"x": ids}, {}, {}),
-        (
-            "slice-int64-1d-data",
-            "sequence_slice",
-            {"input": I64([1, 2, 3, 4, 5], LOD1), "offset": I64([[1], [0], [1]]), "length": I64([[1], [0], [2]])},
-            {},
-            {},
-        ),
-        (
-            "reshape-int64",
-            "sequence_reshape",
-            {"input": I64(np.arange(12).reshape(6, 2), [[0, 3, 3, 6]])},
-            {"new_dim": 3},
-            {},
-        ),
+        ("slice-int64-1d-data", "sequence_slice",
+         {"input": I64([1, 2, 3, 4, 5], LOD1), "offset": I64([[1], [0], [1]]), "length": I64([[1], [0], [2]])},
+         {}, {}),
+        ("reshape-int64", "sequence_reshape", {"input": I64(np.arange(12).reshape(6, 2), [[0, 3, 3, 6]])},
+         {"new_dim": 3}, {}),
         ("expand-int64", "sequence_expand", {"x": I64([[1], [2], [3]]), "y": X(LOD1)}, {}, {}),
         ("expand_as-int64", "sequence_expand_as", {"x": I64([[1], [2], [3]]), "y": X(LOD1)}, {}, {}),
-        (
-            "scatter-int64",
-            "sequence_scatter",
-            {
-                "input": I64(np.ones((2, 3))),
-                "index": I64([[0], [1], [2]], [[0, 2, 3]]),
-                "updates": I64([[1], [2], [3]], [[0, 2, 3]]),
-            },
-            {},
-            {},
-        ),
-        (
-            "scatter-1d-index",
-            "sequence_scatter",
-            {
-                "input": T(np.ones((2, 3))),
-                "index": I64([0, 1, 2], [[0, 2, 3]]),
-                "updates": T([1.0, 2.0, 3.0], [[0, 2, 3]]),
-            },
-            {},
-            {},
-        ),
+        ("scatter-int64", "sequence_scatter",
+         {"input": I64(np.ones((2, 3))), "index": I64([[0], [1], [2]], [[0, 2, 3]]),
+          "updates": I64([[1], [2], [3]], [[0, 2, 3]])}, {}, {}),
+        ("scatter-1d-index", "sequence_scatter",
+         {"input": T(np.ones((2, 3))), "index": I64([0, 1, 2], [[0, 2, 3]]),
+          "updates": T([1.0, 2.0, 3.0], [[0, 2, 3]])}, {}, {}),
         ("mask", "sequence_mask", {"x": np.array([2, 0, 3])}, {}, {}),
         ("mask-2d", "sequence_mask", {"x": np.array([[2, 0], [3, 1]])}, {}, {}),
         ("mask-int32-bool", "sequence_mask", {"x": np.array([2, 0, 3], "int32")}, {"maxlen": 4, "dtype": "bool"}, {}),
@@ -491,30 +380,14 @@ BOTH_RAISE = [
     ("concat-no-lod", "sequence_concat", {"a": T(np.zeros((3, 1))), "b": T(np.zeros((2, 1)))}, {}),
     ("concat-levels-mismatch", "sequence_concat", {"a": X([[0, 1, 3, 6]]), "b": X([[0, 2, 3], [0, 1, 3, 6]])}, {}),
     ("reverse-no-lod", "sequence_reverse", {"x": T(np.zeros((3, 2)))}, {}),
-    (
-        "slice-out-of-range",
-        "sequence_slice",
-        {"input": X1W, "offset": I64([[1], [0], [2]]), "length": I64([[2], [0], [2]])},
-        {},
-    ),
-    (
-        "slice-negative-offset",
-        "sequence_slice",
-        {"input": X1W, "offset": I64([[-1], [0], [0]]), "length": I64([[1], [0], [2]])},
-        {},
-    ),
-    (
-        "slice-negative-length",
-        "sequence_slice",
-        {"input": X1W, "offset": I64([[1], [0], [0]]), "length": I64([[-1], [0], [2]])},
-        {},
-    ),
-    (
-        "slice-count-mismatch",
-        "sequence_slice",
-        {"input": X1W, "offset": I64([[1], [0]]), "length": I64([[1], [0]])},
-        {},
-    ),
+    ("slice-out-of-range", "sequence_slice",
+     {"input": X1W, "offset": I64([[1], [0], [2]]), "length": I64([[2], [0], [2]])}, {}),
+    ("slice-negative-offset", "sequence_slice",
+     {"input": X1W, "offset": I64([[-1], [0], [0]]), "length": I64([[1], [0], [2]])}, {}),
+    ("slice-negative-length", "sequence_slice",
+     {"input": X1W, "offset": I64([[1], [0], [0]]), "length": I64([[-1], [0], [2]])}, {}),
+    ("slice-count-mismatch", "sequence_slice", {"input": X1W, "offset": I64([[1], [0]]), "length": I64([[1], [0]])},
+     {}),
     ("enumerate-win0", "sequence_enumerate", {"input": IDS}, {"win_size": 0}),
     ("enumerate-wide-rows", "sequence_enumerate", {"input": I64(np.arange(10).reshape(5, 2), LOD1)}, {"win_size": 2}),
     ("reshape-not-dividing", "sequence_reshape", {"input": X([[0, 1, 2, 6]], (2,))}, {"new_dim": 4}),
@@ -534,7 +407,9 @@ BOTH_RAISE = [
 ]
 
 
-@pytest.mark.parametrize("op, inputs, attrs", [case[1:] for case in BOTH_RAISE], ids=[case[0] for case in BOTH_RAISE])
+@pytest.mark.parametrize(
+    "op, inputs, attrs", [case[1:] for case in BOTH_RAISE], ids=[case[0] for case in BOTH_RAISE]
+)
 def test_both_raise(op, inputs, attrs):
     p, o = both(op, inputs, attrs, fixed=("pad_value",), listed=op == "sequence_concat")
     assert not p[0], f"Paddle accepts: {_short(p[1])}"
@@ -548,12 +423,8 @@ def test_paddle_error_types():
     cases = [
         (TypeError, "sequence_softmax", {"input": I64([[1], [2], [3]], [[0, 1, 3]])}, {}),
         (RuntimeError, "sequence_pool", {"input": X1}, {"pool_type": "median"}),
-        (
-            IndexError,
-            "sequence_slice",
-            {"input": X1W, "offset": I64([[1], [0], [2]]), "length": I64([[2], [0], [2]])},
-            {},
-        ),
+        (IndexError, "sequence_slice", {"input": X1W, "offset": I64([[1], [0], [2]]), "length": I64([[2], [0], [2]])},
+         {}),
         (ValueError, "sequence_expand", {"x": X1, "y": X([[0, 1, 2]])}, {}),
     ]
     for exc, op, inputs, attrs in cases:
@@ -595,7 +466,11 @@ def _offsets(lengths):
     return [0, *np.cumsum(lengths, dtype=np.int64).tolist()]
 
 
-POOL_PARAMS = [pytest.param(pool_type, dtype, id=f"{pool_type}-{dtype}") for pool_type in POOLS for dtype in FLOATS]
+POOL_PARAMS = [
+    pytest.param(pool_type, dtype, id=f"{pool_type}-{dtype}")
+    for pool_type in POOLS
+    for dtype in FLOATS
+]
 
 
 @pytest.mark.parametrize("pool_type, dtype", POOL_PARAMS)
@@ -1063,11 +938,8 @@ def test_difference_pad_maxlen_minus_one():
     "op, inputs, attrs",
     [
         ("sequence_pad", {"x": T(np.zeros((0, 2)), [[0, 0, 0]]), "pad_value": np.array([1.0], "float32")}, {}),
-        (
-            "sequence_pad",
-            {"x": T(np.zeros((0, 2)), [[0, 0, 0]]), "pad_value": np.array([1.0], "float32")},
-            {"maxlen": 2},
-        ),
+        ("sequence_pad", {"x": T(np.zeros((0, 2)), [[0, 0, 0]]), "pad_value": np.array([1.0], "float32")},
+         {"maxlen": 2}),
         ("sequence_unpad", {"x": T(np.zeros((2, 3, 1))), "length": I64([0, 0])}, {}),
         ("sequence_reverse", {"x": T(np.zeros((0, 2)), [[0, 0, 0]])}, {}),
         ("sequence_expand", {"x": T(np.zeros((0, 2)), [[0, 0, 0]]), "y": X([[0, 1, 3]])}, {}),
@@ -1163,7 +1035,8 @@ def test_difference_concat_refusals():
     [
         ("sequence_reverse", {"x": X2}, {}),
         ("sequence_reverse", {"x": I64([1, 2, 3, 4, 5], LOD1)}, {}),
-        ("sequence_slice", {"input": X2, "offset": I64([[0], [1], [0], [1]]), "length": I64([[1], [1], [0], [2]])}, {}),
+        ("sequence_slice", {"input": X2, "offset": I64([[0], [1], [0], [1]]), "length": I64([[1], [1], [0], [2]])},
+         {}),
         ("sequence_slice", {"input": X1W, "offset": I64([1, 0, 1]), "length": I64([1, 0, 2])}, {}),
         ("sequence_slice", {"input": X1W, "offset": I32([[1], [0], [1]]), "length": I32([[1], [0], [2]])}, {}),
         ("sequence_enumerate", {"input": IDS}, {"win_size": 1}),
@@ -1175,18 +1048,9 @@ def test_difference_concat_refusals():
         ("lod_reset", {"x": X1, "y": I64([0, 1, 5])}, {}),
     ],
     ids=[
-        "reverse-2level",
-        "reverse-rank1",
-        "slice-2level",
-        "slice-1d-offset",
-        "slice-int32-offset",
-        "enumerate-win1",
-        "enumerate-float-ids",
-        "enumerate-1d-ids",
-        "enumerate-2level",
-        "reshape-2level",
-        "mask-maxlen0",
-        "lod_reset-int64-y",
+        "reverse-2level", "reverse-rank1", "slice-2level", "slice-1d-offset", "slice-int32-offset",
+        "enumerate-win1", "enumerate-float-ids", "enumerate-1d-ids", "enumerate-2level", "reshape-2level",
+        "mask-maxlen0", "lod_reset-int64-y",
     ],
 )
 def test_difference_paddle_refuses_we_accept(op, inputs, attrs):
@@ -1224,11 +1088,8 @@ def test_difference_scatter_checks():
 def test_difference_scatter_negative_index():
     """A negative index makes Paddle write before the row (into the previous row, or before its
     buffer for row 0, which corrupts the heap); lodtensor raises IndexError."""
-    inputs = {
-        "input": T(np.ones((2, 3))),
-        "index": I64([[0], [1], [-1]], [[0, 2, 3]]),
-        "updates": T([[1.0], [2.0], [3.0]], [[0, 2, 3]]),
-    }
+    inputs = {"input": T(np.ones((2, 3))), "index": I64([[0], [1], [-1]], [[0, 2, 3]]),
+              "updates": T([[1.0], [2.0], [3.0]], [[0, 2, 3]])}
     (out,) = paddle_accepts_we_raise(*both("sequence_scatter", inputs), IndexError)
     assert out.data.tolist() == [[2.0, 3.0, 4.0], [1.0, 1.0, 1.0]]  # index -1 of row 1 landed in row 0
 
@@ -1246,10 +1107,8 @@ def test_difference_scatter_lenient_inputs():
     p, o = both("sequence_scatter", {"input": ones, "index": I64([[0], [1], [2]], [[0, 2, 3]]), "updates": updates64})
     assert not p[0] and not o[0] and isinstance(o[1], TypeError)
     two = [[0, 1, 3], [0, 2, 2, 3]]
-    p, o = both(
-        "sequence_scatter",
-        {"input": T(np.ones((3, 3))), "index": I64([[0], [1], [2]], two), "updates": T(updates.numpy(), two)},
-    )
+    p, o = both("sequence_scatter", {"input": T(np.ones((3, 3))), "index": I64([[0], [1], [2]], two),
+                                     "updates": T(updates.numpy(), two)})
     (out,) = paddle_refuses_we_accept(p, o)
     assert out.data.tolist() == [[2.0, 3.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 4.0]]
 
