@@ -4,7 +4,7 @@ One flat data array plus a few int64 offset arrays, one per nesting level.
 ``import lodtensor`` costs only NumPy; torch, cupy and pyarrow load on first use.
 """
 
-from . import interop, sequence, text
+from . import interop, nested, sequence, text  # noqa: F401 - nested attaches LoDTensor.__torch_function__
 from .backend import available_backends, backend_of, get_backend
 from .backend._threads import get_num_threads, set_num_threads
 from .errors import BackendMismatchError, LoDError
