@@ -24,7 +24,7 @@ from ..lod import LoD
 from ..tensor import LoDTensor
 from ._lazy import loaded, require
 
-__all__ = ["to_arrow", "from_arrow", "arrow_type_of", "list_levels", "unwrap"]
+__all__ = ["to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap"]
 
 _INT64 = np.dtype(np.int64)
 
@@ -71,8 +71,10 @@ def to_arrow(t):
     One list level per lod level (outermost first); trailing dims of the rows
     become ``FixedSizeList`` values, so data of shape ``(N, 3)`` gives
     ``large_list<fixed_size_list<item, 3>>``. A tensor with no lod gives the
-    plain values array. Zero-copy, except: boolean data (Arrow packs it into
-    bits) and non-contiguous data are copied; GPU data raises (call ``.cpu()``).
+    plain values array. Zero-copy (torch CPU data included), except: boolean
+    data (Arrow packs it into bits), non-contiguous data and torch bfloat16
+    (widened to float32, as ``numpy()`` does) are copied; GPU data raises
+    (call ``.cpu()``).
 
     Raises
     ------
@@ -99,10 +101,19 @@ def to_arrow(t):
     return arr
 
 
+def host_dtype(t):
+    """The NumPy dtype ``t``'s data has on the host (torch dtypes mapped, bfloat16 widened as ``to_numpy`` does)."""
+    data = t._data
+    if data is None or backend_name_of(data) != "torch":
+        return np.dtype(t.dtype)
+    return t.backend.to_numpy(data[:0]).dtype
+
+
 def arrow_type_of(t):
     """The Arrow type :func:`to_arrow` gives for ``t`` (no data touched)."""
     pa = _pa("arrow_type_of()")
-    typ = pa.bool_() if t.dtype.kind == "b" else pa.from_numpy_dtype(np.dtype(t.dtype))
+    dtype = host_dtype(t)
+    typ = pa.bool_() if dtype.kind == "b" else pa.from_numpy_dtype(dtype)
     for size in reversed(t.shape()[1:]):
         typ = pa.list_(typ, int(size))
     for _ in range(t.lod_level):
