@@ -17,6 +17,7 @@ import cupy
 import numpy as np
 
 from . import cuda as _cuda
+from ._arrays import CupyArrayKernels
 from ._base import Backend
 
 __all__ = ["CupyBackend", "make_backend"]
@@ -75,7 +76,7 @@ def _plan(offsets, n, chunk):
     return cupy.cumsum(counts.reshape(2, n + 1), axis=1).ravel()
 
 
-class CupyBackend(Backend):
+class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions beyond the kernel set
     name = "cupy"
     xp = cupy
     uses_segment_ids = False  # the kernels find each piece's sequence themselves

@@ -81,8 +81,8 @@ def _column_tensors(table_or_batch, names, path):
     for name in names:
         try:
             out[name] = from_arrow(table_or_batch.column(name))
-        except (ValueError, TypeError) as err:
-            raise type(err)(f"read_parquet(): {os.fspath(path)!s}, column {name!r}: {err}") from err
+        except (ValueError, TypeError) as err:  # the file's content: a ValueError whatever the cause
+            raise ValueError(f"read_parquet(): {os.fspath(path)!s}, column {name!r}: {err}") from err
     return out
 
 
@@ -118,8 +118,9 @@ def read_parquet(path, columns=None, batch_size=None):
     FileNotFoundError
         No such file.
     ValueError
-        Not a Parquet file, a truncated or corrupted one, a column with nulls or
-        invalid offsets; the message names the file and the column.
+        Not a Parquet file, a truncated or corrupted one, a column with nulls,
+        invalid offsets or a type that is not lists of numbers; the message
+        names the file and the column.
     KeyError
         A requested column is not in the file.
     """
