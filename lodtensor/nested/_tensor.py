@@ -429,14 +429,19 @@ class NestedTensor:
         """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
 
         As torch's ``to``: positional arguments may be a device, a dtype, both,
-        or another nested tensor (whose device and dtype are taken).
+        or another nested tensor (whose device and dtype are taken). With an
+        :class:`~lodtensor.nested.Layout` (``nt.to(ln.Layout.Packed)``) it
+        converts to that layout instead.
 
         >>> import lodtensor.nested as ln
         >>> ln.nested_tensor([[1, 2], [3]]).to(np.float32).dtype
         dtype('float32')
         """
         from ._construct import as_nested_tensor  # noqa: PLC0415 - avoids an import cycle
+        from ._layouts import layout_of, to_layout  # noqa: PLC0415
 
+        if args and layout_of(args[0]) is not None:  # nt.to(ln.Layout.Masked) or nt.to("masked"): a layout
+            return to_layout(self, *args)
         for arg in args:
             if isinstance(arg, NestedTensor):
                 device = arg.device if device is None else device
