@@ -171,7 +171,8 @@ class NestedTensor:
     ValueError: Given dimension 1 is irregular and does not have a size.
     """
 
-    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "__weakref__")  # _holes: see _jagged.py
+    # _holes: see _jagged.py; _outer: the documents' offsets of a tensor with two ragged dims (_two_level.py)
+    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "_outer", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
 
@@ -181,17 +182,27 @@ class NestedTensor:
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
         """Number of dims, counting dim 0 (the components)."""
-        return self._struct.rank + 1
+        return self._struct.rank + (1 if getattr(self, "_outer", None) is None else 2)
 
     @property
     def ndim(self):
-        return self._struct.rank + 1
+        return self.dim()
 
     def size(self, dim=None):
         """The size of ``dim``; it must be regular. Without ``dim``: the full shape, if all dims are regular."""
         if dim is None:
             return self.shape
         dim = normalize_dim(dim, self.dim())
+        outer = getattr(self, "_outer", None)
+        if outer is not None:  # two ragged dims: dim 1 counts the sentences of each document
+            if dim == 0:
+                return len(self)
+            counts = np.diff(outer)
+            if dim == 1 and counts.size and (counts == counts[0]).all():
+                return int(counts[0])
+            if dim == 1:
+                raise ValueError("Given dimension 1 is irregular and does not have a size.")
+            dim -= 1
         if dim == 0:
             return self._struct.n
         st = self._struct
@@ -215,7 +226,8 @@ class NestedTensor:
         return (st.n,) + rest
 
     def __len__(self):
-        return self._struct.n
+        outer = getattr(self, "_outer", None)
+        return self._struct.n if outer is None else int(outer.size - 1)
 
     def numel(self):
         """Total number of elements in all components."""
@@ -399,10 +411,14 @@ class NestedTensor:
         """
         if dim != 0 and normalize_dim(dim, self.dim()) != 0:
             raise ValueError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
+        if getattr(self, "_outer", None) is not None:
+            from ._two_level import documents  # noqa: PLC0415
+
+            return documents(self)  # one nested tensor of sentences per document
         return tuple(_components(self))
 
     def __iter__(self):
-        return iter(_components(self))
+        return iter(self.unbind())
 
     def __getitem__(self, index):
         if isinstance(index, (int, np.integer)):
@@ -413,7 +429,9 @@ class NestedTensor:
         )
 
     def to_tensor_list(self):
-        """The components as a list of views (the List layout)."""
+        """The components as a list of views (the List layout); with two ragged dims, a list per document."""
+        if getattr(self, "_outer", None) is not None:
+            return [doc.to_tensor_list() for doc in self.unbind()]
         return list(_components(self))
 
     # -- conversions -------------------------------------------------------------------------
@@ -423,7 +441,7 @@ class NestedTensor:
 
         if backend_name_of(self._buffer) == "torch":
             return self
-        return make(get_backend("torch").asarray(self._buffer), self._struct, self._layout)
+        return self._same_levels(make(get_backend("torch").asarray(self._buffer), self._struct, self._layout))
 
     def to(self, *args, device=None, dtype=None):
         """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
@@ -450,6 +468,9 @@ class NestedTensor:
                 dtype = arg
             else:
                 device = arg
+        if getattr(self, "_outer", None) is not None:  # two ragged dims: convert the sentences, keep the documents
+            return self._same_levels(as_nested_tensor(make(self._buffer, self._struct, self._layout), dtype=dtype,
+                                                      device=device))
         return as_nested_tensor(self, dtype=dtype, device=device)
 
     def double(self):
@@ -468,7 +489,15 @@ class NestedTensor:
         """This nested tensor with NumPy data (a view of host memory where possible)."""
         if backend_name_of(self._buffer) == "numpy":
             return self
-        return make(self.backend.to_numpy(self._buffer), self._struct, self._layout)
+        return self._same_levels(make(self.backend.to_numpy(self._buffer), self._struct, self._layout))
+
+    def _same_levels(self, other):
+        """``other`` (same components) with this tensor's document level, if it has two ragged dims."""
+        outer = getattr(self, "_outer", None)
+        if outer is not None and getattr(other, "_outer", None) is None:
+            other = make(other._buffer, other._struct, other._layout)
+            other._outer = outer
+        return other
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError(
@@ -480,6 +509,9 @@ class NestedTensor:
     def __repr__(self):
         from ._layouts import format_nested  # noqa: PLC0415
 
+        if getattr(self, "_outer", None) is not None:
+            docs = ",\n".join("  " + repr(d).replace("\n", "\n  ") for d in self.unbind())
+            return f"two-level nested_tensor([\n{docs}\n])"
         return format_nested(self)
 
     __str__ = __repr__
