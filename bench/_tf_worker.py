@@ -43,6 +43,52 @@ def run_case(tf, case, budget):
     return res
 
 
+def run_cpu_ops(tf, spec, budget):
+    """Timings of TensorFlow's ops on the ``_cpudata`` workloads (for ``bench/cpu.py``).
+
+    Reductions take the best of ``tf.math.segment_*`` (row ids, sorted) and the
+    RaggedTensor reduction over the ragged dim; ``relu`` and ``linear`` act on the
+    flat values; ``unpad`` is ``RaggedTensor.from_tensor(padded, lengths).flat_values``.
+    """
+    return {name: _cpu_workload(tf, name, spec["ops"].get(name, []), budget) for name in spec["workloads"]}
+
+
+def _cpu_workload(tf, name, ops, budget):
+    import _cpudata  # noqa: PLC0415 - only this mode needs it
+    import numpy as np  # noqa: PLC0415
+
+    data, offsets = _cpudata.WORKLOADS[name]()
+    lengths = np.diff(offsets)
+    values = tf.constant(data)
+    row_lengths = tf.constant(lengths)
+    ids = tf.constant(np.repeat(np.arange(lengths.size, dtype=np.int64), lengths))
+    ragged = tf.RaggedTensor.from_row_lengths(values, row_lengths)
+    res = {}
+    for op in ops:
+        if op in ("sum", "mean", "max"):
+            seg = {"sum": tf.math.segment_sum, "mean": tf.math.segment_mean, "max": tf.math.segment_max}[op]
+            red = {"sum": tf.reduce_sum, "mean": tf.reduce_mean, "max": tf.reduce_max}[op]
+            a = _common.timeit(lambda seg=seg: seg(values, ids), budget=budget)
+            b = _common.timeit(lambda red=red: red(ragged, axis=1), budget=budget)
+            res[op] = min(a, b, key=lambda t: t["best"])
+            res[op]["how"] = "tf.math.segment_" + op if res[op] is a else "RaggedTensor reduce_" + op
+        elif op == "relu":
+            res[op] = _common.timeit(lambda: tf.nn.relu(values), budget=budget)
+        elif op == "linear":
+            w, bias = _cpudata.linear_weights(data.shape[1])
+            tw, tb = tf.constant(w), tf.constant(bias)
+            res[op] = _common.timeit(lambda tw=tw, tb=tb: tf.nn.bias_add(tf.matmul(values, tw, transpose_b=True), tb),
+                                     budget=budget)
+        elif op == "unpad":
+            padded = tf.constant(_cpudata.padded_of(data, offsets)[0])
+            res[op] = _common.timeit(lambda padded=padded: tf.RaggedTensor.from_tensor(padded, lengths=row_lengths)
+                                     .flat_values, budget=budget)
+        elif op == "pad":
+            res[op] = _common.timeit(lambda: tf.RaggedTensor.from_row_lengths(values, row_lengths).to_tensor(),
+                                     budget=budget)
+    return res
+
+
 def main(spec):
     try:
         import tensorflow as tf  # noqa: PLC0415
@@ -52,7 +98,9 @@ def main(spec):
            "intra_op_threads": tf.config.threading.get_intra_op_parallelism_threads() or os.cpu_count(),
            "cases": []}
     budget = spec.get("budget", _common.BUDGET)
-    for case in spec["cases"]:
+    if "cpu" in spec:
+        out["cpu"] = run_cpu_ops(tf, spec["cpu"], budget)
+    for case in spec.get("cases", []):
         out["cases"].append(run_case(tf, case, budget))
     return out
 

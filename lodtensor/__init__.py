@@ -17,8 +17,11 @@ from .factories import (
 )
 from .interop import (
     from_arrow,
+    from_awkward,
     from_dlpack,
     from_packed_sequence,
+    from_ragged_tensor,
+    from_sparse,
     from_torch,
     load,
     read_parquet,
@@ -61,4 +64,7 @@ __all__ = [
     "load",
     "from_packed_sequence",
     "from_dlpack",
+    "from_sparse",
+    "from_awkward",
+    "from_ragged_tensor",
 ]

@@ -13,6 +13,7 @@ from ._format import preview
 from ._nested_list import to_nested_list
 from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, get_backend
+from .backend._pickle import portable
 from .lod import LoD
 from .place import CPUPlace, CUDAPlace, Place, as_place, place_of
 
@@ -529,7 +530,7 @@ class LoDTensor(UfuncMixin):
     __str__ = __repr__
 
     def __reduce__(self):
-        return (_rebuild, (type(self), self._data, self._lod, self._where))
+        return (_rebuild, (type(self), portable(self._data), self._lod, self._where))
 
     def __copy__(self):
         return _wrap(self._data, self._lod, self._where)

@@ -5,14 +5,12 @@ bytes) so that gathers and scatters move whole rows with one index lookup each
 instead of one per element.
 """
 
-import threading
-import weakref
-
 import numpy as np
 
-from .._cache import ByteLRU, nbytes_of
 from ._arrays import ArrayKernels
 from ._base import Backend
+from ._np_chunks import chunk_reduce, identity_of
+from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
 from ._threads import get_num_threads, pool
 
 __all__ = ["NumpyBackend"]
@@ -20,6 +18,9 @@ __all__ = ["NumpyBackend"]
 _INT64 = np.dtype(np.int64)
 # Max and min over rows of at least this many elements go by blocks, not reduceat (measured crossover).
 _WIDE_ROW = 16
+# reduceat serves rows of fewer elements than this when the mean sequence has this many rows or more.
+_REDUCEAT_COLUMNS = 8
+_REDUCEAT_LENGTH = 16
 # Those blocks gather about this many bytes of rows at a time (the scratch buffer stays in L2).
 _BLOCK_BYTES = 1 << 20
 # Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
@@ -29,6 +30,9 @@ _SPARSE = None  # scipy.sparse once imported; False when it is not installed
 _SOFTMAX_BLOCK_BYTES = 256 * 1024
 # Softmax of narrow rows splits over threads from this many bytes of output (measured: 2x at 2 MiB).
 _SOFTMAX_PARALLEL_BYTES = 1 << 20
+# Elementwise ufuncs split over threads from this many bytes of output, in blocks of this many elements.
+_UFUNC_PARALLEL_BYTES = 4 << 20
+_UFUNC_BLOCK_ELEMENTS = 1 << 18
 # Outputs at least this large are moved by several threads.
 _MIN_PARALLEL_BYTES = 16 * 2**20
 
@@ -44,34 +48,6 @@ def _scipy_sparse():
         except ImportError:
             _SPARSE = False
     return _SPARSE or None
-
-
-# -- cached plans -------------------------------------------------------------------------------
-# (id(offsets or owner), key) -> (weak reference, snapshot of writable offsets or None, plan);
-# bounded by bytes, least recently used first out, and an entry goes when its array does.
-_PLANS = ByteLRU(256 << 20)
-
-
-def _cached_plan(offsets, key, build, owner=None):
-    """``build()``, cached for ``offsets`` (or for ``owner``, the object they are a view of).
-
-    A LoD's offset arrays are frozen and live as long as it does, so a plan
-    made for one serves every later call on the same LoD. A writable array
-    may change in place: its plan is reused only while its values are those
-    the plan was made from (one comparison, far cheaper than a plan).
-    """
-    holder = offsets if owner is None else owner
-    slot = (id(holder), key)
-    entry = _PLANS.get(slot)
-    if entry is not None and entry[0]() is holder:
-        if entry[1] is None or np.array_equal(entry[1], offsets):
-            return entry[2]
-    plan = build()
-    frozen = owner is None and not offsets.flags.writeable
-    snapshot = None if frozen else offsets.copy()
-    ref = weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot))
-    _PLANS.put(slot, (ref, snapshot, plan), nbytes_of(plan) + nbytes_of(snapshot))
-    return plan
 
 
 def _block_plan(offsets, row_bytes, exact=False):
@@ -110,39 +86,6 @@ def _block_plan(offsets, row_bytes, exact=False):
         a = b
     index = np.concatenate(parts) if parts else np.zeros(0, dtype=_INT64)
     return order, m, blocks, singles, index
-
-
-# -- per-thread scratch buffers -----------------------------------------------------------------
-_SCRATCH = threading.local()
-_SCRATCH_KEPT_BYTES = 8 << 20  # larger scratch is allocated per call and not kept
-
-
-def _scratch(name, shape, dtype):
-    """An uninitialised array for this thread's own use, reused between calls.
-
-    Fresh memory costs page faults on first touch (about 0.2 ms per MiB on the
-    2-core benchmark machine, as much as the work it holds); blocks of a
-    kernel reuse one buffer per thread instead.
-    """
-    dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    store = getattr(_SCRATCH, name, None)
-    if store is None or store.nbytes < nbytes:
-        store = np.empty(max(nbytes, 1), dtype=np.uint8)
-        if nbytes <= _SCRATCH_KEPT_BYTES:
-            setattr(_SCRATCH, name, store)
-    return store[:nbytes].view(dtype).reshape(shape)
-
-
-def _as_rows(a):
-    """View a C-contiguous array as a 1-D array of row items (no copy)."""
-    if a.ndim == 1 or a.dtype.hasobject:
-        return a
-    row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:]))
-    if row_bytes == 0:
-        return None
-    row_items = row_bytes // a.dtype.itemsize
-    return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
 
 
 def _split_bounds(offsets, nbytes, min_bytes=None):
@@ -228,6 +171,10 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return np.array(x, copy=True) if copy else x
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
+        if method == "__call__" and get_num_threads() > 1:
+            result = _threaded_ufunc(ufunc, args, kwargs)
+            if result is not None:
+                return result
         return getattr(ufunc, method)(*args, **kwargs)
 
     # -- index helpers -----------------------------------------------------------------------
@@ -282,23 +229,31 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def _reduceat(self, ufunc, data, offsets, fill, *, owner=None):
         """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.
 
-        ``ufunc.reduceat`` pays one inner-loop call per (sequence, column), so
-        it is fast only for narrow rows; wide rows go to :meth:`_reduce_blocks`.
-        ``owner`` is the object ``offsets`` views, if any (it keys the plan cache).
+        ``ufunc.reduceat`` walks the data once per column (one inner-loop call per
+        sequence and column), so it serves single values and a few columns of long
+        sequences; rows of ints and floats otherwise go by chunks in data order
+        (:func:`._np_chunks.chunk_reduce`), other dtypes by sorted blocks
+        (:meth:`_reduce_blocks`). ``owner`` is the object ``offsets`` views, if
+        any (it keys the plan cache).
         """
         lengths = np.diff(offsets)
         n = lengths.size
         nonempty = lengths > 0
-        all_nonempty = bool(nonempty.all())
+        count = int(np.count_nonzero(nonempty))
         row_size = int(np.prod(data.shape[1:], dtype=np.int64))
-        if row_size < _WIDE_ROW and all_nonempty and data.shape[0]:
-            return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
-        if data.shape[0] == 0 or not nonempty.any():
+        if data.shape[0] == 0 or count == 0:
             return np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
-        if row_size < _WIDE_ROW:
+        chunks = identity_of(ufunc, data.dtype) is not None
+        # measured: reduceat wins for one column, and for under 8 columns of sequences of 16+ rows
+        narrow = row_size == 1 or (row_size < _REDUCEAT_COLUMNS and data.shape[0] >= _REDUCEAT_LENGTH * count)
+        if narrow or (row_size < _WIDE_ROW and not chunks):
+            if count == n:
+                return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
             out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
+        if chunks:
+            return chunk_reduce(ufunc, np.ascontiguousarray(data), offsets, fill, owner)
         return self._reduce_blocks(ufunc, data, offsets, fill, owner)
 
     def _reduce_blocks(self, ufunc, data, offsets, fill, owner=None):
@@ -413,7 +368,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
                 starts = offsets[lo:hi] - a
                 np.subtract(x, np.repeat(np.maximum.reduceat(x, starts, axis=0), part, axis=0), out=o)
                 np.exp(o, out=o)
-                np.divide(o, np.repeat(np.add.reduceat(o, starts, axis=0), part, axis=0), out=o)
+                inverse = np.add.reduceat(o, starts, axis=0)  # one reciprocal per sequence, then a
+                np.reciprocal(inverse, out=inverse)  # multiply per row (as torch): cheaper than a divide
+                np.multiply(o, np.repeat(inverse, part, axis=0), out=o)
 
             _run_split(work, offsets, out.nbytes, min_bytes=_SOFTMAX_PARALLEL_BYTES)
             return out
@@ -528,3 +485,63 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def is_c_contiguous(self, x):
         return x.flags.c_contiguous
 
+
+def _threaded_ufunc(ufunc, args, kwargs):
+    """``ufunc(*args, **kwargs)`` split by rows over threads, or None where that does not apply.
+
+    Applies to large outputs (``_UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
+    and scalars without ``where``: the output (the caller's ``out=`` or a new
+    array, typed by a one-row call) is cut into row blocks, each computed by
+    the same ufunc on the matching rows of the inputs (inputs that broadcast
+    along the first axis are passed whole). Elementwise, so each element is
+    computed exactly as in one call: the result is bit for bit the same.
+    """
+    if "where" in kwargs or ufunc.nout != 1:
+        return None
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    if not arrays or any(a.dtype.hasobject for a in arrays) or any(
+        not isinstance(a, (np.ndarray, np.generic, int, float, complex, bool)) for a in args
+    ):
+        return None
+    out = kwargs.get("out")
+    if isinstance(out, tuple):
+        out = out[0] if len(out) == 1 else None
+        if out is None:
+            return None
+    if out is not None and not isinstance(out, np.ndarray):
+        return None
+    shape = np.broadcast_shapes(*(a.shape for a in arrays), *(() if out is None else (out.shape,)))
+    if not shape or shape[0] < 2:
+        return None
+    rows = shape[0]
+    row_elems = int(np.prod(shape[1:], dtype=np.int64))
+    if out is None:
+        probe = ufunc(*[a[:1] if _splits(a, shape) else a for a in args], **kwargs)
+        if not isinstance(probe, np.ndarray) or probe.ndim != len(shape):
+            return None
+        nbytes = rows * row_elems * probe.dtype.itemsize
+        if nbytes < _UFUNC_PARALLEL_BYTES:
+            return None
+        out = np.empty(shape, dtype=probe.dtype)
+    elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape:
+        return None
+    params = {k: v for k, v in kwargs.items() if k != "out"}
+    step = max(1, _UFUNC_BLOCK_ELEMENTS // max(row_elems, 1))
+    starts = iter(range(0, rows, step))  # shared: each thread takes the next block when free
+
+    def work():
+        for a in starts:
+            b = min(rows, a + step)
+            ufunc(*[x[a:b] if _splits(x, shape) else x for x in args], out=out[a:b], **params)
+
+    threads = min(get_num_threads(), -(-rows // step))
+    futures = [pool().submit(work) for _ in range(threads - 1)]
+    work()
+    for future in futures:
+        future.result()
+    return out
+
+
+def _splits(x, shape):
+    """True for an array operand that runs along the first axis of a result of ``shape``."""
+    return isinstance(x, np.ndarray) and x.ndim == len(shape) and x.shape[0] == shape[0]

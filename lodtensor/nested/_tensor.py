@@ -11,6 +11,7 @@ of the ops work on that view.
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
+from ..backend._pickle import portable
 from ..lod import LoD
 from ..place import place_of
 from . import _registry
@@ -523,7 +524,7 @@ class NestedTensor:
         buf = self._buffer
         if self.requires_grad and not self.is_leaf:
             buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
-        return (_rebuild, (buf, self._struct.sizes.copy(), self._layout))
+        return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout))
 
     def __deepcopy__(self, memo):
         return _registry.OP_TABLE["clone"](self)
@@ -675,6 +676,13 @@ def _rebuild(buffer, sizes, layout):
     if flat.size and flat.min() < 0:
         raise ValueError(f"unpickling a NestedTensor: sizes must be >= 0, got {flat.min()}")
     numel = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
+    spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]
+    if spans and max(spans) >= 2**59:  # no array of any dtype (up to 16 bytes) can have such a shape
+        i = spans.index(max(spans))
+        raise ValueError(
+            f"unpickling a NestedTensor: component {i} has shape {tuple(flat[i].tolist())}, "
+            "larger than any array can be"
+        )
     if sum(numel) != int(buffer.shape[0]):
         raise ValueError(
             f"unpickling a NestedTensor: the sizes hold {sum(numel)} elements, the buffer {int(buffer.shape[0])}"

@@ -144,23 +144,29 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
         lt.set_num_threads(None)
 
 
-def test_block_plans_are_cached_and_never_stale(monkeypatch):
+@pytest.mark.parametrize("path", ["chunks", "blocks"])
+def test_block_plans_are_cached_and_never_stale(monkeypatch, path):
     """A plan is reused for a LoD's read-only offsets, and for a writable array while its
-    values are unchanged; one changed in place between calls is planned afresh."""
+    values are unchanged; one changed in place between calls is planned afresh. Floats go
+    by chunks (``_np_chunks``), complex numbers (no identity for max) by sorted blocks."""
+    from lodtensor.backend import _np_chunks
     from lodtensor.backend import numpy as numpy_backend
 
     be = get_backend("numpy")
     data = np.random.default_rng(2).standard_normal((10, 32))
+    if path == "blocks":
+        data = data + 0j
     builds = []
-    real = numpy_backend._block_plan
-    monkeypatch.setattr(numpy_backend, "_block_plan", lambda *a: builds.append(a) or real(*a))
+    module, name = (_np_chunks, "_chunk_plan") if path == "chunks" else (numpy_backend, "_block_plan")
+    real = getattr(module, name)
+    monkeypatch.setattr(module, name, lambda *a: builds.append(a) or real(*a))
     frozen = lengths_to_offsets([4, 0, 6])
     frozen.setflags(write=False)
     for _ in range(2):
         out = be.segment_max(data, frozen, empty=-1)
         assert np.array_equal(out, [data[:4].max(0), np.full(32, -1.0), data[4:].max(0)])
     assert len(builds) == 1
-    be.segment_min(data[:, :16].copy(), frozen, empty=0)  # another row width: another plan
+    be.segment_min(np.ascontiguousarray(data[:, :16]), frozen, empty=0)  # another row width: another plan
     assert len(builds) == 2
     live = lengths_to_offsets([4, 0, 6])
     be.segment_max(data, live, empty=0)
@@ -190,8 +196,8 @@ def test_block_plans_go_with_their_offsets():
 @given(lens=st.lists(st.integers(0, 40), min_size=1, max_size=30), width=st.sampled_from([16, 24, 64]),
        block=st.sampled_from([64, 512, 4096, 1 << 20]), threads=st.sampled_from([1, 3]))
 def test_block_reductions_match_per_sequence_reductions(lens, width, block, threads):
-    """Max and min of wide rows by blocks (padding repeats, one-sequence blocks, threads) equal
-    the reductions of each sequence on its own, for any lengths and block size."""
+    """Max and min of wide rows by sorted blocks (complex rows: padding repeats, one-sequence
+    blocks, threads) equal the reductions of each sequence on its own, for any lengths and block size."""
     import lodtensor as lt
     from lodtensor.backend import numpy as numpy_backend
 
@@ -199,16 +205,60 @@ def test_block_reductions_match_per_sequence_reductions(lens, width, block, thre
     numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES = block, 0
     lt.set_num_threads(threads)
     try:
-        data = np.random.default_rng(sum(lens)).standard_normal((sum(lens), width)).astype(np.float32)
+        g = np.random.default_rng(sum(lens))
+        data = (g.standard_normal((sum(lens), width)) + 1j * g.standard_normal((sum(lens), width))).astype(np.complex64)
         offsets = lengths_to_offsets(lens)
         segs = [data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
         be = get_backend("numpy")
         assert np.array_equal(be.segment_max(data, offsets, empty=-5),
-                              [s.max(0) if len(s) else np.full(width, -5, np.float32) for s in segs])
+                              [s.max(0) if len(s) else np.full(width, -5, np.complex64) for s in segs])
         assert np.array_equal(be.segment_min(data, offsets, empty=7),
-                              [s.min(0) if len(s) else np.full(width, 7, np.float32) for s in segs])
+                              [s.min(0) if len(s) else np.full(width, 7, np.complex64) for s in segs])
     finally:
         numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES = saved
+        lt.set_num_threads(None)
+
+
+@settings(max_examples=80, deadline=None)
+@given(lens=st.lists(st.integers(0, 70), min_size=1, max_size=40), width=st.sampled_from([2, 5, 16, 64]),
+       dtype=st.sampled_from(["float32", "float64", "int32", "uint8"]),
+       chunk=st.sampled_from([64, 512, 4096, 1 << 20]), ratio=st.sampled_from([1.25, 1.5, 3.0]))
+def test_chunk_reductions_threaded_match_one_thread_and_each_sequence(lens, width, dtype, chunk, ratio):
+    """NumPy-only segment sum, max and min by chunks (classes padded with the identity, long
+    sequences folded where they lie): the threaded result equals the one-thread result bit for bit
+    (chunks are independent, each reduced in the same order), and both equal each sequence
+    reduced on its own (max/min exactly; sums within float32/float64 tolerance of another order)."""
+    import lodtensor as lt
+    from lodtensor.backend import _np_chunks
+
+    saved = _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES
+    _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES = chunk, ratio, 0
+    try:
+        g = np.random.default_rng(sum(lens) + width)
+        data = (g.standard_normal((sum(lens), width)) * 50).astype(dtype)
+        offsets = lengths_to_offsets(lens)
+        segs = [data[a:b] for a, b in zip(offsets[:-1], offsets[1:])]
+        results = {}
+        for threads in (1, 3):
+            lt.set_num_threads(threads)
+            results[threads] = [_np_chunks.chunk_reduce(u, data, offsets, f) for u, f in
+                                ((np.add, 0), (np.maximum, 3), (np.minimum, 7))] if len(data) else None
+        if not len(data):
+            return
+        for one, many in zip(results[1], results[3]):
+            assert one.dtype == data.dtype and np.array_equal(one, many)
+        total, peak, low = results[1]
+        fill = lambda v: np.full(width, v, dtype)  # noqa: E731
+        assert np.array_equal(peak, [s.max(0) if len(s) else fill(3) for s in segs])
+        assert np.array_equal(low, [s.min(0) if len(s) else fill(7) for s in segs])
+        expected = np.array([s.sum(0, dtype=dtype) if len(s) else fill(0) for s in segs])
+        if data.dtype.kind == "f":  # another summation order: a few ulps of the magnitudes summed
+            tol = np.finfo(dtype).eps * 8 * max(lens) * (np.abs(data).max() + 1)
+            assert np.allclose(total, expected, rtol=0, atol=tol)
+        else:
+            assert np.array_equal(total, expected)  # integers wrap identically in any order
+    finally:
+        _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES = saved
         lt.set_num_threads(None)
 
 
