@@ -102,6 +102,11 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     if st.is_lod and st.n:
         offsets, row_shape = st.rows()
         rows = buf.reshape((int(offsets[-1]),) + row_shape)
+        if axis == 0 and 0 in row_shape:  # rows of no elements: an empty result, no kernel to run
+            shape = (st.n, 1) + row_shape if keepdim else (st.n,) + row_shape
+            dtype = resolve_dtype(np.int64, be.name) if kind in ("argmax", "argmin") else (
+                resolve_dtype(np.bool_, be.name) if kind in ("any", "all") else rows.dtype)
+            return ops.empty(shape, dtype, rows)
         if axis == 0:  # the ragged dim: one segment kernel, a dense (components, *row) result
             dev = st.lod().on(be, "offsets", 0, like=rows)
             if kind == "sum":
