@@ -171,7 +171,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return np.array(x, copy=True) if copy else x
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
-        if method == "__call__" and get_num_threads() > 1:
+        if method == "__call__" and ufunc.signature is None and get_num_threads() > 1:  # not gufuncs (matmul)
             result = _threaded_ufunc(ufunc, args, kwargs)
             if result is not None:
                 return result
