@@ -223,12 +223,32 @@ argmax = implements("argmax", "torch.argmax", _T + "argmax")(_arg("argmax"))
 argmin = implements("argmin", "torch.argmin", _T + "argmin")(_arg("argmin"))
 
 
+def _extreme_over_ragged(kind, input, dim, keepdim):
+    """``(values, indices)`` over the ragged dim of sequences from one padded copy (one pass for both),
+    or None where the general path applies (other dims, empty components, bool, no elements)."""
+    check_nested(input, f"{kind}()")
+    st = input._struct
+    if not (isinstance(dim, int) and st.is_lod and st.n and normalize_dim(dim, input.dim()) == 1):
+        return None
+    buf = input._buffer
+    offsets, row_shape = st.rows()
+    if kind_of(buf.dtype) == "b" or 0 in row_shape or not st.sizes[:, 0].all():
+        return None
+    be = input.backend
+    rows = buf.reshape((int(offsets[-1]),) + row_shape)
+    padded, _ = pad_level(be, rows, st.lod(), 0, _identity(f"arg{kind}", rows.dtype), None, None, f"{kind}()")
+    return be.extreme_with_index(padded, kind, 1, keepdim)
+
+
 def _extreme(kind):
     def op(input, dim=None, keepdim=False):
         if isinstance(dim, NestedTensor) or hasattr(dim, "shape"):  # torch.max(a, b): the elementwise maximum
             return OP_TABLE["maximum" if kind == "max" else "minimum"](input, dim)
         if dim is None:
             return _reduce(f"{kind}()", f"a{kind}", input, None, False, None)
+        fast = _extreme_over_ragged(kind, input, dim, keepdim)
+        if fast is not None:
+            return MaxMin(*fast)
         values = _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None)
         keys = input
         if kind_of(input._buffer.dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers
