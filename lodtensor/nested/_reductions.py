@@ -21,7 +21,7 @@ from ._grouped import map_components
 from ._registry import OP_TABLE, implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
-__all__ = ["sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
+__all__ = ["REDUCTIONS", "sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
 
 _T = "torch.Tensor."
 
@@ -128,10 +128,22 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     return result
 
 
-@implements("sum", "torch.sum", _T + "sum")
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's name
-    """Sum over component dim ``dim`` (any but 0), or of every value (``dim=None``).
+#: name: (takes ``dtype=``, what it computes; the docs below). Every entry becomes ``ln.<name>``, the method and
+#: ``torch.<name>`` / ``torch.Tensor.<name>``, all through the one ``_reduce``.
+REDUCTIONS = {
+    "sum": (True, "Sum"),
+    "mean": (True, "Mean"),
+    "prod": (True, "Product"),
+    "amax": (False, "Maximum"),
+    "amin": (False, "Minimum"),
+    "any": (False, "Whether any value is true (a bool result; an empty component gives False)"),
+    "all": (False, "Whether every value is true (a bool result; an empty component gives True)"),
+    "argmax": (False, "Index of the first largest value (int64; within each component, or into the flat values)"),
+    "argmin": (False, "Index of the first smallest value (int64; within each component, or into the flat values)"),
+}
 
+_EXTRA_DOCS = {
+    "sum": """
     Over the ragged dim of sequences (only dim 1 ragged) the result is a dense
     ``(components, *row)`` array, one segment kernel, as torch's jagged
     layout gives; over a regular dim it is a nested tensor without that dim.
@@ -144,83 +156,50 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
     [[2], [4]]
     >>> float(nt.sum())
     18.0
-    """
-    return _reduce("sum()", "sum", input, dim, keepdim, dtype)
-
-
-@implements("mean", "torch.mean", _T + "mean")
-def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
-
+    """,
+    "mean": """
     Integer inputs are refused, as torch refuses them, except over the ragged dim of sequences, where
     torch's jagged layout gives a float32 mean; an empty component gives nan.
 
     >>> import lodtensor.nested as ln
     >>> ln.mean(ln.nested_tensor([[1.0, 3.0], [5.0]]), dim=1).tolist()
     [2.0, 5.0]
-    """
-    return _reduce("mean()", "mean", input, dim, keepdim, dtype)
-
-
-@implements("amax", "torch.amax", _T + "amax")
-def amax(input, dim=None, keepdim=False):
-    """Maximum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
-
-    >>> import lodtensor.nested as ln
-    >>> ln.amax(ln.nested_tensor([[1, 3], [5]]), dim=1).tolist()
-    [3, 5]
-    """
-    return _reduce("amax()", "amax", input, dim, keepdim, None)
-
-
-@implements("amin", "torch.amin", _T + "amin")
-def amin(input, dim=None, keepdim=False):
-    """Minimum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`."""
-    return _reduce("amin()", "amin", input, dim, keepdim, None)
-
-
-@implements("prod", "torch.prod", _T + "prod")
-def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
+    """,
+    "prod": """
     Integer and bool inputs give int64; an empty component gives 1.
 
     >>> import lodtensor.nested as ln
     >>> ln.prod(ln.nested_tensor([[1, 3], [5], []]), dim=1).tolist()
     [3, 5, 1]
-    """
-    return _reduce("prod()", "prod", input, dim, keepdim, dtype)
+    """,
+    "amax": """
+    >>> import lodtensor.nested as ln
+    >>> ln.amax(ln.nested_tensor([[1, 3], [5]]), dim=1).tolist()
+    [3, 5]
+    """,
+}
 
 
-def _logical(kind):
-    def op(input, dim=None, keepdim=False):
-        return _reduce(f"{kind}()", kind, input, dim, keepdim, None)
+def _make_reduction(name, takes_dtype, what):
+    if takes_dtype:
+        def op(input, dim=None, keepdim=False, *, dtype=None):
+            return _reduce(f"{name}()", name, input, dim, keepdim, dtype)
+    else:
+        def op(input, dim=None, keepdim=False):
+            return _reduce(f"{name}()", name, input, dim, keepdim, None)
 
-    op.__name__ = op.__qualname__ = kind
+    op.__name__ = op.__qualname__ = name
     op.__doc__ = (
-        f"Whether {'any' if kind == 'any' else 'every'} value is true over component dim ``dim``, or over "
-        f"everything; a bool result (an empty component gives {kind == 'all'}). See :func:`sum`."
+        f"{what} over component dim ``dim`` (any but 0), or of every value (``dim=None``); ``keepdim``."
+        + _EXTRA_DOCS.get(name, "")
     )
-    return op
+    return implements(name, f"torch.{name}", _T + name)(op)
 
 
-any = implements("any", "torch.any", _T + "any")(_logical("any"))  # noqa: A001 - torch's name
-all = implements("all", "torch.all", _T + "all")(_logical("all"))  # noqa: A001 - torch's name
-
-
-def _arg(kind):
-    def op(input, dim=None, keepdim=False):
-        return _reduce(f"{kind}()", kind, input, dim, keepdim, None)
-
-    op.__name__ = op.__qualname__ = kind
-    op.__doc__ = (
-        f"Index of the first {'largest' if kind == 'argmax' else 'smallest'} value along component dim "
-        f"``dim`` (int64; within each component), or into the flat values (``dim=None``). See :func:`sum`."
-    )
-    return op
-
-
-argmax = implements("argmax", "torch.argmax", _T + "argmax")(_arg("argmax"))
-argmin = implements("argmin", "torch.argmin", _T + "argmin")(_arg("argmin"))
+for _name, _spec in REDUCTIONS.items():
+    globals()[_name] = _make_reduction(_name, *_spec)
+sum, mean, prod, amax, amin = (globals()[n] for n in ("sum", "mean", "prod", "amax", "amin"))  # noqa: A001
+any, all, argmax, argmin = (globals()[n] for n in ("any", "all", "argmax", "argmin"))  # noqa: A001
 
 
 def _extreme_over_ragged(kind, input, dim, keepdim):
