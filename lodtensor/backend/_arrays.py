@@ -199,6 +199,14 @@ class ArrayKernels:
             return x.prod(axis=axis, keepdims=keepdim, dtype=np.int64)  # torch: integer products are int64
         return getattr(x, _NUMPY_REDUCE.get(kind, kind))(axis=axis, keepdims=keepdim)
 
+    def extreme_with_index(self, x, kind, axis, keepdim):
+        """``(values, indices)`` of the first ``kind`` ('max' or 'min') along ``axis``, from one argmax pass."""
+        index = (x.argmax if kind == "max" else x.argmin)(axis=axis, keepdims=True)
+        values = self.xp.take_along_axis(x, index, axis=axis)
+        if not keepdim:
+            index, values = index.squeeze(axis), values.squeeze(axis)
+        return values, index
+
     def renorm_rows(self, rows, max_norm, p):
         """Rows scaled down to ``p``-norm ``max_norm`` where longer (torch's embedding_renorm_)."""
         norms = self.xp.linalg.norm(rows, ord=p, axis=1)

@@ -161,6 +161,10 @@ class TorchArrayKernels(ArrayKernels):
             return fn(x)
         return fn(x, dim=axis, keepdim=keepdim)
 
+    def extreme_with_index(self, x, kind, axis, keepdim):
+        values, index = (self.torch.max if kind == "max" else self.torch.min)(x, dim=axis, keepdim=keepdim)
+        return values, index
+
     def layer_norm(self, x, eps, weight, bias):
         # torch's CPU kernel runs ~8% faster with an affine pair than without (torch 2.13):
         # a missing weight or bias becomes a constant one (ones, zeros), which changes no value

@@ -23,6 +23,7 @@ from ._construct import as_nested_tensor, nested_tensor
 from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, unflatten, unsqueeze
 from ._jagged import masked_select, narrow, nested_tensor_from_jagged
 from ._layouts import (
+    Layout,
     to_lod_tensor,
     to_masked,
     to_packed,
@@ -113,6 +114,7 @@ __all__ = [
     "split_with_sizes",
     "cat",
     "masked_select",
+    "Layout",
     "scaled_dot_product_attention",
     "log_softmax",
     "rms_norm",

@@ -201,6 +201,11 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     ...
     ValueError: All Tensors given to nested_tensor must have the same dimension. Found dimension 2 for ...
     """
+    from ._two_level import from_lists, is_two_level_list  # noqa: PLC0415
+
+    if is_two_level_list(tensor_list):  # documents x sentences: two ragged dims (beyond torch)
+        return from_lists(tensor_list, lambda sentences: nested_tensor(
+            sentences, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad, pin_memory=pin_memory))
     where = "nested_tensor()"
     layout = _check_layout(layout)
     if isinstance(tensor_list, NestedTensor):
@@ -249,6 +254,10 @@ def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
     >>> nt.nested_size().tolist(), np.shares_memory(nt.unbind()[1], dense)
     ([[3], [3]], True)
     """
+    from ._two_level import from_lists, is_two_level_list  # noqa: PLC0415
+
+    if is_two_level_list(tensor_list):
+        return from_lists(tensor_list, lambda sentences: as_nested_tensor(sentences, dtype, device, layout))
     where = "as_nested_tensor()"
     lay = None if layout is None else _check_layout(layout)
     if isinstance(tensor_list, NestedTensor):

@@ -5,6 +5,8 @@ RNN input) and List (the components), plus the LoD core: ``to_lod_tensor``
 shares the buffer when only the first component dim is ragged.
 """
 
+import enum
+
 import numpy as np
 
 from ..backend import backend_name_of
@@ -14,8 +16,54 @@ from ._registry import implements
 from ._shape import to_padded_tensor
 from ._tensor import _components
 
-__all__ = ["to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor",
+__all__ = ["Layout", "to_layout", "to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor",
            "format_nested"]
+
+
+class Layout(enum.Enum):
+    """The layouts of the NestedTensor-layouts design, for ``nt.to(layout)``.
+
+    ``Padded``: the padded array; ``Masked``: ``(padded, mask)``; ``Packed``:
+    ``(flat data, offsets)``; ``PackedSequence``: torch's RNN input; ``List``:
+    the components; ``LoD``: a :class:`~lodtensor.LoDTensor` (zero-copy when
+    only the first component dim is ragged).
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])
+    >>> nt.to(ln.Layout.Masked)[1].tolist()
+    [[True, True], [True, False]]
+    >>> [c.shape for c in nt.to(ln.Layout.List)]
+    [(2, 3), (1, 3)]
+    """
+
+    Padded = "to_padded"
+    Masked = "to_masked"
+    Packed = "to_packed"
+    PackedSequence = "to_packed_sequence"
+    List = "to_tensor_list"
+    LoD = "to_lod_tensor"
+
+
+def layout_of(x):
+    """``x`` as a :class:`Layout` (a member or its name, any case, underscores optional), else None."""
+    if isinstance(x, Layout):
+        return x
+    if isinstance(x, str):
+        key = x.lower().replace("_", "")
+        return next((m for m in Layout if m.name.lower() == key), None)
+    return None
+
+
+def to_layout(input, layout, **kwargs):
+    """``input`` in ``layout`` (a :class:`Layout` or its name: ``"masked"``, ``"packed_sequence"``...)."""
+    member = layout_of(layout)
+    if member is None:
+        raise ValueError(f"to(): layout must be one of {[m.name for m in Layout]}, got {layout!r}")
+    if member is Layout.List:
+        return input.to_tensor_list(**kwargs)
+    from ._registry import OP_TABLE  # noqa: PLC0415
+
+    return OP_TABLE[member.value](input, **kwargs)
 
 
 @implements("to_padded")

@@ -21,7 +21,7 @@ from ._grouped import map_components
 from ._registry import OP_TABLE, implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
-__all__ = ["sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
+__all__ = ["REDUCTIONS", "sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
 
 _T = "torch.Tensor."
 
@@ -102,6 +102,11 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     if st.is_lod and st.n:
         offsets, row_shape = st.rows()
         rows = buf.reshape((int(offsets[-1]),) + row_shape)
+        if axis == 0 and 0 in row_shape:  # rows of no elements: an empty result, no kernel to run
+            shape = (st.n, 1) + row_shape if keepdim else (st.n,) + row_shape
+            dtype = resolve_dtype(np.int64, be.name) if kind in ("argmax", "argmin") else (
+                resolve_dtype(np.bool_, be.name) if kind in ("any", "all") else rows.dtype)
+            return ops.empty(shape, dtype, rows)
         if axis == 0:  # the ragged dim: one segment kernel, a dense (components, *row) result
             dev = st.lod().on(be, "offsets", 0, like=rows)
             if kind == "sum":
@@ -123,10 +128,22 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     return result
 
 
-@implements("sum", "torch.sum", _T + "sum")
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's name
-    """Sum over component dim ``dim`` (any but 0), or of every value (``dim=None``).
+#: name: (takes ``dtype=``, what it computes; the docs below). Every entry becomes ``ln.<name>``, the method and
+#: ``torch.<name>`` / ``torch.Tensor.<name>``, all through the one ``_reduce``.
+REDUCTIONS = {
+    "sum": (True, "Sum"),
+    "mean": (True, "Mean"),
+    "prod": (True, "Product"),
+    "amax": (False, "Maximum"),
+    "amin": (False, "Minimum"),
+    "any": (False, "Whether any value is true (a bool result; an empty component gives False)"),
+    "all": (False, "Whether every value is true (a bool result; an empty component gives True)"),
+    "argmax": (False, "Index of the first largest value (int64; within each component, or into the flat values)"),
+    "argmin": (False, "Index of the first smallest value (int64; within each component, or into the flat values)"),
+}
 
+_EXTRA_DOCS = {
+    "sum": """
     Over the ragged dim of sequences (only dim 1 ragged) the result is a dense
     ``(components, *row)`` array, one segment kernel, as torch's jagged
     layout gives; over a regular dim it is a nested tensor without that dim.
@@ -139,83 +156,67 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's 
     [[2], [4]]
     >>> float(nt.sum())
     18.0
-    """
-    return _reduce("sum()", "sum", input, dim, keepdim, dtype)
-
-
-@implements("mean", "torch.mean", _T + "mean")
-def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
-
+    """,
+    "mean": """
     Integer inputs are refused, as torch refuses them, except over the ragged dim of sequences, where
     torch's jagged layout gives a float32 mean; an empty component gives nan.
 
     >>> import lodtensor.nested as ln
     >>> ln.mean(ln.nested_tensor([[1.0, 3.0], [5.0]]), dim=1).tolist()
     [2.0, 5.0]
-    """
-    return _reduce("mean()", "mean", input, dim, keepdim, dtype)
-
-
-@implements("amax", "torch.amax", _T + "amax")
-def amax(input, dim=None, keepdim=False):
-    """Maximum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
-
-    >>> import lodtensor.nested as ln
-    >>> ln.amax(ln.nested_tensor([[1, 3], [5]]), dim=1).tolist()
-    [3, 5]
-    """
-    return _reduce("amax()", "amax", input, dim, keepdim, None)
-
-
-@implements("amin", "torch.amin", _T + "amin")
-def amin(input, dim=None, keepdim=False):
-    """Minimum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`."""
-    return _reduce("amin()", "amin", input, dim, keepdim, None)
-
-
-@implements("prod", "torch.prod", _T + "prod")
-def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
+    """,
+    "prod": """
     Integer and bool inputs give int64; an empty component gives 1.
 
     >>> import lodtensor.nested as ln
     >>> ln.prod(ln.nested_tensor([[1, 3], [5], []]), dim=1).tolist()
     [3, 5, 1]
-    """
-    return _reduce("prod()", "prod", input, dim, keepdim, dtype)
+    """,
+    "amax": """
+    >>> import lodtensor.nested as ln
+    >>> ln.amax(ln.nested_tensor([[1, 3], [5]]), dim=1).tolist()
+    [3, 5]
+    """,
+}
 
 
-def _logical(kind):
-    def op(input, dim=None, keepdim=False):
-        return _reduce(f"{kind}()", kind, input, dim, keepdim, None)
+def _make_reduction(name, takes_dtype, what):
+    if takes_dtype:
+        def op(input, dim=None, keepdim=False, *, dtype=None):
+            return _reduce(f"{name}()", name, input, dim, keepdim, dtype)
+    else:
+        def op(input, dim=None, keepdim=False):
+            return _reduce(f"{name}()", name, input, dim, keepdim, None)
 
-    op.__name__ = op.__qualname__ = kind
+    op.__name__ = op.__qualname__ = name
     op.__doc__ = (
-        f"Whether {'any' if kind == 'any' else 'every'} value is true over component dim ``dim``, or over "
-        f"everything; a bool result (an empty component gives {kind == 'all'}). See :func:`sum`."
+        f"{what} over component dim ``dim`` (any but 0), or of every value (``dim=None``); ``keepdim``."
+        + _EXTRA_DOCS.get(name, "")
     )
-    return op
+    return implements(name, f"torch.{name}", _T + name)(op)
 
 
-any = implements("any", "torch.any", _T + "any")(_logical("any"))  # noqa: A001 - torch's name
-all = implements("all", "torch.all", _T + "all")(_logical("all"))  # noqa: A001 - torch's name
+for _name, _spec in REDUCTIONS.items():
+    globals()[_name] = _make_reduction(_name, *_spec)
+sum, mean, prod, amax, amin = (globals()[n] for n in ("sum", "mean", "prod", "amax", "amin"))  # noqa: A001
+any, all, argmax, argmin = (globals()[n] for n in ("any", "all", "argmax", "argmin"))  # noqa: A001
 
 
-def _arg(kind):
-    def op(input, dim=None, keepdim=False):
-        return _reduce(f"{kind}()", kind, input, dim, keepdim, None)
-
-    op.__name__ = op.__qualname__ = kind
-    op.__doc__ = (
-        f"Index of the first {'largest' if kind == 'argmax' else 'smallest'} value along component dim "
-        f"``dim`` (int64; within each component), or into the flat values (``dim=None``). See :func:`sum`."
-    )
-    return op
-
-
-argmax = implements("argmax", "torch.argmax", _T + "argmax")(_arg("argmax"))
-argmin = implements("argmin", "torch.argmin", _T + "argmin")(_arg("argmin"))
+def _extreme_over_ragged(kind, input, dim, keepdim):
+    """``(values, indices)`` over the ragged dim of sequences from one padded copy (one pass for both),
+    or None where the general path applies (other dims, empty components, bool, no elements)."""
+    check_nested(input, f"{kind}()")
+    st = input._struct
+    if not (isinstance(dim, int) and st.is_lod and st.n and normalize_dim(dim, input.dim()) == 1):
+        return None
+    buf = input._buffer
+    offsets, row_shape = st.rows()
+    if kind_of(buf.dtype) == "b" or 0 in row_shape or not st.sizes[:, 0].all():
+        return None
+    be = input.backend
+    rows = buf.reshape((int(offsets[-1]),) + row_shape)
+    padded, _ = pad_level(be, rows, st.lod(), 0, _identity(f"arg{kind}", rows.dtype), None, None, f"{kind}()")
+    return be.extreme_with_index(padded, kind, 1, keepdim)
 
 
 def _extreme(kind):
@@ -224,6 +225,9 @@ def _extreme(kind):
             return OP_TABLE["maximum" if kind == "max" else "minimum"](input, dim)
         if dim is None:
             return _reduce(f"{kind}()", f"a{kind}", input, None, False, None)
+        fast = _extreme_over_ragged(kind, input, dim, keepdim)
+        if fast is not None:
+            return MaxMin(*fast)
         values = _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None)
         keys = input
         if kind_of(input._buffer.dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers

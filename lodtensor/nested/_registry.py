@@ -6,6 +6,7 @@ resolved to objects only when torch itself calls ``__torch_function__`` (so
 importing lodtensor never imports torch).
 """
 
+import functools
 import operator
 
 __all__ = ["OP_TABLE", "TORCH_NAMES", "implements", "torch_dispatch", "torch_table"]
@@ -27,12 +28,30 @@ def implements(name, *torch_names):
     def register(fn):
         if name in OP_TABLE:
             raise ValueError(f"op {name!r} is registered twice")
-        OP_TABLE[name] = fn
+        op = _two_level_aware(name, fn)
+        OP_TABLE[name] = op
         TORCH_NAMES[name] = tuple(torch_names)
         _RESOLVED.clear()
-        return fn
+        return op
 
     return register
+
+
+def _two_level_aware(name, fn):
+    """``fn``, sending calls with a two-level nested tensor (two ragged dims) through ``_two_level.call``."""
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        for x in args[:3]:
+            if getattr(x, "_outer", None) is not None or (
+                type(x) in (list, tuple) and x and getattr(x[0], "_outer", None) is not None
+            ):
+                from ._two_level import call  # noqa: PLC0415 - only two-level tensors get here
+
+                return call(name, fn, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return op
 
 
 def torch_table():

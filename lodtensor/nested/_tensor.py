@@ -12,118 +12,16 @@ import numpy as np
 
 from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable
-from ..lod import LoD
 from ..place import place_of
 from . import _registry
+from ._convert import Conversions
 from ._dtypes import kind_of
+from ._structure import Structure, normalize_dim
 
-__all__ = ["NestedTensor", "Structure", "make"]
+__all__ = ["NestedTensor", "Structure", "make", "normalize_dim"]
 
 _INT64 = np.dtype(np.int64)
 _object_new = object.__new__
-
-
-class Structure:
-    """Sizes and offsets of a nested tensor's components, plus facts derived from them (cached).
-
-    Results with the same shape as their input share its Structure, so its
-    cached facts (regular dims, row offsets, Python lists for unbind) are
-    computed once per batch, not once per op.
-    """
-
-    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists", "_lod")
-
-    def __init__(self, sizes, offsets=None):
-        sizes = np.asarray(sizes, dtype=_INT64)
-        if offsets is None:
-            numel = sizes.prod(axis=1) if sizes.shape[1] else np.ones(sizes.shape[0], _INT64)
-            offsets = np.zeros(sizes.shape[0] + 1, dtype=_INT64)
-            np.cumsum(numel, out=offsets[1:])
-        sizes.setflags(write=False)
-        offsets.setflags(write=False)
-        self.sizes = sizes
-        self.offsets = offsets
-        self._regular = None
-        self._rows = None
-        self._lists = None
-        self._lod = None
-
-    @classmethod
-    def uniform(cls, n, shape):
-        """``n`` components of the same ``shape``."""
-        sizes = np.empty((n, len(shape)), dtype=_INT64)
-        sizes[:] = shape
-        step = int(np.prod(shape, dtype=np.int64))
-        return cls(sizes, np.arange(n + 1, dtype=_INT64) * step)
-
-    @property
-    def n(self):
-        return self.sizes.shape[0]
-
-    @property
-    def rank(self):
-        """Dimensions of each component (the nested tensor has one more)."""
-        return self.sizes.shape[1]
-
-    @property
-    def numel(self):
-        return int(self.offsets[-1])
-
-    @property
-    def regular(self):
-        """Per component dim: True where every component has the same size."""
-        reg = self._regular
-        if reg is None:
-            sizes = self.sizes
-            reg = (sizes == sizes[:1]).all(axis=0) if sizes.shape[0] else np.ones(sizes.shape[1], bool)
-            reg = self._regular = tuple(bool(r) for r in reg)
-        return reg
-
-    @property
-    def is_lod(self):
-        """True when only the first component dim may be ragged (a one-level LoD over rows)."""
-        return self.rank >= 1 and all(self.regular[1:]) and self.n > 0
-
-    def rows(self):
-        """``(row_offsets, row_shape)`` of the LoD case (cached)."""
-        rows = self._rows
-        if rows is None:
-            offsets = np.zeros(self.n + 1, dtype=_INT64)
-            np.cumsum(self.sizes[:, 0], out=offsets[1:])
-            offsets.setflags(write=False)
-            rows = self._rows = (offsets, tuple(int(s) for s in self.sizes[0, 1:]))
-        return rows
-
-    def lod(self):
-        """The one-level :class:`~lodtensor.LoD` of the rows (LoD case; cached, so are its pad plans)."""
-        lod = self._lod
-        if lod is None:
-            lod = self._lod = LoD._from_valid([self.rows()[0]])
-        return lod
-
-    def lists(self):
-        """Element offsets, row offsets (LoD case, else None) and sizes as Python lists (cached)."""
-        lists = self._lists
-        if lists is None:
-            rows = self.rows()[0].tolist() if self.is_lod else None
-            lists = self._lists = (self.offsets.tolist(), rows, [tuple(s) for s in self.sizes.tolist()])
-        return lists
-
-    def tail_view(self, buffer, axis, tail=None):
-        """``buffer`` viewed as ``(rows, *sizes[axis:])``; the dims from ``axis`` on must be regular.
-
-        ``rows`` is counted from the sizes, so zero-size dims are never ambiguous;
-        ``tail`` gives the trailing shape when there are no components to read it from.
-        """
-        if tail is None:
-            tail = tuple(int(s) for s in self.sizes[0, axis:]) if self.n else (0,) * (self.rank - axis)
-        rows = int(self.sizes[:, :axis].prod(axis=1).sum()) if axis else self.n
-        return buffer.reshape((rows,) + tail)
-
-    def same_as(self, other):
-        return self is other or (
-            self.sizes.shape == other.sizes.shape and bool(np.array_equal(self.sizes, other.sizes))
-        )
 
 
 def make(buffer, structure, layout="strided"):
@@ -152,7 +50,7 @@ def _rop(name):
     return method
 
 
-class NestedTensor:
+class NestedTensor(Conversions):
     """A list of arrays of equal rank and any sizes, stored in one flat buffer (torch.nested semantics).
 
     Build one with :func:`nested_tensor` or :func:`as_nested_tensor`. Dim 0
@@ -172,7 +70,8 @@ class NestedTensor:
     ValueError: Given dimension 1 is irregular and does not have a size.
     """
 
-    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "__weakref__")  # _holes: see _jagged.py
+    # _holes: see _jagged.py; _outer: the documents' offsets of a tensor with two ragged dims (_two_level.py)
+    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "_outer", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
 
@@ -182,17 +81,27 @@ class NestedTensor:
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
         """Number of dims, counting dim 0 (the components)."""
-        return self._struct.rank + 1
+        return self._struct.rank + (1 if getattr(self, "_outer", None) is None else 2)
 
     @property
     def ndim(self):
-        return self._struct.rank + 1
+        return self.dim()
 
     def size(self, dim=None):
         """The size of ``dim``; it must be regular. Without ``dim``: the full shape, if all dims are regular."""
         if dim is None:
             return self.shape
         dim = normalize_dim(dim, self.dim())
+        outer = getattr(self, "_outer", None)
+        if outer is not None:  # two ragged dims: dim 1 counts the sentences of each document
+            if dim == 0:
+                return len(self)
+            counts = np.diff(outer)
+            if dim == 1 and counts.size and (counts == counts[0]).all():
+                return int(counts[0])
+            if dim == 1:
+                raise ValueError("Given dimension 1 is irregular and does not have a size.")
+            dim -= 1
         if dim == 0:
             return self._struct.n
         st = self._struct
@@ -216,7 +125,8 @@ class NestedTensor:
         return (st.n,) + rest
 
     def __len__(self):
-        return self._struct.n
+        outer = getattr(self, "_outer", None)
+        return self._struct.n if outer is None else int(outer.size - 1)
 
     def numel(self):
         """Total number of elements in all components."""
@@ -400,10 +310,14 @@ class NestedTensor:
         """
         if dim != 0 and normalize_dim(dim, self.dim()) != 0:
             raise ValueError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
+        if getattr(self, "_outer", None) is not None:
+            from ._two_level import documents  # noqa: PLC0415
+
+            return documents(self)  # one nested tensor of sentences per document
         return tuple(_components(self))
 
     def __iter__(self):
-        return iter(_components(self))
+        return iter(self.unbind())
 
     def __getitem__(self, index):
         if isinstance(index, (int, np.integer)):
@@ -414,68 +328,18 @@ class NestedTensor:
         )
 
     def to_tensor_list(self):
-        """The components as a list of views (the List layout)."""
+        """The components as a list of views (the List layout); with two ragged dims, a list per document."""
+        if getattr(self, "_outer", None) is not None:
+            return [doc.to_tensor_list() for doc in self.unbind()]
         return list(_components(self))
-
-    # -- conversions -------------------------------------------------------------------------
-    def to_torch(self):
-        """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers."""
-        from ..backend import get_backend  # noqa: PLC0415
-
-        if backend_name_of(self._buffer) == "torch":
-            return self
-        return make(get_backend("torch").asarray(self._buffer), self._struct, self._layout)
-
-    def to(self, *args, device=None, dtype=None):
-        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
-
-        As torch's ``to``: positional arguments may be a device, a dtype, both,
-        or another nested tensor (whose device and dtype are taken).
-
-        >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([[1, 2], [3]]).to(np.float32).dtype
-        dtype('float32')
-        """
-        from ._construct import as_nested_tensor  # noqa: PLC0415 - avoids an import cycle
-
-        for arg in args:
-            if isinstance(arg, NestedTensor):
-                device = arg.device if device is None else device
-                dtype = arg.dtype if dtype is None else dtype
-            elif _is_dtype(arg):
-                dtype = arg
-            else:
-                device = arg
-        return as_nested_tensor(self, dtype=dtype, device=device)
-
-    def double(self):
-        """A float64 copy (self when already float64)."""
-        return self.to(dtype=np.float64)
-
-    def float(self):
-        """A float32 copy (self when already float32)."""
-        return self.to(dtype=np.float32)
-
-    def half(self):
-        """A float16 copy (self when already float16)."""
-        return self.to(dtype=np.float16)
-
-    def numpy(self):
-        """This nested tensor with NumPy data (a view of host memory where possible)."""
-        if backend_name_of(self._buffer) == "numpy":
-            return self
-        return make(self.backend.to_numpy(self._buffer), self._struct, self._layout)
-
-    def __array__(self, dtype=None, copy=None):
-        raise TypeError(
-            "a NestedTensor has no single dense array; use to_padded_tensor(padding), to_packed() "
-            "or to_tensor_list()"
-        )
 
     # -- python protocol ---------------------------------------------------------------------
     def __repr__(self):
         from ._layouts import format_nested  # noqa: PLC0415
 
+        if getattr(self, "_outer", None) is not None:
+            docs = ",\n".join("  " + repr(d).replace("\n", "\n  ") for d in self.unbind())
+            return f"two-level nested_tensor([\n{docs}\n])"
         return format_nested(self)
 
     __str__ = __repr__
@@ -571,19 +435,6 @@ def attach_ops(names):
             setattr(NestedTensor, name, _op(name))
 
 
-def _is_dtype(x):
-    """Whether ``x`` names a dtype (a NumPy dtype or type, a torch dtype, a dtype name) rather than a device."""
-    if isinstance(x, (np.dtype, type)) or type(x).__name__ == "dtype":
-        return True
-    if isinstance(x, str) and x.split(":")[0] not in ("cpu", "cuda", "gpu"):
-        try:
-            np.dtype(x)
-        except TypeError:
-            return False
-        return True
-    return False
-
-
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (list, tuple)) or (
         len(shape) == 1 and type(shape[0]).__name__ == "Size"
@@ -605,19 +456,6 @@ def _components(nt):
         return ops.split_rows(rows, row_offsets)
     pieces = ops.split_rows(buf, offsets)
     return [p.reshape(s) for p, s in zip(pieces, sizes)]
-
-
-def normalize_dim(dim, ndim, name="dim"):
-    """``dim`` in ``[-ndim, ndim)`` as a non-negative int; torch's IndexError otherwise."""
-    try:
-        d = int(dim) if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) else None
-    except TypeError:
-        d = None
-    if d is None:
-        raise TypeError(f"{name} must be an integer, got {type(dim).__name__} {dim!r}")
-    if not -ndim <= d < ndim:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
-    return d % ndim
 
 
 def kind(nt):

@@ -19,6 +19,16 @@ torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
 DTYPES = ["float32", "float64", "int64", "bool"]
+
+
+def _sweep(dtypes, fast_torch):
+    """(dtype, lib) pairs: every dtype on NumPy (where the dtype rules are ours) in the default run; on torch
+    (which applies its own rules) ``fast_torch`` there and the rest under ``make test-slow``."""
+    pairs = [(d, "numpy") for d in dtypes]
+    for d in dtypes:
+        marks = () if d == fast_torch else (pytest.mark.slow,)
+        pairs.append(pytest.param(d, "torch", marks=marks))
+    return pairs
 _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64, "bool": torch.bool}
 
 
@@ -91,8 +101,7 @@ def _compare(ours_call, theirs_call, rtol=2e-5):
 _LOOSE = {"lgamma", "digamma", "erfinv", "i0", "sinc", "erfc", "gelu", "mish"}
 
 
-@pytest.mark.parametrize("lib", ["numpy", "torch"])
-@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dtype, lib", _sweep(DTYPES, "float64"))
 @pytest.mark.parametrize("name", sorted(UNARY))
 def test_unary_table_matches_jagged(name, dtype, lib):
     arrays = _arrays(hash(name) % 1000, dtype)
@@ -341,3 +350,34 @@ def test_binary_gradcheck_with_dense(name):
         return getattr(ln, name)(ln.nested_tensor_from_jagged(v, offsets), o).values()
 
     assert torch.autograd.gradcheck(f, (values, other))
+
+
+# every differentiable table op, through the nested wrapper, in float64 on torch
+_NO_GRAD = {"isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_not", "angle", "conj",
+            "hardshrink", "softshrink", "round", "floor", "ceil", "trunc", "fix", "sign", "sgn"}  # fmt: skip
+_SHIFT = {"acosh": 1.5}  # inputs in the op's domain
+
+
+@pytest.mark.parametrize("name", sorted(set(UNARY) - _NO_GRAD))
+def test_every_differentiable_unary_op_gradchecks(name):
+    g = torch.Generator().manual_seed(0)
+    values = (torch.rand(5, 2, dtype=torch.float64, generator=g) * 0.6 + 0.2 + _SHIFT.get(name, 0.0))
+    values.requires_grad_(True)
+    offsets = np.array([0, 2, 2, 5])
+    fn = getattr(ln, name)
+    assert torch.autograd.gradcheck(lambda v: fn(ln.nested_tensor_from_jagged(v, offsets)).values(), (values,))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, spec in BINARY.items() if spec[2] in ("promote", "float", "fp")
+                                        and not n.startswith("bitwise") and n != "nextafter"))
+def test_every_differentiable_binary_op_gradchecks(name):
+    g = torch.Generator().manual_seed(1)
+    a = (torch.rand(5, 2, dtype=torch.float64, generator=g) * 0.6 + 0.2).requires_grad_(True)
+    b = (torch.rand(5, 2, dtype=torch.float64, generator=g) * 0.6 + 0.9).requires_grad_(True)
+    offsets = np.array([0, 2, 2, 5])
+    fn = getattr(ln, name)
+
+    def f(x, y):
+        return fn(ln.nested_tensor_from_jagged(x, offsets), ln.nested_tensor_from_jagged(y, offsets)).values()
+
+    assert torch.autograd.gradcheck(f, (a, b))

@@ -81,10 +81,15 @@ def _pair(arrays, lib):
     return (ours.to_torch() if lib == "torch" else ours), theirs
 
 
-@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def _sweep(dtypes, fast_torch):
+    """(dtype, lib): every dtype on NumPy; on torch ``fast_torch`` by default, the rest under make test-slow."""
+    return [(d, "numpy") for d in dtypes] + [
+        pytest.param(d, "torch", marks=() if d == fast_torch else (pytest.mark.slow,)) for d in dtypes]
+
+
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dim", [None, 0, 1, 2, -1, (1, 2)])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "bool"])
+@pytest.mark.parametrize("dim", [None, 0, 1, -1, (1, 2)])
+@pytest.mark.parametrize("dtype, lib", _sweep(["float32", "float64", "int64", "bool"], "float32"))
 @pytest.mark.parametrize("op", OPS)
 def test_reductions_match_jagged(op, dtype, dim, keepdim, lib):
     if dim is None and keepdim:

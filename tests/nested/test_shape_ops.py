@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lodtensor.nested as ln
+from lodtensor.nested._layouts import to_layout
 
 torch = pytest.importorskip("torch")
 
@@ -211,3 +212,26 @@ def test_random_lengths_match_jagged(lengths, width, op):
         lengths = [*lengths[:-1], 1]
     ours, theirs = _pair(_arrays(len(lengths), lengths, (1, width)))
     _compare(lambda: CALLS[op](ours), lambda: CALLS[op](theirs))
+
+
+# -- layouts ----------------------------------------------------------------------------------------
+def test_to_layout_round_trips():
+    parts = _arrays(5, lengths=(2, 0, 3), row=(4,))
+    nt = ln.nested_tensor(parts)
+    padded, mask = nt.to(ln.Layout.Masked)
+    assert mask.tolist() == [[True, True, False], [False] * 3, [True] * 3]
+    np.testing.assert_array_equal(padded[2], parts[2])
+    data, offsets = nt.to(ln.Layout.Packed)
+    assert offsets.tolist() == [0, 2, 2, 5] and data.shape == (5, 4)
+    assert [c.shape for c in nt.to(ln.Layout.List)] == [(2, 4), (0, 4), (3, 4)]
+    t = nt.to(ln.Layout.LoD)
+    assert t.lod() == [[0, 2, 2, 5]] and np.shares_memory(np.asarray(t.data), nt.values())
+    assert nt.to(ln.Layout.Padded).shape == (3, 3, 4)
+    assert nt.to("masked")[1].shape == (3, 3)
+    full = ln.nested_tensor([parts[0], parts[2]])  # torch's PackedSequence has no empty sequences
+    packed = full.to_torch().to(ln.Layout.PackedSequence)
+    back = ln.as_nested_tensor(packed)
+    for a, b in zip(back.unbind(), [parts[0], parts[2]]):
+        np.testing.assert_array_equal(a.numpy(), b)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        to_layout(nt, "sparse")

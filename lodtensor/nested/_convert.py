@@ -1,0 +1,102 @@
+"""NestedTensor's conversions: to another library, device, dtype or layout (a mixin of the class)."""
+
+import numpy as np
+
+from ..backend import backend_name_of
+
+__all__ = ["Conversions"]
+
+
+class Conversions:
+    """``to``, ``to_torch``, ``numpy``, ``double``/``float``/``half`` and ``__array__`` of NestedTensor."""
+
+    __slots__ = ()
+
+    def to_torch(self):
+        """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers."""
+        from ..backend import get_backend  # noqa: PLC0415
+
+        if backend_name_of(self._buffer) == "torch":
+            return self
+        return self._same_levels(_make(get_backend("torch").asarray(self._buffer), self._struct, self._layout))
+
+    def to(self, *args, device=None, dtype=None):
+        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
+
+        As torch's ``to``: positional arguments may be a device, a dtype, both,
+        or another nested tensor (whose device and dtype are taken). With an
+        :class:`~lodtensor.nested.Layout` (``nt.to(ln.Layout.Packed)``) it
+        converts to that layout instead.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).to(np.float32).dtype
+        dtype('float32')
+        """
+        from ._construct import as_nested_tensor  # noqa: PLC0415 - avoids an import cycle
+        from ._layouts import layout_of, to_layout  # noqa: PLC0415
+
+        if args and layout_of(args[0]) is not None:  # nt.to(ln.Layout.Masked) or nt.to("masked"): a layout
+            return to_layout(self, *args)
+        for arg in args:
+            if isinstance(arg, Conversions):  # another nested tensor
+                device = arg.device if device is None else device
+                dtype = arg.dtype if dtype is None else dtype
+            elif _is_dtype(arg):
+                dtype = arg
+            else:
+                device = arg
+        if getattr(self, "_outer", None) is not None:  # two ragged dims: convert the sentences, keep the documents
+            return self._same_levels(as_nested_tensor(_make(self._buffer, self._struct, self._layout), dtype=dtype,
+                                                      device=device))
+        return as_nested_tensor(self, dtype=dtype, device=device)
+
+    def double(self):
+        """A float64 copy (self when already float64)."""
+        return self.to(dtype=np.float64)
+
+    def float(self):
+        """A float32 copy (self when already float32)."""
+        return self.to(dtype=np.float32)
+
+    def half(self):
+        """A float16 copy (self when already float16)."""
+        return self.to(dtype=np.float16)
+
+    def numpy(self):
+        """This nested tensor with NumPy data (a view of host memory where possible)."""
+        if backend_name_of(self._buffer) == "numpy":
+            return self
+        return self._same_levels(_make(self.backend.to_numpy(self._buffer), self._struct, self._layout))
+
+    def _same_levels(self, other):
+        """``other`` (same components) with this tensor's document level, if it has two ragged dims."""
+        outer = getattr(self, "_outer", None)
+        if outer is not None and getattr(other, "_outer", None) is None:
+            other = _make(other._buffer, other._struct, other._layout)
+            other._outer = outer
+        return other
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(
+            "a NestedTensor has no single dense array; use to_padded_tensor(padding), to_packed() "
+            "or to_tensor_list()"
+        )
+
+
+def _make(buffer, structure, layout):
+    from ._tensor import make  # noqa: PLC0415 - _tensor imports this module
+
+    return make(buffer, structure, layout)
+
+
+def _is_dtype(x):
+    """Whether ``x`` names a dtype (a NumPy dtype or type, a torch dtype, a dtype name) rather than a device."""
+    if isinstance(x, (np.dtype, type)) or type(x).__name__ == "dtype":
+        return True
+    if isinstance(x, str) and x.split(":")[0] not in ("cpu", "cuda", "gpu"):
+        try:
+            np.dtype(x)
+        except TypeError:
+            return False
+        return True
+    return False

@@ -1,0 +1,125 @@
+"""The size table of a nested tensor (``Structure``) and the dim checks shared by its ops."""
+
+import numpy as np
+
+from ..lod import LoD
+
+__all__ = ["Structure", "normalize_dim"]
+
+_INT64 = np.dtype(np.int64)
+
+
+class Structure:
+    """Sizes and offsets of a nested tensor's components, plus facts derived from them (cached).
+
+    Results with the same shape as their input share its Structure, so its
+    cached facts (regular dims, row offsets, Python lists for unbind) are
+    computed once per batch, not once per op.
+    """
+
+    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists", "_lod")
+
+    def __init__(self, sizes, offsets=None):
+        sizes = np.asarray(sizes, dtype=_INT64)
+        if offsets is None:
+            numel = sizes.prod(axis=1) if sizes.shape[1] else np.ones(sizes.shape[0], _INT64)
+            offsets = np.zeros(sizes.shape[0] + 1, dtype=_INT64)
+            np.cumsum(numel, out=offsets[1:])
+        sizes.setflags(write=False)
+        offsets.setflags(write=False)
+        self.sizes = sizes
+        self.offsets = offsets
+        self._regular = None
+        self._rows = None
+        self._lists = None
+        self._lod = None
+
+    @classmethod
+    def uniform(cls, n, shape):
+        """``n`` components of the same ``shape``."""
+        sizes = np.empty((n, len(shape)), dtype=_INT64)
+        sizes[:] = shape
+        step = int(np.prod(shape, dtype=np.int64))
+        return cls(sizes, np.arange(n + 1, dtype=_INT64) * step)
+
+    @property
+    def n(self):
+        return self.sizes.shape[0]
+
+    @property
+    def rank(self):
+        """Dimensions of each component (the nested tensor has one more)."""
+        return self.sizes.shape[1]
+
+    @property
+    def numel(self):
+        return int(self.offsets[-1])
+
+    @property
+    def regular(self):
+        """Per component dim: True where every component has the same size."""
+        reg = self._regular
+        if reg is None:
+            sizes = self.sizes
+            reg = (sizes == sizes[:1]).all(axis=0) if sizes.shape[0] else np.ones(sizes.shape[1], bool)
+            reg = self._regular = tuple(bool(r) for r in reg)
+        return reg
+
+    @property
+    def is_lod(self):
+        """True when only the first component dim may be ragged (a one-level LoD over rows)."""
+        return self.rank >= 1 and all(self.regular[1:]) and self.n > 0
+
+    def rows(self):
+        """``(row_offsets, row_shape)`` of the LoD case (cached)."""
+        rows = self._rows
+        if rows is None:
+            offsets = np.zeros(self.n + 1, dtype=_INT64)
+            np.cumsum(self.sizes[:, 0], out=offsets[1:])
+            offsets.setflags(write=False)
+            rows = self._rows = (offsets, tuple(int(s) for s in self.sizes[0, 1:]))
+        return rows
+
+    def lod(self):
+        """The one-level :class:`~lodtensor.LoD` of the rows (LoD case; cached, so are its pad plans)."""
+        lod = self._lod
+        if lod is None:
+            lod = self._lod = LoD._from_valid([self.rows()[0]])
+        return lod
+
+    def lists(self):
+        """Element offsets, row offsets (LoD case, else None) and sizes as Python lists (cached)."""
+        lists = self._lists
+        if lists is None:
+            rows = self.rows()[0].tolist() if self.is_lod else None
+            lists = self._lists = (self.offsets.tolist(), rows, [tuple(s) for s in self.sizes.tolist()])
+        return lists
+
+    def tail_view(self, buffer, axis, tail=None):
+        """``buffer`` viewed as ``(rows, *sizes[axis:])``; the dims from ``axis`` on must be regular.
+
+        ``rows`` is counted from the sizes, so zero-size dims are never ambiguous;
+        ``tail`` gives the trailing shape when there are no components to read it from.
+        """
+        if tail is None:
+            tail = tuple(int(s) for s in self.sizes[0, axis:]) if self.n else (0,) * (self.rank - axis)
+        rows = int(self.sizes[:, :axis].prod(axis=1).sum()) if axis else self.n
+        return buffer.reshape((rows,) + tail)
+
+    def same_as(self, other):
+        return self is other or (
+            self.sizes.shape == other.sizes.shape and bool(np.array_equal(self.sizes, other.sizes))
+        )
+
+
+def normalize_dim(dim, ndim, name="dim"):
+    """``dim`` in ``[-ndim, ndim)`` as a non-negative int; torch's IndexError otherwise."""
+    try:
+        d = int(dim) if isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) else None
+    except TypeError:
+        d = None
+    if d is None:
+        raise TypeError(f"{name} must be an integer, got {type(dim).__name__} {dim!r}")
+    if not -ndim <= d < ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
+    return d % ndim

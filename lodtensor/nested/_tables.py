@@ -1,0 +1,149 @@
+"""The pointwise ops as data: NumPy name, torch name, dtype rule and parameters of each.
+
+Names, not objects, so that building the tables imports neither torch nor
+cupy. ``_pointwise.py`` turns every entry into ``ln.<name>``, a NestedTensor
+method, the torch names' ``__torch_function__`` entries and ``<name>_`` in place.
+"""
+
+__all__ = ["UNARY", "BINARY", "ALIASES"]
+
+# The dtype rule of an op: what integer and bool inputs give, as in torch 2.13.
+#   float  a floating result (integers and bools compute in float32)
+#   int    keeps integer dtypes, refuses bool
+#   any    keeps every dtype
+#   bool   a bool result
+#   fp     floating inputs only
+#   fpi    integers compute in float32, bool refused
+#   sq     keeps integers, bool becomes int64
+
+#: name: (NumPy name, torch path from ``torch``, dtype rule, parameters after the input)
+UNARY = {
+    "abs": ("absolute", "abs", "int", ""),
+    "acos": ("arccos", "acos", "float", ""),
+    "acosh": ("arccosh", "acosh", "float", ""),
+    "angle": ("angle", "angle", "float", ""),
+    "asin": ("arcsin", "asin", "float", ""),
+    "asinh": ("arcsinh", "asinh", "float", ""),
+    "atan": ("arctan", "atan", "float", ""),
+    "atanh": ("arctanh", "atanh", "float", ""),
+    "ceil": ("ceil", "ceil", "int", ""),
+    "conj": ("conj", "conj", "any", ""),
+    "cos": ("cos", "cos", "float", ""),
+    "cosh": ("cosh", "cosh", "float", ""),
+    "deg2rad": ("deg2rad", "deg2rad", "float", ""),
+    "digamma": ("digamma", "digamma", "float", ""),
+    "erf": ("erf", "erf", "float", ""),
+    "erfc": ("erfc", "erfc", "float", ""),
+    "erfinv": ("erfinv", "erfinv", "float", ""),
+    "exp": ("exp", "exp", "float", ""),
+    "exp2": ("exp2", "exp2", "float", ""),
+    "expm1": ("expm1", "expm1", "float", ""),
+    "fix": ("trunc", "fix", "int", ""),
+    "floor": ("floor", "floor", "int", ""),
+    "frac": ("frac", "frac", "fp", ""),
+    "i0": ("i0", "i0", "float", ""),
+    "isfinite": ("isfinite", "isfinite", "bool", ""),
+    "isinf": ("isinf", "isinf", "bool", ""),
+    "isnan": ("isnan", "isnan", "bool", ""),
+    "isneginf": ("isneginf", "isneginf", "bool", ""),
+    "isposinf": ("isposinf", "isposinf", "bool", ""),
+    "lgamma": ("lgamma", "lgamma", "float", ""),
+    "log": ("log", "log", "float", ""),
+    "log10": ("log10", "log10", "float", ""),
+    "log1p": ("log1p", "log1p", "float", ""),
+    "log2": ("log2", "log2", "float", ""),
+    "logical_not": ("logical_not", "logical_not", "bool", ""),
+    "logit": ("logit", "logit", "float", "eps=None"),
+    "nan_to_num": ("nan_to_num", "nan_to_num", "any", "nan=0.0, posinf=None, neginf=None"),
+    "neg": ("negative", "neg", "int", ""),
+    "positive": ("positive", "positive", "int", ""),
+    "rad2deg": ("rad2deg", "rad2deg", "float", ""),
+    "reciprocal": ("reciprocal", "reciprocal", "float", ""),
+    "round": ("round", "round", "int", "decimals=0"),
+    "rsqrt": ("rsqrt", "rsqrt", "float", ""),
+    "sgn": ("sgn", "sgn", "any", ""),
+    "sigmoid": ("sigmoid", "sigmoid", "float", ""),
+    "sign": ("sign", "sign", "any", ""),
+    "signbit": ("signbit", "signbit", "bool", ""),
+    "sin": ("sin", "sin", "float", ""),
+    "sinc": ("sinc", "sinc", "float", ""),
+    "sinh": ("sinh", "sinh", "float", ""),
+    "sqrt": ("sqrt", "sqrt", "float", ""),
+    "square": ("square", "square", "sq", ""),
+    "tan": ("tan", "tan", "float", ""),
+    "tanh": ("tanh", "tanh", "float", ""),
+    "trunc": ("trunc", "trunc", "int", ""),
+    # torch.nn.functional's activations
+    "relu": ("relu", "relu", "int", "inplace=False"),
+    "relu6": ("relu6", "nn.functional.relu6", "int", "inplace=False"),
+    "hardtanh": ("hardtanh", "nn.functional.hardtanh", "int", "min_val=-1.0, max_val=1.0, inplace=False"),
+    "gelu": ("gelu", "nn.functional.gelu", "fp", "approximate='none'"),
+    "silu": ("silu", "nn.functional.silu", "fp", "inplace=False"),
+    "elu": ("elu", "nn.functional.elu", "fp", "alpha=1.0, inplace=False"),
+    "selu": ("selu", "nn.functional.selu", "fp", "inplace=False"),
+    "celu": ("celu", "nn.functional.celu", "fp", "alpha=1.0, inplace=False"),
+    "mish": ("mish", "nn.functional.mish", "fp", "inplace=False"),
+    "softplus": ("softplus", "nn.functional.softplus", "fp", "beta=1.0, threshold=20.0"),
+    "hardsigmoid": ("hardsigmoid", "nn.functional.hardsigmoid", "fp", "inplace=False"),
+    "leaky_relu": ("leaky_relu", "nn.functional.leaky_relu", "fp", "negative_slope=0.01, inplace=False"),
+    "tanhshrink": ("tanhshrink", "nn.functional.tanhshrink", "fpi", ""),
+    "softsign": ("softsign", "nn.functional.softsign", "fpi", ""),
+    "hardshrink": ("hardshrink", "nn.functional.hardshrink", "fp", "lambd=0.5"),
+    "softshrink": ("softshrink", "nn.functional.softshrink", "fp", "lambd=0.5"),
+}
+
+# Binary dtype rules: promote (torch's promotion), float (then integers -> float32), compare (bool
+# result of promoted operands), bool (logical: bool result), fp (floating operands only).
+#: name: (NumPy name, torch path, dtype rule, scalar operand allowed)
+BINARY = {
+    "add": ("add", "add", "promote", True),
+    "sub": ("subtract", "sub", "promote", True),
+    "mul": ("multiply", "mul", "promote", True),
+    "div": ("true_divide", "div", "float", True),
+    "remainder": ("remainder", "remainder", "promote", True),
+    "fmod": ("fmod", "fmod", "promote", True),
+    "pow": ("power", "pow", "promote", True),
+    "atan2": ("arctan2", "atan2", "float", False),
+    "maximum": ("maximum", "maximum", "promote", False),
+    "minimum": ("minimum", "minimum", "promote", False),
+    "fmax": ("fmax", "fmax", "promote", False),
+    "fmin": ("fmin", "fmin", "promote", False),
+    "hypot": ("hypot", "hypot", "fp", False),
+    "copysign": ("copysign", "copysign", "float", True),
+    "logaddexp": ("logaddexp", "logaddexp", "fp", False),
+    "logaddexp2": ("logaddexp2", "logaddexp2", "fp", False),
+    "nextafter": ("nextafter", "nextafter", "fp", False),
+    "xlogy": ("xlogy", "xlogy", "float", True),
+    "eq": ("equal", "eq", "compare", True),
+    "ne": ("not_equal", "ne", "compare", True),
+    "lt": ("less", "lt", "compare", True),
+    "le": ("less_equal", "le", "compare", True),
+    "gt": ("greater", "gt", "compare", True),
+    "ge": ("greater_equal", "ge", "compare", True),
+    "logical_and": ("logical_and", "logical_and", "bool", False),
+    "logical_or": ("logical_or", "logical_or", "bool", False),
+    "logical_xor": ("logical_xor", "logical_xor", "bool", False),
+    "bitwise_and": ("bitwise_and", "bitwise_and", "promote", True),
+    "bitwise_or": ("bitwise_or", "bitwise_or", "promote", True),
+    "bitwise_xor": ("bitwise_xor", "bitwise_xor", "promote", True),
+}
+
+#: torch.div with a rounding mode: the promoted dtype, not float (not registered on their own).
+_SPECS = {
+    **BINARY,
+    "div_trunc": ("div_trunc", "div", "promote", True),
+    "div_floor": ("div_floor", "div", "promote", True),
+}
+
+#: torch's other names for table ops.
+ALIASES = {
+    "sub": ("subtract", "__sub__"), "mul": ("multiply", "__mul__", "__rmul__"), "neg": ("negative",),
+    "div": ("divide", "true_divide", "__truediv__"), "add": ("__add__", "__radd__"), "pow": ("__pow__",),
+    "abs": ("absolute",), "acos": ("arccos",), "asin": ("arcsin",), "atan": ("arctan",),
+    "acosh": ("arccosh",), "asinh": ("arcsinh",), "atanh": ("arctanh",), "atan2": ("arctan2",),
+    "clamp": ("clip",), "sigmoid": ("special.expit",), "logit": ("special.logit",),
+    "eq": ("__eq__",), "ne": ("__ne__",), "lt": ("__lt__", "less"), "le": ("__le__", "less_equal"),
+    "gt": ("__gt__", "greater"), "ge": ("__ge__", "greater_equal"),
+    "logical_not": ("__invert__",), "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"), "remainder": ("__mod__",),
+}  # fmt: skip

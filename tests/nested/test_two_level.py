@@ -1,0 +1,107 @@
+"""Two ragged dims (documents x sentences x words): the LoD's two levels as one nested tensor; every op
+defined per sentence works on it, checked against per-sentence NumPy/torch and the LoD sequence ops."""
+
+import numpy as np
+import pytest
+
+import lodtensor
+import lodtensor.nested as ln
+from lodtensor.sequence import sequence_pool
+
+torch = pytest.importorskip("torch")
+
+
+def _docs(seed=0, width=4):
+    g = np.random.default_rng(seed)
+    shape = [[3, 1], [2], [], [4, 0, 2]]
+    return [[g.standard_normal((w, width)).astype(np.float32) for w in doc] for doc in shape]
+
+
+def _each(nt):
+    return [s for doc in nt.to_tensor_list() for s in doc]
+
+
+def test_construction_and_metadata():
+    docs = _docs()
+    nt = ln.nested_tensor(docs)
+    assert nt.dim() == 4 and len(nt) == 4 and nt.size(0) == 4 and nt.size(3) == 4
+    with pytest.raises(ValueError, match="irregular"):
+        nt.size(1)
+    assert [len(d) for d in nt.unbind()] == [2, 1, 0, 3]
+    for got, want in zip(_each(nt), [s for d in docs for s in d]):
+        np.testing.assert_array_equal(got, want)
+    t = nt.to_lod_tensor()
+    assert t.lod() == [[0, 2, 3, 3, 6], [0, 3, 4, 6, 10, 10, 12]]
+    assert np.shares_memory(np.asarray(t.data), nt._buffer)
+    padded = nt.to_padded_tensor(0.0)
+    assert padded.shape == (4, 3, 4, 4)
+    np.testing.assert_array_equal(padded[3, 2, :2], docs[3][2])
+    assert not padded[2].any()
+    assert "two-level nested_tensor" in repr(nt)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("op, ref", [
+    (ln.exp, np.exp),
+    (ln.gelu, lambda s: torch.nn.functional.gelu(torch.from_numpy(s)).numpy()),
+    (lambda nt: nt * 2 + 1, lambda s: s * 2 + 1),
+    (lambda nt: ln.softmax(nt, 2), lambda s: torch.softmax(torch.from_numpy(s), 0).numpy()),
+    (lambda nt: ln.softmax(nt, -1), lambda s: torch.softmax(torch.from_numpy(s), 1).numpy()),
+    (lambda nt: ln.log_softmax(nt, 2), lambda s: torch.log_softmax(torch.from_numpy(s), 0).numpy()),
+    (lambda nt: ln.layer_norm(nt, (4,)), lambda s: torch.nn.functional.layer_norm(torch.from_numpy(s), (4,)).numpy()),
+    (lambda nt: nt.unsqueeze(-1).squeeze(-1), lambda s: s),
+    (lambda nt: nt.narrow(3, 1, 2), lambda s: s[:, 1:3]),
+], ids=["exp", "gelu", "affine", "softmax-words", "softmax-hidden", "log_softmax-words", "layer_norm", "squeeze",
+        "narrow"])
+def test_per_sentence_ops(op, ref, lib):
+    docs = _docs(1)
+    nt = ln.nested_tensor(docs)
+    nt = nt.to_torch() if lib == "torch" else nt
+    out = op(nt)
+    assert out.dim() == 4 and len(out) == 4
+    for got, s in zip(_each(out), [s for d in docs for s in d]):
+        got = got.numpy() if hasattr(got, "numpy") and not isinstance(got, np.ndarray) else got
+        np.testing.assert_allclose(got, ref(s), rtol=2e-5, atol=2e-5)
+
+
+def test_pooling_words_gives_documents_of_sentence_vectors():
+    docs = _docs(2)
+    nt = ln.nested_tensor(docs)
+    pooled = ln.sum(nt, 2)  # (documents, (sentences), hidden)
+    assert pooled.dim() == 3 and pooled.nested_size().tolist() == [[2, 4], [1, 4], [0, 4], [3, 4]]
+    t = nt.to_lod_tensor()
+    np.testing.assert_allclose(pooled.values(), sequence_pool(t, "sum").data, rtol=1e-6)
+    with pytest.raises(ValueError, match="has size 0"):  # a sentence of no words has no maximum
+        ln.max(nt, 2)
+    maxed = ln.max(ln.nested_tensor(docs[:2]), 2)
+    assert maxed.values.dim() == 3 and maxed.indices.nested_size().tolist() == [[2, 4], [1, 4]]
+    doc_vectors = ln.mean(ln.mean(nt, 2), 1)  # then the sentences of each document: a dense (documents, hidden)
+    assert doc_vectors.shape == (4, 4)
+    np.testing.assert_allclose(doc_vectors[0], np.mean([s.mean(0) for s in docs[0]], axis=0), rtol=1e-5)
+    with pytest.raises(ValueError, match="outer ragged dim"):
+        ln.sum(nt, 1)
+    with pytest.raises(ValueError, match="two ragged dims"):
+        nt.reshape(4, -1, -1, 2)
+
+
+def test_torch_functions_and_autograd_on_two_levels():
+    docs = _docs(3)
+    nt = ln.nested_tensor(docs).to_torch()
+    weight = torch.randn(5, 4, requires_grad=True)
+    out = torch.nn.functional.linear(torch.tanh(nt), weight)
+    assert out.dim() == 4 and out.size(3) == 5
+    ln.sum(out, 2).values().sum().backward()
+    want = sum(torch.tanh(torch.from_numpy(s)).sum(0) for d in docs for s in d)
+    torch.testing.assert_close(weight.grad, want.expand(5, 4), rtol=1e-4, atol=1e-4)
+    again = out.to(torch.float64)
+    assert again.dim() == 4 and again.dtype == torch.float64
+
+
+def test_lodtensor_two_levels_round_trip():
+    """The same documents through the LoD core: from_nested_list's lod equals the two-level nested tensor's."""
+    docs = _docs(4)
+    nt = ln.nested_tensor(docs)
+    t = nt.to_lod_tensor()
+    assert t.lod() == [[0] + np.cumsum([len(d) for d in docs]).tolist(),
+                       [0] + np.cumsum([len(s) for d in docs for s in d]).tolist()]
+    assert isinstance(t, lodtensor.LoDTensor)
