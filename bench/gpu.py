@@ -15,6 +15,11 @@ achieved bandwidth, ``(bytes read + bytes written) / time``, as a fraction of
 the copy's ``2 * input bytes / time``. Goals: at least 50% of the copy's
 bandwidth, and faster than ``torch.segment_reduce`` and torch.nested jagged.
 
+A second part (issue 14) runs sum, max and softmax on skewed LoDs: half the rows
+in many sequences of 0..16 rows (empty ones included), half in 16 sequences of
+thousands of rows, for row widths D = 1, 128 and 4096 (1 GiB of float32 each),
+against the same copy and ``torch.segment_reduce``.
+
 Without a CUDA device the module reports why and measures nothing;
 ``BENCH_GPU_DRY=1`` runs the same code on torch CPU tensors at 1/100 of the
 size, with the torch backend's CPU-only kernels switched off (so the torch
@@ -32,6 +37,68 @@ ROWS_PER_SEQUENCE = (1, 160)  # lengths drawn uniformly from [1, 160): mean ~80,
 SEQUENCES = 100_000
 WIDTH = 128
 GPU = {"budget": 0.5, "min_repeat": 5}
+
+
+SKEWED_ELEMENTS = 1 << 28  # float32 elements per skewed workload: 1 GiB
+SKEWED_WIDTHS = (1, 128, 4096)
+LONG_SEQUENCES = 16
+
+
+def _skewed_workload(scale, width):
+    """Half the rows in short sequences (0..16 rows), half in LONG_SEQUENCES long ones, shuffled."""
+    g = _common.rng(71 + width)
+    rows = max(64, SKEWED_ELEMENTS // scale // width)
+    short = g.integers(0, 17, size=max(1, rows // 2 // 8))
+    long_rows = max(LONG_SEQUENCES, rows - int(short.sum()))
+    longs = np.full(LONG_SEQUENCES, long_rows // LONG_SEQUENCES)
+    longs[: long_rows % LONG_SEQUENCES] += 1
+    lengths = g.permutation(np.concatenate([short, longs])).astype(np.int64)
+    offsets = _common.offsets_of(lengths)
+    data = g.standard_normal((int(offsets[-1]), width), dtype=np.float32)
+    return data, lengths, offsets
+
+
+def _skewed(report, lt, S, torch, cupy, device, where, scale, dry):
+    """Sum, max, softmax on skewed LoDs for several row widths, against the copy and torch.segment_reduce."""
+    for width in SKEWED_WIDTHS:
+        data, lengths, offsets = _skewed_workload(scale, width)
+        nbytes, n = data.nbytes, lengths.size
+        workload = (f"[{data.shape[0]}, {width}] float32 in {n} sequences: {n - LONG_SEQUENCES} of 0..16 rows, "
+                    f"{LONG_SEQUENCES} of ~{int(lengths.max())} rows; {_common.describe_sizes(nbytes)}"
+                    + (" (dry run on CPU)" if dry else ""))
+        ours = {}
+        if cupy is not None:
+            ours["cupy"] = lt.LoDTensor(cupy.asarray(data), [offsets])
+        if torch is not None:
+            ours["torch"] = lt.from_torch(torch.from_numpy(data).to(where), [offsets])
+        toffsets = torch.from_numpy(offsets).to(where) if torch is not None else None
+        tdata = ours["torch"].data if "torch" in ours else None
+        fns = {"sum": lambda t: S.sequence_pool(t, "sum").data, "max": lambda t: S.sequence_pool(t, "max").data,
+               "softmax": lambda t: S.sequence_softmax(t).data}
+        moved = {"sum": nbytes + n * width * 4, "max": nbytes + n * width * 4, "softmax": 3 * nbytes}
+        for op, fn in fns.items():
+            table = report.table(f"skewed {op}, D={width}", workload, reference=f"lodtensor ({next(iter(ours))})",
+                                 limit="device-to-device copy")
+            if cupy is not None:
+                src, dst = ours["cupy"].data, cupy.empty_like(ours["cupy"].data)
+                table.add("device-to-device copy", device.timed(lambda s=src, d=dst: cupy.copyto(d, s)), **GPU)
+            else:
+                src, dst = tdata, torch.empty_like(tdata)
+                table.add("device-to-device copy", device.timed(lambda s=src, d=dst: d.copy_(s)), **GPU)
+            for name, t in ours.items():
+                table.add(f"lodtensor ({name})", device.timed(lambda t=t, fn=fn: fn(t)), **GPU)
+            if tdata is not None and op in ("sum", "max"):
+                table.add("torch.segment_reduce", device.timed(
+                    lambda op=op, x=tdata, o=toffsets: torch.segment_reduce(x, op, offsets=o, axis=0)), **GPU)
+            table.finish()
+            copy_s = table._best("device-to-device copy")
+            for name in ours:
+                mine = table._best(f"lodtensor ({name})")
+                if mine is None or copy_s is None:
+                    continue
+                fraction = moved[op] / mine / (2 * nbytes / copy_s)
+                report.goal(f"skewed {op} D={width} ({name}): at least 50% of the copy bandwidth", fraction >= 0.5,
+                            f"{fraction:.0%}")
 
 
 def _workload(scale):
@@ -142,6 +209,8 @@ def run(report):
             "softmax": [("torch.nested jagged", lambda: torch.softmax(jagged, dim=1))],
             "pad": [("torch.nested jagged", lambda: torch.nested.to_padded_tensor(jagged, 0.0))],
         }
+
+    _skewed(report, lt, S, torch if (has_cuda or dry) else None, cupy, device, where, scale, dry)
 
     for op in ("sum", "max", "softmax", "pad"):
         table = report.table(f"{op}", workload, reference=f"lodtensor ({next(iter(ours))})",

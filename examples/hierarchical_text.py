@@ -1,24 +1,41 @@
 """A hierarchical attention classifier (words -> sentences -> documents) without padding.
 
 The corpus is generated here (two topics; a document's label is its topic,
-carried by a few topic words scattered among filler words). Each batch is one
-2-level LoDTensor of token ids on the torch backend: documents -> sentences ->
-words. Word vectors are pooled into sentence vectors and sentence vectors into
+carried by a few topic words scattered among filler words) and written as raw
+text to a Parquet file, as a real corpus would arrive. From there:
+
+1. a WordPiece tokenizer (the ``tokenizers`` package) is trained on the
+   training documents themselves (``text.train_tokenizer``);
+2. ``text.encode`` splits every document into sentences (in Arrow's string
+   kernels) and tokenizes them in one batch call: one 2-level LoDTensor,
+   documents -> sentences -> token ids, written back to Parquet with
+   ``lt.write_parquet``;
+3. training reads that file with ``lt.read_parquet`` and draws length-bucketed
+   batches of whole documents (one vectorised selection each, then
+   ``.to_torch()``), with a tqdm progress bar; evaluation streams the test file
+   with ``lt.read_parquet(batch_size=...)``.
+
+Word vectors are pooled into sentence vectors and sentence vectors into
 document vectors by attention written with lodtensor's sequence ops
 (``sequence_softmax`` + ``sequence_pool``), and autograd flows through them.
 
 Run: python examples/hierarchical_text.py
 """
 
+import os
 import random
 import sys
+import tempfile
 import time
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 from torch import nn
-from torch.utils.data import DataLoader
+from tqdm import tqdm
 
+import lodtensor as lt
 from lodtensor import sequence as S
 from lodtensor import text
 
@@ -79,53 +96,76 @@ class HierarchicalAttention(nn.Module):
         return self.classify(documents.data)
 
 
-def progress(epoch, step, steps, loss, width=30):
-    done = int(width * step / steps)
-    bar = "#" * done + "." * (width - done)
-    sys.stdout.write(f"\repoch {epoch} [{bar}] {step}/{steps} loss {loss:.3f}")
-    sys.stdout.flush()
+def write_raw_corpus(path, docs, labels):
+    """The documents as raw text in a Parquet file: sentences end with '.', one document per row."""
+    texts = [" ".join(" ".join(sentence) + "." for sentence in doc) for doc in docs]
+    pq.write_table(pa.table({"text": texts, "label": labels}), path)
 
 
-def accuracy(model, loader):
+def tokenize_to_parquet(raw_path, out_path, tokenizer):
+    """Raw text Parquet -> documents -> sentences -> token ids, written as a LoD Parquet file."""
+    table = pq.read_table(raw_path)
+    tokens = text.encode(table["text"], tokenizer)
+    labels = lt.LoDTensor(table["label"].to_numpy())
+    lt.write_parquet(out_path, {"tokens": tokens, "label": labels})
+
+
+def accuracy(model, path, batch_size=64):
+    """Accuracy over a tokenized Parquet file, streamed ``batch_size`` documents at a time."""
     model.eval()
     right = total = 0
     with torch.no_grad():
-        for batch, labels in loader:
-            right += (model(batch).argmax(1) == labels).sum().item()
+        for cols in lt.read_parquet(path, batch_size=batch_size):
+            labels = torch.from_numpy(np.asarray(cols["label"].data))
+            right += (model(cols["tokens"].to_torch()).argmax(1) == labels).sum().item()
             total += len(labels)
     model.train()
     return right / total
 
 
-def main(epochs=6):
+def main(epochs=6, n_docs=2000, n_train=1600):
     rng = random.Random(SEED)
     torch.manual_seed(SEED)
-    docs, labels = make_corpus(2000, rng)
-    train = list(zip(docs[:1600], labels[:1600]))
-    test = list(zip(docs[1600:], labels[1600:]))
-    vocab = text.Vocab.build([d for d, _ in train])
-    collate = text.make_collate(vocab=vocab, backend="torch")
-    words_per_doc = [sum(map(len, d)) for d, _ in train]
-    train_loader = DataLoader(
-        train, batch_sampler=text.BucketBatchSampler(words_per_doc, batch_size=32, seed=SEED), collate_fn=collate
-    )
-    test_loader = DataLoader(test, batch_size=64, collate_fn=collate)
+    docs, labels = make_corpus(n_docs, rng)
+    with tempfile.TemporaryDirectory(prefix="hierarchical-text-") as work:
+        return train_and_test(docs, labels, n_train, epochs, work)
 
-    model = HierarchicalAttention(len(vocab))
+
+def train_and_test(docs, labels, n_train, epochs, work):
+    n_docs = len(docs)
+    raw = {"train": os.path.join(work, "train.raw.parquet"), "test": os.path.join(work, "test.raw.parquet")}
+    tok = {"train": os.path.join(work, "train.tokens.parquet"), "test": os.path.join(work, "test.tokens.parquet")}
+    write_raw_corpus(raw["train"], docs[:n_train], labels[:n_train])
+    write_raw_corpus(raw["test"], docs[n_train:], labels[n_train:])
+
+    tokenizer = text.train_tokenizer(pq.read_table(raw["train"])["text"], vocab_size=600, min_frequency=1)
+    for split in ("train", "test"):
+        tokenize_to_parquet(raw[split], tok[split], tokenizer)
+
+    train = lt.read_parquet(tok["train"])
+    tokens, target = train["tokens"], torch.from_numpy(np.asarray(train["label"].data))
+    words_per_doc = np.diff(tokens.lod.absolute_offsets(0))  # tokens per document, for bucketing
+    sampler = text.BucketBatchSampler(words_per_doc.tolist(), batch_size=32, seed=SEED)
+
+    model = HierarchicalAttention(tokenizer.get_vocab_size())
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
     loss_fn = nn.CrossEntropyLoss()
-    print(f"{len(train)} training and {len(test)} test documents, vocabulary of {len(vocab)}")
-    print(f"chance level: {max(np.mean(labels[1600:]), 1 - np.mean(labels[1600:])):.2f}")
+    print(f"{len(tokens)} training and {n_docs - n_train} test documents in {work}")
+    print(f"tokenizer: WordPiece, {tokenizer.get_vocab_size()} tokens; {tokens.num_rows} training tokens")
+    print(f"chance level: {max(np.mean(labels[n_train:]), 1 - np.mean(labels[n_train:])):.2f}")
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
-        for step, (batch, target) in enumerate(train_loader, 1):
-            loss = loss_fn(model(batch), target)
+        bar = tqdm(sampler, desc=f"epoch {epoch}", unit="batch", file=sys.stdout, mininterval=0.5)
+        for idx in bar:
+            batch = tokens[np.asarray(idx)].to_torch()  # whole documents, one vectorised selection
+            loss = loss_fn(model(batch), target[idx])
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-            progress(epoch, step, len(train_loader), loss.item())
-        print(f"  test accuracy {accuracy(model, test_loader):.3f}")
-    final = accuracy(model, test_loader)
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+        bar.close()
+        print(f"epoch {epoch}: test accuracy {accuracy(model, tok['test']):.3f}")
+    final = accuracy(model, tok["test"])
     print(f"trained in {time.perf_counter() - start:.1f} s; test accuracy {final:.3f}")
     assert final > 0.85, f"the model should beat chance clearly, got {final:.3f}"
     return final

@@ -4,7 +4,7 @@ One flat data array plus a few int64 offset arrays, one per nesting level.
 ``import lodtensor`` costs only NumPy; torch, cupy and pyarrow load on first use.
 """
 
-from . import interop, sequence, text
+from . import interop, nested, sequence, text  # noqa: F401 - nested attaches LoDTensor.__torch_function__
 from .backend import available_backends, backend_of, get_backend
 from .backend._threads import get_num_threads, set_num_threads
 from .errors import BackendMismatchError, LoDError
@@ -17,8 +17,11 @@ from .factories import (
 )
 from .interop import (
     from_arrow,
+    from_awkward,
     from_dlpack,
     from_packed_sequence,
+    from_ragged_tensor,
+    from_sparse,
     from_torch,
     load,
     read_parquet,
@@ -61,4 +64,7 @@ __all__ = [
     "load",
     "from_packed_sequence",
     "from_dlpack",
+    "from_sparse",
+    "from_awkward",
+    "from_ragged_tensor",
 ]

@@ -173,9 +173,9 @@ def as_offsets(values, *, level=None, name="offsets", copy=True):
         return known
     if copy or arr is not values:
         arr = freeze(arr)  # the one copy (none when already frozen); checked below, on the copy
-    elif not is_frozen(arr):
-        arr = arr.view()  # shared, as the caller asked
-        arr.setflags(write=False)
+    elif not is_frozen(arr):  # shared, as the caller asked, through a read-only buffer (no .base is writable)
+        arr = np.ascontiguousarray(arr)
+        arr = np.frombuffer(memoryview(arr).toreadonly(), dtype=arr.dtype).reshape(arr.shape)
     label = "lod level" if level is None else f"lod level {level}"
     if arr.size < 2:
         raise LoDError(

@@ -13,6 +13,7 @@ from ._format import preview
 from ._nested_list import to_nested_list
 from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, get_backend
+from .backend._pickle import portable
 from .lod import LoD
 from .place import CPUPlace, CUDAPlace, Place, as_place, place_of
 
@@ -455,21 +456,6 @@ class LoDTensor(UfuncMixin):
             return self
         return _wrap(be.asarray(data), self._lod, self._where)
 
-    def to_nested(self, level=-1):
-        """The sequences of ``level`` as a :class:`lodtensor.nested.NestedTensor`.
-
-        Each sequence becomes one component of shape ``(length, *row_shape)``.
-        The nested tensor's buffer is ``data`` itself (shared, no copy) when
-        ``data`` is C-contiguous.
-
-        >>> nt = LoDTensor(np.arange(5.0), [[0, 2, 5]]).to_nested()
-        >>> nt.nested_size().tolist()
-        [[2], [3]]
-        """
-        from .nested._construct import from_lod_tensor  # noqa: PLC0415 - the front end loads on use
-
-        return from_lod_tensor(self, level)
-
     def cuda(self, device_id=0):
         """This tensor on GPU ``device_id`` (CuPy data, or torch CUDA for torch data)."""
         return self.to(CUDAPlace(device_id))
@@ -544,7 +530,7 @@ class LoDTensor(UfuncMixin):
     __str__ = __repr__
 
     def __reduce__(self):
-        return (_rebuild, (type(self), self._data, self._lod, self._where))
+        return (_rebuild, (type(self), portable(self._data), self._lod, self._where))
 
     def __copy__(self):
         return _wrap(self._data, self._lod, self._where)

@@ -12,10 +12,18 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def _gpu_available():
+    """A CUDA device seen by cupy or by torch (each gpu case skips itself when its library is missing)."""
     try:
         import cupy
 
-        return cupy.cuda.runtime.getDeviceCount() > 0
+        if cupy.cuda.runtime.getDeviceCount() > 0:
+            return True
+    except Exception:
+        pass
+    try:
+        import torch
+
+        return torch.cuda.is_available()
     except Exception:
         return False
 
@@ -23,7 +31,7 @@ def _gpu_available():
 def pytest_collection_modifyitems(config, items):
     if _gpu_available():
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU (cupy); none here")
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (cupy or torch); none here")
     for item in items:
         if item.get_closest_marker("gpu") is not None:  # not `"gpu" in keywords`: a folder named gpu matches it
             item.add_marker(skip)

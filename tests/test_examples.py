@@ -7,9 +7,16 @@ import sys
 import pytest
 
 EXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "examples").glob("*.py"))
+# multi-process and cluster examples: `make test-slow`
+SLOW = {"preprocess_corpus.py", "ddp_hierarchical_text.py"}
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def _param(path):
+    marks = [pytest.mark.slow] if path.name in SLOW else []
+    return pytest.param(path, marks=marks, id=path.name)
+
+
+@pytest.mark.parametrize("script", [_param(p) for p in EXAMPLES])
 def test_example_runs(script):
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-4000:]

@@ -268,3 +268,32 @@ def test_frozen_offsets_are_recognised_without_a_copy():
     assert not np.shares_memory(copied.offsets(0), writable)
     shared = lt.LoD([t.offsets(0).copy()], num_rows=1000, copy=False)
     assert not shared.offsets(0).flags.writeable
+
+
+def test_pickles_never_reach_the_array_libraries_loaders():
+    """Data pickles as checked raw bytes: no numpy dtype state or torch.load inside (both crash on flipped bytes)."""
+    import pickle
+
+    import lodtensor.nested as ln
+    from lodtensor.backend._pickle import array_from_bytes
+
+    torch = pytest.importorskip("torch")
+    objs = [
+        lt.LoDTensor(np.arange(6.0), [[0, 2, 6]]),
+        lt.LoDTensor(torch.arange(6.0), [[0, 2, 6]]),
+        ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]),
+        ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)], layout=torch.jagged),
+    ]
+    for obj in objs:
+        blob = pickle.dumps(obj)
+        assert b"_reconstruct" not in blob and b"_rebuild_tensor" not in blob and b"_load_from_bytes" not in blob
+        again = pickle.loads(blob)
+        assert type(again) is type(obj)
+    with pytest.raises(TypeError, match="numeric or bool NumPy dtype, got 'm8'"):
+        array_from_bytes("numpy", b"\0" * 8, "m8", (1,), "cpu", False)
+    with pytest.raises(ValueError, match=r"needs 16 bytes, the pickle holds 8"):
+        array_from_bytes("numpy", b"\0" * 8, "<i8", (2,), "cpu", False)
+    with pytest.raises(ValueError, match="shape must be a tuple of non-negative ints"):
+        array_from_bytes("torch", b"", "float32", (-1,), "cpu", False)
+    with pytest.raises(TypeError, match="must name a torch dtype"):
+        array_from_bytes("torch", b"", "Tensor", (0,), "cpu", False)

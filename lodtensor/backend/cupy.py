@@ -17,6 +17,7 @@ import cupy
 import numpy as np
 
 from . import cuda as _cuda
+from ._arrays import CupyArrayKernels
 from ._base import Backend
 
 __all__ = ["CupyBackend", "make_backend"]
@@ -31,7 +32,7 @@ def _kernel(module, name):
     """The kernel ``name`` (a name expression of ``module``), compiled once per process."""
     mod = _MODULES.get(module)
     if mod is None:
-        mod = cupy.RawModule(code=_cuda.source_text(module), options=("-std=c++14", f"-I{_cuda.include_dir()}"),
+        mod = cupy.RawModule(code=_cuda.source_text(module), options=("-std=c++14",),
                              name_expressions=_cuda.name_expressions(module))
         _MODULES[module] = mod
     return mod.get_function(name)
@@ -56,6 +57,17 @@ class _Layout:
         self.combine_grid = (int(min(max(n, 1), _COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
 
 
+def _on_data_device(method):
+    """Run ``method`` with the first array's device current (kernels launch on the current device)."""
+
+    def run(self, data, *args, **kwargs):
+        with data.device:
+            return method(self, data, *args, **kwargs)
+
+    run.__name__, run.__doc__ = method.__name__, method.__doc__
+    return run
+
+
 def _plan(offsets, n, chunk):
     """Device prefix sums of the pieces (see segment.cu): two launches, no sync."""
     counts = cupy.empty(2 * (n + 1), dtype=cupy.int64)
@@ -64,7 +76,7 @@ def _plan(offsets, n, chunk):
     return cupy.cumsum(counts.reshape(2, n + 1), axis=1).ravel()
 
 
-class CupyBackend(Backend):
+class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions beyond the kernel set
     name = "cupy"
     xp = cupy
     uses_segment_ids = False  # the kernels find each piece's sequence themselves
@@ -148,6 +160,10 @@ class CupyBackend(Backend):
 
     # -- segment reductions ------------------------------------------------------------------
     def _reduce(self, op, data, offsets, empty):
+        with data.device:
+            return self._reduce_here(op, data, offsets, empty)
+
+    def _reduce_here(self, op, data, offsets, empty):
         offsets = self._index(offsets)
         n = int(offsets.size) - 1
         row_shape = tuple(data.shape[1:])
@@ -184,6 +200,7 @@ class CupyBackend(Backend):
     def segment_min(self, data, offsets, *, empty, ids=None):
         return self._reduce("min", data, offsets, empty)
 
+    @_on_data_device
     def segment_softmax(self, data, offsets, *, ids=None):
         offsets = self._index(offsets)
         n = int(offsets.size) - 1
@@ -228,6 +245,7 @@ class CupyBackend(Backend):
             return np.dtype(f"u{size}"), width
         return None  # complex128, strings: the generic gather/scatter path
 
+    @_on_data_device
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets)
         n = int(offsets.size) - 1
@@ -242,12 +260,14 @@ class CupyBackend(Backend):
         target = out if out is not None and out.flags.c_contiguous and out.dtype == data.dtype else None
         dense = cupy.empty(full, dtype=data.dtype) if target is None else target
         x = cupy.ascontiguousarray(data).view(word)
-        fill = np.asarray(pad_value, dtype=data.dtype).view(word)[()]
+        # the pad row on the device (a device pad_value stays there: no sync)
+        fill = cupy.ascontiguousarray(cupy.broadcast_to(cupy.asarray(pad_value, dtype=data.dtype), row_shape))
         log2cw = _cuda.lanes_log2(width)
         per_block = _cuda.BLOCK >> log2cw
         _kernel("dense", _cuda.kernel_name("pad", itemsize=word.itemsize))(
             (_blocks(n * int(maxlen), per_block, 1 << 20),), (_cuda.BLOCK,),
-            (x, offsets, dense.view(word), np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw), fill))
+            (x, offsets, dense.view(word), np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw),
+             fill.reshape(width).view(word)))
         if out is not None and target is None:
             out[...] = dense
             return out
@@ -259,6 +279,7 @@ class CupyBackend(Backend):
         ids = self.segment_ids(offsets, total=n_rows)
         return cupy.arange(n_rows, dtype=cupy.int64) + shift[ids]
 
+    @_on_data_device
     def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets)
         n, maxlen = int(padded.shape[0]), int(padded.shape[1])
@@ -273,12 +294,12 @@ class CupyBackend(Backend):
             return cupy.take(flat, index, axis=0)
         word, _ = words
         out = cupy.empty((n_rows,) + row_shape, dtype=padded.dtype)
-        log2cw = _cuda.lanes_log2(width)
-        per_block = _cuda.BLOCK >> log2cw
+        lay = _Layout(n_rows, width, n)
+        pieces = _plan(offsets, n, lay.chunk)
         _kernel("dense", _cuda.kernel_name("unpad", itemsize=word.itemsize))(
-            (_blocks(n_rows, per_block, 1 << 20),), (_cuda.BLOCK,),
-            (cupy.ascontiguousarray(padded).view(word), offsets, out.view(word), np.int64(n), np.int64(maxlen),
-             np.int64(width), np.int32(log2cw)))
+            lay.grid, (_cuda.BLOCK,),
+            (cupy.ascontiguousarray(padded).view(word), offsets, pieces, out.view(word), np.int64(n),
+             np.int64(maxlen), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk)))
         return out
 
 

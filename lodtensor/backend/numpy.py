@@ -8,6 +8,7 @@ instead of one per element.
 import numpy as np
 
 from . import _np_ufunc
+from ._arrays import ArrayKernels
 from ._base import Backend
 from ._np_chunks import chunk_reduce, identity_of
 from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
@@ -145,7 +146,7 @@ def _fill_tails(out, groups, lo, hi, pad_value, zero):
             out[ids, length:] = pad_value
 
 
-class NumpyBackend(Backend):
+class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond the kernel set
     name = "numpy"
     xp = np
     uses_host_plans = True
@@ -168,7 +169,7 @@ class NumpyBackend(Backend):
         return np.array(x, copy=True) if copy else x
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
-        if method == "__call__" and get_num_threads() > 1:
+        if method == "__call__" and ufunc.signature is None and get_num_threads() > 1:  # not gufuncs (matmul)
             result = _np_ufunc.threaded_ufunc(ufunc, args, kwargs)
             if result is not None:
                 return result

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import torch
 
+from ._arrays_torch import TorchArrayKernels
 from ._base import Backend
 from .numpy import NumpyBackend
 
@@ -257,7 +258,7 @@ def torch_dtype(dtype):
     return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
 
 
-class TorchBackend(Backend):
+class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functions beyond the kernel set
     name = "torch"
     xp = torch
     uses_segment_ids = True

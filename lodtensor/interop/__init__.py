@@ -9,6 +9,9 @@ dialect and imports that library only when first used:
 - :mod:`.files`: :func:`save` / :func:`load` (Arrow IPC, memory-mapped)
 - :mod:`.torch`: ``t.to_nested_jagged()`` / :func:`from_torch`, PackedSequence,
   EmbeddingBag and varlen-attention inputs
+- :mod:`.sparse`: ``t.to_sparse_csr()`` / ``t.to_sparse_coo()`` / :func:`from_sparse` (torch, scipy)
+- :mod:`.awkward`: ``t.to_awkward()`` / :func:`from_awkward`
+- :mod:`.tf`: ``t.to_ragged_tensor()`` / :func:`from_ragged_tensor` (TensorFlow)
 - :mod:`.dlpack`: ``t.__dlpack__()`` / :func:`from_dlpack`, and the ragged DLPack convention
 
 The ``LoDTensor`` methods named in API.md section 5 are installed here with
@@ -17,9 +20,12 @@ The ``LoDTensor`` methods named in API.md section 5 are installed here with
 
 from ..tensor import LoDTensor
 from .arrow import from_arrow, to_arrow
+from .awkward import from_awkward, to_awkward
 from .dlpack import dlpack, dlpack_device, dlpack_ragged, from_dlpack
 from .files import load, save
 from .parquet import read_parquet, write_parquet
+from .sparse import from_sparse, to_sparse_coo, to_sparse_csr
+from .tf import from_ragged_tensor, to_ragged_tensor
 from .torch import (
     cu_seqlens,
     embedding_bag_inputs,
@@ -38,6 +44,10 @@ LoDTensor._attach(
     __dlpack__=dlpack,
     __dlpack_device__=dlpack_device,
     __dlpack_ragged__=dlpack_ragged,
+    to_sparse_csr=to_sparse_csr,
+    to_sparse_coo=to_sparse_coo,
+    to_awkward=to_awkward,
+    to_ragged_tensor=to_ragged_tensor,
 )
 
 __all__ = [
@@ -54,4 +64,11 @@ __all__ = [
     "embedding_bag_inputs",
     "cu_seqlens",
     "from_dlpack",
+    "from_sparse",
+    "to_sparse_csr",
+    "to_sparse_coo",
+    "from_awkward",
+    "to_awkward",
+    "from_ragged_tensor",
+    "to_ragged_tensor",
 ]

@@ -24,7 +24,7 @@ from ..lod import LoD
 from ..tensor import LoDTensor
 from ._lazy import loaded, require
 
-__all__ = ["to_arrow", "from_arrow", "arrow_type_of"]
+__all__ = ["to_arrow", "from_arrow", "arrow_type_of", "list_levels", "unwrap"]
 
 _INT64 = np.dtype(np.int64)
 
@@ -186,6 +186,43 @@ def _unwrap(pa, obj, column, where):
     return obj
 
 
+def list_levels(arr, where):
+    """Split a nested list array into its offsets levels (int64, from 0; not yet gated) and its leaf array.
+
+    Checks the buffer sizes (``validate()``, O(1) per level) before reading any
+    buffer, refuses nulls and empty levels; the caller passes the levels
+    through the LoD gate. Shared by :func:`from_arrow` and the text layer.
+    """
+    pa = _pa(where)
+    arr.validate()  # buffer sizes against lengths: O(1) per level, before any buffer is read
+    levels = []
+    level = 0
+    while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        _check_no_nulls(arr, where, level)
+        if len(arr) == 0:
+            raise ValueError(f"{where}: list level {level} holds no lists; a lod level needs at least one sequence")
+        offsets = _offsets_numpy(pa, arr)
+        first, last = int(offsets[0]), int(offsets[-1])
+        if first != 0 or offsets.dtype != _INT64:
+            offsets = offsets.astype(np.int64) - first  # rebased / widened: a copy of the offsets only
+        levels.append(offsets)
+        child = arr.values  # the whole child; the slice [first, last) is what this level indexes
+        if not 0 <= first <= last <= len(child):
+            raise ValueError(
+                f"{where}: list level {level} offsets run from {first} to {last}, outside its {len(child)} child values"
+            )
+        arr = child.slice(first, last - first)
+        level += 1
+    if pa.types.is_map(arr.type) or pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
+        raise TypeError(f"{where}: expected list, large_list or fixed_size_list levels, got Arrow type {arr.type}")
+    return levels, arr
+
+
+def unwrap(obj, column, where):
+    """``obj`` (Array, ChunkedArray, Table, RecordBatch, datasets.Dataset) as one ``pyarrow.Array``."""
+    return _unwrap(_pa(where), obj, column, where)
+
+
 def from_arrow(obj, *, column=None, _copy_offsets=False):
     """A LoDTensor from a nested Arrow list array, sharing the values and int64 offsets buffers.
 
@@ -231,28 +268,7 @@ def from_arrow(obj, *, column=None, _copy_offsets=False):
     """
     pa = _pa("from_arrow()")
     where = "from_arrow()"
-    arr = _unwrap(pa, obj, column, where)
-    arr.validate()  # buffer sizes against lengths: O(1) per level, before any buffer is read
-    levels = []
-    level = 0
-    while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
-        _check_no_nulls(arr, where, level)
-        if len(arr) == 0:
-            raise ValueError(f"{where}: list level {level} holds no lists; a lod level needs at least one sequence")
-        offsets = _offsets_numpy(pa, arr)
-        first, last = int(offsets[0]), int(offsets[-1])
-        if first != 0 or offsets.dtype != _INT64:
-            offsets = offsets.astype(np.int64) - first  # rebased / widened: a copy of the offsets only
-        levels.append(offsets)
-        child = arr.values  # the whole child; the slice [first, last) is what this level indexes
-        if not 0 <= first <= last <= len(child):
-            raise ValueError(
-                f"{where}: list level {level} offsets run from {first} to {last}, outside its {len(child)} child values"
-            )
-        arr = child.slice(first, last - first)
-        level += 1
-    if pa.types.is_map(arr.type) or pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
-        raise TypeError(f"{where}: expected list, large_list or fixed_size_list levels, got Arrow type {arr.type}")
+    levels, arr = list_levels(_unwrap(pa, obj, column, where), where)
     data = _leaf_numpy(pa, arr, where)
     if not levels:
         return LoDTensor(data)

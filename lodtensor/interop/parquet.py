@@ -81,8 +81,8 @@ def _column_tensors(table_or_batch, names, path):
     for name in names:
         try:
             out[name] = from_arrow(table_or_batch.column(name))
-        except (ValueError, TypeError) as err:
-            raise type(err)(f"read_parquet(): {os.fspath(path)!s}, column {name!r}: {err}") from err
+        except (ValueError, TypeError) as err:  # the file's content: a ValueError whatever the cause
+            raise ValueError(f"read_parquet(): {os.fspath(path)!s}, column {name!r}: {err}") from err
     return out
 
 
@@ -118,8 +118,9 @@ def read_parquet(path, columns=None, batch_size=None):
     FileNotFoundError
         No such file.
     ValueError
-        Not a Parquet file, a truncated or corrupted one, a column with nulls or
-        invalid offsets; the message names the file and the column.
+        Not a Parquet file, a truncated or corrupted one, a column with nulls,
+        invalid offsets or a type that is not lists of numbers; the message
+        names the file and the column.
     KeyError
         A requested column is not in the file.
     """
@@ -133,7 +134,7 @@ def read_parquet(path, columns=None, batch_size=None):
     try:
         pf = pq.ParquetFile(os.fspath(path))
         names = pf.schema_arrow.names
-    except (pa.ArrowException, OSError) as err:
+    except (pa.ArrowException, OSError, UnicodeError) as err:  # a corrupted schema can fail to decode
         raise _corrupt(path, err) from None
     if columns is not None:
         missing = [c for c in columns if c not in names]
@@ -143,7 +144,7 @@ def read_parquet(path, columns=None, batch_size=None):
     if batch_size is None:
         try:
             table = pf.read(columns=names)
-        except (pa.ArrowException, OSError) as err:
+        except (pa.ArrowException, OSError, UnicodeError) as err:  # a corrupted schema can fail to decode
             raise _corrupt(path, err) from None
         return _column_tensors(table, names, path)
     return _batches(pf, names, batch_size, path, pa)
@@ -156,6 +157,6 @@ def _batches(pf, names, batch_size, path, pa):
             batch = next(it)
         except StopIteration:
             return
-        except (pa.ArrowException, OSError) as err:
+        except (pa.ArrowException, OSError, UnicodeError) as err:  # a corrupted schema can fail to decode
             raise _corrupt(path, err) from None
         yield _column_tensors(batch, names, path)

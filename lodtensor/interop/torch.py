@@ -81,13 +81,18 @@ def to_nested_jagged(t):
             f"lod_level 1, got {t.lod_level}; drop levels first (e.g. t.lod.drop_level) or use t.to_nested(level)"
         )
     values = _torch_data(t, "to_nested_jagged()")
-    offsets = _offsets_on(torch, t.lod.levels[0], values.device)
-    cache = t.lod._cached()  # the LoD is immutable: its shortest and longest lengths are kept with it
-    bounds = cache.get("interop.seqlen_bounds")
-    if bounds is None:
+    # the LoD is immutable: its offsets as a torch tensor on this device and its shortest and
+    # longest lengths are kept with it, so converting again (or another tensor sharing the LoD)
+    # costs only torch's own construction
+    cache = t.lod._cached()
+    key = ("interop.jagged", str(values.device))
+    hit = cache.get(key)
+    if hit is None:
         lengths = t.lod.lengths(0)
-        bounds = cache["interop.seqlen_bounds"] = (int(lengths.min()), int(lengths.max()))
-    return torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=bounds[0], max_seqlen=bounds[1])
+        offsets = _offsets_on(torch, t.lod.levels[0], values.device)
+        hit = cache[key] = (offsets, int(lengths.min()), int(lengths.max()))
+    offsets, shortest, longest = hit
+    return torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=shortest, max_seqlen=longest)
 
 
 def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):

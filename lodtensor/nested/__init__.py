@@ -16,10 +16,13 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 [[0.5, 0.5, 0.0], [0.333, 0.333, 0.333]]
 """
 
-from . import _layouts, _nn, _ops, _shape  # noqa: F401 - importing them fills the op table
+from ..backend._threads import get_num_threads, set_num_threads
+from . import _attention, _dims, _layouts, _lod_torch, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table
+from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
+from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, unflatten, unsqueeze
+from ._jagged import masked_select, narrow, nested_tensor_from_jagged
 from ._layouts import (
-    nested_tensor_from_jagged,
     to_lod_tensor,
     to_masked,
     to_packed,
@@ -27,38 +30,32 @@ from ._layouts import (
     to_padded,
     to_tensor_list,
 )
-from ._nn import amax, amin, bmm, embedding_bag, layer_norm, linear, matmul, mean, softmax, sum
+from ._nn import bmm, embedding_bag, layer_norm, linear, matmul, softmax
 from ._ops import (
-    abs,
-    add,
     clone,
+    copy_,
     detach,
-    div,
     dropout,
     empty_like,
-    eq,
-    ge,
-    gelu,
-    gt,
-    le,
-    logical_not,
-    lt,
+    fill_,
+    full_like,
     masked_fill,
-    mul,
-    ne,
-    neg,
-    pow,
+    masked_fill_,
+    ones_like,
+    rand_like,
     randn_like,
-    relu,
-    sgn,
-    silu,
-    sub,
+    zero_,
     zeros_like,
 )
+from ._pointwise import BINARY, UNARY
+from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, sum
 from ._registry import OP_TABLE
 from ._shape import reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
-from ._special import get_num_threads, set_num_threads
-from ._tensor import NestedTensor
+from ._tensor import NestedTensor, attach_ops
+
+#: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
+_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow"}
+attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 
 __all__ = [
     "NestedTensor",
@@ -72,23 +69,6 @@ __all__ = [
     "softmax",
     "dropout",
     "masked_fill",
-    "relu",
-    "gelu",
-    "silu",
-    "abs",
-    "sgn",
-    "logical_not",
-    "neg",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
     "select",
     "clone",
     "detach",
@@ -106,7 +86,6 @@ __all__ = [
     "mean",
     "amax",
     "amin",
-    "pow",
     "to_padded",
     "to_masked",
     "to_packed",
@@ -116,4 +95,36 @@ __all__ = [
     "set_num_threads",
     "get_num_threads",
     "OP_TABLE",
+    "ones_like",
+    "full_like",
+    "rand_like",
+    "fill_",
+    "zero_",
+    "copy_",
+    "masked_fill_",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unflatten",
+    "expand",
+    "narrow",
+    "chunk",
+    "split",
+    "split_with_sizes",
+    "cat",
+    "masked_select",
+    "scaled_dot_product_attention",
+    "log_softmax",
+    "rms_norm",
+    "embedding",
+    "prod",
+    "any",
+    "all",
+    "argmax",
+    "argmin",
+    "max",
+    "min",
 ]
+# the pointwise tables' ops (exp, tanh, maximum, atan2, eq...), each generated once in _pointwise
+globals().update({name: getattr(_pointwise, name) for name in (*UNARY, *BINARY, "where", "clamp")})
+__all__.extend(["where", "clamp", *UNARY, *BINARY])

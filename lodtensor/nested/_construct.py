@@ -14,7 +14,6 @@ from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, kind_of, resolve_dtype
 from ._tensor import NestedTensor, Structure, make
-from ._xp import ops_for
 
 __all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "check_requires_grad"]
 
@@ -142,9 +141,9 @@ def _from_list(items, dtype, device, layout, where, keep_history):
     structure = Structure(sizes)
     if layout == "jagged":
         _check_jagged(structure, where)
-    ops = ops_for(be)
+    ops = be
     flats = [p.reshape(-1) if keep_history else ops.detach(p).reshape(-1) for p in parts]
-    buffer = ops.concat(flats, dtype=target)
+    buffer = ops.concat_flat(flats, dtype=target)
     if flats and len(flats) == 1 and buffer is flats[0]:
         buffer = ops.clone(buffer)
     return _place(buffer, device), structure
@@ -276,7 +275,7 @@ def _convert(nt, dtype, device, layout, where):
     name = backend_name_of(buffer)
     target = resolve_dtype(dtype, name)
     if target is not None and target != buffer.dtype:
-        buffer = ops_for(nt.backend).astype(buffer, target)
+        buffer = nt.backend.astype(buffer, target)
     buffer = _place(buffer, device)
     layout = layout or nt._layout
     if layout == "jagged":

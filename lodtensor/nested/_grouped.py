@@ -13,7 +13,6 @@ import math
 import numpy as np
 
 from ._tensor import Structure
-from ._xp import ops_for
 
 __all__ = ["shape_groups", "map_components", "element_index", "block_of"]
 
@@ -76,7 +75,7 @@ def map_components(inputs, fn, out_sizes, *, dtype=None):
     """
     first = inputs[0]
     be = first.backend
-    ops = ops_for(be)
+    ops = be
     out_struct = Structure(out_sizes)
     keys = np.concatenate([x._struct.sizes for x in inputs], axis=1)
     ranks = [x._struct.rank for x in inputs]

@@ -7,15 +7,15 @@ shares the buffer when only the first component dim is ragged.
 
 import numpy as np
 
-from ..backend import backend_name_of, backend_of
+from ..backend import backend_name_of
 from ..tensor import _wrap
-from ._ops import check_nested
+from ._broadcast import check_nested
 from ._registry import implements
 from ._shape import to_padded_tensor
-from ._tensor import Structure, _components, make
+from ._tensor import _components
 
 __all__ = ["to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor",
-           "nested_tensor_from_jagged", "format_nested"]
+           "format_nested"]
 
 
 @implements("to_padded")
@@ -135,46 +135,6 @@ def to_lod_tensor(input):
     offsets, row_shape = st.rows()
     data = input._buffer.reshape((int(offsets[-1]),) + row_shape)
     return _wrap(data, st.lod(), input.place)
-
-
-def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=None, min_seqlen=None, max_seqlen=None):
-    """A jagged-layout nested tensor over ``values`` (shared) split at ``offsets`` along dim 0.
-
-    ``lengths`` alone stands for ``offsets = [0, *cumsum(lengths)]``; holes
-    (both given) are not supported. Offsets may be host values (a list, a
-    NumPy array) whatever library ``values`` belongs to.
-
-    >>> import lodtensor.nested as ln
-    >>> nt = ln.nested_tensor_from_jagged(np.arange(10.0).reshape(5, 2), np.array([0, 2, 5]))
-    >>> nt.nested_size().tolist(), nt.layout
-    ([[2, 2], [3, 2]], 'jagged')
-    """
-    from ..lod import LoD  # noqa: PLC0415
-
-    if backend_name_of(values) is None or values.ndim < 1:
-        raise TypeError("nested_tensor_from_jagged(): values must be an array or tensor with at least 1 dim")
-    if jagged_dim not in (None, 1):
-        raise ValueError(f"nested_tensor_from_jagged(): only jagged_dim=1 is supported, got {jagged_dim}")
-    if offsets is None and lengths is None:
-        raise ValueError("nested_tensor_from_jagged(): pass offsets or lengths")
-    if offsets is not None and lengths is not None:
-        raise ValueError(
-            "nested_tensor_from_jagged(): offsets with lengths (non-contiguous components) is not supported"
-        )
-    given = offsets if offsets is not None else lengths
-    # offsets may live with the values (as torch's must) or on the host (a list, a NumPy array)
-    host = np.asarray(given) if backend_name_of(given) in (None, "numpy") else backend_of(given).to_numpy(given)
-    rows = int(values.shape[0])
-    try:  # the gate: offsets and lengths from outside are checked like any lod
-        lod = LoD([host], num_rows=rows) if offsets is not None else LoD.from_lengths([host], num_rows=rows)
-    except ValueError as err:
-        raise ValueError(f"nested_tensor_from_jagged(): {err} (values.shape[0]={rows})") from None
-    offs = lod.offsets(0)
-    sizes = np.empty((offs.size - 1, values.ndim), dtype=np.int64)
-    sizes[:, 0] = np.diff(offs)
-    sizes[:, 1:] = tuple(int(s) for s in values.shape[1:])
-    st = Structure(sizes)
-    return make(values.reshape(-1), st, "jagged")
 
 
 # -- repr -------------------------------------------------------------------------------------

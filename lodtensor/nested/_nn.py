@@ -12,14 +12,13 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of, get_backend
-from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype
+from ._broadcast import check_nested, not_implemented, same_backend
+from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
-from ._ops import _not_implemented, check_nested, same_backend
 from ._registry import implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
-from ._xp import ops_for
 
-__all__ = ["softmax", "linear", "matmul", "bmm", "layer_norm", "embedding_bag", "sum", "mean", "amax", "amin"]
+__all__ = ["softmax", "linear", "matmul", "bmm", "layer_norm", "embedding_bag"]
 
 _T = "torch.Tensor."
 _F = "torch.nn.functional."
@@ -68,11 +67,11 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if d == 0:
         raise ValueError("Cannot apply softmax across nested dimension 0")
     buf = input._buffer
-    ops = ops_for(input.backend)
+    ops = input.backend
     if dtype is not None:
         buf = ops.astype(buf, resolve_dtype(dtype, input.backend.name))
     if kind_of(buf.dtype) != "f":
-        raise _not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
+        raise not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
     st = input._struct
     axis = d - 1
     if st.n == 0 or buf.shape[0] == 0:
@@ -168,7 +167,7 @@ def linear(input, weight, bias=None):
         raise ValueError(f"{where}: bias must have shape ({out_f},), got {tuple(bias.shape)}")
     buf = input._buffer
     rows = input._struct.tail_view(buf, input._struct.rank - 1, (in_f,))
-    out = ops_for(input.backend).linear(rows, weight, bias)
+    out = input.backend.linear(rows, weight, bias)
     return make(out.reshape(-1), _with_last(input._struct, out_f), input._layout)
 
 
@@ -197,7 +196,7 @@ def _check_pair(where, a, b, name_b):
 def _matmul_nested(where, a, b):
     sa, sb = a._struct.sizes, b._struct.sizes
     out_sizes = np.concatenate([sa[:, :-1], sb[:, -1:]], axis=1)
-    ops = ops_for(a.backend)
+    ops = a.backend
     out, st = map_components([a, b], ops.matmul, out_sizes)
     return make(out, st, a._layout)
 
@@ -236,7 +235,7 @@ def matmul(input, other):
         if input._struct.n and last != k:
             raise ValueError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
         st = input._struct
-        out = ops_for(input.backend).matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
+        out = input.backend.matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
         return make(out.reshape(-1), _with_last(input._struct, m), input._layout)
     ra, rb = input.dim(), other.dim()
     if ra != rb:
@@ -317,13 +316,13 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             raise ValueError(f"{where}: {name} must have shape {ns} (normalized_shape), got {tuple(arr.shape)}")
     _check_weight(where, input, weight, bias)
     if kind_of(input._buffer.dtype) != "f":
-        raise _not_implemented("LayerNormKernelImpl", input)
+        raise not_implemented("LayerNormKernelImpl", input)
     width = int(np.prod(ns))
     buf = st.tail_view(input._buffer, st.rank - k, ns)
     buf = buf.reshape((buf.shape[0], width))
     w = None if weight is None else weight.reshape(-1)
     b = None if bias is None else bias.reshape(-1)
-    out = ops_for(input.backend).layer_norm(buf, eps, w, b)
+    out = input.backend.layer_norm(buf, eps, w, b)
     return make(out.reshape(-1), st, input._layout)
 
 
@@ -394,7 +393,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
             weights = be.gather(weights, index)
     rows = be.gather(weight, ids)
     if max_norm is not None:
-        rows = ops_for(be).renorm_rows(rows, max_norm, norm_type)
+        rows = be.renorm_rows(rows, max_norm, norm_type)
     if weights is not None:
         rows = rows * weights.reshape(-1, 1)
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
@@ -408,111 +407,3 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
 
 
 # -- reductions ---------------------------------------------------------------------------------
-def _reduce(where, kind, input, dim, keepdim, dtype):
-    """``kind`` of ``input`` over one component dim (a dense result when the reduced dim was the
-    only irregular one, as torch's jagged layout gives), or over everything (``dim=None``)."""
-    check_nested(input, where)
-    be = input.backend
-    ops = ops_for(be)
-    buf = input._buffer
-    if dtype is not None:
-        buf = ops.astype(buf, resolve_dtype(dtype, be.name))
-    if kind == "mean" and kind_of(buf.dtype) not in "fc":
-        buf = ops.astype(buf, resolve_dtype(DEFAULT_FLOAT, be.name))
-    if dim is None:
-        if keepdim:
-            raise ValueError(f"{where}: keepdim=True needs a dim for a nested tensor")
-        return ops.reduce(buf, kind, None, False)
-    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
-    if len(dims) != 1:
-        raise ValueError(
-            f"{where}: reducing along several dims at once is not supported for nested tensors "
-            f"(got dim={dim!r}); reduce one dim at a time"
-        )
-    d = normalize_dim(dims[0], input.dim())
-    if d == 0:
-        raise ValueError(
-            f"{where}: reducing along the batch dimension but not the ragged dimension is not supported "
-            f"for nested tensors"
-        )
-    st = input._struct
-    axis = d - 1
-    sizes = st.sizes.copy()
-    if keepdim:
-        sizes[:, axis] = 1
-    else:
-        sizes = np.delete(sizes, axis, axis=1)
-    if kind in ("amax", "amin") and st.n and (st.sizes[:, axis] == 0).any():
-        i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
-        raise ValueError(
-            f"{where}: component {i} has size 0 in dim {d}; {kind} of an empty dim has no value"
-        )
-    if st.is_lod and st.n:
-        offsets, row_shape = st.rows()
-        rows = buf.reshape((int(offsets[-1]),) + row_shape)
-        if axis == 0:  # the ragged dim: one segment kernel, a dense (components, *row) result
-            dev = st.lod().on(be, "offsets", 0, like=rows)
-            if kind == "sum":
-                out = be.segment_sum(rows, dev)
-            elif kind == "mean":
-                out = be.segment_mean(rows, dev, empty=float("nan"))
-            else:
-                out = (be.segment_max if kind == "amax" else be.segment_min)(rows, dev, empty=0)
-            return out.reshape((st.n, 1) + row_shape) if keepdim else out
-        out = ops.reduce(rows, kind, axis, keepdim)  # a regular dim of every row
-        return make(out.reshape(-1), Structure(sizes), input._layout)
-    out, struct = map_components([make(buf, st)], lambda block: ops.reduce(block, kind, d, keepdim), sizes)
-    result = make(out, struct, input._layout)
-    if axis == 0 and st.n and all(st.regular[1:]):  # no ragged dim left: dense, as torch's jagged sum
-        return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))
-    return result
-
-
-@implements("sum", "torch.sum", _T + "sum")
-def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's name
-    """Sum over component dim ``dim`` (any but 0), or of every value (``dim=None``).
-
-    Over the ragged dim of sequences (only dim 1 ragged) the result is a dense
-    ``(components, *row)`` array, one segment kernel, as torch's jagged
-    layout gives; over a regular dim it is a nested tensor without that dim.
-
-    >>> import lodtensor.nested as ln
-    >>> nt = ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))])
-    >>> ln.sum(nt, dim=1).tolist()
-    [[2.0, 2.0, 2.0], [4.0, 4.0, 4.0]]
-    >>> ln.sum(nt, dim=2).nested_size().tolist()
-    [[2], [4]]
-    >>> float(nt.sum())
-    18.0
-    """
-    return _reduce("sum()", "sum", input, dim, keepdim, dtype)
-
-
-@implements("mean", "torch.mean", _T + "mean")
-def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
-
-    Integer inputs give float32 means; an empty component gives nan.
-
-    >>> import lodtensor.nested as ln
-    >>> ln.mean(ln.nested_tensor([[1.0, 3.0], [5.0]]), dim=1).tolist()
-    [2.0, 5.0]
-    """
-    return _reduce("mean()", "mean", input, dim, keepdim, dtype)
-
-
-@implements("amax", "torch.amax", _T + "amax")
-def amax(input, dim=None, keepdim=False):
-    """Maximum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
-
-    >>> import lodtensor.nested as ln
-    >>> ln.amax(ln.nested_tensor([[1, 3], [5]]), dim=1).tolist()
-    [3, 5]
-    """
-    return _reduce("amax()", "amax", input, dim, keepdim, None)
-
-
-@implements("amin", "torch.amin", _T + "amin")
-def amin(input, dim=None, keepdim=False):
-    """Minimum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`."""
-    return _reduce("amin()", "amin", input, dim, keepdim, None)

@@ -11,12 +11,11 @@ import operator
 import numpy as np
 
 from .._dense import pad_level
+from ._broadcast import check_nested
 from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
-from ._ops import check_nested
 from ._registry import implements
 from ._tensor import NestedTensor, Structure, make, normalize_dim
-from ._xp import ops_for
 
 __all__ = ["reshape", "view", "reshape_as", "transpose", "select", "unbind", "to_padded_tensor"]
 
@@ -147,7 +146,7 @@ def transpose(input, dim0, dim1):
     st = input._struct
     sizes = st.sizes.copy()
     sizes[:, [a, b]] = sizes[:, [b, a]]
-    ops = ops_for(input.backend)
+    ops = input.backend
     if st.n and all(st.regular[a:]):
         block = st.tail_view(input._buffer, a)
         out = ops.swapaxes(block, 1, 1 + b - a).reshape(-1)
@@ -192,7 +191,7 @@ def select(input, dim, index):
             f"tensor) with size {int(sizes[i])}"
         )
     new_sizes = np.delete(st.sizes, axis, axis=1)
-    ops = ops_for(input.backend)
+    ops = input.backend
     buf = input._buffer
     if st.n == 0:
         return make(buf[:0], Structure(new_sizes), input._layout)
@@ -287,11 +286,11 @@ def to_padded_tensor(input, padding, output_size=None):
     st = input._struct
     buf = input._buffer
     be = input.backend
-    ops = ops_for(be)
+    ops = be
     if st.rank == 0:
         if shape[0] == st.n:
             return ops.clone(buf)
-        return ops.concat([buf, ops.full((shape[0] - st.n,), padding, buf.dtype, buf)])
+        return ops.concat_flat([buf, ops.full((shape[0] - st.n,), padding, buf.dtype, buf)])
     if st.is_lod:
         offsets, row_shape = st.rows()
         rows = buf.reshape((int(offsets[-1]),) + row_shape)
@@ -299,7 +298,7 @@ def to_padded_tensor(input, padding, output_size=None):
             padded, _ = pad_level(be, rows, st.lod(), 0, padding, shape[1], None, where="to_padded_tensor()")
             if shape[0] > st.n:
                 extra = ops.full((shape[0] - st.n,) + tuple(shape[1:]), padding, buf.dtype, buf)
-                padded = ops.concat([padded, extra])
+                padded = ops.concat_flat([padded, extra])
             return padded
     out = ops.full(shape, padding, buf.dtype, buf)
     for members, key in shape_groups(st.sizes):

@@ -11,6 +11,7 @@ of the ops work on that view.
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
+from ..backend._pickle import portable
 from ..lod import LoD
 from ..place import place_of
 from . import _registry
@@ -171,9 +172,8 @@ class NestedTensor:
     ValueError: Given dimension 1 is irregular and does not have a size.
     """
 
-    __slots__ = ("_buffer", "_struct", "_layout", "__weakref__")
+    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "__weakref__")  # _holes: see _jagged.py
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
-    __array_ufunc__ = None  # np.add(nt, x) raises instead of making an object array
     is_nested = True
 
     def __init__(self, *args, **kwargs):
@@ -306,7 +306,32 @@ class NestedTensor:
         buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
 
     def is_contiguous(self):
-        return True
+        """True unless built with holes (``offsets`` and ``lengths``), as torch reports; the buffer
+        itself is always contiguous here."""
+        return getattr(self, "_holes", None) is None
+
+    def lengths(self):
+        """Component lengths (int64) when built with holes (``offsets`` and ``lengths``), else None, as torch.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).lengths() is None
+        True
+        """
+        holes = getattr(self, "_holes", None)
+        return None if holes is None else self._index_array(holes[2])
+
+    @property
+    def jagged_dim(self):
+        """The ragged dim: the first irregular dim (1 when every dim is regular), None when several are ragged.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).jagged_dim
+        1
+        """
+        irregular = [a + 1 for a, r in enumerate(self._struct.regular) if not r]
+        if len(irregular) > 1:
+            return None
+        return irregular[0] if irregular else 1
 
     def contiguous(self):
         """This nested tensor: its components always lie one after another in one buffer."""
@@ -320,6 +345,9 @@ class NestedTensor:
         >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
         (6, 3)
         """
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            return holes[0]
         st = self._struct
         if st.is_lod and st.n:
             offsets, row_shape = st.rows()
@@ -334,6 +362,9 @@ class NestedTensor:
         >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).offsets().tolist()
         [0, 2, 6]
         """
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            return self._index_array(holes[1])
         st = self._struct
         if not st.is_lod:
             raise ValueError(
@@ -456,13 +487,17 @@ class NestedTensor:
         buf = self._buffer
         if self.requires_grad and not self.is_leaf:
             buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
-        return (_rebuild, (buf, self._struct.sizes.copy(), self._layout))
+        return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout))
 
     def __deepcopy__(self, memo):
         return _registry.OP_TABLE["clone"](self)
 
     def __copy__(self):
         return make(self._buffer, self._struct, self._layout)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NumPy ufuncs return NestedTensors (see ``lodtensor.nested._pointwise.array_ufunc``)."""
+        return _registry.OP_TABLE["array_ufunc"](ufunc, method, *inputs, **kwargs)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
@@ -473,17 +508,6 @@ class NestedTensor:
     bmm = _op("bmm")
     softmax = _op("softmax")
     masked_fill = _op("masked_fill")
-    relu = _op("relu")
-    gelu = _op("gelu")
-    silu = _op("silu")
-    abs = _op("abs")
-    sgn = _op("sgn")
-    logical_not = _op("logical_not")
-    neg = _op("neg")
-    add = _op("add")
-    sub = _op("sub")
-    mul = _op("mul")
-    div = _op("div")
     select = _op("select")
     clone = _op("clone")
     detach = _op("detach")
@@ -495,17 +519,10 @@ class NestedTensor:
     to_packed = _op("to_packed")
     to_packed_sequence = _op("to_packed_sequence")
     to_lod_tensor = _op("to_lod_tensor")
-    pow = _op("pow")
     sum = _op("sum")
     mean = _op("mean")
     amax = _op("amax")
     amin = _op("amin")
-    eq = _op("eq")
-    ne = _op("ne")
-    lt = _op("lt")
-    le = _op("le")
-    gt = _op("gt")
-    ge = _op("ge")
 
     def reshape(self, *shape):
         """Reshape every component; see :func:`lodtensor.nested.reshape` (dim 0 kept, -1 inherits)."""
@@ -515,6 +532,14 @@ class NestedTensor:
         """Same as :meth:`reshape` (components are contiguous, so it is always a view)."""
         return _registry.OP_TABLE["view"](self, _shape_arg(shape))
 
+    __and__ = _op("bitwise_and")
+    __rand__ = _rop("bitwise_and")
+    __or__ = _op("bitwise_or")
+    __ror__ = _rop("bitwise_or")
+    __xor__ = _op("bitwise_xor")
+    __rxor__ = _rop("bitwise_xor")
+    __mod__ = _op("remainder")
+    __rmod__ = _rop("remainder")
     __add__ = _op("add")
     __radd__ = _rop("add")
     __sub__ = _op("sub")
@@ -537,6 +562,13 @@ class NestedTensor:
     __gt__ = _op("gt")
     __ge__ = _op("ge")
     __hash__ = object.__hash__
+
+
+def attach_ops(names):
+    """Install ``names`` (registered ops) as methods where the class has none of its own."""
+    for name in names:
+        if not hasattr(NestedTensor, name):
+            setattr(NestedTensor, name, _op(name))
 
 
 def _is_dtype(x):
@@ -567,18 +599,12 @@ def _components(nt):
     if st.n == 0:
         return []
     offsets, row_offsets, sizes = st.lists()
-    ops = _xp_ops(buf)
+    ops = backend_of(buf)
     if row_offsets is not None:
         rows = buf.reshape((row_offsets[-1],) + st.rows()[1])
         return ops.split_rows(rows, row_offsets)
     pieces = ops.split_rows(buf, offsets)
     return [p.reshape(s) for p, s in zip(pieces, sizes)]
-
-
-def _xp_ops(buf):
-    from ._xp import ops_for  # noqa: PLC0415 - cheap after the first call
-
-    return ops_for(backend_of(buf))
 
 
 def normalize_dim(dim, ndim, name="dim"):

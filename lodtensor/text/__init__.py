@@ -15,6 +15,12 @@
 - :func:`to_dense` / :func:`from_dense` pad every level with one mask per
   level and come back; :func:`pad_batch` pads one level to a multiple of a
   size (for kernels that want aligned shapes).
+- From real data (Arrow, Parquet, ``datasets``): :func:`split_sentences`
+  splits documents by a documented rule in Arrow's string kernels,
+  :func:`lookup` maps a column of word lists through a :class:`Vocab` in one
+  vectorised call, :func:`train_tokenizer` trains a WordPiece or BPE
+  tokenizer (the ``tokenizers`` package) on the corpus itself, and
+  :func:`encode` turns a text column into documents -> sentences -> token ids.
 
 >>> docs = [[["the", "cat"], ["sat"]], [["a", "dog"]]]
 >>> vocab = Vocab.build(docs)
@@ -25,6 +31,7 @@
 ['the', 'cat', 'sat', 'a', 'dog']
 """
 
+from ._arrow import SENTENCE_END, lookup, split_sentences, text_column
 from ._batch import (
     BucketBatchSampler,
     Collate,
@@ -35,6 +42,7 @@ from ._batch import (
     pad_batch,
     to_dense,
 )
+from ._tokenize import encode, train_tokenizer
 
 __all__ = [
     "Vocab",
@@ -46,6 +54,12 @@ __all__ = [
     "from_dense",
     "pad_batch",
     "ParquetCorpus",
+    "split_sentences",
+    "SENTENCE_END",
+    "lookup",
+    "text_column",
+    "train_tokenizer",
+    "encode",
 ]
 
 

@@ -5,12 +5,14 @@ installed. It is built on first use (module ``__getattr__``), so importing
 :mod:`lodtensor.text` does not import torch.
 """
 
+import bisect
 import os
 
 import numpy as np
 
-from ..lod import LoD
-from ..tensor import LoDTensor
+from .._validate import freeze
+from ..lod import LoD, _make, concat_ranges, lengths_to_offsets
+from ..tensor import LoDTensor, _wrap
 
 __all__ = ["ParquetCorpus"]  # noqa: F822 - made on first use by __getattr__ below
 
@@ -53,8 +55,17 @@ class _ParquetCorpus:
     shuffle : bool
         Shuffle the file order every epoch (the same on every rank for ``seed``).
     seed : int
-    docs_per_read : int
-        Documents per Parquet record batch read at once.
+    docs_per_read : int, optional
+        Documents per Parquet record batch read at once. Default: about four
+        batches' worth (from the file's metadata: rows per document), at least
+        1024. Several batches per read is fastest (a batch that spans two record
+        batches is copied); memory grows with it.
+    prefetch : bool
+        Decode the next record batch in a background thread while the current
+        one is cut into batches (pyarrow releases the GIL while it decodes).
+        Memory then holds two record batches. Off by default: pyarrow already
+        decodes on its own threads, and on a busy 2-core machine the extra
+        thread made an epoch slower (bench/distributed.py).
 
     Raises
     ------
@@ -76,7 +87,8 @@ class _ParquetCorpus:
         rank=None,
         shuffle=False,
         seed=0,
-        docs_per_read=256,
+        docs_per_read=None,
+        prefetch=False,
     ):
         name = "ParquetCorpus()"
         if not isinstance(column, str):
@@ -87,10 +99,11 @@ class _ParquetCorpus:
         self.column = column
         self.with_columns = tuple(with_columns)
         self.batch_tokens = _positive(batch_tokens, "batch_tokens", name)
-        self.docs_per_read = _positive(docs_per_read, "docs_per_read", name)
+        self.docs_per_read = None if docs_per_read is None else _positive(docs_per_read, "docs_per_read", name)
         self.num_replicas, self.rank = _world(num_replicas, rank, name)
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
+        self.prefetch = bool(prefetch)
         self.epoch = 0
 
     def set_epoch(self, epoch):
@@ -121,45 +134,97 @@ class _ParquetCorpus:
         budget = self.batch_tokens
         pending, pending_rows = [], 0
         seen = 0  # documents read so far (for the document stride)
-        for path in files:
-            for record in read_parquet(path, columns=columns, batch_size=self.docs_per_read):
-                parts = [record[self.column], *[record[c] for c in self.with_columns]]
-                n = len(parts[0])
-                if stride > 1:  # keep documents offset, offset + stride, ... of the whole file list
-                    keep = np.flatnonzero((np.arange(seen, seen + n) % stride) == offset)
-                    seen += n
-                    if keep.size == 0:
-                        continue
-                    parts = [_take(p, keep) for p in parts]
-                    n = keep.size
-                rows = _doc_rows(parts[0], path, self.column)
-                csum = np.concatenate(([0], np.cumsum(rows)))
-                p = 0
-                if pending:
-                    e = int(np.searchsorted(csum, budget - pending_rows, side="right")) - 1
-                    if e > 0:
-                        pending.append([_slice(t, 0, e) for t in parts])
-                        pending_rows += int(csum[e])
-                        p = e
-                    if p < n:  # the next document does not fit: the pending batch is full
-                        yield _emit(_join(pending))
-                        pending, pending_rows = [], 0
-                while p < n:  # a loop over batches, not documents
-                    e = int(np.searchsorted(csum, csum[p] + budget, side="right")) - 1
-                    e = max(e, p + 1)  # a document longer than the budget goes alone
-                    if e == n and csum[e] - csum[p] < budget:  # room left: wait for the next record batch
-                        pending, pending_rows = [[_slice(t, p, n) for t in parts]], int(csum[n] - csum[p])
-                        break
-                    yield _emit([_slice(t, p, e) for t in parts])
-                    p = e
+        records = (
+            (path, record)
+            for path in files
+            for record in read_parquet(path, columns=columns, batch_size=self._read_size(path))
+        )
+        if self.prefetch:
+            records = _read_ahead(records)
+        for path, record in records:
+            parts = [record[self.column], *[record[c] for c in self.with_columns]]
+            n = len(parts[0])
+            if n == 0:
+                continue
+            if stride > 1:  # keep documents offset, offset + stride, ... of the whole file list
+                keep = np.flatnonzero((np.arange(seen, seen + n) % stride) == offset)
+                seen += n
+                if keep.size == 0:
+                    continue
+                parts = [_take(p, keep) for p in parts]
+                n = keep.size
+            rows = _doc_rows(parts[0], path, self.column)
+            csum = np.concatenate(([0], np.cumsum(rows))).tolist()  # bisect on a list: no NumPy call per batch
+            bounds = [0]  # document ranges to cut this record batch into (a loop over batches)
+            if pending:
+                e = bisect.bisect_right(csum, budget - pending_rows) - 1
+                if e > 0:
+                    bounds.append(e)
+                head = e > 0
+                fills = e < n  # the next document does not fit: the pending batch is full
+            else:
+                head = fills = False
+            p, tail = bounds[-1], False
+            while p < n:
+                e = bisect.bisect_right(csum, csum[p] + budget, p) - 1
+                e = max(e, p + 1)  # a document longer than the budget goes alone
+                tail = e == n and csum[e] - csum[p] < budget  # room left: wait for the next record batch
+                bounds.append(e)
+                p = e
+            pieces = list(zip(*[_split(t, bounds) for t in parts]))
+            if head:
+                pending.append(pieces.pop(0))
+                pending_rows += csum[bounds[1]]
+            if pending and (fills or not pieces):
+                if fills:
+                    yield _emit(_join(pending))
+                    pending, pending_rows = [], 0
+                else:
+                    continue
+            last = pieces.pop() if tail else None
+            for piece in pieces:
+                yield _emit(list(piece))
+            if last is not None:
+                pending, pending_rows = [last], csum[n] - csum[bounds[-2]]
         if pending:
             yield _emit(_join(pending))
+
+    def _read_size(self, path):
+        """Documents per record batch for ``path``: ``docs_per_read``, or ~4 batches' worth (>= 1024)."""
+        if self.docs_per_read is not None:
+            return self.docs_per_read
+        rows_per_doc = _rows_per_document(path, self.column)
+        if not rows_per_doc:
+            return _MIN_READ
+        return int(min(max(_MIN_READ, 4 * self.batch_tokens / rows_per_doc), _MAX_READ))
 
     def __repr__(self):
         return (
             f"ParquetCorpus({len(self.files)} file(s), column={self.column!r}, batch_tokens={self.batch_tokens}, "
             f"rank={self.rank} of {self.num_replicas})"
         )
+
+
+_MIN_READ, _MAX_READ = 1024, 1 << 20
+
+
+def _rows_per_document(path, column):
+    """Mean leaf values per row of ``column`` from the Parquet footer (no data read); None if unknown.
+
+    A broken footer gives None here: the read that follows reports the file.
+    """
+    try:
+        import pyarrow.parquet as pq
+
+        meta = pq.ParquetFile(path).metadata
+        schema = meta.schema
+        leaf = [j for j in range(len(schema)) if schema.column(j).path.split(".")[0] == column]
+        if len(leaf) != 1 or meta.num_rows == 0:
+            return None
+        values = sum(meta.row_group(g).column(leaf[0]).num_values for g in range(meta.num_row_groups))
+        return values / meta.num_rows
+    except Exception:  # noqa: BLE001 - only a hint; read_parquet names the file if it is broken
+        return None
 
 
 def _emit(parts):
@@ -178,9 +243,57 @@ def _doc_rows(t, path, column):
 
 def _slice(t, a, b):
     """Documents ``a:b`` of ``t`` as a LoDTensor view."""
-    if t.lod_level == 0:
-        return LoDTensor(t.data[a:b])
+    if t.lod_level == 0:  # a view of checked rows, with no lod: nothing to validate
+        return _wrap(t.data[a:b], t.lod, t.place())
     return t[a:b]
+
+
+def _read_ahead(iterator):
+    """The items of ``iterator``, the next one produced in a background thread meanwhile.
+
+    Exceptions (a corrupt file...) come out in order, where the item would have.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    done = object()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lodtensor-parquet")
+    try:
+        future = pool.submit(next, iterator, done)
+        while True:
+            item = future.result()
+            if item is done:
+                return
+            future = pool.submit(next, iterator, done)
+            yield item
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _split(t, bounds):
+    """Documents ``bounds[i]:bounds[i + 1]`` of ``t`` for every ``i``: LoDTensor views.
+
+    One vectorised pass per lod level builds every piece's rebased offsets in
+    one frozen buffer; each piece's LoD views its part (derived from ``t``'s
+    checked LoD, so valid by construction, as ``LoD.split`` builds its parts).
+    A loop over pieces, not documents.
+    """
+    place = t.place()
+    data = t.data
+    if t.lod_level == 0:
+        return [_wrap(data[a:b], t.lod, place) for a, b in zip(bounds, bounds[1:])]
+    a = np.asarray(bounds[:-1], dtype=np.int64)
+    b = np.asarray(bounds[1:], dtype=np.int64)
+    per_level = []
+    for offs in t.lod.levels:
+        index, counts = concat_ranges(a, b + 1)
+        values = freeze(offs[index] - np.repeat(offs[a], counts))
+        per_level.append((values, lengths_to_offsets(counts).tolist()))
+        a, b = offs[a], offs[b]
+    rows_a, rows_b = a.tolist(), b.tolist()
+    return [
+        _wrap(data[rows_a[i] : rows_b[i]], _make(tuple([v[c[i] : c[i + 1]] for v, c in per_level])), place)
+        for i in range(len(rows_a))
+    ]
 
 
 def _take(t, index):

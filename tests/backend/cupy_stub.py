@@ -5,7 +5,7 @@ of ``lodtensor/backend/cupy.py`` against it and registers it as the "cupy" backe
 Arrays are a NumPy subclass whose type lives in module "cupy" (so lodtensor routes
 them to the CuPy backend). Every ``RawModule`` kernel launch is recorded in
 ``stub.launches`` as ``(name, grid, block, args)`` and does nothing else: the stub
-checks how the backend calls kernels, never what the kernels compute.
+checks how the backend calls kernels; ``tests/backend/cuda_emu.py`` adds running them.
 """
 
 import importlib.util
@@ -19,6 +19,12 @@ import numpy as np
 class ndarray(np.ndarray):  # noqa: N801 - cupy's name
     class _Device:
         id = 0
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
 
     device = _Device()
 
@@ -37,6 +43,8 @@ class _Function:
 
     def __call__(self, grid, block, args):
         self.stub.launches.append((self.name, tuple(grid), tuple(block), tuple(args)))
+        if self.stub.execute is not None:  # tests/backend/cuda_emu.py: run the real kernel on the CPU
+            self.stub.execute(self.name, grid, block, args)
 
 
 class _RawModule:
@@ -52,7 +60,7 @@ class _RawModule:
 
 def make_stub():
     stub = types.ModuleType("cupy")
-    stub.launches, stub.modules, stub.calls = [], [], []
+    stub.launches, stub.modules, stub.calls, stub.execute = [], [], [], None
     stub.ndarray = ndarray
     for name in ("int64", "int32", "float32", "float64", "bool_", "uint8"):
         setattr(stub, name, getattr(np, name))
@@ -110,8 +118,11 @@ def make_stub():
     def maximum(a, b):
         return _wrap(np.maximum(a, b))
 
-    for fn in (asarray, array, ascontiguousarray, asnumpy, empty, zeros, zeros_like, empty_like, arange, cumsum,
-               concatenate, take, searchsorted, where, maximum):
+    def broadcast_to(a, shape):
+        return _wrap(np.broadcast_to(a, shape))
+
+    for fn in (broadcast_to, asarray, array, ascontiguousarray, asnumpy, empty, zeros, zeros_like, empty_like,
+               arange, cumsum, concatenate, take, searchsorted, where, maximum):
         setattr(stub, fn.__name__, record(fn))
     stub.RawModule = lambda code, options=(), name_expressions=(): _RawModule(stub, code, options, name_expressions)
 
@@ -139,6 +150,7 @@ def install(monkeypatch):
 
     stub = make_stub()
     monkeypatch.setitem(sys.modules, "cupy", stub)
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(scatter_add=np.add.at))
     path = os.path.join(os.path.dirname(backend_pkg.__file__), "cupy.py")
     spec = importlib.util.spec_from_file_location("lodtensor.backend._cupy_on_stub", path)
     module = importlib.util.module_from_spec(spec)

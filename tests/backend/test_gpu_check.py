@@ -90,3 +90,34 @@ def test_main_prints_the_table(capsys, monkeypatch, package_check):
     assert check.main(["--markdown"]) == 0
     out = capsys.readouterr().out
     assert "| `lt_segment_reduce<0, float, float>` |" in out and "0 spills" in out
+
+
+def test_docs_hold_the_current_table(package_check):
+    """docs/gpu.md carries the checker's table (for the tool versions it names)."""
+    import os  # noqa: PLC0415
+
+    if check.tool_versions() != "NVRTC 12.9, ptxas V12.9.86":
+        pytest.skip(f"registers depend on the compiler; docs/gpu.md is from 12.9, here {check.tool_versions()}")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "gpu.md")
+    with open(path, encoding="utf-8") as f:
+        docs = f.read()
+    table = check.format_table(package_check[0], markdown=True)
+    assert table in docs, "docs/gpu.md: paste `python -m lodtensor.backend.cuda.check --markdown` into it"
+
+
+def test_cupy_compiles_every_kernel_as_the_backend_asks(monkeypatch):
+    """CuPy's own NVRTC path (its options, name-expression mapping), which RawModule takes on a GPU.
+
+    Only the arch lookup needs a driver; it is pinned to compute_90 here.
+    """
+    compiler = pytest.importorskip("cupy.cuda.compiler")
+    monkeypatch.setattr(compiler, "_get_arch_for_options_for_nvrtc", lambda arch=None: (f"-arch=compute_{arch}", "ptx"))
+    for module in cuda.SOURCES:
+        names = cuda.name_expressions(module)
+        ptx, mapping = compiler._compile_using_nvrtc_no_warning(
+            cuda.source_text(module), options=("-std=c++14",), arch="90", name_expressions=names)
+        text = ptx.decode() if isinstance(ptx, bytes) else ptx
+        assert set(mapping) == set(names)
+        assert all(f".entry {mapping[n]}(" in text for n in names)
+        for name in cuda.EXTERN_C[module]:
+            assert f".entry {name}(" in text

@@ -153,3 +153,23 @@ def fault(rank, world, mode, timeout):
     if rank == 1 and mode == "stay":
         time.sleep(timeout + 3)  # alive but gone from the collective: the others must time out
     return outcome, elapsed
+
+
+def corpus_and_sampler_epoch(rank, world, directory, n_docs, workers):
+    """One epoch of ParquetCorpus (rank from the group, DataLoader workers) and of the sampler; all ids seen."""
+    import torch
+
+    from lodtensor.text import ParquetCorpus
+
+    corpus = ParquetCorpus(directory, "words", 40, with_columns=["doc"], shuffle=True, seed=3)
+    corpus.set_epoch(1)
+    loader = torch.utils.data.DataLoader(corpus, batch_size=None, num_workers=workers)
+    ids = np.array([i for _, doc in loader for i in doc.data.tolist()], dtype=np.int64)
+    seen_docs = np.concatenate([t.numpy() for t in ld.all_gather(lt.LoDTensor(ids), timeout=60)])
+    lengths = np.random.default_rng(5).integers(0, 30, size=n_docs)
+    sampler = ld.DistributedBucketSampler(lengths, batch_tokens=60, seed=9)  # world and rank from the group
+    sampler.set_epoch(2)
+    mine = np.array([i for b in sampler for i in b], dtype=np.int64)
+    counts = ld.all_gather(lt.LoDTensor(np.array([len(sampler)])), timeout=60)
+    seen_samples = np.concatenate([t.numpy() for t in ld.all_gather(lt.LoDTensor(mine), timeout=60)])
+    return sorted(seen_docs.tolist()), sorted(seen_samples.tolist()), [int(c.numpy()[0]) for c in counts]

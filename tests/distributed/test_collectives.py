@@ -108,3 +108,18 @@ def test_bad_input_in_a_world_of_one(world_of_one, call, kind, match):
 
 def _t():
     return lt.LoDTensor(np.arange(4.0), [[0, 1, 4]])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("world", "workers", "files"), [(2, 2, 7), (3, 2, 3)])  # files per shard; documents per shard
+def test_corpus_and_sampler_see_every_document_once_across_ranks(world, workers, files, tmp_path):
+    pytest.importorskip("pyarrow")
+    from tests.text.test_corpus import make_docs, write_shards
+
+    n_docs = 90
+    write_shards(tmp_path, make_docs(np.random.default_rng(4), n_docs), files)
+    results = values(run_ranks(f"{W}:corpus_and_sampler_epoch", world, tmp_path, str(tmp_path), n_docs, workers))
+    for docs, samples, counts in results:
+        assert docs == list(range(n_docs))  # each document once over ranks and DataLoader workers
+        assert samples == list(range(n_docs))  # each sample once over ranks
+        assert len(set(counts)) == 1  # the same number of batches on every rank

@@ -5,6 +5,7 @@ point; the call must raise an allowed error (the caller's objects untouched)
 or return a result that passes :func:`oracle.check_tensor`.
 """
 
+import os
 import pickle
 import random
 import threading
@@ -266,6 +267,67 @@ def vocab_ids(data):
     t = attempt(batch, [ids, ids[:1]], vocab=vocab if data.draw(st.booleans()) else None)
     if t is not None:
         check_tensor(t)
+
+
+def _flip(data, blob):
+    """``blob`` with a few random bytes flipped, or truncated."""
+    blob = bytearray(blob)
+    rnd = random.Random(data.draw(st.integers(0, 2**32)))
+    if data.draw(st.booleans()):
+        return bytes(blob[: rnd.randrange(len(blob) + 1)])
+    for _ in range(data.draw(st.integers(1, 4))):
+        blob[rnd.randrange(len(blob))] ^= 1 << rnd.randrange(8)
+    return bytes(blob)
+
+
+@target
+def saved_files(data):
+    """lt.load of a saved file with bytes flipped: a ValueError naming the file, or the same LoD over its rows."""
+    import tempfile
+
+    t = _valid_tensor(data)
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/t.arrow"
+        if attempt(lt.save, path, t) is None and not os.path.exists(path):
+            return
+        with open(path, "rb") as f:
+            blob = _flip(data, f.read())
+        with open(path, "wb") as f:
+            f.write(blob)
+        for mmap in (True, False):
+            try:
+                got = lt.load(path, mmap=mmap)
+            except ValueError as err:
+                assert "t.arrow" in str(err), err
+                continue
+            assert got.lod() == t.lod() and got.shape() == t.shape(), (got.lod(), t.lod())
+            check_tensor(got)
+            del got
+
+
+@target
+def parquet_files(data):
+    """lt.read_parquet of a written file with bytes flipped: an allowed error naming the file, or valid tensors."""
+    import tempfile
+
+    t = _valid_tensor(data)
+    with tempfile.TemporaryDirectory() as d:
+        path = f"{d}/t.parquet"
+        if attempt(lt.write_parquet, path, {"x": t}) is None and not os.path.exists(path):
+            return
+        with open(path, "rb") as f:
+            blob = _flip(data, f.read())
+        with open(path, "wb") as f:
+            f.write(blob)
+        batch_size = data.draw(st.sampled_from([None, 1, 3]))
+        try:
+            got = lt.read_parquet(path) if batch_size is None else list(lt.read_parquet(path, batch_size=batch_size))
+        except (ValueError, KeyError) as err:
+            assert "t.parquet" in str(err), err
+            return
+        for cols in [got] if batch_size is None else got:
+            for col in cols.values():
+                check_tensor(col)
 
 
 @target

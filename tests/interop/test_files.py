@@ -100,11 +100,12 @@ def test_save_bad_input(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-def test_corrupted_files_never_crash(tmp_path):
+@pytest.mark.parametrize("kind", ["arrow", "parquet"])
+def test_corrupted_files_never_crash(tmp_path, kind):
     env = dict(os.environ, PYTHONPATH=ROOT, CORRUPT_RANDOM="150")
     script = os.path.join(ROOT, "tests", "interop", "_corrupt_files.py")
     proc = subprocess.run(
-        [sys.executable, script, str(tmp_path)], check=False, capture_output=True, text=True, env=env, timeout=300
+        [sys.executable, script, str(tmp_path), kind], check=False, capture_output=True, text=True, env=env, timeout=300
     )
     assert proc.returncode == 0, (
         f"crashed or failed (rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"

@@ -302,6 +302,12 @@ def _nt(lib, arrays):
     return torch.nested.nested_tensor([torch.from_numpy(np.asarray(a)) for a in arrays])
 
 
+def _jt(lib, arrays):
+    if lib == "ours":
+        return ln.nested_tensor(arrays, layout="jagged")
+    return torch.nested.nested_tensor([torch.from_numpy(np.asarray(a)) for a in arrays], layout=torch.jagged)
+
+
 A = [np.ones((2, 3), np.float32), np.ones((4, 3), np.float32)]
 IMG = [np.ones((2, 3, 4), np.float32), np.ones((2, 5, 6), np.float32)]
 ERRORS = [
@@ -322,8 +328,10 @@ ERRORS = [
     ("reshape new dim -1", lambda lib: _nt(lib, A).reshape(2, -1, 3, -1), "does not infer shape"),
     ("reshape bad numel", lambda lib: _nt(lib, A).reshape(2, -1, 2), "is invalid for input of size"),
     ("add mismatch", lambda lib: _nt(lib, A) + _nt(lib, [A[0], A[0]]), "does not support broadcasting"),
-    ("mul dense", lambda lib: _nt(lib, A) * (np.ones(3, np.float32) if lib == "ours" else torch.ones(3)),
-     "Expected both self and other to be nested"),
+    ("mul dense ragged dim", lambda lib: _jt(lib, A) * (np.ones((2, 3), np.float32) if lib == "ours"
+                                                       else torch.ones(2, 3)), "cannot call binary pointwise function"),
+    ("mul dense batch", lambda lib: _jt(lib, A) * (np.ones((3, 1, 3), np.float32) if lib == "ours"
+                                                  else torch.ones(3, 1, 3)), "cannot call binary pointwise function"),
     ("masked_fill mismatch", lambda lib: _nt(lib, A).masked_fill(_nt(lib, [A[0] > 0, A[0] > 0]), 0.0),
      "does not support broadcasting"),
     ("masked_fill float mask", lambda lib: _nt(lib, A).masked_fill(_nt(lib, A), 0.0), "only supports boolean masks"),

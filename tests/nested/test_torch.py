@@ -57,8 +57,8 @@ def test_tensor_operators_with_nested_on_the_right():
     nt, parts = ragged()
     assert_components((torch.tensor(2.0, dtype=torch.float64) * nt).unbind(), [2 * p for p in parts], "float64")
     assert_components((1.0 - nt).unbind(), [1 - p for p in parts], "float64")
-    with pytest.raises(ValueError, match="Expected both self and other to be nested"):
-        torch.ones(3, dtype=torch.float64) + nt
+    # a dense operand broadcasts over the components, as on torch's jagged layout
+    assert_components((torch.ones(3, dtype=torch.float64) + nt).unbind(), [1 + p for p in parts], "float64")
 
 
 def test_matmul_through_torch():

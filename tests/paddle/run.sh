@@ -5,7 +5,7 @@
 #   bash tests/paddle/run.sh [python] [venvdir]      (what `make test-paddle` runs)
 #
 # Creates <venvdir> (default .venv-paddle) when missing, installs numpy<2,
-# paddlepaddle==2.6.2, pytest, hypothesis and this repo (editable, --no-deps),
+# paddlepaddle==2.6.2, pytest, hypothesis, torch (CPU, optional) and this repo (editable, --no-deps),
 # then runs tests/paddle. A stamp file in the venv skips the installs on later
 # runs until this script, setup.cfg or pyproject.toml change. Where Paddle
 # cannot be installed or imported (no wheel for this platform or Python, no
@@ -62,6 +62,10 @@ if ! stamp_is_fresh; then
         skip "could not install $PADDLE_REQ for $("$VPY" -c 'import platform, sys; print(f"Python {sys.version.split()[0]} on {platform.system()} {platform.machine()}")' 2>/dev/null) (no wheel for this platform or Python, or no network)"
     fi
     "${PIP[@]}" pytest hypothesis || fail "could not install pytest and hypothesis into $VENV"
+    # torch (CPU) for the gradients of lodtensor.nn compared with Paddle's; optional
+    "${PIP[@]}" "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
+        --extra-index-url https://pypi.org/simple \
+        || echo "test-paddle: torch not installed in $VENV; the layer tests (tests/paddle/test_paddle_layers.py) skip"
     # Offline, a venv with setuptools can still build the editable install without isolation.
     "${PIP[@]}" -e . --no-deps || "${PIP[@]}" --no-build-isolation -e . --no-deps \
         || fail "could not install this repo (pip install -e . --no-deps) into $VENV"

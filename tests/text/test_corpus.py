@@ -11,8 +11,6 @@ import lodtensor as lt
 from lodtensor.text import ParquetCorpus
 
 pytest.importorskip("pyarrow")
-if not hasattr(lt, "read_parquet"):
-    pytest.skip("lodtensor.read_parquet (issue #10) is not on this branch yet", allow_module_level=True)
 
 
 def make_docs(rng, n_docs, max_sentences=4, max_words=6):
@@ -91,10 +89,11 @@ def test_every_document_once_per_epoch_whole_and_within_budget(
     assert sorted(seen) == list(range(n_docs))  # each document exactly once over ranks and workers
 
 
-def test_batches_fill_the_budget_across_record_batches(tmp_path):
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_batches_fill_the_budget_across_record_batches(tmp_path, prefetch):
     docs = [[[1, 2, 3]] for _ in range(20)]  # 3 words each
     write_shards(tmp_path, docs, 1)
-    corpus = ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0, docs_per_read=4)
+    corpus = ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0, docs_per_read=4, prefetch=prefetch)
     sizes = [t.num_rows for t in corpus]
     assert sizes == [9] * 6 + [6]  # three documents a batch even where a batch spans two record batches
 
@@ -111,19 +110,20 @@ def test_dataloader_workers_split_the_files(tmp_path):
     assert sorted(seen) == list(range(80))
 
 
-def test_a_corrupt_shard_is_named(tmp_path):
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_a_corrupt_shard_is_named(tmp_path, prefetch):
     rng = np.random.default_rng(1)
     paths = write_shards(tmp_path, make_docs(rng, 40), 2)
     with open(paths[1], "r+b") as f:  # clobber the footer's metadata
         f.seek(-40, os.SEEK_END)
         f.write(b"\xff" * 32)
-    corpus = ParquetCorpus(tmp_path, "words", 50, num_replicas=1, rank=0)
+    corpus = ParquetCorpus(tmp_path, "words", 50, num_replicas=1, rank=0, prefetch=prefetch)
     with pytest.raises(ValueError, match="shard-001.parquet"):
         list(corpus)
     with open(paths[0], "r+b") as f:  # and a truncated one
         f.truncate(os.path.getsize(paths[0]) // 2)
     with pytest.raises(ValueError, match="shard-000.parquet"):
-        list(ParquetCorpus(paths[0], "words", 50, num_replicas=1, rank=0))
+        list(ParquetCorpus(paths[0], "words", 50, num_replicas=1, rank=0, prefetch=prefetch))
 
 
 def test_bad_arguments(tmp_path):
@@ -142,3 +142,13 @@ def test_bad_arguments(tmp_path):
         list(ParquetCorpus(tmp_path, "missing", 10))
     with pytest.raises(ValueError, match="'doc' .* is not a list column"):
         list(ParquetCorpus(tmp_path, "doc", 10))
+
+
+def test_default_read_size_is_a_few_batches_from_the_footer(tmp_path):
+    docs = [[[1, 2, 3], [4]], [[5, 6]]] * 100  # 3 words per document on average
+    (path,) = write_shards(tmp_path, docs, 1)
+    assert ParquetCorpus(path, "words", 4096)._read_size(path) == 4 * 4096 // 3
+    assert ParquetCorpus(path, "words", 30)._read_size(path) == 1024  # at least 1024 documents
+    assert ParquetCorpus(path, "words", 30, docs_per_read=7)._read_size(path) == 7
+    corpus = ParquetCorpus(path, "words", 30)
+    assert [i for t in corpus for i in t.data.tolist()] == [w for d in docs for s in d for w in s]

@@ -14,14 +14,23 @@ instantiations the backend can launch. Nothing here imports cupy.
 'lt_segment_reduce<3, long long, double>'
 >>> len(name_expressions("segment")) > 30 and "lt_pad<unsigned int>" in name_expressions("dense")
 True
+
+The launch constants here are the ones the sources are written for:
+
+>>> text = source_text("segment")
+>>> [int(re.search(rf"#define {name} (\\d+)", text).group(1)) for name in ("LT_BLOCK", "LT_MIN_BLOCKS")]
+[256, 4]
+>>> BLOCK, MIN_BLOCKS_PER_SM
+(256, 4)
 """
 
 import os
+import re
 
 import numpy as np
 
 __all__ = [
-    "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS",
+    "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS", "EXTERN_C",
     "accumulator", "source_text", "include_dir", "kernel_name", "name_expressions", "compute_dtype",
     "lanes_log2",
 ]
@@ -121,7 +130,28 @@ def include_dir():
     return os.path.dirname(os.path.abspath(__file__))
 
 
-def source_text(module):
-    """The CUDA C source of ``module``."""
-    with open(os.path.join(include_dir(), SOURCES[module]), encoding="utf-8") as f:
+def _read(name):
+    with open(os.path.join(include_dir(), name), encoding="utf-8") as f:
         return f.read()
+
+
+def source_text(module):
+    """The CUDA C source of ``module``, its ``#include "..."`` of local headers expanded.
+
+    Expanded so the text is the whole program: CuPy's kernel cache is keyed by the
+    source text, and a header edit must not load a stale cached kernel.
+
+    >>> '#include "common.cuh"' in source_text("dense"), "lt_warp_find_segment" in source_text("dense")
+    (False, True)
+    """
+    lines = []
+    for line in _read(SOURCES[module]).splitlines():
+        match = _INCLUDE.match(line)
+        if match and os.path.exists(os.path.join(include_dir(), match.group(1))):
+            lines.append(_read(match.group(1)).replace("#pragma once\n", ""))
+        else:
+            lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
+_INCLUDE = re.compile(r'^\s*#include "([^"]+)"\s*$')

@@ -30,9 +30,10 @@ import subprocess
 import sys
 import tempfile
 
-from . import BLOCK, EXTERN_C, SOURCES, include_dir, name_expressions, source_text
+from . import BLOCK, EXTERN_C, SOURCES, name_expressions, source_text
 
-__all__ = ["ARCHS", "OCCUPANCY_FLOOR", "CheckError", "check", "check_source", "occupancy", "format_table", "main"]
+__all__ = ["ARCHS", "OCCUPANCY_FLOOR", "CheckError", "check", "check_source", "occupancy", "format_table",
+           "tool_versions", "main"]
 
 ARCHS = ("sm_80", "sm_90")
 #: The lowest theoretical occupancy accepted (active warps / 64). The kernels are
@@ -115,7 +116,7 @@ def _compile_ptx(lib, text, filename, names, arch):
     try:
         for name in names:
             lib.nvrtcAddNameExpression(prog, name.encode())
-        opts = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++14", f"-I{include_dir()}"]
+        opts = [f"--gpu-architecture=compute_{arch[3:]}", "-std=c++14"]  # as CuPy compiles: no include path
         argv = (ctypes.c_char_p * len(opts))(*[o.encode() for o in opts])
         status = lib.nvrtcCompileProgram(prog, len(opts), argv)
         size = ctypes.c_size_t()
@@ -214,6 +215,16 @@ def check_source(text, names, *, extern_c=(), filename="kernels.cu", archs=ARCHS
     return rows, failures
 
 
+def tool_versions():
+    """``"NVRTC 12.9, ptxas V12.9.86"``: the versions the figures depend on."""
+    lib = _nvrtc()
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+    done = subprocess.run([_ptxas(), "--version"], capture_output=True, text=True, check=False)
+    ptxas = re.search(r"V[\d.]+", done.stdout)
+    return f"NVRTC {major.value}.{minor.value}, ptxas {ptxas.group(0) if ptxas else '?'}"
+
+
 def check(archs=ARCHS, floor=OCCUPANCY_FLOOR):
     """Check every module of the package: (rows, failures)."""
     rows, failures = [], []
@@ -233,7 +244,7 @@ def format_table(rows, *, markdown=False):
         by_kernel.setdefault(r["kernel"], {})[r["arch"]] = r
     head = ["kernel"] + [f"{a} {col}" for a in archs for col in ("regs", "spill", "smem", "occ")]
     lines = []
-    for kernel, per in by_kernel.items():
+    for kernel, per in sorted(by_kernel.items()):
         cells = [f"`{kernel}`" if markdown else kernel]
         for a in archs:
             r = per.get(a)
@@ -258,6 +269,9 @@ def main(argv=None):
     try:
         rows, failures = check(floor=args.floor)
     except CheckError as err:
+        if sys.platform == "darwin":  # NVIDIA ships no NVRTC/ptxas wheels for macOS
+            print(f"gpu-check: skipped on macOS ({err})")
+            return 0
         print(f"gpu-check: {err}", file=sys.stderr)
         return 1
     print(format_table(rows, markdown=args.markdown))
@@ -268,7 +282,7 @@ def main(argv=None):
             print("  " + f, file=sys.stderr)
         return 1
     worst = min(r["occupancy"] for r in rows)
-    print(f"\ngpu-check: {kernels} kernels x {len(ARCHS)} archs ({', '.join(ARCHS)}) compiled with NVRTC and ptxas; "
+    print(f"\ngpu-check: {kernels} kernels x {len(ARCHS)} archs ({', '.join(ARCHS)}) compiled with {tool_versions()}; "
           f"0 spills; lowest occupancy {worst:.0%} (floor {args.floor:.0%})")
     return 0
 

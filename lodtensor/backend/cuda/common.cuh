@@ -46,3 +46,20 @@ __device__ __forceinline__ i64 lt_find_segment(const i64* __restrict__ a, i64 n,
     }
     return lo;
 }
+
+// The same search by a whole warp (every lane calls it with the same a, n, v): each round
+// the 32 lanes probe 32 evenly spaced entries and a ballot keeps the last one <= v, so
+// it takes log32(n) dependent loads (4 for 100K sequences) instead of log2(n).
+__device__ __forceinline__ i64 lt_warp_find_segment(const i64* __restrict__ a, i64 n, i64 v) {
+    const int lane = threadIdx.x & 31;
+    i64 lo = 0, hi = n;  // invariant: a[lo] <= v < a[hi]
+    while (hi - lo > 1) {
+        const i64 step = (hi - lo + 31) >> 5;
+        const i64 pos = lo + (i64)lane * step;
+        const unsigned le = __ballot_sync(LT_FULL, pos < hi && __ldg(a + pos) <= v);
+        const i64 next = lo + (i64)(31 - __clz(le)) * step;  // lane 0 probes lo: le != 0
+        hi = next + step < hi ? next + step : hi;
+        lo = next;
+    }
+    return lo;
+}

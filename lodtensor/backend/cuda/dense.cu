@@ -1,15 +1,16 @@
 // Pad (flat rows -> [n, maxlen, D]) and unpad (the inverse), as plain copies of
 // W-byte words (W = the dtype's itemsize: 1, 2, 4 or 8), so one instantiation per
-// word size serves every dtype. Threads cover `cw` columns and LT_BLOCK / cw rows of
-// a block; a thread walks its row's columns in steps of cw, so reads and writes are
-// coalesced along D for any D (D = 1 puts 256 consecutive rows in a block).
+// word size serves every dtype. Reads and writes are coalesced along D for any D.
 #include "common.cuh"
 
-// out[b, t, :] = t < len_b ? x[off[b] + t, :] : pad  for every b < n, t < maxlen.
+// Threads cover `cw` columns and LT_BLOCK / cw output rows of a block; a thread walks
+// its row's columns in steps of cw (D = 1 puts 256 consecutive rows in a block).
+// out[b, t, :] = t < len_b ? x[off[b] + t, :] : pad[:]  for every b < n, t < maxlen
+// (pad: one row of D words on the device, so a pad value given as a device array costs no sync).
 template <typename W>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_pad(const W* __restrict__ x, const i64* __restrict__ off, W* __restrict__ out,
-       i64 n, i64 maxlen, i64 D, int log2cw, W pad) {
+       i64 n, i64 maxlen, i64 D, int log2cw, const W* __restrict__ pad) {
     const int cw = 1 << log2cw;
     const int per_block = LT_BLOCK >> log2cw;
     const i64 rows = n * maxlen;
@@ -23,24 +24,37 @@ lt_pad(const W* __restrict__ x, const i64* __restrict__ off, W* __restrict__ out
             const W* src = x + (start + t) * D;
             for (i64 c = c0; c < D; c += cw) dst[c] = src[c];
         } else {
-            for (i64 c = c0; c < D; c += cw) dst[c] = pad;
+            for (i64 c = c0; c < D; c += cw) dst[c] = pad[c];
         }
     }
 }
 
-// out[r, :] = padded[b, r - off[b], :] for the sequence b holding flat row r.
+// out[r, :] = padded[b, r - off[b], :] for the sequence b holding flat row r. Rows are
+// cut into the pieces of segment.cu (`plan`, from lt_piece_counts + a scan): one warp per
+// piece finds its sequence once (a ballot search) and copies up to `chunk` rows, lanes
+// over cw columns and 32 / cw rows, so no per-row search and coalesced for any D.
 template <typename W>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_unpad(const W* __restrict__ padded, const i64* __restrict__ off, W* __restrict__ out,
-         i64 n, i64 maxlen, i64 D, int log2cw) {
+lt_unpad(const W* __restrict__ padded, const i64* __restrict__ off, const i64* __restrict__ plan,
+         W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk) {
+    const int lane = threadIdx.x & 31;
     const int cw = 1 << log2cw;
-    const int per_block = LT_BLOCK >> log2cw;
-    const i64 rows = off[n];
-    const int c0 = threadIdx.x & (cw - 1);
-    for (i64 r = (i64)blockIdx.x * per_block + (threadIdx.x >> log2cw); r < rows; r += (i64)gridDim.x * per_block) {
-        const i64 b = lt_find_segment(off, n, r);
-        const W* src = padded + (b * maxlen + (r - off[b])) * D;
-        W* dst = out + r * D;
-        for (i64 c = c0; c < D; c += cw) dst[c] = src[c];
+    const int rg = 32 >> log2cw;
+    const int rsub = lane >> log2cw;
+    const i64 total = plan[n];
+    const i64 tiles = (D + cw - 1) >> log2cw;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << log2cw) + (lane & (cw - 1));
+        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
+            const i64 s = lt_warp_find_segment(plan, n, p);
+            const i64 start = off[s];
+            const i64 a = start + (p - plan[s]) * chunk;
+            const i64 end = off[s + 1];
+            const i64 b = a + chunk < end ? a + chunk : end;
+            if (col >= D) continue;  // after the search: every lane takes part in its ballots
+            const W* src = padded + (s * maxlen - start) * D + col;
+#pragma unroll 4
+            for (i64 r = a + rsub; r < b; r += rg) out[r * D + col] = src[r * D];
+        }
     }
 }

@@ -65,7 +65,7 @@ lt_segment_reduce(const T* __restrict__ x, const i64* __restrict__ off, const i6
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << log2cw) + (lane & (cw - 1));
         for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_find_segment(plan, n, p);
+            const i64 s = lt_warp_find_segment(plan, n, p);
             const i64 k = p - plan[s];
             const i64 pieces = plan[s + 1] - plan[s];
             const i64 a = off[s] + k * chunk;
@@ -152,7 +152,7 @@ lt_softmax_stats(const T* __restrict__ x, const i64* __restrict__ off, const i64
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << log2cw) + (lane & (cw - 1));
         for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_find_segment(plan, n, p);
+            const i64 s = lt_warp_find_segment(plan, n, p);
             const i64 k = p - plan[s];
             const i64 pieces = plan[s + 1] - plan[s];
             const i64 a = off[s] + k * chunk;
@@ -234,12 +234,12 @@ lt_softmax_apply(const T* __restrict__ x, const i64* __restrict__ off, const i64
     const i64 tiles = (D + cw - 1) >> log2cw;
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << log2cw) + (lane & (cw - 1));
-        if (col >= D) continue;  // no shuffles below: idle lanes may leave
         for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_find_segment(plan, n, p);
+            const i64 s = lt_warp_find_segment(plan, n, p);
             const i64 a = off[s] + (p - plan[s]) * chunk;
             const i64 end = off[s + 1];
             const i64 b = a + chunk < end ? a + chunk : end;
+            if (col >= D) continue;  // after the warp's search: every lane takes part in its ballots
             const A m = M[s * D + col];
             const A inv = A(1) / Z[s * D + col];
 #pragma unroll LT_EXP_UNROLL(A)

@@ -1,48 +1,32 @@
-"""The few array functions nested ops need beyond the backend kernel set.
+"""Array functions of the NumPy and CuPy backends beyond the core kernel set.
 
-NumPy and torch spell these differently (``axis`` vs ``dim``, no erf in
-NumPy, autograd-friendly copies in torch), so each backend gets a small
-object with the same methods; ``ops_for(be)`` picks it from a table keyed by
-backend name. Everything else is written once against ``be.xp`` and the
-kernels. These helpers are candidates for ``lodtensor.backend`` (see
-``docs/nested.md``).
+Nested-tensor ops (and any op written once against a backend) call these as
+methods of the backend: allocation that follows a buffer's device, the
+pointwise table's functions by name, matmul/linear/layer_norm, reductions over
+an axis, attention. :class:`ArrayKernels` is mixed into ``NumpyBackend``;
+:class:`CupyArrayKernels` into ``CupyBackend`` (the NumPy code written against
+``xp``, with CuPy's own random numbers and without host threads). The torch
+versions live in ``_arrays_torch.py``.
 """
-
-import operator
 
 import numpy as np
 
 from . import _special
-from ._dtypes import promote
 
-__all__ = ["ops_for"]
+__all__ = ["ArrayKernels", "CupyArrayKernels"]
+
+_NUMPY_REDUCE = {"amax": "max", "amin": "min"}
+_CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
 _LN_BLOCK = 1 << 20  # elements per layer_norm block (measured: fewer, larger blocks win; 2^20 over 2^19 by ~4%)
 
-_PYOPS = {
-    "add": operator.add,
-    "subtract": operator.sub,
-    "multiply": operator.mul,
-    "true_divide": operator.truediv,
-    "power": operator.pow,
-    "equal": operator.eq,
-    "not_equal": operator.ne,
-    "less": operator.lt,
-    "less_equal": operator.le,
-    "greater": operator.gt,
-    "greater_equal": operator.ge,
-}
 
+class ArrayKernels:
+    """The array functions of the NumPy backend (CuPy's too, by duck typing on ``xp``)."""
 
-class NumpyOps:
-    """NumPy (and, by duck typing, CuPy) versions."""
-
-    name = "numpy"
-
-    def __init__(self, be):
-        self.be = be
-        self.xp = be.xp
+    #: False: binary ops compute torch's result dtype themselves (``promote``); torch needs nothing
+    follows_torch_promotion = False
 
     # -- allocation ----------------------------------------------------------------------------
     def empty(self, shape, dtype, like):
@@ -57,18 +41,19 @@ class NumpyOps:
     def randn(self, shape, dtype, like):
         return np.random.standard_normal(shape).astype(dtype, copy=False)
 
+    def rand(self, shape, dtype, like):
+        """Uniform ``[0, 1)`` values (the library's global random state)."""
+        return self.xp.random.random_sample(shape).astype(dtype, copy=False)
+
     def keep_mask(self, shape, p, like):
         """Boolean mask, True with probability ``1 - p`` (NumPy's global random state)."""
         return np.random.random_sample(shape) >= p
 
     # -- conversion ----------------------------------------------------------------------------
-    def astype(self, x, dtype):
-        return x if x.dtype == dtype else x.astype(dtype)
-
     def flat(self, x):
         return x.reshape(-1)
 
-    def concat(self, arrays, dtype=None):
+    def concat_flat(self, arrays, dtype=None):
         if not arrays:
             return self.xp.empty(0, dtype=dtype or np.float32)
         if dtype is None:
@@ -94,6 +79,14 @@ class NumpyOps:
     def swapaxes_view(self, x, a, b):
         return x.swapaxes(a, b)  # the method: np.swapaxes adds a dispatch layer per component
 
+    def expand(self, x, shape):
+        """``x`` broadcast to ``shape`` (a view)."""
+        return self.xp.broadcast_to(x, shape)
+
+    def concat_axis(self, arrays, axis):
+        """``arrays`` joined along ``axis``."""
+        return self.xp.concatenate(arrays, axis=axis)
+
     def contiguous(self, x):
         return self.xp.ascontiguousarray(x)
 
@@ -104,12 +97,13 @@ class NumpyOps:
         return self.xp.where(mask, a, b)
 
     # -- math ----------------------------------------------------------------------------------
-    def result_dtype(self, dtype, other, *, true_div=False):
-        """torch's result dtype for ``array(dtype) <op> other`` (None: the library's own rules)."""
-        out = promote(dtype, other)
-        if true_div and out.kind not in "fc":
-            return np.dtype(np.float32)
-        return out
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        """The pointwise table's function ``np_name``: NumPy's ufunc, or the version in
+        ``_special.NUMPY_EXTRA`` where NumPy has none (erf, sigmoid, leaky_relu...).
+        ``torch_name`` is the torch spelling (used by the torch backend)."""
+        fn = _special.NUMPY_EXTRA.get(np_name) or getattr(self.xp, np_name)
+        with np.errstate(all="ignore"):  # log(-1) is nan, quietly, as in torch
+            return fn(*args, **kwargs)
 
     def binary(self, name, a, b, *, dtype):
         """The ufunc ``name`` (``'add'``, ``'less'``...) on arrays or scalars, with result ``dtype``."""
@@ -146,17 +140,64 @@ class NumpyOps:
         out /= out.sum(axis=axis, keepdims=True)
         return out
 
+    def log_softmax(self, x, axis):
+        xp = self.xp
+        if not x.shape[axis]:
+            return x.copy()
+        out = x - x.max(axis=axis, keepdims=True)
+        with np.errstate(divide="ignore"):
+            out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
+        return out
+
+    def rms_norm(self, x, eps, weight):
+        """Rows of the 2-d ``x`` over their root mean square (``weight`` flat or None)."""
+        ms = self.xp.einsum("ij,ij->i", x, x)
+        ms /= x.dtype.type(max(x.shape[1], 1))
+        ms += x.dtype.type(eps)
+        out = x / self.xp.sqrt(ms)[:, None]
+        if weight is not None:
+            out *= weight
+        return out
+
+    def embedding(self, index, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse):
+        """Rows ``weight[index]`` (``max_norm`` rescales the rows looked up; ``weight`` is not written)."""
+        rows = weight[index]
+        return rows if max_norm is None else self.renorm_rows(rows, max_norm, norm_type)
+
+    def attention(self, q, k, v, mask, is_causal, scale, dropout_p):
+        """Scaled dot-product attention of dense blocks ``(..., L, E)`` (torch's math, one pass)."""
+        xp = self.xp
+        scale = 1.0 / float(np.sqrt(q.shape[-1])) if scale is None else float(scale)
+        scores = xp.matmul(q, xp.swapaxes(k, -1, -2))
+        scores *= scores.dtype.type(scale)
+        lq, lk = scores.shape[-2:]
+        if is_causal:
+            scores = xp.where(xp.tril(xp.ones((lq, lk), dtype=bool)), scores, -np.inf)
+        if mask is not None:
+            scores = xp.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+        with np.errstate(invalid="ignore"):
+            p = self.softmax(scores.astype(q.dtype, copy=False), -1) if lk else scores
+        if dropout_p:
+            keep = self.keep_mask(p.shape, dropout_p, p)
+            p = p * keep * p.dtype.type(0.0 if dropout_p == 1 else 1.0 / (1.0 - dropout_p))
+        return xp.matmul(p, v)
+
     def matmul(self, a, b):
         return self.xp.matmul(a, b)
 
     def reduce(self, x, kind, axis, keepdim):
-        """``kind`` ('sum', 'mean', 'amax', 'amin') of ``x`` over ``axis`` (None: everything)."""
+        """``kind`` ('sum', 'mean', 'amax', 'amin', 'prod', 'any', 'all', 'argmax', 'argmin') of ``x``
+        over ``axis`` (None: everything)."""
         if kind == "mean":  # the mean of nothing is nan, as in torch (and no NumPy warning)
             total = x.sum(axis=axis, keepdims=keepdim)
             count = x.size if axis is None else x.shape[axis]
             with np.errstate(invalid="ignore", divide="ignore"):
                 return total / x.dtype.type(count) if count else total * x.dtype.type(np.nan)
-        return getattr(x, "max" if kind == "amax" else "min" if kind == "amin" else "sum")(axis=axis, keepdims=keepdim)
+        if kind in ("argmax", "argmin") and axis is None:
+            return getattr(x, kind)()
+        if kind == "prod" and x.dtype.kind in "biu":
+            return x.prod(axis=axis, keepdims=keepdim, dtype=np.int64)  # torch: integer products are int64
+        return getattr(x, _NUMPY_REDUCE.get(kind, kind))(axis=axis, keepdims=keepdim)
 
     def renorm_rows(self, rows, max_norm, p):
         """Rows scaled down to ``p``-norm ``max_norm`` where longer (torch's embedding_renorm_)."""
@@ -201,142 +242,26 @@ class NumpyOps:
         return out
 
 
-class TorchOps(NumpyOps):
-    """torch versions (CPU or CUDA; differentiable)."""
-
-    name = "torch"
-
-    def __init__(self, be):
-        super().__init__(be)
-        import torch  # noqa: PLC0415 - only reached for torch data
-        import torch.nn.functional as F  # noqa: N812, PLC0415
-
-        self.torch, self.F = torch, F
-        self._identity_affine = {}  # (width, dtype) -> (ones, zeros) for layer_norm on CPU
-
-    def empty(self, shape, dtype, like):
-        return self.torch.empty(shape, dtype=dtype, device=like.device)
-
-    def zeros(self, shape, dtype, like):
-        return self.torch.zeros(shape, dtype=dtype, device=like.device)
-
-    def full(self, shape, value, dtype, like):
-        return self.torch.full(shape, value, dtype=dtype, device=like.device)
-
-    def randn(self, shape, dtype, like):
-        return self.torch.randn(shape, dtype=dtype, device=like.device)
-
-    def keep_mask(self, shape, p, like):
-        return self.torch.rand(shape, device=like.device) >= p
-
-    def astype(self, x, dtype):
-        return x if x.dtype == dtype else x.to(dtype)
-
-    def concat(self, arrays, dtype=None):
-        if not arrays:
-            return self.torch.empty(0, dtype=dtype or self.torch.float32)
-        if dtype is not None:
-            arrays = [a.to(dtype) for a in arrays]
-        return self.torch.cat(arrays)
-
-    def clone(self, x):
-        return x.clone()
-
-    def detach(self, x):
-        return x.detach()
-
-    def requires_grad(self, x):
-        return x.requires_grad
-
-    def split_rows(self, x, offsets):
-        lengths = [b - a for a, b in zip(offsets, offsets[1:])]
-        return list(x.split(lengths))
-
-    def swapaxes(self, x, a, b):
-        return x.transpose(a, b).contiguous()
-
-    def swapaxes_view(self, x, a, b):
-        return x.transpose(a, b)
-
-    def contiguous(self, x):
-        return x.contiguous()
-
-    def take(self, x, index, axis):
-        return x.select(axis, index).contiguous()
-
-    def where(self, mask, a, b):
-        torch = self.torch
-        if not isinstance(a, torch.Tensor):
-            a = torch.tensor(a, dtype=b.dtype, device=b.device)
-        return torch.where(mask, a, b)
-
-    def result_dtype(self, dtype, other, *, true_div=False):
-        return None
-
-    def binary(self, name, a, b, *, dtype):
-        return _PYOPS[name](a, b)
-
-    def dropout(self, x, p, inplace):
-        return self.F.dropout(x, p, training=True, inplace=inplace)
-
-    def relu(self, x):
-        return self.torch.relu(x)
-
-    def gelu(self, x, approximate):
-        return self.F.gelu(x, approximate=approximate)
-
-    def silu(self, x):
-        return self.F.silu(x)
-
-    def sgn(self, x):
-        return self.torch.sgn(x)
-
-    def softmax(self, x, axis):
-        return self.torch.softmax(x, axis)
-
-    def matmul(self, a, b):
-        return self.torch.matmul(a, b)
-
-    def renorm_rows(self, rows, max_norm, p):
-        norms = rows.norm(p=p, dim=1)
-        scale = self.torch.where(norms > max_norm, max_norm / (norms + 1e-7), self.torch.ones_like(norms))
-        return rows * scale[:, None]
-
-    def linear(self, x, weight, bias):
-        return self.F.linear(x, weight, bias)
-
-    def reduce(self, x, kind, axis, keepdim):
-        fn = getattr(self.torch, kind)
-        if axis is None:
-            return fn(x)
-        return fn(x, dim=axis, keepdim=keepdim)
-
-    def layer_norm(self, x, eps, weight, bias):
-        # torch's CPU kernel runs ~8% faster with an affine pair than without (torch 2.13):
-        # a missing weight or bias becomes a constant one (ones, zeros), which changes no value
-        if x.device.type == "cpu" and (weight is None or bias is None):
-            key = (x.shape[1], x.dtype)
-            pair = self._identity_affine.get(key)
-            if pair is None:
-                pair = self._identity_affine[key] = (
-                    self.xp.ones(x.shape[1], dtype=x.dtype),
-                    self.xp.zeros(x.shape[1], dtype=x.dtype),
-                )
-            weight = pair[0] if weight is None else weight
-            bias = pair[1] if bias is None else bias
-        return self.F.layer_norm(x, (x.shape[1],), weight, bias, eps)
-
-
-class CupyOps(NumpyOps):
+class CupyArrayKernels(ArrayKernels):
     """CuPy versions: the NumPy ones written against ``xp`` (no blocking, no host threads).
 
     Not yet run on a GPU here; the CuPy backend's tests exercise it where one is present.
     """
 
-    name = "cupy"
-
     def randn(self, shape, dtype, like):
         return self.xp.random.standard_normal(shape).astype(dtype, copy=False)
+
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        own = getattr(self.xp, np_name, None)  # CuPy's ufunc
+        if own is None and np_name in _CUPYX_SPECIAL:  # cupyx.scipy.special's
+            import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
+
+            own = getattr(sp, _CUPYX_SPECIAL[np_name])
+        if own is None and np_name in ("relu", "gelu", "silu", "sgn"):  # the device versions below
+            own = getattr(self, np_name)
+        if own is None:  # the NumPy formula, run by CuPy through NumPy's dispatch protocols
+            return super().pointwise(np_name, torch_name, *args, **kwargs)
+        return own(*args, **kwargs)
 
     def keep_mask(self, shape, p, like):
         return self.xp.random.random_sample(shape) >= p
@@ -386,15 +311,3 @@ class CupyOps(NumpyOps):
             x *= scale
             return x
         return (x * keep * scale).astype(x.dtype, copy=False)
-
-
-_OPS = {"numpy": NumpyOps, "cupy": CupyOps, "torch": TorchOps}
-_CACHE = {}
-
-
-def ops_for(be):
-    """The helper object of backend ``be`` (cached)."""
-    ops = _CACHE.get(be.name)
-    if ops is None:
-        ops = _CACHE[be.name] = _OPS[be.name](be)
-    return ops

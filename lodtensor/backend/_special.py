@@ -1,0 +1,395 @@
+"""NumPy versions of the activation functions NumPy lacks: erf, gelu, silu.
+
+Large float arrays are computed in cache-sized blocks (every temporary stays
+in L2, so main memory sees one read of ``x`` and one write of the result) and
+the blocks are shared among a few threads (NumPy releases the GIL inside its
+loops). ``set_num_threads`` sets how many; small arrays run on the caller's
+thread.
+"""
+
+import math
+
+import numpy as np
+
+from ._threads import get_num_threads, pool, set_num_threads
+
+__all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads", "NUMPY_EXTRA"]
+
+_BLOCK = 1 << 17  # elements per block: a few float32 temporaries of this size fit in L2 (measured best)
+_PARALLEL_MIN = 1 << 18  # below this many elements, threads cost more than they save
+
+
+def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
+    """``fn(x[a:b], out[a:b], *tmp)`` over blocks of axis 0 of ``x``, on a few threads when large.
+
+    ``fn`` writes its block of the result into its second argument. Each
+    thread gets ``scratch`` temporaries shaped like a block, allocated once
+    per call: temporaries of a few hundred KiB allocated per block would each
+    be a fresh ``mmap`` (and page faults) in glibc.
+    """
+    n = x.shape[0]
+    if n == 0:
+        return out
+    row = x.size // n
+    step = max(1, block // max(row, 1))
+    threads = get_num_threads()
+    chunks = range(0, n, step)
+    parallel = x.size >= _PARALLEL_MIN and threads > 1 and len(chunks) > 1
+    starts = iter(chunks)  # shared: each thread takes the next block when it is free (no stragglers)
+
+    def run():
+        tmp = [np.empty((step,) + x.shape[1:], dtype=x.dtype) for _ in range(scratch)]
+        for a in starts:
+            m = min(step, n - a)
+            fn(x[a : a + m], out[a : a + m], *[t[:m] for t in tmp])
+
+    if not parallel:
+        run()
+        return out
+    workers = pool()
+    helpers = [workers.submit(run) for _ in range(min(threads, len(chunks)) - 1)]
+    run()  # the caller works too
+    for h in helpers:
+        h.result()
+    return out
+
+
+# -- erf ------------------------------------------------------------------------------------
+_SCIPY_SPECIAL = {}
+
+
+def _scipy_erf():
+    """scipy.special.erf when SciPy is installed (imported on first use), else None."""
+    if "erf" not in _SCIPY_SPECIAL:
+        try:
+            from scipy.special import erf as scipy_erf  # noqa: PLC0415 - optional accelerator
+        except ImportError:
+            scipy_erf = None
+        _SCIPY_SPECIAL["erf"] = scipy_erf
+    return _SCIPY_SPECIAL["erf"]
+
+
+def _erf64(x):
+    """erf on float64 to full precision: SciPy's ufunc when installed, else the standard
+    library's ``math.erf`` element by element (correct, but about 5x slower)."""
+    x = np.asarray(x, dtype=np.float64)
+    fast = _scipy_erf()
+    if fast is not None:
+        return fast(x)
+    return np.frompyfunc(math.erf, 1, 1)(x).astype(np.float64)
+
+
+# float32: Abramowitz & Stegun 7.1.26 for erfc(|z|) = t P(t) exp(-z^2), t = 1 / (1 + p |z|);
+# absolute error < 1.5e-7, below float32 resolution of the results it feeds.
+_AS_P = 0.3275911
+_AS_A = (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429)
+
+
+def _half_erfc_block(ax, scale, out, t):
+    """``out = 0.5 * erfc(ax * scale)`` for ``ax >= 0`` (float32, in place; ``t`` is scratch)."""
+    np.multiply(ax, _AS_P * scale, out=t)
+    t += 1.0
+    np.reciprocal(t, out=t)
+    np.multiply(t, _AS_A[4] * 0.5, out=out)
+    for coef in _AS_A[3::-1]:
+        out += coef * 0.5
+        out *= t
+    np.multiply(ax, ax, out=t)
+    t *= -(scale * scale)
+    np.exp(t, out=t)
+    out *= t
+    return out
+
+
+def _erf32_block(x, out, ax, t):
+    np.abs(x, out=ax)
+    _half_erfc_block(ax, 1.0, out, t)
+    out *= -2.0
+    out += 1.0
+    np.copysign(out, x, out=out)
+
+
+def erf(x):
+    """The error function of a NumPy float array (float64: < 1 ulp; float32: < 2e-7 absolute)."""
+    x = np.asarray(x)
+    if x.dtype == np.float64 or x.dtype.kind != "f":
+        return _erf64(x).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
+    out = np.empty(x.shape, dtype=x.dtype)
+    flat = x.reshape(-1)
+    map_blocks(_erf32_block, flat, out.reshape(-1), scratch=2)
+    return out
+
+
+_SQRT1_2 = 0.7071067811865476
+
+
+def _gelu32_block(x, out, ax, t):
+    # gelu(x) = x * Phi(x) = relu(x) - |x| * Phi(-|x|), and Phi(-|x|) = erfc(|x| / sqrt 2) / 2
+    np.abs(x, out=ax)
+    _half_erfc_block(ax, _SQRT1_2, out, t)
+    out *= ax
+    np.maximum(x, 0, out=t)
+    np.subtract(t, out, out=out)
+
+
+def _gelu_tanh_block(x, out):
+    np.multiply(x, x, out=out)
+    out *= 0.044715
+    out += 1.0
+    out *= x
+    out *= 0.7978845608028654  # sqrt(2 / pi)
+    np.tanh(out, out=out)
+    out += 1.0
+    out *= x
+    out *= 0.5
+
+
+def gelu(x, approximate="none"):
+    """GELU of a NumPy float array, as torch computes it (``approximate`` 'none' or 'tanh')."""
+    out = np.empty(x.shape, dtype=x.dtype)
+    flat, res = x.reshape(-1), out.reshape(-1)
+    if approximate == "tanh":
+        map_blocks(_gelu_tanh_block, flat, res)
+    elif x.dtype in (np.float32, np.float16):
+        if x.dtype == np.float16:
+            return gelu(x.astype(np.float32)).astype(np.float16)
+        map_blocks(_gelu32_block, flat, res, scratch=2)
+    else:
+        np.multiply(flat, 0.5 * (1.0 + _erf64(flat * _SQRT1_2)), out=res)
+    return out
+
+
+def _silu_block(x, out):
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    out += 1.0
+    np.divide(x, out, out=out)
+
+
+def silu(x):
+    """SiLU (``x * sigmoid(x)``) of a NumPy float array."""
+    out = np.empty(x.shape, dtype=x.dtype)
+    map_blocks(_silu_block, x.reshape(-1), out.reshape(-1))
+    return out
+
+
+def _relu_block(x, out):
+    np.maximum(x, 0, out=out)
+
+
+def relu(x):
+    """``max(x, 0)`` keeping the dtype; threaded for large arrays."""
+    out = np.empty(x.shape, dtype=x.dtype)
+    map_blocks(_relu_block, x.reshape(-1), out.reshape(-1), block=1 << 17)
+    return out
+
+
+# -- the pointwise table's functions NumPy lacks, with torch's argument names -----------------------
+def _scipy(name):
+    """A scipy.special function (SciPy is an optional extra: a clear error names it when missing)."""
+    try:
+        import scipy.special as sp  # noqa: PLC0415 - optional, imported on first use
+    except ImportError as err:
+        raise ImportError(f"{name}() on NumPy data needs SciPy: pip install 'lodtensor[scipy]'") from err
+    return getattr(sp, name)
+
+
+def _c(x, value):
+    """``value`` as a scalar of ``x``'s dtype (keeps float32 math in float32)."""
+    return x.dtype.type(value)
+
+
+def sigmoid(x):
+    out = np.negative(x)
+    np.exp(out, out=out)
+    out += 1
+    return np.reciprocal(out, out=out)
+
+
+def rsqrt(x):
+    out = np.sqrt(x)
+    return np.reciprocal(out, out=out)
+
+
+def logit(x, eps=None):
+    if eps is not None:
+        x = np.clip(x, eps, 1 - eps)
+    return np.log(x / (1 - x))
+
+
+def frac(x):
+    return x - np.trunc(x)
+
+
+def erfc(x):
+    return _scipy("erfc")(x).astype(x.dtype, copy=False)
+
+
+def erfinv(x):
+    return _scipy("erfinv")(x).astype(x.dtype, copy=False)
+
+
+def lgamma(x):
+    return _scipy("gammaln")(x).astype(x.dtype, copy=False)
+
+
+def digamma(x):
+    return _scipy("psi")(x).astype(x.dtype, copy=False)
+
+
+def i0(x):
+    return np.i0(x).astype(x.dtype, copy=False)
+
+
+def round_(x, decimals=0):
+    return np.round(x, decimals) if decimals else np.rint(x) if x.dtype.kind == "f" else x.copy()
+
+
+def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    return np.nan_to_num(x, copy=True, nan=nan, posinf=posinf, neginf=neginf)
+
+
+def hardtanh(x, min_val=-1.0, max_val=1.0):
+    return np.clip(x, _c(x, min_val), _c(x, max_val))
+
+
+def relu6(x):
+    return hardtanh(x, 0, 6)
+
+
+def hardsigmoid(x):
+    return np.clip(x / _c(x, 6) + _c(x, 0.5), 0, 1).astype(x.dtype, copy=False)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return np.where(x > 0, x, x * _c(x, negative_slope))
+
+
+def elu(x, alpha=1.0):
+    return np.where(x > 0, x, _c(x, alpha) * np.expm1(np.minimum(x, 0)))
+
+
+def celu(x, alpha=1.0):
+    return np.where(x > 0, x, _c(x, alpha) * np.expm1(np.minimum(x, 0) / _c(x, alpha)))
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772, 1.0507009873554805
+
+
+def selu(x):
+    return _c(x, _SELU_SCALE) * elu(x, _SELU_ALPHA)
+
+
+def softplus(x, beta=1.0, threshold=20.0):
+    bx = x * _c(x, beta)
+    return np.where(bx > threshold, x, np.log1p(np.exp(np.minimum(bx, threshold))) / _c(x, beta))
+
+
+def mish(x):
+    return x * np.tanh(softplus(x))
+
+
+def tanhshrink(x):
+    return x - np.tanh(x)
+
+
+def softsign(x):
+    return x / (1 + np.abs(x))
+
+
+def hardshrink(x, lambd=0.5):
+    return np.where(np.abs(x) > lambd, x, _c(x, 0))
+
+
+def softshrink(x, lambd=0.5):
+    return np.where(x > lambd, x - _c(x, lambd), np.where(x < -lambd, x + _c(x, lambd), _c(x, 0)))
+
+
+def xlogy(x, y):
+    dtype = np.result_type(x, y)  # Python scalars are weak (NEP 50): float32 stays float32
+    x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x * np.log(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
+
+
+def sgn(x):
+    if x.dtype.kind == "c":
+        mag = np.abs(x)
+        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
+    return x.copy() if x.dtype.kind == "b" else np.sign(x)
+
+
+def _int_divisor(a, b):
+    """True for integer division; integer division by zero raises, as in torch."""
+    if np.result_type(a, b).kind not in "biu":
+        return False
+    if not np.all(b):
+        raise ZeroDivisionError("ZeroDivisionError")
+    return True
+
+
+def power(a, b):
+    """``a ** b``; integers to negative integer powers as torch gives them (1, -1 or 0), not an error."""
+    kind = np.result_type(a, b).kind
+    if kind == "b":  # bool ** bool scalar: x ** True is x, x ** False is True (torch)
+        return np.logical_or(a, np.logical_not(b))
+    if kind not in "iu" or not np.any(np.less(b, 0)):
+        return np.power(a, b)
+    if np.ndim(b) == 0:  # torch refuses a negative scalar exponent, computes a negative tensor one
+        raise ValueError("Integers to negative integer powers are not allowed.")
+    neg = np.less(b, 0)
+    out = np.power(a, np.where(neg, 0, b))
+    odd = np.where(np.remainder(b, 2) == 1, -1, 1)
+    return np.where(neg, np.where(np.equal(a, 1), 1, np.where(np.equal(a, -1), odd, 0)), out).astype(out.dtype)
+
+
+def remainder(a, b):
+    _int_divisor(a, b)
+    return np.remainder(a, b)
+
+
+def fmod(a, b):
+    _int_divisor(a, b)
+    return np.fmod(a, b)
+
+
+def div_trunc(a, b, rounding_mode=None):
+    if _int_divisor(a, b):
+        return np.abs(a) // np.abs(b) * (np.sign(a) * np.sign(b))
+    return np.trunc(np.true_divide(a, b))
+
+
+def div_floor(a, b, rounding_mode=None):
+    if _int_divisor(a, b):
+        return np.floor_divide(a, b)
+    return np.floor(np.true_divide(a, b))
+
+
+def sign(x):
+    return x.copy() if x.dtype.kind == "b" else np.sign(x)
+
+
+def conj(x):
+    return np.conj(x) if x.dtype.kind == "c" else x.copy()
+
+
+def clamp(x, min=None, max=None):  # noqa: A002 - torch's names
+    return np.clip(x, min, max)
+
+
+def relu_any(x):
+    return relu(x) if x.dtype.kind == "f" else np.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+#: pointwise table name -> NumPy implementation, for the names NumPy has no ufunc of.
+NUMPY_EXTRA = {
+    "erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma, "i0": i0,
+    "sigmoid": sigmoid, "rsqrt": rsqrt, "logit": logit, "frac": frac, "round": round_,
+    "nan_to_num": nan_to_num, "relu": relu_any, "gelu": gelu, "silu": silu, "hardtanh": hardtanh,
+    "relu6": relu6, "hardsigmoid": hardsigmoid, "leaky_relu": leaky_relu, "elu": elu, "celu": celu,
+    "selu": selu, "softplus": softplus, "mish": mish, "tanhshrink": tanhshrink, "softsign": softsign,
+    "hardshrink": hardshrink, "softshrink": softshrink, "xlogy": xlogy, "sgn": sgn, "clamp": clamp,
+    "conj": conj, "sign": sign, "remainder": remainder, "fmod": fmod, "power": power,
+    "div_trunc": div_trunc, "div_floor": div_floor,
+}  # fmt: skip

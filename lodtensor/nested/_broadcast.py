@@ -1,0 +1,208 @@
+"""Operands of pointwise ops: nested tensors, scalars and dense arrays, lined up for one library call.
+
+Nested operands must have equal structures (by value: torch insists on one
+shared offsets object). Scalars pass through. A dense array broadcasts as torch
+allows it on the jagged layout: against the trailing regular dims of every
+component (``nt + bias``), with size 1 in the ragged dims, and with an
+optional leading batch dim of size 1 or the number of components
+(``nt * dense[:, None, :]``). The nested buffers are then viewed as
+``(rows, *regular tail)`` and a batch-dim operand gathered to one row per
+``row``, so the op stays one call on whole buffers.
+"""
+
+import numbers
+
+import numpy as np
+
+from ..backend import backend_name_of, backend_of
+from ..errors import BackendMismatchError
+from ._dtypes import torch_name
+from ._tensor import NestedTensor
+
+__all__ = ["Aligned", "align", "scalar_like", "same_backend", "check_nested", "not_implemented", "describe"]
+
+
+def same_backend(where, *arrays):
+    """The backend shared by ``arrays``; a nested-tensor hint when they differ."""
+    try:
+        return backend_of(*arrays)
+    except BackendMismatchError as err:
+        names = sorted({backend_name_of(a) for a in arrays} - {None})
+        raise BackendMismatchError(
+            f"{where}: cannot combine {names[0]!r} and {names[1]!r} data; convert the nested tensor "
+            f"with .to_torch() / .numpy() or the other argument to its library first"
+        ) from err
+
+
+def check_nested(x, where, name="input"):
+    if not isinstance(x, NestedTensor):
+        raise TypeError(f"{where}: {name} must be a NestedTensor, got {type(x).__name__}")
+    return x
+
+
+def not_implemented(op, nt, allowed="floating point"):
+    dtype = nt._buffer.dtype
+    return TypeError(
+        f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {allowed} data, got dtype "
+        f"{dtype}; cast it first"
+    )
+
+
+def scalar_like(x):
+    """``x`` as a scalar operand (Python/NumPy number or 0-d array), or None when it is not one."""
+    if isinstance(x, (bool, numbers.Number, np.generic)):
+        return x
+    if backend_name_of(x) is not None and x.ndim == 0:
+        return x
+    return None
+
+
+def describe(nt):
+    st = nt._struct
+    return f"{st.n} components of rank {st.rank}" if st.n > 4 else f"sizes {st.sizes.tolist()}"
+
+
+class Aligned:
+    """The operands of one pointwise call as arrays and scalars for one library call.
+
+    ``arrays`` holds every operand in its place (nested ones as buffer views);
+    ``view(buffer)`` views another buffer of the structure the same way (for
+    ``out=``); ``wrap(result)`` makes the result a nested tensor again.
+    """
+
+    __slots__ = ("nt", "arrays", "_axis", "_dense")
+
+    def __init__(self, nt, arrays, axis, dense):
+        self.nt, self.arrays, self._axis, self._dense = nt, arrays, axis, dense
+
+    @property
+    def backend(self):
+        return self.nt.backend
+
+    def view(self, buffer):
+        if not self._dense:
+            return buffer
+        return self.nt._struct.tail_view(buffer, self._axis)
+
+    def wrap(self, result, layout=None):
+        from ._tensor import make  # noqa: PLC0415 - _tensor is loaded; kept local for clarity
+
+        nt = self.nt
+        flat = result.reshape(-1) if self._dense else result
+        return make(flat, nt._struct, nt._layout if layout is None else layout)
+
+
+def align(where, operands, *, dense=True):
+    """Line up ``operands`` (nested tensors, scalars, dense arrays) around their first nested one.
+
+    Raises ``ValueError`` with torch's phrase when nested structures differ or
+    a dense operand does not broadcast, ``TypeError`` for anything else.
+    """
+    nested = [x for x in operands if isinstance(x, NestedTensor)]
+    if not nested:
+        raise TypeError(f"{where}: expected at least one NestedTensor operand")
+    ref = nested[0]
+    st = ref._struct
+    for other in nested[1:]:
+        if not st.same_as(other._struct):
+            raise ValueError(
+                f"{where} does not support broadcasting when given a NestedTensor: the nested "
+                f"structures differ ({describe(ref)} vs {describe(other)})"
+            )
+        same_backend(where, ref._buffer, other._buffer)
+    dense_ops = []
+    for x in operands:
+        if isinstance(x, NestedTensor) or x is None:
+            continue
+        s = scalar_like(x)
+        if s is None:
+            if backend_name_of(x) is None:
+                raise TypeError(f"{where}: expected NestedTensors, arrays or scalars, got {type(x).__name__}")
+            dense_ops.append(x)
+        elif backend_name_of(s) is not None:
+            same_backend(where, ref._buffer, s)
+    if dense_ops and not dense:
+        shape = tuple(dense_ops[0].shape)
+        raise ValueError(
+            f"{where}: Expected both self and other to be nested, but got a nested self and non-nested "
+            f"other (a dense array of shape {shape}); combine nested tensors of the same nested "
+            f"structure, or a nested tensor and a scalar"
+        )
+    if not dense_ops:
+        arrays = [x._buffer if isinstance(x, NestedTensor) else _weak(x) for x in operands]
+        return Aligned(ref, arrays, 0, False)
+    axis = _regular_suffix(st)
+    arrays = []
+    for x in operands:
+        if isinstance(x, NestedTensor):
+            arrays.append(st.tail_view(x._buffer, axis))
+        elif x is None or scalar_like(x) is not None:
+            arrays.append(_weak(x))
+        else:
+            same_backend(where, ref._buffer, x)
+            arrays.append(_dense(where, ref, axis, x))
+    return Aligned(ref, arrays, axis, True)
+
+
+def _weak(x):
+    """NumPy scalars act as Python numbers, as torch treats them (float32 * np.float64(0.5) stays float32)."""
+    return x.item() if isinstance(x, np.generic) else x
+
+
+def _jagged_shape(st):
+    """torch's way of printing a nested shape: ``(2, j1, 3)``."""
+    dims = [str(int(st.sizes[0, d])) if st.n and st.regular[d] else f"j{d + 1}" for d in range(st.rank)]
+    return f"({', '.join([str(st.n), *dims])})"
+
+
+def _regular_suffix(st):
+    """The first component dim from which every dim is regular."""
+    axis = st.rank
+    while axis > 0 and st.regular[axis - 1]:
+        axis -= 1
+    return axis
+
+
+def _dense(where, nt, axis, dense):
+    """``dense`` lined up against the nested buffer viewed as ``(rows, *sizes[axis:])``."""
+    st = nt._struct
+    r = st.rank
+    shape = tuple(int(s) for s in dense.shape)
+    where = f"cannot call binary pointwise function {where} with inputs of shapes {_jagged_shape(st)} and {shape}"
+    if len(shape) > r + 1:
+        raise ValueError(
+            f"{where}: a dense operand of shape {shape} has more dims ({len(shape)}) than the nested tensor ({r + 1})"
+        )
+    batch = False
+    if len(shape) == r + 1:
+        if shape[0] == st.n and st.n != 1:
+            batch = True
+        elif shape[0] != 1:
+            raise ValueError(
+                f"{where}: cannot broadcast a dense operand of shape {shape}: its dim 0 must be 1 or the "
+                f"number of components ({st.n})"
+            )
+        comp = shape[1:]
+    else:
+        comp = (1,) * (r - len(shape)) + shape
+    for d in range(axis):
+        if comp[d] != 1:
+            raise ValueError(
+                f"{where}: cannot broadcast a dense operand of shape {shape} over dim {d + 1} of the nested "
+                f"tensor, which is irregular (or precedes an irregular dim); its size there must be 1"
+            )
+    tail = comp[axis:]
+    own = tuple(int(s) for s in st.sizes[0, axis:]) if st.n else tail
+    for d, (a, b) in enumerate(zip(tail, own)):
+        if a not in (1, b):
+            raise ValueError(
+                f"{where}: the dense operand's size {a} must match the nested tensor's size {b} at "
+                f"dim {axis + d + 1} (or be 1); dense shape {shape}"
+            )
+    if not batch:
+        return dense.reshape((1,) + tail)
+    be = nt.backend
+    rows = st.sizes[:, :axis].prod(axis=1) if axis else np.ones(st.n, dtype=np.int64)
+    ids = np.repeat(np.arange(st.n, dtype=np.int64), rows)
+    index = be.to_device(be.asarray(ids), be.device_of(dense))
+    return be.gather(dense.reshape((st.n,) + tail), index)

@@ -1,0 +1,295 @@
+"""Shape ops over regular component dims: squeeze, unsqueeze, flatten, unflatten, expand, narrow,
+chunk, split, split_with_sizes, cat.
+
+As on torch's jagged layout, none of them touches dim 0 (``chunk`` excepted:
+it splits the batch) or a ragged dim. squeeze, unsqueeze, flatten and
+unflatten only rewrite the size table (every component is contiguous, so the
+buffer is shared: a view). The others move data once over the whole buffer:
+viewed as ``(rows, *regular tail)`` when the dims from the op's dim on are
+regular (the sequences case), one dense op per group of equal shapes otherwise.
+"""
+
+import numbers
+import operator
+
+import numpy as np
+
+from ._broadcast import check_nested, same_backend
+from ._grouped import map_components
+from ._registry import implements
+from ._tensor import NestedTensor, Structure, make, normalize_dim
+
+__all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
+           "split_with_sizes", "cat"]  # fmt: skip
+
+_T = "torch.Tensor."
+
+
+def _regular_dim(where, nt, dim, ndim=None):
+    """Component axis of ``dim``, which must be neither dim 0 nor ragged (torch's messages)."""
+    d = normalize_dim(dim, nt.dim() if ndim is None else ndim)
+    if d == 0:
+        raise ValueError(f"{where}: not supported for NestedTensor on dim=0")
+    st = nt._struct
+    if d - 1 < st.rank and st.n and not st.regular[d - 1]:
+        raise ValueError(f"{where}: not supported for NestedTensor on ragged dim")
+    return d - 1
+
+
+def _view(nt, sizes):
+    return make(nt._buffer, Structure(sizes, nt._struct.offsets), nt._layout)
+
+
+def _map(nt, axis, fn, sizes):
+    """``fn(block, block_axis)`` over component axis ``axis`` (regular): a new contiguous nested tensor."""
+    st = nt._struct
+    start = st.rank
+    while start > 0 and st.regular[start - 1]:
+        start -= 1
+    if st.n and axis >= start:
+        out = fn(st.tail_view(nt._buffer, start), axis - start + 1)
+        return make(nt.backend.contiguous(out).reshape(-1), Structure(sizes), nt._layout)
+    out, struct = map_components([nt], lambda block: fn(block, axis + 1), sizes)
+    return make(out, struct, nt._layout)
+
+
+def _take(block, axis, start, stop):
+    return block[(slice(None),) * axis + (slice(start, stop),)]
+
+
+# -- size-table ops (views) -----------------------------------------------------------------------
+@implements("unsqueeze", "torch.unsqueeze", _T + "unsqueeze")
+def unsqueeze(input, dim):
+    """A view with a new dim of size 1 at ``dim`` (not 0).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4))]).unsqueeze(-1).nested_size().tolist()
+    [[2, 4, 1], [3, 4, 1]]
+    """
+    check_nested(input, "unsqueeze()")
+    d = normalize_dim(dim, input.dim() + 1)
+    if d == 0:
+        raise ValueError("unsqueeze(): not supported for NestedTensor on dim=0")
+    return _view(input, np.insert(input._struct.sizes, d - 1, 1, axis=1))
+
+
+@implements("squeeze", "torch.squeeze", _T + "squeeze")
+def squeeze(input, dim=None):
+    """A view without dim ``dim`` when it has size 1 (unchanged otherwise); without ``dim``, every
+    regular dim of size 1 goes (torch 2.13's jagged layout has no ``squeeze()``: see docs/nested.md)."""
+    check_nested(input, "squeeze()")
+    st = input._struct
+    if dim is None:
+        keep = [a for a in range(st.rank) if not (st.n and st.regular[a] and st.sizes[0, a] == 1)]
+        return _view(input, st.sizes[:, keep])
+    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+    axes = {_regular_dim("squeeze()", input, d) for d in dims}
+    drop = [a for a in axes if st.n and st.sizes[0, a] == 1]
+    return _view(input, np.delete(st.sizes, drop, axis=1))
+
+
+@implements("flatten", "torch.flatten", _T + "flatten")
+def flatten(input, start_dim=0, end_dim=-1):
+    """A view with dims ``start_dim..end_dim`` (regular, not 0) merged into one."""
+    check_nested(input, "flatten()")
+    st = input._struct
+    a = _regular_dim("flatten()", input, start_dim)
+    b = normalize_dim(end_dim, input.dim()) - 1
+    if b < a:
+        raise ValueError(f"flatten() has invalid args: start_dim cannot come after end_dim ({start_dim} > {end_dim})")
+    for axis in range(a, b + 1):
+        _regular_dim("flatten()", input, axis + 1)
+    merged = st.sizes[:, a : b + 1].prod(axis=1, keepdims=True)
+    return _view(input, np.concatenate([st.sizes[:, :a], merged, st.sizes[:, b + 1 :]], axis=1))
+
+
+@implements("unflatten", "torch.unflatten", _T + "unflatten")
+def unflatten(input, dim, sizes):
+    """A view with regular dim ``dim`` split into ``sizes`` (one may be -1)."""
+    check_nested(input, "unflatten()")
+    st = input._struct
+    a = _regular_dim("unflatten()", input, dim)
+    sizes = [operator.index(s) for s in sizes]
+    size = int(st.sizes[0, a]) if st.n else 0
+    if sizes.count(-1) > 1:
+        raise ValueError("unflatten(): only one dimension can be inferred")
+    known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
+    if -1 in sizes:
+        if known == 0 or size % known:
+            raise ValueError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
+        sizes[sizes.index(-1)] = size // known
+    elif known != size:
+        raise ValueError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
+    new = np.empty((st.n, len(sizes)), dtype=np.int64)
+    new[:] = sizes
+    return _view(input, np.concatenate([st.sizes[:, :a], new, st.sizes[:, a + 1 :]], axis=1))
+
+
+# -- ops that move data ---------------------------------------------------------------------------
+@implements("expand", _T + "expand")
+def expand(input, *sizes):
+    """Regular dims of size 1 repeated to ``sizes`` (-1 keeps a dim; ragged dims and dim 0 must be -1 or
+    unchanged); a copy (components are contiguous)."""
+    check_nested(input, "expand()")
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    st = input._struct
+    shape_text = f"expand(): cannot expand shape {_describe(input)} -> {list(sizes)}"
+    if len(sizes) != input.dim() or sizes[0] not in (-1, st.n):
+        raise ValueError(shape_text)
+    new = st.sizes.copy()
+    for a, s in enumerate(sizes[1:]):
+        if s == -1:
+            continue
+        if st.n and not st.regular[a] or (st.n and st.sizes[0, a] not in (1, s)):
+            raise ValueError(shape_text)
+        new[:, a] = s
+    if np.array_equal(new, st.sizes):
+        return input
+    be = input.backend
+    changed = [a for a in range(st.rank) if sizes[a + 1] != -1 and st.n and st.sizes[0, a] != sizes[a + 1]]
+    first = changed[0]
+
+    def grow(block, ax):  # block dims from ``ax`` are component dims ``first..``: repeat the changed ones
+        tail = [int(new[0, first + k]) if first + k in changed else block.shape[ax + k]
+                for k in range(block.ndim - ax)]
+        return be.expand(block, tuple(block.shape[:ax]) + tuple(tail))
+
+    return _map(input, first, grow, new)
+
+
+def _describe(nt):
+    st = nt._struct
+    dims = [str(int(st.sizes[0, a])) if st.n and st.regular[a] else f"j{a + 1}" for a in range(st.rank)]
+    return f"({', '.join([str(st.n), *dims])})"
+
+
+@implements("narrow", _T + "narrow")
+def narrow_nested(input, dim, start, length):
+    """Elements ``start:start + length`` of regular dim ``dim`` in every component; a copy."""
+    check_nested(input, "narrow()")
+    a = _regular_dim("narrow()", input, dim)
+    st = input._struct
+    size = int(st.sizes[0, a]) if st.n else 0
+    start, length = operator.index(start), operator.index(length)
+    if start < 0:
+        start += size
+    if length < 0 or not 0 <= start <= size or start + length > size:
+        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    new = st.sizes.copy()
+    new[:, a] = length
+    return _map(input, a, lambda block, ax: _take(block, ax, start, start + length), new)
+
+
+def _pieces(input, axis, lengths):
+    st = input._struct
+    out, start = [], 0
+    for length in lengths:
+        new = st.sizes.copy()
+        new[:, axis] = length
+        s = start
+        out.append(_map(input, axis, lambda block, ax, s=s, n=length: _take(block, ax, s, s + n), new))
+        start += length
+    return tuple(out)
+
+
+@implements("split_with_sizes", "torch.split_with_sizes", _T + "split_with_sizes")
+def split_with_sizes(input, split_sizes, dim=0):
+    """Pieces of regular dim ``dim`` with the given sizes (they must add up to the dim's size)."""
+    check_nested(input, "split_with_sizes()")
+    a = _regular_dim("split_with_sizes()", input, dim)
+    size = int(input._struct.sizes[0, a]) if input._struct.n else 0
+    lengths = [operator.index(s) for s in split_sizes]
+    if sum(lengths) != size or any(s < 0 for s in lengths):
+        raise ValueError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
+            f"{dim}), but got split_sizes={lengths}"
+        )
+    return _pieces(input, a, lengths)
+
+
+@implements("split", "torch.split", _T + "split")
+def split(input, split_size_or_sections, dim=0):
+    """Pieces of regular dim ``dim``: of ``split_size`` each (the last may be shorter), or of the listed sizes.
+
+    >>> import lodtensor.nested as ln
+    >>> a, b = ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4))]).split(2, -1)
+    >>> a.nested_size().tolist()
+    [[2, 2], [3, 2]]
+    """
+    check_nested(input, "split()")
+    if not isinstance(split_size_or_sections, numbers.Integral):
+        return split_with_sizes(input, split_size_or_sections, dim)
+    a = _regular_dim("split()", input, dim)
+    size = int(input._struct.sizes[0, a]) if input._struct.n else 0
+    step = operator.index(split_size_or_sections)
+    if step <= 0 and size:
+        raise ValueError(f"split expects split_size be non-negative, but got split_size={step}")
+    lengths = [min(step, size - s) for s in range(0, size, step)] if size else [0]
+    return _pieces(input, a, lengths)
+
+
+@implements("chunk", "torch.chunk", _T + "chunk")
+def chunk(input, chunks, dim=0):
+    """``chunks`` pieces of regular dim ``dim`` (each ``ceil(size / chunks)``), or of the components (dim 0:
+    views of groups of components)."""
+    check_nested(input, "chunk()")
+    chunks = operator.index(chunks)
+    if chunks <= 0:
+        raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    if normalize_dim(dim, input.dim()) == 0:
+        st = input._struct
+        step = -(-st.n // chunks) if st.n else 1
+        return tuple(_components_slice(input, s, min(s + step, st.n)) for s in range(0, st.n, step))
+    a = _regular_dim("chunk()", input, dim)
+    size = int(input._struct.sizes[0, a]) if input._struct.n else 0
+    step = -(-size // chunks) if size else 1
+    return split(input, step, dim)
+
+
+def _components_slice(nt, lo, hi):
+    st = nt._struct
+    a, b = int(st.offsets[lo]), int(st.offsets[hi])
+    return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy()), nt._layout)
+
+
+@implements("cat", "torch.cat", "torch.concat", "torch.concatenate")
+def cat(tensors, dim=0):
+    """Nested tensors joined along regular dim ``dim`` (not 0); their other dims must match; a copy.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4))])
+    >>> ln.cat([nt, nt], dim=-1).nested_size().tolist()
+    [[2, 8], [3, 8]]
+    """
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, NestedTensor) for t in tensors):
+        raise TypeError("cat(): expected a non-empty sequence of NestedTensors of the same number of components")
+    first = tensors[0]
+    for t in tensors[1:]:
+        same_backend("cat()", first._buffer, t._buffer)
+    a = _regular_dim("cat()", first, dim)
+    st = first._struct
+    for t in tensors[1:]:
+        other = t._struct
+        if other.n != st.n or other.rank != st.rank or not np.array_equal(
+            np.delete(other.sizes, a, axis=1), np.delete(st.sizes, a, axis=1)
+        ):
+            raise ValueError(
+                "cat(): expected all nested tensors to have matching ragged structures outside of the "
+                f"concatenated dim {dim}"
+            )
+        if other.n and not other.regular[a]:
+            raise ValueError("cat(): not supported for NestedTensor on ragged dim")
+    new = st.sizes.copy()
+    new[:, a] = sum(int(t._struct.sizes[0, a]) if t._struct.n else 0 for t in tensors)
+    be = first.backend
+    start = st.rank
+    while start > 0 and all(t._struct.regular[start - 1] for t in tensors):
+        start -= 1
+    if st.n and a >= start:
+        blocks = [t._struct.tail_view(t._buffer, start) for t in tensors]
+        out = be.concat_axis(blocks, a - start + 1)
+        return make(out.reshape(-1), Structure(new), first._layout)
+    out, struct = map_components(tensors, lambda *blocks: be.concat_axis(list(blocks), a + 1), new)
+    return make(out, struct, first._layout)

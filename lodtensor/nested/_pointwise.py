@@ -1,0 +1,509 @@
+"""Every pointwise op, declared in tables: one generic implementation per shape of op.
+
+A pointwise op is one call on the flat buffer (or, with a dense operand, on
+the buffer viewed as ``(rows, *regular tail)``), whatever the raggedness: the
+components lie one after another, so the buffer *is* the elementwise domain.
+The tables give each op's NumPy spelling, torch spelling and dtype rule; the
+backend (``be.pointwise``) runs the one it speaks. Every op is registered as
+``ln.<name>``, a ``NestedTensor`` method, ``torch.<name>`` /
+``torch.Tensor.<name>`` / ``torch.nn.functional.<name>`` through
+``__torch_function__``, and an in-place ``<name>_``.
+"""
+
+import numpy as np
+
+from ._broadcast import align, check_nested, scalar_like
+from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
+from ._registry import OP_TABLE, implements
+from ._tensor import NestedTensor
+
+# The dtype rule of an op: what integer and bool inputs give, as in torch 2.13.
+#   float  a floating result (integers and bools compute in float32)
+#   int    keeps integer dtypes, refuses bool
+#   any    keeps every dtype
+#   bool   a bool result
+#   fp     floating inputs only
+#   fpi    integers compute in float32, bool refused
+#   sq     keeps integers, bool becomes int64
+
+#: name: (NumPy name, torch path from ``torch``, dtype rule, parameters after the input)
+UNARY = {
+    "abs": ("absolute", "abs", "int", ""),
+    "acos": ("arccos", "acos", "float", ""),
+    "acosh": ("arccosh", "acosh", "float", ""),
+    "angle": ("angle", "angle", "float", ""),
+    "asin": ("arcsin", "asin", "float", ""),
+    "asinh": ("arcsinh", "asinh", "float", ""),
+    "atan": ("arctan", "atan", "float", ""),
+    "atanh": ("arctanh", "atanh", "float", ""),
+    "ceil": ("ceil", "ceil", "int", ""),
+    "conj": ("conj", "conj", "any", ""),
+    "cos": ("cos", "cos", "float", ""),
+    "cosh": ("cosh", "cosh", "float", ""),
+    "deg2rad": ("deg2rad", "deg2rad", "float", ""),
+    "digamma": ("digamma", "digamma", "float", ""),
+    "erf": ("erf", "erf", "float", ""),
+    "erfc": ("erfc", "erfc", "float", ""),
+    "erfinv": ("erfinv", "erfinv", "float", ""),
+    "exp": ("exp", "exp", "float", ""),
+    "exp2": ("exp2", "exp2", "float", ""),
+    "expm1": ("expm1", "expm1", "float", ""),
+    "fix": ("trunc", "fix", "int", ""),
+    "floor": ("floor", "floor", "int", ""),
+    "frac": ("frac", "frac", "fp", ""),
+    "i0": ("i0", "i0", "float", ""),
+    "isfinite": ("isfinite", "isfinite", "bool", ""),
+    "isinf": ("isinf", "isinf", "bool", ""),
+    "isnan": ("isnan", "isnan", "bool", ""),
+    "isneginf": ("isneginf", "isneginf", "bool", ""),
+    "isposinf": ("isposinf", "isposinf", "bool", ""),
+    "lgamma": ("lgamma", "lgamma", "float", ""),
+    "log": ("log", "log", "float", ""),
+    "log10": ("log10", "log10", "float", ""),
+    "log1p": ("log1p", "log1p", "float", ""),
+    "log2": ("log2", "log2", "float", ""),
+    "logical_not": ("logical_not", "logical_not", "bool", ""),
+    "logit": ("logit", "logit", "float", "eps=None"),
+    "nan_to_num": ("nan_to_num", "nan_to_num", "any", "nan=0.0, posinf=None, neginf=None"),
+    "neg": ("negative", "neg", "int", ""),
+    "positive": ("positive", "positive", "int", ""),
+    "rad2deg": ("rad2deg", "rad2deg", "float", ""),
+    "reciprocal": ("reciprocal", "reciprocal", "float", ""),
+    "round": ("round", "round", "int", "decimals=0"),
+    "rsqrt": ("rsqrt", "rsqrt", "float", ""),
+    "sgn": ("sgn", "sgn", "any", ""),
+    "sigmoid": ("sigmoid", "sigmoid", "float", ""),
+    "sign": ("sign", "sign", "any", ""),
+    "signbit": ("signbit", "signbit", "bool", ""),
+    "sin": ("sin", "sin", "float", ""),
+    "sinc": ("sinc", "sinc", "float", ""),
+    "sinh": ("sinh", "sinh", "float", ""),
+    "sqrt": ("sqrt", "sqrt", "float", ""),
+    "square": ("square", "square", "sq", ""),
+    "tan": ("tan", "tan", "float", ""),
+    "tanh": ("tanh", "tanh", "float", ""),
+    "trunc": ("trunc", "trunc", "int", ""),
+    # torch.nn.functional's activations
+    "relu": ("relu", "relu", "int", "inplace=False"),
+    "relu6": ("relu6", "nn.functional.relu6", "int", "inplace=False"),
+    "hardtanh": ("hardtanh", "nn.functional.hardtanh", "int", "min_val=-1.0, max_val=1.0, inplace=False"),
+    "gelu": ("gelu", "nn.functional.gelu", "fp", "approximate='none'"),
+    "silu": ("silu", "nn.functional.silu", "fp", "inplace=False"),
+    "elu": ("elu", "nn.functional.elu", "fp", "alpha=1.0, inplace=False"),
+    "selu": ("selu", "nn.functional.selu", "fp", "inplace=False"),
+    "celu": ("celu", "nn.functional.celu", "fp", "alpha=1.0, inplace=False"),
+    "mish": ("mish", "nn.functional.mish", "fp", "inplace=False"),
+    "softplus": ("softplus", "nn.functional.softplus", "fp", "beta=1.0, threshold=20.0"),
+    "hardsigmoid": ("hardsigmoid", "nn.functional.hardsigmoid", "fp", "inplace=False"),
+    "leaky_relu": ("leaky_relu", "nn.functional.leaky_relu", "fp", "negative_slope=0.01, inplace=False"),
+    "tanhshrink": ("tanhshrink", "nn.functional.tanhshrink", "fpi", ""),
+    "softsign": ("softsign", "nn.functional.softsign", "fpi", ""),
+    "hardshrink": ("hardshrink", "nn.functional.hardshrink", "fp", "lambd=0.5"),
+    "softshrink": ("softshrink", "nn.functional.softshrink", "fp", "lambd=0.5"),
+}
+
+# Binary dtype rules: promote (torch's promotion), float (then integers -> float32), compare (bool
+# result of promoted operands), bool (logical: bool result), fp (floating operands only).
+#: name: (NumPy name, torch path, dtype rule, scalar operand allowed)
+BINARY = {
+    "add": ("add", "add", "promote", True),
+    "sub": ("subtract", "sub", "promote", True),
+    "mul": ("multiply", "mul", "promote", True),
+    "div": ("true_divide", "div", "float", True),
+    "remainder": ("remainder", "remainder", "promote", True),
+    "fmod": ("fmod", "fmod", "promote", True),
+    "pow": ("power", "pow", "promote", True),
+    "atan2": ("arctan2", "atan2", "float", False),
+    "maximum": ("maximum", "maximum", "promote", False),
+    "minimum": ("minimum", "minimum", "promote", False),
+    "fmax": ("fmax", "fmax", "promote", False),
+    "fmin": ("fmin", "fmin", "promote", False),
+    "hypot": ("hypot", "hypot", "fp", False),
+    "copysign": ("copysign", "copysign", "float", True),
+    "logaddexp": ("logaddexp", "logaddexp", "fp", False),
+    "logaddexp2": ("logaddexp2", "logaddexp2", "fp", False),
+    "nextafter": ("nextafter", "nextafter", "fp", False),
+    "xlogy": ("xlogy", "xlogy", "float", True),
+    "eq": ("equal", "eq", "compare", True),
+    "ne": ("not_equal", "ne", "compare", True),
+    "lt": ("less", "lt", "compare", True),
+    "le": ("less_equal", "le", "compare", True),
+    "gt": ("greater", "gt", "compare", True),
+    "ge": ("greater_equal", "ge", "compare", True),
+    "logical_and": ("logical_and", "logical_and", "bool", False),
+    "logical_or": ("logical_or", "logical_or", "bool", False),
+    "logical_xor": ("logical_xor", "logical_xor", "bool", False),
+    "bitwise_and": ("bitwise_and", "bitwise_and", "promote", True),
+    "bitwise_or": ("bitwise_or", "bitwise_or", "promote", True),
+    "bitwise_xor": ("bitwise_xor", "bitwise_xor", "promote", True),
+}
+
+#: torch.div with a rounding mode: the promoted dtype, not float (not registered on their own).
+_SPECS = {
+    **BINARY,
+    "div_trunc": ("div_trunc", "div", "promote", True),
+    "div_floor": ("div_floor", "div", "promote", True),
+}
+
+#: torch's other names for table ops.
+ALIASES = {
+    "sub": ("subtract", "__sub__"), "mul": ("multiply", "__mul__", "__rmul__"), "neg": ("negative",),
+    "div": ("divide", "true_divide", "__truediv__"), "add": ("__add__", "__radd__"), "pow": ("__pow__",),
+    "abs": ("absolute",), "acos": ("arccos",), "asin": ("arcsin",), "atan": ("arctan",),
+    "acosh": ("arccosh",), "asinh": ("arcsinh",), "atanh": ("arctanh",), "atan2": ("arctan2",),
+    "clamp": ("clip",), "sigmoid": ("special.expit",), "logit": ("special.logit",),
+    "eq": ("__eq__",), "ne": ("__ne__",), "lt": ("__lt__", "less"), "le": ("__le__", "less_equal"),
+    "gt": ("__gt__", "greater"), "ge": ("__ge__", "greater_equal"),
+    "logical_not": ("__invert__",), "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"), "remainder": ("__mod__",),
+}  # fmt: skip
+
+_NAMESPACES = ("torch.", "torch.Tensor.", "torch.special.", "torch.nn.functional.")
+__all__ = ["UNARY", "BINARY", "where", "clamp", "array_ufunc", "binary", "write_into"]  # + every table op
+
+
+def _torch_paths(name):
+    names = (name, *ALIASES.get(name, ()))
+    return tuple(ns + n for n in names for ns in _NAMESPACES if not (n.startswith("__") and ns != "torch.Tensor."))
+
+
+def _params(spec):
+    """``"alpha=1.0, inplace=False"`` -> ``[("alpha", 1.0), ("inplace", False)]``."""
+    import ast  # noqa: PLC0415 - once per table entry at import
+
+    if not spec:
+        return []
+    call = ast.parse(f"f({spec})", mode="eval").body
+    return [(kw.arg, ast.literal_eval(kw.value)) for kw in call.keywords]
+
+
+def _bind(name, params, args, kwargs):
+    if len(args) > len(params):
+        raise TypeError(f"{name}() takes at most {len(params) + 1} positional arguments, got {len(args) + 1}")
+    bound = dict(params)
+    for (key, _), value in zip(params, args):
+        bound[key] = value
+    for key, value in kwargs.items():
+        if key not in bound:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        bound[key] = value
+    return bound
+
+
+def _refuse(op, dtype, what):
+    return TypeError(
+        f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {what} data, got dtype {dtype}; "
+        f"cast it first"
+    )
+
+
+#: torch's own words where it refuses bool input.
+_BOOL_REFUSALS = {
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+    "use the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
+}
+
+
+def _unary_input(name, rule, nt):
+    """The buffer ready for the library call: refused or cast to float32 as torch would."""
+    buf = nt._buffer
+    kind = kind_of(buf.dtype)
+    if rule in ("int", "fpi") and kind == "b":
+        if name in _BOOL_REFUSALS:
+            raise TypeError(_BOOL_REFUSALS[name])
+        raise _refuse(name, buf.dtype, "numeric (not bool)")
+    if rule == "fp" and kind not in "fc":
+        raise _refuse(name, buf.dtype, "floating point")
+    be = nt.backend
+    if be.follows_torch_promotion:
+        return buf
+    if rule in ("float", "fpi") and kind in "biu":
+        return be.astype(buf, DEFAULT_FLOAT)
+    if rule == "bool" and kind in "iu" and name != "logical_not":
+        return be.astype(buf, np.float64)
+    if rule == "sq" and kind == "b":
+        return be.astype(buf, np.int64)
+    return buf
+
+
+def write_into(nt, out, where):
+    """``out`` written into ``nt``'s buffer (torch's in-place rules: no casting to a lower category)."""
+    buf = nt._buffer
+    if _CATEGORY[kind_of(out.dtype)] > _CATEGORY[kind_of(buf.dtype)]:
+        raise RuntimeError(
+            f"{where}: result type {torch_name(out.dtype)} can't be cast to the desired output type "
+            f"{torch_name(buf.dtype)}"
+        )
+    buf[...] = out.reshape(buf.shape)
+    return nt
+
+
+def _make_unary(name, np_name, torch_path, rule, spec):
+    params = _params(spec)
+    defaults = dict(params)
+    has_inplace = any(key == "inplace" for key, _ in params)
+
+    def op(input, *args, **kwargs):
+        check_nested(input, f"{name}()")
+        bound = _bind(name, params, args, kwargs)
+        inplace = bound.pop("inplace", False) if has_inplace else False
+        bound = {
+            k: v for k, v in bound.items() if v is not defaults[k] and v != defaults[k]
+        }  # torch.round(t, decimals=0)
+        # dispatches to a kernel int64 lacks; defaults are left out, as torch's Python signature does
+        if name == "round" and bound.get("decimals") and kind_of(input._buffer.dtype) != "f":
+            raise _refuse("round", input._buffer.dtype, "floating point (with decimals)")
+        buf = _unary_input(name, rule, input)
+        out = input.backend.pointwise(np_name, torch_path, buf, **bound)
+        if inplace:
+            return write_into(input, out, f"{name}(inplace=True)")
+        return _wrap(input, out)
+
+    op.__name__ = op.__qualname__ = name
+    sig = f"{name}(input{', ' + spec if spec else ''})"
+    op.__doc__ = (
+        f"``{sig}``: elementwise ``torch.{torch_path}`` on every component, one call on the flat buffer "
+        f"(NumPy: ``{np_name}``). Dtype rule: {rule!r} (see ``lodtensor.nested._pointwise``)."
+    )
+    return op
+
+
+def _wrap(nt, out):
+    from ._tensor import make  # noqa: PLC0415
+
+    return make(out, nt._struct, nt._layout)
+
+
+def _binary_dtype(rule, arrays):
+    """torch's result dtype of ``arrays[0] <op> arrays[1]`` (for NumPy data)."""
+    a, b = arrays
+    first = a if hasattr(a, "dtype") and getattr(a, "ndim", 0) else b
+    other = b if first is a else a
+    dtype = promote(first.dtype, other)
+    if rule in ("float", "fp") and dtype.kind not in "fc":
+        dtype = DEFAULT_FLOAT
+    return dtype
+
+
+def _cast(be, x, dtype):
+    if hasattr(x, "dtype") and not isinstance(x, np.generic):
+        return be.astype(x, dtype)
+    return x
+
+
+_NO_BOOL = {"fmod", "remainder", "pow", "div_trunc", "div_floor"}  # torch has no bool kernel for these
+
+
+def binary(name, a, b, **kwargs):
+    """The table's binary op ``name`` on nested/scalar/dense operands."""
+    np_name, torch_path, rule, scalar_ok = _SPECS[name]
+    aligned = align(name, (a, b))
+    be = aligned.backend
+    arrays = aligned.arrays
+    if not scalar_ok and any(not isinstance(x, NestedTensor) and scalar_like(x) is not None for x in (a, b)):
+        raise TypeError(f"{name}(): argument 'other' must be Tensor, not {type(b).__name__}")
+    kinds = [
+        kind_of(x.dtype)
+        if hasattr(x, "dtype")
+        else "b"
+        if isinstance(x, bool)
+        else "f"
+        if isinstance(x, float)
+        else "i"
+        for x in arrays
+    ]
+    if (
+        name in _NO_BOOL
+        and all(k == "b" for k in kinds)
+        and (name != "pow" or all(hasattr(x, "dtype") for x in arrays))
+    ):
+        raise _refuse(f"{name}_cpu", np.dtype(bool), "numeric (not bool)")
+    if rule == "fp" and all(k in "biu" for k in kinds):
+        raise _refuse(name, a._buffer.dtype if isinstance(a, NestedTensor) else b._buffer.dtype, "floating point")
+    if name == "sub" and all(isinstance(x, bool) or kind_of(getattr(x, "dtype", "f")) == "b" for x in arrays):
+        raise TypeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+            "`logical_xor()` operator instead."
+        )
+    if not be.follows_torch_promotion and rule != "bool":
+        dtype = _binary_dtype(rule, arrays)
+        arrays = [_cast(be, x, dtype) for x in arrays]
+    return aligned.wrap(be.pointwise(np_name, torch_path, *arrays, **kwargs))
+
+
+def _make_binary(name):
+    def op(input, other):
+        return binary(name, input, other)
+
+    op.__name__ = op.__qualname__ = name
+    np_name, torch_path, rule, _ = BINARY[name]
+    op.__doc__ = (
+        f"Elementwise ``torch.{torch_path}(input, other)`` (NumPy: ``{np_name}``): nested with nested of the "
+        f"same structure, a scalar, or a dense array broadcast as torch does. Dtype rule: {rule!r}."
+    )
+    return op
+
+
+def _scaled(other, alpha):
+    if alpha is None or alpha == 1:
+        return other
+    return binary("mul", other, alpha) if isinstance(other, NestedTensor) else other * alpha
+
+
+def add(input, other, *, alpha=1):
+    """Elementwise ``input + alpha * other``: nested with nested (same structure), a scalar or a
+    dense array (broadcast as torch does).
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1, 2], [3]])
+    >>> (nt + 10).to_tensor_list()
+    [array([11, 12]), array([13])]
+    >>> (nt + nt).to_padded_tensor(0).tolist()
+    [[2, 4], [6, 0]]
+    """
+    return binary("add", input, _scaled(other, alpha))
+
+
+def sub(input, other, *, alpha=1):
+    """Elementwise ``input - alpha * other`` (nested, scalar or dense ``other``)."""
+    return binary("sub", input, _scaled(other, alpha))
+
+
+def div(input, other, *, rounding_mode=None):
+    """Elementwise division; integers give float32 as in torch. ``rounding_mode`` ``'trunc'`` or
+    ``'floor'`` rounds the quotient and keeps the promoted dtype."""
+    if rounding_mode is None:
+        return binary("div", input, other)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        )
+    return binary(f"div_{rounding_mode}", input, other, rounding_mode=rounding_mode)
+
+
+def where(condition, input, other):
+    """Elementwise ``input if condition else other``; ``condition`` a bool nested tensor, ``input`` and
+    ``other`` nested tensors of its structure, scalars or dense arrays.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, -2.0], [-3.0]])
+    >>> ln.where(nt > 0, nt, 0.0).to_tensor_list()
+    [array([1., 0.], dtype=float32), array([0.], dtype=float32)]
+    """
+    aligned = align("where", (condition, input, other))
+    be = aligned.backend
+    cond, a, b = aligned.arrays
+    if kind_of(getattr(cond, "dtype", np.dtype(type(cond)))) != "b":
+        raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
+    if be.follows_torch_promotion:
+        return aligned.wrap(be.xp.where(cond, a, b))
+    arrays = [x for x in (a, b) if hasattr(x, "dtype") and getattr(x, "ndim", 0)]
+    dtype = promote(arrays[0].dtype, b if arrays[0] is a else a) if arrays else promote(np.asarray(a).dtype, b)
+    return aligned.wrap(be.astype(be.xp.where(cond, a, b), dtype))
+
+
+def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
+    """Elementwise ``min(max(x, min), max)``; bounds are scalars, or nested/dense like ``input``."""
+    check_nested(input, "clamp()")
+    if min is None and max is None:
+        raise ValueError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    out = input
+    if min is not None:
+        out = binary("maximum", out, min) if scalar_like(min) is None else _clamp_scalar(out, min, None)
+    if max is not None:
+        out = binary("minimum", out, max) if scalar_like(max) is None else _clamp_scalar(out, None, max)
+    return out
+
+
+def _clamp_scalar(nt, lo, hi):
+    be = nt.backend
+    buf = nt._buffer
+    if not be.follows_torch_promotion:
+        dtype = promote(buf.dtype, lo if hi is None else hi)
+        buf = be.astype(buf, dtype)
+    return _wrap(nt, be.pointwise("clamp", "clamp", buf, lo, hi))
+
+
+def _inplace(name, fn):
+    def op(input, *args, **kwargs):
+        check_nested(input, f"{name}_()")
+        return write_into(input, fn(input, *args, **kwargs)._buffer, f"{name}_()")
+
+    op.__name__ = op.__qualname__ = f"{name}_"
+    op.__doc__ = f"In-place :func:`{name}`: the result written into ``input``'s buffer; returns ``input``."
+    return op
+
+
+def _register(name, fn, extra=()):
+    globals()[name] = implements(name, *_torch_paths(name), *extra)(fn)
+    implements(f"{name}_", f"torch.Tensor.{name}_", f"torch.{name}_", f"torch.nn.functional.{name}_")(
+        _inplace(name, fn)
+    )
+
+
+for _name, _spec in UNARY.items():
+    _register(_name, _make_unary(_name, *_spec))
+for _name in BINARY:
+    if _name not in ("add", "sub", "div"):
+        _register(_name, _make_binary(_name))
+_register("add", add)
+_register("sub", sub)
+_register("div", div)
+_register("where", where)
+_register("clamp", clamp)
+
+
+@implements("rsub", "torch.Tensor.__rsub__", "torch.rsub")
+def _rsub(input, other):
+    return sub(other, input)
+
+
+@implements("rdiv", "torch.Tensor.__rtruediv__")
+def _rdiv(input, other):
+    return div(other, input)
+
+
+@implements("rpow", "torch.Tensor.__rpow__")
+def _rpow(input, other):
+    return binary("pow", other, input)
+
+
+# -- NumPy ufuncs on nested tensors ---------------------------------------------------------
+_BY_UFUNC = {spec[0]: name for name, spec in {**UNARY, **BINARY}.items()}
+
+
+def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
+    """``np.<ufunc>(nt, ...)``: a NestedTensor of the same structure (``out=`` nested tensors too).
+
+    Plain calls of a ufunc the tables know run the table op (torch's dtype
+    rules, any backend); calls with ``out=`` or other keywords run the ufunc
+    itself on the buffers (NumPy's rules).
+    """
+    where = f"numpy.{ufunc.__name__}"
+    if method != "__call__":
+        raise TypeError(
+            f"{where}.{method} is not supported on a NestedTensor; use lodtensor.nested's sum/amax/... "
+            f"with dim, or unbind()"
+        )
+    name = _BY_UFUNC.get(ufunc.__name__)
+    if name is not None and out is None and not kwargs:
+        scalars = any(not isinstance(x, NestedTensor) and scalar_like(x) is not None for x in inputs)
+        if name in UNARY or BINARY[name][3] or not scalars:
+            return OP_TABLE[name](*inputs)
+    aligned = align(where, inputs)
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        for o in outs:
+            if not isinstance(o, NestedTensor) or not o._struct.same_as(aligned.nt._struct):
+                raise ValueError(f"{where}: out= must be NestedTensors of the inputs' nested structure")
+        kwargs["out"] = tuple(aligned.view(o._buffer) for o in outs)
+    res = aligned.backend.apply_ufunc(ufunc, "__call__", *aligned.arrays, **kwargs)
+    if out is not None:
+        return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+    if isinstance(res, tuple):
+        return tuple(aligned.wrap(r) for r in res)
+    return aligned.wrap(res)
+
+
+implements("array_ufunc")(array_ufunc)

@@ -1,0 +1,244 @@
+"""Reductions over one component dim, or over everything: sum, mean, prod, amax/amin, max/min,
+argmax/argmin, any/all.
+
+Over the ragged dim of sequences (only dim 1 ragged) the result is dense
+``(components, *row)``, as torch's jagged layout gives: sum/mean/amax/amin are
+one segment kernel; prod/any/all/argmax/argmin pad with the reduction's
+identity once and reduce the dense axis. Over a regular dim the result is a
+nested tensor without that dim; with several ragged dims, components of equal
+shape are reduced together (``_grouped``).
+"""
+
+import builtins
+from collections import namedtuple
+
+import numpy as np
+
+from .._dense import pad_level
+from ._broadcast import check_nested
+from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
+from ._grouped import map_components
+from ._registry import OP_TABLE, implements
+from ._tensor import NestedTensor, Structure, make, normalize_dim
+
+__all__ = ["sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
+
+_T = "torch.Tensor."
+
+#: ``ln.max(nt, dim)`` and ``ln.min(nt, dim)`` return ``(values, indices)``, like torch.return_types.max.
+MaxMin = namedtuple("MaxMin", ["values", "indices"])
+
+
+def _over_ragged(st, dim):
+    """Whether ``dim`` is the one ragged dim of sequences (where torch's jagged mean takes integers)."""
+    return isinstance(dim, int) and st.is_lod and dim in (1, 1 - (st.rank + 1))
+
+
+def _identity(kind, dtype):
+    """The value padding may add without changing ``kind``'s result."""
+    if kind == "prod":
+        return 1
+    if kind in ("any", "all"):
+        return kind == "all"
+    k = kind_of(dtype)
+    low = kind == "argmax"
+    if k == "b":
+        return not low
+    if k in "iu":
+        info = np.iinfo(np.dtype(str(dtype).replace("torch.", "")))
+        return int(info.min if low else info.max)
+    return float("-inf") if low else float("inf")
+
+
+def _reduce(where, kind, input, dim, keepdim, dtype):
+    """``kind`` of ``input`` over one component dim (a dense result when the reduced dim was the
+    only irregular one, as torch's jagged layout gives), or over everything (``dim=None``)."""
+    check_nested(input, where)
+    be = input.backend
+    ops = be
+    buf = input._buffer
+    if dtype is not None:
+        buf = ops.astype(buf, resolve_dtype(dtype, be.name))
+    k = kind_of(buf.dtype)
+    if kind in ("argmax", "argmin") and k == "b":
+        raise TypeError(f"{kind}(): does not support bool input")
+    if kind in ("sum", "prod") and k in "biu" and dtype is None:
+        buf = ops.astype(buf, resolve_dtype(np.int64, be.name))  # torch: integer sums and products are int64
+    if kind == "mean" and k not in "fc":
+        if not _over_ragged(input._struct, dim):
+            raise TypeError(
+                f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
+                f"dtype. Got: {torch_name(buf.dtype)}"
+            )
+        buf = ops.astype(buf, resolve_dtype(DEFAULT_FLOAT, be.name))  # over the ragged dim torch gives float32
+    if dim is None:
+        if keepdim:
+            raise ValueError(f"{where}: keepdim=True needs a dim for a nested tensor")
+        return ops.reduce(buf, kind, None, False)
+    dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+    if len(dims) != 1:
+        raise ValueError(
+            f"{where}: reducing along several dims at once is not supported for nested tensors "
+            f"(got dim={dim!r}); reduce one dim at a time"
+        )
+    d = normalize_dim(dims[0], input.dim())
+    if d == 0:
+        raise ValueError(
+            f"{where}: reducing along the batch dimension but not the ragged dimension is not supported "
+            f"for nested tensors"
+        )
+    st = input._struct
+    axis = d - 1
+    sizes = st.sizes.copy()
+    if keepdim:
+        sizes[:, axis] = 1
+    else:
+        sizes = np.delete(sizes, axis, axis=1)
+    if kind in ("amax", "amin", "argmax", "argmin") and st.n and (st.sizes[:, axis] == 0).any():
+        i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
+        raise ValueError(
+            f"{where}: component {i} has size 0 in dim {d}; {kind} of an empty dim has no value"
+        )
+    if st.is_lod and st.n:
+        offsets, row_shape = st.rows()
+        rows = buf.reshape((int(offsets[-1]),) + row_shape)
+        if axis == 0:  # the ragged dim: one segment kernel, a dense (components, *row) result
+            dev = st.lod().on(be, "offsets", 0, like=rows)
+            if kind == "sum":
+                out = be.segment_sum(rows, dev)
+            elif kind == "mean":
+                out = be.segment_mean(rows, dev, empty=float("nan"))
+            elif kind in ("amax", "amin"):
+                out = (be.segment_max if kind == "amax" else be.segment_min)(rows, dev, empty=0)
+            else:  # prod, any, all, argmax, argmin: pad with the identity, reduce the dense axis
+                padded, _ = pad_level(be, rows, st.lod(), 0, _identity(kind, rows.dtype), None, None, where)
+                return ops.reduce(padded, kind, 1, keepdim)
+            return out.reshape((st.n, 1) + row_shape) if keepdim else out
+        out = ops.reduce(rows, kind, axis, keepdim)  # a regular dim of every row
+        return make(out.reshape(-1), Structure(sizes), input._layout)
+    out, struct = map_components([make(buf, st)], lambda block: ops.reduce(block, kind, d, keepdim), sizes)
+    result = make(out, struct, input._layout)
+    if axis == 0 and st.n and builtins.all(st.regular[1:]):  # no ragged dim left: dense, as torch's jagged sum
+        return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))
+    return result
+
+
+@implements("sum", "torch.sum", _T + "sum")
+def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's name
+    """Sum over component dim ``dim`` (any but 0), or of every value (``dim=None``).
+
+    Over the ragged dim of sequences (only dim 1 ragged) the result is a dense
+    ``(components, *row)`` array, one segment kernel, as torch's jagged
+    layout gives; over a regular dim it is a nested tensor without that dim.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))])
+    >>> ln.sum(nt, dim=1).tolist()
+    [[2.0, 2.0, 2.0], [4.0, 4.0, 4.0]]
+    >>> ln.sum(nt, dim=2).nested_size().tolist()
+    [[2], [4]]
+    >>> float(nt.sum())
+    18.0
+    """
+    return _reduce("sum()", "sum", input, dim, keepdim, dtype)
+
+
+@implements("mean", "torch.mean", _T + "mean")
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
+
+    Integer inputs are refused, as torch refuses them, except over the ragged dim of sequences, where
+    torch's jagged layout gives a float32 mean; an empty component gives nan.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.mean(ln.nested_tensor([[1.0, 3.0], [5.0]]), dim=1).tolist()
+    [2.0, 5.0]
+    """
+    return _reduce("mean()", "mean", input, dim, keepdim, dtype)
+
+
+@implements("amax", "torch.amax", _T + "amax")
+def amax(input, dim=None, keepdim=False):
+    """Maximum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.amax(ln.nested_tensor([[1, 3], [5]]), dim=1).tolist()
+    [3, 5]
+    """
+    return _reduce("amax()", "amax", input, dim, keepdim, None)
+
+
+@implements("amin", "torch.amin", _T + "amin")
+def amin(input, dim=None, keepdim=False):
+    """Minimum over component dim ``dim`` (any but 0), or of every value; see :func:`sum`."""
+    return _reduce("amin()", "amin", input, dim, keepdim, None)
+
+
+@implements("prod", "torch.prod", _T + "prod")
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over component dim ``dim`` (any but 0), or of every value; see :func:`sum`.
+    Integer and bool inputs give int64; an empty component gives 1.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.prod(ln.nested_tensor([[1, 3], [5], []]), dim=1).tolist()
+    [3, 5, 1]
+    """
+    return _reduce("prod()", "prod", input, dim, keepdim, dtype)
+
+
+def _logical(kind):
+    def op(input, dim=None, keepdim=False):
+        return _reduce(f"{kind}()", kind, input, dim, keepdim, None)
+
+    op.__name__ = op.__qualname__ = kind
+    op.__doc__ = (
+        f"Whether {'any' if kind == 'any' else 'every'} value is true over component dim ``dim``, or over "
+        f"everything; a bool result (an empty component gives {kind == 'all'}). See :func:`sum`."
+    )
+    return op
+
+
+any = implements("any", "torch.any", _T + "any")(_logical("any"))  # noqa: A001 - torch's name
+all = implements("all", "torch.all", _T + "all")(_logical("all"))  # noqa: A001 - torch's name
+
+
+def _arg(kind):
+    def op(input, dim=None, keepdim=False):
+        return _reduce(f"{kind}()", kind, input, dim, keepdim, None)
+
+    op.__name__ = op.__qualname__ = kind
+    op.__doc__ = (
+        f"Index of the first {'largest' if kind == 'argmax' else 'smallest'} value along component dim "
+        f"``dim`` (int64; within each component), or into the flat values (``dim=None``). See :func:`sum`."
+    )
+    return op
+
+
+argmax = implements("argmax", "torch.argmax", _T + "argmax")(_arg("argmax"))
+argmin = implements("argmin", "torch.argmin", _T + "argmin")(_arg("argmin"))
+
+
+def _extreme(kind):
+    def op(input, dim=None, keepdim=False):
+        if isinstance(dim, NestedTensor) or hasattr(dim, "shape"):  # torch.max(a, b): the elementwise maximum
+            return OP_TABLE["maximum" if kind == "max" else "minimum"](input, dim)
+        if dim is None:
+            return _reduce(f"{kind}()", f"a{kind}", input, None, False, None)
+        values = _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None)
+        keys = input
+        if kind_of(input._buffer.dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers
+            keys = make(input.backend.astype(input._buffer, resolve_dtype(np.int64, input.backend.name)),
+                        input._struct, input._layout)
+        return MaxMin(values, _reduce(f"{kind}()", f"arg{kind}", keys, dim, keepdim, None))
+
+    op.__name__ = op.__qualname__ = kind
+    op.__doc__ = (
+        f"``{kind}(nt)``: the {kind}imum value; ``{kind}(nt, dim, keepdim=False)``: ``(values, indices)`` "
+        f"along component dim ``dim``, as torch's ``return_types.{kind}``; ``{kind}(nt, other)``: the "
+        f"elementwise {kind}imum."
+    )
+    return op
+
+
+max = implements("max", "torch.max", _T + "max")(_extreme("max"))  # noqa: A001 - torch's name
+min = implements("min", "torch.min", _T + "min")(_extreme("min"))  # noqa: A001 - torch's name

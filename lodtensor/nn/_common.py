@@ -1,0 +1,96 @@
+"""Argument checks and the time-step plan shared by the layers."""
+
+import numpy as np
+
+from ..backend import backend_name_of
+from ..tensor import LoDTensor
+from ._math import math_for
+
+__all__ = ["lod_input", "param", "TimePlan", "out_like"]
+
+
+def lod_input(x, where, name="input", *, ndim=2):
+    """``x`` as a LoDTensor with a lod and NumPy or torch data of rank ``ndim``; returns ``(x, m)``."""
+    if not isinstance(x, LoDTensor):
+        raise TypeError(f"{where}: {name} must be a LoDTensor, got {type(x).__name__}")
+    x._require_data(where)
+    if x.lod_level < 1:
+        raise ValueError(f"{where}: {name} must have a lod (lod_level >= 1), got lod_level 0")
+    x._check_fits(where)
+    m = math_for(x.data)
+    if ndim is not None and x.data.ndim != ndim:
+        raise ValueError(f"{where}: {name} must have rank {ndim}, got shape {list(x.data.shape)}")
+    return x, m
+
+
+def param(w, like, where, name, shape=None, *, optional=False):
+    """Parameter ``w`` as an array of ``like``'s library and dtype, checked against ``shape``
+    (``None`` entries match anything). NumPy parameters on torch input become torch constants;
+    torch parameters on NumPy input are read as NumPy (forward only)."""
+    if w is None:
+        if optional:
+            return None
+        raise TypeError(f"{where}: {name} is required")
+    if isinstance(w, LoDTensor):
+        w = w.data
+    lib = backend_name_of(like)
+    wlib = backend_name_of(w)
+    if lib == "torch":
+        import torch  # noqa: PLC0415
+
+        if wlib != "torch":
+            w = torch.as_tensor(np.asarray(w), dtype=like.dtype, device=like.device)
+        elif w.dtype != like.dtype:
+            raise TypeError(f"{where}: {name} has dtype {w.dtype} but input has {like.dtype}")
+    else:
+        if wlib == "torch":
+            w = w.detach().cpu().numpy()
+        w = np.asarray(w)
+        if w.dtype != like.dtype:
+            w = w.astype(like.dtype)
+    if shape is not None:
+        got = tuple(int(s) for s in w.shape)
+        if len(got) != len(shape) or any(e is not None and e != g for e, g in zip(shape, got)):
+            want = "[" + ", ".join("*" if e is None else str(e) for e in shape) + "]"
+            raise ValueError(f"{where}: {name} must have shape {want}, got {list(got)}")
+    return w
+
+
+def out_like(x, data):
+    """A LoDTensor with ``x``'s lod around ``data``."""
+    return x.with_data(data)
+
+
+class TimePlan:
+    """Paddle's batching of a recurrence: sequences sorted by length (longest first, stable);
+    step ``t`` runs the ``counts[t]`` sequences longer than ``t``, a prefix of the sorted order,
+    so the active batch shrinks as sequences end.
+
+    ``rows`` lists the data row of every (step, active sequence) pair, step-major: forward the
+    ``t``-th row of each sequence, with ``reverse`` the ``t``-th from its end. ``bounds[t]`` is
+    where step ``t`` starts in ``rows``; ``inverse`` puts step-major results back in row order.
+    """
+
+    __slots__ = ("order", "lengths", "counts", "rows", "bounds", "inverse", "steps")
+
+    def __init__(self, offsets, reverse=False):
+        offsets = np.asarray(offsets, dtype=np.int64)
+        lengths = np.diff(offsets)
+        self.order = np.argsort(-lengths, kind="stable")
+        self.lengths = lengths[self.order]
+        self.steps = int(self.lengths[0]) if self.lengths.size else 0
+        self.counts = np.searchsorted(-self.lengths, -np.arange(self.steps), side="left").astype(np.int64)
+        self.bounds = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        starts = offsets[:-1][self.order]
+        ends = offsets[1:][self.order]
+        total = int(self.bounds[-1])
+        step_of = np.repeat(np.arange(self.steps, dtype=np.int64), self.counts)
+        slot = np.arange(total, dtype=np.int64) - self.bounds[:-1][step_of]
+        self.rows = (ends[slot] - 1 - step_of) if reverse else (starts[slot] + step_of)
+        self.inverse = np.empty(total, dtype=np.int64)
+        self.inverse[self.rows] = np.arange(total, dtype=np.int64)
+
+    def ending(self, t):
+        """Sorted positions of the sequences whose last step is ``t``: ``[counts[t+1], counts[t])``."""
+        nxt = int(self.counts[t + 1]) if t + 1 < self.steps else 0
+        return nxt, int(self.counts[t])

@@ -1,0 +1,115 @@
+"""The CuPy backend's CUDA kernels, run on the CPU (tests/backend/cuda_emu.py), against NumPy.
+
+The real host code of lodtensor/backend/cupy.py and the real .cu sources (compiled
+with g++ against a small CUDA stand-in) compute every segment kernel, pad and unpad,
+and every sequence op, on the cases the GPU suite runs. Skipped without g++.
+"""
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ..strategies import lengths
+from . import cuda_emu
+from .test_kernels import _kernels_agree
+from .test_ops_on_backends import CASES, check_op, check_skewed
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
+
+
+class EmulatedCase:
+    """A BackendCase for the CuPy backend on the stub, kernels emulated."""
+
+    label = "cupy (emulated)"
+    device = "cuda"
+    generic = False
+
+    def __init__(self, stub):
+        from lodtensor import get_backend  # noqa: PLC0415
+
+        self.stub = stub
+        self.be = get_backend("cupy")
+
+    def array(self, values, dtype=None):
+        return self.stub.asarray(np.asarray(values, dtype=dtype).copy())
+
+    def numpy(self, x):
+        return np.asarray(self.be.to_numpy(x))
+
+    def __getattr__(self, name):
+        return getattr(self.be, name)
+
+
+@pytest.fixture(scope="module")
+def _library():
+    return cuda_emu.library()
+
+
+@pytest.fixture
+def emulated(_library, monkeypatch):
+    return EmulatedCase(cuda_emu.install(monkeypatch))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_sequence_op(emulated, case):
+    check_op(emulated, case)
+
+
+@pytest.mark.parametrize("width", [1, 3, 32, 40])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16"])
+def test_skewed_segments(emulated, width, dtype):
+    check_skewed(emulated, width, dtype)
+    names = {name for name, *_ in emulated.stub.launches}
+    assert any(n.startswith("lt_segment_combine") for n in names)  # the long sequence took the combine pass
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lens=lengths(min_size=1), row=st.sampled_from([(), (3,), (4, 5)]))
+def test_kernels_agree_with_reference(emulated, lens, row):
+    _kernels_agree(emulated, lens, row)
+
+
+def test_nan_and_infinities_follow_numpy(emulated):
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    host = np.array([[1.0, -np.inf], [np.nan, -np.inf], [3.0, 2.0], [np.inf, 1.0]])
+    offsets = np.array([0, 2, 2, 4])
+    ref = get_backend("numpy")
+    for name, kw in (("segment_max", {"empty": -1}), ("segment_min", {"empty": -1}), ("segment_sum", {})):
+        got = emulated.numpy(getattr(emulated.be, name)(emulated.array(host), emulated.array(offsets), **kw))
+        np.testing.assert_array_equal(got, getattr(ref, name)(host, offsets, **kw), err_msg=name)
+
+
+def test_many_sequences_and_wide_rows(emulated):
+    """Over a thousand pieces (the warp search takes several ballot rounds) and rows wider than a warp."""
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    ref = get_backend("numpy")
+    rng = np.random.default_rng(3)
+    for count, width in ((1100, 2), (40, 300)):
+        lens = rng.integers(0, 6, size=count)
+        offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        host = rng.standard_normal((int(offsets[-1]), width))
+        data, off = emulated.array(host), emulated.array(offsets)
+        np.testing.assert_allclose(emulated.numpy(emulated.be.segment_sum(data, off)), ref.segment_sum(host, offsets))
+        np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_max(data, off, empty=0)),
+                                      ref.segment_max(host, offsets, empty=0))
+        np.testing.assert_allclose(emulated.numpy(emulated.be.segment_softmax(data, off)),
+                                   ref.segment_softmax(host, offsets))
+        padded = emulated.be.pad(data, off, int(lens.max()), -1.0)
+        np.testing.assert_array_equal(emulated.numpy(padded), ref.pad(host, offsets, int(lens.max()), -1.0))
+        np.testing.assert_array_equal(emulated.numpy(emulated.be.unpad(padded, off)), host)
+
+
+def test_long_softmax_takes_the_combine_pass(emulated):
+    lens = [3, 9000, 0, 1]  # width 1: 8192 rows per piece
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = np.random.default_rng(5).standard_normal(int(offsets[-1])) * 10
+    got = emulated.numpy(emulated.be.segment_softmax(emulated.array(host), emulated.array(offsets)))
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    np.testing.assert_allclose(got, get_backend("numpy").segment_softmax(host, offsets), rtol=1e-12)
+    assert "lt_softmax_combine<double>" in {name for name, *_ in emulated.stub.launches}

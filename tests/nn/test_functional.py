@@ -1,0 +1,171 @@
+"""lodtensor.nn.functional without Paddle: NumPy forward equals torch forward, torch gradients
+pass gradcheck (float64), the batched recurrences equal running each sequence alone, the LSTM
+equals torch.nn.LSTM with the gates reordered, and bad arguments raise clear errors. The
+comparisons with Paddle's own operators are in tests/paddle/test_paddle_layers.py."""
+
+import numpy as np
+import pytest
+
+import lodtensor as lt
+from lodtensor.nn import functional as F
+
+torch = pytest.importorskip("torch")
+
+LOD = [[0, 3, 3, 5, 6]]
+ROWS = 6
+
+
+def rand(rng, *shape):
+    return rng.uniform(-0.7, 0.7, size=shape)
+
+
+def as_torch(*arrays):
+    return [torch.tensor(a, requires_grad=True) for a in arrays]
+
+
+def lod_t(data, lod=LOD):
+    return lt.LoDTensor(data, lod)
+
+
+def test_numpy_and_torch_agree_for_every_layer():
+    rng = np.random.RandomState(0)
+    ids = lod_t(rng.randint(0, 5, (ROWS, 1)))
+    labels = lod_t(rng.randint(0, 4, (ROWS, 1)))
+    ctc_labels = lt.LoDTensor(np.array([[1], [3], [2]]), [[0, 2, 2, 2, 3]])
+    cases = [  # (layer, input width, parameters)
+        (lambda x, w: F.embedding(ids, w, padding_idx=1), 1, [rand(rng, 5, 3)]),
+        (lambda x, w, b: F.fc(x, w, b, act="relu"), 8, [rand(rng, 8, 3), rand(rng, 3)]),
+        (lambda x, w, b: F.sequence_conv(x, w, b, filter_size=3, act="tanh"), 8, [rand(rng, 24, 2), rand(rng, 2)]),
+        (F.row_conv, 8, [rand(rng, 3, 8)]),
+        (lambda x, w, b: F.dynamic_lstm(x, w, b, is_reverse=True)[0], 8, [rand(rng, 2, 8), rand(rng, 1, 14)]),
+        (lambda x, w, b: F.dynamic_gru(x, w, b, origin_mode=True), 6, [rand(rng, 2, 6), rand(rng, 1, 6)]),
+        (lambda x, w: F.linear_chain_crf(x, labels, w), 4, [rand(rng, 6, 4)]),
+        (lambda x, w: F.warpctc(x, ctc_labels, blank=0), 4, [rand(rng, 1)]),
+        (lambda x, w, b: F.sequence_conv_pool(x, w, b, 3, pool_type="average"), 8, [rand(rng, 24, 2), rand(rng, 2)]),
+    ]
+    for fn, width, params in cases:
+        x = rand(rng, ROWS, width)
+        out_np = fn(lod_t(x), *params)
+        out_t = fn(lod_t(torch.tensor(x)), *[torch.tensor(p) for p in params])
+        a = out_np.data if isinstance(out_np, lt.LoDTensor) else out_np
+        b = out_t.data if isinstance(out_t, lt.LoDTensor) else out_t
+        assert isinstance(a, np.ndarray) and isinstance(b, torch.Tensor)
+        np.testing.assert_allclose(a, b.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def _gradcheck(fn, *inputs):
+    assert torch.autograd.gradcheck(fn, inputs, eps=1e-6, atol=1e-6)
+
+
+def test_gradcheck_recurrences():
+    rng = np.random.RandomState(3)
+    x, w, b, h0, c0 = as_torch(rand(rng, ROWS, 8), rand(rng, 2, 8), rand(rng, 1, 14), rand(rng, 4, 2),
+                               rand(rng, 4, 2))
+    _gradcheck(lambda x, w, b, h0, c0: F.dynamic_lstm(lod_t(x), w, b, h0, c0)[0].data, x, w, b, h0, c0)
+    _gradcheck(lambda x, w, b: F.dynamic_lstm(lod_t(x), w, b[:, :8], use_peepholes=False, is_reverse=True)[1].data,
+               x, w, b)
+    xg, wg, bg, hg = as_torch(rand(rng, ROWS, 6), rand(rng, 2, 6), rand(rng, 1, 6), rand(rng, 4, 2))
+    _gradcheck(lambda x, w, b, h: F.dynamic_gru(lod_t(x), w, b, h, origin_mode=True).data, xg, wg, bg, hg)
+    _gradcheck(lambda x, w, b: F.dynamic_gru(lod_t(x), w, b, is_reverse=True).data, xg, wg, bg)
+
+
+def test_gradcheck_conv_crf_ctc():
+    rng = np.random.RandomState(4)
+    x, w, b = as_torch(rand(rng, ROWS, 3), rand(rng, 9, 2), rand(rng, 2))
+    _gradcheck(lambda x, w, b: F.sequence_conv(lod_t(x), w, b, act="sigmoid").data, x, w, b)
+    r, = as_torch(rand(rng, 3, 3))
+    _gradcheck(lambda x, r: F.row_conv(lod_t(x), r).data, x, r)
+    labels = lod_t(rng.randint(0, 3, (ROWS, 1)))
+    trans, = as_torch(rand(rng, 5, 3))
+    _gradcheck(lambda x, t: F.linear_chain_crf(lod_t(x), labels, t), x, trans)
+    ctc_labels = lt.LoDTensor(np.array([[1], [2], [1]]), [[0, 2, 2, 3, 3]])
+    _gradcheck(lambda x: F.warpctc(lod_t(x), ctc_labels, blank=0), x)
+
+
+def test_batched_recurrence_equals_one_sequence_at_a_time():
+    rng = np.random.RandomState(5)
+    lod = [[0, 4, 4, 5, 11, 13]]
+    x = rand(rng, 13, 12)
+    w, b = rand(rng, 3, 12), rand(rng, 1, 21)
+    wg, bg = rand(rng, 4, 12), rand(rng, 1, 12)
+    h, c = F.dynamic_lstm(lt.LoDTensor(x, lod), w, b, is_reverse=True)
+    g = F.dynamic_gru(lt.LoDTensor(x, lod), wg, bg)
+    for a, z in zip(lod[0][:-1], lod[0][1:]):
+        if a == z:
+            continue
+        hs, cs = F.dynamic_lstm(lt.LoDTensor(x[a:z], [[0, z - a]]), w, b, is_reverse=True)
+        np.testing.assert_allclose(h.data[a:z], hs.data, rtol=1e-12)
+        np.testing.assert_allclose(c.data[a:z], cs.data, rtol=1e-12)
+        gs = F.dynamic_gru(lt.LoDTensor(x[a:z], [[0, z - a]]), wg, bg)
+        np.testing.assert_allclose(g.data[a:z], gs.data, rtol=1e-12)
+
+
+def test_lstm_equals_torch_lstm_on_a_packed_sequence():
+    """Paddle's gate order (c, i, f, o) against torch's (i, f, g, o), no peepholes."""
+    rng = np.random.RandomState(6)
+    d, lod = 3, [[0, 2, 7, 8]]
+    x = torch.tensor(rand(rng, 8, 4 * d))
+    w, b = torch.tensor(rand(rng, d, 4 * d)), torch.tensor(rand(rng, 1, 4 * d))
+    hidden, _ = F.dynamic_lstm(lt.LoDTensor(x, lod), w, b, use_peepholes=False)
+    lstm = torch.nn.LSTM(4 * d, d, dtype=torch.float64)
+    i, f, c, o = (torch.arange(k * d, (k + 1) * d) for k in (1, 2, 0, 3))
+    reorder = torch.cat([i, f, c, o])
+    with torch.no_grad():
+        lstm.weight_ih_l0.copy_(torch.eye(4 * d, dtype=torch.float64)[reorder])
+        lstm.weight_hh_l0.copy_(w.T[reorder])
+        lstm.bias_ih_l0.copy_(b[0][reorder])
+        lstm.bias_hh_l0.zero_()
+    seqs = [x[a:z] for a, z in zip(lod[0][:-1], lod[0][1:])]
+    packed = torch.nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False)
+    out, _ = lstm(packed)
+    padded, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+    expected = torch.cat([padded[i, : len(s)] for i, s in enumerate(seqs)])
+    np.testing.assert_allclose(hidden.data.detach().numpy(), expected.detach().numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_crf_decoding_is_the_best_path_and_ctc_matches_torch():
+    import itertools
+
+    rng = np.random.RandomState(7)
+    x, w = rand(rng, 4, 3) * 3, rand(rng, 5, 3) * 2
+    path = F.crf_decoding(lt.LoDTensor(x, [[0, 4]]), w).data.ravel().tolist()
+
+    def score(p):
+        return w[0, p[0]] + w[1, p[-1]] + sum(x[i, t] for i, t in enumerate(p)) + sum(
+            w[2 + a, b] for a, b in zip(p, p[1:]))
+
+    best = max(itertools.product(range(3), repeat=4), key=score)
+    assert path == list(best)
+    # the NumPy CTC recursion against torch's ctc_loss (the torch path)
+    logits = rand(rng, 9, 4)
+    labels = lt.LoDTensor(np.array([[1], [1], [2], [3]]), [[0, 3, 4]])
+    ours = F.warpctc(lt.LoDTensor(logits, [[0, 6, 9]]), labels, blank=0)
+    ref = F.warpctc(lt.LoDTensor(torch.tensor(logits), [[0, 6, 9]]), labels, blank=0)
+    np.testing.assert_allclose(ours.ravel(), ref.detach().numpy().ravel(), rtol=1e-10)
+
+
+def test_errors_name_the_argument():
+    x = lt.LoDTensor(np.zeros((3, 8)), [[0, 1, 3]])
+    with pytest.raises(ValueError, match=r"weight must have shape \[2, 8\], got \[3, 8\]"):
+        F.dynamic_lstm(x, np.zeros((3, 8)), np.zeros((1, 14)))
+    with pytest.raises(ValueError, match=r"bias must have shape \[1, 8\]"):
+        F.dynamic_lstm(x, np.zeros((2, 8)), np.zeros((1, 14)), use_peepholes=False)
+    with pytest.raises(ValueError, match="input width must be 3 \\* hidden size, got 8"):
+        F.dynamic_gru(x, np.zeros((2, 6)))
+    with pytest.raises(ValueError, match=r"h_0 must have shape \[2, 2\]"):
+        F.dynamic_lstm(x, np.zeros((2, 8)), np.zeros((1, 14)), h_0=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="must have a lod"):
+        F.sequence_conv(lt.LoDTensor(np.zeros((3, 2))), np.zeros((6, 1)))
+    with pytest.raises(ValueError, match=r"weight must have shape \[6, \*\]"):
+        F.sequence_conv(lt.LoDTensor(np.zeros((3, 2)), [[0, 3]]), np.zeros((4, 1)))
+    with pytest.raises(IndexError, match="id 7 is out of range for a vocabulary of 5"):
+        F.embedding(lt.LoDTensor(np.array([[7]]), [[0, 1]]), np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="act must be one of"):
+        F.fc(x, np.zeros((8, 2)), act="swishy")
+    with pytest.raises(ValueError, match="labels must be in"):
+        F.linear_chain_crf(lt.LoDTensor(np.zeros((2, 3)), [[0, 2]]), lt.LoDTensor(np.array([[0], [3]]), [[0, 2]]),
+                           np.zeros((5, 3)))
+    with pytest.raises(ValueError, match="input has 2 sequences but label has 1"):
+        F.warpctc(x, lt.LoDTensor(np.array([[1]]), [[0, 1]]))
+    with pytest.raises(TypeError, match="input must be a LoDTensor, got object"):
+        F.dynamic_lstm(object(), None, None)
