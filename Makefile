@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 
-.PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean gpu-check bench-gpu
+.PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean gpu-check bench-gpu test-cupy-emulated
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ test-slow: $(VENV)/.test
 test-gpu: $(VENV)/.test gpu-check
 	$(PIP) -e ".[test,cuda]"
 	$(BIN)/python -m pytest -q -m gpu -rs
+
+# Every `cupy` case of the suite without a GPU: the real CUDA kernels run on the CPU behind a
+# cupy stub (tests/backend/cuda_emu.py; needs g++). Checks results, not speed.
+test-cupy-emulated: $(VENV)/.test
+	LT_CUPY_EMULATED=1 $(BIN)/python -m pytest -q -m "not slow" -k cupy
 
 # The GPU benchmark alone (bench/gpu.py; docs/gpu.md records its tables).
 bench-gpu: $(VENV)/.bench

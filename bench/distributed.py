@@ -32,7 +32,7 @@ TITLE = "distributed: LoD all_gather over gloo, ParquetCorpus streaming"
 
 SPEC = {
     "sequences": 256, "width": 256, "mean_len": 33, "max_len": 672, "seed": _common.SEED,
-    "warmup": 3, "min_repeat": 5, "max_repeat": 200, "budget": _common.BUDGET,
+    "warmup": 2, "min_repeat": 5, "max_repeat": 200, "budget": _common.BUDGET,
 }  # fmt: skip
 REF = "lodtensor.distributed.all_gather"
 LIMIT = "limit: all_gather_into_tensor of the same bytes"

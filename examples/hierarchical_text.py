@@ -123,7 +123,7 @@ def accuracy(model, path, batch_size=64):
     return right / total
 
 
-def main(epochs=6, n_docs=2000, n_train=1600):
+def main(epochs=4, n_docs=2000, n_train=1600):
     rng = random.Random(SEED)
     torch.manual_seed(SEED)
     docs, labels = make_corpus(n_docs, rng)

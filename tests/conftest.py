@@ -42,11 +42,15 @@ def rng():
     return np.random.default_rng(12345)
 
 
+# LT_CUPY_EMULATED=1: the "cupy" cases run without a GPU, the real CUDA kernels emulated on the
+# CPU behind a cupy stub (tests/backend/cuda_emu.py; needs g++), e.g. `LT_CUPY_EMULATED=1 pytest -k cupy`
+CUPY_EMULATED = os.environ.get("LT_CUPY_EMULATED") == "1"
+
 BACKENDS = [
     "numpy",
     "torch",
     "torch-generic",  # torch on CPU without its CPU-only kernels: the code CUDA runs
-    pytest.param("cupy", marks=pytest.mark.gpu),
+    pytest.param("cupy", marks=() if CUPY_EMULATED else pytest.mark.gpu),
     pytest.param("torch-cuda", marks=pytest.mark.gpu),
 ]
 
@@ -96,5 +100,9 @@ class BackendCase:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
+    if request.param == "cupy" and CUPY_EMULATED:
+        from .backend import cuda_emu
+
+        cuda_emu.install(request.getfixturevalue("monkeypatch"))
     with BackendCase(request.param) as case:
         yield case

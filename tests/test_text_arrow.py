@@ -106,6 +106,7 @@ def test_encode_from_parquet_and_datasets(tokenizer, tmp_path):
     datasets = pytest.importorskip("datasets")
     ds = datasets.Dataset.from_dict({"text": CORPUS})
     assert text.encode(ds, tokenizer, column="text").lod() == want.lod()
+    assert text.encode(ds["text"], tokenizer).lod() == want.lod()
 
 
 def test_tokenizer_special_ids_and_bad_input(tokenizer):

@@ -269,7 +269,7 @@ class CupyArrayKernels(ArrayKernels):
     def relu(self, x):
         return self.xp.maximum(x, 0).astype(x.dtype, copy=False)
 
-    def gelu(self, x, approximate):
+    def gelu(self, x, approximate="none"):  # the default as in _special.gelu (pointwise passes none)
         xp = self.xp
         if approximate == "tanh":
             return 0.5 * x * (1 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))

@@ -12,6 +12,22 @@ raise the same ValueError; a rank that fails or leaves makes the others raise
 under a token budget, the same number on every rank, each index once per epoch.
 
 torch is imported on first use, not by ``import lodtensor.distributed``.
+
+>>> import os, tempfile
+>>> import numpy as np
+>>> import torch.distributed as dist
+>>> import lodtensor as lt
+>>> import lodtensor.distributed as ld
+>>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+>>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+>>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+>>> [x.lod() for x in ld.all_gather(t)], ld.broadcast(t, src=0) is t
+([[[0, 2, 5]]], True)
+>>> ld.all_gather(np.arange(3))
+Traceback (most recent call last):
+...
+TypeError: all_gather(): on rank 0: t must be a LoDTensor, got ndarray
+>>> dist.destroy_process_group()
 """
 
 from ._collectives import CollectiveError, all_gather, all_to_all, broadcast, gather, last_call, scatter

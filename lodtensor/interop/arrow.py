@@ -24,7 +24,7 @@ from ..lod import LoD
 from ..tensor import LoDTensor
 from ._lazy import loaded, require
 
-__all__ = ["to_arrow", "from_arrow", "arrow_type_of", "list_levels", "unwrap"]
+__all__ = ["to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap"]
 
 _INT64 = np.dtype(np.int64)
 
@@ -71,8 +71,10 @@ def to_arrow(t):
     One list level per lod level (outermost first); trailing dims of the rows
     become ``FixedSizeList`` values, so data of shape ``(N, 3)`` gives
     ``large_list<fixed_size_list<item, 3>>``. A tensor with no lod gives the
-    plain values array. Zero-copy, except: boolean data (Arrow packs it into
-    bits) and non-contiguous data are copied; GPU data raises (call ``.cpu()``).
+    plain values array. Zero-copy (torch CPU data included), except: boolean
+    data (Arrow packs it into bits), non-contiguous data and torch bfloat16
+    (widened to float32, as ``numpy()`` does) are copied; GPU data raises
+    (call ``.cpu()``).
 
     Raises
     ------
@@ -99,10 +101,19 @@ def to_arrow(t):
     return arr
 
 
+def host_dtype(t):
+    """The NumPy dtype ``t``'s data has on the host (torch dtypes mapped, bfloat16 widened as ``to_numpy`` does)."""
+    data = t._data
+    if data is None or backend_name_of(data) != "torch":
+        return np.dtype(t.dtype)
+    return t.backend.to_numpy(data[:0]).dtype
+
+
 def arrow_type_of(t):
     """The Arrow type :func:`to_arrow` gives for ``t`` (no data touched)."""
     pa = _pa("arrow_type_of()")
-    typ = pa.bool_() if t.dtype.kind == "b" else pa.from_numpy_dtype(np.dtype(t.dtype))
+    dtype = host_dtype(t)
+    typ = pa.bool_() if dtype.kind == "b" else pa.from_numpy_dtype(dtype)
     for size in reversed(t.shape()[1:]):
         typ = pa.list_(typ, int(size))
     for _ in range(t.lod_level):
@@ -155,10 +166,18 @@ def _offsets_numpy(pa, arr):
 def _unwrap(pa, obj, column, where):
     """``obj`` as one ``pyarrow.Array`` (joining chunks: a copy), with the container's name."""
     ds = loaded("datasets")
+    if ds is not None and isinstance(obj, ds.arrow_dataset.Column) and isinstance(obj.source, ds.Dataset):
+        if column is not None:
+            raise TypeError(f"{where}: {obj.column_name!r} is one column already; do not pass column=")
+        obj, column = obj.source, obj.column_name  # ds["name"]
     if ds is not None and isinstance(obj, ds.Dataset):
         if column is None:
             raise TypeError(f"{where}: pass column= to pick one of the Dataset's columns {obj.column_names}")
-        obj = obj.data.table
+        if column not in obj.column_names:
+            raise KeyError(f"{where}: no column {column!r}; the columns are {obj.column_names}")
+        # the Arrow view honours select()/shuffle() (an indices mapping: then a gather, a copy);
+        # without one it is the dataset's own buffers
+        obj, column = obj.with_format("arrow")[column], None
     if isinstance(obj, (pa.Table, pa.RecordBatch)):
         if column is None:
             if obj.num_columns != 1:
@@ -232,9 +251,11 @@ def from_arrow(obj, *, column=None, _copy_offsets=False):
 
     Parameters
     ----------
-    obj : pyarrow Array, ChunkedArray, Table, RecordBatch or ``datasets.Dataset``
+    obj : pyarrow Array, ChunkedArray, Table, RecordBatch, ``datasets.Dataset`` or its column
         A ChunkedArray of several chunks is joined first (one copy); a Table,
-        RecordBatch or Dataset needs ``column`` unless it has one column.
+        RecordBatch or Dataset needs ``column`` unless it has one column; a
+        Dataset column ``ds["name"]`` works as is. A Dataset after
+        ``select``/``shuffle`` is gathered in its order (a copy).
         Sliced arrays (non-zero offset) are fine. A non-list array gives a
         tensor with no lod.
     column : str or int, optional

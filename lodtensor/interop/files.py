@@ -27,7 +27,7 @@ import numpy as np
 
 from ..tensor import LoDTensor
 from ._lazy import bad_file, require
-from .arrow import arrow_type_of, from_arrow, to_arrow
+from .arrow import arrow_type_of, from_arrow, host_dtype, to_arrow
 
 __all__ = ["save", "load"]
 
@@ -60,7 +60,7 @@ def save(path, t):
         "format": _FORMAT,
         "version": _VERSION,
         "lod_level": t.lod_level,
-        "dtype": np.dtype(t.dtype).str,
+        "dtype": host_dtype(t).str,
         "row_shape": [int(s) for s in t.shape()[1:]],
         "num_rows": t.num_rows,
         "lod_crc32": _checksums(t.lod.levels),

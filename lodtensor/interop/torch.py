@@ -119,6 +119,10 @@ def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):
     ([[0, 2, 5]], torch.float32)
     """
     torch = _torch("from_torch()")
+    if type(tensor) is _jagged_class():  # the common case, without torch's attribute dispatch
+        if lod is not None or recursive_sequence_lengths is not None:
+            raise TypeError("from_torch(): a nested tensor carries its own lod; do not pass lod")
+        return _from_jagged(tensor, torch)
     if not isinstance(tensor, torch.Tensor):
         raise TypeError(f"from_torch(): tensor must be a torch.Tensor, got {type(tensor).__name__}")
     if getattr(tensor, "is_nested", False):
@@ -128,26 +132,44 @@ def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):
     return LoDTensor(tensor, lod, recursive_sequence_lengths=recursive_sequence_lengths)
 
 
+def _jagged_class():
+    """torch's jagged NestedTensor class (a private module: None if a torch version moves it)."""
+    try:
+        from torch.nested._internal.nested_tensor import NestedTensor  # noqa: PLC0415
+    except ImportError:
+        return None
+    return NestedTensor
+
+
+def _from_jagged(nt, torch):
+    ragged = getattr(nt, "_ragged_idx", 1)
+    if ragged != 1:
+        raise ValueError(
+            f"from_torch(): only nested tensors ragged in the first component dim become a "
+            f"LoDTensor; this one is ragged in dim {ragged}"
+        )
+    holes = nt._lengths if hasattr(nt, "_lengths") else nt.lengths()
+    if holes is not None:
+        raise ValueError(
+            "from_torch(): this jagged tensor has holes (njt.lengths() is set, so its components "
+            "are not contiguous in values); a LoD has none. Compact it first: "
+            "torch.nested.as_nested_tensor(list(njt.unbind()), layout=torch.jagged)"
+        )
+    offsets = nt.offsets().detach()
+    if offsets.device.type != "cpu":
+        offsets = offsets.cpu()  # the LoD lives on the host: a small copy
+    # values(): the differentiable view; without autograd the buffer itself is the same memory
+    # and skips torch's dispatch (the private attribute, where this torch version has it)
+    inner = getattr(nt, "_values", None)
+    values = inner if inner is not None and not nt.requires_grad else nt.values()
+    # the gate: offsets from to_nested_jagged() are recognised by address (shared, O(1)),
+    # foreign ones are copied into frozen memory and checked
+    return LoDTensor(values, LoD([offsets.numpy()], num_rows=int(values.shape[0])))
+
+
 def _from_torch_nested(nt, torch):
     if nt.layout == torch.jagged:
-        if nt._ragged_idx != 1:
-            raise ValueError(
-                f"from_torch(): only nested tensors ragged in the first component dim become a "
-                f"LoDTensor; this one is ragged in dim {nt._ragged_idx}"
-            )
-        if nt.lengths() is not None:
-            raise ValueError(
-                "from_torch(): this jagged tensor has holes (njt.lengths() is set, so its components "
-                "are not contiguous in values); a LoD has none. Compact it first: "
-                "torch.nested.as_nested_tensor(list(njt.unbind()), layout=torch.jagged)"
-            )
-        offsets = nt.offsets().detach()
-        if offsets.device.type != "cpu":
-            offsets = offsets.cpu()  # the LoD lives on the host: a small copy
-        values = nt.values()
-        # the gate: offsets from to_nested_jagged() are recognised by address (shared, O(1)),
-        # foreign ones are copied into frozen memory and checked
-        return LoDTensor(values, LoD([offsets.numpy()], num_rows=int(values.shape[0])))
+        return _from_jagged(nt, torch)
     parts = nt.unbind()
     trailing = {tuple(p.shape[1:]) for p in parts}
     if len(trailing) > 1 or any(p.dim() == 0 for p in parts):

@@ -74,6 +74,18 @@ class _ParquetCorpus:
     ValueError
         Bad arguments or no Parquet file under ``path``; while iterating, a
         corrupt file (the message names it).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import lodtensor as lt
+    >>> from lodtensor.text import ParquetCorpus
+    >>> path = os.path.join(tempfile.mkdtemp(), "docs.parquet")
+    >>> words = lt.from_nested_list([[[1, 2], [3]], [[4, 5, 6]], [[7]]], lod_level=2)
+    >>> lt.write_parquet(path, {"words": words})
+    >>> corpus = ParquetCorpus(path, "words", batch_tokens=4, num_replicas=1, rank=0)
+    >>> [batch.tolist() for batch in corpus]
+    [[[[1, 2], [3]]], [[[4, 5, 6]], [[7]]]]
     """
 
     def __init__(
@@ -153,8 +165,8 @@ class _ParquetCorpus:
                     continue
                 parts = [_take(p, keep) for p in parts]
                 n = keep.size
-            rows = _doc_rows(parts[0], path, self.column)
-            csum = np.concatenate(([0], np.cumsum(rows))).tolist()  # bisect on a list: no NumPy call per batch
+            # rows before each document (bisect on a list: no NumPy call per batch)
+            csum = _row_offsets(parts[0], path, self.column).tolist()
             bounds = [0]  # document ranges to cut this record batch into (a loop over batches)
             if pending:
                 e = bisect.bisect_right(csum, budget - pending_rows) - 1
@@ -231,14 +243,14 @@ def _emit(parts):
     return parts[0] if len(parts) == 1 else tuple(parts)
 
 
-def _doc_rows(t, path, column):
-    """Rows (finest-level items) of every document of ``t``."""
+def _row_offsets(t, path, column):
+    """Where every document of ``t`` starts in the rows (finest-level items), then the row count."""
     if t.lod_level == 0:
         raise ValueError(
             f"ParquetCorpus: column {column!r} of {os.fspath(path)!s} is not a list column (lod_level 0); "
             f"documents must be nested lists"
         )
-    return np.diff(t.lod.absolute_offsets(0))
+    return t.lod.absolute_offsets(0)
 
 
 def _slice(t, a, b):
@@ -309,18 +321,23 @@ def _join(pieces):
 
 
 def _concat(tensors):
-    """The documents of ``tensors`` one after the other: the data joined, every level's offsets shifted."""
+    """The documents of ``tensors`` one after the other: the data joined, every level's offsets shifted.
+
+    Valid by construction (each piece's levels are checked ones, each shift is
+    where the previous pieces end), so the LoD is not checked again.
+    """
+    first = tensors[0]
     if len(tensors) == 1:
-        return tensors[0]
-    be = tensors[0].backend
-    data = be.xp.concatenate([t.data for t in tensors]) if be.name != "torch" else be.xp.cat([t.data for t in tensors])
-    depth = tensors[0].lod_level
+        return first
+    be = first.backend
+    datas = [t.data for t in tensors]
+    data = be.xp.cat(datas) if be.name == "torch" else be.xp.concatenate(datas)
     levels = []
-    for k in range(depth):  # a loop over levels and pieces (few), never over documents
-        offs = [t.lod.offsets(k) for t in tensors]
-        shifts = np.cumsum([0] + [int(o[-1]) for o in offs[:-1]])
-        levels.append(np.concatenate([offs[0]] + [o[1:] + s for o, s in zip(offs[1:], shifts[1:])]))
-    return LoDTensor(data, LoD(levels, num_rows=int(data.shape[0])) if levels else None)
+    for k in range(first.lod_level):  # a loop over levels and pieces (few), never over documents
+        offs = [t.lod.levels[k] for t in tensors]
+        ends = np.cumsum([0] + [int(o[-1]) for o in offs[:-1]]).tolist()
+        levels.append(np.concatenate([offs[0]] + [o[1:] + e for o, e in zip(offs[1:], ends[1:])]))
+    return _wrap(data, LoD._from_valid(levels) if levels else first.lod, first.place())
 
 
 def _files(path, name):

@@ -58,72 +58,72 @@ class _RawModule:
         return _Function(self.stub, name, self)
 
 
+def _wrap_all(out):
+    if isinstance(out, np.ndarray) and not isinstance(out, ndarray):
+        return _wrap(out)
+    if isinstance(out, tuple):
+        return tuple(_wrap_all(o) for o in out)
+    if isinstance(out, list):
+        return [_wrap_all(o) for o in out]
+    return out
+
+
+def _plain(obj):
+    if isinstance(obj, ndarray):
+        return obj.view(np.ndarray)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_plain(o) for o in obj)
+    return obj
+
+
 def make_stub():
+    """A module named cupy: NumPy's functions on stub arrays, a recording RawModule, a cuda namespace."""
     stub = types.ModuleType("cupy")
     stub.launches, stub.modules, stub.calls, stub.execute = [], [], [], None
     stub.ndarray = ndarray
-    for name in ("int64", "int32", "float32", "float64", "bool_", "uint8"):
-        setattr(stub, name, getattr(np, name))
 
-    def record(fn):
+    def delegate(name):
+        fn = getattr(np, name)
+        if not callable(fn) or isinstance(fn, type):
+            return fn  # dtypes, constants
+
+        def call(*args, **kwargs):
+            stub.calls.append(name)
+            return _wrap_all(fn(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()}))
+
+        call.__name__ = name
+        return call
+
+    stub.__getattr__ = delegate  # PEP 562: any other name is NumPy's, returning stub arrays
+
+    def own(fn):
         def call(*args, **kwargs):
             stub.calls.append(fn.__name__)
             return fn(*args, **kwargs)
 
         call.__name__ = fn.__name__
-        return call
+        setattr(stub, fn.__name__, call)
 
+    @own
     def asarray(obj, dtype=None):
-        return _wrap(np.asarray(obj, dtype=dtype))
+        return _wrap(np.asarray(_plain(obj), dtype=dtype))
 
+    @own
     def array(obj, dtype=None, copy=True):
-        return _wrap(np.array(obj, dtype=dtype, copy=copy))
+        return _wrap(np.array(_plain(obj), dtype=dtype, copy=copy))
 
-    def ascontiguousarray(a, dtype=None):
-        return _wrap(np.ascontiguousarray(a, dtype=dtype))
-
+    @own
     def asnumpy(a):
         return np.array(a).view(np.ndarray)
 
+    @own
     def empty(shape, dtype=np.float64):
-        return _wrap(np.zeros(shape, dtype))  # zeros: the stub's kernels write nothing
+        return _wrap(np.zeros(shape, dtype))  # zeros: a kernel that writes nothing shows as zeros
 
-    def zeros(shape, dtype=np.float64):
-        return _wrap(np.zeros(shape, dtype))
+    @own
+    def empty_like(a, dtype=None):
+        return _wrap(np.zeros_like(a, dtype=dtype))
 
-    def zeros_like(a):
-        return _wrap(np.zeros_like(a))
-
-    def empty_like(a):
-        return _wrap(np.zeros_like(a))
-
-    def arange(*args, dtype=None):
-        return _wrap(np.arange(*args, dtype=dtype))
-
-    def cumsum(a, axis=None):
-        return _wrap(np.cumsum(a, axis=axis))
-
-    def concatenate(arrays, axis=0):
-        return _wrap(np.concatenate([np.asarray(a) for a in arrays], axis=axis))
-
-    def take(a, index, axis=None):
-        return _wrap(np.take(a, index, axis=axis))
-
-    def searchsorted(a, v, side="left"):
-        return _wrap(np.searchsorted(a, v, side=side))
-
-    def where(c, x, y):
-        return _wrap(np.where(c, x, y))
-
-    def maximum(a, b):
-        return _wrap(np.maximum(a, b))
-
-    def broadcast_to(a, shape):
-        return _wrap(np.broadcast_to(a, shape))
-
-    for fn in (broadcast_to, asarray, array, ascontiguousarray, asnumpy, empty, zeros, zeros_like, empty_like,
-               arange, cumsum, concatenate, take, searchsorted, where, maximum):
-        setattr(stub, fn.__name__, record(fn))
     stub.RawModule = lambda code, options=(), name_expressions=(): _RawModule(stub, code, options, name_expressions)
 
     class _DeviceCtx:
@@ -144,13 +144,32 @@ def make_stub():
     return stub
 
 
+def _cupyx():
+    """The few cupyx names lodtensor uses, on NumPy/SciPy."""
+    cupyx = types.ModuleType("cupyx")
+    cupyx.scatter_add = lambda a, index, values: np.add.at(a, _plain(index), _plain(values))
+    cupyx.empty_pinned = lambda shape, dtype=np.float64: np.empty(shape, dtype)
+    scipy = types.ModuleType("cupyx.scipy")
+    special = types.ModuleType("cupyx.scipy.special")
+
+    def erf(x):
+        from scipy.special import erf as host_erf  # noqa: PLC0415
+
+        return _wrap_all(host_erf(_plain(x)))
+
+    special.erf = erf
+    cupyx.scipy, scipy.special = scipy, special
+    return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}
+
+
 def install(monkeypatch):
     """Swap cupy for a fresh stub and the "cupy" backend for one built on it; return the stub."""
     import lodtensor.backend as backend_pkg  # noqa: PLC0415
 
     stub = make_stub()
     monkeypatch.setitem(sys.modules, "cupy", stub)
-    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(scatter_add=np.add.at))
+    for name, module in _cupyx().items():
+        monkeypatch.setitem(sys.modules, name, module)
     path = os.path.join(os.path.dirname(backend_pkg.__file__), "cupy.py")
     spec = importlib.util.spec_from_file_location("lodtensor.backend._cupy_on_stub", path)
     module = importlib.util.module_from_spec(spec)

@@ -126,7 +126,12 @@ def test_chunked_table_and_dataset_columns():
     datasets = pytest.importorskip("datasets")
     ds = datasets.Dataset(table)
     assert lt.from_arrow(ds, column="ids").tolist() == t.tolist()
-    assert lt.from_arrow(ds.data["ids"]).lod() == t.lod()
+    assert lt.from_arrow(ds["ids"]).tolist() == t.tolist()  # a datasets Column
+    assert np.shares_memory(lt.from_arrow(ds["ids"]).data, t.data)  # no indices mapping: shared
+    picked = ds.select([2, 0])  # an indices mapping: rows in the dataset's order
+    assert lt.from_arrow(picked["ids"]).tolist() == [t.tolist()[2], t.tolist()[0]]
+    with pytest.raises(KeyError, match="nope"):
+        lt.from_arrow(ds, column="nope")
 
 
 def test_plain_array_has_no_lod():

@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_round_trip(tmp_path, t, dtype, mmap):
     t = t.with_data(t.data.astype(dtype))
     path = tmp_path / "t.arrow"
-    lt.save(path, t)
+    lt.save(path, t.to_torch() if mmap else t)  # torch data saves the same bytes
     back = lt.load(path, mmap=mmap)
     assert back.lod() == t.lod() and back.shape() == t.shape() and back.dtype == t.dtype
     np.testing.assert_array_equal(back.data, t.data)

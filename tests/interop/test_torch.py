@@ -187,3 +187,12 @@ def test_cu_seqlens():
     tt = t.to_torch()
     cu_t, _ = tt.cu_seqlens()
     assert isinstance(cu_t, torch.Tensor) and cu_t.dtype == torch.int32 and cu_t.tolist() == [0, 2, 2, 6]
+
+
+def test_from_torch_keeps_autograd_of_a_computed_njt():
+    x = torch.arange(6.0, requires_grad=True)
+    njt = torch.nested.nested_tensor_from_jagged(x, torch.tensor([0, 2, 6])) * 3
+    t = lt.from_torch(njt)
+    assert t.lod() == [[0, 2, 6]] and t.data.requires_grad
+    t.data.sum().backward()
+    assert x.grad.tolist() == [3.0] * 6
