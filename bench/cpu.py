@@ -253,9 +253,15 @@ def run(report):
             continue
         ratios.sort()
         peer = max(set(best_names), key=best_names.count)
+        paddle = sorted(row[OURS][r] / row["Paddle 2.6.2"][r] for r in range(ROUNDS)
+                        if row.get("Paddle 2.6.2", [None] * ROUNDS)[r] and row[OURS][r])
         summary.append({"op": op, "workload": workload, "ours_ms": 1e3 * min(s for s in row[OURS] if s),
                         "peer": peer, "peer_ms": 1e3 * min(s for s in row[peer] if s),
-                        "ratio_median": ratios[len(ratios) // 2], "ratio_min": ratios[0], "ratio_max": ratios[-1]})
+                        "ratio_median": ratios[len(ratios) // 2], "ratio_min": ratios[0], "ratio_max": ratios[-1],
+                        "paddle": [paddle[len(paddle) // 2], paddle[0], paddle[-1]] if paddle else None})
+        if paddle:
+            report.goal(f"{op}, {workload}: NumPy alone at or below Paddle", paddle[len(paddle) // 2] <= 1.0,
+                        f"{paddle[len(paddle) // 2]:.2f}x [{paddle[0]:.2f}-{paddle[-1]:.2f}]")
         mid = ratios[len(ratios) // 2]
         report.goal(f"{op}, {workload}: NumPy alone at or below the best peer ({peer})", mid <= 1.0,
                     f"{mid:.2f}x [{ratios[0]:.2f}-{ratios[-1]:.2f}]")
@@ -265,11 +271,13 @@ def run(report):
 
 
 def summary_markdown(summary):
-    lines = ["| op | workload | lodtensor, NumPy alone (ms) | best peer | peer (ms) | ratio median [min-max] |",
-             "|---|---|---:|---|---:|---|"]
+    lines = ["| op | workload | lodtensor, NumPy alone (ms) | best peer | peer (ms) | ratio median [min-max] "
+             "| ratio to Paddle |", "|---|---|---:|---|---:|---|---|"]
     for s in summary:
+        pp = s.get("paddle")
+        paddle = f"{pp[0]:.2f}x [{pp[1]:.2f}-{pp[2]:.2f}]" if pp else "-"
         lines.append(f"| {s['op']} | {s['workload']} | {s['ours_ms']:.3g} | {s['peer']} | {s['peer_ms']:.3g} | "
-                     f"{s['ratio_median']:.2f}x [{s['ratio_min']:.2f}-{s['ratio_max']:.2f}] |")
+                     f"{s['ratio_median']:.2f}x [{s['ratio_min']:.2f}-{s['ratio_max']:.2f}] | {paddle} |")
     return "\n".join(lines)
 
 

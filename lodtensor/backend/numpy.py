@@ -7,6 +7,7 @@ instead of one per element.
 
 import numpy as np
 
+from . import _np_ufunc
 from ._arrays import ArrayKernels
 from ._base import Backend
 from ._np_chunks import chunk_reduce, identity_of
@@ -30,9 +31,6 @@ _SPARSE = None  # scipy.sparse once imported; False when it is not installed
 _SOFTMAX_BLOCK_BYTES = 256 * 1024
 # Softmax of narrow rows splits over threads from this many bytes of output (measured: 2x at 2 MiB).
 _SOFTMAX_PARALLEL_BYTES = 1 << 20
-# Elementwise ufuncs split over threads from this many bytes of output, in blocks of this many elements.
-_UFUNC_PARALLEL_BYTES = 4 << 20
-_UFUNC_BLOCK_ELEMENTS = 1 << 18
 # Outputs at least this large are moved by several threads.
 _MIN_PARALLEL_BYTES = 16 * 2**20
 
@@ -172,7 +170,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
         if method == "__call__" and ufunc.signature is None and get_num_threads() > 1:  # not gufuncs (matmul)
-            result = _threaded_ufunc(ufunc, args, kwargs)
+            result = _np_ufunc.threaded_ufunc(ufunc, args, kwargs)
             if result is not None:
                 return result
         return getattr(ufunc, method)(*args, **kwargs)
@@ -241,7 +239,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         nonempty = lengths > 0
         count = int(np.count_nonzero(nonempty))
         row_size = int(np.prod(data.shape[1:], dtype=np.int64))
-        if data.shape[0] == 0 or count == 0:
+        if data.shape[0] == 0 or count == 0 or row_size == 0:
             return np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
         chunks = identity_of(ufunc, data.dtype) is not None
         # measured: reduceat wins for one column, and for under 8 columns of sequences of 16+ rows
@@ -485,63 +483,3 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def is_c_contiguous(self, x):
         return x.flags.c_contiguous
 
-
-def _threaded_ufunc(ufunc, args, kwargs):
-    """``ufunc(*args, **kwargs)`` split by rows over threads, or None where that does not apply.
-
-    Applies to large outputs (``_UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
-    and scalars without ``where``: the output (the caller's ``out=`` or a new
-    array, typed by a one-row call) is cut into row blocks, each computed by
-    the same ufunc on the matching rows of the inputs (inputs that broadcast
-    along the first axis are passed whole). Elementwise, so each element is
-    computed exactly as in one call: the result is bit for bit the same.
-    """
-    if "where" in kwargs or ufunc.nout != 1:
-        return None
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
-    if not arrays or any(a.dtype.hasobject for a in arrays) or any(
-        not isinstance(a, (np.ndarray, np.generic, int, float, complex, bool)) for a in args
-    ):
-        return None
-    out = kwargs.get("out")
-    if isinstance(out, tuple):
-        out = out[0] if len(out) == 1 else None
-        if out is None:
-            return None
-    if out is not None and not isinstance(out, np.ndarray):
-        return None
-    shape = np.broadcast_shapes(*(a.shape for a in arrays), *(() if out is None else (out.shape,)))
-    if not shape or shape[0] < 2:
-        return None
-    rows = shape[0]
-    row_elems = int(np.prod(shape[1:], dtype=np.int64))
-    if out is None:
-        probe = ufunc(*[a[:1] if _splits(a, shape) else a for a in args], **kwargs)
-        if not isinstance(probe, np.ndarray) or probe.ndim != len(shape):
-            return None
-        nbytes = rows * row_elems * probe.dtype.itemsize
-        if nbytes < _UFUNC_PARALLEL_BYTES:
-            return None
-        out = np.empty(shape, dtype=probe.dtype)
-    elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape:
-        return None
-    params = {k: v for k, v in kwargs.items() if k != "out"}
-    step = max(1, _UFUNC_BLOCK_ELEMENTS // max(row_elems, 1))
-    starts = iter(range(0, rows, step))  # shared: each thread takes the next block when free
-
-    def work():
-        for a in starts:
-            b = min(rows, a + step)
-            ufunc(*[x[a:b] if _splits(x, shape) else x for x in args], out=out[a:b], **params)
-
-    threads = min(get_num_threads(), -(-rows // step))
-    futures = [pool().submit(work) for _ in range(threads - 1)]
-    work()
-    for future in futures:
-        future.result()
-    return out
-
-
-def _splits(x, shape):
-    """True for an array operand that runs along the first axis of a result of ``shape``."""
-    return isinstance(x, np.ndarray) and x.ndim == len(shape) and x.shape[0] == shape[0]

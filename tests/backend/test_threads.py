@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import get_backend
-from lodtensor.backend import _np_chunks
+from lodtensor.backend import _np_chunks, _np_ufunc
 from lodtensor.backend import numpy as numpy_backend
 from lodtensor.lod import lengths_to_offsets
 
 
 @pytest.fixture
 def low_thresholds(monkeypatch):
-    for module, name in [(numpy_backend, "_UFUNC_PARALLEL_BYTES"), (numpy_backend, "_MIN_PARALLEL_BYTES"),
+    for module, name in [(_np_ufunc, "_UFUNC_PARALLEL_BYTES"), (numpy_backend, "_MIN_PARALLEL_BYTES"),
                          (numpy_backend, "_SOFTMAX_PARALLEL_BYTES"), (_np_chunks, "_PARALLEL_BYTES")]:
         monkeypatch.setattr(module, name, 0)
-    monkeypatch.setattr(numpy_backend, "_UFUNC_BLOCK_ELEMENTS", 7)  # many blocks, ragged last one
+    monkeypatch.setattr(_np_ufunc, "_UFUNC_BLOCK_ELEMENTS", 7)  # many blocks, ragged last one
     monkeypatch.setattr(_np_chunks, "_CHUNK_BYTES", 256)
     yield
     lt.set_num_threads(None)
@@ -60,8 +60,8 @@ CALLS = [
 @pytest.mark.parametrize("name,call", CALLS, ids=[c[0] for c in CALLS])
 def test_threaded_ufuncs_equal_one_thread(low_thresholds, monkeypatch, name, call):
     split = []
-    real = numpy_backend._threaded_ufunc
-    monkeypatch.setattr(numpy_backend, "_threaded_ufunc", lambda *a: split.append(real(*a)) or split[-1])
+    real = _np_ufunc.threaded_ufunc
+    monkeypatch.setattr(_np_ufunc, "threaded_ufunc", lambda *a: split.append(real(*a)) or split[-1])
     g = np.random.default_rng(3)
     x = lt.LoDTensor(g.standard_normal((40, 3)).astype(np.float32), recursive_sequence_lengths=[[10, 0, 30]])
     y = lt.LoDTensor(g.standard_normal((40, 3)).astype(np.float32), x.lod)
@@ -88,7 +88,7 @@ def test_threaded_ufunc_writes_into_out(low_thresholds):
 
 
 def test_threaded_ufunc_falls_back_where_it_cannot_split(low_thresholds):
-    """``where=``, reductions, two outputs and object arrays run as one plain call."""
+    """``where=``, reductions, two outputs, gufuncs and object arrays run as one plain call."""
     be = get_backend("numpy")
     lt.set_num_threads(3)
     x = np.arange(12.0).reshape(6, 2)
@@ -97,6 +97,8 @@ def test_threaded_ufunc_falls_back_where_it_cannot_split(low_thresholds):
     assert be.apply_ufunc(np.add, "reduce", x, axis=0).tolist() == [30.0, 36.0]
     frac, whole = be.apply_ufunc(np.modf, "__call__", x / 4)
     assert np.array_equal(whole, np.floor(x / 4))
+    w = np.arange(6.0).reshape(2, 3)
+    assert np.array_equal(be.apply_ufunc(np.matmul, "__call__", x, w), x @ w)  # a gufunc: not elementwise
     obj = np.array([[1, 2]] * 4, dtype=object)
     assert be.apply_ufunc(np.add, "__call__", obj, 1).tolist() == [[2, 3]] * 4
 
@@ -140,3 +142,12 @@ def test_threaded_segment_reductions_equal_one_thread(low_thresholds, monkeypatc
     per_sequence = [data[a:b].sum(0) if b > a else np.zeros(16) for a, b in zip(offsets[:-1], offsets[1:])]
     # float32 sums of up to 70 values of magnitude < 5: another order differs by a few ulps of 350
     np.testing.assert_allclose(be.segment_sum(data, offsets), per_sequence, rtol=0, atol=70 * 5 * 2**-23 * 4)
+
+
+def test_rows_of_no_values_reduce_to_rows_of_no_values(low_thresholds):
+    be = get_backend("numpy")
+    offsets = lengths_to_offsets([2, 0, 3])
+    lt.set_num_threads(3)
+    for fn in (be.segment_sum, lambda d, o: be.segment_max(d, o, empty=0), be.segment_mean):
+        assert fn(np.zeros((5, 0), np.float32), offsets).shape == (3, 0)
+        assert fn(np.zeros((5, 4, 0)), offsets).shape == (3, 4, 0)

@@ -1,0 +1,72 @@
+"""Elementwise NumPy ufuncs split by row blocks over the threads of ``lodtensor.set_num_threads``."""
+
+import numpy as np
+
+from ._threads import get_num_threads, pool
+
+__all__ = ["threaded_ufunc"]
+
+# Elementwise ufuncs split over threads from this many bytes of output, in blocks of this many elements.
+_UFUNC_PARALLEL_BYTES = 16 << 20
+_UFUNC_BLOCK_ELEMENTS = 1 << 18
+
+
+def threaded_ufunc(ufunc, args, kwargs):
+    """``ufunc(*args, **kwargs)`` split by rows over threads, or None where that does not apply.
+
+    Applies to large outputs (``_UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
+    and scalars without ``where``: the output (the caller's ``out=`` or a new
+    array, typed by a one-row call) is cut into row blocks, each computed by
+    the same ufunc on the matching rows of the inputs (inputs that broadcast
+    along the first axis are passed whole). Elementwise, so each element is
+    computed exactly as in one call: the result is bit for bit the same.
+    """
+    if "where" in kwargs or ufunc.nout != 1 or ufunc.signature is not None:  # gufuncs (matmul) are not elementwise
+        return None
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    if not arrays or any(a.dtype.hasobject for a in arrays) or any(
+        not isinstance(a, (np.ndarray, np.generic, int, float, complex, bool)) for a in args
+    ):
+        return None
+    out = kwargs.get("out")
+    if isinstance(out, tuple):
+        out = out[0] if len(out) == 1 else None
+        if out is None:
+            return None
+    if out is not None and not isinstance(out, np.ndarray):
+        return None
+    shape = np.broadcast_shapes(*(a.shape for a in arrays), *(() if out is None else (out.shape,)))
+    if not shape or shape[0] < 2:
+        return None
+    rows = shape[0]
+    row_elems = int(np.prod(shape[1:], dtype=np.int64))
+    if out is None:
+        probe = ufunc(*[a[:1] if _splits(a, shape) else a for a in args], **kwargs)
+        if not isinstance(probe, np.ndarray) or probe.ndim != len(shape):
+            return None
+        nbytes = rows * row_elems * probe.dtype.itemsize
+        if nbytes < _UFUNC_PARALLEL_BYTES:
+            return None
+        out = np.empty(shape, dtype=probe.dtype)
+    elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape:
+        return None
+    params = {k: v for k, v in kwargs.items() if k != "out"}
+    step = max(1, _UFUNC_BLOCK_ELEMENTS // max(row_elems, 1))
+    starts = iter(range(0, rows, step))  # shared: each thread takes the next block when free
+
+    def work():
+        for a in starts:
+            b = min(rows, a + step)
+            ufunc(*[x[a:b] if _splits(x, shape) else x for x in args], out=out[a:b], **params)
+
+    threads = min(get_num_threads(), -(-rows // step))
+    futures = [pool().submit(work) for _ in range(threads - 1)]
+    work()
+    for future in futures:
+        future.result()
+    return out
+
+
+def _splits(x, shape):
+    """True for an array operand that runs along the first axis of a result of ``shape``."""
+    return isinstance(x, np.ndarray) and x.ndim == len(shape) and x.shape[0] == shape[0]
