@@ -148,7 +148,8 @@ def _check_pools(t, flat, levels):
                 continue
             block = np.stack(seq).reshape((len(seq),) + row_shape)
             if pool == "sum":
-                want = block.astype(np.int64 if kind in "biu" else block.dtype).sum(axis=0)
+                wide = np.uint64 if block.dtype == np.uint64 else np.int64  # uint64 sums stay uint64
+                want = block.astype(wide if kind in "biu" else block.dtype).sum(axis=0)
             elif pool == "average":
                 want = block.astype(np.float64 if kind in "biu" else block.dtype).mean(axis=0)
             elif pool == "max":
