@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(VENV)/.demo: setup.cfg pyproject.toml | $(BIN)/python
-	$(PIP) -e ".[torch]"
+	$(PIP) -e ".[torch,arrow,text]"
 	@touch $@
 
 $(VENV)/.test: setup.cfg pyproject.toml | $(BIN)/python

@@ -60,12 +60,21 @@ def _scratch(name, shape, dtype):
     return store[:nbytes].view(dtype).reshape(shape)
 
 
+_MAX_ROW_BYTES = 2**31 - 1  # NumPy's largest void item
+
+
 def _as_rows(a):
     """View a C-contiguous array as a 1-D array of row items (no copy)."""
     if a.ndim == 1 or a.dtype.hasobject:
         return a
-    row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:]))
+    row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=object))
     if row_bytes == 0:
         return None
+    if a.shape[0] == 0:  # no rows to move, however wide (a void item holds at most 2 GiB)
+        return np.empty(0, dtype=np.uint8)
+    if row_bytes > _MAX_ROW_BYTES:
+        raise ValueError(
+            f"rows of shape {a.shape[1:]} ({row_bytes} bytes each) are wider than the kernels move as one item (2 GiB)"
+        )
     row_items = row_bytes // a.dtype.itemsize
     return a.reshape(a.shape[0], row_items).view(np.dtype((np.void, row_bytes))).reshape(a.shape[0])
