@@ -7,7 +7,7 @@ rebased LoD; nothing is copied.
 
 import numpy as np
 
-from . import _dense
+from . import _dense, _indexing
 from ._data import to_place
 from ._format import preview
 from ._nested_list import to_nested_list
@@ -340,39 +340,7 @@ class LoDTensor(UfuncMixin):
                 t._lod = sublod if top else sublods[index]
                 t._where = self._where
                 return t
-        levels = lod._levels
-        data = self._check_fits("indexing")
-        if not levels:
-            return data[index]
-        n = levels[0].shape[0] - 1
-        if isinstance(index, slice):
-            start, stop, step = index.indices(n)
-            if step == 1:
-                stop = max(start, stop)
-                if start == stop:
-                    raise IndexError(
-                        f"slice {index} selects no sequence of {n}; a LoD level needs at least one"
-                    )
-                lod, a, b = self._lod.slice(start, stop)
-                return _wrap(data[a:b], lod, self._where)
-            index = np.arange(start, stop, step)
-        if isinstance(index, (bool, np.bool_)):
-            raise TypeError(
-                f"LoDTensor indices must be an int, a slice or a 1-D array of sequence indices, "
-                f"got the boolean {index!r}"
-            )
-        if isinstance(index, (int, np.integer)):
-            i = int(index)
-            if not -n <= i < n:
-                raise IndexError(f"index {i} is out of range for {n} top-level sequences")
-            lod, a, b = self._lod.child(i % n)
-            return _wrap(data[a:b], lod, self._where)
-        if isinstance(index, tuple):
-            raise TypeError(
-                f"LoDTensor indices must be an int, a slice or a 1-D array of sequence "
-                f"indices, got the tuple {index!r}; index one level at a time: t[i][j]"
-            )
-        return self._select(index, n)
+        return _indexing.getitem(self, index)
 
     def _split_for_indexing(self):
         """The LoD's split for integer indexing, built once indexing has been repeated; else None."""
@@ -380,27 +348,6 @@ class LoDTensor(UfuncMixin):
         calls = cache.get("int_index_calls", 0) + 1
         cache["int_index_calls"] = calls
         return self._lod.split_cached() if calls > _SPLIT_AFTER else None
-
-    def _select(self, index, n):
-        """Copy of the top-level sequences ``index`` (1-D ints or bools)."""
-        idx = np.asarray(index)
-        if idx.dtype == bool:
-            if idx.shape != (n,):
-                raise IndexError(f"boolean index must have shape ({n},), got {idx.shape}")
-            idx = np.flatnonzero(idx)
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-            raise IndexError(f"index must be a 1-D array of sequence indices, got {preview(idx)} ({idx.dtype})")
-        if idx.size == 0:
-            raise IndexError("index selects no sequence; a LoD level needs at least one")
-        idx = idx.astype(np.int64)
-        bad = (idx < -n) | (idx >= n)
-        if bad.any():
-            j = int(np.flatnonzero(bad)[0])
-            raise IndexError(f"index[{j}]={idx[j]} is out of range for {n} top-level sequences")
-        idx = np.where(idx < 0, idx + n, idx)
-        lod, rows = self._lod.select(idx)
-        be = self.backend
-        return _wrap(be.gather(self._data, be.asarray(rows)), lod, self._where)
 
     def __iter__(self):
         return iter(self.unbind())
