@@ -63,8 +63,10 @@ if ! stamp_is_fresh; then
     fi
     "${PIP[@]}" pytest hypothesis || fail "could not install pytest and hypothesis into $VENV"
     # torch (CPU) for the gradients of lodtensor.nn compared with Paddle's; optional
-    "${PIP[@]}" "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
-        --extra-index-url https://pypi.org/simple \
+    # (the configured index first: it may hold the CPU build; then PyTorch's CPU index)
+    "${PIP[@]}" "torch==2.13.0" \
+        || "${PIP[@]}" "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu \
+            --extra-index-url https://pypi.org/simple \
         || echo "test-paddle: torch not installed in $VENV; the layer tests (tests/paddle/test_paddle_layers.py) skip"
     # Offline, a venv with setuptools can still build the editable install without isolation.
     "${PIP[@]}" -e . --no-deps || "${PIP[@]}" --no-build-isolation -e . --no-deps \
