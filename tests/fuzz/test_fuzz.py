@@ -18,13 +18,30 @@ EXAMPLES = int(os.environ.get("LODTENSOR_FUZZ_EXAMPLES", "150"))
 FEWER = {"threads_and_set_num_threads": 3}
 
 
+# Address space of a fuzz subprocess. CPython's unpickler grows its memo to any index a
+# (flipped) LONG_BINPUT names, touching every entry: without a limit, one corrupted pickle
+# can take all the machine's memory before the OOM killer ends it; with one, it is a
+# MemoryError like any other refused input.
+MEMORY_LIMIT = 8 << 30
+
+
+def _limit_memory():
+    try:
+        import resource  # noqa: PLC0415 - POSIX only
+
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    except (ImportError, ValueError, OSError):
+        pass
+
+
 def run_target(name, examples, seed, timeout):
     """``(returncode, output)`` of the driver on one target in a fresh interpreter."""
     cmd = [sys.executable, "-m", "tests.fuzz.driver", name, "--examples", str(examples), "--seed", str(seed),
            "--hang", str(max(10.0, timeout / 2))]
     try:
         done = subprocess.run(cmd, check=False, cwd=ROOT, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, "PYTHONFAULTHANDLER": "1"})
+                              env={**os.environ, "PYTHONFAULTHANDLER": "1"},
+                              preexec_fn=_limit_memory if os.name == "posix" else None)
     except subprocess.TimeoutExpired as err:
         return None, f"hung: no result after {timeout} s\n{err.stdout or ''}{err.stderr or ''}"
     return done.returncode, done.stdout + done.stderr
