@@ -24,7 +24,7 @@ def _ak(what):
 
 
 def to_awkward(t):
-    """This tensor as an ``ak.Array`` of nested ``ListOffsetArray``s; data and offsets shared.
+    """This tensor as an ``ak.Array`` of nested ``ListOffsetArray`` levels; data and offsets shared.
 
     One ``ListOffsetArray`` per lod level over a ``NumpyArray`` of the rows
     (trailing dims stay in its shape). Host data only (torch CPU data is
