@@ -1,5 +1,7 @@
 """Random ragged inputs for the nested tests: components of rank 1-3, ragged in chosen dims."""
 
+import warnings
+
 import numpy as np
 
 DTYPES = ["float32", "float64"]
@@ -59,3 +61,27 @@ def assert_components(ours, expected, dtype="float32", exact=False):
         else:
             tol = 2e-5 if str(dtype) == "float32" else 1e-10
             np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def run_call(call):
+    """``(result, None)`` or ``(None, error)``: which calls raise is part of what the differential tests compare."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return call(), None
+        except Exception as err:  # noqa: BLE001 - reported to the caller
+            return None, err
+
+
+def typed_arrays(seed, dtype, lengths=(2, 0, 3), width=3):
+    """Components of shape (n, width) for each n in ``lengths``: bool, small int64 or floats of ``dtype``."""
+    g = np.random.default_rng(seed)
+    out = []
+    for n in lengths:
+        if dtype == "bool":
+            out.append(g.random((n, width)) > 0.5)
+        elif dtype == "int64":
+            out.append(g.integers(-3, 4, size=(n, width)).astype(np.int64))
+        else:
+            out.append(g.uniform(-1.5, 1.5, size=(n, width)).astype(dtype))
+    return out

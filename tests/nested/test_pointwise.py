@@ -5,7 +5,6 @@ included) as ``lodtensor.nested`` NumPy and torch nested tensors and as a
 ``torch.nested`` jagged tensor; both must raise or both must agree.
 """
 
-import warnings
 
 import numpy as np
 import pytest
@@ -14,6 +13,8 @@ from hypothesis import strategies as st
 
 import lodtensor.nested as ln
 from lodtensor.nested import BINARY, UNARY
+
+from ._cases import run_call, typed_arrays
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
@@ -33,16 +34,7 @@ _TORCH_DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": to
 
 
 def _arrays(seed, dtype, lengths=(2, 0, 3), width=3):
-    g = np.random.default_rng(seed)
-    out = []
-    for n in lengths:
-        if dtype == "bool":
-            out.append(g.random((n, width)) > 0.5)
-        elif dtype == "int64":
-            out.append(g.integers(-3, 4, size=(n, width)).astype(np.int64))
-        else:
-            out.append(g.uniform(-1.5, 1.5, size=(n, width)).astype(dtype))
-    return out
+    return typed_arrays(seed, dtype, lengths, width)
 
 
 def _jagged(arrays):
@@ -63,13 +55,7 @@ def _torch_fn(name):
     return obj
 
 
-def _run(call):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return call(), None
-        except Exception as err:  # noqa: BLE001 - which calls raise is what we compare
-            return None, err
+_run = run_call
 
 
 def _same(ours, theirs, rtol=2e-5):

@@ -1,7 +1,6 @@
 """Reductions (max, argmax, min, argmin, prod, any, all, and sum/mean/amax/amin) against torch 2.13's
 jagged layout: values, dtypes, dense-or-nested results and which calls raise."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -10,31 +9,18 @@ from hypothesis import strategies as st
 
 import lodtensor.nested as ln
 
+from ._cases import run_call, typed_arrays
+
 torch = pytest.importorskip("torch")
 
 OPS = ["max", "argmax", "min", "argmin", "prod", "any", "all", "sum", "mean", "amax", "amin"]
 
 
 def _arrays(seed, dtype, lengths=(2, 3, 1), width=3):
-    g = np.random.default_rng(seed)
-    out = []
-    for n in lengths:
-        if dtype == "bool":
-            out.append(g.random((n, width)) > 0.5)
-        elif dtype == "int64":
-            out.append(g.integers(-3, 4, size=(n, width)).astype(np.int64))
-        else:
-            out.append(g.uniform(-1.5, 1.5, size=(n, width)).astype(dtype))
-    return out
+    return typed_arrays(seed, dtype, lengths, width)
 
 
-def _run(call):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return call(), None
-        except Exception as err:  # noqa: BLE001 - which calls raise is what we compare
-            return None, err
+_run = run_call
 
 
 def _flat(x):

@@ -1,6 +1,5 @@
 """Shape ops and jagged constructors against torch 2.13's jagged layout: components, and which calls raise."""
 
-import warnings
 
 import numpy as np
 import pytest
@@ -9,6 +8,8 @@ from hypothesis import strategies as st
 
 import lodtensor.nested as ln
 from lodtensor.nested._layouts import to_layout
+
+from ._cases import run_call
 
 torch = pytest.importorskip("torch")
 
@@ -24,13 +25,7 @@ def _pair(arrays, lib="numpy"):
     return (ours.to_torch() if lib == "torch" else ours), theirs
 
 
-def _run(call):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            return call(), None
-        except Exception as err:  # noqa: BLE001 - which calls raise is what we compare
-            return None, err
+_run = run_call
 
 
 def _same(ours, theirs):
