@@ -27,7 +27,8 @@ off) sets the bound at import; :func:`set_buffer_pool` changes it at run
 time and :func:`trim_buffer_pool` frees every idle block. Thread safe; a
 forked child starts with an empty pool.
 
->>> from lodtensor.backend import buffer_pool_info
+>>> from lodtensor.backend import buffer_pool_info, set_buffer_pool
+>>> set_buffer_pool("256M")
 >>> a = empty((4096, 4096), np.float32)      # 64 MiB: pooled
 >>> a.shape, a.dtype, buffer_pool_info()["leased_bytes"] >= a.nbytes
 ((4096, 4096), dtype('float32'), True)
@@ -36,6 +37,7 @@ forked child starts with an empty pool.
 True
 >>> trim_buffer_pool(); buffer_pool_info()["idle_bytes"]
 0
+>>> set_buffer_pool(None)                     # back to LODTENSOR_BUFFER_POOL or the default
 """
 
 import collections
