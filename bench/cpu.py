@@ -9,7 +9,8 @@ timed in ``BENCH_CPU_ROUNDS`` rounds (default 3): each round runs every contende
 (Paddle and TensorFlow in their own interpreters: ``BENCH_PADDLE_PYTHON``, default
 ``.venv-paddle``; ``BENCH_TF_PYTHON``, default ``.venv-tf``), and the ratio lodtensor /
 best peer is taken within each round. The table gives each contender's best time, the
-median ratio and its spread (min..max over rounds).
+median ratio and its spread (min..max over rounds). ``BENCH_CPU_OPS=relu,softmax`` runs
+only the rows of those ops.
 
 "NumPy alone" runs lodtensor with SciPy hidden from it (the sum falls back to the
 NumPy-only chunk kernel); torch, TensorFlow and lodtensor use their default threads
@@ -43,6 +44,9 @@ ROWS = [
     ("softmax", "docs D=16"), ("softmax", "2.7M rows D=16"),
     ("unpad", "2266 x 1-64 D=256"),
 ]
+# BENCH_CPU_OPS=relu,softmax: only the rows of these ops
+_ONLY = {op.strip() for op in os.environ.get("BENCH_CPU_OPS", "").split(",") if op.strip()}
+ROWS = [row for row in ROWS if not _ONLY or row[0] in _ONLY]
 PADDLE_OPS = {"sum": "sum", "mean": "average", "max": "max", "softmax": "softmax"}
 TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
 

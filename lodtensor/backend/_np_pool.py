@@ -46,7 +46,8 @@ import threading
 
 import numpy as np
 
-__all__ = ["empty", "get_buffer_pool", "set_buffer_pool", "trim_buffer_pool", "buffer_pool_info", "POOL_MIN_BYTES"]
+__all__ = ["empty", "pools", "get_buffer_pool", "set_buffer_pool", "trim_buffer_pool", "buffer_pool_info",
+           "POOL_MIN_BYTES"]
 
 POOL_MIN_BYTES = 16 << 20  # smaller outputs come from np.empty (the C allocator reuses them well)
 _GRAIN = 2 << 20  # block sizes are multiples of a huge page
@@ -151,6 +152,13 @@ def buffer_pool_info():
         _drain_locked()
         return {"limit": get_buffer_pool(), "idle_bytes": _state["idle_bytes"], "idle_blocks": len(_idle),
                 "leased_bytes": _state["leased_bytes"], "hits": _state["hits"], "misses": _state["misses"]}
+
+
+def pools(shape, dtype):
+    """True where :func:`empty` would hand out an array of ``shape`` and ``dtype`` from the pool."""
+    dtype = np.dtype(dtype)
+    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    return nbytes >= POOL_MIN_BYTES and not dtype.hasobject and get_buffer_pool() > 0
 
 
 def empty(shape, dtype):

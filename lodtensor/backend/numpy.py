@@ -449,7 +449,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         shape = (n, maxlen) + row_shape
         index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
         zero = np.ndim(pad_value) == 0 and pad_value == 0
-        if out is None:
+        if out is None and groups is not None and _np_pool.pools(shape, data.dtype):
+            out, tails_done = _np_pool.empty(shape, data.dtype), False  # tails filled: no page faults
+        elif out is None:
             out = np.zeros(shape, dtype=data.dtype) if zero else np.empty(shape, dtype=data.dtype)
             tails_done = zero
         else:

@@ -283,6 +283,9 @@ def _kernels(data, lengths):
         "softmax": lambda: S.sequence_softmax(lt.LoDTensor(data[:, :1].copy(), t.lod)).data,
         "softmax wide span": lambda: S.sequence_softmax(lt.LoDTensor(data[:, :1] * 100, t.lod)).data,
         "unpad": lambda: lt.from_padded(padded, lengths).data,
+        "pad": lambda: t.to_padded()[0],
+        "pad -1": lambda: t.to_padded(pad_value=-1.0)[0],
+        "pad maxlen": lambda: t.to_padded(maxlen=12)[0],
         "linear": lambda: np.asarray(ln.linear(nt, w, np.float32([1, 2, 3])).values()),
     }
 
@@ -303,8 +306,11 @@ def test_kernels_into_dirty_pooled_buffers_equal_fresh_ones_bit_for_bit(lens, wi
             set_buffer_pool(pool_bytes)
             lt.set_num_threads(threads)
             for name, call in _kernels(data, lens).items():
-                for _ in range(2):  # the second call writes into the block the first one gave back
-                    dirty = [_np_pool.empty(data.shape, np.float32) for _ in range(2)]
+                first = call()
+                like = (first.shape, first.dtype)
+                del first
+                for _ in range(2):  # into blocks of the result's size, scribbled over
+                    dirty = [_np_pool.empty(*like) for _ in range(2)]
                     for d in dirty:
                         d.fill(np.nan)
                     del dirty
