@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import sequence as S
-from lodtensor.backend import _np_pool, _np_ufunc, buffer_pool_info, set_buffer_pool, trim_buffer_pool
+from lodtensor.backend import _np_pool, _np_ufunc, _special, buffer_pool_info, set_buffer_pool, trim_buffer_pool
 from lodtensor.backend import numpy as numpy_backend
 
 KIB = 1 << 10
@@ -287,6 +287,10 @@ def _kernels(data, lengths):
         "pad -1": lambda: t.to_padded(pad_value=-1.0)[0],
         "pad maxlen": lambda: t.to_padded(maxlen=12)[0],
         "linear": lambda: np.asarray(ln.linear(nt, w, np.float32([1, 2, 3])).values()),
+        "nested relu": lambda: np.asarray(ln.relu(nt).values()),
+        "nested gelu": lambda: np.asarray(ln.gelu(nt).values()),
+        "nested exp": lambda: np.asarray(np.exp(nt).values()),
+        "nested sigmoid": lambda: np.asarray(ln.sigmoid(nt).values()),
     }
 
 
@@ -294,10 +298,11 @@ def _kernels(data, lengths):
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=30), st.integers(1, 6))
 def test_kernels_into_dirty_pooled_buffers_equal_fresh_ones_bit_for_bit(lens, width):
     """Every pooled kernel, threaded (3 threads) and on one thread, pool on and off: the same bits."""
-    saved = (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN, _np_ufunc._UFUNC_PARALLEL_BYTES,
+    saved = (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN, _np_ufunc._UFUNC_PARALLEL_BYTES, _special._PARALLEL_MIN,
              numpy_backend._MIN_PARALLEL_BYTES, numpy_backend._SOFTMAX_PARALLEL_BYTES, _np_ufunc._UFUNC_BLOCK_ELEMENTS)
     _np_pool.POOL_MIN_BYTES, _np_pool._GRAIN = 64, 64
     _np_ufunc._UFUNC_PARALLEL_BYTES = numpy_backend._MIN_PARALLEL_BYTES = numpy_backend._SOFTMAX_PARALLEL_BYTES = 0
+    _special._PARALLEL_MIN = 0
     _np_ufunc._UFUNC_BLOCK_ELEMENTS = 7
     try:
         data = np.random.default_rng(len(lens) * 7 + width).standard_normal((sum(lens), width)).astype(np.float32)
@@ -318,7 +323,8 @@ def test_kernels_into_dirty_pooled_buffers_equal_fresh_ones_bit_for_bit(lens, wi
                     ref = results.setdefault(name, got)
                     assert got.dtype == ref.dtype and np.array_equal(got, ref), (name, pool_bytes, threads)
     finally:
-        (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN, _np_ufunc._UFUNC_PARALLEL_BYTES, numpy_backend._MIN_PARALLEL_BYTES,
+        (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN, _np_ufunc._UFUNC_PARALLEL_BYTES, _special._PARALLEL_MIN,
+         numpy_backend._MIN_PARALLEL_BYTES,
          numpy_backend._SOFTMAX_PARALLEL_BYTES, _np_ufunc._UFUNC_BLOCK_ELEMENTS) = saved
         lt.set_num_threads(None)
         set_buffer_pool(None)
