@@ -344,3 +344,37 @@ def test_large_relu_uses_the_pool_and_gives_the_block_back():
     np.testing.assert_array_equal(z.data, x.data)
     del z
     trim_buffer_pool()
+
+
+# -- softmax of narrow rows with one shared shift ----------------------------------------------
+def _softmax_reference(x, offsets):
+    out = np.empty(x.shape, np.float64)
+    for a, b in zip(offsets[:-1], offsets[1:]):  # a loop over sequences: a reference, not a kernel
+        e = np.exp(x[a:b].astype(np.float64) - x[a:b].astype(np.float64).max(axis=0))
+        out[a:b] = e / e.sum(axis=0)
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 12), min_size=1, max_size=20), st.integers(1, 3),
+       st.sampled_from([0.1, 5.0, 20.0, 31.9, 40.0, 300.0]), st.sampled_from([np.float32, np.float64]))
+def test_narrow_softmax_matches_the_per_sequence_shift(lens, width, scale, dtype):
+    """Values spanning less than the shared-shift limit (64 for float32) and more: same results as the
+    classic per-sequence shift, to a few ulps, even for sequences far below the largest value."""
+    g = np.random.default_rng(len(lens) * 31 + width)
+    x = (g.uniform(-1, 1, (sum(lens), width)) * scale).astype(dtype)
+    t = lt.LoDTensor(x, recursive_sequence_lengths=[lens])
+    got = S.sequence_softmax(t).data
+    offsets = np.concatenate([[0], np.cumsum(lens)])
+    ref = _softmax_reference(x, offsets)
+    tol = 5e-6 if dtype == np.float32 else 1e-13
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=4 * np.finfo(dtype).tiny)  # below: 0 for any method
+
+
+def test_narrow_softmax_with_nan_and_inf_keeps_other_sequences_exact():
+    x = np.array([[1.0], [np.nan], [2.0], [1000.0], [-np.inf], [0.0], [3.0], [3.0]], np.float32)
+    t = lt.LoDTensor(x, [[0, 2, 4, 6, 8]])
+    got = S.sequence_softmax(t).data[:, 0]
+    assert np.isnan(got[:2]).all()
+    np.testing.assert_allclose(got[2:], [0.0, 1.0, 0.0, 1.0, 0.5, 0.5], rtol=1e-6, atol=1e-30)
