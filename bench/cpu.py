@@ -71,6 +71,20 @@ def _alone(fn):
     return call
 
 
+def _pool_off(fn):
+    """``fn`` with lodtensor's output buffer pool off (every large output a fresh allocation)."""
+    from lodtensor.backend import get_buffer_pool, set_buffer_pool  # noqa: PLC0415
+
+    def call():
+        saved = get_buffer_pool()
+        set_buffer_pool(0)
+        try:
+            return fn()
+        finally:
+            set_buffer_pool(saved)
+    return call
+
+
 def _python(env, venv):
     return os.environ.get(env) or os.path.join(ROOT, venv, "bin", "python")
 
@@ -150,6 +164,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
         buf = np.empty_like(data)
         out.append((OURS, lambda: np.maximum(t, 0).data, True))
         out.append(("lodtensor (out=)", lambda: np.maximum(t, 0, out=buf), True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: np.maximum(t, 0).data), True))
         out.append(("NumPy by hand (np.maximum)", lambda: np.maximum(data, 0), False))
         if torch is not None:
             td = torch.from_numpy(data)
@@ -163,6 +178,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
         w, b = _cpudata.linear_weights(width)
         nt = ln.nested_tensor_from_jagged(data, offsets)
         out.append((OURS, lambda: ln.linear(nt, w, b), True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: ln.linear(nt, w, b)), True))
         out.append(("NumPy by hand (x @ w.T + b)", lambda: data @ w.T + b, False))
         if torch is not None:
             td, tw, tb = torch.from_numpy(data), torch.from_numpy(w), torch.from_numpy(b)
@@ -181,6 +197,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
     elif op == "unpad":
         padded, mask = _cpudata.padded_of(data, offsets)
         out.append((OURS, lambda: lt.from_padded(padded, lengths).data, True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: lt.from_padded(padded, lengths).data), True))
         out.append(("NumPy by hand (padded[mask])", lambda: padded[mask], False))
         if torch is not None:
             tp, tm = torch.from_numpy(padded), torch.from_numpy(mask)
