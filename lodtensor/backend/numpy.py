@@ -31,8 +31,9 @@ _SPARSE = None  # scipy.sparse once imported; False when it is not installed
 _SOFTMAX_BLOCK_BYTES = 256 * 1024
 # Softmax of narrow rows splits over threads from this many bytes of output (measured: 2x at 2 MiB).
 _SOFTMAX_PARALLEL_BYTES = 1 << 20
-# A run of rows whose values span less than this shares one softmax shift: exp(-span) stays normal.
-_SOFTMAX_SPAN = {"f": 64.0, "d": 600.0}
+# Values spanning at most this share one softmax shift: exp(-span) stays normal, and the rounding of
+# x - shift (half an ulp of the span) adds at most span * eps / 2 relative error (float32: 1e-6).
+_SOFTMAX_SPAN = {"f": 16.0, "d": 64.0}
 # Outputs at least this large are moved by several threads.
 _MIN_PARALLEL_BYTES = 16 * 2**20
 
