@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backend import backend_name_of, get_backend
 from ._broadcast import check_nested, not_implemented, same_backend
+from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
 from ._registry import implements
@@ -270,8 +271,6 @@ def bmm(input, mat2):
     if not isinstance(mat2, NestedTensor):
         if backend_name_of(mat2) is None or mat2.ndim != 3:
             raise ValueError("batch2 must be a 3D tensor (nested, or dense of shape (batch, k, m))")
-        from ._construct import as_nested_tensor  # noqa: PLC0415
-
         mat2 = as_nested_tensor(mat2)
     if mat2.dim() != 3:
         raise ValueError(f"batch2 must be a 3D tensor, got a {mat2.dim()}-d nested tensor")
