@@ -15,7 +15,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "lodtensor"
 #: import from its own layer and the layers below it, never from one above. Private top-level
 #: helpers sit in the layer of their lowest user.
 LAYERS = [
-    ("errors", "_format", "_cache", "_nested_list", "place"),
+    ("errors", "_format", "_cache", "_nested_list", "_level", "place"),
     ("backend", "_validate", "_indexing"),
     ("lod", "_data", "_ufunc"),
     ("_dense",),
