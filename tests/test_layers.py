@@ -18,7 +18,7 @@ LAYERS = [
     ("errors", "_format", "_cache", "_nested_list", "_level", "place"),
     ("backend", "_validate", "_indexing"),
     ("lod", "_data", "_ufunc"),
-    ("_dense",),
+    ("_dense", "_conversions"),
     ("tensor",),
     ("ops", "factories"),
     ("sequence", "nested", "interop"),
