@@ -42,6 +42,27 @@ def segments_along(struct, axis):
 
 
 # -- softmax ----------------------------------------------------------------------------------
+def softmax_args(name, input, dim, dtype, dim0_error):
+    """The checks shared by ``softmax`` and ``log_softmax`` (op ``name``): ``(dim, buffer in dtype)``.
+
+    ``dim`` must be given and not 0 (``dim0_error``: torch's message for dim 0);
+    the buffer, cast to ``dtype`` when given, must be floating.
+    """
+    check_nested(input, f"{name}()")
+    if dim is None:
+        raise TypeError(f"{name}(): dim must be given for a nested tensor (any dim but 0)")
+    d = normalize_dim(dim, input.dim())
+    if d == 0:
+        raise ValueError(dim0_error)
+    be = input.backend
+    buf = input._buffer
+    if dtype is not None:
+        buf = be.astype(buf, resolve_dtype(dtype, be.name))
+    if kind_of(buf.dtype) != "f":
+        raise not_implemented(f"{name}_lastdim_kernel_impl", make(buf, input._struct))
+    return d, buf
+
+
 @implements("softmax", "torch.softmax", _F + "softmax", _T + "softmax", "torch.special.softmax")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Softmax along ``dim`` (any dim but 0) of every component.
@@ -61,18 +82,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     ...
     ValueError: Cannot apply softmax across nested dimension 0
     """
-    check_nested(input, "softmax()")
-    if dim is None:
-        raise TypeError("softmax(): dim must be given for a nested tensor (any dim but 0)")
-    d = normalize_dim(dim, input.dim())
-    if d == 0:
-        raise ValueError("Cannot apply softmax across nested dimension 0")
-    buf = input._buffer
+    d, buf = softmax_args("softmax", input, dim, dtype, "Cannot apply softmax across nested dimension 0")
     ops = input.backend
-    if dtype is not None:
-        buf = ops.astype(buf, resolve_dtype(dtype, input.backend.name))
-    if kind_of(buf.dtype) != "f":
-        raise not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
     st = input._struct
     axis = d - 1
     if st.n == 0 or buf.shape[0] == 0:
