@@ -17,6 +17,7 @@ _TYPE_CACHE = {}
 
 _MODULE_PREFIX = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 
+
 def backend_name_of(array):
     """``"numpy"``, ``"cupy"`` or ``"torch"`` for an array, None for anything else.
 
