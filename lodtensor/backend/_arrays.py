@@ -230,9 +230,10 @@ class ArrayKernels:
 
         Two-pass statistics per block of rows (mean, then the centred sum of
         squares), so every block is read from cache, not memory, after the first
-        pass; blocks go to a few threads.
+        pass; blocks go to a few threads. The output comes from the buffer pool
+        (CuPy overrides this method).
         """
-        out = self.xp.empty(x.shape, dtype=x.dtype)
+        out = _np_pool.empty(x.shape, x.dtype)
         scale = x.dtype.type(1.0 / max(x.shape[1], 1))
         eps = x.dtype.type(eps)
 

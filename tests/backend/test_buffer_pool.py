@@ -291,6 +291,7 @@ def _kernels(data, lengths):
         "nested gelu": lambda: np.asarray(ln.gelu(nt).values()),
         "nested exp": lambda: np.asarray(np.exp(nt).values()),
         "nested sigmoid": lambda: np.asarray(ln.sigmoid(nt).values()),
+        "nested layer_norm": lambda: np.asarray(ln.layer_norm(nt, (data.shape[1],)).values()),
     }
 
 
