@@ -106,7 +106,9 @@ _pending = collections.deque()  # blocks given back while the lock was held (dra
 def get_buffer_pool():
     """Bytes of idle blocks the pool may keep (0: the pool is off)."""
     limit = _state["limit"]
-    return _default_bytes() if limit is None else limit
+    if limit is None:  # read once: LODTENSOR_BUFFER_POOL, or the default
+        limit = _state["limit"] = _default_bytes()
+    return limit
 
 
 def set_buffer_pool(max_bytes):
@@ -132,9 +134,10 @@ def set_buffer_pool(max_bytes):
                 f"got {type(max_bytes).__name__} {max_bytes!r}"
             )
         max_bytes = _parse(max_bytes, "set_buffer_pool(): max_bytes")
+    limit = _default_bytes() if max_bytes is None else max_bytes
     with _lock:
-        _state["limit"] = max_bytes
-        freed = _evict_locked(get_buffer_pool())
+        _state["limit"] = limit
+        freed = _evict_locked(limit)
     del freed  # the blocks are freed here, outside the lock
     _settle()
 
@@ -166,8 +169,7 @@ def empty(shape, dtype):
     dtype = np.dtype(dtype)
     shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    limit = get_buffer_pool()
-    if nbytes < POOL_MIN_BYTES or limit == 0 or dtype.hasobject:
+    if nbytes < POOL_MIN_BYTES or dtype.hasobject or get_buffer_pool() == 0:
         return np.empty(shape, dtype=dtype)
     size = -(-nbytes // _GRAIN) * _GRAIN
     block = None
