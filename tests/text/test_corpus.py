@@ -152,3 +152,24 @@ def test_default_read_size_is_a_few_batches_from_the_footer(tmp_path):
     assert ParquetCorpus(path, "words", 30, docs_per_read=7)._read_size(path) == 7
     corpus = ParquetCorpus(path, "words", 30)
     assert [i for t in corpus for i in t.data.tolist()] == [w for d in docs for s in d for w in s]
+
+
+@given(
+    lengths=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=4), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 12), max_size=6),
+)
+def test_split_pieces_equal_slicing(lengths, cuts):
+    # the corpus cuts a record batch into pieces in one vectorised pass per level: each piece
+    # must be exactly the slice t[a:b] (data, every level's offsets), a view of t's data
+    from lodtensor.text._corpus import _split
+
+    sentences = [len(doc) for doc in lengths]
+    words = [w for doc in lengths for w in doc]
+    t = lt.LoDTensor(np.arange(sum(words), dtype=np.int64), recursive_sequence_lengths=[sentences, words])
+    bounds = sorted({0, len(t), *[c for c in cuts if c <= len(t)]})
+    pieces = _split(t, bounds)
+    assert len(pieces) == len(bounds) - 1
+    for piece, a, b in zip(pieces, bounds, bounds[1:]):
+        want = t[a:b]
+        assert piece.lod() == want.lod() and piece.data.tolist() == want.data.tolist()
+        assert np.shares_memory(piece.data, t.data) or piece.num_rows == 0
