@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
+from _synthetic import TOPICS, topic_sentence
 from torch import nn
 from tqdm import tqdm
 
@@ -40,11 +41,6 @@ from lodtensor import sequence as S
 from lodtensor import text
 
 SEED = 0
-TOPICS = {
-    0: "goal match team score coach league player season win stadium".split(),
-    1: "market stock price bank trade profit invest share fund rate".split(),
-}
-FILLER = [f"w{i}" for i in range(150)]
 
 
 def make_corpus(n_docs, rng):
@@ -54,12 +50,7 @@ def make_corpus(n_docs, rng):
         label = rng.randrange(2)
         doc = []
         for _ in range(rng.randint(2, 7)):
-            sentence = [rng.choice(FILLER) for _ in range(rng.randint(3, 12))]
-            if rng.random() < 0.5:  # some sentences carry the topic
-                sentence[rng.randrange(len(sentence))] = rng.choice(TOPICS[label])
-            if rng.random() < 0.1:  # and a little noise from the other topic
-                sentence[rng.randrange(len(sentence))] = rng.choice(TOPICS[1 - label])
-            doc.append(sentence)
+            doc.append(topic_sentence(rng, label))
         if not any(w in TOPICS[label] for s in doc for w in s):
             doc[0][0] = rng.choice(TOPICS[label])
         docs.append(doc)

@@ -31,16 +31,12 @@ import tempfile
 import time
 
 import numpy as np
+from _synthetic import TOPICS, topic_sentence
 
 import lodtensor as lt
 from lodtensor import text
 
 SEED = 0
-TOPICS = {
-    0: "goal match team score coach league player season win stadium".split(),
-    1: "market stock price bank trade profit invest share fund rate".split(),
-}
-FILLER = [f"w{i}" for i in range(150)]
 _SENTENCE = re.compile(r"[^.!?]+")
 _WORD = re.compile(r"\w+")
 
@@ -57,11 +53,7 @@ def write_raw_corpus(directory, n_docs, n_files=8, seed=SEED):
             label = rng.randrange(2)
             sentences = []
             for _ in range(rng.randint(2, 7)):
-                words = [rng.choice(FILLER) for _ in range(rng.randint(3, 12))]
-                if rng.random() < 0.5:  # some sentences carry the topic
-                    words[rng.randrange(len(words))] = rng.choice(TOPICS[label])
-                if rng.random() < 0.1:  # and a little noise from the other topic
-                    words[rng.randrange(len(words))] = rng.choice(TOPICS[1 - label])
+                words = topic_sentence(rng, label)
                 sentences.append(" ".join(words).capitalize() + rng.choice(".!?"))
             if not any(w in TOPICS[label] for s in sentences for w in _WORD.findall(s.lower())):
                 sentences[0] = rng.choice(TOPICS[label]) + " " + sentences[0]

@@ -1,4 +1,4 @@
-"""Short text previews of arrays and lists, for error messages and reprs."""
+"""Short text previews of arrays and lists, for error messages and reprs (and the nested tensor repr)."""
 
 import numpy as np
 
@@ -19,3 +19,32 @@ def preview(values, limit=PREVIEW_ITEMS):
         head = list(values[:limit])
         more = len(values) > limit
     return "[" + ", ".join(repr(v) for v in head) + (", ..." if more else "") + "]"
+
+
+_REPR_EDGE = 3  # components shown at each end of a long nested tensor
+
+
+def nested_repr(components, *, layout="strided", requires_grad=False, grad_fn=None):
+    """torch's nested_tensor repr, with NumPy's (or torch's) repr of each component.
+
+    >>> print(nested_repr([np.zeros(2), np.ones(1)], layout="jagged"))
+    nested_tensor([
+      array([0., 0.]),
+      array([1.])
+    ], layout='jagged')
+    """
+    n = len(components)
+    shown = components if n <= 2 * _REPR_EDGE + 2 else components[:_REPR_EDGE] + [None] + components[-_REPR_EDGE:]
+    lines = []
+    for c in shown:
+        if c is None:
+            lines.append(f"  ... ({n - 2 * _REPR_EDGE} more components)")
+        else:
+            lines.append("\n".join("  " + line for line in repr(c).split("\n")))
+    body = ",\n".join(lines) if lines else ""
+    extra = ""
+    if requires_grad:
+        extra = f", grad_fn=<{type(grad_fn).__name__}>" if grad_fn is not None else ", requires_grad=True"
+    if layout == "jagged":
+        extra = ", layout='jagged'" + extra
+    return f"nested_tensor([\n{body}\n]{extra})"

@@ -18,6 +18,7 @@ import numpy as np
 
 from ._cache import ByteLRU
 from ._format import preview
+from ._level import concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
 from ._validate import _per_level, as_lengths, as_offsets, check_levels, freeze, offsets_from_lengths
 from .errors import LoDError
 
@@ -52,51 +53,6 @@ def _make(arrays):
 def _frozen(arr):
     """``arr`` frozen (a copy unless it already is), for the caches a LoD hands out."""
     return freeze(np.asarray(arr))
-
-
-def lengths_to_offsets(lengths):
-    """Offsets ``[0, l0, l0 + l1, ...]`` (int64) from lengths; no validation.
-
-    >>> lengths_to_offsets([2, 0, 3]).tolist()
-    [0, 2, 2, 5]
-    """
-    lengths = np.asarray(lengths, dtype=_INT64)
-    offsets = np.empty(lengths.size + 1, dtype=_INT64)
-    offsets[0] = 0
-    np.cumsum(lengths, out=offsets[1:])
-    return offsets
-
-
-def offsets_to_lengths(offsets):
-    """Per-sequence lengths from offsets; no validation.
-
-    >>> offsets_to_lengths([0, 2, 2, 5]).tolist()
-    [2, 0, 3]
-    """
-    return np.diff(np.asarray(offsets, dtype=_INT64))
-
-
-def offsets_to_segment_ids(offsets, total=None):
-    """For each item below the level, the index of its sequence.
-
-    >>> offsets_to_segment_ids([0, 2, 2, 5]).tolist()
-    [0, 0, 2, 2, 2]
-    """
-    offsets = np.asarray(offsets, dtype=_INT64)
-    lengths = np.diff(offsets)
-    return np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
-
-
-def concat_ranges(starts, stops):
-    """Concatenated ``arange(s, e)`` for each pair, vectorised: ``(index, counts)``.
-
-    >>> concat_ranges(np.array([5, 0]), np.array([7, 3]))[0].tolist()
-    [5, 6, 0, 1, 2]
-    """
-    counts = stops - starts
-    total = int(counts.sum())
-    shift = np.repeat(starts - lengths_to_offsets(counts)[:-1], counts)
-    return np.arange(total, dtype=_INT64) + shift, counts
 
 
 def _normalize_level(level, num_levels):

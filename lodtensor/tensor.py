@@ -7,7 +7,8 @@ rebased LoD; nothing is copied.
 
 import numpy as np
 
-from . import _dense, _indexing
+from . import _indexing
+from ._conversions import ConversionsMixin
 from ._data import to_place
 from ._format import preview
 from ._nested_list import to_nested_list
@@ -15,7 +16,7 @@ from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, get_backend
 from .backend._pickle import portable
 from .lod import LoD
-from .place import CPUPlace, CUDAPlace, Place, as_place, place_of
+from .place import CPUPlace, Place, as_place, place_of
 
 __all__ = ["LoDTensor"]
 
@@ -78,7 +79,7 @@ def _wrap(data, lod, place):
     return t
 
 
-class LoDTensor(UfuncMixin):
+class LoDTensor(ConversionsMixin, UfuncMixin):
     """Flat data plus multi-level LoD, with Paddle's LoDTensor methods.
 
     Parameters
@@ -379,91 +380,6 @@ class LoDTensor(UfuncMixin):
 
     to_list = tolist
 
-    # -- devices -----------------------------------------------------------------------------
-    def to(self, device):
-        """This tensor on ``device`` (a place or device string); ``self`` if already there."""
-        place = as_place(device, name="device")
-        if self._data is None:
-            return _wrap(None, self._lod, place)
-        if place == self._where:
-            return self
-        data, place = to_place(self._data, place, copy=False)
-        return _wrap(data, self._lod, place)
-
-    def cpu(self):
-        """This tensor in host memory."""
-        return self.to(CPUPlace())
-
-    def to_torch(self):
-        """This tensor with its data as a torch tensor, sharing memory where possible.
-
-        NumPy data on the host and CuPy data on the GPU are shared without a
-        copy (read-only NumPy arrays are copied, as torch cannot wrap them).
-        The LoD object is shared too.
-        """
-        data = self._require_data("to_torch()")
-        be = get_backend("torch")
-        if backend_name_of(data) == "torch":
-            return self
-        return _wrap(be.asarray(data), self._lod, self._where)
-
-    def cuda(self, device_id=0):
-        """This tensor on GPU ``device_id`` (CuPy data, or torch CUDA for torch data)."""
-        return self.to(CUDAPlace(device_id))
-
-    # -- dense conversions -------------------------------------------------------------------
-    def to_padded(self, level=-1, pad_value=0, maxlen=None, *, out=None):
-        """Dense ``(num_sequences, maxlen, *row_shape)`` array of ``level``; a copy.
-
-        Each sequence of ``level`` (counted in data rows, so outer levels
-        concatenate their sub-sequences) fills one row of the result, the rest
-        is ``pad_value``. Equivalent to
-        ``[seq + [pad] * (maxlen - len(seq)) for seq in sequences]``.
-
-        Parameters
-        ----------
-        level : int
-            The lod level whose sequences become the batch axis (default: last).
-        pad_value : scalar or array of the row shape
-        maxlen : int, optional
-            Padded length; default the longest sequence. Shorter raises (no truncation).
-        out : array, optional
-            Preallocated C-contiguous result of the right shape and dtype.
-
-        Returns
-        -------
-        (padded, lengths)
-            ``lengths`` is the int64 length of every sequence.
-
-        Examples
-        --------
-        >>> t = LoDTensor(np.arange(1, 6), [[0, 2, 2, 5]])
-        >>> padded, lengths = t.to_padded(pad_value=-1)
-        >>> padded.tolist(), lengths.tolist()
-        ([[1, 2, -1], [-1, -1, -1], [3, 4, 5]], [2, 0, 3])
-        """
-        data = self._check_fits("to_padded()")
-        self._require_lod("to_padded()")
-        return _dense.pad_level(self.backend, data, self._lod, level, pad_value, maxlen, out)
-
-    def to_padded_all(self, pad_value=0):
-        """One dense array over every lod level plus one boolean mask per level; a copy.
-
-        The result has shape ``(n0, M1, ..., ML, *row_shape)`` (e.g. documents x
-        sentences x words x D); ``masks[k]`` has shape ``padded.shape[:k + 2]``
-        and is True where level ``k`` holds a real item.
-
-        >>> t = LoDTensor(np.arange(1, 5), [[0, 2, 3], [0, 1, 3, 4]])
-        >>> padded, masks = t.to_padded_all()
-        >>> padded.tolist()
-        [[[1, 0], [2, 3]], [[4, 0], [0, 0]]]
-        >>> [m.tolist() for m in masks]
-        [[[True, True], [True, False]], [[[True, False], [True, True]], [[True, False], [False, False]]]]
-        """
-        data = self._check_fits("to_padded_all()")
-        self._require_lod("to_padded_all()")
-        return _dense.pad_all(self.backend, data, self._lod, pad_value)
-
     # -- python protocol ---------------------------------------------------------------------
     def __repr__(self):
         name = type(self).__name__
@@ -500,8 +416,9 @@ class LoDTensor(UfuncMixin):
                 raise RuntimeError(f"LoDTensor.{name} is already defined; an upper layer cannot replace it")
             setattr(cls, name, fn)
 
-    def _new(self, data, lod):
-        return _wrap(data, lod, self._where)
+    def _new(self, data, lod, place=None):
+        """A LoDTensor of parts valid together (no checks), on this tensor's place unless ``place`` is given."""
+        return _wrap(data, lod, self._where if place is None else place)
 
     def _num_rows_or_none(self):
         return None if self._data is None else int(self._data.shape[0])

@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-EXAMPLES = sorted((pathlib.Path(__file__).parent.parent / "examples").glob("*.py"))
+# (modules named _*.py are helpers the examples share, not examples)
+EXAMPLES = sorted(p for p in (pathlib.Path(__file__).parent.parent / "examples").glob("*.py") if p.name[0] != "_")
 # multi-process and cluster examples: `make test-slow`
 SLOW = {"preprocess_corpus.py", "ddp_hierarchical_text.py"}
 

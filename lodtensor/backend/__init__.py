@@ -9,51 +9,13 @@ import numpy as np
 
 from ..errors import BackendMismatchError
 from ._base import KERNELS, Backend
+from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests register stubs there
 
 __all__ = ["Backend", "KERNELS", "backend_of", "get_backend", "backend_name_of", "available_backends"]
 
-_BACKENDS = {}
 _TYPE_CACHE = {}
 
 _MODULE_PREFIX = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
-
-_HINTS = {
-    "cupy": "install the GPU extra: pip install 'lodtensor[cuda]' (needs an NVIDIA GPU)",
-    "torch": "install the torch extra: pip install 'lodtensor[torch]'",
-}
-
-
-def get_backend(name):
-    """Return the backend called ``name`` (``"numpy"``, ``"cupy"`` or ``"torch"``).
-
-    >>> get_backend("numpy").name
-    'numpy'
-    >>> get_backend("jax")
-    Traceback (most recent call last):
-    ...
-    ValueError: get_backend(): name must be one of 'numpy', 'cupy', 'torch', got 'jax'
-    """
-    backend = _BACKENDS.get(name)
-    if backend is not None:
-        return backend
-    if name == "numpy":
-        from .numpy import NumpyBackend
-
-        backend = NumpyBackend()
-    elif name in ("cupy", "torch"):
-        import importlib
-
-        try:
-            module = importlib.import_module(f"{__name__}.{name}")
-        except ImportError as err:
-            raise ImportError(f"the {name!r} backend needs {name}: {_HINTS[name]}") from err
-        backend = module.make_backend()
-    else:
-        raise ValueError(
-            f"get_backend(): name must be one of 'numpy', 'cupy', 'torch', got {name!r}"
-        )
-    _BACKENDS[name] = backend
-    return backend
 
 
 def backend_name_of(array):

@@ -7,6 +7,8 @@ its module. Offsets passed to kernels are int64, valid (checked on the host
 before any kernel runs) and on the backend's device.
 """
 
+from ._registry import get_backend
+
 __all__ = ["Backend", "KERNELS"]
 
 #: Names of the kernels a backend must implement.
@@ -96,6 +98,4 @@ class Backend:
         return f"<lodtensor backend {self.name!r}>"
 
     def __reduce__(self):
-        from . import get_backend  # noqa: PLC0415  (pickle by name; module-level would cycle)
-
         return (get_backend, (self.name,))

@@ -1,19 +1,17 @@
 """torch kernels (CPU or CUDA), built from differentiable ops so autograd flows through.
 
 Offsets may arrive as host NumPy arrays; they are moved once to the data's
-device. Nothing here round-trips data through NumPy.
+device. On CPU some kernels run NumPy (or MKL SpMM) forward passes with torch
+backward passes: those ``autograd.Function``s live in ``_torch_cpu``.
 """
 
-import contextlib
-import threading
-import warnings
 
 import numpy as np
 import torch
 
 from ._arrays_torch import TorchArrayKernels
 from ._base import Backend
-from .numpy import NumpyBackend
+from ._torch_cpu import PadCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 
 __all__ = ["TorchBackend", "make_backend"]
 
@@ -50,67 +48,14 @@ def _identity(dtype, reduce):
     return info.min if reduce == "max" else info.max
 
 
-# -- segment max and min on CPU: the NumPy kernel forward, scatter_reduce's gradient -----------
-# The CPU-only kernels below (NumPy forward passes, MKL SpMM) can be switched off, which runs the
-# device-generic torch code that CUDA uses on CPU: the tests do so to cover that code without a GPU.
+# -- CPU shortcuts ------------------------------------------------------------------------------
+# The CPU-only kernels of _torch_cpu (NumPy forward passes, MKL SpMM) can be switched off, which runs
+# the device-generic torch code that CUDA uses on CPU: the tests do so to cover that code without a GPU.
 _CPU_SHORTCUTS = True
-_NUMPY = NumpyBackend()
 _NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
                   torch.int32, torch.int64)
 
 
-class _SegmentExtreme(torch.autograd.Function):
-    """Max or min of each row segment of a CPU tensor.
-
-    Forward: the NumPy backend's kernel on the tensor's memory (its plan is
-    cached per offsets tensor). Backward: as ``scatter_reduce``'s, each
-    segment's gradient is shared evenly among the rows that reach its extreme,
-    per column; it is built from differentiable ops, so double backward works.
-    """
-
-    @staticmethod
-    def forward(ctx, data, offsets, ids, reduce, empty):
-        host = data.detach().resolve_conj().resolve_neg().numpy()
-        ufunc = np.maximum if reduce == "max" else np.minimum
-        out = torch.from_numpy(_NUMPY._reduceat(ufunc, host, offsets.numpy(), empty, owner=offsets))
-        ctx.save_for_backward(data, out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
-        ctx.has_ids = ids is not None
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        data, out, offsets, ids = ctx.saved_tensors
-        if not ctx.has_ids:
-            lengths = offsets[1:] - offsets[:-1]
-            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=data.shape[0])
-        hit = (data == out.index_select(0, ids)).to(grad.dtype)
-        ties = torch.zeros_like(out, dtype=grad.dtype).index_add_(0, ids, hit)
-        return grad.index_select(0, ids) * hit / ties.clamp_(min=1).index_select(0, ids), None, None, None, None
-
-
-class _SegmentSoftmax(torch.autograd.Function):
-    """Softmax over each row segment of a CPU tensor: the NumPy kernel forward (3x faster than
-    the torch ops here for one score per row); backward ``y * (g - segment_sum(g * y))``.
-
-    The result is saved as an output, so autograd can differentiate the backward pass again.
-    """
-
-    @staticmethod
-    def forward(ctx, data, offsets, ids, be):
-        out = torch.from_numpy(_NUMPY.segment_softmax(_host(data), offsets.numpy()))
-        ctx.save_for_backward(out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
-        ctx.has_ids, ctx.be = ids is not None, be
-        return out
-
-    @staticmethod
-    def backward(ctx, grad):
-        out, offsets, ids = ctx.saved_tensors
-        ids = ids if ctx.has_ids else ctx.be.segment_ids(offsets, total=out.shape[0])
-        inner = ctx.be.segment_sum(grad * out, offsets, ids=ids).index_select(0, ids)
-        return out * (grad - inner), None, None, None
-
-
-# -- pad and unpad on CPU: the NumPy kernels forward, index_select / pad backward ---------------
 def _numpy_moves(x, pad_value):
     """Whether the NumPy row-moving kernels can serve tensor ``x`` (CPU, a NumPy dtype)."""
     return (
@@ -124,55 +69,6 @@ def _numpy_moves(x, pad_value):
             or (pad_value.device.type == "cpu" and not pad_value.requires_grad)
         )
     )
-
-
-def _host(x):
-    return x.detach().resolve_conj().resolve_neg().numpy()
-
-
-def _flat_pad_index(offsets, maxlen, rows):
-    lengths = offsets[1:] - offsets[:-1]
-    shift = torch.arange(lengths.numel()) * maxlen - offsets[:-1]
-    return torch.arange(rows) + torch.repeat_interleave(shift, lengths, output_size=rows)
-
-
-class _PadCPU(torch.autograd.Function):
-    """Rows into ``(n, maxlen, *row)`` by the NumPy kernel; the gradient is the unpadding of
-    the incoming one (``index_select``, itself differentiable)."""
-
-    @staticmethod
-    def forward(ctx, data, offsets, maxlen, pad_value, plan):
-        value = _host(pad_value) if isinstance(pad_value, torch.Tensor) else pad_value
-        out = _NUMPY.pad(_host(data), offsets.numpy(), maxlen, value, plan=plan)
-        ctx.save_for_backward(offsets)
-        ctx.rows, ctx.maxlen = data.shape[0], maxlen
-        return torch.from_numpy(out)
-
-    @staticmethod
-    def backward(ctx, grad):
-        (offsets,) = ctx.saved_tensors
-        index = _flat_pad_index(offsets, ctx.maxlen, ctx.rows)
-        flat = grad.reshape((-1,) + tuple(grad.shape[2:]))
-        return flat.index_select(0, index), None, None, None, None
-
-
-class _UnpadCPU(torch.autograd.Function):
-    """The first ``length`` rows of each padded sequence by the NumPy kernel; the gradient
-    is the incoming one padded with zeros."""
-
-    @staticmethod
-    def forward(ctx, padded, offsets, plan):
-        ctx.save_for_backward(offsets)
-        ctx.shape = tuple(padded.shape)
-        return torch.from_numpy(_NUMPY.unpad(_host(padded), offsets.numpy(), plan=plan))
-
-    @staticmethod
-    def backward(ctx, grad):
-        (offsets,) = ctx.saved_tensors
-        n, maxlen = ctx.shape[:2]
-        index = _flat_pad_index(offsets, maxlen, grad.shape[0])
-        out = torch.zeros((n * maxlen,) + tuple(grad.shape[1:]), dtype=grad.dtype)
-        return out.index_copy(0, index, grad).reshape(ctx.shape), None, None
 
 
 # -- segment sum as a sparse-dense product ------------------------------------------------------
@@ -191,9 +87,6 @@ _SPMM_MAX_ROW_BYTES = 160
 # 64 to 256, where it runs as fast as ``index_add_``; same measurements).
 _NUMPY_EXTREME_MAX_ROW_BYTES = 96
 _SPMM_DTYPES = (torch.float32, torch.float64)
-_spmm_buffers = {}  # dtype -> (column indices 0..k-1, ones), grown on demand and shared
-_spmm_lock = threading.Lock()
-_spmm_quiet = threading.Event()  # set once torch's one-time "sparse CSR is beta" warning has been swallowed
 
 
 def _spmm_fits(data, n):
@@ -208,55 +101,6 @@ def _spmm_fits(data, n):
         and _SPMM_MIN_ROW * rows <= data.numel() <= _SPMM_MAX_ROW_BYTES // data.element_size() * rows
         and torch.backends.mkl.is_available()
     )
-
-
-def _spmm_parts(rows, dtype):
-    """Column indices ``0..rows-1`` and ``rows`` ones: views of buffers kept for reuse."""
-    parts = _spmm_buffers.get(dtype)
-    if parts is None or parts[0].numel() < rows:
-        with _spmm_lock:
-            parts = _spmm_buffers.get(dtype)
-            if parts is None or parts[0].numel() < rows:
-                size = max(rows, 2 * (parts[0].numel() if parts is not None else 0), 1024)
-                parts = (torch.arange(size, dtype=torch.int64), torch.ones(size, dtype=dtype))
-                _spmm_buffers[dtype] = parts
-    return parts[0][:rows], parts[1][:rows]
-
-
-def _spmm_segment_sum(flat, offsets):
-    """Row segment sums of a 2-D ``flat`` as one CSR x dense product."""
-    rows, n = flat.shape[0], offsets.numel() - 1
-    if not flat.is_contiguous():
-        flat = flat.contiguous()
-    cols, ones = _spmm_parts(rows, flat.dtype)
-    quiet = _spmm_quiet.is_set()
-    with contextlib.nullcontext() if quiet else warnings.catch_warnings():
-        if not quiet:  # torch warns once per process that sparse CSR is "beta": ours is an internal use
-            warnings.simplefilter("ignore", UserWarning)
-        matrix = torch.sparse_csr_tensor(offsets, cols, ones, size=(n, rows), check_invariants=False)
-        out = matrix @ flat
-    _spmm_quiet.set()
-    return out
-
-
-class _SegmentSumSpMM(torch.autograd.Function):
-    """Segment sum of 2-D rows by SpMM; the backward pass copies each segment's gradient
-    to its rows (``index_select``), itself differentiable for double backward."""
-
-    @staticmethod
-    def forward(ctx, flat, offsets, ids):
-        ctx.save_for_backward(offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
-        ctx.has_ids = ids is not None
-        ctx.rows = flat.shape[0]
-        return _spmm_segment_sum(flat, offsets)
-
-    @staticmethod
-    def backward(ctx, grad):
-        offsets, ids = ctx.saved_tensors
-        if not ctx.has_ids:
-            lengths = offsets[1:] - offsets[:-1]
-            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=ctx.rows)
-        return grad.index_select(0, ids), None, None
 
 
 def torch_dtype(dtype):
@@ -352,7 +196,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         On CPU, for rows of at most ``_NUMPY_EXTREME_MAX_ROW_BYTES``, the forward
         pass is the NumPy backend's blocked kernel on the tensor's own memory (zero
         copy), up to 2x faster than ``scatter_reduce`` there (measured, torch 2.13,
-        2 cores); :class:`_SegmentExtreme` gives it ``scatter_reduce``'s gradient.
+        2 cores); :class:`SegmentExtreme` gives it ``scatter_reduce``'s gradient.
         Elsewhere (wider rows, CUDA, bfloat16): ``scatter_reduce``
         into a tensor pre-filled with the reduction's identity (``-inf`` for
         max), ``include_self=True``, about 10% faster than leaving the fill out;
@@ -368,7 +212,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             and data.dtype in _NUMPY_ORDERED
             and data.numel() <= _NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
         ):
-            return _SegmentExtreme.apply(data, offsets, ids, reduce, empty)
+            return SegmentExtreme.apply(data, offsets, ids, reduce, empty)
         lengths = offsets[1:] - offsets[:-1]
         shape = (-1,) + (1,) * (data.dim() - 1)
         if ids is None:
@@ -391,7 +235,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         offsets = self._index(offsets, data)
         n = offsets.numel() - 1
         if _spmm_fits(data, n):
-            flat = _SegmentSumSpMM.apply(data.reshape(data.shape[0], -1), offsets, ids)
+            flat = SegmentSumSpMM.apply(data.reshape(data.shape[0], -1), offsets, ids)
             return flat.reshape((n,) + tuple(data.shape[1:]))
         if ids is None:
             ids = self.segment_ids(offsets, total=data.shape[0])
@@ -422,7 +266,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if n_rows == 0:
             return data.clone()
         if _CPU_SHORTCUTS and data.device.type == "cpu" and data.dtype in (torch.float32, torch.float64):
-            return _SegmentSoftmax.apply(data, offsets, ids, self)
+            return SegmentSoftmax.apply(data, offsets, ids, self)
         if ids is None:
             ids = self.segment_ids(offsets, total=n_rows)
         peak = self._segment(data.detach(), offsets, "max", 0, ids)
@@ -463,15 +307,15 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         offsets = self._index(offsets, data)
         if out is None and _numpy_moves(data, pad_value):
             # the NumPy kernel on the tensor's memory (threaded ``put``, tails only filled):
-            # 1.6x faster than a fill + ``index_copy`` here; :class:`_PadCPU` keeps the gradient
-            return _PadCPU.apply(data, offsets, maxlen, pad_value, plan)
+            # 1.6x faster than a fill + ``index_copy`` here; :class:`PadCPU` keeps the gradient
+            return PadCPU.apply(data, offsets, maxlen, pad_value, plan)
         index = self._pad_index(offsets, maxlen, data.shape[0])
         return self.place_rows(data, index, (offsets.numel() - 1, maxlen), pad_value, out=out)
 
     def unpad(self, padded, offsets, *, plan=None):
         offsets = self._index(offsets, padded)
         if _numpy_moves(padded, 0):
-            return _UnpadCPU.apply(padded, offsets, plan)
+            return UnpadCPU.apply(padded, offsets, plan)
         n, maxlen = padded.shape[:2]
         index = self._pad_index(offsets, maxlen, int(offsets[-1]))
         return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)

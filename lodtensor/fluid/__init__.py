@@ -14,11 +14,11 @@ sequence op of :mod:`lodtensor.sequence`.
 ([[0, 2, 5]], [5, 2], True)
 """
 
-from .. import tensor as _tensor
 from ..factories import create_lod_tensor, create_random_int_lodtensor
 from ..place import CPUPlace, CUDAPinnedPlace, CUDAPlace
 from ..sequence import LoDTensorArray
-from . import layers
+from . import core, io, layers
+from .core import LoDTensor
 
 __all__ = [
     "LoDTensor",
@@ -32,23 +32,3 @@ __all__ = [
     "core",
     "io",
 ]
-
-
-class LoDTensor(_tensor.LoDTensor):
-    """Paddle's constructor: ``LoDTensor()`` or ``LoDTensor(recursive_sequence_lengths)``.
-
-    The tensor holds no data until ``set(array, place)``.
-
-    >>> LoDTensor([[2, 3]]).recursive_sequence_lengths()
-    [[2, 3]]
-    """
-
-    __slots__ = ()
-
-    def __init__(self, recursive_sequence_lengths=None):
-        super().__init__()
-        if recursive_sequence_lengths is not None:
-            self.set_recursive_sequence_lengths(recursive_sequence_lengths)
-
-
-from . import core, io  # noqa: E402 - core needs LoDTensor above

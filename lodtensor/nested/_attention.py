@@ -15,11 +15,11 @@ import numpy as np
 
 from ..backend import backend_name_of
 from ._broadcast import check_nested, not_implemented, same_backend
-from ._dtypes import kind_of, resolve_dtype
+from ._dtypes import kind_of
 from ._grouped import map_components
-from ._nn import segments_along
+from ._nn import softmax_like
 from ._registry import implements
-from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._tensor import NestedTensor, Structure, make
 
 __all__ = ["scaled_dot_product_attention", "log_softmax", "rms_norm", "embedding"]
 
@@ -40,35 +40,18 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> np.exp(ln.log_softmax(nt, 1).to_tensor_list()[1]).tolist()
     [0.25, 0.25, 0.25, 0.25]
     """
-    check_nested(input, "log_softmax()")
-    if dim is None:
-        raise TypeError("log_softmax(): dim must be given for a nested tensor (any dim but 0)")
-    d = normalize_dim(dim, input.dim())
-    if d == 0:
-        raise ValueError("log_softmax(): not supported when reducing across the batch dimension for NestedTensor")
-    be = input.backend
-    buf = input._buffer
-    if dtype is not None:
-        buf = be.astype(buf, resolve_dtype(dtype, be.name))
-    if kind_of(buf.dtype) != "f":
-        raise not_implemented("log_softmax_lastdim_kernel_impl", make(buf, input._struct))
-    st = input._struct
-    axis = d - 1
-    if st.n == 0 or buf.shape[0] == 0:
-        return make(be.clone(buf), st, input._layout)
-    if all(st.regular[axis:]):
-        return make(be.log_softmax(st.tail_view(buf, axis), 1).reshape(-1), st, input._layout)
-    if all(st.regular[axis + 1 :]):  # a ragged dim with regular dims after it: segment kernels
-        offsets, rows, row_shape = segments_along(st, axis)
-        x = buf.reshape((rows,) + row_shape)
-        dev = be.asarray(offsets)
-        ids = be.segment_ids(dev, total=rows)
-        shift = be.gather(be.segment_max(x, dev, empty=0), ids)
-        shifted = x - shift
-        lse = be.pointwise("log", "log", be.segment_sum(be.pointwise("exp", "exp", shifted), dev))
-        return make((shifted - be.gather(lse, ids)).reshape(-1), st, input._layout)
-    out, _ = map_components([make(buf, st)], lambda block: be.log_softmax(block, d), st.sizes)
-    return make(out, st, input._layout)
+    return softmax_like("log_softmax", input, dim, dtype,
+                        "log_softmax(): not supported when reducing across the batch dimension for NestedTensor",
+                        _segment_log_softmax)
+
+
+def _segment_log_softmax(be, x, offsets, rows):
+    """``x - logsumexp`` of every segment, from the segment kernels (autograd flows on torch)."""
+    dev = be.asarray(offsets)
+    ids = be.segment_ids(dev, total=rows)
+    shifted = x - be.gather(be.segment_max(x, dev, empty=0), ids)
+    lse = be.pointwise("log", "log", be.segment_sum(be.pointwise("exp", "exp", shifted), dev))
+    return shifted - be.gather(lse, ids)
 
 
 # -- rms_norm ---------------------------------------------------------------------------------------

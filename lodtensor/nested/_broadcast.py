@@ -17,7 +17,7 @@ import numpy as np
 from ..backend import backend_name_of, backend_of
 from ..errors import BackendMismatchError
 from ._dtypes import torch_name
-from ._tensor import NestedTensor
+from ._tensor import NestedTensor, make
 
 __all__ = ["Aligned", "align", "scalar_like", "same_backend", "check_nested", "not_implemented", "describe"]
 
@@ -85,8 +85,6 @@ class Aligned:
         return self.nt._struct.tail_view(buffer, self._axis)
 
     def wrap(self, result, layout=None):
-        from ._tensor import make  # noqa: PLC0415 - _tensor is loaded; kept local for clarity
-
         nt = self.nt
         flat = result.reshape(-1) if self._dense else result
         return make(flat, nt._struct, nt._layout if layout is None else layout)

@@ -12,10 +12,11 @@ from ..errors import BackendMismatchError
 from ..lod import LoD
 from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
-from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, kind_of, resolve_dtype
+from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, check_requires_grad, resolve_dtype
 from ._tensor import NestedTensor, Structure, make
 
-__all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "check_requires_grad"]
+__all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "is_two_level_list", "from_lists",
+           "attach_documents"]
 
 _LAYOUTS = {"strided": "strided", "jagged": "jagged", "torch.strided": "strided", "torch.jagged": "jagged"}
 
@@ -75,19 +76,6 @@ def _coerce_item(item, index, where):
 def _describe(value):
     text = repr(value)
     return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
-
-
-def check_requires_grad(buffer, requires_grad, where):
-    """torch's rule: only floating and complex torch data can require gradients."""
-    if not requires_grad:
-        return
-    if kind_of(buffer.dtype) not in "fc":
-        raise TypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
-    if backend_name_of(buffer) != "torch":
-        raise TypeError(
-            f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "
-            f"build the nested tensor from torch tensors, or call .to_torch() first"
-        )
 
 
 def _check_jagged(structure, where):
@@ -201,8 +189,6 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     ...
     ValueError: All Tensors given to nested_tensor must have the same dimension. Found dimension 2 for ...
     """
-    from ._two_level import from_lists, is_two_level_list  # noqa: PLC0415
-
     if is_two_level_list(tensor_list):  # documents x sentences: two ragged dims (beyond torch)
         return from_lists(tensor_list, lambda sentences: nested_tensor(
             sentences, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad, pin_memory=pin_memory))
@@ -217,6 +203,31 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     if requires_grad:
         buffer.requires_grad_(True)
     return make(buffer, structure, layout)
+
+
+def is_two_level_list(tensor_list):
+    """Whether ``tensor_list`` is a list of lists of arrays (and not of numbers)."""
+    if not isinstance(tensor_list, (list, tuple)) or not tensor_list:
+        return False
+    if not all(isinstance(doc, (list, tuple)) for doc in tensor_list):
+        return False
+    items = [x for doc in tensor_list for x in doc]
+    return bool(items) and all(backend_name_of(x) is not None for x in items)
+
+
+def from_lists(tensor_list, build):
+    """The two-level nested tensor of ``tensor_list``; ``build(sentences)`` makes the inner level."""
+    counts = np.fromiter((len(doc) for doc in tensor_list), dtype=np.int64, count=len(tensor_list))
+    inner = build([x for doc in tensor_list for x in doc])
+    lod = LoD.from_lengths([counts], num_rows=inner._struct.n)  # the gate for the documents' offsets
+    return attach_documents(inner, lod.offsets(0))
+
+
+def attach_documents(inner, outer):
+    """``inner`` (the sentences) with the documents' offsets ``outer``: two ragged dims."""
+    nt = make(inner._buffer, inner._struct, inner._layout)
+    nt._outer = outer
+    return nt
 
 
 def _pin(buffer):
@@ -254,8 +265,6 @@ def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
     >>> nt.nested_size().tolist(), np.shares_memory(nt.unbind()[1], dense)
     ([[3], [3]], True)
     """
-    from ._two_level import from_lists, is_two_level_list  # noqa: PLC0415
-
     if is_two_level_list(tensor_list):
         return from_lists(tensor_list, lambda sentences: as_nested_tensor(sentences, dtype, device, layout))
     where = "as_nested_tensor()"

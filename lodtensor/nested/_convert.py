@@ -1,8 +1,16 @@
-"""NestedTensor's conversions: to another library, device, dtype or layout (a mixin of the class)."""
+"""NestedTensor's conversions: to another library, device, dtype or layout.
+
+They build on the constructors and the layouts, so this module sits above
+them and installs its methods on :class:`NestedTensor` (``NestedTensor._attach``)
+when ``lodtensor.nested`` is imported.
+"""
 
 import numpy as np
 
-from ..backend import backend_name_of
+from ..backend import backend_name_of, get_backend
+from ._construct import as_nested_tensor
+from ._layouts import layout_of, to_layout
+from ._tensor import NestedTensor, make
 
 __all__ = ["Conversions"]
 
@@ -10,15 +18,11 @@ __all__ = ["Conversions"]
 class Conversions:
     """``to``, ``to_torch``, ``numpy``, ``double``/``float``/``half`` and ``__array__`` of NestedTensor."""
 
-    __slots__ = ()
-
     def to_torch(self):
         """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers."""
-        from ..backend import get_backend  # noqa: PLC0415
-
         if backend_name_of(self._buffer) == "torch":
             return self
-        return self._same_levels(_make(get_backend("torch").asarray(self._buffer), self._struct, self._layout))
+        return self._same_levels(make(get_backend("torch").asarray(self._buffer), self._struct, self._layout))
 
     def to(self, *args, device=None, dtype=None):
         """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
@@ -32,13 +36,10 @@ class Conversions:
         >>> ln.nested_tensor([[1, 2], [3]]).to(np.float32).dtype
         dtype('float32')
         """
-        from ._construct import as_nested_tensor  # noqa: PLC0415 - avoids an import cycle
-        from ._layouts import layout_of, to_layout  # noqa: PLC0415
-
         if args and layout_of(args[0]) is not None:  # nt.to(ln.Layout.Masked) or nt.to("masked"): a layout
             return to_layout(self, *args)
         for arg in args:
-            if isinstance(arg, Conversions):  # another nested tensor
+            if isinstance(arg, NestedTensor):  # another nested tensor
                 device = arg.device if device is None else device
                 dtype = arg.dtype if dtype is None else dtype
             elif _is_dtype(arg):
@@ -46,7 +47,7 @@ class Conversions:
             else:
                 device = arg
         if getattr(self, "_outer", None) is not None:  # two ragged dims: convert the sentences, keep the documents
-            return self._same_levels(as_nested_tensor(_make(self._buffer, self._struct, self._layout), dtype=dtype,
+            return self._same_levels(as_nested_tensor(make(self._buffer, self._struct, self._layout), dtype=dtype,
                                                       device=device))
         return as_nested_tensor(self, dtype=dtype, device=device)
 
@@ -66,13 +67,13 @@ class Conversions:
         """This nested tensor with NumPy data (a view of host memory where possible)."""
         if backend_name_of(self._buffer) == "numpy":
             return self
-        return self._same_levels(_make(self.backend.to_numpy(self._buffer), self._struct, self._layout))
+        return self._same_levels(make(self.backend.to_numpy(self._buffer), self._struct, self._layout))
 
     def _same_levels(self, other):
         """``other`` (same components) with this tensor's document level, if it has two ragged dims."""
         outer = getattr(self, "_outer", None)
         if outer is not None and getattr(other, "_outer", None) is None:
-            other = _make(other._buffer, other._struct, other._layout)
+            other = make(other._buffer, other._struct, other._layout)
             other._outer = outer
         return other
 
@@ -81,12 +82,6 @@ class Conversions:
             "a NestedTensor has no single dense array; use to_padded_tensor(padding), to_packed() "
             "or to_tensor_list()"
         )
-
-
-def _make(buffer, structure, layout):
-    from ._tensor import make  # noqa: PLC0415 - _tensor imports this module
-
-    return make(buffer, structure, layout)
 
 
 def _is_dtype(x):
@@ -100,3 +95,7 @@ def _is_dtype(x):
             return False
         return True
     return False
+
+
+NestedTensor._attach(**{name: Conversions.__dict__[name] for name in (
+    "to_torch", "to", "double", "float", "half", "numpy", "_same_levels", "__array__")})

@@ -11,7 +11,9 @@ import sys
 
 import numpy as np
 
-__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "is_torch_dtype"]
+from ..backend import backend_name_of
+
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "is_torch_dtype", "check_requires_grad"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -139,3 +141,16 @@ def promote(a, b):
 def torch_loaded():
     """The torch module when something has imported it already, else None."""
     return sys.modules.get("torch")
+
+
+def check_requires_grad(buffer, requires_grad, where):
+    """torch's rule: only floating and complex torch data can require gradients."""
+    if not requires_grad:
+        return
+    if kind_of(buffer.dtype) not in "fc":
+        raise TypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
+    if backend_name_of(buffer) != "torch":
+        raise TypeError(
+            f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "
+            f"build the nested tensor from torch tensors, or call .to_torch() first"
+        )

@@ -14,7 +14,8 @@ import numpy as np
 from ..backend import backend_name_of, backend_of
 from ..lod import LoD
 from ._broadcast import same_backend
-from ._registry import OP_TABLE
+from ._construct import as_nested_tensor
+from ._dispatch import OP_TABLE
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
 __all__ = ["nested_tensor_from_jagged", "narrow", "masked_select"]
@@ -126,8 +127,6 @@ def narrow(tensor, dim, start, length, layout="strided"):
     if layout == "strided":
         if d != 0:
             raise ValueError(f"narrow(): only dim=0 supported for nested tensors, but got: {dim}")
-        from ._construct import as_nested_tensor  # noqa: PLC0415 - keeps the constructors in one place
-
         s, n = int(start), int(length)
         return as_nested_tensor(list(tensor[s : s + n]))
     if d != 1 or tensor.ndim < 2:

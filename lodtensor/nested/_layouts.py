@@ -12,12 +12,11 @@ import numpy as np
 from ..backend import backend_name_of
 from ..tensor import _wrap
 from ._broadcast import check_nested
-from ._registry import implements
+from ._registry import OP_TABLE, implements
 from ._shape import to_padded_tensor
 from ._tensor import _components
 
-__all__ = ["Layout", "to_layout", "to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor",
-           "format_nested"]
+__all__ = ["Layout", "to_layout", "to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor"]
 
 
 class Layout(enum.Enum):
@@ -61,8 +60,6 @@ def to_layout(input, layout, **kwargs):
         raise ValueError(f"to(): layout must be one of {[m.name for m in Layout]}, got {layout!r}")
     if member is Layout.List:
         return input.to_tensor_list(**kwargs)
-    from ._registry import OP_TABLE  # noqa: PLC0415
-
     return OP_TABLE[member.value](input, **kwargs)
 
 
@@ -186,30 +183,6 @@ def to_lod_tensor(input):
 
 
 # -- repr -------------------------------------------------------------------------------------
-_REPR_EDGE = 3  # components shown at each end of a long nested tensor
-
-
-def format_nested(nt):
-    """torch's nested_tensor repr, with NumPy's (or torch's) repr of each component."""
-    comps = _components(nt.detach() if nt.requires_grad else nt)
-    n = len(comps)
-    shown = comps if n <= 2 * _REPR_EDGE + 2 else comps[:_REPR_EDGE] + [None] + comps[-_REPR_EDGE:]
-    lines = []
-    for c in shown:
-        if c is None:
-            lines.append(f"  ... ({n - 2 * _REPR_EDGE} more components)")
-        else:
-            lines.append("\n".join("  " + line for line in repr(c).split("\n")))
-    body = ",\n".join(lines) if lines else ""
-    extra = ""
-    if nt.requires_grad:
-        fn = nt.grad_fn
-        extra = f", grad_fn=<{type(fn).__name__}>" if fn is not None else ", requires_grad=True"
-    if nt.layout == "jagged":
-        extra = ", layout='jagged'" + extra
-    return f"nested_tensor([\n{body}\n]{extra})"
-
-
 @implements("to_tensor_list")
 def to_tensor_list(input):
     """The components as a list of views (the List layout)."""

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backend import backend_name_of, get_backend
 from ._broadcast import check_nested, not_implemented, same_backend
+from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
 from ._registry import implements
@@ -41,6 +42,47 @@ def segments_along(struct, axis):
 
 
 # -- softmax ----------------------------------------------------------------------------------
+def softmax_like(name, input, dim, dtype, dim0_error, segments):
+    """``softmax`` or ``log_softmax`` (op ``name``, also the backend's dense function) along ``dim``.
+
+    Checks the arguments (``dim`` given and not 0, ``dim0_error`` being torch's
+    message for dim 0; the buffer, cast to ``dtype`` when given, floating),
+    then: a dense call over a regular trailing dim; ``segments(be, x, offsets,
+    rows)`` over a ragged dim with regular dims after it (``x`` the buffer as
+    ``(rows, *row)``, ``offsets`` the host row offsets of the segments); else
+    one dense call per group of equal component shapes.
+    """
+    check_nested(input, f"{name}()")
+    if dim is None:
+        raise TypeError(f"{name}(): dim must be given for a nested tensor (any dim but 0)")
+    d = normalize_dim(dim, input.dim())
+    if d == 0:
+        raise ValueError(dim0_error)
+    be = input.backend
+    buf = input._buffer
+    if dtype is not None:
+        buf = be.astype(buf, resolve_dtype(dtype, be.name))
+    if kind_of(buf.dtype) != "f":
+        raise not_implemented(f"{name}_lastdim_kernel_impl", make(buf, input._struct))
+    dense = getattr(be, name)
+    st = input._struct
+    axis = d - 1
+    if st.n == 0 or buf.shape[0] == 0:
+        return make(be.clone(buf), st, input._layout)
+    if all(st.regular[axis:]):
+        return make(dense(st.tail_view(buf, axis), 1).reshape(-1), st, input._layout)
+    if all(st.regular[axis + 1 :]):  # a ragged dim with regular dims after it: segment kernels
+        if axis == 0 and st.is_lod:
+            offsets, row_shape = st.rows()  # cached on the structure
+            rows = int(offsets[-1])
+        else:
+            offsets, rows, row_shape = segments_along(st, axis)
+        out = segments(be, buf.reshape((rows,) + row_shape), offsets, rows)
+        return make(out.reshape(-1), st, input._layout)
+    out, _ = map_components([make(buf, st)], lambda block: dense(block, d), st.sizes)
+    return make(out, st, input._layout)
+
+
 @implements("softmax", "torch.softmax", _F + "softmax", _T + "softmax", "torch.special.softmax")
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """Softmax along ``dim`` (any dim but 0) of every component.
@@ -60,36 +102,12 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     ...
     ValueError: Cannot apply softmax across nested dimension 0
     """
-    check_nested(input, "softmax()")
-    if dim is None:
-        raise TypeError("softmax(): dim must be given for a nested tensor (any dim but 0)")
-    d = normalize_dim(dim, input.dim())
-    if d == 0:
-        raise ValueError("Cannot apply softmax across nested dimension 0")
-    buf = input._buffer
-    ops = input.backend
-    if dtype is not None:
-        buf = ops.astype(buf, resolve_dtype(dtype, input.backend.name))
-    if kind_of(buf.dtype) != "f":
-        raise not_implemented("softmax_lastdim_kernel_impl", make(buf, input._struct))
-    st = input._struct
-    axis = d - 1
-    if st.n == 0 or buf.shape[0] == 0:
-        return make(ops.clone(buf), st, input._layout)
-    if all(st.regular[axis:]):
-        block = st.tail_view(buf, axis)
-        return make(ops.softmax(block, 1).reshape(-1), st, input._layout)
-    if all(st.regular[axis + 1 :]):
-        if axis == 0 and st.is_lod:
-            offsets, row_shape = st.rows()
-            rows = int(offsets[-1])
-        else:
-            offsets, rows, row_shape = segments_along(st, axis)
-        be = input.backend
-        out = be.segment_softmax(buf.reshape((rows,) + row_shape), be.asarray(offsets))
-        return make(out.reshape(-1), st, input._layout)
-    out, _ = map_components([make(buf, st)], lambda block: ops.softmax(block, d), st.sizes)
-    return make(out, st, input._layout)
+    return softmax_like("softmax", input, dim, dtype, "Cannot apply softmax across nested dimension 0",
+                        _segment_softmax)
+
+
+def _segment_softmax(be, x, offsets, rows):
+    return be.segment_softmax(x, be.asarray(offsets))
 
 
 # -- linear -----------------------------------------------------------------------------------
@@ -270,8 +288,6 @@ def bmm(input, mat2):
     if not isinstance(mat2, NestedTensor):
         if backend_name_of(mat2) is None or mat2.ndim != 3:
             raise ValueError("batch2 must be a 3D tensor (nested, or dense of shape (batch, k, m))")
-        from ._construct import as_nested_tensor  # noqa: PLC0415
-
         mat2 = as_nested_tensor(mat2)
     if mat2.dim() != 3:
         raise ValueError(f"batch2 must be a 3D tensor, got a {mat2.dim()}-d nested tensor")

@@ -11,7 +11,8 @@ import numbers
 import numpy as np
 
 from ._broadcast import align, check_nested, describe, not_implemented, same_backend, scalar_like
-from ._dtypes import kind_of, resolve_dtype
+from ._construct import _place
+from ._dtypes import check_requires_grad, kind_of, resolve_dtype
 from ._pointwise import write_into
 from ._registry import implements
 from ._tensor import NestedTensor, make
@@ -101,8 +102,6 @@ def detach(input):
 
 
 def _like(where, input, dtype, device, requires_grad, fill):
-    from ._construct import _place, check_requires_grad  # noqa: PLC0415 - avoids an import cycle
-
     check_nested(input, where)
     buf = input._buffer
     target = resolve_dtype(dtype, input.backend.name) or buf.dtype

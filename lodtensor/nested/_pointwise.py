@@ -16,7 +16,7 @@ from ._broadcast import align, check_nested, scalar_like
 from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
 from ._tables import _SPECS, ALIASES, BINARY, UNARY
-from ._tensor import NestedTensor
+from ._tensor import NestedTensor, make
 
 _NAMESPACES = ("torch.", "torch.Tensor.", "torch.special.", "torch.nn.functional.")
 __all__ = ["UNARY", "BINARY", "where", "clamp", "array_ufunc", "binary", "write_into"]  # + every table op
@@ -130,8 +130,6 @@ def _make_unary(name, np_name, torch_path, rule, spec):
 
 
 def _wrap(nt, out):
-    from ._tensor import make  # noqa: PLC0415
-
     return make(out, nt._struct, nt._layout)
 
 

@@ -1,21 +1,17 @@
-"""The op table behind the function API, the NestedTensor methods and ``__torch_function__``.
+"""Registering ops: :func:`implements` puts each op in the table of ``_dispatch``.
 
-Each op registers once with :func:`implements`, under its lodtensor name and
-the dotted names of the torch callables it stands for. The torch names are
-resolved to objects only when torch itself calls ``__torch_function__`` (so
-importing lodtensor never imports torch).
+Each op registers once, under its lodtensor name and the dotted names of the
+torch callables it stands for. Calls with a two-level nested tensor (two
+ragged dims) go through ``_two_level.call``, which runs the op on the inner
+level.
 """
 
 import functools
-import operator
+
+from ._dispatch import _RESOLVED, OP_TABLE, TORCH_NAMES, torch_dispatch, torch_table
+from ._two_level import call
 
 __all__ = ["OP_TABLE", "TORCH_NAMES", "implements", "torch_dispatch", "torch_table"]
-
-#: lodtensor op name -> implementation.
-OP_TABLE = {}
-#: lodtensor op name -> dotted names of the torch callables it implements.
-TORCH_NAMES = {}
-_RESOLVED = {}
 
 
 def implements(name, *torch_names):
@@ -46,37 +42,7 @@ def _two_level_aware(name, fn):
             if getattr(x, "_outer", None) is not None or (
                 type(x) in (list, tuple) and x and getattr(x[0], "_outer", None) is not None
             ):
-                from ._two_level import call  # noqa: PLC0415 - only two-level tensors get here
-
                 return call(name, fn, args, kwargs)
         return fn(*args, **kwargs)
 
     return op
-
-
-def torch_table():
-    """torch callable -> implementation (built on first use; needs torch)."""
-    if not _RESOLVED:
-        import torch  # noqa: PLC0415 - torch is the caller here, so it is loaded already
-
-        for name, paths in TORCH_NAMES.items():
-            for path in paths:
-                try:
-                    obj = operator.attrgetter(path.partition(".")[2])(torch)
-                except AttributeError:
-                    continue  # not in this torch version
-                _RESOLVED[obj] = OP_TABLE[name]
-    return _RESOLVED
-
-
-def torch_dispatch(func, args, kwargs):
-    """Run the implementation registered for the torch callable ``func``."""
-    impl = torch_table().get(func)
-    if impl is None:
-        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-        module = getattr(func, "__module__", None) or "torch"
-        supported = ", ".join(sorted(OP_TABLE))
-        raise TypeError(
-            f"{module}.{name} is not supported for lodtensor NestedTensor; supported ops: {supported}"
-        )
-    return impl(*args, **kwargs)

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._validate import _integer_array
 from ..lod import LoD
 
 __all__ = ["Structure", "normalize_dim"]
@@ -41,6 +42,26 @@ class Structure:
         sizes[:] = shape
         step = int(np.prod(shape, dtype=np.int64))
         return cls(sizes, np.arange(n + 1, dtype=_INT64) * step)
+
+    @classmethod
+    def checked(cls, sizes, numel, where):
+        """The Structure of a size table from outside (a pickle), checked to hold exactly ``numel`` elements."""
+        table = np.asarray(sizes)
+        if table.ndim != 2:
+            raise ValueError(f"{where}: sizes must be a 2-D table, got shape {table.shape}")
+        flat = _integer_array(table.reshape(-1), "unpickled sizes").reshape(table.shape)
+        if flat.size and flat.min() < 0:
+            raise ValueError(f"{where}: sizes must be >= 0, got {flat.min()}")
+        counts = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
+        spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]
+        if spans and max(spans) >= 2**59:  # no array of any dtype (up to 16 bytes) can have such a shape
+            i = spans.index(max(spans))
+            raise ValueError(
+                f"{where}: component {i} has shape {tuple(flat[i].tolist())}, larger than any array can be"
+            )
+        if sum(counts) != numel:
+            raise ValueError(f"{where}: the sizes hold {sum(counts)} elements, the buffer {numel}")
+        return cls(flat.copy())
 
     @property
     def n(self):

@@ -10,15 +10,15 @@ of the ops work on that view.
 
 import numpy as np
 
+from .._format import nested_repr
 from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable
 from ..place import place_of
-from . import _registry
-from ._convert import Conversions
-from ._dtypes import kind_of
+from . import _dispatch
+from ._dtypes import check_requires_grad
 from ._structure import Structure, normalize_dim
 
-__all__ = ["NestedTensor", "Structure", "make", "normalize_dim"]
+__all__ = ["NestedTensor", "Structure", "make", "normalize_dim", "documents"]
 
 _INT64 = np.dtype(np.int64)
 _object_new = object.__new__
@@ -35,7 +35,7 @@ def make(buffer, structure, layout="strided"):
 
 def _op(name):
     def method(self, *args, **kwargs):
-        return _registry.OP_TABLE[name](self, *args, **kwargs)
+        return _dispatch.OP_TABLE[name](self, *args, **kwargs)
 
     method.__name__ = name
     method.__doc__ = f"Same as :func:`lodtensor.nested.{name}` with this tensor first."
@@ -44,13 +44,13 @@ def _op(name):
 
 def _rop(name):
     def method(self, other):
-        return _registry.OP_TABLE[name](other, self)
+        return _dispatch.OP_TABLE[name](other, self)
 
     method.__name__ = f"__r{name}__"
     return method
 
 
-class NestedTensor(Conversions):
+class NestedTensor:
     """A list of arrays of equal rank and any sizes, stored in one flat buffer (torch.nested semantics).
 
     Build one with :func:`nested_tensor` or :func:`as_nested_tensor`. Dim 0
@@ -77,6 +77,18 @@ class NestedTensor(Conversions):
 
     def __init__(self, *args, **kwargs):
         raise TypeError("NestedTensor() cannot be called directly; use lodtensor.nested.nested_tensor(list)")
+
+    @classmethod
+    def _attach(cls, **methods):
+        """Install methods that an upper module of the package defines (``_convert``).
+
+        The class never imports the modules above it; they attach their methods
+        when ``lodtensor.nested`` is imported, so the imports only point down.
+        """
+        for name, fn in methods.items():
+            if name in cls.__dict__ and cls.__dict__[name] is not fn:
+                raise RuntimeError(f"NestedTensor.{name} is already defined; an upper module cannot replace it")
+            setattr(cls, name, fn)
 
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
@@ -193,8 +205,6 @@ class NestedTensor(Conversions):
 
     def requires_grad_(self, requires_grad=True):
         """Make this (torch, floating) leaf record operations; in place, returns self."""
-        from ._construct import check_requires_grad  # noqa: PLC0415 - avoids an import cycle
-
         check_requires_grad(self._buffer, requires_grad, "requires_grad_()")
         if requires_grad or backend_name_of(self._buffer) == "torch":
             self._buffer.requires_grad_(requires_grad)
@@ -311,8 +321,6 @@ class NestedTensor(Conversions):
         if dim != 0 and normalize_dim(dim, self.dim()) != 0:
             raise ValueError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
         if getattr(self, "_outer", None) is not None:
-            from ._two_level import documents  # noqa: PLC0415
-
             return documents(self)  # one nested tensor of sentences per document
         return tuple(_components(self))
 
@@ -321,7 +329,7 @@ class NestedTensor(Conversions):
 
     def __getitem__(self, index):
         if isinstance(index, (int, np.integer)):
-            return _registry.OP_TABLE["select"](self, 0, index)
+            return _dispatch.OP_TABLE["select"](self, 0, index)
         raise TypeError(
             f"NestedTensor indices must be an int (a component), got {type(index).__name__}; "
             f"use select(dim, index) for other dims"
@@ -335,12 +343,11 @@ class NestedTensor(Conversions):
 
     # -- python protocol ---------------------------------------------------------------------
     def __repr__(self):
-        from ._layouts import format_nested  # noqa: PLC0415
-
         if getattr(self, "_outer", None) is not None:
             docs = ",\n".join("  " + repr(d).replace("\n", "\n  ") for d in self.unbind())
             return f"two-level nested_tensor([\n{docs}\n])"
-        return format_nested(self)
+        return nested_repr(_components(self.detach() if self.requires_grad else self), layout=self._layout,
+                           requires_grad=self.requires_grad, grad_fn=self.grad_fn)
 
     __str__ = __repr__
 
@@ -354,18 +361,18 @@ class NestedTensor(Conversions):
         return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout))
 
     def __deepcopy__(self, memo):
-        return _registry.OP_TABLE["clone"](self)
+        return _dispatch.OP_TABLE["clone"](self)
 
     def __copy__(self):
         return make(self._buffer, self._struct, self._layout)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs return NestedTensors (see ``lodtensor.nested._pointwise.array_ufunc``)."""
-        return _registry.OP_TABLE["array_ufunc"](ufunc, method, *inputs, **kwargs)
+        return _dispatch.OP_TABLE["array_ufunc"](ufunc, method, *inputs, **kwargs)
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
-        return _registry.torch_dispatch(func, args, kwargs or {})
+        return _dispatch.torch_dispatch(func, args, kwargs or {})
 
     # -- operations (the table in _registry holds the implementations) ------------------------
     matmul = _op("matmul")
@@ -390,11 +397,11 @@ class NestedTensor(Conversions):
 
     def reshape(self, *shape):
         """Reshape every component; see :func:`lodtensor.nested.reshape` (dim 0 kept, -1 inherits)."""
-        return _registry.OP_TABLE["reshape"](self, _shape_arg(shape))
+        return _dispatch.OP_TABLE["reshape"](self, _shape_arg(shape))
 
     def view(self, *shape):
         """Same as :meth:`reshape` (components are contiguous, so it is always a view)."""
-        return _registry.OP_TABLE["view"](self, _shape_arg(shape))
+        return _dispatch.OP_TABLE["view"](self, _shape_arg(shape))
 
     __and__ = _op("bitwise_and")
     __rand__ = _rop("bitwise_and")
@@ -458,34 +465,21 @@ def _components(nt):
     return [p.reshape(s) for p, s in zip(pieces, sizes)]
 
 
-def kind(nt):
-    return kind_of(nt._buffer.dtype)
+def documents(nt):
+    """The documents as one-level nested tensors of their sentences (views of the buffer)."""
+    st, outer = nt._struct, nt._outer
+    out = []
+    for lo, hi in zip(outer[:-1].tolist(), outer[1:].tolist()):
+        a, b = int(st.offsets[lo]), int(st.offsets[hi])
+        out.append(make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy()), nt._layout))
+    return tuple(out)
 
 
 def _rebuild(buffer, sizes, layout):
     """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
-    from .._validate import _integer_array  # noqa: PLC0415 - only unpickling needs it
-
+    where = "unpickling a NestedTensor"
     if layout not in ("strided", "jagged"):
-        raise ValueError(f"unpickling a NestedTensor: layout must be 'strided' or 'jagged', got {layout!r}")
+        raise ValueError(f"{where}: layout must be 'strided' or 'jagged', got {layout!r}")
     if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
-        raise TypeError(f"unpickling a NestedTensor: the buffer must be a 1-D array, got {type(buffer).__name__}")
-    table = np.asarray(sizes)
-    if table.ndim != 2:
-        raise ValueError(f"unpickling a NestedTensor: sizes must be a 2-D table, got shape {table.shape}")
-    flat = _integer_array(table.reshape(-1), "unpickled sizes").reshape(table.shape)
-    if flat.size and flat.min() < 0:
-        raise ValueError(f"unpickling a NestedTensor: sizes must be >= 0, got {flat.min()}")
-    numel = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
-    spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]
-    if spans and max(spans) >= 2**59:  # no array of any dtype (up to 16 bytes) can have such a shape
-        i = spans.index(max(spans))
-        raise ValueError(
-            f"unpickling a NestedTensor: component {i} has shape {tuple(flat[i].tolist())}, "
-            "larger than any array can be"
-        )
-    if sum(numel) != int(buffer.shape[0]):
-        raise ValueError(
-            f"unpickling a NestedTensor: the sizes hold {sum(numel)} elements, the buffer {int(buffer.shape[0])}"
-        )
-    return make(buffer, Structure(flat.copy()), layout)
+        raise TypeError(f"{where}: the buffer must be a 1-D array, got {type(buffer).__name__}")
+    return make(buffer, Structure.checked(sizes, int(buffer.shape[0]), where), layout)

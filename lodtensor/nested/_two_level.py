@@ -4,7 +4,7 @@
 sentence ``(words, hidden)``) is a nested tensor of shape
 ``(documents, (sentences), (words), hidden)``: the inner level is an ordinary
 nested tensor of the sentences, and ``_outer`` holds the documents' offsets
-into it (validated through ``lodtensor.lod.LoD``). Every registered op that is
+into it (validated through ``lodtensor.lod.LoD``; built by ``_construct.from_lists``). Every registered op that is
 defined per component runs on the inner level, its dims shifted by one
 (``dim=2`` of the documents is ``dim=1`` of the sentences), and the result gets
 the documents back: a per-sentence reduction over the words gives
@@ -16,10 +16,14 @@ import inspect
 
 import numpy as np
 
+from .._dense import pad_level
 from ..lod import LoD
-from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ..tensor import LoDTensor
+from ._construct import attach_documents
+from ._jagged import nested_tensor_from_jagged
+from ._tensor import NestedTensor, documents, make, normalize_dim
 
-__all__ = ["is_two_level_list", "from_lists", "call", "documents", "padded", "lod_tensor"]
+__all__ = ["call", "documents", "padded", "lod_tensor"]
 
 _DIM_PARAMS = ("dim", "dim0", "dim1", "start_dim", "end_dim")
 #: ops whose arguments describe the whole shape, not one dim: not defined for two ragged levels
@@ -28,51 +32,12 @@ _WHOLE_SHAPE = {"reshape", "view", "reshape_as", "select", "unbind", "to_padded"
 _SIGNATURES = {}
 
 
-def is_two_level_list(tensor_list):
-    """Whether ``tensor_list`` is a list of lists of arrays (and not of numbers)."""
-    from ..backend import backend_name_of  # noqa: PLC0415
-
-    if not isinstance(tensor_list, (list, tuple)) or not tensor_list:
-        return False
-    if not all(isinstance(doc, (list, tuple)) for doc in tensor_list):
-        return False
-    items = [x for doc in tensor_list for x in doc]
-    return bool(items) and all(backend_name_of(x) is not None for x in items)
-
-
-def from_lists(tensor_list, build):
-    """The two-level nested tensor of ``tensor_list``; ``build(sentences)`` makes the inner level."""
-    counts = np.fromiter((len(doc) for doc in tensor_list), dtype=np.int64, count=len(tensor_list))
-    inner = build([x for doc in tensor_list for x in doc])
-    lod = LoD.from_lengths([counts], num_rows=inner._struct.n)  # the gate for the documents' offsets
-    return attach(inner, lod.offsets(0))
-
-
-def attach(inner, outer):
-    nt = make(inner._buffer, inner._struct, inner._layout)
-    nt._outer = outer
-    return nt
-
-
 def strip(nt):
     return make(nt._buffer, nt._struct, nt._layout)
 
 
-def documents(nt):
-    """The documents as one-level nested tensors of their sentences (views of the buffer)."""
-    st, outer = nt._struct, nt._outer
-    out = []
-    for lo, hi in zip(outer[:-1].tolist(), outer[1:].tolist()):
-        a, b = int(st.offsets[lo]), int(st.offsets[hi])
-        out.append(make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy()), nt._layout))
-    return tuple(out)
-
-
-def padded(nt, padding, output_size=None):
-    """``(documents, max sentences, *max sizes)``, padded with ``padding``."""
-    from .._dense import pad_level  # noqa: PLC0415
-    from ._shape import to_padded_tensor  # noqa: PLC0415
-
+def padded(to_padded_tensor, nt, padding, output_size=None):
+    """``(documents, max sentences, *max sizes)``, padded with ``padding``; ``to_padded_tensor`` pads the sentences."""
     inner = to_padded_tensor(strip(nt), padding)
     be = nt.backend
     lod = LoD([nt._outer], num_rows=int(inner.shape[0]))
@@ -84,8 +49,6 @@ def padded(nt, padding, output_size=None):
 
 def lod_tensor(nt):
     """The two-level :class:`~lodtensor.LoDTensor` (documents, sentences) over the words' rows; shares the buffer."""
-    from ..tensor import LoDTensor  # noqa: PLC0415
-
     st = nt._struct
     if not st.is_lod:
         raise ValueError("to_lod_tensor(): the sentences must be ragged in their first dim only")
@@ -130,7 +93,7 @@ def _dims(name, fn, args, kwargs, ndim):
 def call(name, fn, args, kwargs):
     """Run op ``name`` (implementation ``fn``) on the inner level of its two-level arguments."""
     if name == "to_padded_tensor":
-        return padded(*args, **kwargs)
+        return padded(fn, *args, **kwargs)
     if name == "to_lod_tensor":
         return lod_tensor(*args, **kwargs)
     if name in _WHOLE_SHAPE:
@@ -166,10 +129,8 @@ def _rewrap(result, outer, count, originals):
     if isinstance(result, NestedTensor):
         if id(result) in originals and originals[id(result)][0] is result:
             return originals[id(result)][1]  # an in-place op returns the tensor it was called on
-        return attach(result, outer) if result._struct.n == count else result
+        return attach_documents(result, outer) if result._struct.n == count else result
     shape = getattr(result, "shape", ())
     if len(shape) >= 1 and int(shape[0]) == count:  # one row per sentence: (documents, (sentences), ...)
-        from ._jagged import nested_tensor_from_jagged  # noqa: PLC0415
-
         return nested_tensor_from_jagged(result, outer)
     return result

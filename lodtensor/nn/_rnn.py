@@ -14,6 +14,16 @@ from ._math import INPLACE, activation, inplace_ops
 __all__ = ["dynamic_lstm", "dynamic_gru"]
 
 
+def _gated_input(input, where, gates):
+    """The LoD input of an RNN, its array module, its data ``[T, gates * D]`` and the hidden size ``D``."""
+    x, m = lod_input(input, where)
+    data = x.data
+    width = int(data.shape[1])
+    if width % gates:
+        raise ValueError(f"{where}: input width must be {gates} * hidden size, got {width}")
+    return x, m, data, width // gates
+
+
 def _initial(state, plan, like, m, where, name, width):
     if state is None:
         return None
@@ -46,11 +56,7 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     [0.5568, 0.9638, 0.5568]
     """
     where = "dynamic_lstm()"
-    x, m = lod_input(input, where)
-    data = x.data
-    if int(data.shape[1]) % 4:
-        raise ValueError(f"{where}: input width must be 4 * hidden size, got {int(data.shape[1])}")
-    d = int(data.shape[1]) // 4
+    x, m, data, d = _gated_input(input, where, 4)
     w = param(weight, data, where, "weight", (d, 4 * d))
     b = param(bias, data, where, "bias", (1, 7 * d if use_peepholes else 4 * d))
     act_gate = activation(m, gate_activation, where, "gate_activation")
@@ -64,8 +70,7 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
         return out_like(x, data[:, :d] * 0), out_like(x, data[:, :d] * 0)
     fast = _fast_path(m, names, data, w, b, h, c)
     if fast is not None:
-        ops, acts = fast
-        hs, cs = _lstm_inplace(ops, data, w, b, h, c, plan, d, use_peepholes, [acts[str(a).lower()] for a in names])
+        hs, cs = _lstm_inplace(*fast, data, w, b, h, c, plan, d, use_peepholes)
     else:
         hs, cs = _lstm_steps(m, data, w, b, h, c, plan, d, use_peepholes, (act_gate, act_cell, act_cand))
     back = m.index(plan.inverse, data)
@@ -82,7 +87,8 @@ def _rows(plan, like):
 
 
 def _fast_path(m, names, *arrays):
-    """The in-place kernels when no gradient is tracked and every activation has an in-place form."""
+    """``(ops, activations)``: the in-place kernels and the in-place forms of the activations ``names``,
+    when no gradient is tracked and every activation has an in-place form; else None."""
     if any(str(a).lower() not in INPLACE for a in names):
         return None
     if m.name == "torch":
@@ -90,7 +96,11 @@ def _fast_path(m, names, *arrays):
 
         if torch.is_grad_enabled() and any(a is not None and a.requires_grad for a in arrays):
             return None
-    return inplace_ops(arrays[0])
+    found = inplace_ops(arrays[0])
+    if found is None:
+        return None
+    ops, acts = found
+    return ops, [acts[str(a).lower()] for a in names]
 
 
 def _lstm_steps(m, data, w, b, h, c, plan, d, peep, acts):
@@ -126,7 +136,7 @@ def _lstm_steps(m, data, w, b, h, c, plan, d, peep, acts):
     return (m.cat(hs), m.cat(cs)) if len(hs) > 1 else (hs[0], cs[0])
 
 
-def _lstm_inplace(ops, data, w, b, h, c, plan, d, peep, acts):
+def _lstm_inplace(ops, acts, data, w, b, h, c, plan, d, peep):
     """The LSTM steps in place (NumPy, or torch without autograd): results written straight into
     step-major buffers, the previous step's rows read back as views (the active batch is a prefix)."""
     gate, cell_act, cand = acts
@@ -189,11 +199,7 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
     [0.5568, 0.7065, 0.5568]
     """
     where = "dynamic_gru()"
-    x, m = lod_input(input, where)
-    data = x.data
-    if int(data.shape[1]) % 3:
-        raise ValueError(f"{where}: input width must be 3 * hidden size, got {int(data.shape[1])}")
-    d = int(data.shape[1]) // 3
+    x, m, data, d = _gated_input(input, where, 3)
     w = param(weight, data, where, "weight", (d, 3 * d))
     b = param(bias, data, where, "bias", (1, 3 * d), optional=True)
     flat = m.reshape(w, (3 * d * d,))
@@ -208,8 +214,7 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
     names = (gate_activation, candidate_activation)
     fast = _fast_path(m, names, data, w, b, h)
     if fast is not None:
-        ops, acts = fast
-        hs = _gru_inplace(ops, data, w_gate, w_cand, b, h, plan, d, origin_mode, [acts[str(a).lower()] for a in names])
+        hs = _gru_inplace(*fast, data, w_gate, w_cand, b, h, plan, d, origin_mode)
     else:
         hs = _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, (act_gate, act_cand))
     return out_like(x, m.take(hs, m.index(plan.inverse, data)))
@@ -239,7 +244,7 @@ def _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, acts):
     return m.cat(hs) if len(hs) > 1 else hs[0]
 
 
-def _gru_inplace(ops, data, w_gate, w_cand, b, h, plan, d, origin_mode, acts):
+def _gru_inplace(ops, acts, data, w_gate, w_cand, b, h, plan, d, origin_mode):
     """The GRU steps in place (see :func:`_lstm_inplace`)."""
     gate, cand = acts
     total, width = int(plan.bounds[-1]), int(plan.counts[0])

@@ -63,3 +63,58 @@ __device__ __forceinline__ i64 lt_warp_find_segment(const i64* __restrict__ a, i
     }
     return lo;
 }
+
+// -- pieces: the work unit of the segment kernels (segment.cu) and of unpad (dense.cu) --------
+// A sequence of len rows is max(1, ceil(len / chunk)) pieces of at most `chunk` rows;
+// plan[0..n] is the first piece of each sequence (lt_piece_counts, then a scan). One warp
+// takes one piece; its lanes cover cw = 2^log2cw consecutive columns (a tile of D) and
+// 32 / cw rows at a time. A kernel strides blockIdx.y over the tiles and its warps over
+// the pieces:
+//
+//     const lt_lanes lanes(log2cw);
+//     for (i64 tile = blockIdx.y; tile < lanes.tiles(D); tile += gridDim.y) {
+//         const i64 col = lanes.col(tile);
+//         for (i64 p = lt_warp_id(); p < plan[n]; p += lt_warp_count()) {
+//             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
+//             for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) ... x[r * D + col] ...
+
+// This lane's place in a warp that covers cw columns and 32 / cw rows.
+struct lt_lanes {
+    int log2cw;
+    int cw;    // columns per warp
+    int rows;  // rows per warp step: 32 / cw
+    int row;   // this lane's row in a step, 0 <= row < rows
+    int lane_col;  // this lane's column in a tile of cw columns
+    __device__ __forceinline__ explicit lt_lanes(int log2cw_)
+        : log2cw(log2cw_), cw(1 << log2cw_), rows(32 >> log2cw_),
+          row((threadIdx.x & 31) >> log2cw_), lane_col(threadIdx.x & ((1 << log2cw_) - 1)) {}
+    // Tiles of cw columns over D columns.
+    __device__ __forceinline__ i64 tiles(i64 D) const { return (D + cw - 1) >> log2cw; }
+    // This lane's column in `tile` (>= D in the last tile's spare lanes).
+    __device__ __forceinline__ i64 col(i64 tile) const { return (tile << log2cw) + lane_col; }
+};
+
+// This warp's index in the grid, and the number of warps: the stride over pieces.
+__device__ __forceinline__ i64 lt_warp_id() { return (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); }
+__device__ __forceinline__ i64 lt_warp_count() { return (i64)gridDim.x * LT_WARPS; }
+
+struct lt_piece {
+    i64 s;      // its sequence
+    i64 k;      // its index among the pieces of sequence s
+    i64 start;  // the first row of sequence s: off[s]
+    i64 end;    // the end of sequence s: off[s + 1]
+    i64 a, b;   // its rows: [a, b)
+};
+
+// Piece p. Every lane of the warp calls it with the same p (the search is a warp ballot).
+__device__ __forceinline__ lt_piece lt_find_piece(const i64* __restrict__ off, const i64* __restrict__ plan,
+                                                  i64 n, i64 p, i64 chunk) {
+    lt_piece q;
+    q.s = lt_warp_find_segment(plan, n, p);
+    q.k = p - plan[q.s];
+    q.start = off[q.s];
+    q.end = off[q.s + 1];
+    q.a = q.start + q.k * chunk;
+    q.b = q.a + chunk < q.end ? q.a + chunk : q.end;
+    return q;
+}

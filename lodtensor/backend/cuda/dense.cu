@@ -37,24 +37,17 @@ template <typename W>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_unpad(const W* __restrict__ padded, const i64* __restrict__ off, const i64* __restrict__ plan,
          W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk) {
-    const int lane = threadIdx.x & 31;
-    const int cw = 1 << log2cw;
-    const int rg = 32 >> log2cw;
-    const int rsub = lane >> log2cw;
+    const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = (D + cw - 1) >> log2cw;
+    const i64 tiles = lanes.tiles(D);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
-        const i64 col = (tile << log2cw) + (lane & (cw - 1));
-        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_warp_find_segment(plan, n, p);
-            const i64 start = off[s];
-            const i64 a = start + (p - plan[s]) * chunk;
-            const i64 end = off[s + 1];
-            const i64 b = a + chunk < end ? a + chunk : end;
+        const i64 col = lanes.col(tile);
+        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             if (col >= D) continue;  // after the search: every lane takes part in its ballots
-            const W* src = padded + (s * maxlen - start) * D + col;
+            const W* src = padded + (q.s * maxlen - q.start) * D + col;
 #pragma unroll 4
-            for (i64 r = a + rsub; r < b; r += rg) out[r * D + col] = src[r * D];
+            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) out[r * D + col] = src[r * D];
         }
     }
 }

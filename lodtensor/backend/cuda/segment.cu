@@ -1,8 +1,8 @@
 // Segment reductions (sum, mean, max, min) and segment softmax over the rows of each
 // sequence, for skewed LoDs: no device-to-host synchronisation, empty sequences defined.
 //
-// Work is cut into pieces: a sequence of len rows is max(1, ceil(len / chunk)) pieces of
-// at most `chunk` rows, and one warp reduces one piece (so a block of 8 warps serves many
+// Work is cut into pieces (common.cuh: lt_lanes, lt_find_piece): a sequence of len rows is
+// max(1, ceil(len / chunk)) pieces of at most `chunk` rows, and one warp reduces one piece (so a block of 8 warps serves many
 // short sequences at once). `plan` holds two exclusive prefix sums over sequences,
 // plan[0..n] = first piece of each sequence and plan[n+1..2n+1] = first slot of each
 // multi-piece sequence in the `partial` workspace. A one-piece sequence is finished by its
@@ -56,30 +56,23 @@ __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_segment_reduce(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
                   A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty) {
     typedef lt_reduce_op<OP, A> Op;
-    const int lane = threadIdx.x & 31;
-    const int cw = 1 << log2cw;
-    const int rg = 32 >> log2cw;
-    const int rsub = lane >> log2cw;
+    const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = (D + cw - 1) >> log2cw;
+    const i64 tiles = lanes.tiles(D);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
-        const i64 col = (tile << log2cw) + (lane & (cw - 1));
-        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_warp_find_segment(plan, n, p);
-            const i64 k = p - plan[s];
-            const i64 pieces = plan[s + 1] - plan[s];
-            const i64 a = off[s] + k * chunk;
-            const i64 end = off[s + 1];
-            const i64 b = a + chunk < end ? a + chunk : end;
+        const i64 col = lanes.col(tile);
+        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
+            const i64 pieces = plan[q.s + 1] - plan[q.s];
             A acc = Op::identity();
             if (col < D) {
 #pragma unroll 4
-                for (i64 r = a + rsub; r < b; r += rg) acc = Op::combine(acc, A(x[r * D + col]));
+                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) acc = Op::combine(acc, A(x[r * D + col]));
             }
-            for (int o = cw; o < 32; o <<= 1) acc = Op::combine(acc, __shfl_xor_sync(LT_FULL, acc, o));
-            if (rsub == 0 && col < D) {
-                if (pieces == 1) out[s * D + col] = Op::finish(acc, end - off[s], empty);
-                else partial[(plan[n + 1 + s] + k) * D + col] = acc;
+            for (int o = lanes.cw; o < 32; o <<= 1) acc = Op::combine(acc, __shfl_xor_sync(LT_FULL, acc, o));
+            if (lanes.row == 0 && col < D) {
+                if (pieces == 1) out[q.s * D + col] = Op::finish(acc, q.end - q.start, empty);
+                else partial[(plan[n + 1 + q.s] + q.k) * D + col] = acc;
             }
         }
     }
@@ -143,34 +136,27 @@ __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_stats(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
                  A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
                  i64 n, i64 D, int log2cw, i64 chunk) {
-    const int lane = threadIdx.x & 31;
-    const int cw = 1 << log2cw;
-    const int rg = 32 >> log2cw;
-    const int rsub = lane >> log2cw;
+    const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = (D + cw - 1) >> log2cw;
+    const i64 tiles = lanes.tiles(D);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
-        const i64 col = (tile << log2cw) + (lane & (cw - 1));
-        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_warp_find_segment(plan, n, p);
-            const i64 k = p - plan[s];
-            const i64 pieces = plan[s + 1] - plan[s];
-            const i64 a = off[s] + k * chunk;
-            const i64 end = off[s + 1];
-            const i64 b = a + chunk < end ? a + chunk : end;
+        const i64 col = lanes.col(tile);
+        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
+            const i64 pieces = plan[q.s + 1] - plan[q.s];
             lt_online<A> st;
             st.start();
             if (col < D) {
 #pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = a + rsub; r < b; r += rg) st.add(A(x[r * D + col]));
+                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) st.add(A(x[r * D + col]));
             }
-            for (int o = cw; o < 32; o <<= 1) {
+            for (int o = lanes.cw; o < 32; o <<= 1) {
                 const A m2 = __shfl_xor_sync(LT_FULL, st.m, o);
                 const A z2 = __shfl_xor_sync(LT_FULL, st.z, o);
                 st.merge(m2, z2);
             }
-            if (rsub == 0 && col < D) {
-                const i64 at = pieces == 1 ? s * D + col : (plan[n + 1 + s] + k) * D + col;
+            if (lanes.row == 0 && col < D) {
+                const i64 at = pieces == 1 ? q.s * D + col : (plan[n + 1 + q.s] + q.k) * D + col;
                 (pieces == 1 ? M : pm)[at] = st.m;
                 (pieces == 1 ? Z : pz)[at] = st.z;
             }
@@ -226,24 +212,18 @@ __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_apply(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
                  const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
                  i64 n, i64 D, int log2cw, i64 chunk) {
-    const int lane = threadIdx.x & 31;
-    const int cw = 1 << log2cw;
-    const int rg = 32 >> log2cw;
-    const int rsub = lane >> log2cw;
+    const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = (D + cw - 1) >> log2cw;
+    const i64 tiles = lanes.tiles(D);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
-        const i64 col = (tile << log2cw) + (lane & (cw - 1));
-        for (i64 p = (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); p < total; p += (i64)gridDim.x * LT_WARPS) {
-            const i64 s = lt_warp_find_segment(plan, n, p);
-            const i64 a = off[s] + (p - plan[s]) * chunk;
-            const i64 end = off[s + 1];
-            const i64 b = a + chunk < end ? a + chunk : end;
+        const i64 col = lanes.col(tile);
+        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             if (col >= D) continue;  // after the warp's search: every lane takes part in its ballots
-            const A m = M[s * D + col];
-            const A inv = A(1) / Z[s * D + col];
+            const A m = M[q.s * D + col];
+            const A inv = A(1) / Z[q.s * D + col];
 #pragma unroll LT_EXP_UNROLL(A)
-            for (i64 r = a + rsub; r < b; r += rg) out[r * D + col] = lt_exp(A(x[r * D + col]) - m) * inv;
+            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) out[r * D + col] = lt_exp(A(x[r * D + col]) - m) * inv;
         }
     }
 }

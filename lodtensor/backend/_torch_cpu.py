@@ -1,0 +1,176 @@
+"""CPU kernels of the torch backend: NumPy (or MKL SpMM) forward passes with torch backward passes.
+
+Each is a ``torch.autograd.Function`` whose backward is built from
+differentiable torch ops, so double backward works. Whether one serves a call
+is decided in ``torch.py`` (``_CPU_SHORTCUTS``, ``_numpy_moves``, ``_spmm_fits``).
+"""
+
+import contextlib
+import threading
+import warnings
+
+import numpy as np
+import torch
+
+from .numpy import NumpyBackend
+
+__all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM"]
+
+_NUMPY = NumpyBackend()
+
+
+# -- segment max, min and softmax: the NumPy kernels forward ----------------------------------------
+class SegmentExtreme(torch.autograd.Function):
+    """Max or min of each row segment of a CPU tensor.
+
+    Forward: the NumPy backend's kernel on the tensor's memory (its plan is
+    cached per offsets tensor). Backward: as ``scatter_reduce``'s, each
+    segment's gradient is shared evenly among the rows that reach its extreme,
+    per column; it is built from differentiable ops, so double backward works.
+    """
+
+    @staticmethod
+    def forward(ctx, data, offsets, ids, reduce, empty):
+        host = data.detach().resolve_conj().resolve_neg().numpy()
+        ufunc = np.maximum if reduce == "max" else np.minimum
+        out = torch.from_numpy(_NUMPY._reduceat(ufunc, host, offsets.numpy(), empty, owner=offsets))
+        ctx.save_for_backward(data, out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+        ctx.has_ids = ids is not None
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        data, out, offsets, ids = ctx.saved_tensors
+        if not ctx.has_ids:
+            lengths = offsets[1:] - offsets[:-1]
+            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=data.shape[0])
+        hit = (data == out.index_select(0, ids)).to(grad.dtype)
+        ties = torch.zeros_like(out, dtype=grad.dtype).index_add_(0, ids, hit)
+        return grad.index_select(0, ids) * hit / ties.clamp_(min=1).index_select(0, ids), None, None, None, None
+
+
+class SegmentSoftmax(torch.autograd.Function):
+    """Softmax over each row segment of a CPU tensor: the NumPy kernel forward (3x faster than
+    the torch ops here for one score per row); backward ``y * (g - segment_sum(g * y))``.
+
+    The result is saved as an output, so autograd can differentiate the backward pass again.
+    """
+
+    @staticmethod
+    def forward(ctx, data, offsets, ids, be):
+        out = torch.from_numpy(_NUMPY.segment_softmax(_host(data), offsets.numpy()))
+        ctx.save_for_backward(out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+        ctx.has_ids, ctx.be = ids is not None, be
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        out, offsets, ids = ctx.saved_tensors
+        ids = ids if ctx.has_ids else ctx.be.segment_ids(offsets, total=out.shape[0])
+        inner = ctx.be.segment_sum(grad * out, offsets, ids=ids).index_select(0, ids)
+        return out * (grad - inner), None, None, None
+
+
+# -- pad and unpad: the NumPy kernels forward, index_select / pad backward ----------------------
+def _host(x):
+    return x.detach().resolve_conj().resolve_neg().numpy()
+
+
+def _flat_pad_index(offsets, maxlen, rows):
+    lengths = offsets[1:] - offsets[:-1]
+    shift = torch.arange(lengths.numel()) * maxlen - offsets[:-1]
+    return torch.arange(rows) + torch.repeat_interleave(shift, lengths, output_size=rows)
+
+
+class PadCPU(torch.autograd.Function):
+    """Rows into ``(n, maxlen, *row)`` by the NumPy kernel; the gradient is the unpadding of
+    the incoming one (``index_select``, itself differentiable)."""
+
+    @staticmethod
+    def forward(ctx, data, offsets, maxlen, pad_value, plan):
+        value = _host(pad_value) if isinstance(pad_value, torch.Tensor) else pad_value
+        out = _NUMPY.pad(_host(data), offsets.numpy(), maxlen, value, plan=plan)
+        ctx.save_for_backward(offsets)
+        ctx.rows, ctx.maxlen = data.shape[0], maxlen
+        return torch.from_numpy(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (offsets,) = ctx.saved_tensors
+        index = _flat_pad_index(offsets, ctx.maxlen, ctx.rows)
+        flat = grad.reshape((-1,) + tuple(grad.shape[2:]))
+        return flat.index_select(0, index), None, None, None, None
+
+
+class UnpadCPU(torch.autograd.Function):
+    """The first ``length`` rows of each padded sequence by the NumPy kernel; the gradient
+    is the incoming one padded with zeros."""
+
+    @staticmethod
+    def forward(ctx, padded, offsets, plan):
+        ctx.save_for_backward(offsets)
+        ctx.shape = tuple(padded.shape)
+        return torch.from_numpy(_NUMPY.unpad(_host(padded), offsets.numpy(), plan=plan))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (offsets,) = ctx.saved_tensors
+        n, maxlen = ctx.shape[:2]
+        index = _flat_pad_index(offsets, maxlen, grad.shape[0])
+        out = torch.zeros((n * maxlen,) + tuple(grad.shape[1:]), dtype=grad.dtype)
+        return out.index_copy(0, index, grad).reshape(ctx.shape), None, None
+
+
+# -- segment sum as a sparse-dense product (one CSR x dense product; see torch.py) -------------
+_spmm_buffers = {}  # dtype -> (column indices 0..k-1, ones), grown on demand and shared
+_spmm_lock = threading.Lock()
+_spmm_quiet = threading.Event()  # set once torch's one-time "sparse CSR is beta" warning has been swallowed
+
+
+def _spmm_parts(rows, dtype):
+    """Column indices ``0..rows-1`` and ``rows`` ones: views of buffers kept for reuse."""
+    parts = _spmm_buffers.get(dtype)
+    if parts is None or parts[0].numel() < rows:
+        with _spmm_lock:
+            parts = _spmm_buffers.get(dtype)
+            if parts is None or parts[0].numel() < rows:
+                size = max(rows, 2 * (parts[0].numel() if parts is not None else 0), 1024)
+                parts = (torch.arange(size, dtype=torch.int64), torch.ones(size, dtype=dtype))
+                _spmm_buffers[dtype] = parts
+    return parts[0][:rows], parts[1][:rows]
+
+
+def _spmm_segment_sum(flat, offsets):
+    """Row segment sums of a 2-D ``flat`` as one CSR x dense product."""
+    rows, n = flat.shape[0], offsets.numel() - 1
+    if not flat.is_contiguous():
+        flat = flat.contiguous()
+    cols, ones = _spmm_parts(rows, flat.dtype)
+    quiet = _spmm_quiet.is_set()
+    with contextlib.nullcontext() if quiet else warnings.catch_warnings():
+        if not quiet:  # torch warns once per process that sparse CSR is "beta": ours is an internal use
+            warnings.simplefilter("ignore", UserWarning)
+        matrix = torch.sparse_csr_tensor(offsets, cols, ones, size=(n, rows), check_invariants=False)
+        out = matrix @ flat
+    _spmm_quiet.set()
+    return out
+
+
+class SegmentSumSpMM(torch.autograd.Function):
+    """Segment sum of 2-D rows by SpMM; the backward pass copies each segment's gradient
+    to its rows (``index_select``), itself differentiable for double backward."""
+
+    @staticmethod
+    def forward(ctx, flat, offsets, ids):
+        ctx.save_for_backward(offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+        ctx.has_ids = ids is not None
+        ctx.rows = flat.shape[0]
+        return _spmm_segment_sum(flat, offsets)
+
+    @staticmethod
+    def backward(ctx, grad):
+        offsets, ids = ctx.saved_tensors
+        if not ctx.has_ids:
+            lengths = offsets[1:] - offsets[:-1]
+            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=ctx.rows)
+        return grad.index_select(0, ids), None, None
