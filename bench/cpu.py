@@ -9,7 +9,8 @@ timed in ``BENCH_CPU_ROUNDS`` rounds (default 3): each round runs every contende
 (Paddle and TensorFlow in their own interpreters: ``BENCH_PADDLE_PYTHON``, default
 ``.venv-paddle``; ``BENCH_TF_PYTHON``, default ``.venv-tf``), and the ratio lodtensor /
 best peer is taken within each round. The table gives each contender's best time, the
-median ratio and its spread (min..max over rounds).
+median ratio and its spread (min..max over rounds). ``BENCH_CPU_OPS=relu,softmax`` runs
+only the rows of those ops.
 
 "NumPy alone" runs lodtensor with SciPy hidden from it (the sum falls back to the
 NumPy-only chunk kernel); torch, TensorFlow and lodtensor use their default threads
@@ -43,6 +44,9 @@ ROWS = [
     ("softmax", "docs D=16"), ("softmax", "2.7M rows D=16"),
     ("unpad", "2266 x 1-64 D=256"),
 ]
+# BENCH_CPU_OPS=relu,softmax: only the rows of these ops
+_ONLY = {op.strip() for op in os.environ.get("BENCH_CPU_OPS", "").split(",") if op.strip()}
+ROWS = [row for row in ROWS if not _ONLY or row[0] in _ONLY]
 PADDLE_OPS = {"sum": "sum", "mean": "average", "max": "max", "softmax": "softmax"}
 TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
 
@@ -64,6 +68,20 @@ def _alone(fn):
     def call():
         with _numpy_alone():
             return fn()
+    return call
+
+
+def _pool_off(fn):
+    """``fn`` with lodtensor's output buffer pool off (every large output a fresh allocation)."""
+    from lodtensor.backend import get_buffer_pool, set_buffer_pool  # noqa: PLC0415
+
+    def call():
+        saved = get_buffer_pool()
+        set_buffer_pool(0)
+        try:
+            return fn()
+        finally:
+            set_buffer_pool(saved)
     return call
 
 
@@ -146,6 +164,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
         buf = np.empty_like(data)
         out.append((OURS, lambda: np.maximum(t, 0).data, True))
         out.append(("lodtensor (out=)", lambda: np.maximum(t, 0, out=buf), True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: np.maximum(t, 0).data), True))
         out.append(("NumPy by hand (np.maximum)", lambda: np.maximum(data, 0), False))
         if torch is not None:
             td = torch.from_numpy(data)
@@ -159,6 +178,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
         w, b = _cpudata.linear_weights(width)
         nt = ln.nested_tensor_from_jagged(data, offsets)
         out.append((OURS, lambda: ln.linear(nt, w, b), True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: ln.linear(nt, w, b)), True))
         out.append(("NumPy by hand (x @ w.T + b)", lambda: data @ w.T + b, False))
         if torch is not None:
             td, tw, tb = torch.from_numpy(data), torch.from_numpy(w), torch.from_numpy(b)
@@ -177,6 +197,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
     elif op == "unpad":
         padded, mask = _cpudata.padded_of(data, offsets)
         out.append((OURS, lambda: lt.from_padded(padded, lengths).data, True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: lt.from_padded(padded, lengths).data), True))
         out.append(("NumPy by hand (padded[mask])", lambda: padded[mask], False))
         if torch is not None:
             tp, tm = torch.from_numpy(padded), torch.from_numpy(mask)
