@@ -147,8 +147,12 @@ def test_bad_arguments(tmp_path):
 def test_default_read_size_is_a_few_batches_from_the_footer(tmp_path):
     docs = [[[1, 2, 3], [4]], [[5, 6]]] * 100  # 3 words per document on average
     (path,) = write_shards(tmp_path, docs, 1)
-    assert ParquetCorpus(path, "words", 4096)._read_size(path) == 4 * 4096 // 3
-    assert ParquetCorpus(path, "words", 30)._read_size(path) == 1024  # at least 1024 documents
+    assert ParquetCorpus(path, "words", 1 << 17)._read_size(path) == 4 * (1 << 17) // 3  # four batches
+    assert ParquetCorpus(path, "words", 4096)._read_size(path) == (1 << 18) // 3  # at least 256K rows
+    long_docs = [[list(range(500))]] * 3  # 500 words per document
+    (tmp_path / "long").mkdir()
+    (long_path,) = write_shards(tmp_path / "long", long_docs, 1)
+    assert ParquetCorpus(long_path, "words", 30)._read_size(long_path) == 1024  # at least 1024 documents
     assert ParquetCorpus(path, "words", 30, docs_per_read=7)._read_size(path) == 7
     corpus = ParquetCorpus(path, "words", 30)
     assert [i for t in corpus for i in t.data.tolist()] == [w for d in docs for s in d for w in s]
