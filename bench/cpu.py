@@ -12,6 +12,10 @@ best peer is taken within each round. The table gives each contender's best time
 median ratio and its spread (min..max over rounds). ``BENCH_CPU_OPS=relu,softmax`` runs
 only the rows of those ops.
 
+``BENCH_CPU_ROWS`` narrows further: ``|``-separated patterns, a row runs when one of them
+occurs in its ``"op, workload"`` (``BENCH_CPU_ROWS="sum|mean|max"`` for the segment reductions,
+``BENCH_CPU_ROWS="sum, docs D=16"`` for one row).
+
 "NumPy alone" runs lodtensor with SciPy hidden from it (the sum falls back to the
 NumPy-only chunk kernel); torch, TensorFlow and lodtensor use their default threads
 (2 on the benchmark machine); Paddle's CPU kernels run on one thread.
@@ -47,6 +51,28 @@ ROWS = [
 # BENCH_CPU_OPS=relu,softmax: only the rows of these ops
 _ONLY = {op.strip() for op in os.environ.get("BENCH_CPU_OPS", "").split(",") if op.strip()}
 ROWS = [row for row in ROWS if not _ONLY or row[0] in _ONLY]
+
+
+def _selected(rows, spec):
+    """The rows of ``rows`` whose ``"op, workload"`` contains one of the ``|``-separated patterns of ``spec``.
+
+    >>> rows = [("sum", "docs D=16"), ("mean", "docs D=16"), ("relu", "docs D=16")]
+    >>> _selected(rows, "sum|mean")
+    [('sum', 'docs D=16'), ('mean', 'docs D=16')]
+    >>> _selected(rows, "mean, docs")
+    [('mean', 'docs D=16')]
+    >>> len(_selected(rows, ""))
+    3
+    """
+    patterns = [p.strip() for p in spec.split("|") if p.strip()]
+    if not patterns:
+        return list(rows)
+    chosen = [(op, w) for op, w in rows if any(p in f"{op}, {w}" for p in patterns)]
+    if not chosen:
+        raise SystemExit(f"BENCH_CPU_ROWS={spec!r} matches no row of bench/cpu.py")
+    return chosen
+
+
 PADDLE_OPS = {"sum": "sum", "mean": "average", "max": "max", "softmax": "softmax"}
 TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
 
@@ -89,12 +115,14 @@ def _python(env, venv):
     return os.environ.get(env) or os.path.join(ROOT, venv, "bin", "python")
 
 
-def _workers(budget):
-    """One round of Paddle and TensorFlow timings: ``{(op, workload): (name, seconds)}`` and notes."""
+def _workers(budget, rows):
+    """One round of Paddle and TensorFlow timings for ``rows``: ``{(op, workload): (name, seconds)}`` and notes."""
     found, notes = {}, []
     paddle_python = _python("BENCH_PADDLE_PYTHON", ".venv-paddle")
-    wanted = sorted({_cpudata.PADDLE_NAMES[w] for op, w in ROWS if op in PADDLE_OPS and w in _cpudata.PADDLE_NAMES})
-    if os.path.exists(paddle_python):
+    wanted = sorted({_cpudata.PADDLE_NAMES[w] for op, w in rows if op in PADDLE_OPS and w in _cpudata.PADDLE_NAMES})
+    if not wanted:
+        pass  # no row of this run has a Paddle counterpart
+    elif os.path.exists(paddle_python):
         spec = {"workloads": wanted, "ops": sorted(set(PADDLE_OPS.values())), "budget": budget}
         result, reason = _common.run_worker(paddle_python, "_paddle_worker.py", spec, "not installed")
         if result is None:
@@ -112,9 +140,11 @@ def _workers(budget):
     if not os.path.exists(tf_python):
         tf_python = sys.executable
     ops = {}
-    for op, w in ROWS:
+    for op, w in rows:
         if op in TF_OPS:
             ops.setdefault(w, []).append(op)
+    if not ops:
+        return found, notes
     spec = {"budget": budget, "cpu": {"workloads": sorted(ops), "ops": ops}}
     result, reason = _common.run_worker(tf_python, "_tf_worker.py", spec,
                                         "not installed (pip install tensorflow-cpu, or set BENCH_TF_PYTHON)")
@@ -224,13 +254,14 @@ def run(report):
     times = {}  # (op, workload) -> name -> [seconds per round]
     notes = set()
     data_cache = {}
+    rows = _selected(ROWS, os.environ.get("BENCH_CPU_ROWS", ""))
     for rnd in range(ROUNDS):
-        found, round_notes = _workers(budget)
+        found, round_notes = _workers(budget, rows)
         notes.update(round_notes)
         for key, peers in found.items():
             for name, sec in peers.items():
                 times.setdefault(key, {}).setdefault(name, [None] * ROUNDS)[rnd] = sec
-        for op, workload in ROWS:
+        for op, workload in rows:
             if workload not in data_cache:
                 data_cache.clear()  # one workload in memory at a time
                 data_cache[workload] = _cpudata.WORKLOADS[workload]()
@@ -249,7 +280,7 @@ def run(report):
             report.facts.setdefault("ours", {})[f"{op} {workload}"] = [n for n, _, mine in contenders if mine]
         data_cache.clear()
     summary = []
-    for op, workload in ROWS:
+    for op, workload in rows:
         row = times.get((op, workload), {})
         ours_names = report.facts["ours"][f"{op} {workload}"]
         table = report.table(f"{op}, {workload}", f"{ROUNDS} interleaved rounds; best of each contender",
