@@ -12,7 +12,8 @@ lives here only::
 
 prints, per workload, ufunc and k, the medians of both and the per-pair ratio
 ``grid / chunk`` with its 10th-90th percentiles (pairs interleaved in one
-process), then where the grid path's time goes.
+process), then where the grid path's time goes and the one read of the
+next lead (block pieces by one batched product).
 """
 
 import os
@@ -104,6 +105,30 @@ def _parts(name, data, offsets, k):
     print(f"  {name} k={k} (partial rows {rows.size / data.shape[0]:.0%}) ms: {shares}", flush=True)
 
 
+def _product_pass(name, data, offsets):
+    """Timing only: the one read of the next lead (docs), block pieces by ``np.matmul`` of a 0/1
+    ``(blocks, c, k)`` matrix (random here: its values do not change the time)."""
+    rng = np.random.default_rng(0)
+    for k, c in ((8, 2), (16, 2), (16, 3), (32, 3)):
+        blocks = data.shape[0] // k
+        grid = data[: blocks * k].reshape(blocks, k, data.shape[1])
+        pieces = (rng.random((blocks, c, k)) < 0.5).astype(data.dtype)
+        out = np.empty((blocks, c, data.shape[1]), dtype=data.dtype)
+        calls = {
+            "whole chunk kernel": lambda: chunk_reduce(np.add, data, offsets, 0),
+            "einsum": lambda: np.einsum("bkw->bw", grid),  # noqa: B023 - called in this iteration
+            "matmul": lambda: np.matmul(pieces, grid, out=out),  # noqa: B023
+        }
+        times = {key: [] for key in calls}
+        for _ in range(5):
+            for key, f in calls.items():
+                t = time.perf_counter()
+                f()
+                times[key].append(time.perf_counter() - t)
+        shares = ", ".join(f"{key} {np.median(v) * 1e3:.2f}" for key, v in times.items())
+        print(f"  {name} pieces k={k} c={c} ms: {shares}", flush=True)
+
+
 def main(pairs=21, threads=1):
     lodtensor.set_num_threads(threads)
     print("| ufunc | workload | k | chunk kernel (ms) | grid (ms) | grid / chunk |")
@@ -123,6 +148,7 @@ def main(pairs=21, threads=1):
                       flush=True)
         for k in (4, 8) if data.shape[1] == 256 else (8, 16):
             _parts(name, data, offsets, k)
+        _product_pass(name, data, offsets)
 
 
 if __name__ == "__main__":
