@@ -11,6 +11,7 @@ from . import _np_pool, _np_ufunc
 from ._arrays import ArrayKernels
 from ._base import Backend
 from ._np_chunks import chunk_reduce, identity_of
+from ._np_pieces import pieces_reduce
 from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
 from ._threads import get_num_threads, pool
 
@@ -254,7 +255,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
             return out
         if chunks:
-            return chunk_reduce(ufunc, np.ascontiguousarray(data), offsets, fill, owner)
+            out = pieces_reduce(ufunc, data, offsets, fill, owner)  # sums of 32-64-byte float rows
+            return chunk_reduce(ufunc, np.ascontiguousarray(data), offsets, fill, owner) if out is None else out
         return self._reduce_blocks(ufunc, data, offsets, fill, owner)
 
     def _reduce_blocks(self, ufunc, data, offsets, fill, owner=None):
