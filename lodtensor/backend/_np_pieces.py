@@ -93,7 +93,12 @@ def _pieces_plan(offsets, k, dtype):
 
 
 def pieces_sum(data, offsets, owner=None):
-    """Sum over the rows of each sequence of ``data`` (C-contiguous float32/float64, 2-d)."""
+    """Sum over the rows of each sequence of ``data`` (C-contiguous float32/float64, 2-d).
+
+    >>> data = np.arange(40, dtype=np.float32).reshape(20, 2)
+    >>> pieces_sum(data, np.array([0, 3, 3, 19, 20])).tolist()
+    [[6.0, 9.0], [0.0, 0.0], [336.0, 352.0], [38.0, 39.0]]
+    """
     n = offsets.size - 1
     k = _PIECE_ROWS
     width = data.shape[1]

@@ -234,8 +234,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         ``ufunc.reduceat`` walks the data once per column (one inner-loop call per
         sequence and column), so it serves single values and a few columns of long
         sequences; rows of ints and floats otherwise go by chunks in data order
-        (:func:`._np_chunks.chunk_reduce`), other dtypes by sorted blocks
-        (:meth:`_reduce_blocks`). ``owner`` is the object ``offsets`` views, if
+        (:func:`._np_chunks.chunk_reduce`; float sums of 32-64-byte rows: :mod:`._np_pieces`),
+        other dtypes by sorted blocks (:meth:`_reduce_blocks`). ``owner`` is the object ``offsets`` views, if
         any (it keys the plan cache).
         """
         lengths = np.diff(offsets)
