@@ -114,6 +114,19 @@ def test_a_block_reached_through_the_base_chain_is_not_reused(small_pool):
     del again
 
 
+def test_a_block_given_back_while_its_array_still_lives_is_not_reused(small_pool):
+    """A lease finalized but still alive (a garbage-collection finalizer that resurrected it, run here by
+    hand) has given its block back: the pool must see the live views and not hand the block out."""
+    a = _np_pool.empty((64, 16), np.float32)
+    a.fill(4.0)
+    a.base.__del__()
+    assert buffer_pool_info()["idle_blocks"] == 1
+    held = _churn(4)
+    assert not any(np.shares_memory(a, h) for h in held)
+    assert (a == 4.0).all()
+    del held
+
+
 def test_bad_sizes_are_named():
     for bad in ("inf", "-inf", "nan", "1e400"):
         with pytest.raises(ValueError, match=r"set_buffer_pool\(\): max_bytes must be"):
