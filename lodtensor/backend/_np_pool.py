@@ -15,8 +15,11 @@ memoryview, DLPack capsule or torch tensor of the array keeps the array (and
 so the lease) alive, since NumPy stops collapsing ``.base`` chains at the
 lease's type; when the lease dies, its block goes back to the pool instead of
 to the C allocator. A block is handed out again only after that, so a buffer
-is never reused while anything still refers to it. Handed-out memory is
-uninitialised, as from ``np.empty``.
+is never reused while anything still refers to it (also not a block whose
+owner someone reached by walking ``.base`` past the lease and kept). Handed-out
+memory is uninitialised, as from ``np.empty``. Unlike ``np.empty``'s arrays,
+these do not own their data (``arr.resize`` raises), and a raw address
+(``arr.ctypes.data``) kept after the array dies may see a later output.
 
 Bound: the idle blocks kept hold at most ``get_buffer_pool()`` bytes
 (default: 256 MiB, or 1/16 of the machine's memory if that is less); blocks
@@ -42,6 +45,7 @@ True
 
 import collections
 import os
+import sys
 import threading
 
 import numpy as np
@@ -77,7 +81,7 @@ def _parse(value, where):
         number, unit = text[:-1], text[-1]
     try:
         result = int(float(number) * _UNITS[unit])
-    except ValueError:
+    except (ValueError, OverflowError):  # "abc", "nan"; "inf", "1e400"
         raise ValueError(
             f"{where} must be a size in bytes (e.g. 268435456, 256M, 1G) or 0/off, got {value!r}"
         ) from None
@@ -101,6 +105,9 @@ _lock = threading.Lock()
 _state = {"limit": None, "idle_bytes": 0, "leased_bytes": 0, "hits": 0, "misses": 0}
 _idle = []  # idle blocks, least recently returned first
 _pending = collections.deque()  # blocks given back while the lock was held (drained by its holder)
+_probe = [object()]
+_IDLE_REFS = sys.getrefcount(_probe[0])  # references to an idle block held by the pool alone (the list, the call)
+del _probe
 
 
 def get_buffer_pool():
@@ -175,16 +182,12 @@ def empty(shape, dtype):
     block = None
     with _lock:
         _drain_locked()
-        for i, held in enumerate(_idle):  # a few blocks at most: the bound over 16 MiB each
-            if size <= held.size <= size + size // 4:
-                block = _idle.pop(i)
-                _state["idle_bytes"] -= block.size
-                break
+        block = _take_locked(size)
         _state["hits" if block is not None else "misses"] += 1
         _state["leased_bytes"] += size if block is None else block.size
     _settle()
     if block is None:
-        block = np.empty(size, dtype=np.uint8).view(_Block)
+        block = _Block((size,), np.uint8)  # owns its memory: the end of every .base chain
     lease = block[:nbytes].view(_Lease)
     lease.__dict__["_pool_block"] = block
     return np.ndarray(shape, dtype=dtype, buffer=lease)
@@ -212,6 +215,27 @@ def _settle():
         finally:
             _lock.release()
         del freed
+
+
+def _take_locked(size):
+    """Pop the oldest idle block of ``size`` to ``size * 1.25`` bytes (None if none).
+
+    A block that something besides the pool still refers to (code that walked
+    the ``.base`` chain past the lease to the memory's owner and kept it) is
+    never handed out: it leaves the pool, and its memory is freed when that
+    reference goes. A few blocks at most: the bound over 16 MiB each.
+    """
+    i = 0
+    while i < len(_idle):
+        if sys.getrefcount(_idle[i]) > _IDLE_REFS:
+            _state["idle_bytes"] -= _idle.pop(i).size
+        elif size <= _idle[i].size <= size + size // 4:
+            block = _idle.pop(i)
+            _state["idle_bytes"] -= block.size
+            return block
+        else:
+            i += 1
+    return None
 
 
 def _put_locked(block):

@@ -21,7 +21,8 @@ def threaded_ufunc(ufunc, args, kwargs):
     and scalars without ``where``: the output (the caller's ``out=`` or a new
     array, typed by a one-row call) is cut into row blocks, each computed by
     the same ufunc on the matching rows of the inputs (inputs that broadcast
-    along the first axis are passed whole). Elementwise, so each element is
+    along the first axis are passed whole); not where ``out=`` overlaps an input
+    other than as the very same view (NumPy's copy-first semantics). Elementwise, so each element is
     computed exactly as in one call: the result is bit for bit the same. A new
     output comes from the buffer pool (no page faults once it is warm), and
     each thread touches first the rows it writes.
@@ -53,8 +54,8 @@ def threaded_ufunc(ufunc, args, kwargs):
         if nbytes < _UFUNC_PARALLEL_BYTES:
             return None
         out = _np_pool.empty(shape, probe.dtype)
-    elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape:
-        return None
+    elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape or any(_overlaps(a, out) for a in arrays):
+        return None  # NumPy reads overlapping inputs as if copied first: one call keeps that
     params = {k: v for k, v in kwargs.items() if k != "out"}
     threads = get_num_threads()
     if threads == 1:
@@ -79,3 +80,12 @@ def threaded_ufunc(ufunc, args, kwargs):
 def _splits(x, shape):
     """True for an array operand that runs along the first axis of a result of ``shape``."""
     return isinstance(x, np.ndarray) and x.ndim == len(shape) and x.shape[0] == shape[0]
+
+
+def _overlaps(x, out):
+    """True where ``x`` shares memory with ``out`` other than element for element (the same view)."""
+    if not np.may_share_memory(x, out):
+        return False
+    same = (x.shape == out.shape and x.strides == out.strides
+            and x.__array_interface__["data"][0] == out.__array_interface__["data"][0])
+    return not same

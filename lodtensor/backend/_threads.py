@@ -12,6 +12,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 __all__ = ["get_num_threads", "set_num_threads", "pool"]
 
 _state = {"threads": None, "pool": None}
@@ -76,8 +78,24 @@ def pool():
         with _lock:
             current = _state["pool"]
             if current is None or current._max_workers != workers:
-                current = _state["pool"] = ThreadPoolExecutor(workers, thread_name_prefix="lodtensor")
+                current = _state["pool"] = _Executor(workers, thread_name_prefix="lodtensor")
     return current
+
+
+class _Executor(ThreadPoolExecutor):
+    """A thread pool whose tasks run under the submitting thread's NumPy error state.
+
+    ``np.errstate`` is per thread: without this a kernel split over threads would
+    warn (or not raise) where the same call on one thread is quiet (or raises).
+    """
+
+    def submit(self, fn, /, *args, **kwargs):
+        return super().submit(_under_errstate, np.geterr(), fn, args, kwargs)
+
+
+def _under_errstate(err, fn, args, kwargs):
+    with np.errstate(**err):
+        return fn(*args, **kwargs)
 
 
 def _forget_pool_after_fork():

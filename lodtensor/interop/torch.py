@@ -109,16 +109,29 @@ def _jagged_view(torch, values, offsets, shortest, longest, *, fresh):
     the torch-function layer (a no-op for this call) is skipped.
     """
     cls = _jagged_class()
-    if cls is None:  # torch moved its private class: the public constructor
-        return torch.nested.nested_tensor_from_jagged(
-            values, offsets, min_seqlen=shortest.shape[0], max_seqlen=longest.shape[0]
-        )
-    if fresh and not values.requires_grad:
-        return cls(values, offsets, _metadata_cache={"min_seqlen": shortest, "max_seqlen": longest})
-    from torch.nested._internal.nested_tensor import _nt_view_dummy  # noqa: PLC0415 - loaded with cls
+    if cls is not None and fresh and not values.requires_grad:
+        try:
+            return cls(values, offsets, _metadata_cache={"min_seqlen": shortest, "max_seqlen": longest})
+        except TypeError:  # a torch version changed the private constructor: the public one below
+            pass
+    view = _jagged_view_op(torch) if cls is not None else None
+    if view is not None:
+        view_op, dummy = view
+        with torch._C.DisableTorchFunctionSubclass():
+            return view_op(values, offsets, dummy(), None, 1, shortest, longest)
+    return torch.nested.nested_tensor_from_jagged(  # the public constructor: the same tensor
+        values, offsets, min_seqlen=shortest.shape[0], max_seqlen=longest.shape[0]
+    )
 
-    with torch._C.DisableTorchFunctionSubclass():
-        return torch._nested_view_from_jagged(values, offsets, _nt_view_dummy(), None, 1, shortest, longest)
+
+def _jagged_view_op(torch):
+    """torch's jagged view op and its dummy tensor (private names: None if a torch version moves them)."""
+    try:
+        from torch.nested._internal.nested_tensor import _nt_view_dummy  # noqa: PLC0415
+
+        return torch._nested_view_from_jagged, _nt_view_dummy
+    except (ImportError, AttributeError):
+        return None
 
 
 def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):

@@ -69,8 +69,15 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
     axis = d - 1
     if st.n == 0 or buf.shape[0] == 0:
         return make(be.clone(buf), st, input._layout)
+    half = buf.dtype if buf.dtype.itemsize == 2 else None
+    if half is not None:  # float16/bfloat16: exp and sums in float32, one rounding at the end (as torch)
+        buf = be.astype(buf, resolve_dtype("float32", be.name))
+
+    def done(out):
+        return make(out if half is None else be.astype(out, half), st, input._layout)
+
     if all(st.regular[axis:]):
-        return make(dense(st.tail_view(buf, axis), 1).reshape(-1), st, input._layout)
+        return done(dense(st.tail_view(buf, axis), 1).reshape(-1))
     if all(st.regular[axis + 1 :]):  # a ragged dim with regular dims after it: segment kernels
         if axis == 0 and st.is_lod:
             offsets, row_shape = st.rows()  # cached on the structure
@@ -78,9 +85,9 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
         else:
             offsets, rows, row_shape = segments_along(st, axis)
         out = segments(be, buf.reshape((rows,) + row_shape), offsets, rows)
-        return make(out.reshape(-1), st, input._layout)
+        return done(out.reshape(-1))
     out, _ = map_components([make(buf, st)], lambda block: dense(block, d), st.sizes)
-    return make(out, st, input._layout)
+    return done(out)
 
 
 @implements("softmax", "torch.softmax", _F + "softmax", _T + "softmax", "torch.special.softmax")

@@ -94,4 +94,8 @@ def softmax(x, *, level=-1, where="sequence_softmax()"):
     k = level_index(x, level, where)
     be = x.backend
     dev = _DeviceArrays(x.lod, be, k, x.data)
-    return x.with_data(be.segment_softmax(x.data, dev["offsets"], ids=dev["ids"]))
+    data = x.data
+    if data.dtype.itemsize == 2:  # float16/bfloat16: exp and sums in float32, one rounding at the end (as torch)
+        out = be.segment_softmax(be.astype(data, "float32"), dev["offsets"], ids=dev["ids"])
+        return x.with_data(be.astype(out, data.dtype))
+    return x.with_data(be.segment_softmax(data, dev["offsets"], ids=dev["ids"]))

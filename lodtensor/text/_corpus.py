@@ -118,7 +118,7 @@ class _ParquetCorpus:
         self.seed = int(seed)
         self.prefetch = bool(prefetch)
         self.epoch = 0
-        self._read_sizes = {}  # path -> default docs per read (a hint from the footer, parsed once)
+        self._read_sizes = {}  # (path, mtime, size) -> default docs per read (a footer hint, parsed once)
 
     def set_epoch(self, epoch):
         """Use the file order of ``epoch`` (with ``shuffle``); call it before each epoch on every rank."""
@@ -207,15 +207,20 @@ class _ParquetCorpus:
         """Documents per record batch for ``path``: ``docs_per_read``, or ~4 batches' worth (>= 1024, >= 256K rows)."""
         if self.docs_per_read is not None:
             return self.docs_per_read
-        size = self._read_sizes.get(path)
-        if size is None:  # once per file, not per epoch: a footer parse costs about as much as a record batch
+        try:  # a file rewritten between epochs gets its new footer's hint (a stat costs microseconds)
+            stat = os.stat(path)
+            key = (path, stat.st_mtime_ns, stat.st_size)
+        except OSError:  # the read that follows names the file
+            key = (path,)
+        size = self._read_sizes.get(key)
+        if size is None:  # once per file version, not per epoch: a footer parse costs about a record batch
             rows_per_doc = _rows_per_document(path, self.column)
             size = (
                 _MIN_READ
                 if not rows_per_doc
                 else int(min(max(_MIN_READ, max(4 * self.batch_tokens, _MIN_READ_ROWS) / rows_per_doc), _MAX_READ))
             )
-            self._read_sizes[path] = size
+            self._read_sizes[key] = size
         return size
 
     def __repr__(self):

@@ -93,6 +93,46 @@ def test_a_buffer_is_not_reused_while_any_export_lives(small_pool, kind):
     del held, again
 
 
+def test_a_block_reached_through_the_base_chain_is_not_reused(small_pool):
+    """Code that walks ``.base`` to the memory's owner and keeps it (as some serializers and memory
+    accounting do) holds the raw block itself: the pool must not hand it out again."""
+    a = _np_pool.empty((64, 16), np.float32)
+    a.fill(2.5)
+    root = a
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    owner = np.asarray(root).view(np.uint8)  # what such code keeps: the owner's memory
+    del a
+    gc.collect()
+    held = _churn(8)
+    assert not any(np.shares_memory(owner, h) for h in held)
+    np.testing.assert_array_equal(owner[: 64 * 16 * 4].view(np.float32), np.full(64 * 16, 2.5, np.float32))
+    del owner, root, held
+    gc.collect()
+    again = _churn(2)  # the pool goes on working once the block has been let go
+    assert buffer_pool_info()["leased_bytes"] >= 2 * 64 * 16 * 4
+    del again
+
+
+def test_a_block_given_back_while_its_array_still_lives_is_not_reused(small_pool):
+    """A lease finalized but still alive (a garbage-collection finalizer that resurrected it, run here by
+    hand) has given its block back: the pool must see the live views and not hand the block out."""
+    a = _np_pool.empty((64, 16), np.float32)
+    a.fill(4.0)
+    a.base.__del__()
+    assert buffer_pool_info()["idle_blocks"] == 1
+    held = _churn(4)
+    assert not any(np.shares_memory(a, h) for h in held)
+    assert (a == 4.0).all()
+    del held
+
+
+def test_bad_sizes_are_named():
+    for bad in ("inf", "-inf", "nan", "1e400"):
+        with pytest.raises(ValueError, match=r"set_buffer_pool\(\): max_bytes must be"):
+            set_buffer_pool(bad)
+
+
 def test_torch_exports_keep_the_buffer(small_pool):
     torch = pytest.importorskip("torch")
     for make in (torch.from_numpy, torch.from_dlpack, torch.as_tensor):

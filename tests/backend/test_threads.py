@@ -103,6 +103,52 @@ def test_threaded_ufunc_falls_back_where_it_cannot_split(low_thresholds):
     assert be.apply_ufunc(np.add, "__call__", obj, 1).tolist() == [[2, 3]] * 4
 
 
+def test_threaded_ufunc_with_out_overlapping_an_input_gives_numpys_result(low_thresholds):
+    """NumPy computes ``out=`` as if overlapping inputs were copied first; blocks written by threads
+    must not feed later blocks (a reversed view, a shifted view, a broadcast row of ``out``)."""
+    base = np.linspace(-3, 5, 90, dtype=np.float64).reshape(30, 3)
+    cases = {
+        "reversed": lambda a: (np.subtract, (a, a[::-1]), a),
+        "shifted": lambda a: (np.add, (a[:-1], a[1:]), a[1:]),
+        "broadcast row of out": lambda a: (np.multiply, (a, a[2]), a),
+        "same array": lambda a: (np.add, (a, a), a),
+    }
+    lt.set_num_threads(3)
+    for name, case in cases.items():
+        want = base.copy()
+        ufunc, args, out = case(want)
+        ufunc(*args, out=out)
+        got = base.copy()
+        ufunc, args, out = case(got)
+        get_backend("numpy").apply_ufunc(ufunc, "__call__", *args, out=(out,))
+        np.testing.assert_array_equal(got, want, err_msg=name)
+    t = lt.LoDTensor(base.copy(), recursive_sequence_lengths=[[10, 20]])
+    np.subtract(t, t.data[::-1], out=(t,))
+    np.testing.assert_array_equal(t.data, base - base[::-1])
+
+
+def test_worker_threads_follow_the_callers_numpy_error_state(low_thresholds):
+    """np.errstate is per thread: the pool's workers must use the caller's, so a threaded kernel is as
+    quiet (log(-1) is nan, quietly, as in torch) or as strict (errstate(invalid="raise")) as one thread."""
+    import warnings  # noqa: PLC0415
+
+    import lodtensor.nested as ln  # noqa: PLC0415
+
+    x = -np.ones((64, 3), np.float32)
+    nt = ln.nested_tensor_from_jagged(x, np.array([0, 20, 64]))
+    t = lt.LoDTensor(x, recursive_sequence_lengths=[[20, 44]])
+    for threads in (1, 3):
+        lt.set_num_threads(threads)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.isnan(np.asarray(ln.log(nt).values())).all()  # the quiet op: no warning on any thread
+        with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+            np.log(t)  # NumPy's own rules, honoured on every thread
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert np.isnan(np.log(t).data).all()
+
+
 @settings(max_examples=40, deadline=None)
 @given(lens=st.lists(st.integers(0, 30), min_size=1, max_size=25), width=st.sampled_from([1, 4, 16, 40]))
 def test_threaded_softmax_pad_unpad_equal_one_thread(lens, width):

@@ -274,3 +274,44 @@ def test_from_torch_keeps_autograd_of_a_computed_njt():
     assert t.lod() == [[0, 2, 6]] and t.data.requires_grad
     t.data.sum().backward()
     assert x.grad.tolist() == [3.0] * 6
+
+
+@pytest.mark.parametrize("change", ["class moved", "view op moved", "constructor changed"])
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+def test_to_nested_jagged_falls_back_when_torchs_private_names_change(monkeypatch, change, backend):
+    """The fast paths use torch's private NestedTensor class, _nt_view_dummy and _nested_view_from_jagged:
+    if a torch version moves or changes any of them (simulated where lodtensor looks them up, as torch's
+    public constructor keeps working), that constructor gives the same tensor."""
+    from torch.nested._internal import nested_tensor as private  # noqa: PLC0415
+
+    from lodtensor.interop import torch as interop  # noqa: PLC0415
+
+    t = _one_level([3, 1, 4], (2,), backend=backend)
+    want = _public_njt(t)
+    if change == "class moved":
+        monkeypatch.setattr(interop, "_jagged_class", lambda: None)
+    elif change == "view op moved":
+        real_import = __import__
+
+        def no_view_dummy(name, globals=None, locals=None, fromlist=(), level=0):  # noqa: A002
+            if name == "torch.nested._internal.nested_tensor" and "_nt_view_dummy" in (fromlist or ()):
+                raise ImportError("cannot import name '_nt_view_dummy'")
+            return real_import(name, globals, locals, fromlist, level)
+
+        monkeypatch.setattr("builtins.__import__", no_view_dummy)
+    else:
+
+        class Changed(private.NestedTensor):  # a constructor without the _metadata_cache keyword
+            @staticmethod
+            def __new__(cls, values, offsets, **kwargs):
+                if "_metadata_cache" in kwargs:
+                    raise TypeError("__new__() got an unexpected keyword argument '_metadata_cache'")
+                return private.NestedTensor.__new__(private.NestedTensor, values, offsets, **kwargs)
+
+        monkeypatch.setattr(interop, "_jagged_class", lambda: Changed)
+    njt = t.to_nested_jagged()
+    monkeypatch.undo()
+    assert type(njt) is type(want) and njt._get_max_seqlen() == want._get_max_seqlen()
+    assert all(torch.equal(a, b) for a, b in zip(njt.unbind(), want.unbind()))
+    assert njt.values().data_ptr() == want.values().data_ptr()
+    assert njt.requires_grad == want.requires_grad

@@ -213,3 +213,22 @@ def test_embedding_module_and_padding_idx_gradient():
     assert isinstance(out, ln.NestedTensor) and out.nested_size().tolist() == [[2, 3], [3, 3]]
     out.values().sum().backward()
     assert emb.weight.grad[0].abs().sum() == 0 and emb.weight.grad[2].abs().sum() > 0
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
+@pytest.mark.parametrize("op", ["softmax", "log_softmax"])
+def test_half_softmax_accumulates_in_float32_like_torch(backend, op):
+    """float16 softmax over long ragged rows: computed in float32 and rounded once, so within one float16
+    ulp of the exact value (torch's CPU kernel also accumulates in float32); summing the exponentials in
+    float16 was up to 6x less accurate than torch (0.27% against 0.046% relative at 300 values)."""
+    rng = np.random.default_rng(3)
+    lengths = [300, 7, 1200]
+    x = rng.normal(size=(sum(lengths), 2)).astype(np.float16)
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    data = torch.from_numpy(x) if backend == "torch" else x
+    for nt, d in ((ln.nested_tensor_from_jagged(data, offsets), 1), (ln.nested_tensor_from_jagged(data, offsets), 2)):
+        got = [np.asarray(c, dtype=np.float64) for c in getattr(ln, op)(nt, d).to_tensor_list()]
+        for c, (a, b) in zip(got, zip(offsets, offsets[1:])):
+            want = getattr(torch, op)(torch.from_numpy(x[a:b]).double(), d - 1).numpy()  # exact, then rounded once
+            ulp = np.spacing(np.abs(want).astype(np.float16)).astype(np.float64)
+            assert np.all(np.abs(c - want) <= ulp), (op, d, np.max(np.abs(c - want) / ulp))

@@ -177,3 +177,18 @@ def test_split_pieces_equal_slicing(lengths, cuts):
         want = t[a:b]
         assert piece.lod() == want.lod() and piece.data.tolist() == want.data.tolist()
         assert np.shares_memory(piece.data, t.data) or piece.num_rows == 0
+
+
+def test_read_size_follows_a_file_rewritten_between_epochs(tmp_path):
+    """The footer hint is parsed once per file version: a shard rewritten with longer documents between
+    epochs gets the read size of its new footer (not a stale one that would hold 100x the rows)."""
+    (path,) = write_shards(tmp_path, [[[1]]] * 50, 1)  # 1 word per document
+    corpus = ParquetCorpus(path, "words", 4096, num_replicas=1, rank=0)
+    assert corpus._read_size(path) == (1 << 18)  # 256K documents of one word
+    assert corpus._read_size(path) == (1 << 18)  # cached
+    docs = [[list(range(100))]] * 50  # rewritten: 100 words per document
+    (again,) = write_shards(tmp_path, docs, 1)
+    assert again == path
+    os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))  # a later write
+    assert corpus._read_size(path) == ParquetCorpus(path, "words", 4096)._read_size(path) == (1 << 18) // 100
+    assert [t.num_rows for t in corpus] == [4000] * 1 + [1000]
