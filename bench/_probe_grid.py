@@ -95,14 +95,18 @@ def _parts(name, data, offsets, k):
         "take": lambda: data.take(rows, axis=0, out=partial, mode="clip"),
         "partial rows": lambda: chunk_reduce(np.add, partial, partial_offsets, 0),
     }
-    times = {key: [] for key in parts}
-    for _ in range(9):
-        for key, f in parts.items():
+    print(f"  {name} k={k} (partial rows {rows.size / data.shape[0]:.0%}) ms: {_medians(parts, 9)}", flush=True)
+
+
+def _medians(calls, rounds):
+    """``"name median-ms, ..."`` of ``calls`` (a dict of callables), timed interleaved over ``rounds``."""
+    times = {key: [] for key in calls}
+    for _ in range(rounds):
+        for key, f in calls.items():
             t = time.perf_counter()
             f()
             times[key].append(time.perf_counter() - t)
-    shares = ", ".join(f"{key} {np.median(v) * 1e3:.2f}" for key, v in times.items())
-    print(f"  {name} k={k} (partial rows {rows.size / data.shape[0]:.0%}) ms: {shares}", flush=True)
+    return ", ".join(f"{key} {np.median(v) * 1e3:.2f}" for key, v in times.items())
 
 
 def _product_pass(name, data, offsets):
@@ -119,14 +123,7 @@ def _product_pass(name, data, offsets):
             "einsum": lambda: np.einsum("bkw->bw", grid),  # noqa: B023 - called in this iteration
             "matmul": lambda: np.matmul(pieces, grid, out=out),  # noqa: B023
         }
-        times = {key: [] for key in calls}
-        for _ in range(5):
-            for key, f in calls.items():
-                t = time.perf_counter()
-                f()
-                times[key].append(time.perf_counter() - t)
-        shares = ", ".join(f"{key} {np.median(v) * 1e3:.2f}" for key, v in times.items())
-        print(f"  {name} pieces k={k} c={c} ms: {shares}", flush=True)
+        print(f"  {name} pieces k={k} c={c} ms: {_medians(calls, 5)}", flush=True)
 
 
 def main(pairs=21, threads=1):
