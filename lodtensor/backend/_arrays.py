@@ -134,20 +134,48 @@ class ArrayKernels:
             return x.copy()
         return np.sign(x)
 
-    def softmax(self, x, axis):
-        out = x - x.max(axis=axis, keepdims=True) if x.shape[axis] else x.copy()
-        np.exp(out, out=out)
-        out /= out.sum(axis=axis, keepdims=True)
-        return out
+    def softmax(self, x, axis, out=None):
+        """Softmax of ``x`` along ``axis``; written into ``out`` (``x``'s shape and dtype) when given.
 
-    def log_softmax(self, x, axis):
+        On NumPy: one reduction, shift, exp, one sum and a multiply by the
+        reciprocal of each sum (as torch), with no temporaries beyond the two
+        reduced arrays: the per-component path of images calls this once per
+        component, so it stays lean.
+        """
+        if not x.shape[axis]:
+            return x.copy() if out is None else out
+        if self.xp is not np:
+            res = x - x.max(axis=axis, keepdims=True)
+            self.xp.exp(res, out=res)
+            res /= res.sum(axis=axis, keepdims=True)
+            if out is None:
+                return res
+            out[...] = res
+            return out
+        out = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+        np.exp(out, out=out)
+        total = np.add.reduce(out, axis=axis, keepdims=True)
+        np.reciprocal(total, out=total)
+        return np.multiply(out, total, out=out)
+
+    def log_softmax(self, x, axis, out=None):
+        """Log-softmax of ``x`` along ``axis``; written into ``out`` when given."""
         xp = self.xp
         if not x.shape[axis]:
-            return x.copy()
-        out = x - x.max(axis=axis, keepdims=True)
+            return x.copy() if out is None else out
+        if xp is not np:
+            res = x - x.max(axis=axis, keepdims=True)
+            with np.errstate(divide="ignore"):
+                res -= xp.log(xp.exp(res).sum(axis=axis, keepdims=True))
+            if out is None:
+                return res
+            out[...] = res
+            return out
+        out = np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+        total = np.add.reduce(np.exp(out), axis=axis, keepdims=True)
         with np.errstate(divide="ignore"):
-            out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
-        return out
+            np.log(total, out=total)
+        return np.subtract(out, total, out=out)
 
     def rms_norm(self, x, eps, weight):
         """Rows of the 2-d ``x`` over their root mean square (``weight`` flat or None)."""

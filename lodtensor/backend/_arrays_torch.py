@@ -127,11 +127,13 @@ class TorchArrayKernels(ArrayKernels):
     def sgn(self, x):
         return self.torch.sgn(x)
 
-    def softmax(self, x, axis):
-        return self.torch.softmax(x, axis)
+    def softmax(self, x, axis, out=None):
+        res = self.torch.softmax(x, axis)
+        return res if out is None else out.copy_(res)
 
-    def log_softmax(self, x, axis):
-        return self.torch.log_softmax(x, axis)
+    def log_softmax(self, x, axis, out=None):
+        res = self.torch.log_softmax(x, axis)
+        return res if out is None else out.copy_(res)
 
     def rms_norm(self, x, eps, weight):
         return self.F.rms_norm(x, (x.shape[1],), weight, eps)

@@ -79,7 +79,8 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
             offsets, rows, row_shape = segments_along(st, axis)
         out = segments(be, buf.reshape((rows,) + row_shape), offsets, rows)
         return make(out.reshape(-1), st, input._layout)
-    out, _ = map_components([make(buf, st)], lambda block: dense(block, d), st.sizes)
+    out, _ = map_components([make(buf, st)], lambda block: dense(block, d), st.sizes, dtype=buf.dtype,
+                            into=lambda block, out: dense(block, d, out=out))
     return make(out, st, input._layout)
 
 
