@@ -1,0 +1,99 @@
+"""The fast paths of softmax/log_softmax: row blocks over a regular last dim, and per-component
+results written in place for components ragged in several dims. Each is checked against the plain
+NumPy formula and against torch.nested where torch is installed."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lodtensor.nested as ln
+from lodtensor.backend import get_backend
+
+
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def _log_softmax(x, axis):
+    s = x - x.max(axis=axis, keepdims=True)
+    return s - np.log(np.exp(s).sum(axis=axis, keepdims=True))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("name, ref", [("softmax", _softmax), ("log_softmax", _log_softmax)])
+def test_row_blocks_match_the_formula(name, ref, threads):
+    # 2,000 rows x 97: above the row-block threshold, several blocks, a ragged last block
+    g = np.random.default_rng(5)
+    lengths = g.integers(1, 40, size=100)
+    data = (g.standard_normal((int(lengths.sum()), 97)) * 4).astype(np.float32)
+    data[3, :5] = -np.inf  # a row with some -inf scores
+    nt = ln.nested_tensor_from_jagged(data, np.concatenate([[0], np.cumsum(lengths)]))
+    ln.set_num_threads(threads)
+    try:
+        got = getattr(ln, name)(nt, -1).values()
+    finally:
+        ln.set_num_threads(None)
+    with np.errstate(invalid="ignore"):
+        want = ref(data.astype(np.float64), 1)
+    assert data.size >= 1 << 16
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_out_argument_of_the_dense_kernels(name):
+    be = get_backend("numpy")
+    x = np.random.default_rng(1).standard_normal((300, 257)).astype(np.float32)
+    for axis in (0, 1, -1):
+        want = getattr(be, name)(x, axis)
+        out = np.full_like(x, np.nan)
+        assert getattr(be, name)(x, axis, out=out) is out
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-7)
+    strided = np.empty((300, 514), np.float32)[:, ::2]  # an out that is not contiguous: no row blocks
+    getattr(be, name)(x, 1, out=strided)
+    np.testing.assert_allclose(strided, getattr(be, name)(x, 1), rtol=1e-6, atol=1e-7)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=6),
+       st.integers(1, 3), st.sampled_from(["softmax", "log_softmax"]))
+def test_images_in_place_per_component(shapes, dim, name):
+    g = np.random.default_rng(len(shapes))
+    parts = [g.standard_normal(s).astype(np.float32) for s in shapes]
+    got = getattr(ln, name)(ln.nested_tensor(parts), dim).unbind()
+    ref = _softmax if name == "softmax" else _log_softmax
+    for p, r in zip(parts, got):
+        np.testing.assert_allclose(np.asarray(r), ref(p.astype(np.float64), dim - 1), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_images_against_torch_nested(name):
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(3)
+    parts = [g.standard_normal((3, int(h), int(w))).astype(np.float32) for h, w in g.integers(2, 30, size=(7, 2))]
+    theirs = torch.nested.nested_tensor([torch.from_numpy(p) for p in parts])
+    for dim in (1, 2, 3):
+        ours = getattr(ln, name)(ln.nested_tensor(parts), dim).unbind()
+        if name == "softmax":  # torch.nested strided has softmax; log_softmax per component
+            want = [t.numpy() for t in torch.softmax(theirs, dim).unbind()]
+        else:
+            want = [torch.log_softmax(torch.from_numpy(p), dim - 1).numpy() for p in parts]
+        for a, b in zip(ours, want):
+            np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
+
+
+def test_images_torch_backend_gradcheck():
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(4)
+    parts = [torch.from_numpy(g.standard_normal((2, h, w))) for h, w in ((3, 4), (2, 5), (4, 2))]
+    flat = torch.cat([p.reshape(-1) for p in parts]).requires_grad_(True)
+
+    def f(values):
+        pieces, at = [], 0
+        for p in parts:
+            pieces.append(values[at : at + p.numel()].reshape(p.shape))
+            at += p.numel()
+        return ln.log_softmax(ln.as_nested_tensor(pieces), 2).values()
+
+    assert torch.autograd.gradcheck(f, (flat,))
