@@ -20,6 +20,7 @@ _CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "g
 
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
 _ROWWISE_MIN = 1 << 16  # elements from which softmax over the last axis runs in row blocks (threaded when large)
+_SEGMENT_BLOCK = 1 << 16  # elements per block of the arg-extreme key pass (three arrays of it stay in L2)
 _LN_BLOCK = 1 << 20  # elements per layer_norm block (measured: fewer, larger blocks win; 2^20 over 2^19 by ~4%)
 
 
@@ -265,6 +266,38 @@ class ArrayKernels:
         values = self.xp.take_along_axis(x, index, axis=axis)
         if not keepdim:
             index, values = index.squeeze(axis), values.squeeze(axis)
+        return values, index
+
+    def segment_extreme_with_index(self, rows, offsets, kind):
+        """``(values, indices)`` of the first ``kind`` ('max' or 'min') over the rows of each sequence.
+
+        ``rows`` is ``(total, *row)``, ``offsets`` host int64 bounds with no empty
+        sequence. The values are one segment reduction (no padding); the indices
+        the smallest position in its sequence where a row equals its value (NaN
+        matching NaN, as argmax), found over cache-sized blocks of rows into a
+        small-int key array that one more segment reduction takes the minimum of.
+        """
+        values = self._reduceat(np.maximum if kind == "max" else np.minimum, rows, offsets, 0)
+        lengths = np.diff(offsets)
+        total = rows.shape[0]
+        maxlen = int(lengths.max())
+        key_type = np.int16 if maxlen < 2**15 else np.int32 if maxlen < 2**31 else np.int64
+        ids = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+        position = (np.arange(total, dtype=np.int64) - offsets[ids]).astype(key_type)
+        position = position.reshape((total,) + (1,) * (rows.ndim - 1))
+        nans = rows.dtype.kind in "fc" and bool(np.isnan(values).any())
+        keys = np.empty(rows.shape, dtype=key_type)
+        step = max(1, _SEGMENT_BLOCK // max(1, rows.size // max(total, 1)))
+        same = np.empty((min(step, total),) + rows.shape[1:], dtype=bool)
+        for a in range(0, total, step):  # a loop over blocks of rows, not over rows
+            b = min(total, a + step)
+            want = values.take(ids[a:b], axis=0)
+            hit = np.equal(rows[a:b], want, out=same[: b - a])
+            if nans:
+                hit |= np.isnan(rows[a:b])  # only NaN rows where the value is NaN: maximum propagates NaN
+            keys[a:b] = maxlen
+            np.copyto(keys[a:b], position[a:b], where=hit)
+        index = self._reduceat(np.minimum, keys, offsets, 0).astype(np.int64)
         return values, index
 
     def renorm_rows(self, rows, max_norm, p):

@@ -97,3 +97,44 @@ def test_images_torch_backend_gradcheck():
         return ln.log_softmax(ln.as_nested_tensor(pieces), 2).values()
 
     assert torch.autograd.gradcheck(f, (flat,))
+
+
+def _padded_extreme(parts, kind):
+    """(values, indices) over dim 1 by hand: argmax/argmin of each component along its rows."""
+    arg = np.argmax if kind == "max" else np.argmin
+    index = np.stack([arg(p, axis=0) for p in parts])
+    return np.stack([np.take_along_axis(p, i[None], 0)[0] for p, i in zip(parts, index)]), index
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=12), st.sampled_from(["max", "min"]),
+       st.sampled_from([np.float32, np.float64, np.int32, np.int64]), st.booleans(), st.integers(0, 2**31))
+def test_max_over_the_ragged_dim_by_segments(lengths, kind, dtype, specials, seed):
+    g = np.random.default_rng(seed)
+    parts = [g.integers(-3, 4, size=(n, 3, 2)).astype(dtype) for n in lengths]  # few values: many ties
+    if specials and np.dtype(dtype).kind == "f":
+        parts[0][-1, 0, 0] = np.nan
+        parts[-1][0, 1, 1] = -np.inf
+        parts[-1][-1, 2, 0] = np.nan
+    got = getattr(ln, kind)(ln.nested_tensor(parts), 1)
+    want_values, want_index = _padded_extreme(parts, kind)
+    np.testing.assert_array_equal(np.asarray(got.values), want_values)
+    np.testing.assert_array_equal(np.asarray(got.indices), want_index)
+    assert np.asarray(got.indices).dtype == np.int64
+    kept = getattr(ln, kind)(ln.nested_tensor(parts), 1, keepdim=True)
+    np.testing.assert_array_equal(np.asarray(kept.indices)[:, 0], want_index)
+
+
+def test_max_over_the_ragged_dim_against_torch_jagged():
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(8)
+    lengths = g.integers(1, 300, size=40)
+    data = g.integers(-20, 20, size=(int(lengths.sum()), 16)).astype(np.float32)  # ties: first index wins
+    data[5, 3] = np.nan
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    jagged = torch.nested.nested_tensor_from_jagged(torch.from_numpy(data), torch.from_numpy(offsets))
+    for kind in ("max", "min"):
+        ours = getattr(ln, kind)(ln.nested_tensor_from_jagged(data, offsets), 1)
+        theirs = getattr(torch, kind)(jagged, 1)
+        np.testing.assert_array_equal(np.asarray(ours.values), theirs.values.numpy())
+        np.testing.assert_array_equal(np.asarray(ours.indices), theirs.indices.numpy())
