@@ -11,6 +11,10 @@ timed in ``BENCH_CPU_ROUNDS`` rounds (default 3): each round runs every contende
 best peer is taken within each round. The table gives each contender's best time, the
 median ratio and its spread (min..max over rounds).
 
+``BENCH_CPU_ROWS`` narrows the run: ``|``-separated patterns, a row runs when one of them
+occurs in its ``"op, workload"`` (``BENCH_CPU_ROWS="sum|mean|max"`` for the segment reductions,
+``BENCH_CPU_ROWS="sum, docs D=16"`` for one row).
+
 "NumPy alone" runs lodtensor with SciPy hidden from it (the sum falls back to the
 NumPy-only chunk kernel); torch, TensorFlow and lodtensor use their default threads
 (2 on the benchmark machine); Paddle's CPU kernels run on one thread.
@@ -43,6 +47,28 @@ ROWS = [
     ("softmax", "docs D=16"), ("softmax", "2.7M rows D=16"),
     ("unpad", "2266 x 1-64 D=256"),
 ]
+
+
+def _selected(rows, spec):
+    """The rows of ``rows`` whose ``"op, workload"`` contains one of the ``|``-separated patterns of ``spec``.
+
+    >>> rows = [("sum", "docs D=16"), ("mean", "docs D=16"), ("relu", "docs D=16")]
+    >>> _selected(rows, "sum|mean")
+    [('sum', 'docs D=16'), ('mean', 'docs D=16')]
+    >>> _selected(rows, "mean, docs")
+    [('mean', 'docs D=16')]
+    >>> len(_selected(rows, ""))
+    3
+    """
+    patterns = [p.strip() for p in spec.split("|") if p.strip()]
+    if not patterns:
+        return list(rows)
+    chosen = [(op, w) for op, w in rows if any(p in f"{op}, {w}" for p in patterns)]
+    if not chosen:
+        raise SystemExit(f"BENCH_CPU_ROWS={spec!r} matches no row of bench/cpu.py")
+    return chosen
+
+
 PADDLE_OPS = {"sum": "sum", "mean": "average", "max": "max", "softmax": "softmax"}
 TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
 
@@ -67,16 +93,32 @@ def _alone(fn):
     return call
 
 
+def _pool_off(fn):
+    """``fn`` with lodtensor's output buffer pool off (every large output a fresh allocation)."""
+    from lodtensor.backend import get_buffer_pool, set_buffer_pool  # noqa: PLC0415
+
+    def call():
+        saved = get_buffer_pool()
+        set_buffer_pool(0)
+        try:
+            return fn()
+        finally:
+            set_buffer_pool(saved)
+    return call
+
+
 def _python(env, venv):
     return os.environ.get(env) or os.path.join(ROOT, venv, "bin", "python")
 
 
-def _workers(budget):
-    """One round of Paddle and TensorFlow timings: ``{(op, workload): (name, seconds)}`` and notes."""
+def _workers(budget, rows):
+    """One round of Paddle and TensorFlow timings for ``rows``: ``{(op, workload): (name, seconds)}`` and notes."""
     found, notes = {}, []
     paddle_python = _python("BENCH_PADDLE_PYTHON", ".venv-paddle")
-    wanted = sorted({_cpudata.PADDLE_NAMES[w] for op, w in ROWS if op in PADDLE_OPS and w in _cpudata.PADDLE_NAMES})
-    if os.path.exists(paddle_python):
+    wanted = sorted({_cpudata.PADDLE_NAMES[w] for op, w in rows if op in PADDLE_OPS and w in _cpudata.PADDLE_NAMES})
+    if not wanted:
+        pass  # no row of this run has a Paddle counterpart
+    elif os.path.exists(paddle_python):
         spec = {"workloads": wanted, "ops": sorted(set(PADDLE_OPS.values())), "budget": budget}
         result, reason = _common.run_worker(paddle_python, "_paddle_worker.py", spec, "not installed")
         if result is None:
@@ -94,9 +136,11 @@ def _workers(budget):
     if not os.path.exists(tf_python):
         tf_python = sys.executable
     ops = {}
-    for op, w in ROWS:
+    for op, w in rows:
         if op in TF_OPS:
             ops.setdefault(w, []).append(op)
+    if not ops:
+        return found, notes
     spec = {"budget": budget, "cpu": {"workloads": sorted(ops), "ops": ops}}
     result, reason = _common.run_worker(tf_python, "_tf_worker.py", spec,
                                         "not installed (pip install tensorflow-cpu, or set BENCH_TF_PYTHON)")
@@ -146,6 +190,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
         buf = np.empty_like(data)
         out.append((OURS, lambda: np.maximum(t, 0).data, True))
         out.append(("lodtensor (out=)", lambda: np.maximum(t, 0, out=buf), True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: np.maximum(t, 0).data), True))
         out.append(("NumPy by hand (np.maximum)", lambda: np.maximum(data, 0), False))
         if torch is not None:
             td = torch.from_numpy(data)
@@ -159,6 +204,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
         w, b = _cpudata.linear_weights(width)
         nt = ln.nested_tensor_from_jagged(data, offsets)
         out.append((OURS, lambda: ln.linear(nt, w, b), True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: ln.linear(nt, w, b)), True))
         out.append(("NumPy by hand (x @ w.T + b)", lambda: data @ w.T + b, False))
         if torch is not None:
             td, tw, tb = torch.from_numpy(data), torch.from_numpy(w), torch.from_numpy(b)
@@ -177,6 +223,7 @@ def _contenders(op, workload, data, offsets, torch, ak):
     elif op == "unpad":
         padded, mask = _cpudata.padded_of(data, offsets)
         out.append((OURS, lambda: lt.from_padded(padded, lengths).data, True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: lt.from_padded(padded, lengths).data), True))
         out.append(("NumPy by hand (padded[mask])", lambda: padded[mask], False))
         if torch is not None:
             tp, tm = torch.from_numpy(padded), torch.from_numpy(mask)
@@ -203,13 +250,14 @@ def run(report):
     times = {}  # (op, workload) -> name -> [seconds per round]
     notes = set()
     data_cache = {}
+    rows = _selected(ROWS, os.environ.get("BENCH_CPU_ROWS", ""))
     for rnd in range(ROUNDS):
-        found, round_notes = _workers(budget)
+        found, round_notes = _workers(budget, rows)
         notes.update(round_notes)
         for key, peers in found.items():
             for name, sec in peers.items():
                 times.setdefault(key, {}).setdefault(name, [None] * ROUNDS)[rnd] = sec
-        for op, workload in ROWS:
+        for op, workload in rows:
             if workload not in data_cache:
                 data_cache.clear()  # one workload in memory at a time
                 data_cache[workload] = _cpudata.WORKLOADS[workload]()
@@ -228,7 +276,7 @@ def run(report):
             report.facts.setdefault("ours", {})[f"{op} {workload}"] = [n for n, _, mine in contenders if mine]
         data_cache.clear()
     summary = []
-    for op, workload in ROWS:
+    for op, workload in rows:
         row = times.get((op, workload), {})
         ours_names = report.facts["ours"][f"{op} {workload}"]
         table = report.table(f"{op}, {workload}", f"{ROUNDS} interleaved rounds; best of each contender",

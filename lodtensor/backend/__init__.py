@@ -3,15 +3,22 @@
 ``backend_of(*arrays)`` picks the backend from the arrays' types without
 importing optional libraries (it looks at the type's module name);
 ``get_backend(name)`` returns a backend by name, importing its library lazily.
+
+The NumPy backend keeps a bounded pool of large output buffers
+(``set_buffer_pool``, ``get_buffer_pool``, ``trim_buffer_pool``,
+``buffer_pool_info``; the ``LODTENSOR_BUFFER_POOL`` environment variable):
+see ``lodtensor.backend._np_pool`` and docs/backends.md.
 """
 
 import numpy as np
 
 from ..errors import BackendMismatchError
 from ._base import KERNELS, Backend
+from ._np_pool import buffer_pool_info, get_buffer_pool, set_buffer_pool, trim_buffer_pool
 from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests register stubs there
 
-__all__ = ["Backend", "KERNELS", "backend_of", "get_backend", "backend_name_of", "available_backends"]
+__all__ = ["Backend", "KERNELS", "backend_of", "get_backend", "backend_name_of", "available_backends",
+           "set_buffer_pool", "get_buffer_pool", "trim_buffer_pool", "buffer_pool_info"]
 
 _TYPE_CACHE = {}
 

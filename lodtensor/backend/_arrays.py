@@ -11,7 +11,7 @@ versions live in ``_arrays_torch.py``.
 
 import numpy as np
 
-from . import _special
+from . import _np_pool, _np_ufunc, _special
 
 __all__ = ["ArrayKernels", "CupyArrayKernels"]
 
@@ -131,6 +131,10 @@ class ArrayKernels:
         ``torch_name`` is the torch spelling (used by the torch backend)."""
         fn = _special.NUMPY_EXTRA.get(np_name) or getattr(self.xp, np_name)
         with np.errstate(all="ignore"):  # log(-1) is nan, quietly, as in torch
+            if isinstance(fn, np.ufunc):  # large NumPy outputs: split over threads, from the buffer pool
+                out = _np_ufunc.threaded_ufunc(fn, args, kwargs)
+                if out is not None:
+                    return out
             return fn(*args, **kwargs)
 
     def binary(self, name, a, b, *, dtype):
@@ -307,7 +311,9 @@ class ArrayKernels:
         return rows * scale[:, None]
 
     def linear(self, x, weight, bias):
-        out = self.xp.matmul(x, weight.T)
+        # one GEMM straight into a pooled output (CuPy overrides this method)
+        out = _np_pool.empty((x.shape[0], weight.shape[0]), np.result_type(x, weight))
+        np.matmul(x, weight.T, out=out)
         if bias is not None:
             out += bias  # (threads here only fight OpenBLAS's spinning workers: measured slower)
         return out
@@ -317,9 +323,10 @@ class ArrayKernels:
 
         Two-pass statistics per block of rows (mean, then the centred sum of
         squares), so every block is read from cache, not memory, after the first
-        pass; blocks go to a few threads.
+        pass; blocks go to a few threads. The output comes from the buffer pool
+        (CuPy overrides this method).
         """
-        out = self.xp.empty(x.shape, dtype=x.dtype)
+        out = _np_pool.empty(x.shape, x.dtype)
         scale = x.dtype.type(1.0 / max(x.shape[1], 1))
         eps = x.dtype.type(eps)
 

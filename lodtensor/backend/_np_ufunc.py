@@ -1,7 +1,9 @@
-"""Elementwise NumPy ufuncs split by row blocks over the threads of ``lodtensor.set_num_threads``."""
+"""Elementwise NumPy ufuncs split by row blocks over the threads of ``lodtensor.set_num_threads``,
+into outputs from the buffer pool (``_np_pool``) when the caller gives none."""
 
 import numpy as np
 
+from . import _np_pool
 from ._threads import get_num_threads, pool
 
 __all__ = ["threaded_ufunc"]
@@ -14,12 +16,15 @@ _UFUNC_BLOCK_ELEMENTS = 1 << 18
 def threaded_ufunc(ufunc, args, kwargs):
     """``ufunc(*args, **kwargs)`` split by rows over threads, or None where that does not apply.
 
-    Applies to large outputs (``_UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
+    With one thread (``set_num_threads(1)``) it is one call into the same
+    output. Applies to large outputs (``_UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
     and scalars without ``where``: the output (the caller's ``out=`` or a new
     array, typed by a one-row call) is cut into row blocks, each computed by
     the same ufunc on the matching rows of the inputs (inputs that broadcast
     along the first axis are passed whole). Elementwise, so each element is
-    computed exactly as in one call: the result is bit for bit the same.
+    computed exactly as in one call: the result is bit for bit the same. A new
+    output comes from the buffer pool (no page faults once it is warm), and
+    each thread touches first the rows it writes.
     """
     if "where" in kwargs or ufunc.nout != 1 or ufunc.signature is not None:  # gufuncs (matmul) are not elementwise
         return None
@@ -47,10 +52,14 @@ def threaded_ufunc(ufunc, args, kwargs):
         nbytes = rows * row_elems * probe.dtype.itemsize
         if nbytes < _UFUNC_PARALLEL_BYTES:
             return None
-        out = np.empty(shape, dtype=probe.dtype)
+        out = _np_pool.empty(shape, probe.dtype)
     elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape:
         return None
     params = {k: v for k, v in kwargs.items() if k != "out"}
+    threads = get_num_threads()
+    if threads == 1:
+        ufunc(*args, out=out, **params)
+        return out
     step = max(1, _UFUNC_BLOCK_ELEMENTS // max(row_elems, 1))
     starts = iter(range(0, rows, step))  # shared: each thread takes the next block when free
 
@@ -59,7 +68,7 @@ def threaded_ufunc(ufunc, args, kwargs):
             b = min(rows, a + step)
             ufunc(*[x[a:b] if _splits(x, shape) else x for x in args], out=out[a:b], **params)
 
-    threads = min(get_num_threads(), -(-rows // step))
+    threads = min(threads, -(-rows // step))
     futures = [pool().submit(work) for _ in range(threads - 1)]
     work()
     for future in futures:

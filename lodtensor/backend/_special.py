@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import _np_pool
 from ._threads import get_num_threads, pool, set_num_threads
 
 __all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads", "NUMPY_EXTRA"]
@@ -136,7 +137,7 @@ def erf(x):
     x = np.asarray(x)
     if x.dtype == np.float64 or x.dtype.kind != "f":
         return _erf64(x).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
-    out = np.empty(x.shape, dtype=x.dtype)
+    out = _np_pool.empty(x.shape, x.dtype)
     flat = x.reshape(-1)
     map_blocks(_erf32_block, flat, out.reshape(-1), scratch=2)
     return out
@@ -170,7 +171,7 @@ def _gelu_tanh_block(x, out):
 
 def gelu(x, approximate="none"):
     """GELU of a NumPy float array, as torch computes it (``approximate`` 'none' or 'tanh')."""
-    out = np.empty(x.shape, dtype=x.dtype)
+    out = _np_pool.empty(x.shape, x.dtype)
     flat, res = x.reshape(-1), out.reshape(-1)
     if approximate == "tanh":
         map_blocks(_gelu_tanh_block, flat, res)
@@ -192,7 +193,7 @@ def _silu_block(x, out):
 
 def silu(x):
     """SiLU (``x * sigmoid(x)``) of a NumPy float array."""
-    out = np.empty(x.shape, dtype=x.dtype)
+    out = _np_pool.empty(x.shape, x.dtype)
     map_blocks(_silu_block, x.reshape(-1), out.reshape(-1))
     return out
 
@@ -203,7 +204,7 @@ def _relu_block(x, out):
 
 def relu(x):
     """``max(x, 0)`` keeping the dtype; threaded for large arrays."""
-    out = np.empty(x.shape, dtype=x.dtype)
+    out = _np_pool.empty(x.shape, x.dtype)
     map_blocks(_relu_block, x.reshape(-1), out.reshape(-1), block=1 << 17)
     return out
 

@@ -7,7 +7,7 @@ instead of one per element.
 
 import numpy as np
 
-from . import _np_ufunc
+from . import _np_pool, _np_ufunc
 from ._arrays import ArrayKernels
 from ._base import Backend
 from ._np_chunks import chunk_reduce, identity_of
@@ -31,6 +31,9 @@ _SPARSE = None  # scipy.sparse once imported; False when it is not installed
 _SOFTMAX_BLOCK_BYTES = 256 * 1024
 # Softmax of narrow rows splits over threads from this many bytes of output (measured: 2x at 2 MiB).
 _SOFTMAX_PARALLEL_BYTES = 1 << 20
+# Values spanning at most this share one softmax shift: exp(-span) stays normal, and the rounding of
+# x - shift (half an ulp of the span) adds at most span * eps / 2 relative error (float32: 1e-6).
+_SOFTMAX_SPAN = {"f": 16.0, "d": 64.0}
 # Outputs at least this large are moved by several threads.
 _MIN_PARALLEL_BYTES = 16 * 2**20
 
@@ -169,7 +172,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return np.array(x, copy=True) if copy else x
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
-        if method == "__call__" and ufunc.signature is None and get_num_threads() > 1:  # not gufuncs (matmul)
+        if method == "__call__" and ufunc.signature is None:  # not gufuncs (matmul)
             result = _np_ufunc.threaded_ufunc(ufunc, args, kwargs)
             if result is not None:
                 return result
@@ -358,13 +361,21 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         if lengths.all() and data.size // data.shape[0] < _CSR_ROW:
             # the common case (a few scores per row, no empty sequence): reduceat straight, into
             # one result, on a few threads from 1 MiB (reduceat and the ufuncs release the GIL)
-            out = np.empty(data.shape, dtype=data.dtype)
+            out = _np_pool.empty(data.shape, data.dtype)
+            # softmax is shift-invariant per sequence: where all values span less than exp's range,
+            # one shift serves every sequence (two SIMD passes instead of a reduceat and a repeat;
+            # the same for any split over threads). NaN and inf fail the test.
+            top = data.max() if data.size else 0
+            shared = bool(data.size and top - data.min() <= _SOFTMAX_SPAN.get(data.dtype.char, -1))
 
             def work(lo, hi):
                 a, b = int(offsets[lo]), int(offsets[hi])
                 x, o, part = data[a:b], out[a:b], lengths[lo:hi]
                 starts = offsets[lo:hi] - a
-                np.subtract(x, np.repeat(np.maximum.reduceat(x, starts, axis=0), part, axis=0), out=o)
+                if shared:
+                    np.subtract(x, top, out=o)
+                else:
+                    np.subtract(x, np.repeat(np.maximum.reduceat(x, starts, axis=0), part, axis=0), out=o)
                 np.exp(o, out=o)
                 inverse = np.add.reduceat(o, starts, axis=0)  # one reciprocal per sequence, then a
                 np.reciprocal(inverse, out=inverse)  # multiply per row (as torch): cheaper than a divide
@@ -439,7 +450,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         shape = (n, maxlen) + row_shape
         index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
         zero = np.ndim(pad_value) == 0 and pad_value == 0
-        if out is None:
+        if out is None and groups is not None and _np_pool.pools(shape, data.dtype):
+            out, tails_done = _np_pool.empty(shape, data.dtype), False  # tails filled: no page faults
+        elif out is None:
             out = np.zeros(shape, dtype=data.dtype) if zero else np.empty(shape, dtype=data.dtype)
             tails_done = zero
         else:
@@ -468,7 +481,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         row_shape = padded.shape[2:]
         index = plan[0] if plan is not None else self._pad_index(offsets, maxlen)
         flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
-        out = np.empty((index.size,) + row_shape, dtype=padded.dtype)
+        out = _np_pool.empty((index.size,) + row_shape, padded.dtype)
         src, dst = _as_rows(flat), _as_rows(out)
         if dst is None or index.size == 0:
             return out
