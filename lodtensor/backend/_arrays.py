@@ -185,7 +185,7 @@ class ArrayKernels:
             out[...] = res
             return out
         if out is None:
-            out = np.empty(x.shape, dtype=x.dtype)
+            out = _np_pool.empty(x.shape, x.dtype)
         if _rowwise(x, out, axis):  # over the last axis of a large array: cache-sized row blocks, threaded
             _special.map_blocks(_softmax_rows, x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]))
             return out
@@ -206,7 +206,7 @@ class ArrayKernels:
             out[...] = res
             return out
         if out is None:
-            out = np.empty(x.shape, dtype=x.dtype)
+            out = _np_pool.empty(x.shape, x.dtype)
         if _rowwise(x, out, axis):
             _special.map_blocks(_log_softmax_rows, x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]),
                                 scratch=1)
