@@ -138,3 +138,26 @@ def test_max_over_the_ragged_dim_against_torch_jagged():
         theirs = getattr(torch, kind)(jagged, 1)
         np.testing.assert_array_equal(np.asarray(ours.values), theirs.values.numpy())
         np.testing.assert_array_equal(np.asarray(ours.indices), theirs.indices.numpy())
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 5), st.integers(1, 4)), min_size=1, max_size=6),
+       st.sampled_from([0.0, -1.5]))
+def test_to_padded_tensor_of_components_ragged_in_several_dims(shapes, padding):
+    g = np.random.default_rng(len(shapes))
+    parts = [g.standard_normal(s).astype(np.float32) for s in shapes]
+    got = ln.to_padded_tensor(ln.nested_tensor(parts), padding)
+    want = np.full((len(parts), *np.max(shapes, axis=0)), padding, np.float32)
+    for i, p in enumerate(parts):
+        want[(i, *[slice(0, k) for k in p.shape])] = p
+    np.testing.assert_array_equal(np.asarray(got), want)
+
+
+def test_to_padded_tensor_of_images_against_torch():
+    torch = pytest.importorskip("torch")
+    g = np.random.default_rng(9)
+    parts = [g.standard_normal((3, int(h), int(w))).astype(np.float32) for h, w in g.integers(1, 20, size=(9, 2))]
+    theirs = torch.nested.to_padded_tensor(torch.nested.nested_tensor([torch.from_numpy(p) for p in parts]), 0.5)
+    np.testing.assert_array_equal(np.asarray(ln.to_padded_tensor(ln.nested_tensor(parts), 0.5)), theirs.numpy())
+    ours_t = ln.to_padded_tensor(ln.nested_tensor([torch.from_numpy(p) for p in parts]), 0.5)
+    np.testing.assert_array_equal(ours_t.numpy(), theirs.numpy())
