@@ -134,6 +134,9 @@ def _torch_tables(report, t, copy_s):
     )
     to.add_result("memory-copy limit (np.copyto of the tokens)", copy_s)
     to.add("lodtensor t.to_nested_jagged()", sentences.to_nested_jagged, **FAST)
+    # torch data the caller holds: torch's view op (autograd and version checks as torch's own)
+    held = lt.from_torch(values, sentences.lod)
+    to.add("lodtensor t.to_nested_jagged() (torch data: torch's view op)", held.to_nested_jagged, **FAST)
     to.add(
         "torch nested_tensor_from_jagged by hand",
         lambda: torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=lo, max_seqlen=hi),

@@ -25,6 +25,7 @@ _EMPTY_LOD = LoD._from_valid(())
 _SPLIT_AFTER = 8
 _NUMERIC_KINDS = frozenset("biufc")
 _object_new = object.__new__
+_ndarray = np.ndarray
 
 
 def _check_dtype(dtype, name):
@@ -309,7 +310,10 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
 
     def __getitem__(self, index):
         lod = self._lod
-        if type(index) is int and self._data is not None and lod._rows == self._data.shape[0]:
+        data = self._data
+        if type(index) is int and data is not None and lod._rows == (
+            len(data) if type(data) is _ndarray else data.shape[0]  # len(): cheaper for NumPy, dearer for torch
+        ):
             # fast paths for one top-level sequence (the lod has levels and fits the rows)
             top = lod._top
             if top is None:
@@ -337,7 +341,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
                         f"index {index} is out of range for {len(rows) - 1} top-level sequences"
                     ) from None
                 t = _object_new(LoDTensor)
-                t._data = self._data[start:stop]
+                t._data = data[start:stop]
                 t._lod = sublod if top else sublods[index]
                 t._where = self._where
                 return t

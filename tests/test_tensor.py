@@ -1,9 +1,11 @@
 import copy
+import importlib.util
 import pickle
 
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import LoDError, LoDTensor
@@ -291,3 +293,20 @@ def test_copies_and_moves_keep_an_unfitting_lod_flagged():
         assert not other.has_valid_recursive_sequence_lengths()
         with pytest.raises(LoDError, match=r"len\(data\)=7"):
             other[0]
+
+
+@given(lod_tensors(min_levels=1), st.data())
+def test_integer_index_fast_path_equals_the_general_path(t, data):
+    # t[i] takes a fast path for int i (NumPy data: len(); other arrays: .shape[0]); it must
+    # give what the general indexing path gives, for NumPy and torch data, either sign of i
+    from lodtensor import _indexing
+
+    tensors = [t]
+    if importlib.util.find_spec("torch") is not None:
+        tensors.append(t.to_torch())
+    for x in tensors:
+        for _ in range(10 if len(x) else 0):  # past the threshold for the cached multi-level split
+            i = data.draw(st.integers(-len(x), len(x) - 1))
+            fast, slow = x[i], _indexing.getitem(x, i)
+            assert type(fast.data) is type(slow.data) and fast.lod() == slow.lod()
+            assert fast.tolist() == slow.tolist()

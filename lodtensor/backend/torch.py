@@ -76,8 +76,16 @@ def _numpy_moves(x, pad_value):
 # pointers, the column indices are 0..rows-1 and the values are ones. MKL's SpMM reads
 # every row once, in order, on all threads: 1.5x faster than ``index_add_`` at width 256
 # and 8x faster at width 16 on 2.7M rows (torch 2.13, 2 cores). It serves float32 and
-# float64 rows of 4 or more values (narrower rows are faster with ``index_add_``).
+# float64 rows of 4 or more values (narrower rows are faster with ``index_add_``) and of at
+# most 160 bytes: from about 192 bytes a row (float32 width 48, float64 width 24) torch's
+# product falls off a cliff, 2-2.6x slower than ``index_add_`` at float32 width 64 to 256
+# on 74K-300K rows (measured with bench/sequence.py's workloads, torch 2.13, 2 cores).
 _SPMM_MIN_ROW = 4
+_SPMM_MAX_ROW_BYTES = 160
+# Max/min on CPU: the NumPy kernel up to this many bytes a row (2x faster than
+# ``scatter_reduce`` at float32 width 16), ``scatter_reduce`` above it (2x faster at width
+# 64 to 256, where it runs as fast as ``index_add_``; same measurements).
+_NUMPY_EXTREME_MAX_ROW_BYTES = 96
 _SPMM_DTYPES = (torch.float32, torch.float64)
 
 
@@ -90,7 +98,7 @@ def _spmm_fits(data, n):
         and data.dim() >= 2
         and rows > 0
         and n > 0
-        and data.numel() >= _SPMM_MIN_ROW * rows
+        and _SPMM_MIN_ROW * rows <= data.numel() <= _SPMM_MAX_ROW_BYTES // data.element_size() * rows
         and torch.backends.mkl.is_available()
     )
 
@@ -185,10 +193,11 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def _segment(self, data, offsets, reduce, empty, ids=None):
         """Max or min per segment; empty segments get ``empty``.
 
-        On CPU the forward pass is the NumPy backend's blocked kernel on the
-        tensor's own memory (zero copy), 1.1x to 3x faster than ``scatter_reduce``
-        (measured, torch 2.13, 2 cores); :class:`SegmentExtreme` gives it
-        ``scatter_reduce``'s gradient. Elsewhere (CUDA, bfloat16): ``scatter_reduce``
+        On CPU, for rows of at most ``_NUMPY_EXTREME_MAX_ROW_BYTES``, the forward
+        pass is the NumPy backend's blocked kernel on the tensor's own memory (zero
+        copy), up to 2x faster than ``scatter_reduce`` there (measured, torch 2.13,
+        2 cores); :class:`SegmentExtreme` gives it ``scatter_reduce``'s gradient.
+        Elsewhere (wider rows, CUDA, bfloat16): ``scatter_reduce``
         into a tensor pre-filled with the reduction's identity (``-inf`` for
         max), ``include_self=True``, about 10% faster than leaving the fill out;
         up to 10x faster than ``torch.segment_reduce`` on wide rows, and it
@@ -197,7 +206,12 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         ``scatter_reduce`` reads its result.
         """
         offsets = self._index(offsets, data)
-        if _CPU_SHORTCUTS and data.device.type == "cpu" and data.dtype in _NUMPY_ORDERED:
+        if (
+            _CPU_SHORTCUTS
+            and data.device.type == "cpu"
+            and data.dtype in _NUMPY_ORDERED
+            and data.numel() <= _NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
+        ):
             return SegmentExtreme.apply(data, offsets, ids, reduce, empty)
         lengths = offsets[1:] - offsets[:-1]
         shape = (-1,) + (1,) * (data.dim() - 1)

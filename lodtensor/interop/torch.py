@@ -80,19 +80,45 @@ def to_nested_jagged(t):
             f"to_nested_jagged(): a jagged nested tensor has one ragged dim, so the tensor needs "
             f"lod_level 1, got {t.lod_level}; drop levels first (e.g. t.lod.drop_level) or use t.to_nested(level)"
         )
-    values = _torch_data(t, "to_nested_jagged()")
+    data = t._check_fits("to_nested_jagged()")
+    foreign = backend_name_of(data) != "torch"
+    values = t.to_torch().data if foreign else data
     # the LoD is immutable: its offsets as a torch tensor on this device and its shortest and
-    # longest lengths are kept with it, so converting again (or another tensor sharing the LoD)
-    # costs only torch's own construction
+    # longest lengths (as torch stores them: the first dim of an empty (n, 0) tensor) are kept
+    # with it, so converting again (or another tensor sharing the LoD) costs only the wrapper
     cache = t.lod._cached()
     key = ("interop.jagged", str(values.device))
     hit = cache.get(key)
     if hit is None:
         lengths = t.lod.lengths(0)
         offsets = _offsets_on(torch, t.lod.levels[0], values.device)
-        hit = cache[key] = (offsets, int(lengths.min()), int(lengths.max()))
+        hit = cache[key] = (offsets, torch.zeros(int(lengths.min()), 0), torch.zeros(int(lengths.max()), 0))
     offsets, shortest, longest = hit
-    return torch.nested.nested_tensor_from_jagged(values, offsets, min_seqlen=shortest, max_seqlen=longest)
+    return _jagged_view(torch, values, offsets, shortest, longest, fresh=foreign)
+
+
+def _jagged_view(torch, values, offsets, shortest, longest, *, fresh):
+    """``nested_tensor_from_jagged(values, offsets, min_seqlen, max_seqlen)``, without its dispatch cost.
+
+    torch builds a jagged tensor as a view op whose kernel is Python: about 50 us of
+    argument normalisation around a 20 us constructor. When ``values`` is a tensor made
+    just now (from NumPy or CuPy data, so no caller holds it and it has no autograd
+    history), the view relation is unobservable and the NestedTensor is made directly,
+    as torch itself does when it unpickles one (``_rebuild_njt``). Caller-held torch data
+    keeps the view op, so autograd and in-place version checks are torch's own; only
+    the torch-function layer (a no-op for this call) is skipped.
+    """
+    cls = _jagged_class()
+    if cls is None:  # torch moved its private class: the public constructor
+        return torch.nested.nested_tensor_from_jagged(
+            values, offsets, min_seqlen=shortest.shape[0], max_seqlen=longest.shape[0]
+        )
+    if fresh and not values.requires_grad:
+        return cls(values, offsets, _metadata_cache={"min_seqlen": shortest, "max_seqlen": longest})
+    from torch.nested._internal.nested_tensor import _nt_view_dummy  # noqa: PLC0415 - loaded with cls
+
+    with torch._C.DisableTorchFunctionSubclass():
+        return torch._nested_view_from_jagged(values, offsets, _nt_view_dummy(), None, 1, shortest, longest)
 
 
 def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):

@@ -143,6 +143,9 @@ def inplace_ops(array):
             mul=lambda a, b, out: np.multiply(a, b, out=out),
             sub=lambda a, b, out: np.subtract(a, b, out=out),
             copy=np.copyto,
+            # out += a @ b and out += a * b, through the scratch buffer ``buf``
+            addmm=lambda out, a, b, buf: np.add(out, np.matmul(a, b, out=buf), out=out),
+            addcmul=lambda out, a, b, buf: np.add(out, np.multiply(a, b, out=buf), out=out),
         )
         return ops, INPLACE
     if name != "torch":
@@ -155,6 +158,9 @@ def inplace_ops(array):
         mul=lambda a, b, out: torch.mul(a, b, out=out),
         sub=lambda a, b, out: torch.sub(a, b, out=out),
         copy=lambda dst, src: dst.copy_(src),
+        # accumulated in place by BLAS (beta=1) and by one fused pass: no scratch buffer
+        addmm=lambda out, a, b, buf: out.addmm_(a, b),
+        addcmul=lambda out, a, b, buf: out.addcmul_(a, b),
     )
     acts = {
         "sigmoid": lambda x: x.sigmoid_(),

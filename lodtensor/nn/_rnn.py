@@ -154,20 +154,19 @@ def _lstm_inplace(ops, acts, data, w, b, h, c, plan, d, peep):
         n = hi - lo
         g = gates_all[lo:hi]
         if h is not None:
-            ops.mm(h[:n], w, buf[:n])
-            g += buf[:n]
+            ops.addmm(g, h[:n], w, buf[:n])
         cand(g[:, :d])
         c_prev = c[:n] if c is not None else None
         if peep and c_prev is not None:
-            g[:, d : 2 * d] += ops.mul(c_prev, w_ic, tmp[:n])
-            g[:, 2 * d : 3 * d] += ops.mul(c_prev, w_fc, tmp[:n])
+            ops.addcmul(g[:, d : 2 * d], c_prev, w_ic, tmp[:n])
+            ops.addcmul(g[:, 2 * d : 3 * d], c_prev, w_fc, tmp[:n])
         gate(g[:, d : 3 * d] if peep else g[:, d:])
         c = cs[lo:hi]
         ops.mul(g[:, :d], g[:, d : 2 * d], c)
         if c_prev is not None:
-            c += ops.mul(c_prev, g[:, 2 * d : 3 * d], tmp[:n])
+            ops.addcmul(c, c_prev, g[:, 2 * d : 3 * d], tmp[:n])
         if peep:
-            g[:, 3 * d :] += ops.mul(c, w_oc, tmp[:n])
+            ops.addcmul(g[:, 3 * d :], c, w_oc, tmp[:n])
             gate(g[:, 3 * d :])
         h = hs[lo:hi]
         ops.copy(h, c)
@@ -267,12 +266,10 @@ def _gru_inplace(ops, acts, data, w_gate, w_cand, b, h, plan, d, origin_mode):
                 ops.sub(c, out, out)
         else:
             h_prev = h[:n]
-            ops.mm(h_prev, w_gate, buf[:n])
-            g[:, : 2 * d] += buf[:n]
+            ops.addmm(g[:, : 2 * d], h_prev, w_gate, buf[:n])
             gate(g[:, : 2 * d])
             ops.mul(g[:, d : 2 * d], h_prev, tmp[:n])
-            ops.mm(tmp[:n], w_cand, buf[:n, :d])
-            g[:, 2 * d :] += buf[:n, :d]
+            ops.addmm(g[:, 2 * d :], tmp[:n], w_cand, buf[:n, :d])
             c = cand(g[:, 2 * d :])
             if origin_mode:  # c + u * (h - c)
                 ops.sub(h_prev, c, out)

@@ -5,6 +5,7 @@ import pytest
 
 import lodtensor as lt
 from lodtensor import sequence as S
+from lodtensor.lod import lengths_to_offsets
 
 torch = pytest.importorskip("torch")
 
@@ -94,3 +95,30 @@ def test_pad_value_tensor_keeps_its_gradient():
     out.sum().backward()
     assert value.grad.tolist() == [10.0, 10.0]  # 4 sequences x 4 slots - 6 rows = 10 padded slots
     assert x.grad.tolist() == [[1.0, 1.0]] * 6
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32])
+@pytest.mark.parametrize("width", [1, 4, 16, 20, 24, 25, 40, 41, 64, 256])
+def test_segment_kernels_agree_across_the_width_thresholds(dtype, width):
+    """CPU sums switch between SpMM and index_add_, max/min between the NumPy kernel and
+    scatter_reduce, by bytes per row: every side gives NumPy's result (empty segment included),
+    and float64 gradients pass gradcheck on both sides."""
+    from lodtensor.backend import torch as torch_backend
+
+    be, ref = lt.get_backend("torch"), lt.get_backend("numpy")
+    offsets = lengths_to_offsets([3, 0, 2, 5, 1])
+    g = torch.Generator().manual_seed(width)
+    x = (torch.randn(11, width, generator=g, dtype=torch.float64) * 10).to(dtype)
+    host = x.numpy()
+    row_bytes = width * x.element_size()
+    expect_spmm = x.is_floating_point() and 4 <= width and row_bytes <= torch_backend._SPMM_MAX_ROW_BYTES
+    assert torch_backend._spmm_fits(x, 5) == (expect_spmm and torch.backends.mkl.is_available())
+    np.testing.assert_allclose(be.segment_sum(x, offsets).numpy(), ref.segment_sum(host, offsets), rtol=1e-5)
+    for kernel in ("segment_max", "segment_min"):
+        got = getattr(be, kernel)(x, offsets, empty=-7)
+        assert got.dtype == x.dtype
+        np.testing.assert_array_equal(got.numpy(), getattr(ref, kernel)(host, offsets, empty=-7))
+    if dtype == torch.float64:
+        w = x.clone().requires_grad_(True)
+        assert torch.autograd.gradcheck(lambda v: be.segment_sum(v, offsets), (w,), fast_mode=True)
+        assert torch.autograd.gradcheck(lambda v: be.segment_max(v, offsets, empty=0.0), (w,), fast_mode=True)

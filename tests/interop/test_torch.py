@@ -47,6 +47,84 @@ def test_jagged_round_trip_shares_buffers(t):
     assert back.data.data_ptr() == njt.values().data_ptr() or t.num_rows == 0
 
 
+def _public_njt(t):
+    """torch's public constructor on the same buffers: the oracle for to_nested_jagged."""
+    data = t.data if isinstance(t.data, torch.Tensor) else torch.from_numpy(t.data)
+    lengths = np.diff(t.lod.levels[0])
+    offsets = t.to_nested_jagged().offsets()  # the same offsets tensor, so the same nested int
+    return torch.nested.nested_tensor_from_jagged(
+        data, offsets, min_seqlen=int(lengths.min()), max_seqlen=int(lengths.max())
+    )
+
+
+@given(t=one_level)
+def test_to_nested_jagged_equals_torchs_constructor(t):
+    # NumPy data takes the direct NestedTensor path, torch data torch's view op: both must
+    # give what nested_tensor_from_jagged gives, metadata included
+    njt, want = t.to_nested_jagged(), _public_njt(t)
+    assert type(njt) is type(want)
+    assert njt.shape == want.shape and njt.dtype == want.dtype and njt.device == want.device
+    assert njt._ragged_idx == want._ragged_idx and njt.lengths() is None
+    assert njt._get_min_seqlen() == want._get_min_seqlen()
+    assert njt._get_max_seqlen() == want._get_max_seqlen()
+    assert njt.requires_grad == want.requires_grad
+    assert all(torch.equal(a, b) for a, b in zip(njt.unbind(), want.unbind()))
+    # same nested int: ops between ours and torch's own njt work
+    assert torch.equal((njt + want).values(), want.values() * 2)
+    assert torch.equal(torch.nested.to_padded_tensor(njt, -1), torch.nested.to_padded_tensor(want, -1))
+    if isinstance(t.data, torch.Tensor):  # caller-held data: a view of it, as torch makes
+        assert njt._is_view() and njt._base is t.data
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_to_nested_jagged_gradients_equal_torchs(dtype):
+    lengths = [3, 1, 4, 2]
+    x = torch.randn(10, 5, dtype=dtype)
+    grads = []
+    for build in ("lodtensor", "torch"):
+        leaf = x.clone().requires_grad_(True)
+        t = lt.from_torch(leaf, recursive_sequence_lengths=[lengths])
+        njt = t.to_nested_jagged() if build == "lodtensor" else _public_njt(t)
+        assert njt.requires_grad and njt.grad_fn is not None
+        out = torch.nested.to_padded_tensor(njt.sin() * njt, 0.0)
+        out.sum().backward()
+        grads.append(leaf.grad)
+    torch.testing.assert_close(grads[0], grads[1])
+    torch.autograd.gradcheck(
+        lambda v: torch.nested.to_padded_tensor(lt.from_torch(v, [[0, 3, 4, 8, 10]]).to_nested_jagged().cos(), 0.0),
+        (torch.randn(10, 2, dtype=torch.float64, requires_grad=True),),
+    )
+
+
+def _backward_after_write(build, write):
+    """Backward through an njt saved for backward, after (or without) an in-place write to its data."""
+    x = torch.arange(18.0).reshape(6, 3)
+    w = torch.ones(6, 3, requires_grad=True)
+    njt = build(x)
+    y = torch.nested.to_padded_tensor(njt * torch.nested.nested_tensor_from_jagged(w, njt.offsets()), 0.0).sum()
+    if write:
+        x.add_(1)
+    try:
+        y.backward()
+    except Exception as err:  # noqa: BLE001 - the outcome itself is compared with torch's
+        return type(err), str(err)
+    return w.grad
+
+
+@pytest.mark.parametrize("write", [False, True])
+def test_to_nested_jagged_in_place_version_check_like_torch(write):
+    # torch data: the njt shares the data's version counter, so an in-place write to the
+    # data after the njt was saved for backward is caught exactly as with torch's constructor
+    # (torch 2.13 then fails while formatting its message; the same failure either way)
+    offsets = torch.tensor([0, 2, 6])
+    ours = _backward_after_write(lambda x: lt.from_torch(x, [[0, 2, 6]]).to_nested_jagged(), write)
+    torchs = _backward_after_write(lambda x: torch.nested.nested_tensor_from_jagged(x, offsets), write)
+    if write:
+        assert isinstance(torchs, tuple) and ours == torchs
+    else:
+        assert torch.equal(ours, torchs) and torch.equal(ours, torch.arange(18.0).reshape(6, 3))
+
+
 def test_from_torch_recognises_its_own_offsets_in_o1():
     t = _one_level([3] * 200)
     back = lt.from_torch(t.to_nested_jagged())

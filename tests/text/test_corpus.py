@@ -147,8 +147,33 @@ def test_bad_arguments(tmp_path):
 def test_default_read_size_is_a_few_batches_from_the_footer(tmp_path):
     docs = [[[1, 2, 3], [4]], [[5, 6]]] * 100  # 3 words per document on average
     (path,) = write_shards(tmp_path, docs, 1)
-    assert ParquetCorpus(path, "words", 4096)._read_size(path) == 4 * 4096 // 3
-    assert ParquetCorpus(path, "words", 30)._read_size(path) == 1024  # at least 1024 documents
+    assert ParquetCorpus(path, "words", 1 << 17)._read_size(path) == 4 * (1 << 17) // 3  # four batches
+    assert ParquetCorpus(path, "words", 4096)._read_size(path) == (1 << 18) // 3  # at least 256K rows
+    long_docs = [[list(range(500))]] * 3  # 500 words per document
+    (tmp_path / "long").mkdir()
+    (long_path,) = write_shards(tmp_path / "long", long_docs, 1)
+    assert ParquetCorpus(long_path, "words", 30)._read_size(long_path) == 1024  # at least 1024 documents
     assert ParquetCorpus(path, "words", 30, docs_per_read=7)._read_size(path) == 7
     corpus = ParquetCorpus(path, "words", 30)
     assert [i for t in corpus for i in t.data.tolist()] == [w for d in docs for s in d for w in s]
+
+
+@given(
+    lengths=st.lists(st.lists(st.integers(0, 4), min_size=1, max_size=4), min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 12), max_size=6),
+)
+def test_split_pieces_equal_slicing(lengths, cuts):
+    # the corpus cuts a record batch into pieces in one vectorised pass per level: each piece
+    # must be exactly the slice t[a:b] (data, every level's offsets), a view of t's data
+    from lodtensor.text._corpus import _split
+
+    sentences = [len(doc) for doc in lengths]
+    words = [w for doc in lengths for w in doc]
+    t = lt.LoDTensor(np.arange(sum(words), dtype=np.int64), recursive_sequence_lengths=[sentences, words])
+    bounds = sorted({0, len(t), *[c for c in cuts if c <= len(t)]})
+    pieces = _split(t, bounds)
+    assert len(pieces) == len(bounds) - 1
+    for piece, a, b in zip(pieces, bounds, bounds[1:]):
+        want = t[a:b]
+        assert piece.lod() == want.lod() and piece.data.tolist() == want.data.tolist()
+        assert np.shares_memory(piece.data, t.data) or piece.num_rows == 0
