@@ -280,7 +280,11 @@ class ArrayKernels:
         the smallest position in its sequence where a row equals its value (NaN
         matching NaN, as argmax), found over cache-sized blocks of rows into a
         small-int key array that one more segment reduction takes the minimum of.
+        On NumPy only (its argmax over the middle axis of a padded copy copies
+        the copy again); None elsewhere: the caller pads and takes one argmax.
         """
+        if self.xp is not np:
+            return None
         values = self._reduceat(np.maximum if kind == "max" else np.minimum, rows, offsets, 0)
         lengths = np.diff(offsets)
         total = rows.shape[0]
