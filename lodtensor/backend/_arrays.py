@@ -192,6 +192,17 @@ class ArrayKernels:
         _softmax_rows(x, out, axis)
         return out
 
+    def normalize_sum(self, x, axis, out=None):
+        """``x / x.sum(axis)`` (softmax's last step on values already exponentiated); into ``out`` when given."""
+        total = x.sum(axis=axis, keepdims=True)
+        if self.xp is not np:
+            if out is None:
+                return x / total
+            out[...] = x / total
+            return out
+        np.reciprocal(total, out=total)  # one reciprocal per slice, then a multiply (as softmax)
+        return np.multiply(x, total, out=out)
+
     def log_softmax(self, x, axis, out=None):
         """Log-softmax of ``x`` along ``axis``; written into ``out`` when given."""
         xp = self.xp

@@ -131,6 +131,10 @@ class TorchArrayKernels(ArrayKernels):
         res = self.torch.softmax(x, axis)
         return res if out is None else out.copy_(res)
 
+    def normalize_sum(self, x, axis, out=None):
+        res = x / x.sum(axis, keepdim=True)
+        return res if out is None else out.copy_(res)
+
     def log_softmax(self, x, axis, out=None):
         res = self.torch.log_softmax(x, axis)
         return res if out is None else out.copy_(res)

@@ -57,10 +57,11 @@ def test_out_argument_of_the_dense_kernels(name):
 
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(1, 4), st.integers(1, 6), st.integers(1, 6)), min_size=1, max_size=6),
-       st.integers(1, 3), st.sampled_from(["softmax", "log_softmax"]))
-def test_images_in_place_per_component(shapes, dim, name):
+       st.integers(1, 3), st.sampled_from(["softmax", "log_softmax"]), st.sampled_from([1.0, 40.0]))
+def test_images_in_place_per_component(shapes, dim, name, scale):
+    # scale 1: values span < 16, softmax takes one shift for the whole buffer; 40: per-component shifts
     g = np.random.default_rng(len(shapes))
-    parts = [g.standard_normal(s).astype(np.float32) for s in shapes]
+    parts = [(g.standard_normal(s) * scale).astype(np.float32) for s in shapes]
     got = getattr(ln, name)(ln.nested_tensor(parts), dim).unbind()
     ref = _softmax if name == "softmax" else _log_softmax
     for p, r in zip(parts, got):
@@ -83,7 +84,18 @@ def test_images_against_torch_nested(name):
             np.testing.assert_allclose(np.asarray(a), b, rtol=1e-5, atol=1e-6)
 
 
-def test_images_torch_backend_gradcheck():
+def test_images_softmax_with_nan_or_inf_takes_per_component_shifts():
+    parts = [np.zeros((2, 3, 4), np.float32), np.ones((2, 2, 5), np.float32)]
+    parts[0][1, 0, 0] = np.inf
+    parts[1][0, 1, 1] = np.nan
+    got = ln.softmax(ln.nested_tensor(parts), 2).unbind()
+    with np.errstate(invalid="ignore"):
+        for p, r in zip(parts, got):
+            np.testing.assert_array_equal(np.isnan(np.asarray(r)), np.isnan(_softmax(p, 1)))
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_images_torch_backend_gradcheck(name):
     torch = pytest.importorskip("torch")
     g = np.random.default_rng(4)
     parts = [torch.from_numpy(g.standard_normal((2, h, w))) for h, w in ((3, 4), (2, 5), (4, 2))]
@@ -94,7 +106,7 @@ def test_images_torch_backend_gradcheck():
         for p in parts:
             pieces.append(values[at : at + p.numel()].reshape(p.shape))
             at += p.numel()
-        return ln.log_softmax(ln.as_nested_tensor(pieces), 2).values()
+        return getattr(ln, name)(ln.as_nested_tensor(pieces), 2).values()
 
     assert torch.autograd.gradcheck(f, (flat,))
 
