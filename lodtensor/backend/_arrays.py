@@ -19,7 +19,43 @@ _NUMPY_REDUCE = {"amax": "max", "amin": "min"}
 _CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
+_ROWWISE_MIN = 1 << 16  # elements from which softmax over the last axis runs in row blocks (threaded when large)
+_SEGMENT_BLOCK = 1 << 16  # elements per block of the arg-extreme key pass (three arrays of it stay in L2)
 _LN_BLOCK = 1 << 20  # elements per layer_norm block (measured: fewer, larger blocks win; 2^20 over 2^19 by ~4%)
+
+
+def _into(res, out):
+    """``res``, or ``out`` with ``res`` written into it when ``out`` is given."""
+    if out is None:
+        return res
+    out[...] = res
+    return out
+
+
+def _rowwise(x, out, axis):
+    """Whether a softmax of NumPy ``x`` into ``out`` along ``axis`` runs in row blocks: the last
+    axis, both C-contiguous (their rows line up), and large enough for blocking to pay."""
+    return (axis in (-1, x.ndim - 1) and x.ndim >= 2 and x.size >= _ROWWISE_MIN and x.flags.c_contiguous
+            and out.flags.c_contiguous)
+
+
+def _softmax_rows(x, out, axis=-1):
+    """``out = softmax(x)`` along ``axis`` (NumPy; no temporaries beyond the reduced arrays)."""
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+    np.exp(out, out=out)
+    total = np.add.reduce(out, axis=axis, keepdims=True)
+    np.reciprocal(total, out=total)  # one reciprocal per row, then a multiply (as torch)
+    np.multiply(out, total, out=out)
+
+
+def _log_softmax_rows(x, out, tmp, axis=-1):
+    """``out = log_softmax(x)`` along ``axis`` (NumPy; ``tmp`` scratch shaped like ``x``)."""
+    np.subtract(x, np.maximum.reduce(x, axis=axis, keepdims=True), out=out)
+    np.exp(out, out=tmp)
+    total = np.add.reduce(tmp, axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):
+        np.log(total, out=total)
+    np.subtract(out, total, out=out)
 
 
 class ArrayKernels:
@@ -138,19 +174,54 @@ class ArrayKernels:
             return x.copy()
         return np.sign(x)
 
-    def softmax(self, x, axis):
-        out = x - x.max(axis=axis, keepdims=True) if x.shape[axis] else x.copy()
-        np.exp(out, out=out)
-        out /= out.sum(axis=axis, keepdims=True)
+    def softmax(self, x, axis, out=None):
+        """Softmax of ``x`` along ``axis``; written into ``out`` (``x``'s shape and dtype) when given.
+
+        On NumPy: one reduction, shift, exp, one sum and a multiply by the
+        reciprocal of each sum (as torch), with no temporaries beyond the two
+        reduced arrays: the per-component path of images calls this once per
+        component, so it stays lean.
+        """
+        if not x.shape[axis]:
+            return x.copy() if out is None else out
+        if self.xp is not np:
+            res = x - x.max(axis=axis, keepdims=True)
+            self.xp.exp(res, out=res)
+            res /= res.sum(axis=axis, keepdims=True)
+            return _into(res, out)
+        if out is None:
+            out = _np_pool.empty(x.shape, x.dtype)
+        if _rowwise(x, out, axis):  # over the last axis of a large array: cache-sized row blocks, threaded
+            _special.map_blocks(_softmax_rows, x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]))
+            return out
+        _softmax_rows(x, out, axis)
         return out
 
-    def log_softmax(self, x, axis):
+    def normalize_sum(self, x, axis, out=None):
+        """``x / x.sum(axis)`` (softmax's last step on values already exponentiated); into ``out`` when given."""
+        total = x.sum(axis=axis, keepdims=True)
+        if self.xp is not np:
+            return _into(x / total, out)
+        np.reciprocal(total, out=total)  # one reciprocal per slice, then a multiply (as softmax)
+        return np.multiply(x, total, out=out)
+
+    def log_softmax(self, x, axis, out=None):
+        """Log-softmax of ``x`` along ``axis``; written into ``out`` when given."""
         xp = self.xp
         if not x.shape[axis]:
-            return x.copy()
-        out = x - x.max(axis=axis, keepdims=True)
-        with np.errstate(divide="ignore"):
-            out -= xp.log(xp.exp(out).sum(axis=axis, keepdims=True))
+            return x.copy() if out is None else out
+        if xp is not np:
+            res = x - x.max(axis=axis, keepdims=True)
+            with np.errstate(divide="ignore"):
+                res -= xp.log(xp.exp(res).sum(axis=axis, keepdims=True))
+            return _into(res, out)
+        if out is None:
+            out = _np_pool.empty(x.shape, x.dtype)
+        if _rowwise(x, out, axis):
+            _special.map_blocks(_log_softmax_rows, x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]),
+                                scratch=1)
+        else:
+            _log_softmax_rows(x, out, np.empty(x.shape, dtype=x.dtype), axis)
         return out
 
     def rms_norm(self, x, eps, weight):
@@ -209,6 +280,42 @@ class ArrayKernels:
         values = self.xp.take_along_axis(x, index, axis=axis)
         if not keepdim:
             index, values = index.squeeze(axis), values.squeeze(axis)
+        return values, index
+
+    def segment_extreme_with_index(self, rows, offsets, kind):
+        """``(values, indices)`` of the first ``kind`` ('max' or 'min') over the rows of each sequence.
+
+        ``rows`` is ``(total, *row)``, ``offsets`` host int64 bounds with no empty
+        sequence. The values are one segment reduction (no padding); the indices
+        the smallest position in its sequence where a row equals its value (NaN
+        matching NaN, as argmax), found over cache-sized blocks of rows into a
+        small-int key array that one more segment reduction takes the minimum of.
+        On NumPy only (its argmax over the middle axis of a padded copy copies
+        the copy again); None elsewhere: the caller pads and takes one argmax.
+        """
+        if self.xp is not np:
+            return None
+        values = self._reduceat(np.maximum if kind == "max" else np.minimum, rows, offsets, 0)
+        lengths = np.diff(offsets)
+        total = rows.shape[0]
+        maxlen = int(lengths.max())
+        key_type = np.int16 if maxlen < 2**15 else np.int32 if maxlen < 2**31 else np.int64
+        ids = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
+        position = (np.arange(total, dtype=np.int64) - offsets[ids]).astype(key_type)
+        position = position.reshape((total,) + (1,) * (rows.ndim - 1))
+        nans = rows.dtype.kind in "fc" and bool(np.isnan(values).any())
+        keys = np.empty(rows.shape, dtype=key_type)
+        step = max(1, _SEGMENT_BLOCK // max(1, rows.size // max(total, 1)))
+        same = np.empty((min(step, total),) + rows.shape[1:], dtype=bool)
+        for a in range(0, total, step):  # a loop over blocks of rows, not over rows
+            b = min(total, a + step)
+            want = values.take(ids[a:b], axis=0)
+            hit = np.equal(rows[a:b], want, out=same[: b - a])
+            if nans:
+                hit |= np.isnan(rows[a:b])  # only NaN rows where the value is NaN: maximum propagates NaN
+            keys[a:b] = maxlen
+            np.copyto(keys[a:b], position[a:b], where=hit)
+        index = self._reduceat(np.minimum, keys, offsets, 0).astype(np.int64)
         return values, index
 
     def renorm_rows(self, rows, max_norm, p):

@@ -127,11 +127,17 @@ class TorchArrayKernels(ArrayKernels):
     def sgn(self, x):
         return self.torch.sgn(x)
 
-    def softmax(self, x, axis):
-        return self.torch.softmax(x, axis)
+    def softmax(self, x, axis, out=None):
+        res = self.torch.softmax(x, axis)
+        return res if out is None else out.copy_(res)
 
-    def log_softmax(self, x, axis):
-        return self.torch.log_softmax(x, axis)
+    def normalize_sum(self, x, axis, out=None):
+        res = x / x.sum(axis, keepdim=True)
+        return res if out is None else out.copy_(res)
+
+    def log_softmax(self, x, axis, out=None):
+        res = self.torch.log_softmax(x, axis)
+        return res if out is None else out.copy_(res)
 
     def rms_norm(self, x, eps, weight):
         return self.F.rms_norm(x, (x.shape[1],), weight, eps)
@@ -164,6 +170,10 @@ class TorchArrayKernels(ArrayKernels):
     def extreme_with_index(self, x, kind, axis, keepdim):
         values, index = (self.torch.max if kind == "max" else self.torch.min)(x, dim=axis, keepdim=keepdim)
         return values, index
+
+    def segment_extreme_with_index(self, rows, offsets, kind):
+        """None: on torch, one ``max(dim=1)`` over a padded copy is faster than two segment passes."""
+        return None
 
     def layer_norm(self, x, eps, weight, bias):
         # torch's CPU kernel runs ~8% faster with an affine pair than without (torch 2.13):

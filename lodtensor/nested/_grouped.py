@@ -64,14 +64,17 @@ def block_of(be, buffer, offsets, members, shape):
     return be.gather(buffer, element_index(offsets, members, numel)).reshape((members.size,) + shape)
 
 
-def map_components(inputs, fn, out_sizes, *, dtype=None):
+def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
     """Apply ``fn(*blocks)`` per group of equal component shapes; returns (buffer, Structure).
 
     ``inputs`` are nested tensors with the same number of components; ``fn``
     maps blocks ``(g, *shape_k)`` (one per input) to a block ``(g, *out_shape)``
     whose rows go to the components of ``out_sizes`` (n x rank ints). A group
     of one component (every image of a batch of distinct sizes) takes a lean
-    path: slices at precomputed Python offsets, no index arrays.
+    path: slices at precomputed Python offsets, no index arrays; with
+    ``into(*blocks, out=view)`` (same result as ``fn``, written into ``view``)
+    and ``dtype`` given, such a group writes straight into the result (no
+    temporary per component and no copy).
     """
     first = inputs[0]
     be = first.backend
@@ -89,13 +92,20 @@ def map_components(inputs, fn, out_sizes, *, dtype=None):
     starts = [x._struct.offsets.tolist() for x in inputs] if len(groups) > 1 else None
     out_starts = out_offsets.tolist() if len(groups) > 1 else None
     cuts = [sum(ranks[:k]) for k in range(len(ranks) + 1)]
+    out_shapes = out_struct.sizes.tolist() if into is not None and starts is not None else None
     for members, key in groups:
         if members.size == 1 and starts is not None:
             i = int(members[0])
-            res = fn(*[
+            blocks = [
                 x._buffer[offs[i] : offs[i + 1]].reshape((1,) + key[cuts[k] : cuts[k + 1]])
                 for k, (x, offs) in enumerate(zip(inputs, starts))
-            ])
+            ]
+            if into is not None and dtype is not None:
+                if out is None:
+                    out = ops.empty((out_struct.numel,), dtype, first._buffer)
+                into(*blocks, out=out[out_starts[i] : out_starts[i + 1]].reshape((1, *out_shapes[i])))
+                continue
+            res = fn(*blocks)
             if out is None:
                 out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
             out[out_starts[i] : out_starts[i + 1]].reshape(tuple(res.shape))[...] = res  # one copy, into place

@@ -86,8 +86,36 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
             offsets, rows, row_shape = segments_along(st, axis)
         out = segments(be, buf.reshape((rows,) + row_shape), offsets, rows)
         return done(out.reshape(-1))
-    out, _ = map_components([make(buf, st)], lambda block: dense(block, d), st.sizes)
+    source = buf
+    if name == "softmax":
+        shifted = _exp_shifted(be, buf)
+        if shifted is not None:  # exp once over the whole buffer: per component a sum and a multiply remain
+            source, dense = shifted, be.normalize_sum
+    out, _ = map_components([make(source, st)], lambda block: dense(block, d), st.sizes, dtype=buf.dtype,
+                            into=lambda block, out: dense(block, d, out=out))
     return done(out)
+
+
+_SHIFT_SPAN = {"float32": 16.0, "float64": 64.0}  # exp(-span) stays a normal number; rounding x - shift
+# adds at most span * eps / 2 relative error (1e-6 for float32)
+
+
+def _exp_shifted(be, buf):
+    """``exp(buf - max(buf))`` when one shift serves every softmax segment, else None.
+
+    Softmax is shift-invariant per segment, so the largest value of the whole
+    buffer is a valid shift for all of them as long as no segment's terms all
+    underflow: values spanning at most ``_SHIFT_SPAN`` (and no NaN or inf,
+    which fail the comparison) guarantee it.
+    """
+    span = _SHIFT_SPAN.get(str(buf.dtype).replace("torch.", ""))
+    if span is None or buf.shape[0] == 0:
+        return None
+    hi = float(be.reduce(buf, "amax", None, False))
+    lo = float(be.reduce(buf, "amin", None, False))
+    if not hi - lo <= span:
+        return None
+    return be.pointwise("exp", "exp", buf - hi)
 
 
 @implements("softmax", "torch.softmax", _F + "softmax", _T + "softmax", "torch.special.softmax")

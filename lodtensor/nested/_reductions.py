@@ -215,6 +215,10 @@ def _extreme_over_ragged(kind, input, dim, keepdim):
         return None
     be = input.backend
     rows = buf.reshape((int(offsets[-1]),) + row_shape)
+    by_segments = be.segment_extreme_with_index(rows, offsets, kind)  # None: the backend pads instead
+    if by_segments is not None:
+        values, index = by_segments
+        return (values[:, None], index[:, None]) if keepdim else (values, index)
     padded, _ = pad_level(be, rows, st.lod(), 0, _identity(f"arg{kind}", rows.dtype), None, None, f"{kind}()")
     return be.extreme_with_index(padded, kind, 1, keepdim)
 

@@ -301,12 +301,12 @@ def to_padded_tensor(input, padding, output_size=None):
                 padded = ops.concat_flat([padded, extra])
             return padded
     out = ops.full(shape, padding, buf.dtype, buf)
-    for members, key in shape_groups(st.sizes):
-        numel = int(np.prod(key, dtype=np.int64))
-        if members.size == 1:
-            a = int(st.offsets[members[0]])
-            block = buf[a : a + numel].reshape(key)
-            out[(int(members[0]),) + tuple(slice(0, k) for k in key)] = block
+    groups = shape_groups(st.sizes)
+    starts = st.offsets.tolist() if len(groups) > 1 else None  # host offsets, once
+    for members, key in groups:
+        if members.size == 1 and starts is not None:  # a component of its own shape: one slice copy
+            i = int(members[0])
+            out[(i, *[slice(0, k) for k in key])] = buf[starts[i] : starts[i + 1]].reshape(key)
             continue
         block = block_of(be, buf, st.offsets, members, key)
         index = be.to_device(be.asarray(members), be.device_of(buf))
