@@ -202,7 +202,8 @@ class ArrayKernels:
         total = x.sum(axis=axis, keepdims=True)
         if self.xp is not np:
             return _into(x / total, out)
-        np.reciprocal(total, out=total)  # one reciprocal per slice, then a multiply (as softmax)
+        with np.errstate(divide="ignore"):  # an empty slice sums to 0: its inf multiplies nothing
+            np.reciprocal(total, out=total)  # one reciprocal per slice, then a multiply (as softmax)
         return np.multiply(x, total, out=out)
 
     def log_softmax(self, x, axis, out=None):

@@ -111,8 +111,9 @@ def _exp_shifted(be, buf):
     span = _SHIFT_SPAN.get(str(buf.dtype).replace("torch.", ""))
     if span is None or buf.shape[0] == 0:
         return None
-    hi = float(be.reduce(buf, "amax", None, False))
-    lo = float(be.reduce(buf, "amin", None, False))
+    probe = buf.detach() if hasattr(buf, "detach") else buf  # the shift is a constant: no graph for it
+    hi = float(be.reduce(probe, "amax", None, False))
+    lo = float(be.reduce(probe, "amin", None, False))
     if not hi - lo <= span:
         return None
     return be.pointwise("exp", "exp", buf - hi)
