@@ -21,22 +21,9 @@ import warnings
 
 import _common
 import numpy as np
+from nested import CASES, FAST, WIDTH, _workload  # the same data as bench/nested.py
 
 TITLE = "nested ops: the jagged surface beyond torch.nested's table"
-
-CASES = [
-    {"name": "256 x 1-672", "sequences": 256, "max_len": 672, "seed_offset": 31},
-    {"name": "2266 x 1-64", "sequences": 2266, "max_len": 64, "seed_offset": 32},
-]
-WIDTH = 256
-FAST = {"budget": 0.3}
-
-
-def _workload(case):
-    g = _common.rng(case["seed_offset"])
-    lengths = g.integers(1, case["max_len"] + 1, size=case["sequences"]).astype(np.int64)
-    data = g.standard_normal((int(lengths.sum()), WIDTH), dtype=np.float32)
-    return data, lengths, _common.offsets_of(lengths)
 
 
 def _values(x):

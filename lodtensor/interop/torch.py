@@ -117,8 +117,11 @@ def _jagged_view(torch, values, offsets, shortest, longest, *, fresh):
     view = _jagged_view_op(torch) if cls is not None else None
     if view is not None:
         view_op, dummy = view
-        with torch._C.DisableTorchFunctionSubclass():
-            return view_op(values, offsets, dummy(), None, 1, shortest, longest)
+        try:
+            with torch._C.DisableTorchFunctionSubclass():
+                return view_op(values, offsets, dummy(), None, 1, shortest, longest)
+        except TypeError:  # a torch version changed the private op's arguments: the public one below
+            pass
     return torch.nested.nested_tensor_from_jagged(  # the public constructor: the same tensor
         values, offsets, min_seqlen=shortest.shape[0], max_seqlen=longest.shape[0]
     )

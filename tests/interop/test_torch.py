@@ -276,7 +276,7 @@ def test_from_torch_keeps_autograd_of_a_computed_njt():
     assert x.grad.tolist() == [3.0] * 6
 
 
-@pytest.mark.parametrize("change", ["class moved", "view op moved", "constructor changed"])
+@pytest.mark.parametrize("change", ["class moved", "view op moved", "view op changed", "constructor changed"])
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 def test_to_nested_jagged_falls_back_when_torchs_private_names_change(monkeypatch, change, backend):
     """The fast paths use torch's private NestedTensor class, _nt_view_dummy and _nested_view_from_jagged:
@@ -299,6 +299,12 @@ def test_to_nested_jagged_falls_back_when_torchs_private_names_change(monkeypatc
             return real_import(name, globals, locals, fromlist, level)
 
         monkeypatch.setattr("builtins.__import__", no_view_dummy)
+    elif change == "view op changed":
+
+        def new_arguments(*args):
+            raise TypeError("_nested_view_from_jagged() takes 4 positional arguments")
+
+        monkeypatch.setattr(interop, "_jagged_view_op", lambda torch: (new_arguments, private._nt_view_dummy))
     else:
 
         class Changed(private.NestedTensor):  # a constructor without the _metadata_cache keyword
