@@ -10,19 +10,19 @@ PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.demo: setup.cfg pyproject.toml | $(BIN)/python
+$(VENV)/.demo: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
 	$(PIP) -e ".[torch,arrow,text]"
 	@touch $@
 
-$(VENV)/.test: setup.cfg pyproject.toml | $(BIN)/python
+$(VENV)/.test: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
 	$(PIP) -e ".[test]"
 	@touch $@
 
-$(VENV)/.bench: setup.cfg pyproject.toml | $(BIN)/python
+$(VENV)/.bench: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
 	$(PIP) -e ".[bench]"
 	@touch $@
 
-$(VENV)/.docs: setup.cfg pyproject.toml | $(BIN)/python
+$(VENV)/.docs: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
 	$(PIP) -e ".[docs]"
 	@touch $@
 
@@ -39,7 +39,7 @@ test: $(VENV)/.test gpu-check
 
 # Every CUDA kernel compiled for sm_80 and sm_90 with NVRTC + ptxas (no GPU needed);
 # fails on a compile error, a register spill or an occupancy under the floor.
-$(VENV)/.gpucheck: setup.cfg pyproject.toml | $(BIN)/python
+$(VENV)/.gpucheck: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
 	$(PIP) -e ".[gpucheck]"
 	@touch $@
 

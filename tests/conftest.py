@@ -48,6 +48,7 @@ CUPY_EMULATED = os.environ.get("LT_CUPY_EMULATED") == "1"
 
 BACKENDS = [
     "numpy",
+    "numpy-uncompiled",  # numpy with its compiled segment kernel off: the NumPy-only kernels
     "torch",
     "torch-generic",  # torch on CPU without its CPU-only kernels: the code CUDA runs
     pytest.param("cupy", marks=() if CUPY_EMULATED else pytest.mark.gpu),
@@ -62,21 +63,27 @@ class BackendCase:
         from lodtensor import get_backend
 
         self.label = name
-        lib = "torch" if name.startswith("torch") else name
+        lib = name.split("-", 1)[0]
         try:
             self.be = get_backend(lib)
         except ImportError as err:
             pytest.skip(f"backend {lib!r} unavailable: {err}")
         self.device = "cuda" if name in ("cupy", "torch-cuda") else "cpu"
         self.generic = name == "torch-generic"
+        self.uncompiled = name == "numpy-uncompiled"
 
     def __enter__(self):
-        """Switch the torch backend's CPU-only kernels off while a "torch-generic" case runs."""
+        """Switch the torch backend's CPU-only kernels off while a "torch-generic" case runs, the
+        NumPy backend's compiled kernel while a "numpy-uncompiled" one does."""
         if self.generic:
             from lodtensor.backend import torch as torch_backend
 
             self._saved = torch_backend._CPU_SHORTCUTS
             torch_backend._CPU_SHORTCUTS = False
+        if self.uncompiled:
+            from lodtensor.backend import set_compiled_kernels
+
+            self._saved_compiled = set_compiled_kernels(False)
         return self
 
     def __exit__(self, *exc):
@@ -84,6 +91,10 @@ class BackendCase:
             from lodtensor.backend import torch as torch_backend
 
             torch_backend._CPU_SHORTCUTS = self._saved
+        if self.uncompiled:
+            from lodtensor.backend import set_compiled_kernels
+
+            set_compiled_kernels(self._saved_compiled)
 
     def array(self, values, dtype=None):
         arr = np.asarray(values, dtype=dtype)

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["get_num_threads", "set_num_threads", "pool"]
+__all__ = ["get_num_threads", "set_num_threads", "pool", "run_split"]
 
 _state = {"threads": None, "pool": None}
 _lock = threading.Lock()
@@ -80,6 +80,29 @@ def pool():
             if current is None or current._max_workers != workers:
                 current = _state["pool"] = _Executor(workers, thread_name_prefix="lodtensor")
     return current
+
+
+def run_split(work, offsets, parallel):
+    """``work(lo, hi)`` over runs of sequences with about equal row counts: one run per thread (at
+    most 4) when ``parallel``, else ``work(0, n)``. Each run must write disjoint bytes.
+
+    >>> runs = []
+    >>> run_split(lambda lo, hi: runs.append((lo, hi)), np.array([0, 5, 6, 10]), False)
+    >>> runs
+    [(0, 3)]
+    """
+    n = offsets.size - 1
+    threads = min(get_num_threads(), 4) if parallel else 1
+    if threads == 1 or n < 2:
+        work(0, n)
+        return
+    total = int(offsets[-1])
+    cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
+    bounds = [0, *cuts, n]
+    futures = [pool().submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
+    work(bounds[0], bounds[1])
+    for future in futures:
+        future.result()
 
 
 class _Executor(ThreadPoolExecutor):

@@ -11,9 +11,10 @@ from . import _np_pool, _np_ufunc
 from ._arrays import ArrayKernels
 from ._base import Backend
 from ._np_chunks import chunk_reduce, identity_of
+from ._np_compiled import compiled_kernels, compiled_reduce
 from ._np_pieces import pieces_reduce
 from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
-from ._threads import get_num_threads, pool
+from ._threads import get_num_threads, pool, run_split
 
 __all__ = ["NumpyBackend"]
 
@@ -105,16 +106,8 @@ def _split_bounds(offsets, nbytes, min_bytes=None):
 
 def _run_split(work, offsets, nbytes, min_bytes=None):
     """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
-    for large outputs. Each run writes disjoint bytes."""
-    bounds = _split_bounds(offsets, nbytes, min_bytes)
-    if len(bounds) == 2:
-        work(0, bounds[1])
-        return
-    workers = pool()
-    futures = [workers.submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    work(bounds[0], bounds[1])
-    for future in futures:
-        future.result()
+    for outputs of ``min_bytes`` (default ``_MIN_PARALLEL_BYTES``) or more."""
+    run_split(work, offsets, nbytes >= (_MIN_PARALLEL_BYTES if min_bytes is None else min_bytes))
 
 
 def _csr_parts(sparse, offsets, dtype, bounds):
@@ -245,6 +238,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         row_size = int(np.prod(data.shape[1:], dtype=np.int64))
         if data.shape[0] == 0 or count == 0 or row_size == 0:
             return np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
+        out = compiled_reduce(ufunc, data, offsets, fill)  # the compiled kernel, where it was built
+        if out is not None:
+            return out
         chunks = identity_of(ufunc, data.dtype) is not None
         # measured: reduceat wins for one column, and for under 8 columns of sequences of 16+ rows
         narrow = row_size == 1 or (row_size < _REDUCEAT_COLUMNS and data.shape[0] >= _REDUCEAT_LENGTH * count)
@@ -317,6 +313,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         pass over the data (the CSR ``indptr`` is the offsets array itself)."""
         row_size = int(np.prod(data.shape[1:], dtype=np.int64))
         sparse = _scipy_sparse() if row_size >= _CSR_ROW and data.dtype.kind in "iufc" else None
+        if sparse is not None and compiled_kernels() and data.dtype.kind in "iuf":
+            sparse = None  # the compiled kernel reads the data once too, without building a CSR matrix
         if sparse is None or data.shape[0] == 0:
             return self._reduceat(np.add, data, offsets, 0)
         n = offsets.size - 1

@@ -87,15 +87,31 @@ def test_backend_of_and_mismatch():
         get_backend("jax")
 
 
-@pytest.mark.parametrize("use_scipy", [True, False], ids=["csr", "no-scipy"])
-@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
-def test_numpy_segment_sum_paths_agree(monkeypatch, use_scipy, dtype):
+def _numpy_path(monkeypatch, path):
+    """The NumPy backend's segment reductions by ``path``: "compiled" (its compiled kernel), "csr"
+    (SciPy's product for sums, NumPy kernels otherwise), "no-scipy" (NumPy kernels alone)."""
+    from lodtensor.backend import _np_compiled
     from lodtensor.backend import numpy as numpy_backend
 
-    if use_scipy:
+    if path == "compiled":
+        if _np_compiled._kernel is None:
+            pytest.skip("the compiled segment kernel was not built")
+        monkeypatch.setattr(_np_compiled, "_enabled", True)
+        return
+    monkeypatch.setattr(_np_compiled, "_enabled", False)
+    if path == "csr":
         pytest.importorskip("scipy")
     else:
         monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+
+
+NUMPY_PATHS = ["compiled", "csr", "no-scipy"]
+
+
+@pytest.mark.parametrize("path", NUMPY_PATHS)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_numpy_segment_sum_paths_agree(monkeypatch, path, dtype):
+    _numpy_path(monkeypatch, path)
     be = get_backend("numpy")
     lens = [3, 0, 5, 1, 0, 7]
     data = np.arange(16 * 10, dtype=dtype).reshape(16, 10)
@@ -107,16 +123,15 @@ def test_numpy_segment_sum_paths_agree(monkeypatch, use_scipy, dtype):
 
 
 @pytest.mark.parametrize("row", [(4, 5), (8, 8)], ids=["blocks-and-singles", "blocks"])
-@pytest.mark.parametrize("use_scipy", [True, False], ids=["csr", "no-scipy"])
-def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
+@pytest.mark.parametrize("path", NUMPY_PATHS)
+def test_threaded_numpy_reductions_agree(monkeypatch, path, row):
     import lodtensor as lt
+    from lodtensor.backend import _np_compiled
     from lodtensor.backend import numpy as numpy_backend
 
-    if use_scipy:
-        pytest.importorskip("scipy")
-    else:
-        monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+    _numpy_path(monkeypatch, path)
     monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(_np_compiled, "_PARALLEL_BYTES", 0)
     # 80-byte rows: blocks of 4 rows, so sequences of 4+ rows are reduced alone; 512-byte rows: 16 rows
     monkeypatch.setattr(numpy_backend, "_BLOCK_BYTES", 320 if row == (4, 5) else 8192)
     lt.set_num_threads(3)
@@ -145,7 +160,7 @@ def test_threaded_numpy_reductions_agree(monkeypatch, use_scipy, row):
 
 
 @pytest.mark.parametrize("path", ["chunks", "blocks"])
-def test_block_plans_are_cached_and_never_stale(monkeypatch, path):
+def test_block_plans_are_cached_and_never_stale(monkeypatch, path, uncompiled):
     """A plan is reused for a LoD's read-only offsets, and for a writable array while its
     values are unchanged; one changed in place between calls is planned afresh. Floats go
     by chunks (``_np_chunks``), complex numbers (no identity for max) by sorted blocks."""
@@ -177,7 +192,7 @@ def test_block_plans_are_cached_and_never_stale(monkeypatch, path):
     assert len(builds) == 4
 
 
-def test_block_plans_go_with_their_offsets():
+def test_block_plans_go_with_their_offsets(uncompiled):
     import gc
 
     from lodtensor.backend import numpy as numpy_backend

@@ -81,8 +81,9 @@ def test_non_finite_rows_stay_in_their_sequence(bad):
 
 
 @pytest.fixture
-def numpy_alone(monkeypatch):
-    """The NumPy backend as without SciPy (sums go by NumPy kernels, not a CSR product)."""
+def numpy_alone(monkeypatch, uncompiled):
+    """The NumPy backend as without SciPy and its compiled kernel (sums go by NumPy kernels, not a
+    CSR product)."""
     monkeypatch.setattr(numpy_backend, "_SPARSE", False)
     return get_backend("numpy")
 

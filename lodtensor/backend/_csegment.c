@@ -1,0 +1,250 @@
+/* Segment reductions over rows, in one read: the compiled kernel of the NumPy backend.
+ *
+ * segment_reduce(op, kind, data, offsets, out, width, lo, hi)
+ *   op      0 sum, 1 max, 2 min (max and min propagate NaN as np.maximum / np.minimum do)
+ *   kind    0 float32, 1 float64, 2 int32, 3 int64 (sums of ints wrap around, as NumPy's)
+ *   data    C-contiguous rows of `width` values
+ *   offsets C-contiguous int64, sequence j is rows offsets[j]:offsets[j + 1]
+ *   out     writable C-contiguous rows of `width` values; row j gets sequence j's result for
+ *           every non-empty sequence j in lo:hi (empty sequences' rows are left as they are)
+ *
+ * Every sequence is reduced where it lies: its rows are read once, in address order, a tile of
+ * columns at a time held in registers (fixed-width tiles that the compiler turns into SIMD code),
+ * over blocks of rows that stay in cache. Each column is reduced in row order, as NumPy's reduction
+ * over axis 0. The GIL is released while the loop runs, so threads may reduce disjoint runs of
+ * sequences at once. The arguments are checked first (buffer sizes, item sizes, offsets in order
+ * and in range): no input reads or writes out of bounds.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
+#define MULTIVERSION __attribute__((target_clones("avx2", "default")))
+#else
+#define MULTIVERSION
+#endif
+
+/* Rows of a block of at most this many bytes are reduced tile by tile before the next block. */
+#define BLOCK_BYTES 32768
+
+/* Vectors of 32 bytes (GCC / Clang vector extensions: AVX2 registers in the avx2 clone, pairs of
+ * SSE registers otherwise) and the integer vectors of their comparison masks. */
+typedef float f32;
+typedef double f64;
+typedef int32_t i32;
+typedef int64_t i64;
+typedef uint32_t u32; /* sums of ints in unsigned arithmetic: wrap around, no undefined overflow */
+typedef uint64_t u64;
+typedef f32 v_f32 __attribute__((vector_size(32)));
+typedef f64 v_f64 __attribute__((vector_size(32)));
+typedef i32 v_i32 __attribute__((vector_size(32)));
+typedef i64 v_i64 __attribute__((vector_size(32)));
+typedef u32 v_u32 __attribute__((vector_size(32)));
+typedef u64 v_u64 __attribute__((vector_size(32)));
+
+/* The combine of each op, on values (S_) and on vectors (V_, with M the mask type): max and min
+ * keep a NaN once met (a NaN first operand stays, a NaN second operand is taken), as np.maximum. */
+#define S_ADD(a, b) ((a) + (b))
+#define S_MAXF(a, b) (((a) >= (b) || (a) != (a)) ? (a) : (b))
+#define S_MINF(a, b) (((a) <= (b) || (a) != (a)) ? (a) : (b))
+#define S_MAXI(a, b) ((a) >= (b) ? (a) : (b))
+#define S_MINI(a, b) ((a) <= (b) ? (a) : (b))
+#define SELECT(V, M, m, a, b) ((V)(((M)(a) & (m)) | ((M)(b) & ~(m))))
+#define V_ADD(V, M, a, b) ((a) + (b))
+#define V_MAXF(V, M, a, b) SELECT(V, M, (M)(((a) >= (b)) | ((a) != (a))), a, b)
+#define V_MINF(V, M, a, b) SELECT(V, M, (M)(((a) <= (b)) | ((a) != (a))), a, b)
+#define V_MAXI(V, M, a, b) SELECT(V, M, (M)((a) >= (b)), a, b)
+#define V_MINI(V, M, a, b) SELECT(V, M, (M)((a) <= (b)), a, b)
+
+/* One tile of NV vectors of columns over `rows` rows (row stride `w` values); `init`: start from
+ * the first row, else from what `o` holds. Loads and stores go through memcpy: rows need not be
+ * aligned. */
+#define DEFINE_TILE(T, M, OP, NV)                                                                  \
+    static inline void tile_##T##_##OP##_##NV(const T *x, int64_t rows, int64_t w, T *o, int init) \
+    {                                                                                              \
+        v_##T acc[NV], v;                                                                          \
+        const int lanes = (int)(sizeof(v_##T) / sizeof(T));                                        \
+        int64_t r = 0;                                                                             \
+        const T *first = init ? x : o;                                                             \
+        for (int i = 0; i < NV; i++) __builtin_memcpy(&acc[i], first + i * lanes, sizeof(v));      \
+        if (init) r = 1;                                                                           \
+        for (; r < rows; r++) {                                                                    \
+            const T *p = x + r * w;                                                                \
+            for (int i = 0; i < NV; i++) {                                                         \
+                __builtin_memcpy(&v, p + i * lanes, sizeof(v));                                    \
+                acc[i] = V_##OP(v_##T, M, acc[i], v);                                              \
+            }                                                                                      \
+        }                                                                                          \
+        for (int i = 0; i < NV; i++) __builtin_memcpy(o + i * lanes, &acc[i], sizeof(v));          \
+    }
+
+/* The last columns, fewer than a vector's lanes, one by one. */
+#define DEFINE_TAIL(T, OP)                                                                                 \
+    static inline void tail_##T##_##OP(const T *x, int64_t rows, int64_t w, int64_t cols, T *o, int init) \
+    {                                                                                                      \
+        for (int64_t c = 0; c < cols; c++) {                                                               \
+            T acc = init ? x[c] : o[c];                                                                    \
+            for (int64_t r = init ? 1 : 0; r < rows; r++) acc = S_##OP(acc, x[r * w + c]);                \
+            o[c] = acc;                                                                                    \
+        }                                                                                                  \
+    }
+
+/* o = OP(o, x) over one row of w values. */
+#define DEFINE_ROW(T, M, OP)                                                                       \
+    static inline void row_##T##_##OP(const T *x, int64_t w, T *o)                                \
+    {                                                                                              \
+        const int64_t lanes = (int64_t)(sizeof(v_##T) / sizeof(T));                                \
+        v_##T a, b;                                                                                \
+        int64_t c = 0;                                                                             \
+        for (; c + lanes <= w; c += lanes) {                                                       \
+            __builtin_memcpy(&a, o + c, sizeof(a));                                                \
+            __builtin_memcpy(&b, x + c, sizeof(b));                                                \
+            a = V_##OP(v_##T, M, a, b);                                                            \
+            __builtin_memcpy(o + c, &a, sizeof(a));                                                \
+        }                                                                                          \
+        for (; c < w; c++) o[c] = S_##OP(o[c], x[c]);                                              \
+    }
+
+/* The kernel of one type and op: tiles of 8 vectors (256 bytes) of columns, then narrower ones,
+ * over blocks of rows of at most BLOCK_BYTES (a block stays in L1 while its tiles pass over it). */
+#define DEFINE_KERNEL(T, M, OP)                                                                    \
+    DEFINE_TILE(T, M, OP, 8)                                                                       \
+    DEFINE_TILE(T, M, OP, 4)                                                                       \
+    DEFINE_TILE(T, M, OP, 2)                                                                       \
+    DEFINE_TILE(T, M, OP, 1)                                                                       \
+    DEFINE_TAIL(T, OP)                                                                             \
+    DEFINE_ROW(T, M, OP)                                                                           \
+    MULTIVERSION static void reduce_##T##_##OP(const T *data, const int64_t *off, T *out,         \
+                                                int64_t lo, int64_t hi, int64_t w)                 \
+    {                                                                                              \
+        const int64_t lanes = (int64_t)(sizeof(v_##T) / sizeof(T));                                \
+        int64_t block = BLOCK_BYTES / (w * (int64_t)sizeof(T));                                    \
+        if (block < 1) block = 1;                                                                  \
+        for (int64_t j = lo; j < hi; j++) {                                                        \
+            int64_t s = off[j], e = off[j + 1];                                                    \
+            T *o = out + j * w;                                                                    \
+            if (w > 8 * lanes && e > s) { /* wide rows: stream them, the result row in L1 */     \
+                __builtin_memcpy(o, data + s * w, (size_t)w * sizeof(T));                          \
+                for (int64_t r = s + 1; r < e; r++) row_##T##_##OP(data + r * w, w, o);           \
+                continue;                                                                          \
+            }                                                                                      \
+            for (int64_t r0 = s; r0 < e; r0 += block) {                                            \
+                int64_t rows = e - r0 < block ? e - r0 : block;                                    \
+                const T *x = data + r0 * w;                                                        \
+                int init = r0 == s;                                                                \
+                int64_t c = 0;                                                                     \
+                for (; c + 8 * lanes <= w; c += 8 * lanes) tile_##T##_##OP##_8(x + c, rows, w, o + c, init); \
+                if (c + 4 * lanes <= w) { tile_##T##_##OP##_4(x + c, rows, w, o + c, init); c += 4 * lanes; } \
+                if (c + 2 * lanes <= w) { tile_##T##_##OP##_2(x + c, rows, w, o + c, init); c += 2 * lanes; } \
+                if (c + lanes <= w) { tile_##T##_##OP##_1(x + c, rows, w, o + c, init); c += lanes; } \
+                if (c < w) tail_##T##_##OP(x + c, rows, w, w - c, o + c, init);                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+DEFINE_KERNEL(f32, v_i32, ADD)
+DEFINE_KERNEL(f32, v_i32, MAXF)
+DEFINE_KERNEL(f32, v_i32, MINF)
+DEFINE_KERNEL(f64, v_i64, ADD)
+DEFINE_KERNEL(f64, v_i64, MAXF)
+DEFINE_KERNEL(f64, v_i64, MINF)
+DEFINE_KERNEL(u32, v_u32, ADD)
+DEFINE_KERNEL(i32, v_i32, MAXI)
+DEFINE_KERNEL(i32, v_i32, MINI)
+DEFINE_KERNEL(u64, v_u64, ADD)
+DEFINE_KERNEL(i64, v_i64, MAXI)
+DEFINE_KERNEL(i64, v_i64, MINI)
+
+typedef void (*kernel_fn)(const void *, const int64_t *, void *, int64_t, int64_t, int64_t);
+
+#define K(T, OP) ((kernel_fn)reduce_##T##_##OP)
+static const kernel_fn KERNELS[4][3] = {
+    {K(f32, ADD), K(f32, MAXF), K(f32, MINF)},
+    {K(f64, ADD), K(f64, MAXF), K(f64, MINF)},
+    {K(u32, ADD), K(i32, MAXI), K(i32, MINI)},
+    {K(u64, ADD), K(i64, MAXI), K(i64, MINI)},
+};
+static const Py_ssize_t ITEMSIZE[4] = {4, 8, 4, 8};
+
+static PyObject *segment_reduce(PyObject *self, PyObject *args)
+{
+    int op, kind;
+    PyObject *data_obj, *offsets_obj, *out_obj;
+    long long width, lo, hi;
+    if (!PyArg_ParseTuple(args, "iiOOOLLL:segment_reduce", &op, &kind, &data_obj, &offsets_obj, &out_obj,
+                          &width, &lo, &hi))
+        return NULL;
+    if (op < 0 || op > 2) return PyErr_Format(PyExc_ValueError, "segment_reduce: op must be 0, 1 or 2, got %d", op);
+    if (kind < 0 || kind > 3)
+        return PyErr_Format(PyExc_ValueError, "segment_reduce: kind must be 0-3, got %d", kind);
+    if (width < 1) return PyErr_Format(PyExc_ValueError, "segment_reduce: width must be >= 1, got %lld", width);
+    Py_buffer data, offsets, out;
+    if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    if (PyObject_GetBuffer(offsets_obj, &offsets, PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+        PyBuffer_Release(&data);
+        PyBuffer_Release(&offsets);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t size = ITEMSIZE[kind];
+    int64_t n_off = offsets.len / 8;
+    const int64_t *off = (const int64_t *)offsets.buf;
+    if (data.itemsize != size || out.itemsize != size) {
+        PyErr_Format(PyExc_ValueError, "segment_reduce: data and out must have %zd-byte items, got %zd and %zd",
+                     size, data.itemsize, out.itemsize);
+        goto done;
+    }
+    if (offsets.itemsize != 8) {
+        PyErr_Format(PyExc_ValueError, "segment_reduce: offsets must be int64, got %zd-byte items", offsets.itemsize);
+        goto done;
+    }
+    if (lo < 0 || hi < lo || hi + 1 > n_off) {
+        PyErr_Format(PyExc_ValueError, "segment_reduce: sequences %lld:%lld out of range for %lld offsets", lo, hi,
+                     (long long)n_off);
+        goto done;
+    }
+    if ((long long)(out.len / size / width) < hi) {
+        PyErr_Format(PyExc_ValueError, "segment_reduce: out holds %lld rows of %lld values, needs %lld",
+                     (long long)(out.len / size / width), width, hi);
+        goto done;
+    }
+    int64_t rows = (int64_t)(data.len / size / width);
+    if (off[lo] < 0 || off[hi] > rows) {
+        PyErr_Format(PyExc_ValueError, "segment_reduce: offsets span rows %lld:%lld, data has %lld rows",
+                     (long long)off[lo], (long long)off[hi], (long long)rows);
+        goto done;
+    }
+    for (int64_t j = lo; j < hi; j++) {
+        if (off[j + 1] < off[j]) {
+            PyErr_Format(PyExc_ValueError, "segment_reduce: offsets must not decrease, got %lld then %lld at %lld",
+                         (long long)off[j], (long long)off[j + 1], (long long)j);
+            goto done;
+        }
+    }
+    kernel_fn fn = KERNELS[kind][op];
+    Py_BEGIN_ALLOW_THREADS
+    fn(data.buf, off, out.buf, lo, hi, width);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&data);
+    PyBuffer_Release(&offsets);
+    PyBuffer_Release(&out);
+    return result;
+}
+
+static PyMethodDef METHODS[] = {
+    {"segment_reduce", segment_reduce, METH_VARARGS,
+     "segment_reduce(op, kind, data, offsets, out, width, lo, hi): reduce each sequence's rows in place."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_csegment", "Compiled segment reductions.", -1, METHODS};
+
+PyMODINIT_FUNC PyInit__csegment(void) { return PyModule_Create(&MODULE); }

@@ -1,0 +1,188 @@
+"""The compiled segment kernel (``lodtensor/backend/_csegment.c``) against NumPy reductions of each
+sequence, its argument checks, and its switch."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import lodtensor as lt
+from lodtensor.backend import _np_compiled, compiled_kernels, get_backend, set_compiled_kernels
+from lodtensor.lod import lengths_to_offsets
+
+needs_kernel = pytest.mark.skipif(_np_compiled._kernel is None, reason="the compiled kernel was not built")
+
+UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+# widths in values: tiles of 8, 4, 2 and 1 vectors, the scalar tail, and rows wider than a tile
+WIDTHS = [8, 9, 12, 16, 17, 31, 40, 64, 65, 100, 256, 300]
+
+
+@pytest.fixture
+def compiled(monkeypatch):
+    if _np_compiled._kernel is None:
+        pytest.skip("the compiled kernel was not built")
+    monkeypatch.setattr(_np_compiled, "_enabled", True)
+
+
+def _expected(ufunc, data, offsets, fill):
+    out = np.full((offsets.size - 1,) + data.shape[1:], fill, dtype=data.dtype)
+    for j, (a, b) in enumerate(zip(offsets[:-1], offsets[1:])):
+        if b > a:
+            out[j] = ufunc.reduce(data[a:b], axis=0)
+    return out
+
+
+def _values(dtype, shape, seed):
+    g = np.random.default_rng(seed)
+    if np.dtype(dtype).kind == "f":
+        return (g.standard_normal(shape) * 10).astype(dtype)
+    info = np.iinfo(dtype)
+    return g.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+
+
+@needs_kernel
+@settings(max_examples=80, deadline=None)
+@given(lens=st.lists(st.integers(0, 70), min_size=1, max_size=25), width=st.sampled_from(WIDTHS),
+       dtype=st.sampled_from(["float32", "float64", "int32", "int64", "uint32", "uint64"]),
+       op=st.sampled_from(sorted(UFUNCS)), seed=st.integers(0, 2**16))
+def test_compiled_reductions_equal_numpy_per_sequence(lens, width, dtype, op, seed):
+    """Every op, type and width: the same values as NumPy's reduction of each sequence. Each column
+    is reduced in row order, as NumPy's reduction over axis 0, so even float sums agree bit for bit;
+    int sums wrap around as NumPy's do."""
+    ufunc = UFUNCS[op]
+    offsets = lengths_to_offsets(lens)
+    data = _values(dtype, (sum(lens), width), seed)
+    saved = set_compiled_kernels(True)
+    try:
+        got = _np_compiled.compiled_reduce(ufunc, data, offsets, 7)
+    finally:
+        set_compiled_kernels(saved)
+    if dtype.startswith("uint") and op != "sum":
+        assert got is None  # unsigned max and min go NumPy's way
+        return
+    with np.errstate(over="ignore"):
+        want = _expected(ufunc, data, offsets, 7)
+    assert got.dtype == data.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_nan_propagates_and_inf_is_a_value(compiled, dtype, op):
+    """A NaN anywhere in a column of a sequence makes that column NaN, as np.maximum / np.minimum;
+    infinities are ordinary values."""
+    width = 20  # two vectors of float32 or five of float64, plus a tail for float32
+    data = _values(dtype, (30, width), 3)
+    data[0, 0] = np.nan  # first row of sequence 0
+    data[9, 5] = np.nan  # last row of sequence 0
+    data[12, 19] = np.nan  # middle of sequence 1 (the tail column)
+    data[20, 3] = np.inf
+    data[21, 3] = -np.inf
+    offsets = lengths_to_offsets([10, 15, 5])
+    got = _np_compiled.compiled_reduce(UFUNCS[op], data, offsets, 0)
+    np.testing.assert_array_equal(got, _expected(UFUNCS[op], data, offsets, 0))  # NaN == NaN here
+    assert np.isnan(got[0, [0, 5]]).all() and np.isnan(got[1, 19]) and not np.isnan(got[2]).any()
+
+
+@needs_kernel
+def test_long_sequences_span_blocks_and_threads_agree(monkeypatch):
+    """Sequences longer than a block of rows (32 KiB) are reduced block after block into the same
+    result; split over threads, every result is bit for bit the single-threaded one."""
+    monkeypatch.setattr(_np_compiled, "_enabled", True)
+    lens = [5000, 0, 1, 4097, 3, 1024, 1025]
+    offsets = lengths_to_offsets(lens)
+    for width in (8, 24, 64):
+        data = _values("float32", (sum(lens), width), width)
+        one = _np_compiled.compiled_reduce(np.add, data, offsets, 0)
+        np.testing.assert_array_equal(one, _expected(np.add, data, offsets, 0))
+        monkeypatch.setattr(_np_compiled, "_PARALLEL_BYTES", 0)
+        lt.set_num_threads(3)
+        try:
+            for ufunc in UFUNCS.values():
+                single = _expected(ufunc, data, offsets, 0)
+                np.testing.assert_array_equal(_np_compiled.compiled_reduce(ufunc, data, offsets, 0), single)
+        finally:
+            lt.set_num_threads(None)
+            monkeypatch.setattr(_np_compiled, "_PARALLEL_BYTES", 16 << 20)
+
+
+def test_views_and_multi_dim_rows(compiled):
+    """Strided views are read as they are (the caller's array untouched); rows of several dims
+    keep their shape."""
+    base = _values("float64", (40, 6, 4), 9)
+    before = base.copy()
+    view = base[::2, :, 1:]  # (20, 6, 3): 18 values of 8 bytes a row, not contiguous
+    offsets = lengths_to_offsets([7, 0, 13])
+    got = get_backend("numpy").segment_max(view, offsets, empty=-1)
+    assert got.shape == (3, 6, 3)
+    np.testing.assert_array_equal(got, _expected(np.maximum, view, offsets, -1))
+    np.testing.assert_array_equal(base, before)
+
+
+def test_narrow_rows_and_other_dtypes_go_numpy_s_way(compiled):
+    offsets = lengths_to_offsets([2, 3])
+    assert _np_compiled.compiled_reduce(np.add, np.ones((5, 7), np.float32), offsets, 0) is None  # 28 bytes
+    assert _np_compiled.compiled_reduce(np.add, np.ones((5, 8), np.float16), offsets, 0) is None
+    assert _np_compiled.compiled_reduce(np.multiply, np.ones((5, 8), np.float32), offsets, 0) is None
+    assert _np_compiled.compiled_reduce(np.maximum, np.ones((5, 8), np.complex64), offsets, 0) is None
+
+
+@needs_kernel
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((3, 0), "op must be"),
+        ((0, 9), "kind must be"),
+        ((0, 0, "width", 0), "width must be"),
+        ((0, 0, "offsets", np.array([0, 4, 2], np.int64)), "must not decrease"),
+        ((0, 0, "offsets", np.array([0, 2, 9], np.int64)), "data has 5 rows"),
+        ((0, 0, "offsets", np.array([-1, 2, 5], np.int64)), "offsets span rows -1:5"),
+        ((0, 0, "offsets", np.array([0, 2, 5], np.int32)), "offsets must be int64"),
+        ((0, 0, "out", np.empty((1, 8), np.float32)), "out holds 1 rows"),
+        ((0, 0, "out", np.empty((2, 8), np.float64)), "4-byte items"),
+        ((0, 0, "hi", 3), "out of range"),
+        ((0, 0, "lo", 3), "out of range"),
+    ],
+)
+def test_the_kernel_checks_its_arguments(args, message):
+    """Wrong arguments raise a ValueError naming what is wrong; nothing is read or written out of
+    bounds."""
+    kernel = _np_compiled._kernel
+    call = {"data": np.ones((5, 8), np.float32), "offsets": np.array([0, 2, 5], np.int64),
+            "out": np.zeros((2, 8), np.float32), "width": 8, "lo": 0, "hi": 2}
+    op, kind = args[:2]
+    if len(args) > 2:
+        call[args[2]] = args[3]
+    out_before = call["out"].copy()
+    with pytest.raises(ValueError, match=message):
+        kernel(op, kind, call["data"], call["offsets"], call["out"], call["width"], call["lo"], call["hi"])
+    np.testing.assert_array_equal(call["out"], out_before)
+
+
+@needs_kernel
+def test_the_kernel_refuses_read_only_and_strided_buffers():
+    kernel = _np_compiled._kernel
+    offsets = np.array([0, 2, 5], np.int64)
+    out = np.zeros((2, 8), np.float32)
+    out.setflags(write=False)
+    with pytest.raises((BufferError, ValueError)):
+        kernel(0, 0, np.ones((5, 8), np.float32), offsets, out, 8, 0, 2)
+    with pytest.raises((BufferError, ValueError)):
+        kernel(0, 0, np.ones((5, 16), np.float32)[:, ::2], offsets, np.zeros((2, 8), np.float32), 8, 0, 2)
+
+
+def test_the_switch(monkeypatch):
+    """set_compiled_kernels returns the previous setting and checks its argument; without a built
+    kernel, switching it on is an error that says why, and the NumPy kernels give the same sums."""
+    with pytest.raises(TypeError, match="enabled must be True or False, got 'yes'"):
+        set_compiled_kernels("yes")
+    monkeypatch.setattr(_np_compiled, "_kernel", None)
+    monkeypatch.setattr(_np_compiled, "_enabled", False)
+    assert not compiled_kernels()
+    with pytest.raises(RuntimeError, match="no C compiler"):
+        set_compiled_kernels(True)
+    assert set_compiled_kernels(False) is False
+    data = _values("float32", (9, 16), 4)
+    offsets = lengths_to_offsets([4, 0, 5])
+    np.testing.assert_allclose(get_backend("numpy").segment_sum(data, offsets), _expected(np.add, data, offsets, 0),
+                               rtol=1e-6, atol=1e-5)
