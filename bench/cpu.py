@@ -15,8 +15,10 @@ median ratio and its spread (min..max over rounds).
 occurs in its ``"op, workload"`` (``BENCH_CPU_ROWS="sum|mean|max"`` for the segment reductions,
 ``BENCH_CPU_ROWS="sum, docs D=16"`` for one row).
 
-"NumPy alone" runs lodtensor with SciPy hidden from it (the sum falls back to the
-NumPy-only chunk kernel); torch, TensorFlow and lodtensor use their default threads
+"NumPy alone" runs lodtensor with SciPy hidden from it: what ``pip install lodtensor`` gives,
+its compiled segment kernel (built at install) doing the segment reductions; "NumPy-only kernels"
+switches that kernel off too (the chunk and block-piece kernels, as where no C compiler was found
+at install). torch, TensorFlow and lodtensor use their default threads
 (2 on the benchmark machine); Paddle's CPU kernels run on one thread.
 """
 
@@ -30,6 +32,7 @@ import numpy as np
 
 import lodtensor as lt
 from lodtensor import sequence as S
+from lodtensor.backend import compiled_kernels
 
 TITLE = "CPU kernels: lodtensor vs Paddle, TensorFlow, torch, NumPy by hand, awkward (interleaved)"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -90,6 +93,20 @@ def _alone(fn):
     def call():
         with _numpy_alone():
             return fn()
+    return call
+
+
+def _uncompiled(fn):
+    """``fn`` with lodtensor's compiled segment kernel off (its NumPy-only kernels, without SciPy)."""
+    from lodtensor.backend import set_compiled_kernels  # noqa: PLC0415
+
+    def call():
+        saved = set_compiled_kernels(False)
+        try:
+            with _numpy_alone():
+                return fn()
+        finally:
+            set_compiled_kernels(saved)
     return call
 
 
@@ -162,7 +179,10 @@ def _contenders(op, workload, data, offsets, torch, ak):
     if op in ("sum", "mean", "max"):
         kind = {"sum": "sum", "mean": "average", "max": "max"}[op]
         out.append((OURS, _alone(lambda: S.sequence_pool(t, kind).data), True))
-        if op != "max":
+        if compiled_kernels():
+            out.append(("lodtensor (NumPy-only kernels, compiled kernel off)",
+                        _uncompiled(lambda: S.sequence_pool(t, kind).data), True))
+        elif op != "max":
             out.append(("lodtensor (NumPy + SciPy)", lambda: S.sequence_pool(t, kind).data, True))
         if op == "max":
             out.append(("NumPy by hand (reduceat)", lambda: np.maximum.reduceat(data, offsets[:-1], axis=0), False))
