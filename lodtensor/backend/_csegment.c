@@ -143,18 +143,16 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
         }                                                                                          \
     }
 
-DEFINE_KERNEL(f32, v_i32, ADD)
-DEFINE_KERNEL(f32, v_i32, MAXF)
-DEFINE_KERNEL(f32, v_i32, MINF)
-DEFINE_KERNEL(f64, v_i64, ADD)
-DEFINE_KERNEL(f64, v_i64, MAXF)
-DEFINE_KERNEL(f64, v_i64, MINF)
-DEFINE_KERNEL(u32, v_u32, ADD)
-DEFINE_KERNEL(i32, v_i32, MAXI)
-DEFINE_KERNEL(i32, v_i32, MINI)
-DEFINE_KERNEL(u64, v_u64, ADD)
-DEFINE_KERNEL(i64, v_i64, MAXI)
-DEFINE_KERNEL(i64, v_i64, MINI)
+/* The three kernels of a type: its sum (ints in their unsigned type) and its max and min. */
+#define DEFINE_TYPE(T, M, SUM_T, SUM_M, MAX, MIN) \
+    DEFINE_KERNEL(SUM_T, SUM_M, ADD)              \
+    DEFINE_KERNEL(T, M, MAX)                      \
+    DEFINE_KERNEL(T, M, MIN)
+
+DEFINE_TYPE(f32, v_i32, f32, v_i32, MAXF, MINF)
+DEFINE_TYPE(f64, v_i64, f64, v_i64, MAXF, MINF)
+DEFINE_TYPE(i32, v_i32, u32, v_u32, MAXI, MINI)
+DEFINE_TYPE(i64, v_i64, u64, v_u64, MAXI, MINI)
 
 typedef void (*kernel_fn)(const void *, const int64_t *, void *, int64_t, int64_t, int64_t);
 
