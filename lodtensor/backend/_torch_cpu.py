@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import torch
 
+from ._np_compiled import compiled_reduce
 from .numpy import NumpyBackend
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM"]
@@ -157,15 +158,17 @@ def _spmm_segment_sum(flat, offsets):
 
 
 class SegmentSumSpMM(torch.autograd.Function):
-    """Segment sum of 2-D rows by SpMM; the backward pass copies each segment's gradient
-    to its rows (``index_select``), itself differentiable for double backward."""
+    """Segment sum of 2-D rows by the NumPy backend's compiled kernel on the tensor's own memory
+    (rows of 32 bytes or more, where it was built) or else by SpMM; the backward pass copies each
+    segment's gradient to its rows (``index_select``), itself differentiable for double backward."""
 
     @staticmethod
     def forward(ctx, flat, offsets, ids):
         ctx.save_for_backward(offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
         ctx.has_ids = ids is not None
         ctx.rows = flat.shape[0]
-        return _spmm_segment_sum(flat, offsets)
+        out = compiled_reduce(np.add, flat.detach().numpy(), offsets.numpy(), 0)
+        return _spmm_segment_sum(flat, offsets) if out is None else torch.from_numpy(out)
 
     @staticmethod
     def backward(ctx, grad):

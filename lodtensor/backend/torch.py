@@ -11,6 +11,7 @@ import torch
 
 from ._arrays_torch import TorchArrayKernels
 from ._base import Backend
+from ._np_compiled import compiled_kernels
 from ._torch_cpu import PadCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 
 __all__ = ["TorchBackend", "make_backend"]
@@ -87,10 +88,26 @@ _SPMM_MAX_ROW_BYTES = 160
 # 64 to 256, where it runs as fast as ``index_add_``; same measurements).
 _NUMPY_EXTREME_MAX_ROW_BYTES = 96
 _SPMM_DTYPES = (torch.float32, torch.float64)
+_COMPILED_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
+
+
+def _compiled_fits(data):
+    """Whether the NumPy backend's compiled kernel reduces ``data`` (CPU rows of 32 bytes or more:
+    one read, 0.8x of ``index_add_`` / ``scatter_reduce`` at width 256, measured)."""
+    return (
+        _CPU_SHORTCUTS
+        and compiled_kernels()
+        and data.device.type == "cpu"
+        and data.dtype in _COMPILED_DTYPES
+        and data.dim() >= 2
+        and data.numel() * data.element_size() >= 32 * data.shape[0] > 0
+    )
 
 
 def _spmm_fits(data, n):
     rows = data.shape[0]
+    if n > 0 and data.dtype in _SPMM_DTYPES and _compiled_fits(data):
+        return True  # SegmentSumSpMM's forward runs the compiled kernel
     return (
         _CPU_SHORTCUTS
         and data.device.type == "cpu"
@@ -210,7 +227,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             _CPU_SHORTCUTS
             and data.device.type == "cpu"
             and data.dtype in _NUMPY_ORDERED
-            and data.numel() <= _NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
+            and (data.numel() <= _NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
+                 or _compiled_fits(data))  # any width in the compiled kernel
         ):
             return SegmentExtreme.apply(data, offsets, ids, reduce, empty)
         lengths = offsets[1:] - offsets[:-1]

@@ -97,21 +97,27 @@ def test_pad_value_tensor_keeps_its_gradient():
     assert x.grad.tolist() == [[1.0, 1.0]] * 6
 
 
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "uncompiled"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32])
 @pytest.mark.parametrize("width", [1, 4, 16, 20, 24, 25, 40, 41, 64, 256])
-def test_segment_kernels_agree_across_the_width_thresholds(dtype, width):
-    """CPU sums switch between SpMM and index_add_, max/min between the NumPy kernel and
-    scatter_reduce, by bytes per row: every side gives NumPy's result (empty segment included),
-    and float64 gradients pass gradcheck on both sides."""
+def test_segment_kernels_agree_across_the_width_thresholds(monkeypatch, dtype, width, compiled):
+    """CPU sums switch between SpMM (or the compiled kernel, from 32 bytes a row where built) and
+    index_add_, max/min between the NumPy kernels and scatter_reduce, by bytes per row: every side
+    gives NumPy's result (empty segment included), and float64 gradients pass gradcheck on both sides."""
+    from lodtensor.backend import _np_compiled
     from lodtensor.backend import torch as torch_backend
 
+    if compiled and _np_compiled._kernel is None:
+        pytest.skip("the compiled kernel was not built")
+    monkeypatch.setattr(_np_compiled, "_enabled", compiled)
     be, ref = lt.get_backend("torch"), lt.get_backend("numpy")
     offsets = lengths_to_offsets([3, 0, 2, 5, 1])
     g = torch.Generator().manual_seed(width)
     x = (torch.randn(11, width, generator=g, dtype=torch.float64) * 10).to(dtype)
     host = x.numpy()
     row_bytes = width * x.element_size()
-    expect_spmm = x.is_floating_point() and 4 <= width and row_bytes <= torch_backend._SPMM_MAX_ROW_BYTES
+    expect_spmm = x.is_floating_point() and (4 <= width and row_bytes <= torch_backend._SPMM_MAX_ROW_BYTES
+                                             or compiled and row_bytes >= 32)
     assert torch_backend._spmm_fits(x, 5) == (expect_spmm and torch.backends.mkl.is_available())
     np.testing.assert_allclose(be.segment_sum(x, offsets).numpy(), ref.segment_sum(host, offsets), rtol=1e-5)
     for kernel in ("segment_max", "segment_min"):
