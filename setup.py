@@ -1,18 +1,17 @@
-"""The compiled segment kernel; all other metadata is in setup.cfg.
+"""The compiled kernels of the NumPy backend; all other metadata is in setup.cfg.
 
-The extension is optional: where no C compiler is found, the package installs
-without it and the NumPy backend uses its NumPy-only kernels.
+The extensions are optional: where no C compiler is found, the package installs
+without them and the NumPy backend uses its NumPy-only kernels.
 """
 
 from setuptools import Extension, setup
 
+KERNELS = {"_csegment": "segment sum, max and min", "_cgelu": "GELU of float32 values"}
+
 setup(
     ext_modules=[
-        Extension(
-            "lodtensor.backend._csegment",
-            ["lodtensor/backend/_csegment.c"],
-            extra_compile_args=["-O3"],
-            optional=True,
-        )
+        Extension(f"lodtensor.backend.{name}", [f"lodtensor/backend/{name}.c"], extra_compile_args=["-O3"],
+                  optional=True)
+        for name in KERNELS
     ]
 )

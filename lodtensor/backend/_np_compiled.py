@@ -1,13 +1,15 @@
-"""The compiled segment kernel of the NumPy backend: sum, max and min over each sequence's rows in one read.
+"""The compiled kernels of the NumPy backend: segment sum, max and min over each sequence's rows in one
+read (``_csegment.c``), and GELU of float32 values in one pass (``_cgelu.c``).
 
-``_csegment`` is built from ``_csegment.c`` when the package is installed (it
-needs only a C compiler and Python's headers; no library beyond NumPy). It
+Both are built from C when the package is installed (they need only a C
+compiler and Python's headers; no library beyond NumPy). The segment kernel
 reduces every sequence where it lies, a tile of columns at a time held in
 SIMD registers, and releases the GIL, so large inputs are split into runs of
-sequences with about equal row counts, one per thread. Where it was not built
-(no compiler at install time), or is switched off with
-``set_compiled_kernels(False)`` or ``LODTENSOR_COMPILED=0``, the NumPy-only
-kernels (:mod:`._np_chunks`, :mod:`._np_pieces`) serve with the same results.
+sequences with about equal row counts, one per thread; GELU goes through
+``_special.map_blocks`` the same way. Where they were not built (no compiler
+at install time), or are switched off with ``set_compiled_kernels(False)`` or
+``LODTENSOR_COMPILED=0``, the NumPy-only kernels (:mod:`._np_chunks`,
+:mod:`._np_pieces`, :mod:`._special`) serve with the same results.
 
 >>> import numpy as np
 >>> data = np.arange(48, dtype=np.float32).reshape(6, 8)
@@ -26,8 +28,12 @@ try:
     from ._csegment import segment_reduce as _kernel
 except ImportError:  # installed without a C compiler: the NumPy kernels serve
     _kernel = None
+try:
+    from ._cgelu import gelu_f32 as _gelu_f32
+except ImportError:
+    _gelu_f32 = None
 
-__all__ = ["compiled_reduce", "compiled_kernels", "set_compiled_kernels"]
+__all__ = ["compiled_reduce", "compiled_gelu", "compiled_kernels", "set_compiled_kernels"]
 
 _OPS = {np.add: 0, np.maximum: 1, np.minimum: 2}
 # (dtype kind, item size) -> the kernel's type code; unsigned ints for sums only (a wrapping sum has
@@ -68,6 +74,12 @@ def set_compiled_kernels(enabled):
         )
     previous, _enabled = _enabled, bool(enabled)
     return previous
+
+
+def compiled_gelu():
+    """``gelu_f32(x, out)`` (float32, C-contiguous, one length) of the compiled kernels, or None
+    where they are switched off or it was not built."""
+    return _gelu_f32 if _enabled else None
 
 
 def compiled_reduce(ufunc, data, offsets, fill):

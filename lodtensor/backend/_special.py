@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from . import _np_pool
+from ._np_compiled import compiled_gelu
 from ._threads import get_num_threads, pool, set_num_threads
 
 __all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads", "NUMPY_EXTRA"]
@@ -179,7 +180,11 @@ def gelu(x, approximate="none"):
     elif x.dtype in (np.float32, np.float16):
         if x.dtype == np.float16:
             return gelu(x.astype(np.float32)).astype(np.float16)
-        map_blocks(_gelu32_block, flat, res, scratch=2)
+        kernel = compiled_gelu()
+        if kernel is not None:  # the same formula in one compiled pass (lodtensor/backend/_cgelu.c)
+            map_blocks(kernel, flat, res)
+        else:
+            map_blocks(_gelu32_block, flat, res, scratch=2)
     else:
         np.multiply(flat, 0.5 * (1.0 + _erf64(flat * _SQRT1_2)), out=res)
     return out

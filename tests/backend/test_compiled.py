@@ -186,3 +186,49 @@ def test_the_switch(monkeypatch):
     offsets = lengths_to_offsets([4, 0, 5])
     np.testing.assert_allclose(get_backend("numpy").segment_sum(data, offsets), _expected(np.add, data, offsets, 0),
                                rtol=1e-6, atol=1e-5)
+
+
+needs_gelu = pytest.mark.skipif(_np_compiled._gelu_f32 is None, reason="the compiled GELU was not built")
+
+
+@needs_gelu
+@pytest.mark.parametrize("n", [0, 1, 15, 16, 17, 1000, 300_001])
+def test_compiled_gelu_matches_the_exact_function_and_the_numpy_kernel(monkeypatch, n):
+    """Against GELU in float64 (math.erf): within 4e-7 absolute plus one rounding, as the NumPy kernel of the same
+    formula, for every length (whole vectors and the padded tail); NaN and infinities give NaN in
+    both; a large input split over threads gives the same bits as one call."""
+    import math
+
+    from lodtensor.backend import _special
+
+    g = np.random.default_rng(n)
+    x = (g.standard_normal(n) * 5).astype(np.float32)
+    if n >= 6:
+        x[:6] = [np.inf, -np.inf, np.nan, -0.0, 0.0, -30.0]
+    exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64).tolist()])
+    out = np.full(n, 7.0, np.float32)
+    _np_compiled._gelu_f32(x, out)
+    finite = np.isfinite(x)
+    assert (np.abs(out[finite] - exact[finite]) <= 4e-7 + 1.2e-7 * np.abs(exact[finite])).all()
+    assert np.isnan(out[~finite]).all()
+    monkeypatch.setattr(_np_compiled, "_enabled", True)
+    lt.set_num_threads(2)
+    try:
+        threaded = _special.gelu(x)
+    finally:
+        lt.set_num_threads(None)
+    np.testing.assert_array_equal(threaded, out)
+    monkeypatch.setattr(_np_compiled, "_enabled", False)
+    with np.errstate(invalid="ignore"):  # the NumPy kernel's inf * 0 on the infinities
+        numpy_kernel = _special.gelu(x)
+    assert np.abs(numpy_kernel[finite] - out[finite]).max(initial=0) < 6e-7
+
+
+@needs_gelu
+def test_compiled_gelu_checks_its_arguments():
+    with pytest.raises(ValueError, match="float32"):
+        _np_compiled._gelu_f32(np.ones(4), np.ones(4))
+    with pytest.raises(ValueError, match="they must match"):
+        _np_compiled._gelu_f32(np.ones(4, np.float32), np.ones(5, np.float32))
+    with pytest.raises((BufferError, ValueError)):
+        _np_compiled._gelu_f32(np.ones(8, np.float32)[::2], np.ones(4, np.float32))
