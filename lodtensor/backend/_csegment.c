@@ -106,6 +106,43 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
         for (; c < w; c++) o[c] = S_##OP(o[c], x[c]);                                              \
     }
 
+/* A sequence of narrow rows (w values, w dividing a vector's lanes) as one contiguous run of
+ * `count` values: four vector accumulators over it, lane j always meeting column j % w, then the
+ * lanes folded per column. Runs shorter than four vectors return 0 (the caller reduces them by
+ * column). */
+#define DEFINE_NARROW(T, M, OP)                                                                    \
+    static inline int narrow_##T##_##OP(const T *x, int64_t count, int64_t w, T *o)              \
+    {                                                                                              \
+        enum { L = (int)(sizeof(v_##T) / sizeof(T)) };                                             \
+        v_##T a0, a1, a2, a3, v;                                                                   \
+        T lanes[L];                                                                                \
+        if (count < 4 * L) return 0;                                                               \
+        __builtin_memcpy(&a0, x, sizeof(v));                                                       \
+        __builtin_memcpy(&a1, x + L, sizeof(v));                                                   \
+        __builtin_memcpy(&a2, x + 2 * L, sizeof(v));                                               \
+        __builtin_memcpy(&a3, x + 3 * L, sizeof(v));                                               \
+        int64_t i = 4 * L;                                                                         \
+        for (; i + 4 * L <= count; i += 4 * L) {                                                   \
+            __builtin_memcpy(&v, x + i, sizeof(v));                                                \
+            a0 = V_##OP(v_##T, M, a0, v);                                                          \
+            __builtin_memcpy(&v, x + i + L, sizeof(v));                                            \
+            a1 = V_##OP(v_##T, M, a1, v);                                                          \
+            __builtin_memcpy(&v, x + i + 2 * L, sizeof(v));                                        \
+            a2 = V_##OP(v_##T, M, a2, v);                                                          \
+            __builtin_memcpy(&v, x + i + 3 * L, sizeof(v));                                        \
+            a3 = V_##OP(v_##T, M, a3, v);                                                          \
+        }                                                                                          \
+        a0 = V_##OP(v_##T, M, V_##OP(v_##T, M, a0, a1), V_##OP(v_##T, M, a2, a3));                 \
+        __builtin_memcpy(lanes, &a0, sizeof(v));                                                   \
+        for (int64_t r = 0; i + r < count; r++) lanes[r % L] = S_##OP(lanes[r % L], x[i + r]);    \
+        for (int64_t c = 0; c < w; c++) {                                                          \
+            T acc = lanes[c];                                                                      \
+            for (int64_t j = c + w; j < L; j += w) acc = S_##OP(acc, lanes[j]);                    \
+            o[c] = acc;                                                                            \
+        }                                                                                          \
+        return 1;                                                                                  \
+    }
+
 /* The kernel of one type and op: tiles of 8 vectors (256 bytes) of columns, then narrower ones,
  * over blocks of rows of at most BLOCK_BYTES (a block stays in L1 while its tiles pass over it). */
 #define DEFINE_KERNEL(T, M, OP)                                                                    \
@@ -115,15 +152,18 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
     DEFINE_TILE(T, M, OP, 1)                                                                       \
     DEFINE_TAIL(T, OP)                                                                             \
     DEFINE_ROW(T, M, OP)                                                                           \
+    DEFINE_NARROW(T, M, OP)                                                                        \
     MULTIVERSION static void reduce_##T##_##OP(const T *data, const int64_t *off, T *out,         \
                                                 int64_t lo, int64_t hi, int64_t w)                 \
     {                                                                                              \
         const int64_t lanes = (int64_t)(sizeof(v_##T) / sizeof(T));                                \
         int64_t block = BLOCK_BYTES / (w * (int64_t)sizeof(T));                                    \
         if (block < 1) block = 1;                                                                  \
+        const int narrow = w < lanes && lanes % w == 0;                                            \
         for (int64_t j = lo; j < hi; j++) {                                                        \
             int64_t s = off[j], e = off[j + 1];                                                    \
             T *o = out + j * w;                                                                    \
+            if (narrow && narrow_##T##_##OP(data + s * w, (e - s) * w, w, o)) continue;          \
             if (w > 8 * lanes && e > s) { /* wide rows: stream them, the result row in L1 */     \
                 __builtin_memcpy(o, data + s * w, (size_t)w * sizeof(T));                          \
                 for (int64_t r = s + 1; r < e; r++) row_##T##_##OP(data + r * w, w, o);           \

@@ -66,6 +66,34 @@ def test_compiled_reductions_equal_numpy_per_sequence(lens, width, dtype, op, se
     np.testing.assert_array_equal(got, want)
 
 
+@needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(lens=st.lists(st.integers(0, 300), min_size=1, max_size=12),
+       dtype_width=st.sampled_from([("float32", 1), ("float32", 2), ("float32", 4), ("float64", 1),
+                                    ("float64", 2), ("int32", 4), ("int64", 2)]),
+       op=st.sampled_from(sorted(UFUNCS)), seed=st.integers(0, 2**16), nan=st.booleans())
+def test_narrow_rows_read_as_one_run_per_sequence(lens, dtype_width, op, seed, nan):
+    """Rows of 4-16 bytes: a sequence of at least four vectors is one run, its lanes folded per
+    column at the end (shorter ones go column by column). Max, min and int sums equal NumPy's per
+    sequence; float sums add in another order, so they agree to float rounding; a NaN anywhere in
+    a column of a sequence makes that column NaN."""
+    dtype, width = dtype_width
+    ufunc = UFUNCS[op]
+    offsets = lengths_to_offsets(lens)
+    data = _values(dtype, (sum(lens), width), seed)
+    if nan and dtype.startswith("float") and data.size:
+        data.reshape(-1)[seed % data.size] = np.nan
+    out = np.full((len(lens), width), 7, dtype=data.dtype)
+    kind = {"float32": 0, "float64": 1, "int32": 2, "int64": 3}[dtype]
+    _np_compiled._kernel({"sum": 0, "max": 1, "min": 2}[op], kind, data, offsets, out, width, 0, len(lens))
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = _expected(ufunc, data, offsets, 7)
+    if op == "sum" and dtype.startswith("float"):
+        np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-3 * np.sqrt(max(lens)))
+    else:
+        np.testing.assert_array_equal(out, want)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("op", ["max", "min"])
 def test_nan_propagates_and_inf_is_a_value(compiled, dtype, op):
