@@ -88,11 +88,11 @@ def compiled_gelu():
 
 def compiled_reduce(ufunc, data, offsets, fill):
     """``ufunc`` (add, maximum, minimum) over each sequence's rows of ``data``; empty sequences get
-    ``fill``. None where the kernel does not apply (switched off, another ufunc or dtype, rows
-    narrower than 32 bytes but for long runs)."""
+    ``fill``. None where the kernel does not apply (switched off, another ufunc or dtype, a
+    non-native byte order, rows narrower than 32 bytes but for long runs)."""
     op = _OPS.get(ufunc)
     kind = _KINDS.get((data.dtype.kind, data.dtype.itemsize))
-    if not _enabled or op is None or kind is None or (data.dtype.kind == "u" and op):
+    if not _enabled or op is None or kind is None or (data.dtype.kind == "u" and op) or not data.dtype.isnative:
         return None
     n = offsets.size - 1
     width = int(np.prod(data.shape[1:], dtype=np.int64))

@@ -147,6 +147,18 @@ def test_views_and_multi_dim_rows(compiled):
     np.testing.assert_array_equal(base, before)
 
 
+@pytest.mark.parametrize("dtype", [">f4", ">f8", ">i4", ">i8"])
+def test_non_native_byte_order_goes_numpy_s_way(compiled, dtype):
+    """Big-endian rows (from a file, say) are not read as native ones: NumPy's kernels serve them,
+    with NumPy's values."""
+    data = np.arange(64 * 8).reshape(64, 8).astype(dtype)
+    offsets = lengths_to_offsets([3, 0, 61])
+    assert _np_compiled.compiled_reduce(np.add, data, offsets, 0) is None
+    be = get_backend("numpy")
+    np.testing.assert_array_equal(be.segment_sum(data, offsets), _expected(np.add, data, offsets, 0))
+    np.testing.assert_array_equal(be.segment_max(data, offsets, empty=0), _expected(np.maximum, data, offsets, 0))
+
+
 def test_narrow_rows_and_other_dtypes_go_numpy_s_way(compiled):
     offsets = lengths_to_offsets([2, 3])
     assert _np_compiled.compiled_reduce(np.add, np.ones((5, 7), np.float32), offsets, 0) is None  # 28 bytes
