@@ -13,11 +13,12 @@
  * over blocks of rows that stay in cache. Each column is reduced in row order, as NumPy's reduction
  * over axis 0. The GIL is released while the loop runs, so threads may reduce disjoint runs of
  * sequences at once. The arguments are checked first (buffer sizes, item sizes, offsets in order
- * and in range): no input reads or writes out of bounds.
+ * and in range, on a private copy the kernel then reads): no input reads or writes out of bounds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
 #define MULTIVERSION __attribute__((target_clones("avx2", "default")))
@@ -44,16 +45,17 @@ typedef u32 v_u32 __attribute__((vector_size(32)));
 typedef u64 v_u64 __attribute__((vector_size(32)));
 
 /* The combine of each op, on values (S_) and on vectors (V_, with M the mask type): max and min
- * keep a NaN once met (a NaN first operand stays, a NaN second operand is taken), as np.maximum. */
+ * keep a NaN once met (a NaN first operand stays, a NaN second operand is taken) and take the
+ * second of two equal values (+0.0 and -0.0), as np.maximum / np.minimum do. */
 #define S_ADD(a, b) ((a) + (b))
-#define S_MAXF(a, b) (((a) >= (b) || (a) != (a)) ? (a) : (b))
-#define S_MINF(a, b) (((a) <= (b) || (a) != (a)) ? (a) : (b))
+#define S_MAXF(a, b) (((a) > (b) || (a) != (a)) ? (a) : (b))
+#define S_MINF(a, b) (((a) < (b) || (a) != (a)) ? (a) : (b))
 #define S_MAXI(a, b) ((a) >= (b) ? (a) : (b))
 #define S_MINI(a, b) ((a) <= (b) ? (a) : (b))
 #define SELECT(V, M, m, a, b) ((V)(((M)(a) & (m)) | ((M)(b) & ~(m))))
 #define V_ADD(V, M, a, b) ((a) + (b))
-#define V_MAXF(V, M, a, b) SELECT(V, M, (M)(((a) >= (b)) | ((a) != (a))), a, b)
-#define V_MINF(V, M, a, b) SELECT(V, M, (M)(((a) <= (b)) | ((a) != (a))), a, b)
+#define V_MAXF(V, M, a, b) SELECT(V, M, (M)(((a) > (b)) | ((a) != (a))), a, b)
+#define V_MINF(V, M, a, b) SELECT(V, M, (M)(((a) < (b)) | ((a) != (a))), a, b)
 #define V_MAXI(V, M, a, b) SELECT(V, M, (M)((a) >= (b)), a, b)
 #define V_MINI(V, M, a, b) SELECT(V, M, (M)((a) <= (b)), a, b)
 
@@ -216,7 +218,9 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
     if (op < 0 || op > 2) return PyErr_Format(PyExc_ValueError, "segment_reduce: op must be 0, 1 or 2, got %d", op);
     if (kind < 0 || kind > 3)
         return PyErr_Format(PyExc_ValueError, "segment_reduce: kind must be 0-3, got %d", kind);
-    if (width < 1) return PyErr_Format(PyExc_ValueError, "segment_reduce: width must be >= 1, got %lld", width);
+    if (width < 1 || width > PY_SSIZE_T_MAX / 8)
+        return PyErr_Format(PyExc_ValueError, "segment_reduce: width must be in 1..%lld, got %lld",
+                            (long long)(PY_SSIZE_T_MAX / 8), width);
     Py_buffer data, offsets, out;
     if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     if (PyObject_GetBuffer(offsets_obj, &offsets, PyBUF_C_CONTIGUOUS) < 0) {
@@ -229,6 +233,7 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
         return NULL;
     }
     PyObject *result = NULL;
+    int64_t *copy = NULL;
     Py_ssize_t size = ITEMSIZE[kind];
     int64_t n_off = offsets.len / 8;
     const int64_t *off = (const int64_t *)offsets.buf;
@@ -241,7 +246,7 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "segment_reduce: offsets must be int64, got %zd-byte items", offsets.itemsize);
         goto done;
     }
-    if (lo < 0 || hi < lo || hi + 1 > n_off) {
+    if (lo < 0 || hi < lo || hi >= n_off) {
         PyErr_Format(PyExc_ValueError, "segment_reduce: sequences %lld:%lld out of range for %lld offsets", lo, hi,
                      (long long)n_off);
         goto done;
@@ -251,6 +256,15 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
                      (long long)(out.len / size / width), width, hi);
         goto done;
     }
+    /* the kernel runs on a private copy of the offsets it checked: neither `out` (which may share
+     * their memory) nor another thread (the GIL is released) can change them under it */
+    copy = PyMem_Malloc((size_t)(hi + 1) * sizeof(int64_t));
+    if (copy == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    memcpy(copy, off, (size_t)(hi + 1) * sizeof(int64_t));
+    off = copy;
     int64_t rows = (int64_t)(data.len / size / width);
     if (off[lo] < 0 || off[hi] > rows) {
         PyErr_Format(PyExc_ValueError, "segment_reduce: offsets span rows %lld:%lld, data has %lld rows",
@@ -271,6 +285,7 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
     result = Py_None;
     Py_INCREF(result);
 done:
+    PyMem_Free(copy);
     PyBuffer_Release(&data);
     PyBuffer_Release(&offsets);
     PyBuffer_Release(&out);

@@ -40,7 +40,7 @@ _OPS = {np.add: 0, np.maximum: 1, np.minimum: 2}
 # the same bits signed or not; their order differs)
 _KINDS = {("f", 4): 0, ("f", 8): 1, ("i", 4): 2, ("i", 8): 3, ("u", 4): 2, ("u", 8): 3}
 # Rows narrower than one SIMD vector (32 bytes) go NumPy's way (reduceat, the chunk kernel), except
-# rows of 4, 8 or 16 bytes with at least _NARROW_VALUES values per sequence on average: the kernel
+# float rows of 4, 8 or 16 bytes with at least _NARROW_VALUES values per sequence on average: the kernel
 # reads those as one run per sequence, lanes folded per column at the end (measured 0.18-0.54x of
 # NumPy's time for sums, and for max and min of 2 or 4 values a row; reduceat's SIMD max of single
 # values is as fast; shorter runs go a value at a time: up to 2.8x NumPy's time).
@@ -98,7 +98,10 @@ def compiled_reduce(ufunc, data, offsets, fill):
     width = int(np.prod(data.shape[1:], dtype=np.int64))
     row_bytes = width * data.dtype.itemsize
     if row_bytes < _MIN_ROW_BYTES and not (
-        (ufunc is np.add or width > 1) and _MIN_ROW_BYTES % row_bytes == 0 and data.size >= _NARROW_VALUES * max(n, 1)
+        data.dtype.kind == "f"  # NumPy's reduceat widens narrow int sums to int64: those stay its way
+        and (ufunc is np.add or width > 1)
+        and _MIN_ROW_BYTES % row_bytes == 0
+        and data.size >= _NARROW_VALUES * max(n, 1)
     ):
         return None
     rows = np.ascontiguousarray(data).reshape(data.shape[0], width)

@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 import torch
 
-from ._np_compiled import compiled_reduce
+from ._np_compiled import compiled_kernels, compiled_reduce
 from .numpy import NumpyBackend
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM"]
@@ -167,7 +167,10 @@ class SegmentSumSpMM(torch.autograd.Function):
         ctx.save_for_backward(offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
         ctx.has_ids = ids is not None
         ctx.rows = flat.shape[0]
-        out = compiled_reduce(np.add, flat.detach().numpy(), offsets.numpy(), 0)
+        out = None
+        if compiled_kernels():
+            host = flat.detach().resolve_conj().resolve_neg().numpy()
+            out = compiled_reduce(np.add, host, offsets.numpy(), 0)
         return _spmm_segment_sum(flat, offsets) if out is None else torch.from_numpy(out)
 
     @staticmethod

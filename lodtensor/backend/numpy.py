@@ -322,8 +322,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         bounds = _split_bounds(offsets, data.nbytes)
         parts = _cached_plan(offsets, ("csr", data.dtype.str, tuple(bounds)),
                              lambda: _csr_parts(sparse, offsets, data.dtype, bounds))
-        if len(parts) == 1:  # one product, straight into the result
-            return (parts[0] @ rows).reshape((n,) + data.shape[1:])
+        if len(parts) == 1:  # one product, straight into the result (over the rows the offsets span)
+            return (parts[0] @ rows[int(offsets[0]) : int(offsets[-1])]).reshape((n,) + data.shape[1:])
         out = np.empty((n, row_size), dtype=data.dtype)
 
         def work(k):  # SciPy's CSR product releases the GIL: parts run on the shared pool
@@ -339,6 +339,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
         lengths = np.diff(offsets)
+        if data.dtype.kind in "iub" and data.dtype.itemsize < 8:  # narrow ints add up in 64 bits
+            data = data.astype(np.uint64 if data.dtype.kind == "u" else np.int64)
         total = self.segment_sum(data, offsets)
         dtype = total.dtype if total.dtype.kind in "fc" else np.float64
         shape = (-1,) + (1,) * (data.ndim - 1)

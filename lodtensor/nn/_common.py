@@ -90,6 +90,17 @@ class TimePlan:
         self.inverse = np.empty(total, dtype=np.int64)
         self.inverse[self.rows] = np.arange(total, dtype=np.int64)
 
+    def per_step(self, x):
+        """Step-major ``x`` (``rows`` taken) cut into each step's rows. A torch tensor is cut by one
+        ``torch.split``, whose backward joins the steps' gradients once: a slice per step would,
+        in backward, each fill a zero tensor the size of all of ``x`` (measured: 5.1 s of a 10.5 s
+        LSTM forward+backward on ``bench/paddle_layers.py``'s batch)."""
+        if isinstance(x, np.ndarray):
+            return [x[int(self.bounds[t]) : int(self.bounds[t + 1])] for t in range(self.steps)]
+        import torch  # noqa: PLC0415
+
+        return torch.split(x, self.counts.tolist())
+
     def ending(self, t):
         """Sorted positions of the sequences whose last step is ``t``: ``[counts[t+1], counts[t])``."""
         nxt = int(self.counts[t + 1]) if t + 1 < self.steps else 0

@@ -78,13 +78,13 @@ def linear_chain_crf(input, label, transition):  # noqa: A002
     score = _per_sequence(emit + pair + bounds, offsets, m)
     # the partition function: forward recursion in log space
     plan = TimePlan(offsets)
-    steps = m.take(data, m.index(plan.rows, data))
+    steps = plan.per_step(m.take(data, m.index(plan.rows, data)))
     log_z = m.zeros((n_seq,), data)
     pieces, where_sorted = [], []
     alpha = None
     for t in range(plan.steps):
         n = int(plan.counts[t])
-        e = steps[int(plan.bounds[t]) : int(plan.bounds[t + 1])]
+        e = steps[t]
         if alpha is None:
             alpha = start + e
         else:

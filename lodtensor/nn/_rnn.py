@@ -77,20 +77,6 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     return out_like(x, m.take(hs, back)), out_like(x, m.take(cs, back))
 
 
-def _per_step(gates, plan):
-    """The step-major ``gates`` cut into each step's rows. Torch tensors are cut by one
-    ``torch.split``, whose backward joins the steps' gradients once: a slice per step would, in
-    backward, each fill a zero tensor of the whole ``gates`` (measured: 5.1 s of a 10.5 s LSTM
-    forward+backward on ``bench/paddle_layers.py``'s batch)."""
-    counts = [int(k) for k in plan.counts[: plan.steps]]
-    if isinstance(gates, np.ndarray):
-        bounds = plan.bounds
-        return [gates[int(bounds[t]) : int(bounds[t + 1])] for t in range(plan.steps)]
-    import torch  # noqa: PLC0415
-
-    return torch.split(gates, counts)
-
-
 def _take_rows(a, rows):
     """Rows ``rows`` (NumPy int64) of ``a``, for the fast paths (no gradient tracked): NumPy's take,
     on a CPU tensor's own memory too (1.7x faster than torch's indexing on the 300 MB of gates of
@@ -126,7 +112,7 @@ def _lstm_steps(m, data, w, b, h, c, plan, d, peep, acts):
     act_gate, act_cell, act_cand = acts
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
-    steps = _per_step(m.take(data, m.index(plan.rows, data)) + b[:, : 4 * d], plan)
+    steps = plan.per_step(m.take(data, m.index(plan.rows, data)) + b[:, : 4 * d])
     hs, cs = [], []
     for t in range(plan.steps):
         n = int(plan.counts[t])
@@ -243,7 +229,7 @@ def _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, acts):
     gates_all = m.take(data, m.index(plan.rows, data))
     if b is not None:
         gates_all = gates_all + b
-    steps = _per_step(gates_all, plan)
+    steps = plan.per_step(gates_all)
     hs = []
     for t in range(plan.steps):
         n = int(plan.counts[t])

@@ -272,3 +272,75 @@ def test_compiled_gelu_checks_its_arguments():
         _np_compiled._gelu_f32(np.ones(4, np.float32), np.ones(5, np.float32))
     with pytest.raises((BufferError, ValueError)):
         _np_compiled._gelu_f32(np.ones(8, np.float32)[::2], np.ones(4, np.float32))
+
+
+# -- found by a second reading: each failed before its fix -----------------------------------------
+
+
+@needs_kernel
+def test_offsets_sharing_memory_with_out_are_read_as_checked():
+    """The kernel reads a private copy of the offsets it checked: an ``out`` that overlaps them (or
+    another thread writing them) cannot move a range out of bounds (this crashed)."""
+    n = 64
+    offsets = np.arange(n + 3, dtype=np.int64)
+    data = np.full(n + 3, 10**12, dtype=np.int64)
+    _np_compiled._kernel(0, 3, data, offsets, offsets[2:], 1, 0, n)  # out row j is offsets[j + 2]
+    assert offsets[2 : n + 2].tolist() == [10**12] * n  # each sequence was the one row it was checked as
+
+
+@needs_kernel
+@pytest.mark.parametrize("width", [2**61, 2**62, 2**63 - 1])
+def test_huge_widths_are_refused(width):
+    d, o, out = np.zeros(4, np.int64), np.zeros(3, np.int64), np.zeros(4, np.int64)
+    with pytest.raises(ValueError, match="width must be in"):
+        _np_compiled._kernel(0, 3, d, o, out, width, 0, 0)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "uint32", "int16"])
+@pytest.mark.parametrize("on", [True, False], ids=["compiled", "uncompiled"])
+def test_narrow_int_sums_and_int_means(monkeypatch, dtype, on):
+    """Narrow int rows are summed as NumPy's reduceat sums them (in 64 bits) with the kernel on or
+    off, and means of ints add up in 64 bits whatever the row width."""
+    if on and _np_compiled._kernel is None:
+        pytest.skip("the compiled kernel was not built")
+    monkeypatch.setattr(_np_compiled, "_enabled", on)
+    be = get_backend("numpy")
+    big = np.iinfo(dtype).max // 2
+    offsets = np.array([0, 100])
+    narrow = np.full((100, 1), big, dtype)
+    assert be.segment_sum(narrow, offsets).tolist() == [[100 * int(big)]]
+    for width in (1, 16):
+        values = np.full((100, width), big, dtype)
+        np.testing.assert_allclose(be.segment_mean(values, offsets, empty=0), [[float(big)] * width])
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["compiled", "uncompiled"])
+def test_signed_zero_ties_as_numpy(monkeypatch, on):
+    """Of two equal values (+0.0, -0.0) max and min keep the later one, as np.maximum.reduce."""
+    if on and _np_compiled._kernel is None:
+        pytest.skip("the compiled kernel was not built")
+    monkeypatch.setattr(_np_compiled, "_enabled", on)
+    be = get_backend("numpy")
+    for rows in ([[0.0] * 8, [-0.0] * 8], [[-0.0] * 8, [0.0] * 8]):
+        d = np.array(rows, np.float32)
+        for kernel, ufunc in (("segment_max", np.maximum), ("segment_min", np.minimum)):
+            got = getattr(be, kernel)(d, np.array([0, 2]), empty=0)
+            assert np.signbit(got).tolist() == [np.signbit(ufunc.reduce(d, axis=0)).tolist()]
+
+
+def test_csr_sums_read_only_the_rows_the_offsets_span(monkeypatch):
+    """Data with rows past the last offset: the CSR product sums the spanned rows (it raised)."""
+    pytest.importorskip("scipy")
+    monkeypatch.setattr(_np_compiled, "_enabled", False)
+    be = get_backend("numpy")
+    d = np.arange(5 * 64, dtype=np.float32).reshape(5, 64)
+    np.testing.assert_allclose(be.segment_sum(d, np.array([0, 3])), [d[:3].sum(0)])
+
+
+def test_torch_sums_of_tensors_with_the_negative_bit():
+    torch = pytest.importorskip("torch")
+    be = get_backend("torch")
+    x = torch.randn(6, 16, dtype=torch.complex64).conj().imag  # float32 with the negative bit set
+    assert x.is_neg()
+    got = be.segment_sum(x, torch.tensor([0, 2, 6]))
+    torch.testing.assert_close(got, torch.stack([x[:2].sum(0), x[2:].sum(0)]))
