@@ -97,6 +97,8 @@ def compiled_reduce(ufunc, data, offsets, fill):
     n = offsets.size - 1
     width = int(np.prod(data.shape[1:], dtype=np.int64))
     row_bytes = width * data.dtype.itemsize
+    if row_bytes == 0:
+        return None
     if row_bytes < _MIN_ROW_BYTES and not (
         data.dtype.kind == "f"  # NumPy's reduceat widens narrow int sums to int64: those stay its way
         and (ufunc is np.add or width > 1)

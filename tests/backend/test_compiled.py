@@ -165,6 +165,7 @@ def test_narrow_rows_and_other_dtypes_go_numpy_s_way(compiled):
     assert _np_compiled.compiled_reduce(np.add, np.ones((5, 8), np.float16), offsets, 0) is None
     assert _np_compiled.compiled_reduce(np.multiply, np.ones((5, 8), np.float32), offsets, 0) is None
     assert _np_compiled.compiled_reduce(np.maximum, np.ones((5, 8), np.complex64), offsets, 0) is None
+    assert _np_compiled.compiled_reduce(np.add, np.ones((5, 0), np.float32), offsets, 0) is None  # empty rows
 
 
 @needs_kernel
