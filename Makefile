@@ -4,25 +4,27 @@ VENV := .venv
 BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
+# the compiled kernels (setup.py): an install rebuilds them when one changes
+C_SOURCES := $(wildcard lodtensor/backend/*.c)
 
 .PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean gpu-check bench-gpu test-cupy-emulated
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.demo: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
+$(VENV)/.demo: setup.cfg setup.py pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(PIP) -e ".[torch,arrow,text]"
 	@touch $@
 
-$(VENV)/.test: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
+$(VENV)/.test: setup.cfg setup.py pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(PIP) -e ".[test]"
 	@touch $@
 
-$(VENV)/.bench: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
+$(VENV)/.bench: setup.cfg setup.py pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(PIP) -e ".[bench]"
 	@touch $@
 
-$(VENV)/.docs: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
+$(VENV)/.docs: setup.cfg setup.py pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(PIP) -e ".[docs]"
 	@touch $@
 
@@ -39,7 +41,7 @@ test: $(VENV)/.test gpu-check
 
 # Every CUDA kernel compiled for sm_80 and sm_90 with NVRTC + ptxas (no GPU needed);
 # fails on a compile error, a register spill or an occupancy under the floor.
-$(VENV)/.gpucheck: setup.cfg setup.py pyproject.toml lodtensor/backend/_csegment.c | $(BIN)/python
+$(VENV)/.gpucheck: setup.cfg setup.py pyproject.toml $(C_SOURCES) | $(BIN)/python
 	$(PIP) -e ".[gpucheck]"
 	@touch $@
 

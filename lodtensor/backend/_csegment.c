@@ -1,7 +1,8 @@
 /* Segment reductions over rows, in one read: the compiled kernel of the NumPy backend.
  *
  * segment_reduce(op, kind, data, offsets, out, width, lo, hi)
- *   op      0 sum, 1 max, 2 min (max and min propagate NaN as np.maximum / np.minimum do)
+ *   op      0 sum, 1 max, 2 min (max and min propagate NaN and take the later of two equal
+ *           values, as np.maximum / np.minimum do)
  *   kind    0 float32, 1 float64, 2 int32, 3 int64 (sums of ints wrap around, as NumPy's)
  *   data    C-contiguous rows of `width` values
  *   offsets C-contiguous int64, sequence j is rows offsets[j]:offsets[j + 1]
@@ -10,8 +11,10 @@
  *
  * Every sequence is reduced where it lies: its rows are read once, in address order, a tile of
  * columns at a time held in registers (fixed-width tiles that the compiler turns into SIMD code),
- * over blocks of rows that stay in cache. Each column is reduced in row order, as NumPy's reduction
- * over axis 0. The GIL is released while the loop runs, so threads may reduce disjoint runs of
+ * over blocks of rows that stay in cache; rows wider than a tile stream into a result row held in
+ * L1. Each column is reduced in row order, as NumPy's reduction over axis 0. Rows narrower than a
+ * vector whose width divides its lanes are read as one run per sequence, lanes folded per column
+ * at the end (a sum then adds in another order). The GIL is released while the loop runs, so threads may reduce disjoint runs of
  * sequences at once. The arguments are checked first (buffer sizes, item sizes, offsets in order
  * and in range, on a private copy the kernel then reads): no input reads or writes out of bounds.
  */

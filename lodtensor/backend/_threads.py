@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["get_num_threads", "set_num_threads", "pool", "run_split"]
+__all__ = ["get_num_threads", "set_num_threads", "pool", "run_split", "split_bounds"]
 
 _state = {"threads": None, "pool": None}
 _lock = threading.Lock()
@@ -82,6 +82,22 @@ def pool():
     return current
 
 
+def split_bounds(offsets, parallel):
+    """Sequence bounds ``[0, ..., n]`` cutting the rows into about equal runs: one per thread (at
+    most 4) when ``parallel``, else one run.
+
+    >>> split_bounds(np.array([0, 5, 6, 10]), False)
+    [0, 3]
+    """
+    n = offsets.size - 1
+    threads = min(get_num_threads(), 4) if parallel else 1
+    if threads == 1 or n < 2:
+        return [0, n]
+    total = int(offsets[-1])
+    cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
+    return [0, *cuts, n]
+
+
 def run_split(work, offsets, parallel):
     """``work(lo, hi)`` over runs of sequences with about equal row counts: one run per thread (at
     most 4) when ``parallel``, else ``work(0, n)``. Each run must write disjoint bytes.
@@ -91,14 +107,10 @@ def run_split(work, offsets, parallel):
     >>> runs
     [(0, 3)]
     """
-    n = offsets.size - 1
-    threads = min(get_num_threads(), 4) if parallel else 1
-    if threads == 1 or n < 2:
-        work(0, n)
+    bounds = split_bounds(offsets, parallel)
+    if len(bounds) == 2:
+        work(0, bounds[1])
         return
-    total = int(offsets[-1])
-    cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
-    bounds = [0, *cuts, n]
     futures = [pool().submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
     work(bounds[0], bounds[1])
     for future in futures:

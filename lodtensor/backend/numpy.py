@@ -14,7 +14,7 @@ from ._np_chunks import chunk_reduce, identity_of
 from ._np_compiled import compiled_kernels, compiled_reduce
 from ._np_pieces import pieces_reduce
 from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
-from ._threads import get_num_threads, pool, run_split
+from ._threads import get_num_threads, pool, run_split, split_bounds
 
 __all__ = ["NumpyBackend"]
 
@@ -94,14 +94,7 @@ def _block_plan(offsets, row_bytes, exact=False):
 def _split_bounds(offsets, nbytes, min_bytes=None):
     """Sequence bounds ``[0, ..., n]`` cutting the rows into about equal runs, one per thread
     for outputs of ``min_bytes`` (default ``_MIN_PARALLEL_BYTES``) or more, else one run."""
-    threshold = _MIN_PARALLEL_BYTES if min_bytes is None else min_bytes
-    threads = min(get_num_threads(), 4) if nbytes >= threshold else 1
-    n = offsets.size - 1
-    if threads == 1 or n < 2:
-        return [0, n]
-    total = int(offsets[-1])
-    cuts = np.searchsorted(offsets, [total * k // threads for k in range(1, threads)]).tolist()
-    return [0, *cuts, n]
+    return split_bounds(offsets, nbytes >= (_MIN_PARALLEL_BYTES if min_bytes is None else min_bytes))
 
 
 def _run_split(work, offsets, nbytes, min_bytes=None):

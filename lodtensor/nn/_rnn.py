@@ -86,7 +86,7 @@ def _take_rows(a, rows):
     import torch  # noqa: PLC0415
 
     if a.device.type == "cpu" and a.dtype in (torch.float32, torch.float64, torch.float16):
-        return torch.from_numpy(np.take(a.detach().numpy(), rows, axis=0))
+        return torch.from_numpy(np.take(a.detach().resolve_conj().resolve_neg().numpy(), rows, axis=0))
     return a.index_select(0, torch.from_numpy(rows).to(a.device))
 
 

@@ -209,3 +209,21 @@ def test_gru_inplace_path_equals_autograd_path(origin_mode, with_h0, acts):
         np.testing.assert_allclose(fast, ht.data.detach().numpy(), rtol=1e-12, atol=1e-14)
     # the caller's arrays are untouched by the in-place path
     assert np.array_equal(x, rand(np.random.RandomState(9), ROWS, 6))
+
+
+def test_inplace_path_reads_tensors_with_the_negative_bit():
+    """The no-grad path takes the gates with NumPy on the tensor's memory: a float view with the
+    negative bit (the imaginary part of a conjugate) is read as its values (it raised)."""
+    rng = np.random.RandomState(10)
+    x, w, b = rand(rng, ROWS, 8), rand(rng, 2, 8), rand(rng, 1, 8)
+    # the imaginary part of conj(0 - x i) is x, held as -x with the negative bit set
+    neg = torch.complex(torch.zeros_like(torch.tensor(x)), -torch.tensor(x)).conj().imag
+    assert neg.is_neg() and np.allclose(neg.resolve_neg().numpy(), x)
+    with torch.no_grad():
+        h, c = F.dynamic_lstm(lod_t(neg), torch.tensor(w), torch.tensor(b), use_peepholes=False)
+        hg = F.dynamic_gru(lod_t(neg[:, :6]), torch.tensor(w[:, :6]), torch.tensor(b[:, :6]))
+    want_h, want_c = F.dynamic_lstm(lod_t(x), w, b, use_peepholes=False)
+    np.testing.assert_allclose(h.data.numpy(), want_h.data, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(c.data.numpy(), want_c.data, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(hg.data.numpy(), F.dynamic_gru(lod_t(x[:, :6]), w[:, :6], b[:, :6]).data,
+                               rtol=1e-12, atol=1e-14)
