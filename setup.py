@@ -6,7 +6,7 @@ without them and the NumPy backend uses its NumPy-only kernels.
 
 from setuptools import Extension, setup
 
-KERNELS = ("_csegment", "_cgelu")  # segment sum, max and min; GELU of float32 values
+KERNELS = ("_csegment", "_cpointwise")  # segment sum, max and min; GELU and relu
 
 setup(
     ext_modules=[

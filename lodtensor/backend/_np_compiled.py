@@ -1,5 +1,6 @@
 """The compiled kernels of the NumPy backend: segment sum, max and min over each sequence's rows in one
-read (``_csegment.c``), and GELU of float32 values in one pass (``_cgelu.c``).
+read (``_csegment.c``), and GELU of float32 and relu of float32/float64 values in one pass
+(``_cpointwise.c``).
 
 Both are built from C when the package is installed (they need only a C
 compiler and Python's headers; no library beyond NumPy). The segment kernel
@@ -29,11 +30,13 @@ try:
 except ImportError:  # installed without a C compiler: the NumPy kernels serve
     _kernel = None
 try:
-    from ._cgelu import gelu_f32 as _gelu_f32
+    from ._cpointwise import gelu_f32 as _gelu_f32
+    from ._cpointwise import relu as _relu
 except ImportError:
-    _gelu_f32 = None
+    _gelu_f32 = _relu = None
+_POINTWISE = {"gelu_f32": _gelu_f32, "relu": _relu}
 
-__all__ = ["compiled_reduce", "compiled_gelu", "compiled_kernels", "set_compiled_kernels"]
+__all__ = ["compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels"]
 
 _OPS = {np.add: 0, np.maximum: 1, np.minimum: 2}
 # (dtype kind, item size) -> the kernel's type code; unsigned ints for sums only (a wrapping sum has
@@ -50,6 +53,10 @@ _NARROW_VALUES = 64
 # second thread gains 10-20% at 75-172 MB; at 4.7 MB handing out the work costs 0.12 ms, more than
 # it saves).
 _PARALLEL_BYTES = 16 << 20
+# Pointwise outputs of at least this many bytes are written with streaming (non-temporal) stores:
+# far larger than the caches, so no line of them would still be cached when read next, and a plain
+# store reads each line before it writes it. (Below, the output may still be in cache for the next op.)
+_STREAM_BYTES = 16 << 20
 
 _enabled = _kernel is not None and os.environ.get("LODTENSOR_COMPILED", "1").strip() not in ("0", "")
 
@@ -80,10 +87,19 @@ def set_compiled_kernels(enabled):
     return previous
 
 
-def compiled_gelu():
-    """``gelu_f32(x, out)`` (float32, C-contiguous, one length) of the compiled kernels, or None
-    where they are switched off or it was not built."""
-    return _gelu_f32 if _enabled else None
+def compiled_pointwise(name, nbytes):
+    """The compiled pointwise kernel ``name`` as ``fn(x, out)``, or None where the kernels are
+    switched off or were not built.
+
+    ``"gelu_f32"`` (float32) or ``"relu"`` (float32 or float64, as ``np.maximum(x, 0)``): C-contiguous
+    native buffers of one type and length, ``out`` may be ``x``. ``nbytes`` is the whole output's
+    size: from ``_STREAM_BYTES`` on, the kernel writes with streaming stores.
+    """
+    kernel = _POINTWISE[name] if _enabled else None
+    if kernel is None:
+        return None
+    stream = nbytes >= _STREAM_BYTES
+    return lambda x, out: kernel(x, out, stream)
 
 
 def compiled_reduce(ufunc, data, offsets, fill):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from . import _np_pool
-from ._np_compiled import compiled_gelu
+from ._np_compiled import compiled_pointwise
 from ._threads import get_num_threads, pool, set_num_threads
 
 __all__ = ["erf", "gelu", "silu", "relu", "map_blocks", "set_num_threads", "get_num_threads", "NUMPY_EXTRA"]
@@ -180,8 +180,8 @@ def gelu(x, approximate="none"):
     elif x.dtype in (np.float32, np.float16):
         if x.dtype == np.float16:
             return gelu(x.astype(np.float32)).astype(np.float16)
-        kernel = compiled_gelu()
-        if kernel is not None:  # the same formula in one compiled pass (lodtensor/backend/_cgelu.c)
+        kernel = compiled_pointwise("gelu_f32", x.nbytes)
+        if kernel is not None:  # the same formula in one compiled pass (lodtensor/backend/_cpointwise.c)
             map_blocks(kernel, flat, res)
         else:
             map_blocks(_gelu32_block, flat, res, scratch=2)
@@ -208,10 +208,17 @@ def _relu_block(x, out):
     np.maximum(x, 0, out=out)
 
 
-def relu(x):
-    """``max(x, 0)`` keeping the dtype; threaded for large arrays."""
-    out = _np_pool.empty(x.shape, x.dtype)
-    map_blocks(_relu_block, x.reshape(-1), out.reshape(-1), block=1 << 17)
+def relu(x, out=None):
+    """``np.maximum(x, 0)`` of a float array, keeping the dtype, into ``out`` (C-contiguous, of
+    ``x``'s shape and dtype, ``x`` itself or not overlapping it) or a new array; threaded for
+    large arrays, in one compiled pass for native float32/float64."""
+    out = _np_pool.empty(x.shape, x.dtype) if out is None else out
+    kernel = compiled_pointwise("relu", out.nbytes) if x.dtype in (np.float32, np.float64) else None
+    flat = x.reshape(-1)
+    if kernel is not None and x.dtype.isnative and flat.flags.c_contiguous:
+        map_blocks(kernel, flat, out.reshape(-1), block=1 << 17)
+    else:
+        map_blocks(_relu_block, flat, out.reshape(-1), block=1 << 17)
     return out
 
 

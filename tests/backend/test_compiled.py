@@ -249,6 +249,9 @@ def test_compiled_gelu_matches_the_exact_function_and_the_numpy_kernel(monkeypat
     exact = np.array([0.5 * v * (1 + math.erf(v / math.sqrt(2))) for v in x.astype(np.float64).tolist()])
     out = np.full(n, 7.0, np.float32)
     _np_compiled._gelu_f32(x, out)
+    streamed = np.full(n + 1, 7.0, np.float32)
+    _np_compiled._gelu_f32(x, streamed[1:], True)  # streaming stores, from an address off the 64-byte grid
+    np.testing.assert_array_equal(streamed[1:], out)
     finite = np.isfinite(x)
     assert (np.abs(out[finite] - exact[finite]) <= 4e-7 + 1.2e-7 * np.abs(exact[finite])).all()
     assert np.isnan(out[~finite]).all()
@@ -273,6 +276,101 @@ def test_compiled_gelu_checks_its_arguments():
         _np_compiled._gelu_f32(np.ones(4, np.float32), np.ones(5, np.float32))
     with pytest.raises((BufferError, ValueError)):
         _np_compiled._gelu_f32(np.ones(8, np.float32)[::2], np.ones(4, np.float32))
+
+
+needs_relu = pytest.mark.skipif(_np_compiled._relu is None, reason="the compiled relu was not built")
+
+
+def _relu_input(dtype, n, seed):
+    x = np.random.default_rng(seed).standard_normal(n).astype(dtype)
+    x[::7] = -0.0
+    x[1::11] = np.nan
+    x[2::11] = -np.nan  # a NaN with its sign bit set: kept as it is
+    x[3::13] = -np.inf
+    return x
+
+
+def _same_bits(a, b):
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+@needs_relu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 7, 8, 16, 17, 100, 1027])
+@pytest.mark.parametrize("shift", [0, 1, 5])
+@pytest.mark.parametrize("stream", [False, True])
+def test_compiled_relu_has_numpys_bits(dtype, n, shift, stream):
+    """np.maximum(x, 0) bit for bit: -0.0 gives +0.0, NaN keeps its sign bit; every length and start
+    address (the head before a 64-byte boundary when streaming, whole vectors, the tail); nothing
+    written outside out."""
+    x = _relu_input(dtype, n + shift, n)[shift:]
+    buf = np.full(n + 2 * shift + 1, 5, dtype)
+    out = buf[shift : shift + n]
+    _np_compiled._relu(x, out, stream)
+    assert _same_bits(out, np.maximum(x, 0))
+    assert (buf[:shift] == 5).all() and (buf[shift + n :] == 5).all()
+    inplace = x.copy()
+    _np_compiled._relu(inplace, inplace, stream)
+    assert _same_bits(inplace, np.maximum(x, 0))
+
+
+@needs_relu
+def test_compiled_relu_checks_its_arguments():
+    with pytest.raises(ValueError, match="float32 .'f'. or float64"):
+        _np_compiled._relu(np.ones(4, np.int32), np.ones(4, np.int32))
+    with pytest.raises(ValueError, match="'d' and 'f'"):
+        _np_compiled._relu(np.ones(4), np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="'>f'"):
+        _np_compiled._relu(np.ones(4, ">f4"), np.ones(4, ">f4"))
+    with pytest.raises(ValueError, match="they must match"):
+        _np_compiled._relu(np.ones(4), np.ones(5))
+    with pytest.raises((BufferError, ValueError)):
+        _np_compiled._relu(np.ones(8)[::2], np.ones(4))
+
+
+@needs_relu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_relu_threaded_and_streamed_same_bits(monkeypatch, dtype):
+    from lodtensor.backend import _special
+
+    x = _relu_input(dtype, 600_001, 3).reshape(-1, 1)
+    monkeypatch.setattr(_np_compiled, "_enabled", True)
+    monkeypatch.setattr(_np_compiled, "_STREAM_BYTES", 1 << 20)  # this input is streamed
+    lt.set_num_threads(2)
+    try:
+        assert _same_bits(_special.relu(x), np.maximum(x, 0))
+        assert _same_bits(_special.relu(x[::2]), np.maximum(x[::2], 0))  # strided: copied flat first
+    finally:
+        lt.set_num_threads(None)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_maximum_with_zero_on_a_lodtensor(monkeypatch, on):
+    """``np.maximum(t, 0)`` takes the relu kernel where it is exactly NumPy's: the same bits and dtype
+    either way; the other spellings keep NumPy's own results."""
+    if on and _np_compiled._relu is None:
+        pytest.skip("the compiled relu was not built")
+    monkeypatch.setattr(_np_compiled, "_enabled", on)
+    x = _relu_input(np.float32, 4000, 5).reshape(1000, 4)
+    t = lt.LoDTensor(x, [[0, 400, 1000]])
+    got = np.maximum(t, 0)
+    assert isinstance(got, lt.LoDTensor) and got.lod == t.lod
+    assert _same_bits(np.asarray(got), np.maximum(x, 0))
+    assert _same_bits(np.asarray(np.maximum(t, 0.0)), np.maximum(x, 0.0))
+    assert _same_bits(np.asarray(np.maximum(0, t)), np.maximum(0, x))  # -0.0 stays -0.0 in this order
+    assert _same_bits(np.asarray(np.maximum(t, -0.0)), np.maximum(x, -0.0))
+    assert _same_bits(np.asarray(np.maximum(t, np.float64(0))), np.maximum(x, np.float64(0)))  # float64
+    out = np.empty_like(x)
+    assert np.maximum(t, 0, out=out) is out and _same_bits(out, np.maximum(x, 0))
+    inplace = x.copy()
+    np.maximum(inplace, 0, out=inplace)
+    assert _same_bits(inplace, np.maximum(x, 0))
+    shifted = x.copy()
+    np.maximum(lt.LoDTensor(shifted[:-1], [[0, 999]]), 0, out=shifted[1:])  # overlapping: NumPy copies first
+    expected = x.copy()
+    np.maximum(x[:-1], 0, out=expected[1:])
+    assert _same_bits(shifted, expected)
+    assert x.tobytes() == _relu_input(np.float32, 4000, 5).tobytes()  # the input untouched
 
 
 # -- found by a second reading: each failed before its fix -----------------------------------------
