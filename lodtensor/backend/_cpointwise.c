@@ -15,7 +15,8 @@
  *
  * relu(x, out, stream): out[i] = np.maximum(x[i], 0) for C-contiguous native float32 or float64
  * buffers: x where x > 0 or NaN (NaN kept with its sign bit), +0.0 elsewhere (-0.0 included),
- * bit for bit as NumPy.
+ * bit for bit as NumPy. relu_torch(x, out, stream): torch.relu's bits, which differ only in
+ * keeping -0.0 (+0.0 where x < 0).
  *
  * Written on 64-byte vectors (GCC / Clang vector extensions: AVX-512 and AVX2 clones on x86-64
  * Linux, chosen at load time), so the compiler emits SIMD code for all of it; the GIL is released
@@ -98,6 +99,17 @@ static inline __attribute__((always_inline)) vd relu_vector_f64(vd x)
     return (vd)((vl)x & ~(vl)(x <= (vd){0, 0, 0, 0, 0, 0, 0, 0}));
 }
 
+/* torch.relu: lanes where x < 0 cleared (-0.0 kept) */
+static inline __attribute__((always_inline)) vf relu_torch_vector_f32(vf x)
+{
+    return (vf)((vi)x & ~(vi)(x < SPLAT(0.0f)));
+}
+
+static inline __attribute__((always_inline)) vd relu_torch_vector_f64(vd x)
+{
+    return (vd)((vl)x & ~(vl)(x < (vd){0, 0, 0, 0, 0, 0, 0, 0}));
+}
+
 /* One 64-byte vector to an address 64-byte aligned, bypassing the caches (x86-64: SSE2's streaming
  * store, in the baseline ISA; elsewhere a plain store). */
 static inline __attribute__((always_inline)) void store_streaming(void *to, const void *vector)
@@ -160,6 +172,8 @@ static inline void streaming_done(void)
 POINTWISE_LOOP(gelu_loop_f32, float, vf, gelu_vector)
 POINTWISE_LOOP(relu_loop_f32, float, vf, relu_vector_f32)
 POINTWISE_LOOP(relu_loop_f64, double, vd, relu_vector_f64)
+POINTWISE_LOOP(relu_torch_loop_f32, float, vf, relu_torch_vector_f32)
+POINTWISE_LOOP(relu_torch_loop_f64, double, vd, relu_torch_vector_f64)
 
 typedef void (*loop_f32)(const float *, float *, Py_ssize_t, int);
 typedef void (*loop_f64)(const double *, double *, Py_ssize_t, int);
@@ -211,11 +225,18 @@ static PyObject *relu(PyObject *self, PyObject *args)
     return run_pointwise("relu", args, relu_loop_f32, relu_loop_f64);
 }
 
+static PyObject *relu_torch(PyObject *self, PyObject *args)
+{
+    return run_pointwise("relu_torch", args, relu_torch_loop_f32, relu_torch_loop_f64);
+}
+
 static PyMethodDef METHODS[] = {
     {"gelu_f32", gelu_f32, METH_VARARGS,
      "gelu_f32(x, out, stream=False): out = gelu(x) for float32 buffers of one length."},
     {"relu", relu, METH_VARARGS,
      "relu(x, out, stream=False): out = maximum(x, 0) for float32 or float64 buffers of one type and length."},
+    {"relu_torch", relu_torch, METH_VARARGS,
+     "relu_torch(x, out, stream=False): out = torch.relu(x) (-0.0 kept) for float32 or float64 buffers."},
     {NULL, NULL, 0, NULL},
 };
 

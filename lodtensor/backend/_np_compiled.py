@@ -32,12 +32,13 @@ except ImportError:  # installed without a C compiler: the NumPy kernels serve
 try:
     from ._cpointwise import gelu_f32 as _gelu_f32
     from ._cpointwise import relu as _relu
+    from ._cpointwise import relu_torch as _relu_torch
 except ImportError:
-    _gelu_f32 = _relu = None
+    _gelu_f32 = _relu = _relu_torch = None
 # name -> (kernel, whether large outputs are streamed). GELU is not: on 87 MiB it took 7.3 ms streamed
 # against 6.6 ms with plain stores (2 threads; its arithmetic, not memory, sets the pace), where relu
 # took 4.5 against 5.8 ms.
-_POINTWISE = {"gelu_f32": (_gelu_f32, False), "relu": (_relu, True)}
+_POINTWISE = {"gelu_f32": (_gelu_f32, False), "relu": (_relu, True), "relu_torch": (_relu_torch, True)}
 
 __all__ = ["compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels"]
 
@@ -94,7 +95,8 @@ def compiled_pointwise(name, nbytes):
     """The compiled pointwise kernel ``name`` as ``fn(x, out)``, or None where the kernels are
     switched off or were not built.
 
-    ``"gelu_f32"`` (float32) or ``"relu"`` (float32 or float64, as ``np.maximum(x, 0)``): C-contiguous
+    ``"gelu_f32"`` (float32), ``"relu"`` (float32 or float64, as ``np.maximum(x, 0)``) or
+    ``"relu_torch"`` (as ``torch.relu``: -0.0 kept): C-contiguous
     native buffers of one type and length, ``out`` may be ``x``. ``nbytes`` is the whole output's
     size: from ``_STREAM_BYTES`` on, relu writes with streaming stores.
     """

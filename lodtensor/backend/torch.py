@@ -11,8 +11,8 @@ import torch
 
 from ._arrays_torch import TorchArrayKernels
 from ._base import Backend
-from ._np_compiled import compiled_kernels
-from ._torch_cpu import PadCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
+from ._np_compiled import compiled_kernels, compiled_pointwise
+from ._torch_cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 
 __all__ = ["TorchBackend", "make_backend"]
 
@@ -101,6 +101,20 @@ def _compiled_fits(data):
         and data.dtype in _COMPILED_DTYPES
         and data.dim() >= 2
         and data.numel() * data.element_size() >= 32 * data.shape[0] > 0
+    )
+
+
+def _relu_fits(x):
+    """Whether ``ReluCPU`` (the compiled relu, torch's bits) serves ``torch.relu(x)``."""
+    return (
+        _CPU_SHORTCUTS
+        and isinstance(x, torch.Tensor)
+        and x.device.type == "cpu"
+        and x.dtype in _SPMM_DTYPES
+        and x.layout == torch.strided
+        and x.is_contiguous()
+        and not x.is_neg()
+        and compiled_pointwise("relu_torch", 0) is not None
     )
 
 
@@ -339,6 +353,14 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)
 
     # -- elementwise -------------------------------------------------------------------------
+    def relu(self, x):
+        return ReluCPU.apply(x) if _relu_fits(x) else torch.relu(x)
+
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        if torch_name == "relu" and len(args) == 1 and not kwargs and _relu_fits(args[0]):
+            return ReluCPU.apply(args[0])
+        return super().pointwise(np_name, torch_name, *args, **kwargs)
+
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
         """Run a NumPy ufunc call with the torch function of the same meaning."""
         if method != "__call__":

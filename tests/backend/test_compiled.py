@@ -312,6 +312,8 @@ def test_compiled_relu_has_numpys_bits(dtype, n, shift, stream):
     inplace = x.copy()
     _np_compiled._relu(inplace, inplace, stream)
     assert _same_bits(inplace, np.maximum(x, 0))
+    _np_compiled._relu_torch(x, out, stream)  # torch.relu's: -0.0 kept
+    assert _same_bits(out, np.where(x < 0, np.zeros_like(x), x))
 
 
 @needs_relu

@@ -85,3 +85,44 @@ def test_lodtensor_ops_keep_autograd():
     padded, _ = (t * 3).to_padded()
     padded.sum().backward()
     assert torch.allclose(x.grad, torch.full_like(x, 3.0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shortcuts", [True, False])
+def test_relu_has_torchs_bits_and_gradient(monkeypatch, dtype, shortcuts):
+    """The torch backend's relu (the compiled kernel on CPU where built) against torch.relu: the same
+    bits (-0.0 kept, NaN kept with its sign), large (threads, streaming stores) and small; the
+    gradient as torch's, double backward included; non-contiguous input takes torch's own relu."""
+    from lodtensor.backend import torch as torch_backend
+
+    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", shortcuts)
+    backend = get_backend("torch")
+    for n in (37, 5_000_003):
+        x = torch.randn(n, dtype=dtype)
+        x[:6] = torch.tensor([-0.0, 0.0, float("nan"), -float("nan"), -float("inf"), float("inf")], dtype=dtype)
+        got, want = backend.relu(x), torch.relu(x)
+        assert got.dtype == dtype and got.numpy().tobytes() == want.numpy().tobytes()
+        assert x[:6].numpy().tobytes() == np.array([-0.0, 0.0, np.nan, -np.nan, -np.inf, np.inf],
+                                                   dtype=x.numpy().dtype).tobytes()  # input untouched
+    wide = torch.randn(64, 6, dtype=dtype)[:, ::2]
+    assert torch.equal(backend.relu(wide), torch.relu(wide))
+    x = torch.randn(40, 3, dtype=torch.float64)
+    x = (x + 0.1 * x.sign()).requires_grad_(True)  # away from the kink, for finite differences
+    assert torch.autograd.gradcheck(backend.relu, (x,))
+    assert torch.autograd.gradgradcheck(backend.relu, (x,))
+    x = x.detach().clone()
+    x[0, 0] = 0.0
+    x.requires_grad_(True)
+    y = backend.relu(x)
+    (g,) = torch.autograd.grad(y.sum(), x)
+    assert torch.equal(g, (x > 0).to(g.dtype))  # 0 at x == 0, as torch
+
+
+def test_nested_relu_on_the_torch_backend_matches_torch():
+    import lodtensor.nested as ln
+
+    values = torch.randn(3000, 8)
+    values[0, 0] = -0.0
+    nt = ln.nested_tensor_from_jagged(values, torch.tensor([0, 1000, 3000]))
+    got = ln.relu(nt)
+    assert got.values().numpy().tobytes() == torch.relu(values).numpy().tobytes()
