@@ -66,16 +66,17 @@ _enabled = _kernel is not None and os.environ.get("LODTENSOR_COMPILED", "1").str
 
 
 def compiled_kernels():
-    """True when the NumPy backend's segment reductions run in the compiled kernel.
+    """True when the NumPy backend's segment reductions, GELU and relu run in the compiled kernels
+    (and ``linear`` folds its bias into NumPy's BLAS GEMM).
 
-    False when it was not built (no C compiler when the package was installed)
-    or is switched off (:func:`set_compiled_kernels`, ``LODTENSOR_COMPILED=0``).
+    False when they were not built (no C compiler when the package was installed)
+    or are switched off (:func:`set_compiled_kernels`, ``LODTENSOR_COMPILED=0``).
     """
     return _enabled
 
 
 def set_compiled_kernels(enabled):
-    """Switch the compiled segment kernel on or off; returns the previous setting.
+    """Switch the compiled kernels on or off; returns the previous setting.
 
     Raises ``RuntimeError`` when asked to switch it on and it was not built.
     """
