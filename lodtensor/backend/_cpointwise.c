@@ -16,7 +16,9 @@
  * relu(x, out, stream): out[i] = np.maximum(x[i], 0) for C-contiguous native float32 or float64
  * buffers: x where x > 0 or NaN (NaN kept with its sign bit), +0.0 elsewhere (-0.0 included),
  * bit for bit as NumPy. relu_torch(x, out, stream): torch.relu's bits, which differ only in
- * keeping -0.0 (+0.0 where x < 0).
+ * keeping -0.0 (+0.0 where x < 0). Both decide from the bits, so a thread's flush-denormals
+ * setting does not change the result (positive denormals kept, negative ones cleared); the
+ * buffers may have any alignment.
  *
  * Written on 64-byte vectors (GCC / Clang vector extensions: AVX-512 and AVX2 clones on x86-64
  * Linux, chosen at load time), so the compiler emits SIMD code for all of it; the GIL is released
@@ -85,29 +87,41 @@ static inline __attribute__((always_inline)) vf gelu_vector(vf x)
     return SPLAT(0.5f) * ((x + ax) - ax * erfc);
 }
 
-/* relu as NumPy's maximum(x, 0): lanes where x <= 0 (-0.0 included; NaN compares false) cleared */
+/* relu from the bits, not float compares: a compare reads a denormal as zero where the thread's
+ * flush-denormals (DAZ) flag is set, which differs between threads (torch.set_flush_denormal sets
+ * it for the calling thread only); the bits give every thread the same answer. A lane is negative
+ * (sign bit set) and not NaN where its magnitude is at most infinity's. */
 typedef double vd __attribute__((vector_size(64)));
 typedef int64_t vl __attribute__((vector_size(64)));
+#define SPLAT_I32(c) ((vi){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
+#define SPLAT_I64(c) ((vl){c, c, c, c, c, c, c, c})
+#define INF_BITS_F32 0x7f800000
+#define INF_BITS_F64 0x7ff0000000000000LL
 
+/* np.maximum(x, 0): negative lanes cleared, -0.0 included (it gives +0.0); NaN kept */
 static inline __attribute__((always_inline)) vf relu_vector_f32(vf x)
 {
-    return (vf)((vi)x & ~(vi)(x <= SPLAT(0.0f)));
+    vi bits = (vi)x, magnitude = bits & SPLAT_I32(0x7fffffff);
+    return (vf)(bits & ~((bits < SPLAT_I32(0)) & (magnitude <= SPLAT_I32(INF_BITS_F32))));
 }
 
 static inline __attribute__((always_inline)) vd relu_vector_f64(vd x)
 {
-    return (vd)((vl)x & ~(vl)(x <= (vd){0, 0, 0, 0, 0, 0, 0, 0}));
+    vl bits = (vl)x, magnitude = bits & SPLAT_I64(0x7fffffffffffffffLL);
+    return (vd)(bits & ~((bits < SPLAT_I64(0)) & (magnitude <= SPLAT_I64(INF_BITS_F64))));
 }
 
-/* torch.relu: lanes where x < 0 cleared (-0.0 kept) */
+/* torch.relu: the same, but -0.0 kept (cleared only where the magnitude is not zero) */
 static inline __attribute__((always_inline)) vf relu_torch_vector_f32(vf x)
 {
-    return (vf)((vi)x & ~(vi)(x < SPLAT(0.0f)));
+    vi bits = (vi)x, magnitude = bits & SPLAT_I32(0x7fffffff);
+    return (vf)(bits & ~((bits < SPLAT_I32(0)) & (magnitude <= SPLAT_I32(INF_BITS_F32)) & (magnitude != SPLAT_I32(0))));
 }
 
 static inline __attribute__((always_inline)) vd relu_torch_vector_f64(vd x)
 {
-    return (vd)((vl)x & ~(vl)(x < (vd){0, 0, 0, 0, 0, 0, 0, 0}));
+    vl bits = (vl)x, magnitude = bits & SPLAT_I64(0x7fffffffffffffffLL);
+    return (vd)(bits & ~((bits < SPLAT_I64(0)) & (magnitude <= SPLAT_I64(INF_BITS_F64)) & (magnitude != SPLAT_I64(0))));
 }
 
 /* One 64-byte vector to an address 64-byte aligned, bypassing the caches (x86-64: SSE2's streaming
@@ -175,11 +189,22 @@ POINTWISE_LOOP(relu_loop_f64, double, vd, relu_vector_f64)
 POINTWISE_LOOP(relu_torch_loop_f32, float, vf, relu_torch_vector_f32)
 POINTWISE_LOOP(relu_torch_loop_f64, double, vd, relu_torch_vector_f64)
 
+/* The type code of a struct-module format in native byte order ("f", "=f" (NumPy's spelling for an
+ * unaligned array), "@f", or "<f" on a little-endian machine), or NULL for another byte order. */
+static const char *native_type(const char *format)
+{
+    const uint16_t probe = 1;
+    const char own = *(const char *)&probe ? '<' : '>';
+    if (format[0] == '@' || format[0] == '=' || format[0] == own) return format + 1;
+    if (format[0] == '<' || format[0] == '>' || format[0] == '!') return NULL;
+    return format;
+}
+
 typedef void (*loop_f32)(const float *, float *, Py_ssize_t, int);
 typedef void (*loop_f64)(const double *, double *, Py_ssize_t, int);
 
-/* Parses (x, out, stream), checks both are C-contiguous native float buffers of one type in
- * `formats` ("f" float32, "d" float64) and one length, and runs the loop of that type without the GIL. */
+/* Parses (x, out, stream), checks both are C-contiguous native float buffers of one type
+ * (float32 for f32, float64 for f64; any alignment: the loops copy through memcpy) and one length, and runs the loop of that type without the GIL. */
 static PyObject *run_pointwise(const char *name, PyObject *args, loop_f32 f32, loop_f64 f64)
 {
     PyObject *x_obj, *out_obj;
@@ -193,8 +218,9 @@ static PyObject *run_pointwise(const char *name, PyObject *args, loop_f32 f32, l
     }
     PyObject *result = NULL;
     const char *fx = x.format ? x.format : "B", *fo = out.format ? out.format : "B";
-    int is_f32 = f32 && strcmp(fx, "f") == 0 && strcmp(fo, "f") == 0;
-    int is_f64 = f64 && strcmp(fx, "d") == 0 && strcmp(fo, "d") == 0;
+    const char *tx = native_type(fx), *to = native_type(fo);
+    int is_f32 = f32 && tx && to && strcmp(tx, "f") == 0 && strcmp(to, "f") == 0;
+    int is_f64 = f64 && tx && to && strcmp(tx, "d") == 0 && strcmp(to, "d") == 0;
     if (!is_f32 && !is_f64) {
         PyErr_Format(PyExc_ValueError, "%s: x and out must both be native %s, got formats '%s' and '%s'", name,
                      f64 ? "float32 ('f') or float64 ('d')" : "float32 ('f')", fx, fo);

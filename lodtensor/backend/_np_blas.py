@@ -5,8 +5,16 @@ the result, and the bias is then one more pass over it (read and write). Here
 the result is filled with the bias rows instead of zeros and the same GEMM
 runs with ``beta=1``: the bias costs no pass of its own (measured on the
 75K x 256 x 256 float32 case of ``bench/cpu.py``: 54 ms against 59-63 ms for
-``matmul`` then ``+=``, the GEMM alone 52 ms). Each result value is
-``fl(fl(x_i . w_j) + b_j)``, as in the two-step way: the same bits.
+``matmul`` then ``+=``, the GEMM alone 52 ms).
+
+The same bits as the two-step way: OpenBLAS adds the product into the result
+one block of the inner dimension ``k`` at a time, so a result value is
+``fl(b + x_i . w_j)`` as ``fl(fl(x_i . w_j) + b)`` only while ``k`` fits in one
+block. The fold serves ``k`` up to ``_MAX_DEPTH`` (256), and only once a probe
+GEMM of that depth has given the two-step way's bits on this machine's BLAS
+(its block depth depends on the CPU it picked); deeper products take the two-step
+way, where the bias pass is a small part of the time anyway (under 3% from
+``k`` = 512 on).
 
 The BLAS is the one NumPy's wheels ship and have loaded already (OpenBLAS
 from ``scipy-openblas``, with its ``scipy_`` symbol prefix; ``64_`` marks the
@@ -35,9 +43,15 @@ _LIBRARY_GLOBS = ("numpy.libs/libscipy_openblas*", "numpy/.dylibs/libscipy_openb
 
 
 def _library_paths():
+    """NumPy's bundled OpenBLAS files, those this process has mapped (the loaded one) first."""
     site = os.path.dirname(os.path.dirname(os.path.abspath(np.__file__)))
-    for pattern in _LIBRARY_GLOBS:
-        yield from sorted(glob.glob(os.path.join(site, pattern)))
+    found = [os.path.realpath(p) for pattern in _LIBRARY_GLOBS for p in sorted(glob.glob(os.path.join(site, pattern)))]
+    try:
+        with open("/proc/self/maps") as maps:
+            mapped = {line.split(None, 5)[-1].strip() for line in maps if "openblas" in line}
+    except OSError:  # not Linux: the files as found
+        mapped = set()
+    return sorted(found, key=lambda p: p not in mapped)
 
 
 def _bind(lib, name, integer, real):
@@ -55,25 +69,51 @@ def _load():
     """``{dtype: (gemm function, largest integer argument)}`` of NumPy's BLAS, or ``{}``."""
     for path in _library_paths():
         try:
-            lib = ctypes.CDLL(os.path.realpath(path))  # loaded by NumPy already: the same library
+            lib = ctypes.CDLL(path)  # loaded by NumPy already: the same library
         except OSError:
             continue
         for stem, integer in _BUILDS:
-            found = {np.dtype(np.float32): _bind(lib, stem.format("s"), integer, ctypes.c_float),
-                     np.dtype(np.float64): _bind(lib, stem.format("d"), integer, ctypes.c_double)}
+            found = {
+                np.dtype(np.float32): _bind(lib, stem.format("s"), integer, ctypes.c_float),
+                np.dtype(np.float64): _bind(lib, stem.format("d"), integer, ctypes.c_double),
+            }
             if all(found.values()):
                 return found
     return {}
 
 
+# The deepest inner dimension folded, where the probe passes: OpenBLAS's block depth (GEMM_Q) is
+# 256-384 on the x86-64 and arm64 cores it picks (384 for float32 and float64 on this VM's).
+_MAX_DEPTH = 256
 _GEMM = None
 
 
+def _probe(dtype, fn):
+    """Whether a folded GEMM of depth ``_MAX_DEPTH`` gives the two-step way's bits here (192 x 192
+    results: large enough for OpenBLAS's blocked path, not its small-matrix kernels)."""
+    g = np.random.default_rng(0)
+    x = g.standard_normal((192, _MAX_DEPTH)).astype(dtype)
+    w = g.standard_normal((192, _MAX_DEPTH)).astype(dtype)
+    b = g.standard_normal(192).astype(dtype)
+    out = np.empty((192, 192), dtype)
+    _call(fn, x, w, b, out, _MAX_DEPTH, _MAX_DEPTH)
+    return out.tobytes() == (x @ w.T + b).tobytes()
+
+
 def _gemm(dtype):
+    """``(gemm function, largest integer argument)`` for ``dtype`` where the fold is exact, or None."""
     global _GEMM  # noqa: PLW0603 - found once, on first use
     if _GEMM is None:
-        _GEMM = _load()
+        _GEMM = {dtype: found for dtype, found in _load().items() if _probe(dtype, found[0])}
     return _GEMM.get(dtype)
+
+
+def _call(fn, x, weight, bias, out, lda, ldb):
+    n, k = x.shape
+    m = weight.shape[0]
+    np.copyto(out, bias)
+    fn(_ROW_MAJOR, _NO_TRANS, _TRANS, n, m, k, 1.0, x.ctypes.data, lda, weight.ctypes.data, ldb, 1.0,
+       out.ctypes.data, m)
 
 
 def _leading(a, dtype):
@@ -90,11 +130,13 @@ def _leading(a, dtype):
 def gemm_bias(x, weight, bias, out):
     """Fill the C-contiguous ``out`` with ``x @ weight.T + bias``; returns ``out``, or None where it cannot.
 
-    None (``out`` untouched) for other dtypes than float32/float64 with all four
-    alike, matrices BLAS cannot address (byte-swapped, unaligned, columns apart),
-    an ``out`` overlapping an input, small results, a single row or column
-    (NumPy's ``matmul`` calls GEMV there: the bits would differ), or no NumPy
-    BLAS found.
+    None (``out`` untouched) unless ``x`` is ``(n, k)``, ``weight`` ``(m, k)``,
+    ``bias`` ``(m,)`` and ``out`` a writeable ``(n, m)``, all four float32 or all
+    float64; and for matrices BLAS cannot address (byte-swapped, unaligned,
+    columns apart), an ``out`` overlapping an input, small results, a single
+    row or column (NumPy's ``matmul`` calls GEMV there: the bits would differ),
+    ``k`` deeper than ``_MAX_DEPTH`` or a BLAS whose probe failed (the bits
+    would differ), or no NumPy BLAS found.
 
     >>> import numpy as np
     >>> x, w, b = np.ones((300, 4), np.float32), np.eye(200, 4, dtype=np.float32), np.arange(200, dtype=np.float32)
@@ -106,20 +148,21 @@ def gemm_bias(x, weight, bias, out):
     dtype = out.dtype
     if not _np_compiled.compiled_kernels() or dtype.kind != "f" or dtype.byteorder not in "=|":
         return None
+    if x.ndim != 2 or weight.ndim != 2 or out.ndim != 2 or bias is None or bias.ndim != 1:
+        return None
     n, k = x.shape
     m = weight.shape[0]
-    if n * m < _MIN_VALUES or min(n, m) == 1 or k == 0 or not out.flags.c_contiguous or not out.flags.aligned:
+    if weight.shape[1] != k or bias.shape != (m,) or out.shape != (n, m) or bias.dtype != dtype:
         return None
-    if bias is None or bias.dtype != dtype or bias.shape != (m,) or out.shape != (n, m):
+    if n * m < _MIN_VALUES or min(n, m) == 1 or not 0 < k <= _MAX_DEPTH:
+        return None
+    if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
         return None
     lda, ldb = _leading(x, dtype), _leading(weight, dtype)
+    if lda is None or ldb is None or any(np.may_share_memory(out, a) for a in (x, weight, bias)):
+        return None
     found = _gemm(dtype)
-    if lda is None or ldb is None or found is None or any(np.may_share_memory(out, a) for a in (x, weight, bias)):
+    if found is None or max(n, m, k, lda, ldb) > found[1]:
         return None
-    fn, largest = found
-    if max(n, m, k, lda, ldb) > largest:
-        return None
-    np.copyto(out, bias)
-    fn(_ROW_MAJOR, _NO_TRANS, _TRANS, n, m, k, 1.0, x.ctypes.data, lda, weight.ctypes.data, ldb, 1.0,
-       out.ctypes.data, m)
+    _call(found[0], x, weight, bias, out, lda, ldb)
     return out

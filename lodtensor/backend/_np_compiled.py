@@ -69,8 +69,9 @@ def compiled_kernels():
     """True when the NumPy backend's segment reductions, GELU and relu run in the compiled kernels
     (and ``linear`` folds its bias into NumPy's BLAS GEMM).
 
-    False when they were not built (no C compiler when the package was installed)
-    or are switched off (:func:`set_compiled_kernels`, ``LODTENSOR_COMPILED=0``).
+    False when the segment kernel was not built (no C compiler when the package was installed)
+    or they are switched off (:func:`set_compiled_kernels`, ``LODTENSOR_COMPILED=0``). Each kernel
+    that was not built falls back on its own to the NumPy-only code, with the same results.
     """
     return _enabled
 

@@ -96,13 +96,15 @@ def _relu_call(args, kwargs):
     x, zero = args
     if type(zero) not in (int, float) or zero != 0 or math.copysign(1.0, zero) < 0:
         return None
-    if not isinstance(x, np.ndarray) or x.dtype not in _RELU_TYPES or not x.flags.c_contiguous:
+    # plain arrays of one dimension or more: subclasses (np.matrix, masked arrays) and 0-d arrays (a
+    # NumPy scalar result) keep NumPy's own loop
+    if type(x) is not np.ndarray or x.ndim == 0 or x.dtype not in _RELU_TYPES or not x.flags.c_contiguous:
         return None
     out = kwargs.get("out")
     if isinstance(out, tuple):
         out = out[0] if len(out) == 1 else None
     if out is not None:
-        if not isinstance(out, np.ndarray) or out.dtype != x.dtype or out.shape != x.shape:
+        if type(out) is not np.ndarray or out.dtype != x.dtype or out.shape != x.shape:
             return None
         if not out.flags.c_contiguous or not out.flags.writeable or _overlaps(x, out):
             return None

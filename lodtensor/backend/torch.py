@@ -105,17 +105,28 @@ def _compiled_fits(data):
 
 
 def _relu_fits(x):
-    """Whether ``ReluCPU`` (the compiled relu, torch's bits) serves ``torch.relu(x)``."""
+    """Whether ``ReluCPU`` (the compiled relu, torch's bits) serves ``torch.relu(x)``: a plain
+    contiguous CPU float tensor, outside torch.func transforms (their wrapped tensors have no
+    memory to read), tracing and compiling (a NumPy call would not be recorded)."""
     return (
         _CPU_SHORTCUTS
-        and isinstance(x, torch.Tensor)
+        and type(x) is torch.Tensor
         and x.device.type == "cpu"
         and x.dtype in _SPMM_DTYPES
         and x.layout == torch.strided
+        and not x.is_nested
         and x.is_contiguous()
         and not x.is_neg()
+        and not _functorch_wrapped(x)
+        and not torch.jit.is_tracing()
+        and not torch.compiler.is_compiling()
         and compiled_pointwise("relu_torch", 0) is not None
     )
+
+
+def _functorch_wrapped(x):
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    return True if wrapped is None else wrapped(x)
 
 
 def _spmm_fits(data, n):

@@ -375,6 +375,64 @@ def test_maximum_with_zero_on_a_lodtensor(monkeypatch, on):
     assert x.tobytes() == _relu_input(np.float32, 4000, 5).tobytes()  # the input untouched
 
 
+def _unaligned(values):
+    raw = np.frombuffer(b"\0" + values.tobytes(), np.uint8)[1:]
+    return raw.view(values.dtype)  # unaligned: NumPy's buffer format is "=f" here, not "f"
+
+
+@needs_relu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unaligned_buffers_are_taken(dtype):
+    x = _unaligned(_relu_input(dtype, 1001, 6))
+    assert not x.flags.aligned
+    out = np.empty_like(x)
+    _np_compiled._relu(x, out)
+    assert _same_bits(out, np.maximum(x, 0))
+    t = lt.LoDTensor(x.reshape(-1, 1), [[0, 400, 1001]])
+    assert _same_bits(np.asarray(np.maximum(t, 0)), np.maximum(x, 0).reshape(-1, 1))
+    if dtype == np.float32:
+        import lodtensor.nested as ln
+
+        nt = ln.nested_tensor_from_jagged(x.reshape(-1, 1), np.array([0, 400, 1001]))
+        np.testing.assert_allclose(ln.gelu(nt).values(), ln.gelu(ln.nested_tensor_from_jagged(
+            x.reshape(-1, 1).copy(), np.array([0, 400, 1001]))).values())
+
+
+@needs_relu
+def test_relu_of_denormals_does_not_follow_a_threads_flush_setting():
+    """The masks come from the bits: with the calling thread flushing denormals (DAZ) and the pool's
+    threads not, every thread still keeps positive denormals and clears negative ones."""
+    torch = pytest.importorskip("torch")
+    bits = np.tile(np.array([0x5, 0x80000005, 0x80000000, 0x1], np.uint32), 300_000)
+    x = bits.view(np.float32)
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush denormals")
+    lt.set_num_threads(2)
+    try:
+        from lodtensor.backend import _special
+
+        got = _special.relu(x).view(np.uint32)
+        torch_bits = get_backend("torch").relu(torch.from_numpy(x)).numpy().view(np.uint32)
+    finally:
+        torch.set_flush_denormal(False)
+        lt.set_num_threads(None)
+    assert set(np.unique(got).tolist()) == {0x0, 0x5, 0x1}
+    assert (got == np.tile(np.array([0x5, 0x0, 0x0, 0x1], np.uint32), 300_000)).all()
+    assert (torch_bits == np.tile(np.array([0x5, 0x0, 0x80000000, 0x1], np.uint32), 300_000)).all()
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_maximum_with_zero_keeps_subclasses_and_scalars():
+    m = np.matrix([[-1.0, 2.0], [3.0, -4.0]])
+    got = np.maximum(lt.LoDTensor(m, [[0, 1, 2]]), 0)
+    assert type(got.data) is np.matrix and (got.data == np.maximum(m, 0)).all()
+    masked = np.ma.array([[-1.0, 2.0], [3.0, -4.0]], mask=[[0, 0], [0, 1]])
+    got = np.maximum(lt.LoDTensor(masked, [[0, 1, 2]]), 0)
+    assert isinstance(got.data, np.ma.MaskedArray) and got.data.mask.tolist() == [[False, False], [False, True]]
+    scalar = get_backend("numpy").apply_ufunc(np.maximum, "__call__", np.array(-1.5, np.float32), 0)
+    assert type(scalar) is np.float32 and scalar == 0
+
+
 # -- found by a second reading: each failed before its fix -----------------------------------------
 
 

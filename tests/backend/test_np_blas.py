@@ -110,3 +110,37 @@ def test_nested_linear_either_way(monkeypatch, on):
     np.testing.assert_array_equal(got.values(), x @ w.T + b)
     np.testing.assert_array_equal(ln.linear(t, w).values(), x @ w.T)
     assert got.offsets().tolist() == [0, 1000, 1000, 3000]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [255, 256, 257, 512, 1500])
+def test_deep_products_keep_the_two_step_bits(folded, dtype, k):
+    # OpenBLAS adds a product deeper than its block depth into the result block by block: the bias
+    # would go in first, so deeper than _MAX_DEPTH takes the two-step way
+    x, w, b = _case(300, k, 200, dtype, seed=k)
+    out = np.empty((300, 200), dtype)
+    got = _np_blas.gemm_bias(x, w, b, out)
+    assert (got is None) == (k > _np_blas._MAX_DEPTH)
+    t = ln.nested_tensor_from_jagged(x, np.array([0, 120, 300]))
+    assert ln.linear(t, w, b).values().tobytes() == (x @ w.T + b).tobytes()
+
+
+def test_the_probe_sees_a_split_product(folded, monkeypatch):
+    monkeypatch.setattr(_np_blas, "_MAX_DEPTH", 4096)  # deeper than any OpenBLAS block depth
+    fn = _np_blas._load()[np.dtype(np.float32)][0]
+    assert not _np_blas._probe(np.float32, fn)
+
+
+def test_mismatched_or_read_only_arguments_are_refused(folded):
+    x, w, b = _case(300, 64, 200, np.float32)
+    out = np.zeros((300, 200), np.float32)
+    _refused(x, w[:, :32], b, out)  # k differs: NumPy's matmul raises, BLAS would read past w
+    _refused(x[:, :32], w, b, out)
+    _refused(x[None], w, b, out)
+    readonly = np.zeros((300, 200), np.float32)
+    readonly.flags.writeable = False
+    assert _np_blas.gemm_bias(x, w, b, readonly) is None
+    from lodtensor.backend.numpy import NumpyBackend
+
+    with pytest.raises(ValueError, match="mismatch"):
+        NumpyBackend().linear(x, w[:, :32], b)

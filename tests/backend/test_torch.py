@@ -126,3 +126,27 @@ def test_nested_relu_on_the_torch_backend_matches_torch():
     nt = ln.nested_tensor_from_jagged(values, torch.tensor([0, 1000, 3000]))
     got = ln.relu(nt)
     assert got.values().numpy().tobytes() == torch.relu(values).numpy().tobytes()
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # inside forward_ad
+def test_relu_derivatives_follow_torch_beyond_backward():
+    """NaN positions pass the gradient (torch's threshold_backward), forward-mode AD and torch.func
+    transforms work, and a torch nested tensor goes to torch's own relu."""
+    import torch.autograd.forward_ad as fwAD
+
+    backend = get_backend("torch")
+    v = torch.tensor([[float("nan"), -1.0], [2.0, 3.0], [-4.0, 0.0]], requires_grad=True)
+    (g,) = torch.autograd.grad(backend.relu(v).sum(), v)
+    (want,) = torch.autograd.grad(torch.relu(v).sum(), v)
+    assert torch.equal(g, want) and g[0, 0] == 1
+    x = torch.randn(3, 4)
+    with fwAD.dual_level():
+        out = backend.relu(fwAD.make_dual(x, torch.full((3, 4), 2.0)))
+        assert torch.equal(fwAD.unpack_dual(out).tangent, torch.where(x > 0, 2.0, 0.0))
+    assert torch.equal(torch.func.grad(lambda a: backend.relu(a).sum())(x), (x > 0).float())
+    assert torch.equal(torch.func.vmap(backend.relu)(x), torch.relu(x))
+    y = torch.randn(4, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(backend.relu, (y,), check_forward_ad=True)
+    nested = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(1, 3)])
+    got = backend.relu(nested)
+    assert all(torch.equal(a, torch.relu(b)) for a, b in zip(got.unbind(), nested.unbind()))
