@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 # the compiled kernels (setup.py): an install rebuilds them when one changes
-C_SOURCES := $(wildcard lodtensor/backend/*.c)
+C_SOURCES := $(wildcard lodtensor/backend/*.c lodtensor/backend/*.h)
 
 .PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean gpu-check bench-gpu test-cupy-emulated
 

@@ -20,9 +20,12 @@
  * setting does not change the result (positive denormals kept, negative ones cleared); the
  * buffers may have any alignment.
  *
- * Written on 64-byte vectors (GCC / Clang vector extensions: AVX-512 and AVX2 clones on x86-64
- * Linux, chosen at load time), so the compiler emits SIMD code for all of it; the GIL is released
- * while they run. With stream true (the caller sets it for outputs far larger than the caches)
+ * Written with GCC / Clang vector extensions, once per vector width, each instance compiled for
+ * the instruction set whose registers have that width: 64 bytes for AVX-512, 32 for AVX2, 16 for
+ * the baseline (SSE2 on x86-64, NEON on arm64). Wider vectors than the registers are lowered to
+ * scalar code for compares and selects (relu 8x, segment max 10x slower, measured), so each CPU
+ * runs the widest instance it supports, chosen once at import (`simd()` names it, `select_simd`
+ * switches it for tests). The GIL is released while they run. With stream true (the caller sets it for outputs far larger than the caches)
  * whole vectors are written with non-temporal stores on x86-64: the output's cache lines are not
  * read first (a plain store reads each line before writing it), which saves a third of the memory
  * traffic of a pass (measured on 75 MB of float32 on the 2-core VM: relu 2.9 ms on 2 threads
@@ -37,119 +40,38 @@
 #include <emmintrin.h>
 #endif
 
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
-#define MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define MULTIVERSION
-#endif
+#include "_csimd.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi" /* vectors passed between static inline functions only */
 #endif
 
-typedef float vf __attribute__((vector_size(64)));
-typedef int32_t vi __attribute__((vector_size(64)));
-#define LANES 16
-
-#define SPLAT(c) ((vf){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
-
-/* exp(y) for y <= 0 (y below -87 gives exp(-87), under 1.7e-38: the products it feeds are as
- * good as zero there). */
-static inline __attribute__((always_inline)) vf exp_nonpositive(vf y)
-{
-    y = (vf)(((vi)y & (vi)(y > SPLAT(-87.0f))) | ((vi)SPLAT(-87.0f) & ~(vi)(y > SPLAT(-87.0f))));
-    vf scaled = y * SPLAT(1.44269504088896341f) - SPLAT(0.5f); /* y <= 0: truncation rounds */
-    vi n = __builtin_convertvector(scaled, vi);
-    vf nf = __builtin_convertvector(n, vf);
-    vf r = y - nf * SPLAT(0.693359375f) - nf * SPLAT(-2.12194440e-4f);
-    vf p = SPLAT(1.9875691500e-4f);
-    p = p * r + SPLAT(1.3981999507e-3f);
-    p = p * r + SPLAT(8.3334519073e-3f);
-    p = p * r + SPLAT(4.1665795894e-2f);
-    p = p * r + SPLAT(1.6666665459e-1f);
-    p = p * r + SPLAT(5.0000001201e-1f);
-    p = p * r * r + r + SPLAT(1.0f);
-    vi bits = (n + 127) << 23;
-    return p * (vf)bits;
-}
-
-static inline __attribute__((always_inline)) vf gelu_vector(vf x)
-{
-    vf ax = (vf)(((vi)x & (vi)SPLAT(-0.0f)) ^ (vi)x); /* |x|: the sign bit cleared */
-    vf z = ax * SPLAT(0.7071067811865476f);
-    vf t = SPLAT(1.0f) / (SPLAT(1.0f) + SPLAT(0.3275911f) * z);
-    vf poly = SPLAT(1.061405429f);
-    poly = poly * t + SPLAT(-1.453152027f);
-    poly = poly * t + SPLAT(1.421413741f);
-    poly = poly * t + SPLAT(-0.284496736f);
-    poly = poly * t + SPLAT(0.254829592f);
-    vf erfc = poly * t * exp_nonpositive(-(z * z));
-    return SPLAT(0.5f) * ((x + ax) - ax * erfc);
-}
-
-/* relu from the bits, not float compares: a compare reads a denormal as zero where the thread's
- * flush-denormals (DAZ) flag is set, which differs between threads (torch.set_flush_denormal sets
- * it for the calling thread only); the bits give every thread the same answer. A lane is negative
- * (sign bit set) and not NaN where its magnitude is at most infinity's. */
-typedef double vd __attribute__((vector_size(64)));
-typedef int64_t vl __attribute__((vector_size(64)));
-#define SPLAT_I32(c) ((vi){c, c, c, c, c, c, c, c, c, c, c, c, c, c, c, c})
-#define SPLAT_I64(c) ((vl){c, c, c, c, c, c, c, c})
-#define INF_BITS_F32 0x7f800000
-#define INF_BITS_F64 0x7ff0000000000000LL
-
-/* np.maximum(x, 0): negative lanes cleared, -0.0 included (it gives +0.0); NaN kept */
-static inline __attribute__((always_inline)) vf relu_vector_f32(vf x)
-{
-    vi bits = (vi)x, magnitude = bits & SPLAT_I32(0x7fffffff);
-    return (vf)(bits & ~((bits < SPLAT_I32(0)) & (magnitude <= SPLAT_I32(INF_BITS_F32))));
-}
-
-static inline __attribute__((always_inline)) vd relu_vector_f64(vd x)
-{
-    vl bits = (vl)x, magnitude = bits & SPLAT_I64(0x7fffffffffffffffLL);
-    return (vd)(bits & ~((bits < SPLAT_I64(0)) & (magnitude <= SPLAT_I64(INF_BITS_F64))));
-}
-
-/* torch.relu: the same, but -0.0 kept (cleared only where the magnitude is not zero) */
-static inline __attribute__((always_inline)) vf relu_torch_vector_f32(vf x)
-{
-    vi bits = (vi)x, magnitude = bits & SPLAT_I32(0x7fffffff);
-    return (vf)(bits & ~((bits < SPLAT_I32(0)) & (magnitude <= SPLAT_I32(INF_BITS_F32)) & (magnitude != SPLAT_I32(0))));
-}
-
-static inline __attribute__((always_inline)) vd relu_torch_vector_f64(vd x)
-{
-    vl bits = (vl)x, magnitude = bits & SPLAT_I64(0x7fffffffffffffffLL);
-    return (vd)(bits & ~((bits < SPLAT_I64(0)) & (magnitude <= SPLAT_I64(INF_BITS_F64)) & (magnitude != SPLAT_I64(0))));
-}
-
-/* One 64-byte vector to an address 64-byte aligned, bypassing the caches (x86-64: SSE2's streaming
+/* Part of a vector to an address 16-byte aligned, bypassing the caches (x86-64: SSE2's streaming
  * store, in the baseline ISA; elsewhere a plain store). */
-static inline __attribute__((always_inline)) void store_streaming(void *to, const void *vector)
+static inline __attribute__((always_inline)) void store_streaming(void *to, const void *vector, size_t bytes)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    for (int k = 0; k < 4; k++) {
+#if X86_SIMD
+    for (size_t k = 0; k < bytes / 16; k++) {
         __m128i piece;
         __builtin_memcpy(&piece, (const char *)vector + 16 * k, 16);
         _mm_stream_si128((__m128i *)to + k, piece);
     }
 #else
-    __builtin_memcpy(to, vector, 64);
+    __builtin_memcpy(to, vector, bytes);
 #endif
 }
 
 static inline void streaming_done(void)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#if X86_SIMD
     _mm_sfence(); /* streaming stores are weakly ordered: make them visible before the call returns */
 #endif
 }
 
 /* out[i] = FN(x[i]) for i < n. The first values up to a 64-byte boundary of out (when streaming)
  * and the last part-vector go through the same vector code, padded with zeros. */
-#define POINTWISE_LOOP(NAME, T, V, FN)                                                               \
-    MULTIVERSION static void NAME(const T *x, T *out, Py_ssize_t n, int stream)                      \
+#define POINTWISE_LOOP(ATTR, NAME, T, V, FN)                                                         \
+    ATTR static void NAME(const T *x, T *out, Py_ssize_t n, int stream)                              \
     {                                                                                                \
         const Py_ssize_t lanes = (Py_ssize_t)(sizeof(V) / sizeof(T));                               \
         Py_ssize_t i = 0;                                                                            \
@@ -157,16 +79,17 @@ static inline void streaming_done(void)
         if (stream && (uintptr_t)out % sizeof(T) == 0) {                                             \
             Py_ssize_t head = (Py_ssize_t)(((64 - (uintptr_t)out % 64) % 64) / sizeof(T));          \
             if (head > n) head = n;                                                                  \
-            if (head) {                                                                              \
+            for (; i < head; i += lanes) {                                                           \
+                Py_ssize_t m = head - i < lanes ? head - i : lanes;                                  \
                 __builtin_memset(&v, 0, sizeof(v));                                                  \
-                __builtin_memcpy(&v, x, (size_t)head * sizeof(T));                                   \
+                __builtin_memcpy(&v, x + i, (size_t)m * sizeof(T));                                  \
                 v = FN(v);                                                                           \
-                __builtin_memcpy(out, &v, (size_t)head * sizeof(T));                                 \
+                __builtin_memcpy(out + i, &v, (size_t)m * sizeof(T));                                \
             }                                                                                        \
             for (i = head; i + lanes <= n; i += lanes) {                                             \
                 __builtin_memcpy(&v, x + i, sizeof(v));                                              \
                 v = FN(v);                                                                           \
-                store_streaming(out + i, &v);                                                        \
+                store_streaming(out + i, &v, sizeof(v));                                             \
             }                                                                                        \
             streaming_done();                                                                        \
         }                                                                                            \
@@ -183,11 +106,114 @@ static inline void streaming_done(void)
         }                                                                                            \
     }
 
-POINTWISE_LOOP(gelu_loop_f32, float, vf, gelu_vector)
-POINTWISE_LOOP(relu_loop_f32, float, vf, relu_vector_f32)
-POINTWISE_LOOP(relu_loop_f64, double, vd, relu_vector_f64)
-POINTWISE_LOOP(relu_torch_loop_f32, float, vf, relu_torch_vector_f32)
-POINTWISE_LOOP(relu_torch_loop_f64, double, vd, relu_torch_vector_f64)
+#define F32_NEG_INF ((int32_t)0xff800000)
+#define F64_NEG_INF ((int64_t)0xfff0000000000000ULL)
+
+/* The kernels on W-byte vectors, compiled for ATTR's instruction set. Constants are splatted by
+ * adding them to a zero vector. */
+#define DEFINE_POINTWISE(W, ATTR)                                                                    \
+    typedef float vf##W __attribute__((vector_size(W)));                                            \
+    typedef int32_t vi##W __attribute__((vector_size(W)));                                          \
+    typedef uint32_t vu##W __attribute__((vector_size(W)));                                         \
+    typedef double vd##W __attribute__((vector_size(W)));                                           \
+    typedef int64_t vl##W __attribute__((vector_size(W)));                                          \
+    typedef uint64_t vul##W __attribute__((vector_size(W)));                                        \
+                                                                                                     \
+    /* exp(y) for y <= 0 (below -87: exp(-87), under 1.7e-38, as good as zero where it is used) */ \
+    ATTR static inline __attribute__((always_inline)) vf##W exp_nonpositive##W(vf##W y)            \
+    {                                                                                                \
+        const vf##W zero = {0}, floor = zero - 87.0f;                                                \
+        vi##W above = (vi##W)(y > floor);                                                            \
+        y = (vf##W)(((vi##W)y & above) | ((vi##W)floor & ~above));                                  \
+        vf##W scaled = y * 1.44269504088896341f - 0.5f; /* y <= 0: truncation rounds */             \
+        vi##W n = __builtin_convertvector(scaled, vi##W);                                            \
+        vf##W nf = __builtin_convertvector(n, vf##W);                                                \
+        vf##W r = y - nf * 0.693359375f - nf * -2.12194440e-4f;                                      \
+        vf##W p = zero + 1.9875691500e-4f;                                                           \
+        p = p * r + 1.3981999507e-3f;                                                                \
+        p = p * r + 8.3334519073e-3f;                                                                \
+        p = p * r + 4.1665795894e-2f;                                                                \
+        p = p * r + 1.6666665459e-1f;                                                                \
+        p = p * r + 5.0000001201e-1f;                                                                \
+        p = p * r * r + r + 1.0f;                                                                    \
+        vi##W bits = (n + 127) << 23;                                                                \
+        return p * (vf##W)bits;                                                                      \
+    }                                                                                                \
+                                                                                                     \
+    ATTR static inline __attribute__((always_inline)) vf##W gelu##W(vf##W x)                       \
+    {                                                                                                \
+        const vf##W zero = {0};                                                                      \
+        vf##W ax = (vf##W)((vi##W)x & ~(vi##W)(-zero)); /* |x|: the sign bit (-0.0's) cleared */     \
+        vf##W z = ax * 0.7071067811865476f;                                                          \
+        vf##W t = (zero + 1.0f) / (1.0f + 0.3275911f * z);                                           \
+        vf##W poly = zero + 1.061405429f;                                                            \
+        poly = poly * t + -1.453152027f;                                                             \
+        poly = poly * t + 1.421413741f;                                                              \
+        poly = poly * t + -0.284496736f;                                                             \
+        poly = poly * t + 0.254829592f;                                                              \
+        vf##W erfc = poly * t * exp_nonpositive##W(-(z * z));                                        \
+        return 0.5f * ((x + ax) - ax * erfc);                                                        \
+    }                                                                                                \
+                                                                                                     \
+    /* np.maximum(x, 0): cleared where the bits, read as a signed integer, are at most -inf's */    \
+    ATTR static inline __attribute__((always_inline)) vf##W relu_f32_##W(vf##W x)                  \
+    {                                                                                                \
+        const vi##W zero = {0};                                                                      \
+        vi##W bits = (vi##W)x;                                                                       \
+        return (vf##W)(bits & ~(bits <= zero + F32_NEG_INF));                                        \
+    }                                                                                                \
+                                                                                                     \
+    ATTR static inline __attribute__((always_inline)) vd##W relu_f64_##W(vd##W x)                  \
+    {                                                                                                \
+        const vl##W zero = {0};                                                                      \
+        vl##W bits = (vl##W)x;                                                                       \
+        return (vd##W)(bits & ~(bits <= zero + F64_NEG_INF));                                        \
+    }                                                                                                \
+                                                                                                     \
+    /* torch.relu: cleared where the unsigned bits run from -0.0's plus one to -inf's */           \
+    ATTR static inline __attribute__((always_inline)) vf##W relu_torch_f32_##W(vf##W x)            \
+    {                                                                                                \
+        const vu##W zero = {0};                                                                      \
+        vu##W above = (vu##W)x - (zero + 0x80000001u); /* -0.0 wraps to the top */                  \
+        return (vf##W)((vi##W)x & ~(vi##W)(above < zero + 0x7f800000u));                            \
+    }                                                                                                \
+                                                                                                     \
+    ATTR static inline __attribute__((always_inline)) vd##W relu_torch_f64_##W(vd##W x)            \
+    {                                                                                                \
+        const vul##W zero = {0};                                                                     \
+        vul##W above = (vul##W)x - (zero + 0x8000000000000001ULL);                                   \
+        return (vd##W)((vl##W)x & ~(vl##W)(above < zero + 0x7ff0000000000000ULL));                  \
+    }                                                                                                \
+                                                                                                     \
+    POINTWISE_LOOP(ATTR, gelu_loop_f32_##W, float, vf##W, gelu##W)                                  \
+    POINTWISE_LOOP(ATTR, relu_loop_f32_##W, float, vf##W, relu_f32_##W)                              \
+    POINTWISE_LOOP(ATTR, relu_loop_f64_##W, double, vd##W, relu_f64_##W)                             \
+    POINTWISE_LOOP(ATTR, relu_torch_loop_f32_##W, float, vf##W, relu_torch_f32_##W)                  \
+    POINTWISE_LOOP(ATTR, relu_torch_loop_f64_##W, double, vd##W, relu_torch_f64_##W)
+
+typedef void (*loop_f32)(const float *, float *, Py_ssize_t, int);
+typedef void (*loop_f64)(const double *, double *, Py_ssize_t, int);
+typedef struct {
+    loop_f32 gelu, relu32, relu_torch32;
+    loop_f64 relu64, relu_torch64;
+} variant;
+
+#define VARIANT(W) {gelu_loop_f32_##W, relu_loop_f32_##W, relu_torch_loop_f32_##W, relu_loop_f64_##W, \
+                    relu_torch_loop_f64_##W}
+
+DEFINE_POINTWISE(16, )
+#if X86_SIMD
+DEFINE_POINTWISE(32, TARGET_AVX2)
+DEFINE_POINTWISE(64, TARGET_AVX512)
+static const char *const NAMES[] = {"avx512f", "avx2", "baseline"};
+static const variant VARIANTS[] = {VARIANT(64), VARIANT(32), VARIANT(16)};
+#else
+static const char *const NAMES[] = {"baseline"};
+static const variant VARIANTS[] = {VARIANT(16)};
+#endif
+#define N_VARIANTS ((int)(sizeof(VARIANTS) / sizeof(VARIANTS[0])))
+
+static int active = 0; /* the widest this CPU runs, set at import */
 
 /* The type code of a struct-module format in native byte order ("f", "=f" (NumPy's spelling for an
  * unaligned array), "@f", or "<f" on a little-endian machine), or NULL for another byte order. */
@@ -200,11 +226,9 @@ static const char *native_type(const char *format)
     return format;
 }
 
-typedef void (*loop_f32)(const float *, float *, Py_ssize_t, int);
-typedef void (*loop_f64)(const double *, double *, Py_ssize_t, int);
-
 /* Parses (x, out, stream), checks both are C-contiguous native float buffers of one type
- * (float32 for f32, float64 for f64; any alignment: the loops copy through memcpy) and one length, and runs the loop of that type without the GIL. */
+ * (float32 for f32, float64 for f64; any alignment: the loops copy through memcpy) and one length,
+ * and runs the loop of that type without the GIL. */
 static PyObject *run_pointwise(const char *name, PyObject *args, loop_f32 f32, loop_f64 f64)
 {
     PyObject *x_obj, *out_obj;
@@ -243,17 +267,29 @@ static PyObject *run_pointwise(const char *name, PyObject *args, loop_f32 f32, l
 
 static PyObject *gelu_f32(PyObject *self, PyObject *args)
 {
-    return run_pointwise("gelu_f32", args, gelu_loop_f32, NULL);
+    return run_pointwise("gelu_f32", args, VARIANTS[active].gelu, NULL);
 }
 
 static PyObject *relu(PyObject *self, PyObject *args)
 {
-    return run_pointwise("relu", args, relu_loop_f32, relu_loop_f64);
+    return run_pointwise("relu", args, VARIANTS[active].relu32, VARIANTS[active].relu64);
 }
 
 static PyObject *relu_torch(PyObject *self, PyObject *args)
 {
-    return run_pointwise("relu_torch", args, relu_torch_loop_f32, relu_torch_loop_f64);
+    return run_pointwise("relu_torch", args, VARIANTS[active].relu_torch32, VARIANTS[active].relu_torch64);
+}
+
+static PyObject *simd(PyObject *self, PyObject *args) { return simd_report(NAMES[active], NAMES, N_VARIANTS); }
+
+static PyObject *select_simd(PyObject *self, PyObject *args)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:select_simd", &name)) return NULL;
+    int k = simd_index(name, NAMES, N_VARIANTS), previous = active;
+    if (k < 0) return NULL;
+    active = k;
+    return PyUnicode_FromString(NAMES[previous]);
 }
 
 static PyMethodDef METHODS[] = {
@@ -263,10 +299,17 @@ static PyMethodDef METHODS[] = {
      "relu(x, out, stream=False): out = maximum(x, 0) for float32 or float64 buffers of one type and length."},
     {"relu_torch", relu_torch, METH_VARARGS,
      "relu_torch(x, out, stream=False): out = torch.relu(x) (-0.0 kept) for float32 or float64 buffers."},
+    {"simd", simd, METH_NOARGS, "simd() -> (the instruction set in use, those this build and CPU can run)."},
+    {"select_simd", select_simd, METH_VARARGS,
+     "select_simd(name) -> the previous one: run the kernels of another instruction set (for tests)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_cpointwise", "Compiled pointwise kernels.", -1,
                                     METHODS};
 
-PyMODINIT_FUNC PyInit__cpointwise(void) { return PyModule_Create(&MODULE); }
+PyMODINIT_FUNC PyInit__cpointwise(void)
+{
+    active = simd_widest(NAMES, N_VARIANTS);
+    return PyModule_Create(&MODULE);
+}

@@ -17,35 +17,34 @@
  * at the end (a sum then adds in another order). The GIL is released while the loop runs, so threads may reduce disjoint runs of
  * sequences at once. The arguments are checked first (buffer sizes, item sizes, offsets in order
  * and in range, on a private copy the kernel then reads): no input reads or writes out of bounds.
+ * The kernels are built on 32-byte vectors for AVX2 and 16-byte vectors for the baseline (SSE2,
+ * NEON); the module runs the widest the CPU supports (_csimd.h: simd(), select_simd()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && defined(__x86_64__) && defined(__linux__) && !defined(__clang__)
-#define MULTIVERSION __attribute__((target_clones("avx2", "default")))
-#else
-#define MULTIVERSION
-#endif
+#include "_csimd.h"
 
 /* Rows of a block of at most this many bytes are reduced tile by tile before the next block. */
 #define BLOCK_BYTES 32768
 
-/* Vectors of 32 bytes (GCC / Clang vector extensions: AVX2 registers in the avx2 clone, pairs of
- * SSE registers otherwise) and the integer vectors of their comparison masks. */
+/* Vectors of W bytes (GCC / Clang vector extensions), one set per instruction set (_csimd.h): 32
+ * bytes for AVX2, 16 for the baseline (SSE2, NEON); and the integer vectors of their masks. */
 typedef float f32;
 typedef double f64;
 typedef int32_t i32;
 typedef int64_t i64;
 typedef uint32_t u32; /* sums of ints in unsigned arithmetic: wrap around, no undefined overflow */
 typedef uint64_t u64;
-typedef f32 v_f32 __attribute__((vector_size(32)));
-typedef f64 v_f64 __attribute__((vector_size(32)));
-typedef i32 v_i32 __attribute__((vector_size(32)));
-typedef i64 v_i64 __attribute__((vector_size(32)));
-typedef u32 v_u32 __attribute__((vector_size(32)));
-typedef u64 v_u64 __attribute__((vector_size(32)));
+#define DEFINE_VECTORS(W)                                          \
+    typedef f32 v##W##_f32 __attribute__((vector_size(W)));        \
+    typedef f64 v##W##_f64 __attribute__((vector_size(W)));        \
+    typedef i32 v##W##_i32 __attribute__((vector_size(W)));        \
+    typedef i64 v##W##_i64 __attribute__((vector_size(W)));        \
+    typedef u32 v##W##_u32 __attribute__((vector_size(W)));        \
+    typedef u64 v##W##_u64 __attribute__((vector_size(W)));
 
 /* The combine of each op, on values (S_) and on vectors (V_, with M the mask type): max and min
  * keep a NaN once met (a NaN first operand stays, a NaN second operand is taken) and take the
@@ -65,11 +64,11 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
 /* One tile of NV vectors of columns over `rows` rows (row stride `w` values); `init`: start from
  * the first row, else from what `o` holds. Loads and stores go through memcpy: rows need not be
  * aligned. */
-#define DEFINE_TILE(T, M, OP, NV)                                                                  \
-    static inline void tile_##T##_##OP##_##NV(const T *x, int64_t rows, int64_t w, T *o, int init) \
+#define DEFINE_TILE(W, ATTR, T, M, OP, NV)                                                                  \
+    ATTR static inline void tile##W##_##T##_##OP##_##NV(const T *x, int64_t rows, int64_t w, T *o, int init) \
     {                                                                                              \
-        v_##T acc[NV], v;                                                                          \
-        const int lanes = (int)(sizeof(v_##T) / sizeof(T));                                        \
+        v##W##_##T acc[NV], v;                                                                          \
+        const int lanes = (int)(sizeof(v##W##_##T) / sizeof(T));                                        \
         int64_t r = 0;                                                                             \
         const T *first = init ? x : o;                                                             \
         for (int i = 0; i < NV; i++) __builtin_memcpy(&acc[i], first + i * lanes, sizeof(v));      \
@@ -78,15 +77,15 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
             const T *p = x + r * w;                                                                \
             for (int i = 0; i < NV; i++) {                                                         \
                 __builtin_memcpy(&v, p + i * lanes, sizeof(v));                                    \
-                acc[i] = V_##OP(v_##T, M, acc[i], v);                                              \
+                acc[i] = V_##OP(v##W##_##T, v##W##_##M, acc[i], v);                                              \
             }                                                                                      \
         }                                                                                          \
         for (int i = 0; i < NV; i++) __builtin_memcpy(o + i * lanes, &acc[i], sizeof(v));          \
     }
 
 /* The last columns, fewer than a vector's lanes, one by one. */
-#define DEFINE_TAIL(T, OP)                                                                                 \
-    static inline void tail_##T##_##OP(const T *x, int64_t rows, int64_t w, int64_t cols, T *o, int init) \
+#define DEFINE_TAIL(W, ATTR, T, OP)                                                                                 \
+    ATTR static inline void tail##W##_##T##_##OP(const T *x, int64_t rows, int64_t w, int64_t cols, T *o, int init) \
     {                                                                                                      \
         for (int64_t c = 0; c < cols; c++) {                                                               \
             T acc = init ? x[c] : o[c];                                                                    \
@@ -96,16 +95,16 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
     }
 
 /* o = OP(o, x) over one row of w values. */
-#define DEFINE_ROW(T, M, OP)                                                                       \
-    static inline void row_##T##_##OP(const T *x, int64_t w, T *o)                                \
+#define DEFINE_ROW(W, ATTR, T, M, OP)                                                                       \
+    ATTR static inline void row##W##_##T##_##OP(const T *x, int64_t w, T *o)                                \
     {                                                                                              \
-        const int64_t lanes = (int64_t)(sizeof(v_##T) / sizeof(T));                                \
-        v_##T a, b;                                                                                \
+        const int64_t lanes = (int64_t)(sizeof(v##W##_##T) / sizeof(T));                                \
+        v##W##_##T a, b;                                                                                \
         int64_t c = 0;                                                                             \
         for (; c + lanes <= w; c += lanes) {                                                       \
             __builtin_memcpy(&a, o + c, sizeof(a));                                                \
             __builtin_memcpy(&b, x + c, sizeof(b));                                                \
-            a = V_##OP(v_##T, M, a, b);                                                            \
+            a = V_##OP(v##W##_##T, v##W##_##M, a, b);                                                            \
             __builtin_memcpy(o + c, &a, sizeof(a));                                                \
         }                                                                                          \
         for (; c < w; c++) o[c] = S_##OP(o[c], x[c]);                                              \
@@ -115,11 +114,11 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
  * `count` values: four vector accumulators over it, lane j always meeting column j % w, then the
  * lanes folded per column. Runs shorter than four vectors return 0 (the caller reduces them by
  * column). */
-#define DEFINE_NARROW(T, M, OP)                                                                    \
-    static inline int narrow_##T##_##OP(const T *x, int64_t count, int64_t w, T *o)              \
+#define DEFINE_NARROW(W, ATTR, T, M, OP)                                                                    \
+    ATTR static inline int narrow##W##_##T##_##OP(const T *x, int64_t count, int64_t w, T *o)              \
     {                                                                                              \
-        enum { L = (int)(sizeof(v_##T) / sizeof(T)) };                                             \
-        v_##T a0, a1, a2, a3, v;                                                                   \
+        enum { L = (int)(sizeof(v##W##_##T) / sizeof(T)) };                                             \
+        v##W##_##T a0, a1, a2, a3, v;                                                                   \
         T lanes[L];                                                                                \
         if (count < 4 * L) return 0;                                                               \
         __builtin_memcpy(&a0, x, sizeof(v));                                                       \
@@ -129,15 +128,15 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
         int64_t i = 4 * L;                                                                         \
         for (; i + 4 * L <= count; i += 4 * L) {                                                   \
             __builtin_memcpy(&v, x + i, sizeof(v));                                                \
-            a0 = V_##OP(v_##T, M, a0, v);                                                          \
+            a0 = V_##OP(v##W##_##T, v##W##_##M, a0, v);                                                          \
             __builtin_memcpy(&v, x + i + L, sizeof(v));                                            \
-            a1 = V_##OP(v_##T, M, a1, v);                                                          \
+            a1 = V_##OP(v##W##_##T, v##W##_##M, a1, v);                                                          \
             __builtin_memcpy(&v, x + i + 2 * L, sizeof(v));                                        \
-            a2 = V_##OP(v_##T, M, a2, v);                                                          \
+            a2 = V_##OP(v##W##_##T, v##W##_##M, a2, v);                                                          \
             __builtin_memcpy(&v, x + i + 3 * L, sizeof(v));                                        \
-            a3 = V_##OP(v_##T, M, a3, v);                                                          \
+            a3 = V_##OP(v##W##_##T, v##W##_##M, a3, v);                                                          \
         }                                                                                          \
-        a0 = V_##OP(v_##T, M, V_##OP(v_##T, M, a0, a1), V_##OP(v_##T, M, a2, a3));                 \
+        a0 = V_##OP(v##W##_##T, v##W##_##M, V_##OP(v##W##_##T, v##W##_##M, a0, a1), V_##OP(v##W##_##T, v##W##_##M, a2, a3));                 \
         __builtin_memcpy(lanes, &a0, sizeof(v));                                                   \
         for (int64_t r = 0; i + r < count; r++) lanes[r % L] = S_##OP(lanes[r % L], x[i + r]);    \
         for (int64_t c = 0; c < w; c++) {                                                          \
@@ -150,28 +149,28 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
 
 /* The kernel of one type and op: tiles of 8 vectors (256 bytes) of columns, then narrower ones,
  * over blocks of rows of at most BLOCK_BYTES (a block stays in L1 while its tiles pass over it). */
-#define DEFINE_KERNEL(T, M, OP)                                                                    \
-    DEFINE_TILE(T, M, OP, 8)                                                                       \
-    DEFINE_TILE(T, M, OP, 4)                                                                       \
-    DEFINE_TILE(T, M, OP, 2)                                                                       \
-    DEFINE_TILE(T, M, OP, 1)                                                                       \
-    DEFINE_TAIL(T, OP)                                                                             \
-    DEFINE_ROW(T, M, OP)                                                                           \
-    DEFINE_NARROW(T, M, OP)                                                                        \
-    MULTIVERSION static void reduce_##T##_##OP(const T *data, const int64_t *off, T *out,         \
+#define DEFINE_KERNEL(W, ATTR, T, M, OP)                                                                    \
+    DEFINE_TILE(W, ATTR, T, M, OP, 8)                                                                       \
+    DEFINE_TILE(W, ATTR, T, M, OP, 4)                                                                       \
+    DEFINE_TILE(W, ATTR, T, M, OP, 2)                                                                       \
+    DEFINE_TILE(W, ATTR, T, M, OP, 1)                                                                       \
+    DEFINE_TAIL(W, ATTR, T, OP)                                                                             \
+    DEFINE_ROW(W, ATTR, T, M, OP)                                                                           \
+    DEFINE_NARROW(W, ATTR, T, M, OP)                                                                        \
+    ATTR static void reduce##W##_##T##_##OP(const T *data, const int64_t *off, T *out,         \
                                                 int64_t lo, int64_t hi, int64_t w)                 \
     {                                                                                              \
-        const int64_t lanes = (int64_t)(sizeof(v_##T) / sizeof(T));                                \
+        const int64_t lanes = (int64_t)(sizeof(v##W##_##T) / sizeof(T));                                \
         int64_t block = BLOCK_BYTES / (w * (int64_t)sizeof(T));                                    \
         if (block < 1) block = 1;                                                                  \
         const int narrow = w < lanes && lanes % w == 0;                                            \
         for (int64_t j = lo; j < hi; j++) {                                                        \
             int64_t s = off[j], e = off[j + 1];                                                    \
             T *o = out + j * w;                                                                    \
-            if (narrow && narrow_##T##_##OP(data + s * w, (e - s) * w, w, o)) continue;          \
+            if (narrow && narrow##W##_##T##_##OP(data + s * w, (e - s) * w, w, o)) continue;          \
             if (w > 8 * lanes && e > s) { /* wide rows: stream them, the result row in L1 */     \
                 __builtin_memcpy(o, data + s * w, (size_t)w * sizeof(T));                          \
-                for (int64_t r = s + 1; r < e; r++) row_##T##_##OP(data + r * w, w, o);           \
+                for (int64_t r = s + 1; r < e; r++) row##W##_##T##_##OP(data + r * w, w, o);           \
                 continue;                                                                          \
             }                                                                                      \
             for (int64_t r0 = s; r0 < e; r0 += block) {                                            \
@@ -179,35 +178,50 @@ typedef u64 v_u64 __attribute__((vector_size(32)));
                 const T *x = data + r0 * w;                                                        \
                 int init = r0 == s;                                                                \
                 int64_t c = 0;                                                                     \
-                for (; c + 8 * lanes <= w; c += 8 * lanes) tile_##T##_##OP##_8(x + c, rows, w, o + c, init); \
-                if (c + 4 * lanes <= w) { tile_##T##_##OP##_4(x + c, rows, w, o + c, init); c += 4 * lanes; } \
-                if (c + 2 * lanes <= w) { tile_##T##_##OP##_2(x + c, rows, w, o + c, init); c += 2 * lanes; } \
-                if (c + lanes <= w) { tile_##T##_##OP##_1(x + c, rows, w, o + c, init); c += lanes; } \
-                if (c < w) tail_##T##_##OP(x + c, rows, w, w - c, o + c, init);                   \
+                for (; c + 8 * lanes <= w; c += 8 * lanes) tile##W##_##T##_##OP##_8(x + c, rows, w, o + c, init); \
+                if (c + 4 * lanes <= w) { tile##W##_##T##_##OP##_4(x + c, rows, w, o + c, init); c += 4 * lanes; } \
+                if (c + 2 * lanes <= w) { tile##W##_##T##_##OP##_2(x + c, rows, w, o + c, init); c += 2 * lanes; } \
+                if (c + lanes <= w) { tile##W##_##T##_##OP##_1(x + c, rows, w, o + c, init); c += lanes; } \
+                if (c < w) tail##W##_##T##_##OP(x + c, rows, w, w - c, o + c, init);                   \
             }                                                                                      \
         }                                                                                          \
     }
 
 /* The three kernels of a type: its sum (ints in their unsigned type) and its max and min. */
-#define DEFINE_TYPE(T, M, SUM_T, SUM_M, MAX, MIN) \
-    DEFINE_KERNEL(SUM_T, SUM_M, ADD)              \
-    DEFINE_KERNEL(T, M, MAX)                      \
-    DEFINE_KERNEL(T, M, MIN)
-
-DEFINE_TYPE(f32, v_i32, f32, v_i32, MAXF, MINF)
-DEFINE_TYPE(f64, v_i64, f64, v_i64, MAXF, MINF)
-DEFINE_TYPE(i32, v_i32, u32, v_u32, MAXI, MINI)
-DEFINE_TYPE(i64, v_i64, u64, v_u64, MAXI, MINI)
+#define DEFINE_TYPE(W, ATTR, T, M, SUM_T, SUM_M, MAX, MIN) \
+    DEFINE_KERNEL(W, ATTR, SUM_T, SUM_M, ADD)              \
+    DEFINE_KERNEL(W, ATTR, T, M, MAX)                      \
+    DEFINE_KERNEL(W, ATTR, T, M, MIN)
 
 typedef void (*kernel_fn)(const void *, const int64_t *, void *, int64_t, int64_t, int64_t);
 
-#define K(T, OP) ((kernel_fn)reduce_##T##_##OP)
-static const kernel_fn KERNELS[4][3] = {
-    {K(f32, ADD), K(f32, MAXF), K(f32, MINF)},
-    {K(f64, ADD), K(f64, MAXF), K(f64, MINF)},
-    {K(u32, ADD), K(i32, MAXI), K(i32, MINI)},
-    {K(u64, ADD), K(i64, MAXI), K(i64, MINI)},
-};
+/* Every kernel on W-byte vectors, and their table [kind][op]. */
+#define DEFINE_WIDTH(W, ATTR)                                            \
+    DEFINE_VECTORS(W)                                                    \
+    DEFINE_TYPE(W, ATTR, f32, i32, f32, i32, MAXF, MINF)                 \
+    DEFINE_TYPE(W, ATTR, f64, i64, f64, i64, MAXF, MINF)                 \
+    DEFINE_TYPE(W, ATTR, i32, i32, u32, u32, MAXI, MINI)                 \
+    DEFINE_TYPE(W, ATTR, i64, i64, u64, u64, MAXI, MINI)                 \
+    static const kernel_fn KERNELS##W[4][3] = {                          \
+        {K(W, f32, ADD), K(W, f32, MAXF), K(W, f32, MINF)},              \
+        {K(W, f64, ADD), K(W, f64, MAXF), K(W, f64, MINF)},              \
+        {K(W, u32, ADD), K(W, i32, MAXI), K(W, i32, MINI)},              \
+        {K(W, u64, ADD), K(W, i64, MAXI), K(W, i64, MINI)},              \
+    };
+#define K(W, T, OP) ((kernel_fn)reduce##W##_##T##_##OP)
+
+DEFINE_WIDTH(16, )
+#if X86_SIMD
+DEFINE_WIDTH(32, TARGET_AVX2)
+static const char *const NAMES[] = {"avx2", "baseline"};
+static const kernel_fn (*const TABLES[])[3] = {KERNELS32, KERNELS16};
+#else
+static const char *const NAMES[] = {"baseline"};
+static const kernel_fn (*const TABLES[])[3] = {KERNELS16};
+#endif
+#define N_VARIANTS ((int)(sizeof(NAMES) / sizeof(NAMES[0])))
+
+static int active = 0; /* the widest this CPU runs, set at import */
 static const Py_ssize_t ITEMSIZE[4] = {4, 8, 4, 8};
 
 static PyObject *segment_reduce(PyObject *self, PyObject *args)
@@ -281,7 +295,7 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
             goto done;
         }
     }
-    kernel_fn fn = KERNELS[kind][op];
+    kernel_fn fn = TABLES[active][kind][op];
     Py_BEGIN_ALLOW_THREADS
     fn(data.buf, off, out.buf, lo, hi, width);
     Py_END_ALLOW_THREADS
@@ -295,12 +309,31 @@ done:
     return result;
 }
 
+static PyObject *simd(PyObject *self, PyObject *args) { return simd_report(NAMES[active], NAMES, N_VARIANTS); }
+
+static PyObject *select_simd(PyObject *self, PyObject *args)
+{
+    const char *name;
+    if (!PyArg_ParseTuple(args, "s:select_simd", &name)) return NULL;
+    int k = simd_index(name, NAMES, N_VARIANTS), previous = active;
+    if (k < 0) return NULL;
+    active = k;
+    return PyUnicode_FromString(NAMES[previous]);
+}
+
 static PyMethodDef METHODS[] = {
     {"segment_reduce", segment_reduce, METH_VARARGS,
      "segment_reduce(op, kind, data, offsets, out, width, lo, hi): reduce each sequence's rows in place."},
+    {"simd", simd, METH_NOARGS, "simd() -> (the instruction set in use, those this build and CPU can run)."},
+    {"select_simd", select_simd, METH_VARARGS,
+     "select_simd(name) -> the previous one: run the kernels of another instruction set (for tests)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_csegment", "Compiled segment reductions.", -1, METHODS};
 
-PyMODINIT_FUNC PyInit__csegment(void) { return PyModule_Create(&MODULE); }
+PyMODINIT_FUNC PyInit__csegment(void)
+{
+    active = simd_widest(NAMES, N_VARIANTS);
+    return PyModule_Create(&MODULE);
+}

@@ -17,6 +17,35 @@ UFUNCS = {"sum": np.add, "max": np.maximum, "min": np.minimum}
 WIDTHS = [8, 9, 12, 16, 17, 31, 40, 64, 65, 100, 256, 300]
 
 
+def _instruction_sets():
+    """The SIMD instruction sets either kernel module can run here, widest first (the baseline too)."""
+    sets = []
+    for module in (_np_compiled._kernel, _np_compiled._relu):
+        if module is not None:
+            import importlib
+
+            sets.append(importlib.import_module(module.__module__).simd()[1])
+    union = [name for names in sets for name in names]
+    return sorted(set(union), key=union.index) or ["none"]  # a kernel without the set keeps its widest
+
+
+@pytest.fixture(autouse=True, params=_instruction_sets())
+def instruction_set(request):
+    """Every test of the compiled kernels runs on each instruction set's build of them (the widest the
+    CPU runs is what users get; the 16-byte baseline is what SSE2-only and arm64 machines run)."""
+    import importlib
+
+    modules = [importlib.import_module(k.__module__) for k in (_np_compiled._kernel, _np_compiled._relu)
+               if k is not None]
+    saved = [m.simd()[0] for m in modules]
+    for m in modules:
+        if request.param in m.simd()[1]:
+            m.select_simd(request.param)
+    yield request.param
+    for m, name in zip(modules, saved):
+        m.select_simd(name)
+
+
 @pytest.fixture
 def compiled(monkeypatch):
     if _np_compiled._kernel is None:
