@@ -280,17 +280,7 @@ static PyObject *relu_torch(PyObject *self, PyObject *args)
     return run_pointwise("relu_torch", args, VARIANTS[active].relu_torch32, VARIANTS[active].relu_torch64);
 }
 
-static PyObject *simd(PyObject *self, PyObject *args) { return simd_report(NAMES[active], NAMES, N_VARIANTS); }
-
-static PyObject *select_simd(PyObject *self, PyObject *args)
-{
-    const char *name;
-    if (!PyArg_ParseTuple(args, "s:select_simd", &name)) return NULL;
-    int k = simd_index(name, NAMES, N_VARIANTS), previous = active;
-    if (k < 0) return NULL;
-    active = k;
-    return PyUnicode_FromString(NAMES[previous]);
-}
+DEFINE_SIMD_FUNCTIONS(NAMES, N_VARIANTS, active)
 
 static PyMethodDef METHODS[] = {
     {"gelu_f32", gelu_f32, METH_VARARGS,
@@ -299,9 +289,7 @@ static PyMethodDef METHODS[] = {
      "relu(x, out, stream=False): out = maximum(x, 0) for float32 or float64 buffers of one type and length."},
     {"relu_torch", relu_torch, METH_VARARGS,
      "relu_torch(x, out, stream=False): out = torch.relu(x) (-0.0 kept) for float32 or float64 buffers."},
-    {"simd", simd, METH_NOARGS, "simd() -> (the instruction set in use, those this build and CPU can run)."},
-    {"select_simd", select_simd, METH_VARARGS,
-     "select_simd(name) -> the previous one: run the kernels of another instruction set (for tests)."},
+    SIMD_METHODS,
     {NULL, NULL, 0, NULL},
 };
 

@@ -309,24 +309,12 @@ done:
     return result;
 }
 
-static PyObject *simd(PyObject *self, PyObject *args) { return simd_report(NAMES[active], NAMES, N_VARIANTS); }
-
-static PyObject *select_simd(PyObject *self, PyObject *args)
-{
-    const char *name;
-    if (!PyArg_ParseTuple(args, "s:select_simd", &name)) return NULL;
-    int k = simd_index(name, NAMES, N_VARIANTS), previous = active;
-    if (k < 0) return NULL;
-    active = k;
-    return PyUnicode_FromString(NAMES[previous]);
-}
+DEFINE_SIMD_FUNCTIONS(NAMES, N_VARIANTS, active)
 
 static PyMethodDef METHODS[] = {
     {"segment_reduce", segment_reduce, METH_VARARGS,
      "segment_reduce(op, kind, data, offsets, out, width, lo, hi): reduce each sequence's rows in place."},
-    {"simd", simd, METH_NOARGS, "simd() -> (the instruction set in use, those this build and CPU can run)."},
-    {"select_simd", select_simd, METH_VARARGS,
-     "select_simd(name) -> the previous one: run the kernels of another instruction set (for tests)."},
+    SIMD_METHODS,
     {NULL, NULL, 0, NULL},
 };
 

@@ -58,6 +58,24 @@ static int simd_index(const char *name, const char *const *names, int n)
     return -1;
 }
 
+/* simd() and select_simd(name) of a module whose instruction sets are NAMES[0:N] (widest first)
+ * and whose kernels run those of NAMES[ACTIVE]; SIMD_METHODS lists them in its method table. */
+#define DEFINE_SIMD_FUNCTIONS(NAMES, N, ACTIVE)                                                    \
+    static PyObject *simd(PyObject *self, PyObject *args) { return simd_report(NAMES[ACTIVE], NAMES, N); } \
+    static PyObject *select_simd(PyObject *self, PyObject *args)                                  \
+    {                                                                                              \
+        const char *name;                                                                          \
+        if (!PyArg_ParseTuple(args, "s:select_simd", &name)) return NULL;                          \
+        int k = simd_index(name, NAMES, N), previous = ACTIVE;                                     \
+        if (k < 0) return NULL;                                                                    \
+        ACTIVE = k;                                                                                \
+        return PyUnicode_FromString(NAMES[previous]);                                              \
+    }
+#define SIMD_METHODS                                                                               \
+    {"simd", simd, METH_NOARGS, "simd() -> (the instruction set in use, those this build and CPU can run)."}, \
+    {"select_simd", select_simd, METH_VARARGS,                                                     \
+     "select_simd(name) -> the previous one: run the kernels of another instruction set (for tests)."}
+
 /* The first (widest) of `names` this CPU runs; the last is always "baseline". */
 static int simd_widest(const char *const *names, int n)
 {
