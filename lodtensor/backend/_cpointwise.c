@@ -110,7 +110,8 @@ static inline void streaming_done(void)
 #define F64_NEG_INF ((int64_t)0xfff0000000000000ULL)
 
 /* The kernels on W-byte vectors, compiled for ATTR's instruction set. Constants are splatted by
- * adding them to a zero vector. */
+ * adding them to a zero vector; each is cast to float, so that where float arithmetic runs in
+ * long double (x87, FLT_EVAL_METHOD 2) it still converts to the vector's type. */
 #define DEFINE_POINTWISE(W, ATTR)                                                                    \
     typedef float vf##W __attribute__((vector_size(W)));                                            \
     typedef int32_t vi##W __attribute__((vector_size(W)));                                          \
@@ -122,20 +123,20 @@ static inline void streaming_done(void)
     /* exp(y) for y <= 0 (below -87: exp(-87), under 1.7e-38, as good as zero where it is used) */ \
     ATTR static inline __attribute__((always_inline)) vf##W exp_nonpositive##W(vf##W y)            \
     {                                                                                                \
-        const vf##W zero = {0}, floor = zero - 87.0f;                                                \
+        const vf##W zero = {0}, floor = zero - (float)87.0f;                                                \
         vi##W above = (vi##W)(y > floor);                                                            \
         y = (vf##W)(((vi##W)y & above) | ((vi##W)floor & ~above));                                  \
-        vf##W scaled = y * 1.44269504088896341f - 0.5f; /* y <= 0: truncation rounds */             \
+        vf##W scaled = y * (float)1.44269504088896341f - (float)0.5f; /* y <= 0: truncation rounds */             \
         vi##W n = __builtin_convertvector(scaled, vi##W);                                            \
         vf##W nf = __builtin_convertvector(n, vf##W);                                                \
-        vf##W r = y - nf * 0.693359375f - nf * -2.12194440e-4f;                                      \
-        vf##W p = zero + 1.9875691500e-4f;                                                           \
-        p = p * r + 1.3981999507e-3f;                                                                \
-        p = p * r + 8.3334519073e-3f;                                                                \
-        p = p * r + 4.1665795894e-2f;                                                                \
-        p = p * r + 1.6666665459e-1f;                                                                \
-        p = p * r + 5.0000001201e-1f;                                                                \
-        p = p * r * r + r + 1.0f;                                                                    \
+        vf##W r = y - nf * (float)0.693359375f - nf * (float)-2.12194440e-4f;                                      \
+        vf##W p = zero + (float)1.9875691500e-4f;                                                           \
+        p = p * r + (float)1.3981999507e-3f;                                                                \
+        p = p * r + (float)8.3334519073e-3f;                                                                \
+        p = p * r + (float)4.1665795894e-2f;                                                                \
+        p = p * r + (float)1.6666665459e-1f;                                                                \
+        p = p * r + (float)5.0000001201e-1f;                                                                \
+        p = p * r * r + r + (float)1.0f;                                                                    \
         vi##W bits = (n + 127) << 23;                                                                \
         return p * (vf##W)bits;                                                                      \
     }                                                                                                \
@@ -144,15 +145,15 @@ static inline void streaming_done(void)
     {                                                                                                \
         const vf##W zero = {0};                                                                      \
         vf##W ax = (vf##W)((vi##W)x & ~(vi##W)(-zero)); /* |x|: the sign bit (-0.0's) cleared */     \
-        vf##W z = ax * 0.7071067811865476f;                                                          \
-        vf##W t = (zero + 1.0f) / (1.0f + 0.3275911f * z);                                           \
-        vf##W poly = zero + 1.061405429f;                                                            \
-        poly = poly * t + -1.453152027f;                                                             \
-        poly = poly * t + 1.421413741f;                                                              \
-        poly = poly * t + -0.284496736f;                                                             \
-        poly = poly * t + 0.254829592f;                                                              \
+        vf##W z = ax * (float)0.7071067811865476f;                                                          \
+        vf##W t = (zero + (float)1.0f) / (1.0f + (float)0.3275911f * z);                                           \
+        vf##W poly = zero + (float)1.061405429f;                                                            \
+        poly = poly * t + (float)-1.453152027f;                                                             \
+        poly = poly * t + (float)1.421413741f;                                                              \
+        poly = poly * t + (float)-0.284496736f;                                                             \
+        poly = poly * t + (float)0.254829592f;                                                              \
         vf##W erfc = poly * t * exp_nonpositive##W(-(z * z));                                        \
-        return 0.5f * ((x + ax) - ax * erfc);                                                        \
+        return (float)0.5f * ((x + ax) - ax * erfc);                                                        \
     }                                                                                                \
                                                                                                      \
     /* np.maximum(x, 0): cleared where the bits, read as a signed integer, are at most -inf's */    \

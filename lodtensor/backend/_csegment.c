@@ -113,7 +113,14 @@ typedef uint64_t u64;
 /* A sequence of narrow rows (w values, w dividing a vector's lanes) as one contiguous run of
  * `count` values: four vector accumulators over it, lane j always meeting column j % w, then the
  * lanes folded per column. Runs shorter than four vectors return 0 (the caller reduces them by
- * column). */
+ * column). So do float max and min whose result is +-0.0 or NaN: the accumulators meet the rows
+ * out of order, and of two equal values (+0.0, -0.0) or two NaNs the row order picks which one
+ * comes out; for any other value equal values have equal bits. */
+#define TIES_ADD 0
+#define TIES_MAXI 0
+#define TIES_MINI 0
+#define TIES_MAXF 1
+#define TIES_MINF 1
 #define DEFINE_NARROW(W, ATTR, T, M, OP)                                                                    \
     ATTR static inline int narrow##W##_##T##_##OP(const T *x, int64_t count, int64_t w, T *o)              \
     {                                                                                              \
@@ -143,6 +150,7 @@ typedef uint64_t u64;
             T acc = lanes[c];                                                                      \
             for (int64_t j = c + w; j < L; j += w) acc = S_##OP(acc, lanes[j]);                    \
             o[c] = acc;                                                                            \
+            if (TIES_##OP && (acc == 0 || acc != acc)) return 0; /* +-0.0 or NaN: the row order */ \
         }                                                                                          \
         return 1;                                                                                  \
     }

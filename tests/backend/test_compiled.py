@@ -462,6 +462,25 @@ def test_maximum_with_zero_keeps_subclasses_and_scalars():
     assert type(scalar) is np.float32 and scalar == 0
 
 
+@needs_kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("width", [1, 2, 4])
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_narrow_rows_keep_numpys_ties(compiled, dtype, width, op):
+    """Narrow float rows read as one run (long sequences): of +0.0 and -0.0, and of NaNs with other
+    signs, the one NumPy's row-order reduction keeps comes out, bit for bit, on every instruction set
+    (the run's accumulators meet rows out of order, so such results take the row-order path)."""
+    g = np.random.default_rng(width)
+    choices = np.array([0.0, -0.0, np.nan, -np.nan, -1.0, 1.0], dtype)
+    lengths = g.integers(20, 90, size=40)
+    offsets = lengths_to_offsets(lengths)
+    for trial in range(5):
+        pick = g.integers(0, 6 if trial else 2, size=(int(offsets[-1]), width))
+        data = choices[pick] if trial != 4 else choices[g.integers(0, 2, size=pick.shape)] - 0.0 * pick
+        got = getattr(get_backend("numpy"), f"segment_{op}")(data, offsets, empty=0)
+        assert got.tobytes() == _expected(UFUNCS[op], data, offsets, 0).tobytes()
+
+
 # -- found by a second reading: each failed before its fix -----------------------------------------
 
 
