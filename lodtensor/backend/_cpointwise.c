@@ -113,80 +113,80 @@ static inline void streaming_done(void)
  * adding them to a zero vector; each is cast to float, so that where float arithmetic runs in
  * long double (x87, FLT_EVAL_METHOD 2) it still converts to the vector's type. */
 #define DEFINE_POINTWISE(W, ATTR)                                                                    \
-    typedef float vf##W __attribute__((vector_size(W)));                                            \
-    typedef int32_t vi##W __attribute__((vector_size(W)));                                          \
-    typedef uint32_t vu##W __attribute__((vector_size(W)));                                         \
-    typedef double vd##W __attribute__((vector_size(W)));                                           \
-    typedef int64_t vl##W __attribute__((vector_size(W)));                                          \
-    typedef uint64_t vul##W __attribute__((vector_size(W)));                                        \
+    typedef float vf##W __attribute__((vector_size(W)));                                             \
+    typedef int32_t vi##W __attribute__((vector_size(W)));                                           \
+    typedef uint32_t vu##W __attribute__((vector_size(W)));                                          \
+    typedef double vd##W __attribute__((vector_size(W)));                                            \
+    typedef int64_t vl##W __attribute__((vector_size(W)));                                           \
+    typedef uint64_t vul##W __attribute__((vector_size(W)));                                         \
                                                                                                      \
-    /* exp(y) for y <= 0 (below -87: exp(-87), under 1.7e-38, as good as zero where it is used) */ \
-    ATTR static inline __attribute__((always_inline)) vf##W exp_nonpositive##W(vf##W y)            \
+    /* exp(y) for y <= 0 (below -87: exp(-87), under 1.7e-38, as good as zero where it is used) */   \
+    ATTR static inline __attribute__((always_inline)) vf##W exp_nonpositive##W(vf##W y)              \
     {                                                                                                \
-        const vf##W zero = {0}, floor = zero - (float)87.0f;                                                \
+        const vf##W zero = {0}, floor = zero - (float)87.0f;                                         \
         vi##W above = (vi##W)(y > floor);                                                            \
-        y = (vf##W)(((vi##W)y & above) | ((vi##W)floor & ~above));                                  \
-        vf##W scaled = y * (float)1.44269504088896341f - (float)0.5f; /* y <= 0: truncation rounds */             \
+        y = (vf##W)(((vi##W)y & above) | ((vi##W)floor & ~above));                                   \
+        vf##W scaled = y * (float)1.44269504088896341f - (float)0.5f; /* y <= 0: truncation rounds */ \
         vi##W n = __builtin_convertvector(scaled, vi##W);                                            \
         vf##W nf = __builtin_convertvector(n, vf##W);                                                \
-        vf##W r = y - nf * (float)0.693359375f - nf * (float)-2.12194440e-4f;                                      \
-        vf##W p = zero + (float)1.9875691500e-4f;                                                           \
-        p = p * r + (float)1.3981999507e-3f;                                                                \
-        p = p * r + (float)8.3334519073e-3f;                                                                \
-        p = p * r + (float)4.1665795894e-2f;                                                                \
-        p = p * r + (float)1.6666665459e-1f;                                                                \
-        p = p * r + (float)5.0000001201e-1f;                                                                \
-        p = p * r * r + r + (float)1.0f;                                                                    \
+        vf##W r = y - nf * (float)0.693359375f + nf * (float)2.12194440e-4f;                         \
+        vf##W p = zero + (float)1.9875691500e-4f;                                                    \
+        p = p * r + (float)1.3981999507e-3f;                                                         \
+        p = p * r + (float)8.3334519073e-3f;                                                         \
+        p = p * r + (float)4.1665795894e-2f;                                                         \
+        p = p * r + (float)1.6666665459e-1f;                                                         \
+        p = p * r + (float)5.0000001201e-1f;                                                         \
+        p = p * r * r + r + (float)1.0f;                                                             \
         vi##W bits = (n + 127) << 23;                                                                \
         return p * (vf##W)bits;                                                                      \
     }                                                                                                \
                                                                                                      \
-    ATTR static inline __attribute__((always_inline)) vf##W gelu##W(vf##W x)                       \
+    ATTR static inline __attribute__((always_inline)) vf##W gelu##W(vf##W x)                         \
     {                                                                                                \
         const vf##W zero = {0};                                                                      \
         vf##W ax = (vf##W)((vi##W)x & ~(vi##W)(-zero)); /* |x|: the sign bit (-0.0's) cleared */     \
-        vf##W z = ax * (float)0.7071067811865476f;                                                          \
-        vf##W t = (zero + (float)1.0f) / (1.0f + (float)0.3275911f * z);                                           \
-        vf##W poly = zero + (float)1.061405429f;                                                            \
-        poly = poly * t + (float)-1.453152027f;                                                             \
-        poly = poly * t + (float)1.421413741f;                                                              \
-        poly = poly * t + (float)-0.284496736f;                                                             \
-        poly = poly * t + (float)0.254829592f;                                                              \
+        vf##W z = ax * (float)0.7071067811865476f;                                                   \
+        vf##W t = (zero + (float)1.0f) / ((float)1.0f + (float)0.3275911f * z);                      \
+        vf##W poly = zero + (float)1.061405429f;                                                     \
+        poly = poly * t - (float)1.453152027f;                                                       \
+        poly = poly * t + (float)1.421413741f;                                                       \
+        poly = poly * t - (float)0.284496736f;                                                       \
+        poly = poly * t + (float)0.254829592f;                                                       \
         vf##W erfc = poly * t * exp_nonpositive##W(-(z * z));                                        \
-        return (float)0.5f * ((x + ax) - ax * erfc);                                                        \
+        return (float)0.5f * ((x + ax) - ax * erfc);                                                 \
     }                                                                                                \
                                                                                                      \
-    /* np.maximum(x, 0): cleared where the bits, read as a signed integer, are at most -inf's */    \
-    ATTR static inline __attribute__((always_inline)) vf##W relu_f32_##W(vf##W x)                  \
+    /* np.maximum(x, 0): cleared where the bits, read as a signed integer, are at most -inf's */     \
+    ATTR static inline __attribute__((always_inline)) vf##W relu_f32_##W(vf##W x)                    \
     {                                                                                                \
         const vi##W zero = {0};                                                                      \
         vi##W bits = (vi##W)x;                                                                       \
         return (vf##W)(bits & ~(bits <= zero + F32_NEG_INF));                                        \
     }                                                                                                \
                                                                                                      \
-    ATTR static inline __attribute__((always_inline)) vd##W relu_f64_##W(vd##W x)                  \
+    ATTR static inline __attribute__((always_inline)) vd##W relu_f64_##W(vd##W x)                    \
     {                                                                                                \
         const vl##W zero = {0};                                                                      \
         vl##W bits = (vl##W)x;                                                                       \
         return (vd##W)(bits & ~(bits <= zero + F64_NEG_INF));                                        \
     }                                                                                                \
                                                                                                      \
-    /* torch.relu: cleared where the unsigned bits run from -0.0's plus one to -inf's */           \
-    ATTR static inline __attribute__((always_inline)) vf##W relu_torch_f32_##W(vf##W x)            \
+    /* torch.relu: cleared where the unsigned bits run from -0.0's plus one to -inf's */             \
+    ATTR static inline __attribute__((always_inline)) vf##W relu_torch_f32_##W(vf##W x)              \
     {                                                                                                \
         const vu##W zero = {0};                                                                      \
-        vu##W above = (vu##W)x - (zero + 0x80000001u); /* -0.0 wraps to the top */                  \
-        return (vf##W)((vi##W)x & ~(vi##W)(above < zero + 0x7f800000u));                            \
+        vu##W above = (vu##W)x - (zero + 0x80000001u); /* -0.0 wraps to the top */                   \
+        return (vf##W)((vi##W)x & ~(vi##W)(above < zero + 0x7f800000u));                             \
     }                                                                                                \
                                                                                                      \
-    ATTR static inline __attribute__((always_inline)) vd##W relu_torch_f64_##W(vd##W x)            \
+    ATTR static inline __attribute__((always_inline)) vd##W relu_torch_f64_##W(vd##W x)              \
     {                                                                                                \
         const vul##W zero = {0};                                                                     \
         vul##W above = (vul##W)x - (zero + 0x8000000000000001ULL);                                   \
-        return (vd##W)((vl##W)x & ~(vl##W)(above < zero + 0x7ff0000000000000ULL));                  \
+        return (vd##W)((vl##W)x & ~(vl##W)(above < zero + 0x7ff0000000000000ULL));                   \
     }                                                                                                \
                                                                                                      \
-    POINTWISE_LOOP(ATTR, gelu_loop_f32_##W, float, vf##W, gelu##W)                                  \
+    POINTWISE_LOOP(ATTR, gelu_loop_f32_##W, float, vf##W, gelu##W)                                   \
     POINTWISE_LOOP(ATTR, relu_loop_f32_##W, float, vf##W, relu_f32_##W)                              \
     POINTWISE_LOOP(ATTR, relu_loop_f64_##W, double, vd##W, relu_f64_##W)                             \
     POINTWISE_LOOP(ATTR, relu_torch_loop_f32_##W, float, vf##W, relu_torch_f32_##W)                  \
