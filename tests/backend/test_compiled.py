@@ -367,6 +367,7 @@ def test_relu_threaded_and_streamed_same_bits(monkeypatch, dtype):
     x = _relu_input(dtype, 600_001, 3).reshape(-1, 1)
     monkeypatch.setattr(_np_compiled, "_enabled", True)
     monkeypatch.setattr(_np_compiled, "_STREAM_BYTES", 1 << 20)  # this input is streamed
+    monkeypatch.setattr(_special, "_RELU_PARALLEL_BYTES", 1 << 20)  # and split over the threads
     lt.set_num_threads(2)
     try:
         assert _same_bits(_special.relu(x), np.maximum(x, 0))
@@ -428,10 +429,15 @@ def test_unaligned_buffers_are_taken(dtype):
 
 
 @needs_relu
-def test_relu_of_denormals_does_not_follow_a_threads_flush_setting():
+def test_relu_of_denormals_does_not_follow_a_threads_flush_setting(monkeypatch):
     """The masks come from the bits: with the calling thread flushing denormals (DAZ) and the pool's
     threads not, every thread still keeps positive denormals and clears negative ones."""
     torch = pytest.importorskip("torch")
+    from lodtensor.backend import _special
+    from lodtensor.backend import torch as torch_backend
+
+    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # the torch backend's kernel too
+    monkeypatch.setattr(_special, "_RELU_PARALLEL_BYTES", 1 << 20)  # on both threads
     bits = np.tile(np.array([0x5, 0x80000005, 0x80000000, 0x1], np.uint32), 300_000)
     x = bits.view(np.float32)
     if not torch.set_flush_denormal(True):

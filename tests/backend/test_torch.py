@@ -96,6 +96,7 @@ def test_relu_has_torchs_bits_and_gradient(monkeypatch, dtype, shortcuts):
     from lodtensor.backend import torch as torch_backend
 
     monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", shortcuts)
+    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # small tensors take the kernel too
     backend = get_backend("torch")
     for n in (37, 5_000_003):
         x = torch.randn(n, dtype=dtype)
@@ -118,8 +119,12 @@ def test_relu_has_torchs_bits_and_gradient(monkeypatch, dtype, shortcuts):
     assert torch.equal(g, (x > 0).to(g.dtype))  # 0 at x == 0, as torch
 
 
-def test_nested_relu_on_the_torch_backend_matches_torch():
+def test_nested_relu_on_the_torch_backend_matches_torch(monkeypatch):
     import lodtensor.nested as ln
+    from lodtensor.backend import torch as torch_backend
+
+    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)
+    assert not torch_backend._relu_fits(torch.ones(3)[::2])
 
     values = torch.randn(3000, 8)
     values[0, 0] = -0.0
@@ -129,11 +134,15 @@ def test_nested_relu_on_the_torch_backend_matches_torch():
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")  # inside forward_ad
-def test_relu_derivatives_follow_torch_beyond_backward():
+def test_relu_derivatives_follow_torch_beyond_backward(monkeypatch):
     """NaN positions pass the gradient (torch's threshold_backward), forward-mode AD and torch.func
     transforms work, and a torch nested tensor goes to torch's own relu."""
     import torch.autograd.forward_ad as fwAD
 
+    from lodtensor.backend import torch as torch_backend
+
+    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # these small tensors take the kernel
+    assert torch_backend._relu_fits(torch.ones(3))
     backend = get_backend("torch")
     v = torch.tensor([[float("nan"), -1.0], [2.0, 3.0], [-4.0, 0.0]], requires_grad=True)
     (g,) = torch.autograd.grad(backend.relu(v).sum(), v)
