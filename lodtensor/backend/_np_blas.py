@@ -13,8 +13,8 @@ one block of the inner dimension ``k`` at a time, so a result value is
 block. The fold serves ``k`` up to ``_MAX_DEPTH`` (256), and only once a probe
 GEMM of that depth has given the two-step way's bits on this machine's BLAS
 (its block depth depends on the CPU it picked); deeper products take the two-step
-way, where the bias pass is a small part of the time anyway (under 3% from
-``k`` = 512 on).
+way, where the bias pass is a smaller part of the time (measured on 73K rows,
+256 outputs: 10% of the two-step time at ``k`` = 256, 5% at 512, 3% at 1024).
 
 The BLAS is the one NumPy's wheels ship and have loaded already (OpenBLAS
 from ``scipy-openblas``, with its ``scipy_`` symbol prefix; ``64_`` marks the
