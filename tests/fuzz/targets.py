@@ -395,4 +395,8 @@ def nested_pickles(data):
         except RuntimeError as err:
             if "allocate" not in str(err):
                 raise
+# Targets kept in modules of their own register through ``target`` too (imported last, so
+# ``target`` exists when they load): file formats, and the wire / deep-structure doors.
+from . import targets_files, targets_wire  # noqa: E402, F401
+
 __all__ = ["TARGETS", "to_offsets"]
