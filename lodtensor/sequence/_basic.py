@@ -1,10 +1,15 @@
 """The sequence ops of API.md section 2 (see :mod:`lodtensor.sequence`)."""
 
+import operator
 
+import numpy as np
+
+from ..backend import backend_name_of
 from ..ops import levels as _levels
 from ..ops import reduce as _reduce
 from ..ops import reshape as _reshape
 from ..ops import select as _select
+from ..tensor import LoDTensor
 
 __all__ = [
     "sequence_pool",
@@ -129,9 +134,10 @@ def sequence_expand(x, y, ref_level=-1, name=None):
 
     Sequence ``i`` of ``x`` (row ``i`` when ``x`` has no lod) appears
     ``len(y's sequence i at ref_level)`` times; every copy is a sequence of
-    its own in the result. When ``x`` has no lod the result has none either,
-    as in Paddle. A multi-level ``x`` is repeated by its top-level sequences,
-    each with all its inner levels (Paddle allows only one level).
+    its own in the result. When ``x`` has no lod (a LoDTensor without one, or a
+    plain NumPy/CuPy/torch array, as Paddle's tensor without LoD) the result has
+    none either, as in Paddle. A multi-level ``x`` is repeated by its top-level
+    sequences, each with all its inner levels (Paddle allows only one level).
 
     See Also
     --------
@@ -146,7 +152,12 @@ def sequence_expand(x, y, ref_level=-1, name=None):
     >>> out = sequence_expand(x, y, ref_level=0)
     >>> out.lod(), out.data.tolist()
     ([[0, 2, 4, 6, 8]], [1, 2, 1, 2, 3, 4, 3, 4])
+    >>> out = sequence_expand(np.array([[1], [2]]), lt.LoDTensor(np.zeros(3), [[0, 1, 3]]))
+    >>> out.lod(), out.data.ravel().tolist()
+    ([], [1, 2, 2])
     """
+    if not isinstance(x, LoDTensor) and backend_name_of(x) is not None:  # a tensor without LoD
+        x = LoDTensor(x)
     return _select.expand(x, y, ref_level)
 
 
@@ -197,6 +208,9 @@ def sequence_unpad(x, length, name=None):
     """Inverse of :func:`sequence_pad`: keep the first ``length[i]`` rows of padded sequence ``i``.
 
     ``x`` is a dense array or a LoDTensor whose outer lod is kept above the new level.
+    ``x`` of shape ``(sequences, maxlen, *row)`` gives rows of shape ``row``; a 2-D ``x``
+    (``(sequences, maxlen)``) gives rows of one column, shape ``(rows, 1)``, as Paddle's
+    kernel does.
 
     See Also
     --------
@@ -206,10 +220,13 @@ def sequence_unpad(x, length, name=None):
     --------
     >>> import numpy as np
     >>> out = sequence_unpad(np.array([[1, 2, 0], [0, 0, 0], [3, 4, 5]]), [2, 0, 3])
-    >>> out.lod(), out.data.tolist()
-    ([[0, 2, 2, 5]], [1, 2, 3, 4, 5])
+    >>> out.lod(), out.data.ravel().tolist(), out.data.shape
+    ([[0, 2, 2, 5]], [1, 2, 3, 4, 5], (5, 1))
     """
-    return _reshape.unpad(x, length)
+    out = _reshape.unpad(x, length)
+    if getattr(x.data if isinstance(x, LoDTensor) else x, "ndim", None) == 2:
+        out = out.with_data(out.data.reshape(-1, 1))  # Paddle: [rows] + dims[2:], then a column
+    return out
 
 
 def sequence_concat(input, name=None):  # noqa: A002
@@ -340,7 +357,9 @@ def sequence_scatter(input, index, updates, name=None):  # noqa: A002
 def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     """``mask[..., j] = j < x[...]`` for lengths ``x``; ``maxlen`` defaults to ``max(x)``.
 
-    Array in, array out; a LoDTensor keeps its lod.
+    Array in, array out; a LoDTensor keeps its lod. ``maxlen`` is an integer or, as in
+    Paddle, a one-element integer tensor (NumPy, torch, CuPy or LoDTensor). ``dtype`` is a
+    bool, integer or floating dtype (a name, a NumPy dtype or a torch dtype).
 
     See Also
     --------
@@ -351,8 +370,45 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     >>> import numpy as np
     >>> sequence_mask(np.array([2, 0, 3])).tolist()
     [[1, 1, 0], [0, 0, 0], [1, 1, 1]]
+    >>> sequence_mask(np.array([1, 2]), maxlen=np.array([3]), dtype="float32").tolist()
+    [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]]
+    >>> sequence_mask(np.array([1, 2]), dtype="U3")
+    Traceback (most recent call last):
+    ...
+    TypeError: sequence_mask(): dtype must be a bool, integer or floating dtype, got '<U3'
     """
-    return _reshape.mask(x, maxlen, dtype)
+    where = "sequence_mask()"
+    return _reshape.mask(x, _maxlen(maxlen, where), _mask_dtype(dtype, where), where=where)
+
+
+def _maxlen(maxlen, where):
+    """``maxlen`` as given, or the int of a one-element integer tensor (Paddle takes both)."""
+    if maxlen is None or isinstance(maxlen, (int, np.integer)):
+        return maxlen
+    data = maxlen.data if isinstance(maxlen, LoDTensor) else maxlen
+    name = backend_name_of(data)
+    if name is None:
+        return maxlen  # left to the op's integer check
+    shape = tuple(int(s) for s in data.shape)
+    if int(np.prod(shape, dtype=np.int64)) != 1:
+        raise ValueError(f"{where}: maxlen given as a tensor must hold one integer, got shape {list(shape)}")
+    host = np.asarray(data.tolist()).reshape(())
+    if host.dtype.kind not in "iu":
+        raise TypeError(f"{where}: maxlen must be an integer, got a tensor of {host.dtype} ({host.item()!r})")
+    return operator.index(host.item())
+
+
+def _mask_dtype(dtype, where):
+    """``dtype`` as a NumPy dtype of kind bool, int, uint or float, else a clear error."""
+    spelled = str(dtype).replace("torch.", "") if type(dtype).__module__.startswith("torch") else dtype
+    try:
+        resolved = None if dtype is None else np.dtype(spelled)
+    except TypeError:
+        resolved = None
+    if resolved is None or resolved.kind not in "biuf":
+        shown = repr(str(resolved)) if resolved is not None else repr(dtype)
+        raise TypeError(f"{where}: dtype must be a bool, integer or floating dtype, got {shown}")
+    return resolved
 
 
 def lod_reset(x, y=None, target_lod=None):

@@ -964,16 +964,17 @@ def test_difference_zero_rows_crash_paddle(op, inputs, attrs):
         assert outs[0].data.shape == (0, 2) and outs[0].lod == [[0, 0, 0]]
 
 
-def test_difference_unpad_2d_input():
-    """Paddle's sequence_unpad of (sequences, maxlen) data gives (rows, 1); lodtensor gives (rows,),
-    so that unpad inverts pad for (rows,) data."""
-    x = T(seq_data(3, (3,)), None, "float64")
-    p, o = both("sequence_unpad", {"x": x, "length": I64([2, 0, 1])})
+@pytest.mark.parametrize("shape, length", [((3, 3), [2, 0, 1]), ((3, 40), [2, 3, 4]), ((1, 1), [1])])
+def test_unpad_2d_input_gives_a_column(shape, length):
+    """sequence_unpad of (sequences, maxlen) data gives (rows, 1), as Paddle's kernel (#26; Paddle's
+    own OpTest with [3, 40] and lengths [2, 3, 4] expects (9, 1))."""
+    x = T(np.arange(np.prod(shape), dtype="float64").reshape(shape), None, "float64")
+    p, o = both("sequence_unpad", {"x": x, "length": I64(length)})
     assert p[0] and o[0]
     (pout,), (oout,) = p[1], o[1]
-    assert pout.data.shape == (3, 1) and oout.data.shape == (3,)
-    assert pout.lod == oout.lod == [[0, 2, 2, 3]]
-    np.testing.assert_array_equal(pout.data.ravel(), oout.data)
+    assert pout.data.shape == oout.data.shape == (sum(length), 1)
+    assert pout.lod == oout.lod
+    np.testing.assert_array_equal(pout.data, oout.data)
 
 
 def test_difference_unpad_keeps_outer_lod():
