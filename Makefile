@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PADDLE_VENV := .venv-paddle
 PIP := $(BIN)/python -m pip install -q --disable-pip-version-check
 # the compiled kernels (setup.py): an install rebuilds them when one changes
-C_SOURCES := $(wildcard lodtensor/backend/*.c lodtensor/backend/*.h)
+C_SOURCES := $(wildcard lodtensor/backend/numpy/*.c lodtensor/backend/numpy/*.h)
 
 .PHONY: demo test test-slow test-gpu test-paddle fuzz bench docs lint clean gpu-check bench-gpu test-cupy-emulated
 
@@ -46,7 +46,7 @@ $(VENV)/.gpucheck: setup.cfg setup.py pyproject.toml $(C_SOURCES) | $(BIN)/pytho
 	@touch $@
 
 gpu-check: $(VENV)/.gpucheck
-	$(BIN)/python -m lodtensor.backend.cuda.check
+	$(BIN)/python -m lodtensor.backend.cupy.cuda.check
 
 # Multi-process, cluster and long end-to-end suites (CI runs them too).
 test-slow: $(VENV)/.test

@@ -10,8 +10,8 @@ KERNELS = ("_csegment", "_cpointwise")  # segment sum, max and min; GELU and rel
 
 setup(
     ext_modules=[
-        Extension(f"lodtensor.backend.{name}", [f"lodtensor/backend/{name}.c"], extra_compile_args=["-O3"],
-                  depends=["lodtensor/backend/_csimd.h"], optional=True)  # the instruction-set dispatch
+        Extension(f"lodtensor.backend.numpy.{name}", [f"lodtensor/backend/numpy/{name}.c"], extra_compile_args=["-O3"],
+                  depends=["lodtensor/backend/numpy/_csimd.h"], optional=True)  # the instruction-set dispatch
         for name in KERNELS
     ]
 )

@@ -26,7 +26,7 @@ import _cpudata  # noqa: E402
 import numpy as np  # noqa: E402
 
 import lodtensor  # noqa: E402
-from lodtensor.backend._np_chunks import chunk_reduce, identity_of  # noqa: E402
+from lodtensor.backend.numpy._chunks import chunk_reduce, identity_of  # noqa: E402
 
 
 def grid_plan(offsets, k):

@@ -79,7 +79,7 @@ TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
 @contextlib.contextmanager
 def _numpy_alone():
     """lodtensor's NumPy backend as if SciPy were not installed."""
-    from lodtensor.backend import numpy as numpy_backend  # noqa: PLC0415
+    from lodtensor.backend.numpy import _backend as numpy_backend  # noqa: PLC0415
 
     saved = numpy_backend._SPARSE
     numpy_backend._SPARSE = False

@@ -156,7 +156,7 @@ def run(report):
     if dry:
         cupy = None
         # time the device-generic torch code that CUDA runs, not the CPU-only kernels
-        from lodtensor.backend import torch as torch_backend  # noqa: PLC0415
+        from lodtensor.backend.torch import _backend as torch_backend  # noqa: PLC0415
 
         torch_backend._CPU_SHORTCUTS = False
     import lodtensor as lt  # noqa: PLC0415

@@ -233,7 +233,7 @@ def run_case(report, case, ln, torch):
     del ref
 
     # -- elementwise ----------------------------------------------------------------------------
-    from lodtensor.backend import _special  # noqa: PLC0415 - the same NumPy gelu on the flat buffer
+    from lodtensor.backend.numpy import _special  # noqa: PLC0415 - the same NumPy gelu on the flat buffer
 
     scipy_special = _common.optional("scipy.special")
     erf_by_hand = None

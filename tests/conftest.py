@@ -76,7 +76,7 @@ class BackendCase:
         """Switch the torch backend's CPU-only kernels off while a "torch-generic" case runs, the
         NumPy backend's compiled kernel while a "numpy-uncompiled" one does."""
         if self.generic:
-            from lodtensor.backend import torch as torch_backend
+            from lodtensor.backend.torch import _backend as torch_backend
 
             self._saved = torch_backend._CPU_SHORTCUTS
             torch_backend._CPU_SHORTCUTS = False
@@ -88,7 +88,7 @@ class BackendCase:
 
     def __exit__(self, *exc):
         if self.generic:
-            from lodtensor.backend import torch as torch_backend
+            from lodtensor.backend.torch import _backend as torch_backend
 
             torch_backend._CPU_SHORTCUTS = self._saved
         if self.uncompiled:

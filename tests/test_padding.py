@@ -112,7 +112,7 @@ def test_pad_all_round_trip(t):
 @pytest.mark.parametrize("pad_value", [0, -1.5, "row"])
 @pytest.mark.parametrize("use_out", [False, True])
 def test_split_padding_paths_agree(monkeypatch, threads, pad_value, use_out):
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
     monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
     monkeypatch.setenv("LODTENSOR_NUM_THREADS", threads)

@@ -7,18 +7,18 @@ importing optional libraries (it looks at the type's module name);
 The NumPy backend keeps a bounded pool of large output buffers
 (``set_buffer_pool``, ``get_buffer_pool``, ``trim_buffer_pool``,
 ``buffer_pool_info``; the ``LODTENSOR_BUFFER_POOL`` environment variable):
-see ``lodtensor.backend._np_pool`` and docs/backends.md. Its segment
+see ``lodtensor.backend.numpy._pool`` and docs/backends.md. Its segment
 reductions run in a compiled kernel where one was built at install
 (``compiled_kernels``, ``set_compiled_kernels``; ``LODTENSOR_COMPILED=0``
-switches it off): see ``lodtensor.backend._np_compiled``.
+switches it off): see ``lodtensor.backend.numpy._compiled``.
 """
 
 import numpy as np
 
 from ..errors import BackendMismatchError
-from ._base import KERNELS, Backend
-from ._np_compiled import compiled_kernels, set_compiled_kernels
-from ._np_pool import buffer_pool_info, get_buffer_pool, set_buffer_pool, trim_buffer_pool
+from ._contract import KERNELS, Backend
+from .numpy._compiled import compiled_kernels, set_compiled_kernels
+from .numpy._pool import buffer_pool_info, get_buffer_pool, set_buffer_pool, trim_buffer_pool
 from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests register stubs there
 
 __all__ = ["Backend", "KERNELS", "backend_of", "get_backend", "backend_name_of", "available_backends",

@@ -11,8 +11,8 @@ __all__ = ["get_backend"]
 
 _BACKENDS = {}
 
-#: backend name -> the callable of its module that builds it
-_FACTORIES = {"numpy": "NumpyBackend", "cupy": "make_backend", "torch": "make_backend"}
+#: backend name -> its package under ``lodtensor.backend`` (each exposes ``make_backend()``)
+_FACTORIES = {"numpy": "numpy", "cupy": "cupy", "torch": "torch"}
 
 _HINTS = {
     "cupy": "install the GPU extra: pip install 'lodtensor[cuda]' (needs an NVIDIA GPU)",
@@ -37,12 +37,12 @@ def get_backend(name):
         raise ValueError(
             f"get_backend(): name must be one of 'numpy', 'cupy', 'torch', got {name!r}"
         )
+    module = importlib.import_module(f"{__package__}.{_FACTORIES[name]}")
     try:
-        module = importlib.import_module(f"{__package__}.{name}")
+        backend = module.make_backend()
     except ImportError as err:
         if name not in _HINTS:
             raise
         raise ImportError(f"the {name!r} backend needs {name}: {_HINTS[name]}") from err
-    backend = getattr(module, _FACTORIES[name])()
     _BACKENDS[name] = backend
     return backend

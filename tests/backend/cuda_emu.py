@@ -1,11 +1,11 @@
 """Run the CuPy backend's real CUDA C kernels on the CPU, through the recording cupy stub.
 
 ``cuda_emu/emu.h`` stands in for the CUDA runtime (thread and block indices, warp
-shuffles, __syncthreads, __shared__) so g++ compiles ``lodtensor/backend/cuda/*.cu``
+shuffles, __syncthreads, __shared__) so g++ compiles ``lodtensor/backend/cupy/cuda/*.cu``
 unchanged; every name expression the backend can launch gets an ``extern "C"``
 launcher taking the kernel arguments the way cuLaunchKernel does. ``install``
 then makes the stub's ``RawModule`` run launches through that library, so the
-real host code of ``lodtensor/backend/cupy.py`` drives the real kernels, one
+real host code of ``lodtensor/backend/cupy/_backend.py`` drives the real kernels, one
 block at a time, on NumPy buffers. It checks what the kernels compute (indexing,
 pieces, combine pass, empty sequences, dtypes), not GPU timing or memory model.
 """
@@ -19,7 +19,7 @@ import tempfile
 
 import numpy as np
 
-from lodtensor.backend import cuda as kernels
+from lodtensor.backend.cupy import cuda as kernels
 
 from . import cupy_stub
 

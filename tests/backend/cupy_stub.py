@@ -1,7 +1,7 @@
 """A recording stand-in for cupy, backed by NumPy, to test the CuPy backend without a GPU.
 
 ``install(monkeypatch)`` puts the stub in ``sys.modules["cupy"]``, loads a fresh copy
-of ``lodtensor/backend/cupy.py`` against it and registers it as the "cupy" backend.
+of ``lodtensor/backend/cupy/_backend.py`` against it and registers it as the "cupy" backend.
 Arrays are a NumPy subclass whose type lives in module "cupy" (so lodtensor routes
 them to the CuPy backend). Every ``RawModule`` kernel launch is recorded in
 ``stub.launches`` as ``(name, grid, block, args)`` and does nothing else: the stub
@@ -170,10 +170,10 @@ def install(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", stub)
     for name, module in _cupyx().items():
         monkeypatch.setitem(sys.modules, name, module)
-    path = os.path.join(os.path.dirname(backend_pkg.__file__), "cupy.py")
-    spec = importlib.util.spec_from_file_location("lodtensor.backend._cupy_on_stub", path)
+    path = os.path.join(os.path.dirname(backend_pkg.__file__), "cupy", "_backend.py")
+    spec = importlib.util.spec_from_file_location("lodtensor.backend.cupy._backend_on_stub", path)
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = "lodtensor.backend"
+    module.__package__ = "lodtensor.backend.cupy"
     spec.loader.exec_module(module)
     monkeypatch.setitem(backend_pkg._BACKENDS, "cupy", module.make_backend())
     monkeypatch.setattr(backend_pkg, "_TYPE_CACHE", {})

@@ -22,8 +22,11 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import sequence as S
-from lodtensor.backend import _np_pool, _np_ufunc, _special, buffer_pool_info, set_buffer_pool, trim_buffer_pool
-from lodtensor.backend import numpy as numpy_backend
+from lodtensor.backend import buffer_pool_info, set_buffer_pool, trim_buffer_pool
+from lodtensor.backend.numpy import _pool as _np_pool
+from lodtensor.backend.numpy import _ufunc as _np_ufunc
+from lodtensor.backend.numpy import _special
+from lodtensor.backend.numpy import _backend as numpy_backend
 
 KIB = 1 << 10
 

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lodtensor as lt
-from lodtensor.backend import _np_compiled, compiled_kernels, get_backend, set_compiled_kernels
+from lodtensor.backend import compiled_kernels, get_backend, set_compiled_kernels
+from lodtensor.backend.numpy import _compiled as _np_compiled
 from lodtensor.lod import lengths_to_offsets
 
 needs_kernel = pytest.mark.skipif(_np_compiled._kernel is None, reason="the compiled kernel was not built")
@@ -269,7 +270,7 @@ def test_compiled_gelu_matches_the_exact_function_and_the_numpy_kernel(monkeypat
     both; a large input split over threads gives the same bits as one call."""
     import math
 
-    from lodtensor.backend import _special
+    from lodtensor.backend.numpy import _special
 
     g = np.random.default_rng(n)
     x = (g.standard_normal(n) * 5).astype(np.float32)
@@ -362,7 +363,7 @@ def test_compiled_relu_checks_its_arguments():
 @needs_relu
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_relu_threaded_and_streamed_same_bits(monkeypatch, dtype):
-    from lodtensor.backend import _special
+    from lodtensor.backend.numpy import _special
 
     x = _relu_input(dtype, 600_001, 3).reshape(-1, 1)
     monkeypatch.setattr(_np_compiled, "_enabled", True)
@@ -433,8 +434,8 @@ def test_relu_of_denormals_does_not_follow_a_threads_flush_setting(monkeypatch):
     """The masks come from the bits: with the calling thread flushing denormals (DAZ) and the pool's
     threads not, every thread still keeps positive denormals and clears negative ones."""
     torch = pytest.importorskip("torch")
-    from lodtensor.backend import _special
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.numpy import _special
+    from lodtensor.backend.torch import _backend as torch_backend
 
     monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # the torch backend's kernel too
     monkeypatch.setattr(_special, "_RELU_PARALLEL_BYTES", 1 << 20)  # on both threads
@@ -444,7 +445,7 @@ def test_relu_of_denormals_does_not_follow_a_threads_flush_setting(monkeypatch):
         pytest.skip("this CPU cannot flush denormals")
     lt.set_num_threads(2)
     try:
-        from lodtensor.backend import _special
+        from lodtensor.backend.numpy import _special
 
         got = _special.relu(x).view(np.uint32)
         torch_bits = get_backend("torch").relu(torch.from_numpy(x)).numpy().view(np.uint32)

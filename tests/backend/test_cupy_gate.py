@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import sequence as S
-from lodtensor.backend import cuda as kernels
+from lodtensor.backend.cupy import cuda as kernels
 
 from . import cupy_stub
 

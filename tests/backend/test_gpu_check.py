@@ -1,4 +1,4 @@
-"""The offline CUDA check (lodtensor.backend.cuda.check) passes on the package and can fail.
+"""The offline CUDA check (lodtensor.backend.cupy.cuda.check) passes on the package and can fail.
 
 NVRTC and ptxas come from the nvidia-cuda-nvrtc-cu12 / nvidia-cuda-nvcc-cu12 wheels
 (`make gpu-check` installs them); without them these tests skip.
@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("nvidia.cuda_nvrtc")
 pytest.importorskip("nvidia.cuda_nvcc")
 
-from lodtensor.backend import cuda  # noqa: E402
-from lodtensor.backend.cuda import check  # noqa: E402
+from lodtensor.backend.cupy import cuda  # noqa: E402
+from lodtensor.backend.cupy.cuda import check  # noqa: E402
 
 _GOOD = """
 template <typename T> __global__ void __launch_bounds__(256, 4) scale(T* x, long long n, T a) {
@@ -102,7 +102,7 @@ def test_docs_hold_the_current_table(package_check):
     with open(path, encoding="utf-8") as f:
         docs = f.read()
     table = check.format_table(package_check[0], markdown=True)
-    assert table in docs, "docs/gpu.md: paste `python -m lodtensor.backend.cuda.check --markdown` into it"
+    assert table in docs, "docs/gpu.md: paste `python -m lodtensor.backend.cupy.cuda.check --markdown` into it"
 
 
 def test_cupy_compiles_every_kernel_as_the_backend_asks(monkeypatch):

@@ -90,8 +90,8 @@ def test_backend_of_and_mismatch():
 def _numpy_path(monkeypatch, path):
     """The NumPy backend's segment reductions by ``path``: "compiled" (its compiled kernel), "csr"
     (SciPy's product for sums, NumPy kernels otherwise), "no-scipy" (NumPy kernels alone)."""
-    from lodtensor.backend import _np_compiled
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _compiled as _np_compiled
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
     if path == "compiled":
         if _np_compiled._kernel is None:
@@ -126,8 +126,8 @@ def test_numpy_segment_sum_paths_agree(monkeypatch, path, dtype):
 @pytest.mark.parametrize("path", NUMPY_PATHS)
 def test_threaded_numpy_reductions_agree(monkeypatch, path, row):
     import lodtensor as lt
-    from lodtensor.backend import _np_compiled
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _compiled as _np_compiled
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
     _numpy_path(monkeypatch, path)
     monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
@@ -164,8 +164,8 @@ def test_block_plans_are_cached_and_never_stale(monkeypatch, path, uncompiled):
     """A plan is reused for a LoD's read-only offsets, and for a writable array while its
     values are unchanged; one changed in place between calls is planned afresh. Floats go
     by chunks (``_np_chunks``), complex numbers (no identity for max) by sorted blocks."""
-    from lodtensor.backend import _np_chunks
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _chunks as _np_chunks
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
     be = get_backend("numpy")
     data = np.random.default_rng(2).standard_normal((10, 32))
@@ -195,7 +195,7 @@ def test_block_plans_are_cached_and_never_stale(monkeypatch, path, uncompiled):
 def test_block_plans_go_with_their_offsets(uncompiled):
     import gc
 
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
     offsets = lengths_to_offsets([3, 5])
     offsets.setflags(write=False)
@@ -214,7 +214,7 @@ def test_block_reductions_match_per_sequence_reductions(lens, width, block, thre
     """Max and min of wide rows by sorted blocks (complex rows: padding repeats, one-sequence
     blocks, threads) equal the reductions of each sequence on its own, for any lengths and block size."""
     import lodtensor as lt
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
     saved = numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES
     numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES = block, 0
@@ -244,7 +244,7 @@ def test_chunk_reductions_threaded_match_one_thread_and_each_sequence(lens, widt
     (chunks are independent, each reduced in the same order), and both equal each sequence
     reduced on its own (max/min exactly; sums within float32/float64 tolerance of another order)."""
     import lodtensor as lt
-    from lodtensor.backend import _np_chunks
+    from lodtensor.backend.numpy import _chunks as _np_chunks
 
     saved = _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES
     _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES = chunk, ratio, 0
@@ -291,9 +291,9 @@ def test_every_backend_has_the_kernel_signatures_of_the_numpy_reference(module):
     import inspect
     import pathlib
 
-    from lodtensor.backend import numpy as numpy_backend
+    from lodtensor.backend.numpy import _backend as numpy_backend
 
-    source = pathlib.Path(numpy_backend.__file__).with_name(f"{module}.py").read_text()
+    source = (pathlib.Path(numpy_backend.__file__).parents[1] / module / "_backend.py").read_text()
     classes = [n for n in ast.parse(source).body if isinstance(n, ast.ClassDef) and n.name.endswith("Backend")]
     assert len(classes) == 1
     methods = {n.name: n for n in classes[0].body if isinstance(n, ast.FunctionDef)}

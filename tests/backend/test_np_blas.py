@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lodtensor.nested as ln
-from lodtensor.backend import _np_blas, _np_compiled
+from lodtensor.backend.numpy import _blas as _np_blas
+from lodtensor.backend.numpy import _compiled as _np_compiled
 
 needs_blas = pytest.mark.skipif(not _np_blas._load(), reason="NumPy's wheel BLAS (scipy-openblas) not found")
 
@@ -140,7 +141,7 @@ def test_mismatched_or_read_only_arguments_are_refused(folded):
     readonly = np.zeros((300, 200), np.float32)
     readonly.flags.writeable = False
     assert _np_blas.gemm_bias(x, w, b, readonly) is None
-    from lodtensor.backend.numpy import NumpyBackend
+    from lodtensor.backend.numpy._backend import NumpyBackend
 
     with pytest.raises(ValueError, match="mismatch"):
         NumpyBackend().linear(x, w[:, :32], b)

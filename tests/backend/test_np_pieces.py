@@ -6,8 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lodtensor as lt
-from lodtensor.backend import _np_pieces, get_backend
-from lodtensor.backend import numpy as numpy_backend
+from lodtensor.backend import get_backend
+from lodtensor.backend.numpy import _pieces as _np_pieces
+from lodtensor.backend.numpy import _backend as numpy_backend
 
 
 def _offsets(lens):

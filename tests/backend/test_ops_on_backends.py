@@ -12,7 +12,7 @@ import pytest
 
 import lodtensor as lt
 from lodtensor import sequence as S
-from lodtensor.backend import cuda as kernels
+from lodtensor.backend.cupy import cuda as kernels
 
 
 def _host(be, obj):

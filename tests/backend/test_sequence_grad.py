@@ -20,7 +20,7 @@ def t(x):
 @pytest.fixture(params=[True, False], ids=["cpu-kernels", "generic"])
 def shortcuts(request, monkeypatch):
     """Both the torch backend's CPU-only kernels and the device-generic code CUDA runs."""
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.torch import _backend as torch_backend
 
     monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", request.param)
     return request.param
@@ -64,7 +64,7 @@ def test_gradcheck_wide_rows(name, shortcuts):
 
 
 def test_wide_segment_sum_matches_index_add():
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.torch import _backend as torch_backend
 
     x = torch.randn(6, 3, 4, dtype=torch.float32)
     offsets = torch.tensor([0, 2, 2, 5, 6])
@@ -104,8 +104,8 @@ def test_segment_kernels_agree_across_the_width_thresholds(monkeypatch, dtype, w
     """CPU sums switch between SpMM (or the compiled kernel, from 32 bytes a row where built) and
     index_add_, max/min between the NumPy kernels and scatter_reduce, by bytes per row: every side
     gives NumPy's result (empty segment included), and float64 gradients pass gradcheck on both sides."""
-    from lodtensor.backend import _np_compiled
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.numpy import _compiled as _np_compiled
+    from lodtensor.backend.torch import _backend as torch_backend
 
     if compiled and _np_compiled._kernel is None:
         pytest.skip("the compiled kernel was not built")

@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import get_backend
-from lodtensor.backend import _np_chunks, _np_ufunc
-from lodtensor.backend import numpy as numpy_backend
+from lodtensor.backend.numpy import _chunks as _np_chunks
+from lodtensor.backend.numpy import _ufunc as _np_ufunc
+from lodtensor.backend.numpy import _backend as numpy_backend
 from lodtensor.lod import lengths_to_offsets
 
 

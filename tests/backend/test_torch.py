@@ -93,7 +93,7 @@ def test_relu_has_torchs_bits_and_gradient(monkeypatch, dtype, shortcuts):
     """The torch backend's relu (the compiled kernel on CPU where built) against torch.relu: the same
     bits (-0.0 kept, NaN kept with its sign), large (threads, streaming stores) and small; the
     gradient as torch's, double backward included; non-contiguous input takes torch's own relu."""
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.torch import _backend as torch_backend
 
     monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", shortcuts)
     monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # small tensors take the kernel too
@@ -121,7 +121,7 @@ def test_relu_has_torchs_bits_and_gradient(monkeypatch, dtype, shortcuts):
 
 def test_nested_relu_on_the_torch_backend_matches_torch(monkeypatch):
     import lodtensor.nested as ln
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.torch import _backend as torch_backend
 
     monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)
     assert not torch_backend._relu_fits(torch.ones(3)[::2])
@@ -139,7 +139,7 @@ def test_relu_derivatives_follow_torch_beyond_backward(monkeypatch):
     transforms work, and a torch nested tensor goes to torch's own relu."""
     import torch.autograd.forward_ad as fwAD
 
-    from lodtensor.backend import torch as torch_backend
+    from lodtensor.backend.torch import _backend as torch_backend
 
     monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # these small tensors take the kernel
     assert torch_backend._relu_fits(torch.ones(3))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import lodtensor as lt
-from lodtensor.backend import _special
+from lodtensor.backend.numpy import _special
 
 
 @pytest.mark.parametrize("with_scipy", [True, False], ids=["scipy", "math.erf"])

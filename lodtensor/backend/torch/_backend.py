@@ -9,10 +9,10 @@ backward passes: those ``autograd.Function``s live in ``_torch_cpu``.
 import numpy as np
 import torch
 
-from ._arrays_torch import TorchArrayKernels
-from ._base import Backend
-from ._np_compiled import compiled_kernels, compiled_pointwise
-from ._torch_cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
+from ._arrays import TorchArrayKernels
+from .._contract import Backend
+from ..numpy._compiled import compiled_kernels, compiled_pointwise
+from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 
 __all__ = ["TorchBackend", "make_backend"]
 

@@ -11,9 +11,9 @@ import math
 
 import numpy as np
 
-from . import _np_pool
-from ._np_compiled import compiled_pointwise
-from ._threads import get_num_threads, pool, set_num_threads
+from . import _pool
+from ._compiled import compiled_pointwise
+from .._threads import get_num_threads, pool, set_num_threads
 
 __all__ = [
     "erf", "gelu", "silu", "relu", "map_blocks", "run_compiled", "set_num_threads", "get_num_threads", "NUMPY_EXTRA",
@@ -142,7 +142,7 @@ def erf(x):
     x = np.asarray(x)
     if x.dtype == np.float64 or x.dtype.kind != "f":
         return _erf64(x).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
-    out = _np_pool.empty(x.shape, x.dtype)
+    out = _pool.empty(x.shape, x.dtype)
     flat = x.reshape(-1)
     map_blocks(_erf32_block, flat, out.reshape(-1), scratch=2)
     return out
@@ -176,7 +176,7 @@ def _gelu_tanh_block(x, out):
 
 def gelu(x, approximate="none"):
     """GELU of a NumPy float array, as torch computes it (``approximate`` 'none' or 'tanh')."""
-    out = _np_pool.empty(x.shape, x.dtype)
+    out = _pool.empty(x.shape, x.dtype)
     flat, res = x.reshape(-1), out.reshape(-1)
     if approximate == "tanh":
         map_blocks(_gelu_tanh_block, flat, res)
@@ -202,7 +202,7 @@ def _silu_block(x, out):
 
 def silu(x):
     """SiLU (``x * sigmoid(x)``) of a NumPy float array."""
-    out = _np_pool.empty(x.shape, x.dtype)
+    out = _pool.empty(x.shape, x.dtype)
     map_blocks(_silu_block, x.reshape(-1), out.reshape(-1))
     return out
 
@@ -215,7 +215,7 @@ def relu(x, out=None):
     """``np.maximum(x, 0)`` of a float array, keeping the dtype, into ``out`` (C-contiguous, of
     ``x``'s shape and dtype, ``x`` itself or not overlapping it) or a new array; threaded for
     large arrays, in one compiled pass for native float32/float64."""
-    out = _np_pool.empty(x.shape, x.dtype) if out is None else out
+    out = _pool.empty(x.shape, x.dtype) if out is None else out
     kernel = compiled_pointwise("relu", out.nbytes) if x.dtype in (np.float32, np.float64) else None
     flat = x.reshape(-1)
     if kernel is None or not x.dtype.isnative or not flat.flags.c_contiguous:

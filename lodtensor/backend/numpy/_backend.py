@@ -7,14 +7,14 @@ instead of one per element.
 
 import numpy as np
 
-from . import _np_pool, _np_ufunc
+from . import _pool, _ufunc
 from ._arrays import ArrayKernels
-from ._base import Backend
-from ._np_chunks import chunk_reduce, identity_of
-from ._np_compiled import compiled_kernels, compiled_reduce
-from ._np_pieces import pieces_reduce
-from ._np_util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
-from ._threads import get_num_threads, pool, run_split, split_bounds
+from .._contract import Backend
+from ._chunks import chunk_reduce, identity_of
+from ._compiled import compiled_kernels, compiled_reduce
+from ._pieces import pieces_reduce
+from ._util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
+from .._threads import get_num_threads, pool, run_split, split_bounds
 
 __all__ = ["NumpyBackend"]
 
@@ -160,7 +160,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
         if method == "__call__" and ufunc.signature is None:  # not gufuncs (matmul)
-            result = _np_ufunc.threaded_ufunc(ufunc, args, kwargs)
+            result = _ufunc.threaded_ufunc(ufunc, args, kwargs)
             if result is not None:
                 return result
         return getattr(ufunc, method)(*args, **kwargs)
@@ -220,7 +220,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         ``ufunc.reduceat`` walks the data once per column (one inner-loop call per
         sequence and column), so it serves single values and a few columns of long
         sequences; rows of ints and floats otherwise go by chunks in data order
-        (:func:`._np_chunks.chunk_reduce`; float sums of 32-64-byte rows: :mod:`._np_pieces`),
+        (:func:`._chunks.chunk_reduce`; float sums of 32-64-byte rows: :mod:`._pieces`),
         other dtypes by sorted blocks (:meth:`_reduce_blocks`). ``owner`` is the object ``offsets`` views, if
         any (it keys the plan cache).
         """
@@ -356,7 +356,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         if lengths.all() and data.size // data.shape[0] < _CSR_ROW:
             # the common case (a few scores per row, no empty sequence): reduceat straight, into
             # one result, on a few threads from 1 MiB (reduceat and the ufuncs release the GIL)
-            out = _np_pool.empty(data.shape, data.dtype)
+            out = _pool.empty(data.shape, data.dtype)
             # softmax is shift-invariant per sequence: where all values span less than exp's range,
             # one shift serves every sequence (two SIMD passes instead of a reduceat and a repeat;
             # the same for any split over threads). NaN and inf fail the test.
@@ -445,8 +445,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         shape = (n, maxlen) + row_shape
         index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
         zero = np.ndim(pad_value) == 0 and pad_value == 0
-        if out is None and groups is not None and _np_pool.pools(shape, data.dtype):
-            out, tails_done = _np_pool.empty(shape, data.dtype), False  # tails filled: no page faults
+        if out is None and groups is not None and _pool.pools(shape, data.dtype):
+            out, tails_done = _pool.empty(shape, data.dtype), False  # tails filled: no page faults
         elif out is None:
             out = np.zeros(shape, dtype=data.dtype) if zero else np.empty(shape, dtype=data.dtype)
             tails_done = zero
@@ -476,7 +476,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         row_shape = padded.shape[2:]
         index = plan[0] if plan is not None else self._pad_index(offsets, maxlen)
         flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
-        out = _np_pool.empty((index.size,) + row_shape, padded.dtype)
+        out = _pool.empty((index.size,) + row_shape, padded.dtype)
         src, dst = _as_rows(flat), _as_rows(out)
         if dst is None or index.size == 0:
             return out

@@ -5,7 +5,7 @@ import weakref
 
 import numpy as np
 
-from .._cache import ByteLRU, nbytes_of
+from ..._cache import ByteLRU, nbytes_of
 
 __all__ = ["_PLANS", "_cached_plan", "_scratch", "_as_rows"]
 

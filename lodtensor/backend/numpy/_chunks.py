@@ -26,8 +26,8 @@ import math
 
 import numpy as np
 
-from ._np_util import _as_rows, _cached_plan, _scratch
-from ._threads import get_num_threads, pool
+from ._util import _as_rows, _cached_plan, _scratch
+from .._threads import get_num_threads, pool
 
 __all__ = ["chunk_reduce", "identity_of"]
 

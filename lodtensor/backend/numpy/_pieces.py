@@ -1,6 +1,6 @@
 """Segment sums of narrow float rows with NumPy alone: block pieces by one batched product.
 
-The chunk kernel (:mod:`._np_chunks`) moves every row into a scratch before it
+The chunk kernel (:mod:`._chunks`) moves every row into a scratch before it
 reduces; here most rows are read once, where they lie:
 
 1. the rows are cut into blocks of ``k`` rows on a global grid; a block is cut
@@ -23,9 +23,9 @@ plan (the 0/1 matrix, piece offsets, gathered rows) is cached per LoD.
 
 import numpy as np
 
-from ._np_chunks import chunk_reduce
-from ._np_util import _cached_plan
-from ._threads import get_num_threads, pool
+from ._chunks import chunk_reduce
+from ._util import _cached_plan
+from .._threads import get_num_threads, pool
 
 __all__ = ["pieces_sum", "pieces_reduce", "_pieces_plan"]
 

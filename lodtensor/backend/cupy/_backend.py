@@ -18,7 +18,7 @@ import numpy as np
 
 from . import cuda as _cuda
 from ._arrays import CupyArrayKernels
-from ._base import Backend
+from .._contract import Backend
 
 __all__ = ["CupyBackend", "make_backend"]
 

@@ -19,7 +19,7 @@ way, where the bias pass is a smaller part of the time (measured on 73K rows,
 The BLAS is the one NumPy's wheels ship and have loaded already (OpenBLAS
 from ``scipy-openblas``, with its ``scipy_`` symbol prefix; ``64_`` marks the
 64-bit-integer build). Where NumPy uses another BLAS (a distribution's or
-conda's build, Accelerate), or the switch of :func:`._np_compiled.set_compiled_kernels`
+conda's build, Accelerate), or the switch of :func:`._compiled.set_compiled_kernels`
 is off, :func:`gemm_bias` returns None and the caller takes the two-step way.
 """
 
@@ -29,7 +29,7 @@ import os
 
 import numpy as np
 
-from . import _np_compiled
+from . import _compiled
 
 __all__ = ["gemm_bias"]
 
@@ -146,7 +146,7 @@ def gemm_bias(x, weight, bias, out):
     True
     """
     dtype = out.dtype
-    if not _np_compiled.compiled_kernels() or dtype.kind != "f" or dtype.byteorder not in "=|":
+    if not _compiled.compiled_kernels() or dtype.kind != "f" or dtype.byteorder not in "=|":
         return None
     if x.ndim != 2 or weight.ndim != 2 or out.ndim != 2 or bias is None or bias.ndim != 1:
         return None

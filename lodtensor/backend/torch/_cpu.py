@@ -12,10 +12,10 @@ import warnings
 import numpy as np
 import torch
 
-from . import _np_pool
-from ._np_compiled import compiled_kernels, compiled_pointwise, compiled_reduce
-from ._special import run_compiled
-from .numpy import NumpyBackend
+from ..numpy import _pool
+from ..numpy._compiled import compiled_kernels, compiled_pointwise, compiled_reduce
+from ..numpy._special import run_compiled
+from ..numpy._backend import NumpyBackend
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
 
@@ -197,7 +197,7 @@ class ReluCPU(torch.autograd.Function):
         if kernel is None:  # switched off since the caller looked
             return torch.relu(x.detach())
         host = x.detach().numpy()
-        out = _np_pool.empty(host.shape, host.dtype)
+        out = _pool.empty(host.shape, host.dtype)
         run_compiled(kernel, host.reshape(-1), out)
         return torch.from_numpy(out)
 

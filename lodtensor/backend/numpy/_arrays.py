@@ -11,12 +11,11 @@ versions live in ``_arrays_torch.py``.
 
 import numpy as np
 
-from . import _np_blas, _np_pool, _np_ufunc, _special
+from . import _blas, _pool, _special, _ufunc
 
-__all__ = ["ArrayKernels", "CupyArrayKernels"]
+__all__ = ["ArrayKernels"]
 
 _NUMPY_REDUCE = {"amax": "max", "amin": "min"}
-_CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
 
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
 _ROWWISE_MIN = 1 << 16  # elements from which softmax over the last axis runs in row blocks (threaded when large)
@@ -140,7 +139,7 @@ class ArrayKernels:
         fn = _special.NUMPY_EXTRA.get(np_name) or getattr(self.xp, np_name)
         with np.errstate(all="ignore"):  # log(-1) is nan, quietly, as in torch
             if isinstance(fn, np.ufunc):  # large NumPy outputs: split over threads, from the buffer pool
-                out = _np_ufunc.threaded_ufunc(fn, args, kwargs)
+                out = _ufunc.threaded_ufunc(fn, args, kwargs)
                 if out is not None:
                     return out
             return fn(*args, **kwargs)
@@ -190,7 +189,7 @@ class ArrayKernels:
             res /= res.sum(axis=axis, keepdims=True)
             return _into(res, out)
         if out is None:
-            out = _np_pool.empty(x.shape, x.dtype)
+            out = _pool.empty(x.shape, x.dtype)
         if _rowwise(x, out, axis):  # over the last axis of a large array: cache-sized row blocks, threaded
             _special.map_blocks(_softmax_rows, x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]))
             return out
@@ -217,7 +216,7 @@ class ArrayKernels:
                 res -= xp.log(xp.exp(res).sum(axis=axis, keepdims=True))
             return _into(res, out)
         if out is None:
-            out = _np_pool.empty(x.shape, x.dtype)
+            out = _pool.empty(x.shape, x.dtype)
         if _rowwise(x, out, axis):
             _special.map_blocks(_log_softmax_rows, x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1]),
                                 scratch=1)
@@ -327,8 +326,8 @@ class ArrayKernels:
 
     def linear(self, x, weight, bias):
         # one GEMM straight into a pooled output (CuPy overrides this method)
-        out = _np_pool.empty((x.shape[0], weight.shape[0]), np.result_type(x, weight))
-        if bias is not None and _np_blas.gemm_bias(x, weight, bias, out) is not None:
+        out = _pool.empty((x.shape[0], weight.shape[0]), np.result_type(x, weight))
+        if bias is not None and _blas.gemm_bias(x, weight, bias, out) is not None:
             return out  # the bias folded into the GEMM (beta=1)
         np.matmul(x, weight.T, out=out)
         if bias is not None:
@@ -343,7 +342,7 @@ class ArrayKernels:
         pass; blocks go to a few threads. The output comes from the buffer pool
         (CuPy overrides this method).
         """
-        out = _np_pool.empty(x.shape, x.dtype)
+        out = _pool.empty(x.shape, x.dtype)
         scale = x.dtype.type(1.0 / max(x.shape[1], 1))
         eps = x.dtype.type(eps)
 
@@ -365,74 +364,3 @@ class ArrayKernels:
         if x.size:
             _special.map_blocks(block, x, out, block=_LN_BLOCK)
         return out
-
-
-class CupyArrayKernels(ArrayKernels):
-    """CuPy versions: the NumPy ones written against ``xp`` (no blocking, no host threads).
-
-    Not yet run on a GPU here; the CuPy backend's tests exercise it where one is present.
-    """
-
-    def randn(self, shape, dtype, like):
-        return self.xp.random.standard_normal(shape).astype(dtype, copy=False)
-
-    def pointwise(self, np_name, torch_name, *args, **kwargs):
-        own = getattr(self.xp, np_name, None)  # CuPy's ufunc
-        if own is None and np_name in _CUPYX_SPECIAL:  # cupyx.scipy.special's
-            import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
-
-            own = getattr(sp, _CUPYX_SPECIAL[np_name])
-        if own is None and np_name in ("relu", "gelu", "silu", "sgn"):  # the device versions below
-            own = getattr(self, np_name)
-        if own is None:  # the NumPy formula, run by CuPy through NumPy's dispatch protocols
-            return super().pointwise(np_name, torch_name, *args, **kwargs)
-        return own(*args, **kwargs)
-
-    def keep_mask(self, shape, p, like):
-        return self.xp.random.random_sample(shape) >= p
-
-    def relu(self, x):
-        return self.xp.maximum(x, 0).astype(x.dtype, copy=False)
-
-    def gelu(self, x, approximate="none"):  # the default as in _special.gelu (pointwise passes none)
-        xp = self.xp
-        if approximate == "tanh":
-            return 0.5 * x * (1 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-        from cupyx.scipy.special import erf  # noqa: PLC0415 - cupy is loaded already here
-
-        return x * (0.5 * (1 + erf(x * 0.7071067811865476))).astype(x.dtype, copy=False)
-
-    def silu(self, x):
-        return x / (1 + self.xp.exp(-x))
-
-    def sgn(self, x):
-        xp = self.xp
-        if x.dtype.kind == "c":
-            mag = xp.abs(x)
-            return xp.where(mag == 0, 0, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
-        return x.copy() if x.dtype.kind == "b" else xp.sign(x)
-
-    def linear(self, x, weight, bias):
-        out = self.xp.matmul(x, weight.T)
-        if bias is not None:
-            out += bias
-        return out
-
-    def layer_norm(self, x, eps, weight, bias):
-        mean = x.mean(axis=1, keepdims=True)
-        centred = x - mean
-        out = centred / self.xp.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
-        if weight is not None:
-            out *= weight
-        if bias is not None:
-            out += bias
-        return out.astype(x.dtype, copy=False)
-
-    def dropout(self, x, p, inplace):
-        keep = self.keep_mask(tuple(x.shape), p, x)
-        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
-        if inplace:
-            x *= keep
-            x *= scale
-            return x
-        return (x * keep * scale).astype(x.dtype, copy=False)

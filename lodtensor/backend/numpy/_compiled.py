@@ -9,8 +9,8 @@ SIMD registers, and releases the GIL, so large inputs are split into runs of
 sequences with about equal row counts, one per thread; GELU goes through
 ``_special.map_blocks`` the same way. Where they were not built (no compiler
 at install time), or are switched off with ``set_compiled_kernels(False)`` or
-``LODTENSOR_COMPILED=0``, the NumPy-only kernels (:mod:`._np_chunks`,
-:mod:`._np_pieces`, :mod:`._special`) serve with the same results.
+``LODTENSOR_COMPILED=0``, the NumPy-only kernels (:mod:`._chunks`,
+:mod:`._pieces`, :mod:`._special`) serve with the same results.
 
 >>> import numpy as np
 >>> data = np.arange(48, dtype=np.float32).reshape(6, 8)
@@ -23,7 +23,7 @@ import os
 
 import numpy as np
 
-from ._threads import run_split
+from .._threads import run_split
 
 try:
     from ._csegment import segment_reduce as _kernel

@@ -8,7 +8,7 @@ import operator
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
 
-from ._arrays import ArrayKernels
+from ..numpy._arrays import ArrayKernels
 
 __all__ = ["TorchArrayKernels"]
 

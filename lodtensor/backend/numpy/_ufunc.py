@@ -1,12 +1,12 @@
 """Elementwise NumPy ufuncs split by row blocks over the threads of ``lodtensor.set_num_threads``,
-into outputs from the buffer pool (``_np_pool``) when the caller gives none."""
+into outputs from the buffer pool (``_pool``) when the caller gives none."""
 
 import math
 
 import numpy as np
 
-from . import _np_pool, _special
-from ._threads import get_num_threads, pool
+from . import _pool, _special
+from .._threads import get_num_threads, pool
 
 __all__ = ["threaded_ufunc"]
 
@@ -59,7 +59,7 @@ def threaded_ufunc(ufunc, args, kwargs):
         nbytes = rows * row_elems * probe.dtype.itemsize
         if nbytes < _UFUNC_PARALLEL_BYTES:
             return None
-        out = _np_pool.empty(shape, probe.dtype)
+        out = _pool.empty(shape, probe.dtype)
     elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape or any(_overlaps(a, out) for a in arrays):
         return None  # NumPy reads overlapping inputs as if copied first: one call keeps that
     params = {k: v for k, v in kwargs.items() if k != "out"}

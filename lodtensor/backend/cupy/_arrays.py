@@ -1,0 +1,84 @@
+"""Array functions of the CuPy backend beyond the segment kernels.
+
+The NumPy backend's array functions (``..numpy._arrays``) are written against
+``xp``; CuPy reuses those whose NumPy code CuPy runs as is, and overrides the
+ones that use host-only machinery (threads, the buffer pool, BLAS calls) or
+CuPy's own random numbers and special functions.
+"""
+
+from ..numpy._arrays import ArrayKernels
+
+__all__ = ["CupyArrayKernels"]
+
+_CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+
+
+class CupyArrayKernels(ArrayKernels):
+    """CuPy versions: the NumPy ones written against ``xp`` (no blocking, no host threads).
+
+    Not yet run on a GPU here; the CuPy backend's tests exercise it where one is present.
+    """
+
+    def randn(self, shape, dtype, like):
+        return self.xp.random.standard_normal(shape).astype(dtype, copy=False)
+
+    def pointwise(self, np_name, torch_name, *args, **kwargs):
+        own = getattr(self.xp, np_name, None)  # CuPy's ufunc
+        if own is None and np_name in _CUPYX_SPECIAL:  # cupyx.scipy.special's
+            import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
+
+            own = getattr(sp, _CUPYX_SPECIAL[np_name])
+        if own is None and np_name in ("relu", "gelu", "silu", "sgn"):  # the device versions below
+            own = getattr(self, np_name)
+        if own is None:  # the NumPy formula, run by CuPy through NumPy's dispatch protocols
+            return super().pointwise(np_name, torch_name, *args, **kwargs)
+        return own(*args, **kwargs)
+
+    def keep_mask(self, shape, p, like):
+        return self.xp.random.random_sample(shape) >= p
+
+    def relu(self, x):
+        return self.xp.maximum(x, 0).astype(x.dtype, copy=False)
+
+    def gelu(self, x, approximate="none"):  # the default as in _special.gelu (pointwise passes none)
+        xp = self.xp
+        if approximate == "tanh":
+            return 0.5 * x * (1 + xp.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+        from cupyx.scipy.special import erf  # noqa: PLC0415 - cupy is loaded already here
+
+        return x * (0.5 * (1 + erf(x * 0.7071067811865476))).astype(x.dtype, copy=False)
+
+    def silu(self, x):
+        return x / (1 + self.xp.exp(-x))
+
+    def sgn(self, x):
+        xp = self.xp
+        if x.dtype.kind == "c":
+            mag = xp.abs(x)
+            return xp.where(mag == 0, 0, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
+        return x.copy() if x.dtype.kind == "b" else xp.sign(x)
+
+    def linear(self, x, weight, bias):
+        out = self.xp.matmul(x, weight.T)
+        if bias is not None:
+            out += bias
+        return out
+
+    def layer_norm(self, x, eps, weight, bias):
+        mean = x.mean(axis=1, keepdims=True)
+        centred = x - mean
+        out = centred / self.xp.sqrt((centred * centred).mean(axis=1, keepdims=True) + eps)
+        if weight is not None:
+            out *= weight
+        if bias is not None:
+            out += bias
+        return out.astype(x.dtype, copy=False)
+
+    def dropout(self, x, p, inplace):
+        keep = self.keep_mask(tuple(x.shape), p, x)
+        scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+        if inplace:
+            x *= keep
+            x *= scale
+            return x
+        return (x * keep * scale).astype(x.dtype, copy=False)
