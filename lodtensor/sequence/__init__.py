@@ -24,5 +24,7 @@ from ._decode import *  # noqa: F403
 from ._decode import __all__ as _decode_all
 from ._rank import *  # noqa: F403
 from ._rank import __all__ as _rank_all
+from ._topk import *  # noqa: F403
+from ._topk import __all__ as _topk_all
 
-__all__ = list(_basic_all) + list(_decode_all) + list(_beam_all) + list(_rank_all)
+__all__ = list(_basic_all) + list(_decode_all) + list(_beam_all) + list(_rank_all) + list(_topk_all)
