@@ -30,6 +30,7 @@ __all__ = [
     "as_offsets",
     "as_lengths",
     "concat_ranges",
+    "MAX_LOD_LEVELS",
 ]
 
 _INT64 = np.dtype(np.int64)
@@ -38,9 +39,26 @@ _object_new = object.__new__
 # the bytes of one row index, whichever is more; the least recently used go first.
 _PLAN_BUDGET = 64 << 20
 
+#: The deepest LoD there is: 32 levels. Real hierarchies use a handful (document -> paragraph
+#: -> sentence -> word is 3); the formats a LoD travels through stop not far above: Parquet
+#: readers refuse a schema nested past 100 nodes (49 list levels), Arrow IPC readers past 64
+#: (63 list levels), and pyarrow overflows its stack building a type 10,000-20,000 levels
+#: deep. 32 levels leave room for trailing row dimensions under both readers' limits, so a
+#: LoD that exists can always be saved, sent and read back. Every LoD is checked against it.
+MAX_LOD_LEVELS = 32
+
+
+def _check_depth(n, name="lod"):
+    if n > MAX_LOD_LEVELS:
+        raise LoDError(
+            f"{name} has {n} levels; a LoD has at most MAX_LOD_LEVELS={MAX_LOD_LEVELS} "
+            f"(Arrow and Parquet readers refuse deeper nesting)"
+        )
+
 
 def _make(arrays):
-    """A LoD over frozen, valid int64 arrays (no checks, no copies)."""
+    """A LoD over frozen, valid int64 arrays (no checks but the depth, no copies)."""
+    _check_depth(len(arrays))
     self = _object_new(LoD)
     self._levels = arrays
     self._rows = int(arrays[-1][-1]) if arrays else None
@@ -90,6 +108,7 @@ class LoD:
     ------
     LoDError
         A rule is broken; the message names the level, the index and the value.
+        More than :data:`MAX_LOD_LEVELS` (32) levels.
     TypeError
         Offsets that are not integers (floats, bools, ragged input).
 
@@ -121,6 +140,7 @@ class LoD:
             arrays = levels._levels
         else:
             levels = _per_level(levels, "lod", "offset")
+            _check_depth(len(levels))
             arrays = tuple(as_offsets(level, level=k, name="lod", copy=copy) for k, level in enumerate(levels))
         check_levels(arrays, num_rows)
         self._levels = arrays
@@ -160,6 +180,7 @@ class LoD:
         if num_rows is not None:
             num_rows = _count(num_rows, "num_rows")
         lengths = _per_level(lengths, "recursive_sequence_lengths", "length")
+        _check_depth(len(lengths), "recursive_sequence_lengths")
         name = "recursive_sequence_lengths"
         arrays = [
             offsets_from_lengths(as_lengths(lv, level=k, name=name), level=k, name=name) for k, lv in enumerate(lengths)
