@@ -59,35 +59,90 @@ def fc(input, weight, bias=None, num_flatten_dims=1, act=None):  # noqa: A002
     """``act(flatten(input) @ weight + bias)`` with ``weight`` ``[in, out]`` (Paddle's layout).
 
     The first ``num_flatten_dims`` dims of the data are kept and the rest flattened into ``in``.
-    ``input`` is a LoDTensor (the lod is kept) or a plain array.
+    ``input`` is a LoDTensor (the lod is kept) or a plain array. As Paddle's ``fc``, ``input``
+    may be a list of inputs with one weight each (``weight`` a list of the same length):
+    ``act(sum_i flatten(input[i]) @ weight[i] + bias)``; the result keeps the first input's lod.
 
     >>> import numpy as np
     >>> import lodtensor as lt
     >>> x = lt.LoDTensor(np.ones((3, 2)), [[0, 1, 3]])
     >>> fc(x, np.ones((2, 4)), np.arange(4.0), act="relu").data[0].tolist()
     [2.0, 3.0, 4.0, 5.0]
+    >>> fc([x, 2 * x], [np.ones((2, 1)), np.ones((2, 1))]).data.ravel().tolist()
+    [6.0, 6.0, 6.0]
     """
     where = "fc()"
+    if isinstance(input, (list, tuple)):
+        return _fc_many(list(input), weight, bias, num_flatten_dims, act, where)
+    if isinstance(weight, (list, tuple)):
+        raise TypeError(
+            f"{where}: weight is a list of {len(weight)} but input is one tensor; pass one weight, or a list "
+            f"of {len(weight)} inputs (one weight per input, as Paddle's fc)"
+        )
+    data, lead, m = _fc_data(input, num_flatten_dims, where, "input")
+    w = param(weight, data, where, "weight", (int(data.shape[1]), None))
+    out = data @ w
+    return _fc_finish(input, out, lead, bias, act, m, where)
+
+
+def _fc_data(input, num_flatten_dims, where, name):  # noqa: A002
+    """The data of one fc input flattened to ``[rows, in]``, its kept leading shape, its math namespace."""
     data = input.data if isinstance(input, LoDTensor) else input
     if isinstance(input, LoDTensor):
         input._require_data(where)
+    elif backend_name_of(data) is None:
+        raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(input).__name__}")
     m = math_for(data)
     k = int(num_flatten_dims)
     if not 1 <= k < data.ndim:
         raise ValueError(
-            f"{where}: num_flatten_dims must be in [1, {data.ndim - 1}] for input of rank {data.ndim}, got {k}"
+            f"{where}: num_flatten_dims must be in [1, {data.ndim - 1}] for {name} of rank {data.ndim}, got {k}"
         )
     lead = tuple(int(s) for s in data.shape[:k])
     inner = int(np.prod(data.shape[k:], dtype=np.int64))
-    w = param(weight, data, where, "weight", (inner, None))
-    out = m.reshape(data, (int(np.prod(lead, dtype=np.int64)), inner)) @ w
-    b = param(bias, data, where, "bias", None, optional=True)
+    return m.reshape(data, (int(np.prod(lead, dtype=np.int64)), inner)), lead, m
+
+
+def _fc_finish(input, out, lead, bias, act, m, where):  # noqa: A002
+    """Bias, activation and the kept leading shape (and lod) of an fc result."""
+    width = int(out.shape[1])
+    b = param(bias, out, where, "bias", None, optional=True)
     if b is not None:
-        if int(np.prod(b.shape)) != int(w.shape[1]):
-            raise ValueError(f"{where}: bias must have {int(w.shape[1])} elements, got shape {list(b.shape)}")
-        out = out + m.reshape(b, (1, int(w.shape[1])))
-    out = m.reshape(activation(m, act, where)(out), (*lead, int(w.shape[1])))
+        if int(np.prod(b.shape)) != width:
+            raise ValueError(f"{where}: bias must have {width} elements, got shape {list(b.shape)}")
+        out = out + m.reshape(b, (1, width))
+    out = m.reshape(activation(m, act, where)(out), (*lead, width))
     return out_like(input, out) if isinstance(input, LoDTensor) else out
+
+
+def _fc_many(inputs, weights, bias, num_flatten_dims, act, where):
+    """Paddle's fc of several inputs: one weight each, the products summed."""
+    if not inputs:
+        raise ValueError(f"{where}: input is an empty list; pass at least one tensor")
+    if not isinstance(weights, (list, tuple)) or len(weights) != len(inputs):
+        got = f"a list of {len(weights)}" if isinstance(weights, (list, tuple)) else "one weight"
+        raise TypeError(
+            f"{where}: input is a list of {len(inputs)} tensors, so weight must be a list of {len(inputs)} "
+            f"weights (one per input, as Paddle stores them: fc_0.w_0, fc_0.w_1, ...), got {got}"
+        )
+    out, lead, m = None, None, None
+    for i, (x, w) in enumerate(zip(inputs, weights)):
+        data, lead_i, m_i = _fc_data(x, num_flatten_dims, where, f"input[{i}]")
+        if lead is None:
+            lead, m = lead_i, m_i
+        elif lead_i != lead or m_i is not m:
+            raise ValueError(
+                f"{where}: input[{i}] has leading shape {list(lead_i)} ({m_i.name}) but input[0] has "
+                f"{list(lead)} ({m.name}); every input needs the same rows and the same library"
+            )
+        term = data @ param(w, data, where, f"weight[{i}]", (int(data.shape[1]), None))
+        if out is not None and int(term.shape[1]) != int(out.shape[1]):
+            raise ValueError(
+                f"{where}: weight[{i}] has {int(term.shape[1])} columns but weight[0] has {int(out.shape[1])}; "
+                f"every weight is [in_i, size]"
+            )
+        out = term if out is None else out + term
+    return _fc_finish(inputs[0], out, lead, bias, act, m, where)
 
 
 def _context_rows(offsets, n, shift):
@@ -98,11 +153,26 @@ def _context_rows(offsets, n, shift):
     return np.where(valid, src, 0), valid
 
 
-def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padding_start=None, act=None):  # noqa: A002
+def _padding_rows(offsets, n, shift, begin_pad):
+    """The row of Paddle's ``PaddingData`` that stands for row ``r + shift`` where it lies outside
+    ``r``'s sequence: ``begin_pad + q`` for position ``q < 0`` before the sequence, ``begin_pad + e``
+    for the ``e``-th position past its end (meaningless where the row is inside)."""
+    seg = offsets_to_segment_ids(offsets)
+    starts, ends = offsets[:-1][seg], offsets[1:][seg]
+    pos = np.arange(n, dtype=np.int64) + shift - starts
+    return np.where(pos < 0, begin_pad + pos, begin_pad + pos - (ends - starts))
+
+
+def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padding_start=None, act=None,  # noqa: A002
+                  padding_trainable=False, padding_data=None):
     """Convolution over the rows of every sequence (Paddle's context projection + GEMM).
 
     Row ``t`` sees rows ``t + padding_start ... t + padding_start + filter_size - 1`` of its own
-    sequence (zeros outside it); ``padding_start`` defaults to ``-(filter_size // 2)``.
+    sequence; ``padding_start`` defaults to ``-(filter_size // 2)``. Positions outside the
+    sequence read zeros, or, with ``padding_trainable``, rows of ``padding_data`` (Paddle's
+    ``PaddingData`` input, learnable): ``[begin_pad + end_pad, D]`` with ``begin_pad =
+    max(0, -padding_start)`` rows for the positions ``-begin_pad ... -1`` before a sequence and
+    ``end_pad = max(0, padding_start + filter_size - 1)`` rows for the positions past its end.
     ``weight`` is ``[filter_size * D, num_filters]``, ``bias`` ``[num_filters]``. Acts on the
     last lod level. Only ``filter_stride=1`` exists in Paddle.
 
@@ -111,6 +181,9 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     >>> x = lt.LoDTensor(np.arange(1.0, 5.0).reshape(4, 1), [[0, 3, 4]])
     >>> sequence_conv(x, np.ones((3, 1))).data.ravel().tolist()
     [3.0, 6.0, 5.0, 4.0]
+    >>> pad = np.array([[10.0], [100.0]])  # the row before a sequence, the row after it
+    >>> sequence_conv(x, np.ones((3, 1)), padding_trainable=True, padding_data=pad).data.ravel().tolist()
+    [13.0, 6.0, 105.0, 114.0]
     """
     where = "sequence_conv()"
     x, m = lod_input(input, where)
@@ -123,12 +196,29 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     data = x.data
     d = int(data.shape[1])
     w = param(weight, data, where, "weight", (size * d, None))
+    begin_pad, end_pad = max(0, -start), max(0, start + size - 1)
+    if padding_trainable:
+        if padding_data is None and begin_pad + end_pad:
+            raise TypeError(
+                f"{where}: padding_trainable=True needs padding_data of shape [{begin_pad + end_pad}, {d}] "
+                f"(begin_pad {begin_pad} + end_pad {end_pad} rows of width {d})"
+            )
+        pad = param(padding_data, data, where, "padding_data", (begin_pad + end_pad, d), optional=True)
+    elif padding_data is not None:
+        raise ValueError(f"{where}: padding_data is used only with padding_trainable=True; pass both, or neither")
+    else:
+        pad = None
     offsets = x.offsets(-1)
     n = int(data.shape[0])
+    source = m.cat([data, pad], 0) if pad is not None and begin_pad + end_pad else None
     cols = []
     for k in range(size):
         idx, valid = _context_rows(offsets, n, start + k)
-        cols.append(m.take(data, m.index(idx, data)) * m.mask(valid[:, None], data))
+        if source is None:
+            cols.append(m.take(data, m.index(idx, data)) * m.mask(valid[:, None], data))
+        else:
+            idx = np.where(valid, idx, n + _padding_rows(offsets, n, start + k, begin_pad))
+            cols.append(m.take(source, m.index(idx, data)))
     out = (m.cat(cols, 1) if size > 1 else cols[0]) @ w
     b = param(bias, data, where, "bias", None, optional=True)
     if b is not None:

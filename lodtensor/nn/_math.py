@@ -103,9 +103,12 @@ def math_for(array):
     code only where CuPy accepts it, so it is refused here with a clear error."""
     name = backend_name_of(array)
     if name not in ("numpy", "torch"):
+        hint = (
+            "move the input with .to_torch() or .cpu()" if name is not None
+            else "pass a LoDTensor, or a NumPy array or torch tensor"
+        )
         raise TypeError(
-            f"lodtensor.nn layers run on NumPy (forward) or torch (autograd) data, got {type(array).__name__}; "
-            f"move the input with .to_torch() or .cpu()"
+            f"lodtensor.nn layers run on NumPy (forward) or torch (autograd) data, got {type(array).__name__}; {hint}"
         )
     ns = _CACHE.get(name)
     if ns is None:

@@ -14,14 +14,27 @@ from ._math import INPLACE, activation, inplace_ops
 __all__ = ["dynamic_lstm", "dynamic_gru"]
 
 
-def _gated_input(input, where, gates):
-    """The LoD input of an RNN, its array module, its data ``[T, gates * D]`` and the hidden size ``D``."""
+def _gated_input(input, where, gates, weight=None):
+    """The LoD input of an RNN, its array module, its data ``[T, gates * D]`` and the hidden size ``D``;
+    a ``weight`` of another hidden size is refused with the ``gates * D`` rule spelled out."""
     x, m = lod_input(input, where)
     data = x.data
     width = int(data.shape[1])
     if width % gates:
-        raise ValueError(f"{where}: input width must be {gates} * hidden size, got {width}")
-    return x, m, data, width // gates
+        raise ValueError(
+            f"{where}: input width must be {gates} * hidden size (the input projected by an fc of size "
+            f"{gates} * hidden), got {width}"
+        )
+    d = width // gates
+    shape = tuple(int(s) for s in getattr(weight.data if hasattr(weight, "lod_level") else weight, "shape", ()))
+    if len(shape) == 2 and shape != (d, gates * d) and shape[1] == gates * shape[0]:
+        h = shape[0]
+        raise ValueError(
+            f"{where}: input width {width} = {gates} * {d} means hidden size {d}, but weight {list(shape)} has "
+            f"hidden size {h}, which takes input of width {gates} * {h} = {gates * h}; project the input to "
+            f"{gates * h} columns, or use a weight of [{d}, {gates * d}]"
+        )
+    return x, m, data, d
 
 
 def _initial(state, plan, like, m, where, name, width):
@@ -56,7 +69,7 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     [0.5568, 0.9638, 0.5568]
     """
     where = "dynamic_lstm()"
-    x, m, data, d = _gated_input(input, where, 4)
+    x, m, data, d = _gated_input(input, where, 4, weight)
     w = param(weight, data, where, "weight", (d, 4 * d))
     b = param(bias, data, where, "bias", (1, 7 * d if use_peepholes else 4 * d))
     act_gate = activation(m, gate_activation, where, "gate_activation")
@@ -202,7 +215,7 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
     [0.5568, 0.7065, 0.5568]
     """
     where = "dynamic_gru()"
-    x, m, data, d = _gated_input(input, where, 3)
+    x, m, data, d = _gated_input(input, where, 3, weight)
     w = param(weight, data, where, "weight", (d, 3 * d))
     b = param(bias, data, where, "bias", (1, 3 * d), optional=True)
     flat = m.reshape(w, (3 * d * d,))

@@ -2,7 +2,11 @@
 
 A Paddle checkpoint loads unchanged: ``module.weight.data.copy_(torch.from_numpy(state["fc_0.w_0"]))``
 or ``load_state_dict({"weight": ..., "bias": ...})``. Weights start Xavier-uniform and biases
-at zero, as Paddle's defaults. Every ``forward`` takes and returns LoDTensors holding torch data.
+at zero, as Paddle's defaults. Every ``forward`` takes LoDTensors (or arrays) and returns
+LoDTensors holding torch data: the modules compute with torch, so that gradients reach their
+Parameters. A NumPy input is converted (``LoDTensor.to_torch()``, zero-copy on the CPU; floating
+data in the module's dtype, on its device); for NumPy-only inference call
+:mod:`lodtensor.nn.functional` with NumPy weights instead.
 
 >>> import torch
 >>> import lodtensor as lt
@@ -17,8 +21,10 @@ at zero, as Paddle's defaults. Every ``forward`` takes and returns LoDTensors ho
 
 import math
 
+import numpy as np
 import torch
 
+from ..tensor import LoDTensor
 from . import functional as F
 
 __all__ = ["Embedding", "FC", "SequenceConv", "RowConv", "DynamicLSTM", "DynamicGRU", "LinearChainCRF", "CRFDecoding"]
@@ -35,6 +41,57 @@ def _zeros(*shape):
     return torch.nn.Parameter(torch.zeros(*shape))
 
 
+def _on_torch(module, x):
+    """``x`` for ``module``'s torch math: a LoDTensor (or array) of NumPy data becomes torch (zero-copy on
+    the CPU; floating data in the module's dtype, on its device); anything else is passed through."""
+    data = x.data if isinstance(x, LoDTensor) else x
+    if not isinstance(data, np.ndarray):
+        return x
+    ref = next(iter(module.parameters()), None)
+    t = torch.from_numpy(np.ascontiguousarray(data)) if data.dtype.kind != "b" else torch.from_numpy(data.copy())
+    if ref is not None:
+        t = t.to(device=ref.device, dtype=ref.dtype if t.is_floating_point() else None)
+    return x.with_data(t) if isinstance(x, LoDTensor) else t
+
+
+def _hidden(cls, hidden_size, size, gates, paddle_size):
+    """The hidden size from ``hidden_size`` or Paddle's ``size`` (``paddle_size(h)`` is Paddle's for ``h``)."""
+    if size is None:
+        if hidden_size is None:
+            raise TypeError(f"{cls}(): give hidden_size (or Paddle's size=)")
+        return int(hidden_size)
+    size = int(size)
+    h = size // gates if gates > 1 else size
+    if size < 1 or paddle_size(h) != size:
+        raise ValueError(f"{cls}(): Paddle's size must be {gates} * hidden size, got {size}")
+    if hidden_size is not None and int(hidden_size) != h:
+        raise ValueError(
+            f"{cls}(): hidden_size={hidden_size} and size={size} disagree (size={size} means hidden size {h})"
+        )
+    return h
+
+
+def _check_width(module, x, gates, cls):
+    """A clear error where the input is not ``gates * hidden_size`` wide (Paddle's size rule spelled out)."""
+    data = x.data if isinstance(x, LoDTensor) else None
+    if data is None or data.ndim != 2:
+        return
+    width, h = int(data.shape[1]), module.hidden_size
+    if width != gates * h:
+        hint = ""
+        if width % gates == 0:
+            hint = (
+                f"; an input of width {width} needs hidden size {width // gates}: {cls}({width // gates})"
+                + (f" or {cls}(size={width})" if gates == 4 else "")
+            )
+        raise ValueError(
+            f"{cls}(hidden_size={h}).forward(): input must have {gates} * hidden_size = {gates * h} columns "
+            f"(the input projected by an FC), got {width}"
+            + (f". Paddle's dynamic_lstm(size=...) is 4 * hidden size" if gates == 4 else "")
+            + hint
+        )
+
+
 class Embedding(torch.nn.Module):
     """Paddle's ``embedding``: ``weight`` ``[num_embeddings, embedding_dim]``; ``padding_idx`` rows are zeros."""
 
@@ -44,7 +101,7 @@ class Embedding(torch.nn.Module):
         self.weight = _xavier(num_embeddings, embedding_dim)
 
     def forward(self, input):  # noqa: A002 - Paddle's name
-        return F.embedding(input, self.weight, padding_idx=self.padding_idx)
+        return F.embedding(_on_torch(self, input), self.weight, padding_idx=self.padding_idx)
 
 
 class FC(torch.nn.Module):
@@ -57,21 +114,38 @@ class FC(torch.nn.Module):
         self.bias = _zeros(out_features) if bias else None
 
     def forward(self, input):  # noqa: A002
-        return F.fc(input, self.weight, self.bias, num_flatten_dims=self.num_flatten_dims, act=self.act)
+        return F.fc(_on_torch(self, input), self.weight, self.bias, num_flatten_dims=self.num_flatten_dims,
+                    act=self.act)
 
 
 class SequenceConv(torch.nn.Module):
-    """Paddle's ``sequence_conv``: ``weight`` ``[filter_size * input_dim, num_filters]``, ``bias`` ``[num_filters]``."""
+    """Paddle's ``sequence_conv``: ``weight`` ``[filter_size * input_dim, num_filters]``, ``bias`` ``[num_filters]``.
 
-    def __init__(self, input_dim, num_filters, filter_size=3, padding_start=None, act=None, bias=True):
+    With ``padding_trainable`` the positions outside a sequence read the learnable rows of
+    ``padding`` (Paddle's ``PaddingData``, ``[begin_pad + end_pad, input_dim]``, starting at zero:
+    see :func:`lodtensor.nn.functional.sequence_conv`).
+
+    >>> import torch
+    >>> conv = SequenceConv(2, 4, filter_size=3, padding_trainable=True)
+    >>> conv.weight.shape, conv.padding.shape
+    (torch.Size([6, 4]), torch.Size([2, 2]))
+    """
+
+    def __init__(self, input_dim, num_filters, filter_size=3, padding_start=None, act=None, bias=True,
+                 padding_trainable=False):
         super().__init__()
         self.filter_size, self.padding_start, self.act = filter_size, padding_start, act
         self.weight = _xavier(filter_size * input_dim, num_filters)
         self.bias = _zeros(num_filters) if bias else None
+        start = -(filter_size // 2) if padding_start is None else int(padding_start)
+        rows = max(0, -start) + max(0, start + filter_size - 1)
+        self.padding_trainable = bool(padding_trainable)
+        self.padding = _zeros(rows, input_dim) if padding_trainable else None
 
     def forward(self, input):  # noqa: A002
-        return F.sequence_conv(input, self.weight, self.bias, filter_size=self.filter_size,
-                               padding_start=self.padding_start, act=self.act)
+        return F.sequence_conv(_on_torch(self, input), self.weight, self.bias, filter_size=self.filter_size,
+                               padding_start=self.padding_start, act=self.act,
+                               padding_trainable=self.padding_trainable, padding_data=self.padding)
 
 
 class RowConv(torch.nn.Module):
@@ -83,17 +157,23 @@ class RowConv(torch.nn.Module):
         self.weight = _xavier(future_context_size + 1, input_dim)
 
     def forward(self, input):  # noqa: A002
-        return F.row_conv(input, self.weight, act=self.act)
+        return F.row_conv(_on_torch(self, input), self.weight, act=self.act)
 
 
 class DynamicLSTM(torch.nn.Module):
     """Paddle's ``dynamic_lstm`` with hidden size ``D``: ``weight`` ``[D, 4D]``, ``bias`` ``[1, 7D]``
-    (``[1, 4D]`` without peepholes); the input is already projected to ``4D`` (an :class:`FC`)."""
+    (``[1, 4D]`` without peepholes); the input is already projected to ``4D`` (an :class:`FC`).
 
-    def __init__(self, hidden_size, use_peepholes=True, is_reverse=False, gate_activation="sigmoid",
-                 cell_activation="tanh", candidate_activation="tanh"):
+    ``DynamicLSTM(size=4 * D)`` takes Paddle's ``size`` (4 times the hidden size) instead.
+
+    >>> DynamicLSTM(size=2048).hidden_size
+    512
+    """
+
+    def __init__(self, hidden_size=None, use_peepholes=True, is_reverse=False, gate_activation="sigmoid",
+                 cell_activation="tanh", candidate_activation="tanh", *, size=None):
         super().__init__()
-        d = hidden_size
+        d = _hidden("DynamicLSTM", hidden_size, size, 4, lambda h: 4 * h)
         self.hidden_size, self.use_peepholes, self.is_reverse = d, use_peepholes, is_reverse
         self.activations = dict(gate_activation=gate_activation, cell_activation=cell_activation,
                                 candidate_activation=candidate_activation)
@@ -101,25 +181,32 @@ class DynamicLSTM(torch.nn.Module):
         self.bias = _zeros(1, (7 if use_peepholes else 4) * d)
 
     def forward(self, input, h_0=None, c_0=None):  # noqa: A002
-        return F.dynamic_lstm(input, self.weight, self.bias, h_0=h_0, c_0=c_0, use_peepholes=self.use_peepholes,
-                              is_reverse=self.is_reverse, **self.activations)
+        input = _on_torch(self, input)
+        _check_width(self, input, 4, "DynamicLSTM")
+        return F.dynamic_lstm(input, self.weight, self.bias, h_0=_on_torch(self, h_0), c_0=_on_torch(self, c_0),
+                              use_peepholes=self.use_peepholes, is_reverse=self.is_reverse, **self.activations)
 
 
 class DynamicGRU(torch.nn.Module):
     """Paddle's ``dynamic_gru`` with hidden size ``D``: ``weight`` ``[D, 3D]`` (Paddle's flat layout),
-    ``bias`` ``[1, 3D]``; the input is already projected to ``3D``."""
+    ``bias`` ``[1, 3D]``; the input is already projected to ``3D``.
 
-    def __init__(self, hidden_size, is_reverse=False, gate_activation="sigmoid", candidate_activation="tanh",
-                 origin_mode=False):
+    Paddle's ``dynamic_gru(size=D)`` is the hidden size itself: ``DynamicGRU(size=D)`` is ``DynamicGRU(D)``.
+    """
+
+    def __init__(self, hidden_size=None, is_reverse=False, gate_activation="sigmoid", candidate_activation="tanh",
+                 origin_mode=False, *, size=None):
         super().__init__()
-        d = hidden_size
+        d = _hidden("DynamicGRU", hidden_size, size, 1, lambda h: h)
         self.hidden_size, self.is_reverse, self.origin_mode = d, is_reverse, origin_mode
         self.activations = dict(gate_activation=gate_activation, candidate_activation=candidate_activation)
         self.weight = _xavier(d, 3 * d)
         self.bias = _zeros(1, 3 * d)
 
     def forward(self, input, h_0=None):  # noqa: A002
-        return F.dynamic_gru(input, self.weight, self.bias, h_0=h_0, is_reverse=self.is_reverse,
+        input = _on_torch(self, input)
+        _check_width(self, input, 3, "DynamicGRU")
+        return F.dynamic_gru(input, self.weight, self.bias, h_0=_on_torch(self, h_0), is_reverse=self.is_reverse,
                              origin_mode=self.origin_mode, **self.activations)
 
 
@@ -138,10 +225,10 @@ class LinearChainCRF(torch.nn.Module):
         return self.transition
 
     def forward(self, input, label):  # noqa: A002
-        return F.linear_chain_crf(input, label, self.transition)
+        return F.linear_chain_crf(_on_torch(self, input), _on_torch(self, label), self.transition)
 
     def decode(self, input, label=None):  # noqa: A002
-        return F.crf_decoding(input, self.transition.detach(), label=label)
+        return F.crf_decoding(_on_torch(self, input), self.transition.detach(), label=_on_torch(self, label))
 
 
 class CRFDecoding(torch.nn.Module):

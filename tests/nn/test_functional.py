@@ -150,7 +150,7 @@ def test_errors_name_the_argument():
         F.dynamic_lstm(x, np.zeros((3, 8)), np.zeros((1, 14)))
     with pytest.raises(ValueError, match=r"bias must have shape \[1, 8\]"):
         F.dynamic_lstm(x, np.zeros((2, 8)), np.zeros((1, 14)), use_peepholes=False)
-    with pytest.raises(ValueError, match="input width must be 3 \\* hidden size, got 8"):
+    with pytest.raises(ValueError, match=r"input width must be 3 \* hidden size \(the input projected by an fc of size 3 \* hidden\), got 8"):
         F.dynamic_gru(x, np.zeros((2, 6)))
     with pytest.raises(ValueError, match=r"h_0 must have shape \[2, 2\]"):
         F.dynamic_lstm(x, np.zeros((2, 8)), np.zeros((1, 14)), h_0=np.zeros((3, 2)))
@@ -227,3 +227,44 @@ def test_inplace_path_reads_tensors_with_the_negative_bit():
     np.testing.assert_allclose(c.data.numpy(), want_c.data, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(hg.data.numpy(), F.dynamic_gru(lod_t(x[:, :6]), w[:, :6], b[:, :6]).data,
                                rtol=1e-12, atol=1e-14)
+
+
+def test_fc_of_a_list_of_inputs():
+    """Paddle's fc([a, b], size): one weight per input, the products summed, one bias (#26: F.fc([a, b], w)
+    said "move the input with .to_torch()")."""
+    rng = np.random.RandomState(0)
+    a = lt.LoDTensor(rng.rand(4, 3), [[0, 1, 4]])
+    b = lt.LoDTensor(rng.rand(4, 2, 2), [[0, 1, 4]])
+    wa, wb, bias = rng.rand(3, 5), rng.rand(4, 5), rng.rand(5)
+    out = F.fc([a, b], [wa, wb], bias, act="tanh")
+    assert out.lod() == a.lod()
+    np.testing.assert_allclose(out.data, np.tanh(a.data @ wa + b.data.reshape(4, 4) @ wb + bias))
+    t = F.fc([a.with_data(torch.tensor(a.data)), b.with_data(torch.tensor(b.data))],
+             [torch.tensor(wa, requires_grad=True), torch.tensor(wb)])
+    t.data.sum().backward()
+    with pytest.raises(TypeError, match=r"input is a list of 2 tensors, so weight must be a list of 2 weights "
+                                        r"\(one per input, as Paddle stores them: fc_0.w_0, fc_0.w_1, \.\.\.\), "
+                                        r"got one weight"):
+        F.fc([a, b], wa)
+    with pytest.raises(TypeError, match="weight is a list of 2 but input is one tensor"):
+        F.fc(a, [wa, wb])
+    with pytest.raises(ValueError, match=r"weight\[1\] must have shape \[4, \*\], got \[3, 5\]"):
+        F.fc([a, b], [wa, wa])
+    with pytest.raises(ValueError, match=r"input\[1\] has leading shape \[2\] \(numpy\) but input\[0\] has \[4\]"):
+        F.fc([a, np.ones((2, 3))], [wa, wa])
+    with pytest.raises(TypeError, match="input must be a LoDTensor or a NumPy/torch array, got dict"):
+        F.fc({"x": a}, wa)
+
+
+def test_sequence_conv_padding_errors():
+    x = lt.LoDTensor(np.ones((3, 2)), [[0, 3]])
+    with pytest.raises(TypeError, match=r"padding_trainable=True needs padding_data of shape \[2, 2\]"):
+        F.sequence_conv(x, np.ones((6, 1)), padding_trainable=True)
+    with pytest.raises(ValueError, match=r"padding_data must have shape \[2, 2\], got \[3, 2\]"):
+        F.sequence_conv(x, np.ones((6, 1)), padding_trainable=True, padding_data=np.ones((3, 2)))
+    with pytest.raises(ValueError, match="padding_data is used only with padding_trainable=True"):
+        F.sequence_conv(x, np.ones((6, 1)), padding_data=np.ones((2, 2)))
+    # a short sequence reads as many padding rows as the window leaves outside it, on both sides
+    out = F.sequence_conv(lt.LoDTensor(np.array([[1.0]]), [[0, 1]]), np.ones((5, 1)), filter_size=5,
+                          padding_trainable=True, padding_data=np.array([[10.0], [20.0], [30.0], [40.0]]))
+    assert out.data.ravel().tolist() == [10.0 + 20.0 + 1.0 + 30.0 + 40.0]

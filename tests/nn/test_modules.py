@@ -62,3 +62,53 @@ def test_a_small_tagger_trains():
     path = nn.CRFDecoding(crf)(out(hidden))
     assert path.lod() == lod
     assert (path.data.ravel() == tags.data.ravel()).float().mean() > 0.9
+
+
+def test_numpy_input_runs_on_torch_and_trains():
+    """A NumPy LoDTensor given to a module is converted to torch (the module's dtype, zero-copy for
+    float32): the output is torch and the gradient reaches the Parameters (#26: it ran detached)."""
+    torch.manual_seed(0)
+    ids = lt.LoDTensor(np.array([[1], [2], [0], [3]]), [[0, 3, 4]])
+    emb, proj, lstm = nn.Embedding(4, 3), nn.FC(3, 8), nn.DynamicLSTM(2)
+    hidden, _ = lstm(proj(emb(ids)))
+    assert isinstance(hidden.data, torch.Tensor) and hidden.lod() == ids.lod()
+    hidden.data.sum().backward()
+    assert all(p.grad is not None for p in (emb.weight, proj.weight, lstm.weight))
+    x64 = lt.LoDTensor(np.ones((4, 3)), [[0, 4]])  # float64 NumPy in a float32 module
+    assert proj(x64).data.dtype == torch.float32
+    x32 = np.ones((4, 3), "float32")
+    assert isinstance(proj(x32), torch.Tensor)
+    gru = nn.DynamicGRU(2)
+    h0 = np.zeros((2, 2), "float32")
+    assert gru(lt.LoDTensor(np.ones((4, 6), "float32"), [[0, 1, 4]]), h_0=h0).data.shape == (4, 2)
+
+
+def test_paddle_size_keyword_and_the_4x_rule():
+    assert nn.DynamicLSTM(size=2048).hidden_size == 512 and nn.DynamicLSTM(size=2048).weight.shape == (512, 2048)
+    assert nn.DynamicGRU(size=6).hidden_size == 6
+    with pytest.raises(ValueError, match="size must be 4 \\* hidden size, got 10"):
+        nn.DynamicLSTM(size=10)
+    with pytest.raises(ValueError, match="hidden_size=4 and size=32 disagree"):
+        nn.DynamicLSTM(4, size=32)
+    with pytest.raises(TypeError, match="give hidden_size"):
+        nn.DynamicGRU()
+    # Paddle's dynamic_lstm(input, size=32) ported as DynamicLSTM(32): the message says what to write
+    x = lt.LoDTensor(torch.zeros(3, 32), [[0, 3]])
+    with pytest.raises(ValueError, match=r"input must have 4 \* hidden_size = 128 columns .*got 32\. Paddle's "
+                                         r"dynamic_lstm\(size=\.\.\.\) is 4 \* hidden size; an input of width 32 "
+                                         r"needs hidden size 8: DynamicLSTM\(8\) or DynamicLSTM\(size=32\)"):
+        nn.DynamicLSTM(32)(x)
+    with pytest.raises(ValueError, match=r"input must have 3 \* hidden_size = 9 columns"):
+        nn.DynamicGRU(3)(lt.LoDTensor(torch.zeros(3, 6), [[0, 3]]))
+
+
+def test_sequence_conv_trainable_padding_learns():
+    torch.manual_seed(0)
+    conv = nn.SequenceConv(2, 3, filter_size=3, padding_trainable=True)
+    assert conv.padding.shape == (2, 2) and float(conv.padding.detach().abs().sum()) == 0.0
+    x = lt.LoDTensor(torch.randn(5, 2), [[0, 1, 5]])
+    plain = F.sequence_conv(x, conv.weight, conv.bias, filter_size=3)
+    np.testing.assert_allclose(conv(x).data.detach().numpy(), plain.data.detach().numpy())  # zero padding at first
+    conv(x).data.sum().backward()
+    assert conv.padding.grad is not None and float(conv.padding.grad.abs().sum()) > 0
+    assert nn.SequenceConv(2, 3, filter_size=1, padding_trainable=True).padding.shape == (0, 2)

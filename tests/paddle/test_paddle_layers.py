@@ -138,6 +138,28 @@ def test_sequence_conv(lod, filter_size, padding_start):
           dtype=F32, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("lod", [[[0, 4, 5, 8, 11]], [[0, 0, 4, 5, 5, 8, 11, 11]], [[0, 1, 2, 3]], [[0, 9]]],
+                         ids=["optest", "optest-len0", "ones", "one"])
+@pytest.mark.parametrize("filter_size, padding_start", [(3, -1), (3, 2), (5, -4), (4, -1), (2, 0), (6, -2)])
+def test_sequence_conv_trainable_padding(lod, filter_size, padding_start):
+    """Paddle's PaddingData (paddingTrainable): learnable rows for the positions outside a sequence,
+    including sequences shorter than the padding (the OpTest's lods and padding_start 2, #26)."""
+    rng = np.random.RandomState(filter_size + 7 * (padding_start + 4))
+    rows = lod[-1][-1]
+    x = lt.LoDTensor(rand(rng, rows, 3, dtype=F32), lod)
+    total = max(0, -padding_start) + max(0, padding_start + filter_size - 1)
+
+    def build(v, op):
+        return op("sequence_conv", {"X": v["x"], "Filter": v["w"], "PaddingData": v["pad"]}, {"Out": F32},
+                  {"contextLength": filter_size, "contextStart": padding_start, "contextStride": 1,
+                   "paddingTrainable": True})["Out"]
+
+    check(build, {"x": x}, {"w": rand(rng, 3 * filter_size, 4, dtype=F32), "pad": rand(rng, total, 3, dtype=F32)},
+          lambda t: [F.sequence_conv(t["x"], t["w"], filter_size=filter_size, padding_start=padding_start,
+                                     padding_trainable=True, padding_data=t["pad"])],
+          dtype=F32, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("lod", [[[0, 5]], [[0, 1, 2, 3]], [[0, 3, 7]]], ids=range(3))  # Paddle: no empty ones
 @pytest.mark.parametrize("future", [0, 2])
 def test_row_conv(lod, future):
