@@ -10,8 +10,9 @@ variable, and ``save_combine`` writes one after the other, sorted by name)::
     raw data, little-endian, C order (numel * itemsize bytes)
 
 A ``.pdparams`` file is a pickle of ``{name: ndarray}`` (``paddle.save`` /
-``paddle.static.save``); it is read with an unpickler that admits only NumPy
-arrays, dtypes and plain containers, never arbitrary code.
+``paddle.static.save``); it is parsed by :mod:`._pdparams`, which runs no code
+from the file and makes arrays only of plain numeric dtypes from bytes present.
+Every corrupt file of these formats raises ValueError naming the file.
 
 >>> import io, numpy as np
 >>> import lodtensor as lt
@@ -22,14 +23,14 @@ arrays, dtypes and plain containers, never arbitrary code.
 ([[0, 1, 3]], [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]])
 """
 
-import io as _io
+import math
 import os
-import pickle
 import struct
 
 import numpy as np
 
 from ..tensor import LoDTensor
+from ._pdparams import read_pdparams
 
 __all__ = [
     "load_lod_tensor",
@@ -172,9 +173,15 @@ def _read_record(reader):
     if desc_size < 0:
         raise ValueError(f"{where}: corrupted LoDTensor file: tensor description size {desc_size}")
     dtype, dims = _decode_desc(reader.take(desc_size, "the tensor description"), where)
-    numel = int(np.prod(dims, dtype=np.int64)) if dims else 1
+    numel = math.prod(dims)  # Python ints: no wrap-around, checked against the bytes present below
+    if math.prod(max(d, 1) for d in dims) * dtype.itemsize >= 1 << 62:
+        raise ValueError(f"{where}: corrupted LoDTensor file: dims {list(dims)} of {dtype.name} exceed any memory")
     raw = reader.take(numel * dtype.itemsize, f"the data of shape {list(dims)} {dtype.name}")
-    data = np.frombuffer(raw, dtype=dtype).reshape(dims).astype(dtype.newbyteorder("="), copy=True)
+    flat = np.frombuffer(raw, dtype=dtype) if numel else np.empty(0, dtype)
+    if dtype.kind == "b":  # a bool is 0 or 1: other byte values are normalised
+        data = flat.view(np.uint8).reshape(dims) != 0
+    else:
+        data = flat.reshape(dims).astype(dtype.newbyteorder("="), copy=True)
     if not levels:
         return LoDTensor(data)
     if data.ndim == 0:
@@ -247,15 +254,59 @@ def save_lod_tensor(t, file):
     _write_bytes(file, _record(t))
 
 
-def load_combine(file, names):
-    """The tensors of a combined file (``save_combine``), named in the order they were written.
+def _names(names, where):
+    """``names`` (strings, or objects with ``.name``) as a list of str, each once."""
+    out = [getattr(v, "name", v) for v in names]
+    bad = next((n for n in out if not isinstance(n, str)), None)
+    if bad is not None:
+        raise TypeError(f"{where}: variable names must be strings, got {type(bad).__name__} {bad!r}")
+    if len(set(out)) != len(out):
+        seen = set()
+        dup = next(n for n in out if n in seen or seen.add(n))
+        raise ValueError(f"{where}: variable name {dup!r} is given twice; name each variable once")
+    return out
 
-    ``fluid.io.save_params(..., filename=...)`` writes the variables sorted by name.
+
+def _ordered(names, order, what):
+    if order == "sorted":
+        return sorted(names)
+    if order == "given":
+        return list(names)
+    raise ValueError(f"{what}: order must be 'sorted' or 'given', got {order!r}")
+
+
+def load_combine(file, names, *, order="sorted"):
+    """``{name: LoDTensor}`` from a combined file (:func:`save_combine`, ``save_params(..., filename=...)``).
+
+    A combined file stores the tensors one after the other, without their
+    names. Paddle's ``fluid.io.save_vars`` / ``save_params`` / ``load_vars`` with
+    ``filename=`` write and read them sorted by name, and so does
+    :func:`save_combine`: with ``order="sorted"`` (the default) the file is read
+    as ``sorted(names)``, whatever order ``names`` has. ``order="given"`` reads
+    them in the order of ``names`` (Paddle's ``load_combine`` operator), for a
+    file a program wrote in another order.
+
+    Raises
+    ------
+    ValueError
+        A name given twice, a truncated or corrupted file, or bytes left
+        after the named tensors; the message names the file.
+
+    Examples
+    --------
+    >>> import io
+    >>> import lodtensor as lt
+    >>> buf = io.BytesIO()
+    >>> save_combine({"w": np.ones((2, 2), "float32"), "b": lt.LoDTensor(np.arange(3), [[0, 3]])}, buf)
+    >>> state = load_combine(io.BytesIO(buf.getvalue()), ["w", "b"])
+    >>> state["b"].lod(), state["w"].shape()
+    ([[0, 3]], [2, 2])
     """
     buf, where = _read_bytes(file)
+    wanted = _ordered(_names(names, f"load_combine() of {where}"), order, "load_combine()")
     reader = _Reader(buf, where)
     out = {}
-    for name in names:
+    for name in wanted:
         out[name] = _read_record(reader)
     if reader.pos != len(buf):
         raise ValueError(f"{where}: {len(buf) - reader.pos} bytes left after the {len(out)} named tensors; "
@@ -263,63 +314,58 @@ def load_combine(file, names):
     return out
 
 
-def save_combine(tensors, file):
-    """Write ``{name: tensor}`` as one combined file, in the order given (Paddle's
-    ``save_combine``; sort the names to match what ``save_params`` writes)."""
-    _write_bytes(file, b"".join(_record(t) for t in tensors.values()))
+def save_combine(tensors, file, *, order="sorted"):
+    """Write ``{name: tensor}`` (LoDTensors or arrays) as one combined file, sorted by name.
 
+    Sorted, as ``fluid.io.save_params(..., filename=...)`` writes and as
+    :func:`load_combine`, :func:`load_program_state` and Paddle's ``load_vars``
+    read. ``order="given"`` writes the dict's order instead (for Paddle's raw
+    ``load_combine`` operator with its inputs in that order).
 
-class _SafeUnpickler(pickle.Unpickler):
-    """Admits the NumPy array machinery and builtin containers only."""
-
-    _reconstruct = np.ndarray.__reduce__(np.zeros(1))[0]
-    _scalar = np.float32(0).__reduce__()[0]
-    _ALLOWED = {
-        ("builtins", "tuple"): tuple,
-        ("builtins", "list"): list,
-        ("builtins", "dict"): dict,
-        ("collections", "OrderedDict"): __import__("collections").OrderedDict,
-        ("numpy", "ndarray"): np.ndarray,
-        ("numpy", "dtype"): np.dtype,
-        ("_codecs", "encode"): __import__("codecs").encode,
-    }
-
-    def find_class(self, module, name):
-        if module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-            if name == "_reconstruct":
-                return self._reconstruct
-            if name == "scalar":
-                return self._scalar
-        found = self._ALLOWED.get((module, name))
-        if found is None:
-            raise pickle.UnpicklingError(f"refusing to load {module}.{name}: a .pdparams file holds only arrays")
-        return found
+    Examples
+    --------
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> save_combine({"b": np.zeros(2, "int64"), "a": np.ones(1, "int64")}, buf)
+    >>> [t.numpy().tolist() for t in load_combine(io.BytesIO(buf.getvalue()), ["a", "b"], order="given").values()]
+    [[1], [0, 0]]
+    """
+    names = _ordered(_names(list(tensors), "save_combine()"), order, "save_combine()")
+    _write_bytes(file, b"".join(_record(tensors[n]) for n in names))
 
 
 def load_pdparams(file):
-    """``{name: ndarray}`` from a ``.pdparams`` pickle (``paddle.save`` / ``paddle.static.save``),
-    without running code from the file; Paddle's name table entry is dropped."""
+    """``{name: ndarray}`` from a ``.pdparams`` pickle (``paddle.save`` / ``paddle.static.save``).
+
+    The pickle is parsed without running code from it, and without NumPy's
+    unpickling constructors (which trust the file's dtype state and buffers):
+    an array comes back only when its dtype is a plain numeric or bool dtype,
+    its shape a tuple of non-negative ints and its byte count
+    ``prod(shape) * itemsize``. Arrays are fresh copies in native byte order;
+    Paddle's name table entry (``StructuredToParameterName@@``) is dropped and
+    arrays it split into slices (``UnpackBigParamInfor@@``) are joined back.
+
+    Raises
+    ------
+    ValueError
+        Naming the file and the problem, for anything else: other globals
+        (code), object / structured / datetime / string dtypes, shapes that do
+        not match the bytes, a truncated or corrupted pickle, entries that are
+        not arrays.
+
+    Examples
+    --------
+    >>> import io, pickle
+    >>> blob = pickle.dumps({"fc_0.w_0": np.ones((2, 3), "float32")}, protocol=4)
+    >>> load_pdparams(io.BytesIO(blob))["fc_0.w_0"].shape
+    (2, 3)
+    >>> load_pdparams(io.BytesIO(pickle.dumps({"f": print}, protocol=4)))
+    Traceback (most recent call last):
+    ...
+    ValueError: <stream>: refusing to load builtins.print: only the listed NumPy and container globals are admitted
+    """
     buf, where = _read_bytes(file)
-    try:
-        obj = _SafeUnpickler(_io.BytesIO(buf)).load()
-    except pickle.UnpicklingError as err:
-        if str(err).startswith("refusing"):
-            raise ValueError(f"{where}: not a .pdparams file: {err}") from None
-        raise ValueError(f"{where}: truncated or corrupted .pdparams file: {err}") from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, struct.error) as err:
-        raise ValueError(f"{where}: truncated or corrupted .pdparams file: {type(err).__name__}: {err}") from None
-    if not isinstance(obj, dict):
-        raise ValueError(f"{where}: a .pdparams file holds a dict, got {type(obj).__name__}")
-    out = {}
-    for key, value in obj.items():
-        if key == "StructuredToParameterName@@":
-            continue
-        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], np.ndarray):
-            value = value[1]  # paddle.save of a Tensor: (name, array)
-        if not isinstance(value, np.ndarray):
-            raise ValueError(f"{where}: entry {key!r} is a {type(value).__name__}, expected an array")
-        out[str(key)] = value
-    return out
+    return read_pdparams(buf, where)
 
 
 _SKIP = ("__model__", ".pdmodel", ".pdopt", ".pdiparams.info")
@@ -338,9 +384,29 @@ def load_program_state(model_path, var_list=None):
     - a combined file (``save_params(..., filename=...)``, ``*.pdiparams``): ``var_list``
       (names, or objects with ``.name``) says which variables it holds; they are read in
       sorted order, as Paddle writes them.
+
+    Raises
+    ------
+    ValueError
+        A name given twice in ``var_list`` (it would read another variable's
+        data under it), a variable the checkpoint does not hold, or a corrupt
+        file (the message names it). ``FileNotFoundError`` when nothing is at
+        ``model_path``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "params")
+    >>> save_combine({"fc_0.w_0": np.ones((2, 2), "float32"), "fc_0.b_0": np.zeros(2, "float32")}, path)
+    >>> sorted(load_program_state(path, ["fc_0.w_0", "fc_0.b_0"]))
+    ['fc_0.b_0', 'fc_0.w_0']
+    >>> load_program_state(path, ["fc_0.w_0", "fc_0.w_0"])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: load_program_state() of .../params: variable name 'fc_0.w_0' is given twice; name each variable once
     """
-    names = None if var_list is None else [getattr(v, "name", v) for v in var_list]
     path = os.fspath(model_path)
+    names = None if var_list is None else _names(var_list, f"load_program_state() of {path}")
     if os.path.isdir(path):
         files = sorted(f for f in os.listdir(path) if not f.startswith(".") and not f.endswith(_SKIP))
         wanted = names if names is not None else [f for f in files if os.path.isfile(os.path.join(path, f))]
@@ -359,10 +425,16 @@ def load_program_state(model_path, var_list=None):
         head = f.read(2)
     if head[:1] == b"\x80":  # a pickle protocol marker: .pdparams
         state = load_pdparams(path)
-        return state if names is None else {n: state[n] for n in names}
+        if names is None:
+            return state
+        missing = [n for n in names if n not in state]
+        if missing:
+            raise ValueError(f"load_program_state(): {path} has no variable {missing[0]!r} "
+                             f"({len(missing)} of the {len(names)} names missing; it holds {sorted(state)[:8]})")
+        return {n: state[n] for n in names}
     if names is None:
         raise ValueError(
             f"load_program_state(): {path} is a combined file, which does not store variable names; "
             f"pass var_list with the names of the variables saved in it"
         )
-    return {name: t.numpy() for name, t in load_combine(path, sorted(names)).items()}
+    return {name: t.numpy() for name, t in load_combine(path, names).items()}

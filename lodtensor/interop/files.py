@@ -36,6 +36,11 @@ _KEY = b"lodtensor"
 _COLUMN = "lodtensor"
 _FORMAT = "lodtensor.ipc"
 _VERSION = 1
+_MAX_HEADER = 1 << 16  # bytes of JSON header (lt.save writes ~150 plus 11 per lod level)
+_MAX_JSON_DEPTH = 4  # lt.save writes 2: {"lod_crc32": [...]}
+_MAX_ROW_DIMS = 32  # numpy's limit is 64 dims in all
+# what save writes: plain numeric and bool dtypes in native byte order
+_DTYPES = frozenset(np.dtype(n).str for n in ("b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"))
 
 
 def save(path, t):
@@ -55,6 +60,10 @@ def save(path, t):
     pa = require("pyarrow", "arrow", "save()")
     if not isinstance(t, LoDTensor):
         raise TypeError(f"save(): t must be a LoDTensor, got {type(t).__name__}")
+    dtype = host_dtype(t)
+    if not dtype.isnative and dtype.itemsize > 1 and t.data is not None:
+        # Arrow buffers are little-endian native: swapped data is written in native order (a copy)
+        t = t.with_data(np.asarray(t.data).astype(dtype.newbyteorder("=")))
     arr = to_arrow(t)
     meta = {
         "format": _FORMAT,
@@ -94,21 +103,62 @@ def _check_magic(path):
         raise ValueError(f"it does not start and end with the Arrow magic {_MAGIC!r} ({got}, {size} bytes)")
 
 
+def _json_depth(raw):
+    """An upper bound of the nesting depth of JSON ``raw`` (brackets inside strings count too)."""
+    codes = np.frombuffer(raw, dtype=np.uint8)
+    step = np.isin(codes, (ord("["), ord("{"))).astype(np.int32) - np.isin(codes, (ord("]"), ord("}")))
+    return int(np.cumsum(step).max(initial=0))
+
+
 def _metadata(schema):
+    """The header ``save`` wrote, every field checked for type and range before anything is built from it."""
     raw = (schema.metadata or {}).get(_KEY)
     if raw is None:
         raise ValueError(f"its schema has no {_KEY.decode()!r} metadata: an Arrow file, but not one lt.save() wrote")
-    meta = json.loads(raw)
+    if len(raw) > _MAX_HEADER or _json_depth(raw) > _MAX_JSON_DEPTH:
+        raise ValueError(f"its {_KEY.decode()!r} header ({len(raw)} bytes, nesting {_json_depth(raw)}) is larger "
+                         f"or deeper than a lodtensor header (at most {_MAX_HEADER} bytes, {_MAX_JSON_DEPTH} levels)")
+    try:
+        meta = json.loads(raw)
+    except (ValueError, RecursionError) as err:
+        raise ValueError(f"its {_KEY.decode()!r} header is not JSON: {err}") from None
     if not isinstance(meta, dict) or meta.get("format") != _FORMAT:
         raise ValueError(f"its {_KEY.decode()!r} metadata is not a lodtensor header: {raw[:80]!r}")
     if meta.get("version") != _VERSION:
         raise ValueError(f"format version {meta.get('version')!r}; this lodtensor reads version {_VERSION}")
-    level, rows, shape = meta.get("lod_level"), meta.get("num_rows"), meta.get("row_shape")
-    ints = [level, rows, *(shape if isinstance(shape, list) else [None])]
-    if not all(type(v) is int and v >= 0 for v in ints):
-        raise ValueError(f"bad header values lod_level={level!r}, num_rows={rows!r}, row_shape={shape!r}")
-    meta["dtype"] = np.dtype(str(meta.get("dtype")))
+    level, rows, shape, crcs = meta.get("lod_level"), meta.get("num_rows"), meta.get("row_shape"), meta.get("lod_crc32")
+    for field, value in (("lod_level", level), ("num_rows", rows)):
+        if type(value) is not int or not 0 <= value < 1 << 63:
+            raise ValueError(f"bad header {field}={str(value)[:40]}: expected an integer in [0, 2**63)")
+    if not isinstance(shape, list) or len(shape) > _MAX_ROW_DIMS or not all(
+            type(s) is int and 0 <= s < 1 << 31 for s in shape):
+        raise ValueError(f"bad header row_shape={str(shape)[:80]}: expected a list of at most {_MAX_ROW_DIMS} "
+                         f"integers in [0, 2**31) (Arrow's fixed-size list sizes)")
+    if not isinstance(crcs, list) or len(crcs) != level:
+        raise ValueError(f"bad header lod_crc32={str(crcs)[:80]}: expected a list of lod_level={level} checksums")
+    if not all(type(c) is int and 0 <= c < 1 << 32 for c in crcs):
+        raise ValueError(f"bad header lod_crc32={str(crcs)[:80]}: expected 32-bit unsigned integers")
+    dtype = meta.get("dtype")
+    if type(dtype) is not str or dtype not in _DTYPES:
+        raise ValueError(f"bad header dtype {str(dtype)[:40]!r}: expected a plain numeric or bool dtype")
+    meta["dtype"] = np.dtype(dtype)
+    span = meta["dtype"].itemsize
+    for s in shape:
+        span *= max(s, 1)
+    if span >= 1 << 62:
+        raise ValueError(f"bad header row_shape={shape!r}: a row of {meta['dtype']} larger than any memory")
     return meta
+
+
+def _column_type_levels(pa, typ, levels, leaf):
+    """Check that ``typ`` is ``levels`` large_list levels over ``leaf``, walking the file's own type."""
+    for k in range(levels):
+        if not pa.types.is_large_list(typ):
+            raise ValueError(f"the header says lod_level={levels}, but the column has {k} list levels "
+                             f"(type {str(typ)[:200]})")
+        typ = typ.value_type
+    if typ != leaf:
+        raise ValueError(f"the column's values have Arrow type {str(typ)[:200]}, but the header says {leaf}")
 
 
 def _read(source):
@@ -118,20 +168,17 @@ def _read(source):
     if reader.num_record_batches != 1 or reader.schema.names != [_COLUMN]:
         raise ValueError(
             f"expected one record batch with one column {_COLUMN!r}, got {reader.num_record_batches} "
-            f"batch(es) of columns {reader.schema.names}"
+            f"batch(es) of columns {reader.schema.names[:8]}"
         )
     dtype, shape = meta["dtype"], meta["row_shape"]
-    model = LoDTensor(np.empty((0, *shape), dtype=dtype))
-    expected = arrow_type_of(model)
-    for _ in range(meta["lod_level"]):
-        expected = pa.large_list(expected)
+    # the header's lod_level is checked against the file's own type, so no type deeper than the file's is built
+    _column_type_levels(pa, reader.schema.field(0).type, meta["lod_level"],
+                        arrow_type_of(LoDTensor(np.empty((0, *shape), dtype=dtype))))
     column = reader.get_batch(0).column(0)
-    if column.type != expected:
-        raise ValueError(f"the column has Arrow type {column.type}, but the header says {expected}")
     # offsets are copied into frozen memory (small): another process writing the mapped file
     # can then change values but never make the checked LoD invalid
     t = from_arrow(column, _copy_offsets=True)
-    if _checksums(t.lod.levels) != meta.get("lod_crc32"):
+    if _checksums(t.lod.levels) != meta["lod_crc32"]:
         raise ValueError("the lod offsets do not match the checksums in the header (the file was altered)")
     if t.lod_level != meta["lod_level"] or t.num_rows != meta["num_rows"] or t.dtype != dtype:
         raise ValueError(
@@ -152,7 +199,18 @@ def load(path, mmap=True):
         load on first touch, so opening costs O(levels + offsets), not O(file)).
         The offsets are copied into private memory and validated, so a process
         writing the file later can change values but never the checked LoD.
-        False: the whole file is read into memory first.
+        False: the whole file is read into memory first (O(file) time and
+        memory); the tensor then owns its bytes and nothing done to the file
+        afterwards can reach it.
+
+    Notes
+    -----
+    A mapped file that another process truncates (or rewrites in place) while
+    the tensor is alive makes the next read of a page past the new end raise
+    SIGBUS, which kills the process; no library can catch that after the fact.
+    Load with ``mmap=False`` when the file may change underneath. ``save``
+    itself writes a new file and renames it over the old one, so saving again
+    to the same path never truncates a file that is mapped.
 
     Raises
     ------
@@ -172,5 +230,5 @@ def load(path, mmap=True):
             with open(name, "rb") as f:
                 source = pa.BufferReader(f.read())
         return _read(source)
-    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as err:
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError, RecursionError) as err:
         raise bad_file("load()", name, err, "lodtensor (lt.save)") from None
