@@ -95,3 +95,91 @@ def test_pdparams_loads_arrays_only(tmp_path):
         f.write(good.read_bytes()[:-5])
     with pytest.raises(ValueError, match="truncated or corrupted"):
         fio.load_pdparams(str(tmp_path / "cut.pdparams"))
+
+
+# -- issue #25: duplicate names, the order of combined files, one error class ------------------------
+def test_duplicate_names_are_refused_everywhere(tmp_path):
+    # issue #25 item 11: load_program_state(path, ["a", "a"]) returned b's data under "a"
+    named = {"a": lt.LoDTensor(np.arange(3.0)), "b": lt.LoDTensor(np.ones((2, 2), "float32"))}
+    path = str(tmp_path / "all")
+    fio.save_combine(named, path)
+    with pytest.raises(ValueError, match=r"all: variable name 'a' is given twice"):
+        fio.load_program_state(path, ["a", "a"])
+    with pytest.raises(ValueError, match=r"all: variable name 'a' is given twice"):
+        fio.load_combine(path, ["a", "a"])
+
+    class Var:
+        name = "b"
+
+    with pytest.raises(ValueError, match="variable name 'b' is given twice"):
+        fio.load_program_state(path, [Var(), "b"])
+    d = tmp_path / "d"
+    d.mkdir()
+    for k, v in named.items():
+        fio.save_lod_tensor(v, str(d / k))
+    with pytest.raises(ValueError, match=r"d: variable name 'b' is given twice"):
+        fio.load_program_state(str(d), ["b", "a", "b"])
+    with pytest.raises(TypeError, match="variable names must be strings, got int 3"):
+        fio.load_program_state(str(d), ["a", 3])
+
+
+def test_combined_files_are_written_and_read_sorted_by_name():
+    a, b = lt.LoDTensor(np.arange(3.0), [[0, 1, 3]]), lt.LoDTensor(np.ones((2, 2), "float32"))
+    buf = io.BytesIO()
+    fio.save_combine({"b": b, "a": a}, buf)  # dict order b, a: written a, b (as save_params writes)
+    assert buf.getvalue() == _bytes(a) + _bytes(b)
+    for names in (["a", "b"], ["b", "a"]):  # read sorted, whatever order the names come in
+        got = fio.load_combine(io.BytesIO(buf.getvalue()), names)
+        assert list(got) == ["a", "b"]
+        assert got["a"].lod() == [[0, 1, 3]] and got["b"].numpy().tolist() == [[1, 1], [1, 1]]
+    given = io.BytesIO()
+    fio.save_combine({"b": b, "a": a}, given, order="given")  # Paddle's raw save_combine operator order
+    assert given.getvalue() == _bytes(b) + _bytes(a)
+    got = fio.load_combine(io.BytesIO(given.getvalue()), ["b", "a"], order="given")
+    assert got["a"].lod() == [[0, 1, 3]] and list(got) == ["b", "a"]
+    with pytest.raises(ValueError, match="order must be 'sorted' or 'given', got 'dict'"):
+        fio.save_combine({"a": a}, io.BytesIO(), order="dict")
+    with pytest.raises(TypeError, match="variable names must be strings"):
+        fio.save_combine({1: a}, io.BytesIO())
+
+
+def _named(blob, name="v.bin"):
+    stream = io.BytesIO(blob)
+    stream.name = name
+    return stream
+
+
+def test_dims_whose_product_wraps_int64_name_the_file():
+    blob = _bytes(lt.LoDTensor(np.arange(4, dtype="int64")))
+    desc = fio._encode_desc(3, [2**32, 2**32])  # 2**64 elements: wraps to 0 in int64
+    head = blob[: blob.index(fio._encode_desc(3, [4])) - 4]
+    crafted = head + len(desc).to_bytes(4, "little") + desc
+    with pytest.raises(ValueError, match=r"^v\.bin: "):
+        fio.load_lod_tensor(_named(crafted))
+    huge = fio._encode_desc(3, [0, 2**62, 2**62])
+    with pytest.raises(ValueError, match=r"^v\.bin: .*exceed any memory"):
+        fio.load_lod_tensor(_named(head + len(huge).to_bytes(4, "little") + huge))
+
+
+def test_bool_bytes_of_a_binary_file_are_normalised():
+    blob = bytearray(_bytes(lt.LoDTensor(np.array([True, False, True]))))
+    blob[-3:] = b"\x05\x00\xff"
+    got = fio.load_lod_tensor(_named(bytes(blob))).numpy()
+    assert got.tolist() == [True, False, True] and got.view(np.uint8).tolist() == [1, 0, 1]
+
+
+def test_every_bit_flip_of_binary_and_combined_files_loads_or_names_the_file():
+    t = lt.LoDTensor(np.arange(12, dtype="float32").reshape(6, 2), [[0, 1, 3], [0, 2, 2, 6]])
+    blob = _bytes(t)
+    combined = io.BytesIO()
+    fio.save_combine({"w": t, "b": lt.LoDTensor(np.arange(3))}, combined)
+    for reader, data, name in [(fio.load_lod_tensor, blob, "v.bin"),
+                               (lambda f: fio.load_combine(f, ["w", "b"]), combined.getvalue(), "c.bin")]:
+        for i in range(len(data)):
+            for bit in range(8):
+                flipped = bytearray(data)
+                flipped[i] ^= 1 << bit
+                try:
+                    reader(_named(bytes(flipped), name))
+                except ValueError as err:
+                    assert str(err).startswith(name + ": "), err
