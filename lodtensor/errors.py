@@ -4,7 +4,7 @@ Every error subclasses the builtin that fits, so ``except ValueError`` keeps
 working for callers that do not know about lodtensor.
 """
 
-__all__ = ["LoDError", "BackendMismatchError"]
+__all__ = ["LoDError", "BackendMismatchError", "ShapeError"]
 
 
 class LoDError(ValueError):
@@ -26,3 +26,17 @@ class LoDError(ValueError):
 
 class BackendMismatchError(TypeError):
     """Arrays of different array libraries (or devices) were combined in one call."""
+
+
+class ShapeError(ValueError, RuntimeError):
+    """An operation does not fit the shape or ragged structure of its arguments.
+
+    Raised where torch raises ``RuntimeError`` for the same call on a nested
+    tensor (a ragged dim asked for its size, components of different rank,
+    an op over dim 0 or a ragged dim, mismatched nested structures), so code
+    written for torch that catches ``RuntimeError`` works unchanged, and so
+    does code that catches ``ValueError``.
+
+    >>> issubclass(ShapeError, ValueError) and issubclass(ShapeError, RuntimeError)
+    True
+    """

@@ -61,7 +61,7 @@ def _torch_data(t, what):
 
 
 # -- jagged nested tensors -------------------------------------------------------------------
-def to_nested_jagged(t):
+def to_nested_jagged(t, level=None):
     """A ``layout=torch.jagged`` nested tensor whose values and offsets are this tensor's buffers.
 
     The values are ``t.data`` (a torch tensor sharing NumPy data; autograd kept
@@ -69,17 +69,45 @@ def to_nested_jagged(t):
     small copy on a GPU). Do not write into ``njt.offsets()``: it is the LoD's
     frozen memory. Components have shape ``(length, *row_shape)``.
 
+    Parameters
+    ----------
+    level : int, optional
+        Which lod level becomes the jagged dim: its sequences become the
+        components, each spanning its data rows (``t.lod.absolute_offsets(level)``,
+        so the levels below it are flattened into the rows). Default: the one
+        level of a one-level tensor.
+
     Raises
     ------
     ValueError
-        ``lod_level != 1`` (a jagged tensor has one ragged dim).
+        ``level`` is not given and ``lod_level != 1``, or ``level`` is out of range.
+
+    Examples
+    --------
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(6.0), [[0, 2, 3], [0, 1, 3, 6]])   # 2 documents of 3 sentences
+    >>> t.to_nested_jagged(level=0).offsets().tolist()                  # documents: rows 0:3 and 3:6
+    [0, 3, 6]
+    >>> t.to_nested_jagged(level=1).offsets().tolist()                  # sentences
+    [0, 1, 3, 6]
     """
     torch = _torch("to_nested_jagged()")
-    if t.lod_level != 1:
+    if level is None:
+        if t.lod_level != 1:
+            raise ValueError(
+                f"to_nested_jagged(): a jagged nested tensor has one ragged dim, so the tensor needs lod_level 1, "
+                f"got {t.lod_level}; pass level=k (0..{t.lod_level - 1}) to make the sequences of level k the "
+                f"components"
+            )
+        level = 0
+    elif isinstance(level, bool) or not isinstance(level, (int, np.integer)):
+        raise TypeError(f"to_nested_jagged(): level must be an int, got {type(level).__name__} {level!r}")
+    elif not -t.lod_level <= level < t.lod_level:
         raise ValueError(
-            f"to_nested_jagged(): a jagged nested tensor has one ragged dim, so the tensor needs "
-            f"lod_level 1, got {t.lod_level}; drop levels first (e.g. t.lod.drop_level) or use t.to_nested(level)"
+            f"to_nested_jagged(): level must be in [{-t.lod_level}, {t.lod_level - 1}] for lod_level "
+            f"{t.lod_level}, got {level}"
         )
+    level = int(level) % t.lod_level
     data = t._check_fits("to_nested_jagged()")
     foreign = backend_name_of(data) != "torch"
     values = t.to_torch().data if foreign else data
@@ -87,11 +115,12 @@ def to_nested_jagged(t):
     # longest lengths (as torch stores them: the first dim of an empty (n, 0) tensor) are kept
     # with it, so converting again (or another tensor sharing the LoD) costs only the wrapper
     cache = t.lod._cached()
-    key = ("interop.jagged", str(values.device))
+    key = ("interop.jagged", str(values.device), level)
     hit = cache.get(key)
     if hit is None:
-        lengths = t.lod.lengths(0)
-        offsets = _offsets_on(torch, t.lod.levels[0], values.device)
+        rows = t.lod.absolute_offsets(level)
+        lengths = np.diff(rows)
+        offsets = _offsets_on(torch, rows, values.device)
         hit = cache[key] = (offsets, torch.zeros(int(lengths.min()), 0), torch.zeros(int(lengths.max()), 0))
     offsets, shortest, longest = hit
     return _jagged_view(torch, values, offsets, shortest, longest, fresh=foreign)

@@ -20,7 +20,7 @@ from ..backend._threads import get_num_threads, set_num_threads
 from . import _attention, _convert, _dims, _layouts, _lod_torch, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table (and _convert the conversion methods)
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
-from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, unflatten, unsqueeze
+from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, stack, unflatten, unsqueeze
 from ._jagged import masked_select, narrow, nested_tensor_from_jagged
 from ._layouts import (
     Layout,
@@ -51,11 +51,12 @@ from ._ops import (
 from ._pointwise import BINARY, UNARY
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, sum
 from ._registry import OP_TABLE
-from ._shape import reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
+from ._shape import getitem, reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
+from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
 #: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
-_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow"}
+_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem"}
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 
 __all__ = [
@@ -126,6 +127,10 @@ __all__ = [
     "argmin",
     "max",
     "min",
+    "stack",
+    "getitem",
+    "Size",
+    "RaggedSize",
 ]
 # the pointwise tables' ops (exp, tanh, maximum, atan2, eq...), each generated once in _pointwise
 globals().update({name: getattr(_pointwise, name) for name in (*UNARY, *BINARY, "where", "clamp")})

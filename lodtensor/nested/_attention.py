@@ -14,6 +14,7 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of
+from ..errors import ShapeError
 from ._broadcast import check_nested, not_implemented, same_backend
 from ._dtypes import kind_of
 from ._grouped import map_components
@@ -71,12 +72,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     st = input._struct
     k = len(shape)
     if not 1 <= k <= st.rank:
-        raise ValueError(f"rms_norm(): normalized_shape {shape} must cover 1 to {st.rank} trailing dims")
+        raise ShapeError(f"rms_norm(): normalized_shape {shape} must cover 1 to {st.rank} trailing dims")
     axis = st.rank - k
     if st.n and not all(st.regular[axis:]):
-        raise ValueError("rms_norm(): Normalization over the ragged dim not supported for nested tensors")
+        raise ShapeError("rms_norm(): Normalization over the ragged dim not supported for nested tensors")
     if st.n and tuple(int(s) for s in st.sizes[0, axis:]) != shape:
-        raise ValueError(
+        raise ShapeError(
             f"rms_norm(): normalized_shape {shape} doesn't match the input's trailing dims "
             f"{tuple(int(s) for s in st.sizes[0, axis:])}"
         )
@@ -88,7 +89,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if weight is not None:
         same_backend("rms_norm()", buf, weight)
         if tuple(weight.shape) != shape:
-            raise ValueError(f"rms_norm(): weight must have shape {shape}, got {tuple(weight.shape)}")
+            raise ShapeError(f"rms_norm(): weight must have shape {shape}, got {tuple(weight.shape)}")
         weight = weight.reshape(width)
     eps = float(np.finfo(str(buf.dtype).replace("torch.", "")).eps) if eps is None else float(eps)
     rows = buf.reshape((-1, width)) if width else buf.reshape((0, 0))
@@ -138,28 +139,28 @@ def _check_qkv(q, k, v):
     same_backend("scaled_dot_product_attention()", q._buffer, k._buffer, v._buffer)
     qs, ks, vs = q._struct, k._struct, v._struct
     if not qs.rank == ks.rank == vs.rank or qs.rank < 2:
-        raise ValueError(
+        raise ShapeError(
             f"scaled_dot_product_attention(): query, key and value must have the same number of dims (at least 3), "
             f"got {qs.rank + 1}, {ks.rank + 1}, {vs.rank + 1}"
         )
     if not qs.n == ks.n == vs.n:
-        raise ValueError(
+        raise ShapeError(
             f"scaled_dot_product_attention(): query, key and value must have the same batch size, got {qs.n}, "
             f"{ks.n}, {vs.n}"
         )
     for name, x in (("query", qs), ("key", ks), ("value", vs)):
         if x.n and not all(x.regular[:-2]) or x.n and not x.regular[-1]:
-            raise ValueError(
+            raise ShapeError(
                 f"scaled_dot_product_attention(): {name} may be ragged only in its sequence dim (dim -2)"
             )
     if qs.n and (not np.array_equal(qs.sizes[:, :-2], ks.sizes[:, :-2]) or not np.array_equal(
             ks.sizes[:, :-1], vs.sizes[:, :-1])):
-        raise ValueError(
+        raise ShapeError(
             "scaled_dot_product_attention(): key and value must have the same sequence lengths, and query, key "
             "and value the same leading dims"
         )
     if qs.n and qs.sizes[0, -1] != ks.sizes[0, -1]:
-        raise ValueError(
+        raise ShapeError(
             f"scaled_dot_product_attention(): query's embedding dim {int(qs.sizes[0, -1])} must match key's "
             f"{int(ks.sizes[0, -1])}"
         )
@@ -173,10 +174,10 @@ def _nested_mask(mask, q, k):
         if ms.n != qs.n or ms.rank != qs.rank or not (
             np.array_equal(ms.sizes[:, -2], qs.sizes[:, -2]) and np.array_equal(ms.sizes[:, -1], ks.sizes[:, -2])
         ):
-            raise ValueError("scaled_dot_product_attention(): a nested attn_mask must have components (..., Lq, Lk)")
+            raise ShapeError("scaled_dot_product_attention(): a nested attn_mask must have components (..., Lq, Lk)")
         return mask
     if backend_name_of(mask) is None or mask.ndim != qs.rank + 1:
-        raise ValueError(
+        raise ShapeError(
             f"scaled_dot_product_attention(): attn_mask must be a nested tensor of components (..., Lq, Lk), or a "
             f"dense array (B, ..., max Lq, max Lk) of {qs.rank + 1} dims"
         )
@@ -184,7 +185,7 @@ def _nested_mask(mask, q, k):
     lq, lk = qs.sizes[:, -2], ks.sizes[:, -2]
     shape = tuple(int(s) for s in mask.shape)
     if shape[0] not in (1, qs.n) or shape[-2] < lq.max(initial=0) or shape[-1] < lk.max(initial=0):
-        raise ValueError(
+        raise ShapeError(
             f"scaled_dot_product_attention(): a dense attn_mask of shape {shape} must be (1 or {qs.n}, ..., "
             f">= {int(lq.max(initial=0))}, >= {int(lk.max(initial=0))})"
         )
@@ -215,11 +216,11 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     """
     _check_qkv(query, key, value)
     if attn_mask is not None and is_causal:
-        raise ValueError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
+        raise ShapeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if not 0.0 <= float(dropout_p) <= 1.0:
         raise ValueError(f"scaled_dot_product_attention(): dropout_p must be in [0, 1], got {dropout_p}")
     if enable_gqa:
-        raise ValueError("scaled_dot_product_attention(): enable_gqa is not supported for nested tensors")
+        raise ShapeError("scaled_dot_product_attention(): enable_gqa is not supported for nested tensors")
     if kind_of(query._buffer.dtype) != "f":
         raise not_implemented("scaled_dot_product_attention", query)
     be = query.backend

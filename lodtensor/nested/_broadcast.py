@@ -15,7 +15,7 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
-from ..errors import BackendMismatchError
+from ..errors import BackendMismatchError, ShapeError
 from ._dtypes import torch_name
 from ._tensor import NestedTensor, make
 
@@ -103,7 +103,7 @@ def align(where, operands, *, dense=True):
     st = ref._struct
     for other in nested[1:]:
         if not st.same_as(other._struct):
-            raise ValueError(
+            raise ShapeError(
                 f"{where} does not support broadcasting when given a NestedTensor: the nested "
                 f"structures differ ({describe(ref)} vs {describe(other)})"
             )
@@ -121,7 +121,7 @@ def align(where, operands, *, dense=True):
             same_backend(where, ref._buffer, s)
     if dense_ops and not dense:
         shape = tuple(dense_ops[0].shape)
-        raise ValueError(
+        raise ShapeError(
             f"{where}: Expected both self and other to be nested, but got a nested self and non-nested "
             f"other (a dense array of shape {shape}); combine nested tensors of the same nested "
             f"structure, or a nested tensor and a scalar"
@@ -147,10 +147,9 @@ def _weak(x):
     return x.item() if isinstance(x, np.generic) else x
 
 
-def _jagged_shape(st):
+def _jagged_shape(nt):
     """torch's way of printing a nested shape: ``(2, j1, 3)``."""
-    dims = [str(int(st.sizes[0, d])) if st.n and st.regular[d] else f"j{d + 1}" for d in range(st.rank)]
-    return f"({', '.join([str(st.n), *dims])})"
+    return f"({', '.join(str(s) for s in nt.shape)})"
 
 
 def _regular_suffix(st):
@@ -166,9 +165,9 @@ def _dense(where, nt, axis, dense):
     st = nt._struct
     r = st.rank
     shape = tuple(int(s) for s in dense.shape)
-    where = f"cannot call binary pointwise function {where} with inputs of shapes {_jagged_shape(st)} and {shape}"
+    where = f"cannot call binary pointwise function {where} with inputs of shapes {_jagged_shape(nt)} and {shape}"
     if len(shape) > r + 1:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: a dense operand of shape {shape} has more dims ({len(shape)}) than the nested tensor ({r + 1})"
         )
     batch = False
@@ -176,7 +175,7 @@ def _dense(where, nt, axis, dense):
         if shape[0] == st.n and st.n != 1:
             batch = True
         elif shape[0] != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: cannot broadcast a dense operand of shape {shape}: its dim 0 must be 1 or the "
                 f"number of components ({st.n})"
             )
@@ -185,7 +184,7 @@ def _dense(where, nt, axis, dense):
         comp = (1,) * (r - len(shape)) + shape
     for d in range(axis):
         if comp[d] != 1:
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: cannot broadcast a dense operand of shape {shape} over dim {d + 1} of the nested "
                 f"tensor, which is irregular (or precedes an irregular dim); its size there must be 1"
             )
@@ -193,7 +192,7 @@ def _dense(where, nt, axis, dense):
     own = tuple(int(s) for s in st.sizes[0, axis:]) if st.n else tail
     for d, (a, b) in enumerate(zip(tail, own)):
         if a not in (1, b):
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: the dense operand's size {a} must match the nested tensor's size {b} at "
                 f"dim {axis + d + 1} (or be 1); dense shape {shape}"
             )

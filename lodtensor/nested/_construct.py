@@ -8,7 +8,7 @@ import numpy as np
 
 from .._data import pinned_copy, to_place
 from ..backend import backend_name_of, get_backend
-from ..errors import BackendMismatchError
+from ..errors import BackendMismatchError, ShapeError
 from ..lod import LoD
 from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
@@ -50,7 +50,7 @@ def _coerce_item(item, index, where):
         try:
             arr = np.asarray(item)
         except ValueError:
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: tensor_list[{index}] is a ragged nested list; each component must be "
                 f"rectangular (expected sequences of equal length at every depth)"
             ) from None
@@ -80,11 +80,11 @@ def _describe(value):
 
 def _check_jagged(structure, where):
     if structure.n == 0:
-        raise ValueError(f"{where}: Cannot construct a nested tensor from an empty tensor list (layout 'jagged')")
+        raise ShapeError(f"{where}: Cannot construct a nested tensor from an empty tensor list (layout 'jagged')")
     if structure.rank == 0:
-        raise ValueError(f"{where}: Cannot construct a nested tensor from a list of zero-dim tensors (layout 'jagged')")
+        raise ShapeError(f"{where}: Cannot construct a nested tensor from a list of zero-dim tensors (layout 'jagged')")
     if sum(not r for r in structure.regular) > 1:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: Cannot represent given tensor list as a nested tensor with the jagged layout. "
             f"Note that the jagged layout only allows for a single ragged dimension; irregular dims: "
             f"{[d + 1 for d, r in enumerate(structure.regular) if not r]}"
@@ -114,7 +114,7 @@ def _from_list(items, dtype, device, layout, where, keep_history):
     ndims = [p.ndim for p in parts]
     for i, d in enumerate(ndims):
         if d != ndims[0]:
-            raise ValueError(
+            raise ShapeError(
                 f"All Tensors given to nested_tensor must have the same dimension. Found dimension "
                 f"{d} for Tensor at index {i} and dimension {ndims[0]} for Tensor at index 0."
             )
@@ -142,7 +142,7 @@ def _place(buffer, device):
     if place is None:
         return buffer
     if isinstance(place, CUDAPinnedPlace):
-        raise ValueError("device: use pin_memory=True for page-locked host memory")
+        raise ShapeError("device: use pin_memory=True for page-locked host memory")
     return to_place(buffer, place, copy=False)[0]
 
 
@@ -187,7 +187,7 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     >>> ln.nested_tensor([np.zeros(2), np.zeros((2, 2))])
     Traceback (most recent call last):
     ...
-    ValueError: All Tensors given to nested_tensor must have the same dimension. Found dimension 2 for ...
+    lodtensor.errors.ShapeError: All Tensors given to nested_tensor must have the same dimension. ...
     """
     if is_two_level_list(tensor_list):  # documents x sentences: two ragged dims (beyond torch)
         return from_lists(tensor_list, lambda sentences: nested_tensor(
@@ -305,7 +305,7 @@ def _convert(nt, dtype, device, layout, where):
 
 def _from_dense(array, where):
     if array.ndim < 2:
-        raise ValueError(f"{where}: Expected tensor argument to have dim() > 1, got shape {tuple(array.shape)}")
+        raise ShapeError(f"{where}: Expected tensor argument to have dim() > 1, got shape {tuple(array.shape)}")
     n = int(array.shape[0])
     return make(array.reshape(-1), Structure.uniform(n, tuple(int(s) for s in array.shape[1:])))
 

@@ -14,13 +14,15 @@ import operator
 
 import numpy as np
 
+from ..errors import ShapeError
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
 from ._registry import implements
+from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
-           "split_with_sizes", "cat"]  # fmt: skip
+           "split_with_sizes", "cat", "stack", "slice_dim", "components_slice"]  # fmt: skip
 
 _T = "torch.Tensor."
 
@@ -29,10 +31,10 @@ def _regular_dim(where, nt, dim, ndim=None):
     """Component axis of ``dim``, which must be neither dim 0 nor ragged (torch's messages)."""
     d = normalize_dim(dim, nt.dim() if ndim is None else ndim)
     if d == 0:
-        raise ValueError(f"{where}: not supported for NestedTensor on dim=0")
+        raise ShapeError(f"{where}: not supported for NestedTensor on dim=0")
     st = nt._struct
     if d - 1 < st.rank and st.n and not st.regular[d - 1]:
-        raise ValueError(f"{where}: not supported for NestedTensor on ragged dim")
+        raise ShapeError(f"{where}: not supported for NestedTensor on ragged dim")
     return d - 1
 
 
@@ -69,7 +71,7 @@ def unsqueeze(input, dim):
     check_nested(input, "unsqueeze()")
     d = normalize_dim(dim, input.dim() + 1)
     if d == 0:
-        raise ValueError("unsqueeze(): not supported for NestedTensor on dim=0")
+        raise ShapeError("unsqueeze(): not supported for NestedTensor on dim=0")
     return _view(input, np.insert(input._struct.sizes, d - 1, 1, axis=1))
 
 
@@ -96,7 +98,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     a = _regular_dim("flatten()", input, start_dim)
     b = normalize_dim(end_dim, input.dim()) - 1
     if b < a:
-        raise ValueError(f"flatten() has invalid args: start_dim cannot come after end_dim ({start_dim} > {end_dim})")
+        raise ShapeError(f"flatten() has invalid args: start_dim cannot come after end_dim ({start_dim} > {end_dim})")
     for axis in range(a, b + 1):
         _regular_dim("flatten()", input, axis + 1)
     merged = st.sizes[:, a : b + 1].prod(axis=1, keepdims=True)
@@ -112,14 +114,14 @@ def unflatten(input, dim, sizes):
     sizes = [operator.index(s) for s in sizes]
     size = int(st.sizes[0, a]) if st.n else 0
     if sizes.count(-1) > 1:
-        raise ValueError("unflatten(): only one dimension can be inferred")
+        raise ShapeError("unflatten(): only one dimension can be inferred")
     known = int(np.prod([s for s in sizes if s != -1], dtype=np.int64))
     if -1 in sizes:
         if known == 0 or size % known:
-            raise ValueError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
+            raise ShapeError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
         sizes[sizes.index(-1)] = size // known
     elif known != size:
-        raise ValueError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
+        raise ShapeError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
     new = np.empty((st.n, len(sizes)), dtype=np.int64)
     new[:] = sizes
     return _view(input, np.concatenate([st.sizes[:, :a], new, st.sizes[:, a + 1 :]], axis=1))
@@ -133,16 +135,17 @@ def expand(input, *sizes):
     check_nested(input, "expand()")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
+    sizes = keep_ragged("expand()", input, sizes)
     st = input._struct
     shape_text = f"expand(): cannot expand shape {_describe(input)} -> {list(sizes)}"
     if len(sizes) != input.dim() or sizes[0] not in (-1, st.n):
-        raise ValueError(shape_text)
+        raise ShapeError(shape_text)
     new = st.sizes.copy()
     for a, s in enumerate(sizes[1:]):
         if s == -1:
             continue
         if st.n and not st.regular[a] or (st.n and st.sizes[0, a] not in (1, s)):
-            raise ValueError(shape_text)
+            raise ShapeError(shape_text)
         new[:, a] = s
     if np.array_equal(new, st.sizes):
         return input
@@ -159,9 +162,7 @@ def expand(input, *sizes):
 
 
 def _describe(nt):
-    st = nt._struct
-    dims = [str(int(st.sizes[0, a])) if st.n and st.regular[a] else f"j{a + 1}" for a in range(st.rank)]
-    return f"({', '.join([str(st.n), *dims])})"
+    return f"({', '.join(str(s) for s in nt.shape)})"
 
 
 @implements("narrow", _T + "narrow")
@@ -179,6 +180,19 @@ def narrow_nested(input, dim, start, length):
     new = st.sizes.copy()
     new[:, a] = length
     return _map(input, a, lambda block, ax: _take(block, ax, start, start + length), new)
+
+
+def slice_dim(input, dim, index):
+    """``index`` (a slice, any positive step) of regular dim ``dim`` in every component; a copy
+    (``nt[..., 1:5:2]``)."""
+    a = _regular_dim("slice()", input, dim)
+    st = input._struct
+    start, stop, step = index.indices(int(st.sizes[0, a]) if st.n else 0)
+    if step <= 0:
+        raise ShapeError(f"slice(): step must be greater than zero, got {index.step}")
+    new = st.sizes.copy()
+    new[:, a] = len(range(start, stop, step))
+    return _map(input, a, lambda block, ax: block[(slice(None),) * ax + (slice(start, stop, step),)], new)
 
 
 def _pieces(input, axis, lengths):
@@ -201,7 +215,7 @@ def split_with_sizes(input, split_sizes, dim=0):
     size = int(input._struct.sizes[0, a]) if input._struct.n else 0
     lengths = [operator.index(s) for s in split_sizes]
     if sum(lengths) != size or any(s < 0 for s in lengths):
-        raise ValueError(
+        raise ShapeError(
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size at dimension "
             f"{dim}), but got split_sizes={lengths}"
         )
@@ -224,7 +238,7 @@ def split(input, split_size_or_sections, dim=0):
     size = int(input._struct.sizes[0, a]) if input._struct.n else 0
     step = operator.index(split_size_or_sections)
     if step <= 0 and size:
-        raise ValueError(f"split expects split_size be non-negative, but got split_size={step}")
+        raise ShapeError(f"split expects split_size be non-negative, but got split_size={step}")
     lengths = [min(step, size - s) for s in range(0, size, step)] if size else [0]
     return _pieces(input, a, lengths)
 
@@ -236,18 +250,18 @@ def chunk(input, chunks, dim=0):
     check_nested(input, "chunk()")
     chunks = operator.index(chunks)
     if chunks <= 0:
-        raise ValueError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        raise ShapeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     if normalize_dim(dim, input.dim()) == 0:
         st = input._struct
         step = -(-st.n // chunks) if st.n else 1
-        return tuple(_components_slice(input, s, min(s + step, st.n)) for s in range(0, st.n, step))
+        return tuple(components_slice(input, s, min(s + step, st.n)) for s in range(0, st.n, step))
     a = _regular_dim("chunk()", input, dim)
     size = int(input._struct.sizes[0, a]) if input._struct.n else 0
     step = -(-size // chunks) if size else 1
     return split(input, step, dim)
 
 
-def _components_slice(nt, lo, hi):
+def components_slice(nt, lo, hi):
     st = nt._struct
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
     return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy()), nt._layout)
@@ -275,12 +289,12 @@ def cat(tensors, dim=0):
         if other.n != st.n or other.rank != st.rank or not np.array_equal(
             np.delete(other.sizes, a, axis=1), np.delete(st.sizes, a, axis=1)
         ):
-            raise ValueError(
+            raise ShapeError(
                 "cat(): expected all nested tensors to have matching ragged structures outside of the "
                 f"concatenated dim {dim}"
             )
         if other.n and not other.regular[a]:
-            raise ValueError("cat(): not supported for NestedTensor on ragged dim")
+            raise ShapeError("cat(): not supported for NestedTensor on ragged dim")
     new = st.sizes.copy()
     new[:, a] = sum(int(t._struct.sizes[0, a]) if t._struct.n else 0 for t in tensors)
     be = first.backend
@@ -293,3 +307,36 @@ def cat(tensors, dim=0):
         return make(out.reshape(-1), Structure(new), first._layout)
     out, struct = map_components(tensors, lambda *blocks: be.concat_axis(list(blocks), a + 1), new)
     return make(out, struct, first._layout)
+
+
+@implements("stack", "torch.stack")
+def stack(tensors, dim=0):
+    """Nested tensors of equal structure stacked along a new dim ``dim`` (not 0); a copy.
+
+    Each component of the result is ``stack([t[i] for t in tensors], dim - 1)``:
+    the same as ``cat`` of the tensors unsqueezed at ``dim``. torch's jagged
+    layout takes only a ``dim`` after the ragged one; any ``dim >= 1`` works here.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.ones((2, 6)), np.ones((4, 6))])
+    >>> ln.stack([nt, nt], dim=2).nested_size().tolist()
+    [[2, 2, 6], [4, 2, 6]]
+    >>> ln.stack([nt, nt], dim=0)
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.ShapeError: stack(): not supported for NestedTensor on dim=0
+    """
+    tensors = list(tensors)
+    if not tensors or not all(isinstance(t, NestedTensor) for t in tensors):
+        raise TypeError("stack(): expected a non-empty sequence of NestedTensors")
+    d = normalize_dim(dim, tensors[0].dim() + 1)
+    if d == 0:
+        raise ShapeError("stack(): not supported for NestedTensor on dim=0")
+    first = tensors[0]._struct
+    for i, t in enumerate(tensors[1:], start=1):
+        if not first.same_as(t._struct):
+            raise ShapeError(
+                f"stack(): expected all nested tensors to have the same nested structure, tensor {i} has "
+                f"shape {t.shape} and tensor 0 {tensors[0].shape}"
+            )
+    return cat([unsqueeze(t, d) for t in tensors], d)

@@ -12,6 +12,7 @@ construction, with one vectorised index; the tensor remembers the original
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
+from ..errors import ShapeError
 from ..lod import LoD
 from ._broadcast import same_backend
 from ._construct import as_nested_tensor
@@ -55,7 +56,7 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
         raise TypeError(f"{where}: values must be an array or tensor with at least 1 dim")
     jd = 1 if jagged_dim is None else int(jagged_dim)
     if not 1 <= jd <= values.ndim:
-        raise ValueError(f"{where}: jagged_dim must be in [1, {values.ndim}] for {values.ndim}-d values, got {jd}")
+        raise ShapeError(f"{where}: jagged_dim must be in [1, {values.ndim}] for {values.ndim}-d values, got {jd}")
     if offsets is None and lengths is None:
         raise ValueError(f"{where}: pass offsets or lengths")
     be = backend_of(values)
@@ -67,16 +68,16 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
         offs = _host_ints(offsets, "offsets", where)
         lens = _host_ints(lengths, "lengths", where)
         if offs.size != lens.size + 1:
-            raise ValueError(f"{where}: offsets must have len(lengths) + 1 = {lens.size + 1} entries, got {offs.size}")
+            raise ShapeError(f"{where}: offsets must have len(lengths) + 1 = {lens.size + 1} entries, got {offs.size}")
         try:  # the gate: lengths are a lod over the rows they select
             lod = LoD.from_lengths([lens], num_rows=int(lens.sum()))
         except ValueError as err:
-            raise ValueError(f"{where}: {err}") from None
+            raise ShapeError(f"{where}: {err}") from None
         ends = offs[:-1] + lens
         bad = np.flatnonzero((offs[:-1] < 0) | (ends > rows))
         if bad.size:
             i = int(bad[0])
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: component {i} spans rows {int(offs[i])}:{int(ends[i])}, outside the {rows} rows of values"
             )
         counts = lod.offsets(0)
@@ -90,7 +91,7 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
         try:  # the gate: offsets and lengths from outside are checked like any lod
             lod = LoD([host], num_rows=rows) if offsets is not None else LoD.from_lengths([host], num_rows=rows)
         except ValueError as err:
-            raise ValueError(f"{where}: {err} (values.shape[0]={rows})") from None
+            raise ShapeError(f"{where}: {err} (values.shape[0]={rows})") from None
         flat = rows_values
         lengths_rows = np.diff(lod.offsets(0))
     sizes = np.empty((lengths_rows.size, len(row_shape) + 1), dtype=np.int64)
@@ -126,11 +127,11 @@ def narrow(tensor, dim, start, length, layout="strided"):
     d = normalize_dim(dim, tensor.ndim)
     if layout == "strided":
         if d != 0:
-            raise ValueError(f"narrow(): only dim=0 supported for nested tensors, but got: {dim}")
+            raise ShapeError(f"narrow(): only dim=0 supported for nested tensors, but got: {dim}")
         s, n = int(start), int(length)
         return as_nested_tensor(list(tensor[s : s + n]))
     if d != 1 or tensor.ndim < 2:
-        raise ValueError("jagged layout only supports dim=1")
+        raise ShapeError("jagged layout only supports dim=1")
     b, size = int(tensor.shape[0]), int(tensor.shape[1])
     starts = np.broadcast_to(_scalar_or_ints(start, "start"), (b,)).astype(np.int64)
     lens = np.broadcast_to(_scalar_or_ints(length, "length"), (b,)).astype(np.int64)
@@ -175,13 +176,13 @@ def masked_select(tensor, mask):
         raise TypeError("masked_select(): tensor and mask must be arrays or tensors")
     same_backend("masked_select()", tensor, mask)
     if tuple(mask.shape) != tuple(tensor.shape):
-        raise ValueError(
+        raise ShapeError(
             f"masked_select(): mask of shape {tuple(mask.shape)} must have the shape of tensor {tuple(tensor.shape)}"
         )
     if str(mask.dtype).replace("torch.", "") != "bool":
         raise TypeError(f"masked_select(): mask must be a bool array, got {mask.dtype}")
     if tensor.ndim < 2:
-        raise ValueError("masked_select(): tensor must have at least 2 dims (rows of the last dim)")
+        raise ShapeError("masked_select(): tensor must have at least 2 dims (rows of the last dim)")
     be = backend_of(tensor)
     rows = int(np.prod(tensor.shape[:-1], dtype=np.int64))
     counts = be.to_numpy(mask.reshape(rows, -1).sum(-1)).astype(np.int64)

@@ -10,6 +10,7 @@ import enum
 import numpy as np
 
 from ..backend import backend_name_of
+from ..errors import ShapeError
 from ..tensor import _wrap
 from ._broadcast import check_nested
 from ._registry import OP_TABLE, implements
@@ -57,7 +58,7 @@ def to_layout(input, layout, **kwargs):
     """``input`` in ``layout`` (a :class:`Layout` or its name: ``"masked"``, ``"packed_sequence"``...)."""
     member = layout_of(layout)
     if member is None:
-        raise ValueError(f"to(): layout must be one of {[m.name for m in Layout]}, got {layout!r}")
+        raise ShapeError(f"to(): layout must be one of {[m.name for m in Layout]}, got {layout!r}")
     if member is Layout.List:
         return input.to_tensor_list(**kwargs)
     return OP_TABLE[member.value](input, **kwargs)
@@ -93,7 +94,7 @@ def to_masked(input, padding_value=0, mask_dim=None):
     if mask_dim is None:
         mask_dim = lowest
     if not lowest <= mask_dim <= input.dim():
-        raise ValueError(
+        raise ShapeError(
             f"to_masked(): mask_dim must be in [{lowest}, {input.dim()}] to describe the irregular dims, got {mask_dim}"
         )
     padded = to_padded_tensor(input, padding_value)
@@ -148,12 +149,12 @@ def to_packed_sequence(input, enforce_sorted=False):
 
     st = input._struct
     if st.rank == 0 or not all(st.regular[1:]):
-        raise ValueError(
+        raise ShapeError(
             "to_packed_sequence(): components must be ragged in their first dim only (sequences of "
             "equal-shaped steps)"
         )
     if st.n == 0 or (st.sizes[:, 0] == 0).any():
-        raise ValueError(
+        raise ShapeError(
             "to_packed_sequence(): every component needs at least one step (torch refuses empty sequences)"
         )
     return pack_sequence(list(_components(input.to_torch())), enforce_sorted=enforce_sorted)
@@ -172,7 +173,7 @@ def to_lod_tensor(input):
     st = input._struct
     if not st.is_lod:
         irregular = [d + 1 for d, r in enumerate(st.regular) if not r][1:] if st.rank else []
-        raise ValueError(
+        raise ShapeError(
             f"to_lod_tensor(): only nested tensors of at least one component dim, ragged in the "
             f"first component dim only, are a LoDTensor; this one has {st.n} components of rank "
             f"{st.rank}" + (f", irregular dims {[d for d in irregular]}" if irregular else "")

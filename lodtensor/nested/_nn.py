@@ -12,6 +12,7 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of, get_backend
+from ..errors import ShapeError
 from ._broadcast import check_nested, not_implemented, same_backend
 from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
@@ -57,7 +58,7 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
         raise TypeError(f"{name}(): dim must be given for a nested tensor (any dim but 0)")
     d = normalize_dim(dim, input.dim())
     if d == 0:
-        raise ValueError(dim0_error)
+        raise ShapeError(dim0_error)
     be = input.backend
     buf = input._buffer
     if dtype is not None:
@@ -136,7 +137,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     >>> ln.softmax(nt, 0)
     Traceback (most recent call last):
     ...
-    ValueError: Cannot apply softmax across nested dimension 0
+    lodtensor.errors.ShapeError: Cannot apply softmax across nested dimension 0
     """
     return softmax_like("softmax", input, dim, dtype, "Cannot apply softmax across nested dimension 0",
                         _segment_softmax)
@@ -176,9 +177,9 @@ def _with_last(st, size):
 def _regular_last(where, nt):
     st = nt._struct
     if st.rank == 0:
-        raise ValueError(f"{where}: the components are 0-d; a matrix product needs at least 1 dim")
+        raise ShapeError(f"{where}: the components are 0-d; a matrix product needs at least 1 dim")
     if not st.regular[-1]:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: Expected all tensors in nested tensor to have the same trailing dimension, "
             f"instead last dimension equals: {st.sizes[:, -1].tolist()[:8]}"
         )
@@ -201,24 +202,24 @@ def linear(input, weight, bias=None):
     where = "linear()"
     check_nested(input, where)
     if getattr(weight, "ndim", None) != 2:
-        raise ValueError(
+        raise ShapeError(
             f"Linear requires nested_tensor.dim >= 2 and dense_matrix.dim == 2. Nested tensor dim: "
             f"{input.dim()}. Dense tensor dim: {getattr(weight, 'ndim', None)}"
         )
     _check_weight(where, input, weight, bias)
     if input.dim() < 2:
-        raise ValueError(
+        raise ShapeError(
             f"Linear requires nested_tensor.dim >= 2 and dense_matrix.dim == 2. Nested tensor dim: {input.dim()}"
         )
     last = _regular_last(where, input)
     out_f, in_f = (int(s) for s in weight.shape)
     if input._struct.n and last != in_f:
-        raise ValueError(
+        raise ShapeError(
             f"Shape mismatch for NestedTensor Linear: Expected input's (a nested tensor) 'last_dim' to "
             f"equal 'weight.size(1), but got: last_dim = {last}, and weight.size(1) = {in_f}"
         )
     if bias is not None and tuple(bias.shape) not in ((out_f,), ()):
-        raise ValueError(f"{where}: bias must have shape ({out_f},), got {tuple(bias.shape)}")
+        raise ShapeError(f"{where}: bias must have shape ({out_f},), got {tuple(bias.shape)}")
     buf = input._buffer
     rows = input._struct.tail_view(buf, input._struct.rank - 1, (in_f,))
     out = input.backend.linear(rows, weight, bias)
@@ -228,7 +229,7 @@ def linear(input, weight, bias=None):
 # -- matmul / bmm -----------------------------------------------------------------------------
 def _check_pair(where, a, b, name_b):
     if a._struct.n != b._struct.n:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: Expected size for the 1st dimension of {name_b} tensor to be: {a._struct.n} "
             f"but got: {b._struct.n}."
         )
@@ -241,7 +242,7 @@ def _check_pair(where, a, b, name_b):
     bad = np.flatnonzero(sa[:, -1] != sb[:, -2])
     if bad.size:
         i = int(bad[0])
-        raise ValueError(
+        raise ShapeError(
             f"{i}-th nested matrices in batch cannot be multiplied ({'x'.join(map(str, sa[i, -2:]))} and "
             f"{'x'.join(map(str, sb[i, -2:]))})"
         )
@@ -272,13 +273,13 @@ def matmul(input, other):
     """
     where = "matmul"
     if not isinstance(input, NestedTensor):
-        raise ValueError(
+        raise ShapeError(
             "matmul: Expected both self and other to be nested, but got a non-nested self and nested "
             "other; a dense @ nested product is not supported"
         )
     if not isinstance(other, NestedTensor):
         if backend_name_of(other) is None or other.ndim != 2:
-            raise ValueError(
+            raise ShapeError(
                 f"matmul: Expected both self and other to be nested, but got a nested self and "
                 f"non-nested other of {getattr(other, 'ndim', type(other).__name__)} dims; "
                 f"a dense other must be a 2-d matrix"
@@ -287,21 +288,21 @@ def matmul(input, other):
         last = _regular_last(where, input)
         k, m = (int(s) for s in other.shape)
         if input._struct.n and last != k:
-            raise ValueError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
+            raise ShapeError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
         st = input._struct
         out = input.backend.matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
         return make(out.reshape(-1), _with_last(input._struct, m), input._layout)
     ra, rb = input.dim(), other.dim()
     if ra != rb:
-        raise ValueError(f"matmul: both inputs must have the same rank, got {ra} and {rb}")
+        raise ShapeError(f"matmul: both inputs must have the same rank, got {ra} and {rb}")
     if ra < 3:
-        raise ValueError(
+        raise ShapeError(
             f"matmul: For nested tensors, only inputs with >= 3 dims are currently supported. 1st input has rank: {ra}"
         )
     sa, sb = input._struct.sizes, other._struct.sizes
     if input._struct.n == other._struct.n and not np.array_equal(sa[:, :-2], sb[:, :-2]):
         i = int(np.flatnonzero((sa[:, :-2] != sb[:, :-2]).any(axis=1))[0])
-        raise ValueError(
+        raise ShapeError(
             f"matmul: For nested tensors, batch dimensions must have the same sizes, no broadcasting "
             f"is currently performed. Got batch shapes for self {sa[i, :-2].tolist()} and for other "
             f"{sb[i, :-2].tolist()} (component {i})"
@@ -320,13 +321,13 @@ def bmm(input, mat2):
     """Batched matrix product of two 3-d nested tensors (``mat2`` may also be a dense 3-d array)."""
     check_nested(input, "bmm()")
     if input.dim() != 3:
-        raise ValueError(f"batch1 must be a 3D tensor, got a {input.dim()}-d nested tensor")
+        raise ShapeError(f"batch1 must be a 3D tensor, got a {input.dim()}-d nested tensor")
     if not isinstance(mat2, NestedTensor):
         if backend_name_of(mat2) is None or mat2.ndim != 3:
-            raise ValueError("batch2 must be a 3D tensor (nested, or dense of shape (batch, k, m))")
+            raise ShapeError("batch2 must be a 3D tensor (nested, or dense of shape (batch, k, m))")
         mat2 = as_nested_tensor(mat2)
     if mat2.dim() != 3:
-        raise ValueError(f"batch2 must be a 3D tensor, got a {mat2.dim()}-d nested tensor")
+        raise ShapeError(f"batch2 must be a 3D tensor, got a {mat2.dim()}-d nested tensor")
     _check_pair("bmm", input, mat2, "batch2")
     return _matmul_nested("bmm", input, mat2)
 
@@ -350,22 +351,22 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     st = input._struct
     k = len(ns)
     if k == 0 or k > st.rank:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: normalized_shape {list(ns)} must name 1 to {st.rank} trailing dims of the components"
         )
     if not all(st.regular[st.rank - k :]):
-        raise ValueError("normalized_shape extends into irregular dimensions for the nested tensor")
+        raise ShapeError("normalized_shape extends into irregular dimensions for the nested tensor")
     if st.n:
         have = tuple(int(s) for s in st.sizes[0, st.rank - k :])
         for i, (want, got) in enumerate(zip(ns, have)):
             if want != got:
-                raise ValueError(
+                raise ShapeError(
                     f"The shape at dimension {i} of normalized_shape doesn't match the input: "
                     f"normalized_shape={list(ns)}, trailing component shape {list(have)}"
                 )
     for name, arr in (("weight", weight), ("bias", bias)):
         if arr is not None and tuple(arr.shape) != ns:
-            raise ValueError(f"{where}: {name} must have shape {ns} (normalized_shape), got {tuple(arr.shape)}")
+            raise ShapeError(f"{where}: {name} must have shape {ns} (normalized_shape), got {tuple(arr.shape)}")
     _check_weight(where, input, weight, bias)
     if kind_of(input._buffer.dtype) != "f":
         raise not_implemented("LayerNormKernelImpl", input)
@@ -399,13 +400,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     where = "embedding_bag()"
     check_nested(input, where)
     if offsets is not None:
-        raise ValueError(f"{where}: offsets has to be None if input is a nested tensor (its components are the bags)")
+        raise ShapeError(f"{where}: offsets has to be None if input is a nested tensor (its components are the bags)")
     if input.dim() != 2:
-        raise ValueError(f"{where}: input must be a nested tensor of 1-d id sequences (dim 2), got dim {input.dim()}")
+        raise ShapeError(f"{where}: input must be a nested tensor of 1-d id sequences (dim 2), got dim {input.dim()}")
     if kind_of(input._buffer.dtype) not in "iu":
         raise TypeError(f"{where}: input must hold integer ids, got dtype {input._buffer.dtype}")
     if backend_name_of(weight) is None or weight.ndim != 2:
-        raise ValueError(f"{where}: weight must be a 2-d array (num_embeddings, embedding_dim)")
+        raise ShapeError(f"{where}: weight must be a 2-d array (num_embeddings, embedding_dim)")
     if mode not in ("sum", "mean", "max"):
         raise ValueError(f"{where}: mode has to be one of sum, mean or max, got {mode!r}")
     if sparse or scale_grad_by_freq:
@@ -424,12 +425,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     weights = None
     if per_sample_weights is not None:
         if mode != "sum":
-            raise ValueError(
+            raise ShapeError(
                 f"embedding_bag: per_sample_weights was not None. per_sample_weights is only supported "
                 f"for mode='sum' (got mode='{mode}')."
             )
         if not isinstance(per_sample_weights, NestedTensor) or not input._struct.same_as(per_sample_weights._struct):
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: per_sample_weights must be a nested tensor with the same nested structure as input"
             )
         weights = per_sample_weights._buffer

@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 
+from ..errors import ShapeError
 from ._broadcast import align, check_nested, describe, not_implemented, same_backend, scalar_like
 from ._construct import _place
 from ._dtypes import check_requires_grad, kind_of, resolve_dtype
@@ -40,7 +41,7 @@ def masked_fill(input, mask, value):
     check_nested(input, "masked_fill()")
     if isinstance(mask, NestedTensor):
         if not input._struct.same_as(mask._struct):
-            raise ValueError(
+            raise ShapeError(
                 f"masked_fill does not support broadcasting when given a NestedTensor: the mask's "
                 f"nested structure differs ({describe(mask)} vs {describe(input)})"
             )
@@ -49,7 +50,7 @@ def masked_fill(input, mask, value):
     else:
         m = scalar_like(mask)
         if m is None:
-            raise ValueError(
+            raise ShapeError(
                 "masked_fill(): Expected both self and other to be nested, but got a nested self and "
                 "non-nested other; pass a nested bool mask of the same structure or a bool scalar"
             )

@@ -12,6 +12,7 @@ backend (``be.pointwise``) runs the one it speaks. Every op is registered as
 
 import numpy as np
 
+from ..errors import ShapeError
 from ._broadcast import align, check_nested, scalar_like
 from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
@@ -265,7 +266,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
     """Elementwise ``min(max(x, min), max)``; bounds are scalars, or nested/dense like ``input``."""
     check_nested(input, "clamp()")
     if min is None and max is None:
-        raise ValueError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        raise ShapeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     out = input
     if min is not None:
         out = binary("maximum", out, min) if scalar_like(min) is None else _clamp_scalar(out, min, None)
@@ -354,7 +355,7 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
         outs = out if isinstance(out, tuple) else (out,)
         for o in outs:
             if not isinstance(o, NestedTensor) or not o._struct.same_as(aligned.nt._struct):
-                raise ValueError(f"{where}: out= must be NestedTensors of the inputs' nested structure")
+                raise ShapeError(f"{where}: out= must be NestedTensors of the inputs' nested structure")
         kwargs["out"] = tuple(aligned.view(o._buffer) for o in outs)
     res = aligned.backend.apply_ufunc(ufunc, "__call__", *aligned.arrays, **kwargs)
     if out is not None:

@@ -15,6 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from .._dense import pad_level
+from ..errors import ShapeError
 from ._broadcast import check_nested
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
 from ._grouped import map_components
@@ -73,17 +74,17 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         buf = ops.astype(buf, resolve_dtype(DEFAULT_FLOAT, be.name))  # over the ragged dim torch gives float32
     if dim is None:
         if keepdim:
-            raise ValueError(f"{where}: keepdim=True needs a dim for a nested tensor")
+            raise ShapeError(f"{where}: keepdim=True needs a dim for a nested tensor")
         return ops.reduce(buf, kind, None, False)
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if len(dims) != 1:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: reducing along several dims at once is not supported for nested tensors "
             f"(got dim={dim!r}); reduce one dim at a time"
         )
     d = normalize_dim(dims[0], input.dim())
     if d == 0:
-        raise ValueError(
+        raise ShapeError(
             f"{where}: reducing along the batch dimension but not the ragged dimension is not supported "
             f"for nested tensors"
         )
@@ -96,7 +97,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         sizes = np.delete(sizes, axis, axis=1)
     if kind in ("amax", "amin", "argmax", "argmin") and st.n and (st.sizes[:, axis] == 0).any():
         i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
-        raise ValueError(
+        raise ShapeError(
             f"{where}: component {i} has size 0 in dim {d}; {kind} of an empty dim has no value"
         )
     if st.is_lod and st.n:

@@ -11,10 +11,14 @@ import operator
 import numpy as np
 
 from .._dense import pad_level
+from ..errors import ShapeError
 from ._broadcast import check_nested
+from ._dims import components_slice, slice_dim
+from ._dims import unsqueeze as _unsqueeze
 from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
 from ._registry import implements
+from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
 __all__ = ["reshape", "view", "reshape_as", "transpose", "select", "unbind", "to_padded_tensor"]
@@ -24,13 +28,10 @@ _T = "torch.Tensor."
 
 # -- reshape ----------------------------------------------------------------------------------
 def _new_sizes(where, nt, shape):
-    try:
-        shape = tuple(operator.index(s) for s in shape)
-    except TypeError:
-        raise TypeError(f"{where}: shape must be integers, got {shape!r}") from None
     st = nt._struct
+    shape = keep_ragged(where, nt, shape)
     if not shape or shape[0] != st.n:
-        raise ValueError(
+        raise ShapeError(
             f"reshape: For now nested reshape cannot change or infer the implicit batch dimension: "
             f"shape[0] must be {st.n} (the number of components), got {list(shape)}"
         )
@@ -39,16 +40,16 @@ def _new_sizes(where, nt, shape):
         axis = j - 1
         if size == -1:
             if axis >= st.rank:
-                raise ValueError(
+                raise ShapeError(
                     f"{where}: nested tensor does not infer shape: -1 at new dimension {j} of "
                     f"{list(shape)}; give new dimensions explicit sizes"
                 )
             new[:, axis] = st.sizes[:, axis]
             continue
         if size < 0:
-            raise ValueError(f"{where}: invalid size {size} at dimension {j} of {list(shape)}")
+            raise ShapeError(f"{where}: invalid size {size} at dimension {j} of {list(shape)}")
         if axis < st.rank and not st.regular[axis]:
-            raise ValueError(
+            raise ShapeError(
                 f"{where}: dimension {j} is irregular; the only valid size of an irregular dimension "
                 f"is -1 (keep it), got {size} in {list(shape)}"
             )
@@ -58,7 +59,7 @@ def _new_sizes(where, nt, shape):
     bad = np.flatnonzero(new_numel != old_numel)
     if bad.size:
         i = int(bad[0])
-        raise ValueError(
+        raise ShapeError(
             f"shape '{list(shape)}' is invalid for input of size {int(old_numel[i])} (component {i} "
             f"of shape {st.sizes[i].tolist()})"
         )
@@ -84,7 +85,7 @@ def reshape(input, shape):
     >>> nt.reshape(2, 4, 3)
     Traceback (most recent call last):
     ...
-    ValueError: reshape(): dimension 1 is irregular; the only valid size of an irregular dimension is -1 ...
+    lodtensor.errors.ShapeError: reshape(): dimension 1 is irregular; the only valid size ...
     """
     check_nested(input, "reshape()")
     return _reshaped(input, _new_sizes("reshape()", input, shape))
@@ -108,14 +109,14 @@ def reshape_as(input, other):
         )
     a, b = input._struct, other._struct
     if a.n != b.n:
-        raise ValueError(
+        raise ShapeError(
             f"reshape: For now nested reshape cannot change or infer the implicit batch dimension: "
             f"input has {a.n} components, other {b.n}"
         )
     bad = np.flatnonzero(np.diff(a.offsets) != np.diff(b.offsets))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(
+        raise ShapeError(
             f"reshape_as(): shape {b.sizes[i].tolist()} is invalid for input of size "
             f"{int(a.offsets[i + 1] - a.offsets[i])} (component {i})"
         )
@@ -134,12 +135,12 @@ def transpose(input, dim0, dim1):
     >>> nt.transpose(0, 1)
     Traceback (most recent call last):
     ...
-    ValueError: Nested tensor dimension 0 cannot be transposed
+    lodtensor.errors.ShapeError: Nested tensor dimension 0 cannot be transposed
     """
     check_nested(input, "transpose()")
     d0, d1 = normalize_dim(dim0, input.dim()), normalize_dim(dim1, input.dim())
     if d0 == 0 or d1 == 0:
-        raise ValueError("Nested tensor dimension 0 cannot be transposed")
+        raise ShapeError("Nested tensor dimension 0 cannot be transposed")
     if d0 == d1:
         return make(input._buffer, input._struct, input._layout)
     a, b = sorted((d0 - 1, d1 - 1))
@@ -215,6 +216,82 @@ def _counts(st, axis):
     return st.sizes[:, :axis].prod(axis=1) if axis else np.ones(st.n, np.int64)
 
 
+# -- indexing -----------------------------------------------------------------------------------
+def _is_int(x):
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+@implements("getitem")
+def getitem(input, index):
+    """``nt[index]``: a leading int picks a component (then the rest indexes it, as a dense array);
+    otherwise ``...``, slices, ints and ``None`` act on the dims in order.
+
+    Ints select (:func:`select`; on a ragged dim, counting from each component's own end), slices
+    of a regular dim keep every ``step``-th element (a copy), ``:`` keeps a dim, ``None`` inserts
+    one of size 1, a slice of dim 0 keeps a run of components (a view; step 1). torch's jagged
+    layout accepts ``nt[i, ...]`` and ``nt[..., j]``; slices of dim 0 go beyond it.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.arange(12).reshape(2, 6), np.arange(24).reshape(4, 6)])
+    >>> nt[1, :, -1].tolist()
+    [5, 11, 17, 23]
+    >>> nt[..., 1:3].nested_size().tolist(), nt[..., -1].nested_size().tolist()
+    ([[2, 2], [4, 2]], [[2], [4]])
+    >>> nt[1:].nested_size().tolist()
+    [[4, 6]]
+    >>> nt[:, 1:3]
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.ShapeError: slice(): not supported for NestedTensor on ragged dim
+    """
+    check_nested(input, "__getitem__")
+    items = index if isinstance(index, tuple) else (index,)
+    for item in items:
+        if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
+            raise IndexError(
+                f"NestedTensor indices must be ints, slices, None or ... (Ellipsis), got {type(item).__name__} "
+                f"{item!r}; index a component (nt[i][...]) for advanced indexing"
+            )
+    if sum(item is Ellipsis for item in items) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    used = sum(item is not None and item is not Ellipsis for item in items)
+    ndim = input.dim()
+    if used > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
+    if Ellipsis in items:
+        at = next(i for i, item in enumerate(items) if item is Ellipsis)
+        items = items[:at] + (slice(None),) * (ndim - used) + items[at + 1 :]
+    if items and _is_int(items[0]):  # a component, then the rest indexes it as a dense array
+        part = select(input, 0, items[0])
+        return part[items[1:]] if len(items) > 1 else part
+    out, d = input, 0
+    for item in items:
+        if item is None:
+            out = _unsqueeze(out, d)
+            d += 1
+        elif _is_int(item):
+            if d == 0:  # after None: the new dim 0 of size 1
+                raise ShapeError("unsqueeze(): not supported for NestedTensor on dim=0")
+            out = select(out, d, item)
+        else:
+            out = _slice(out, d, item)
+            d += 1
+    return out
+
+
+def _slice(nt, d, index):
+    if index == slice(None):
+        return nt
+    if d == 0:
+        start, stop, step = index.indices(len(nt))
+        if step != 1:
+            raise ShapeError(f"slice(): only a step of 1 is supported for dim 0 of a NestedTensor, got {step}")
+        return components_slice(nt, start, max(start, stop))
+    if d - 1 < nt._struct.rank and not nt._struct.regular[d - 1] and nt._struct.n:
+        raise ShapeError("slice(): not supported for NestedTensor on ragged dim")
+    return slice_dim(nt, d, index)
+
+
 @implements("unbind", "torch.unbind", _T + "unbind")
 def unbind(input, dim=0):
     """The components as a tuple of views into the buffer (dim 0 only)."""
@@ -233,13 +310,13 @@ def _padded_shape(nt, output_size):
     except TypeError:
         raise TypeError(f"to_padded_tensor(): output_size must be a sequence of ints, got {output_size!r}") from None
     if len(target) != len(maxes):
-        raise ValueError(
+        raise ShapeError(
             f"Length of output_size does not match NestedTensor dims. Broadcasting is not supported. "
             f"output_size={list(target)} has {len(target)} entries, the nested tensor has {len(maxes)} dims"
         )
     for d, (want, have) in enumerate(zip(target, maxes)):
         if want < have:
-            raise ValueError(
+            raise ShapeError(
                 f"Value in output_size is less than NestedTensor padded size. Truncation is not supported. "
                 f"output_size[{d}]={want} < {have}"
             )
@@ -279,7 +356,7 @@ def to_padded_tensor(input, padding, output_size=None):
     >>> ln.to_padded_tensor(nt, 0, (2, 2))
     Traceback (most recent call last):
     ...
-    ValueError: Value in output_size is less than NestedTensor padded size. Truncation is not supported. ...
+    lodtensor.errors.ShapeError: Value in output_size is less than NestedTensor padded size. Truncation ...
     """
     check_nested(input, "to_padded_tensor()")
     shape = _padded_shape(input, output_size)

@@ -4,6 +4,7 @@ import numpy as np
 
 from .._validate import _integer_array
 from ..lod import LoD
+from ._symbolic import ragged_size
 
 __all__ = ["Structure", "normalize_dim"]
 
@@ -18,7 +19,7 @@ class Structure:
     computed once per batch, not once per op.
     """
 
-    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists", "_lod")
+    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists", "_lod", "_dims")
 
     def __init__(self, sizes, offsets=None):
         sizes = np.asarray(sizes, dtype=_INT64)
@@ -34,6 +35,7 @@ class Structure:
         self._rows = None
         self._lists = None
         self._lod = None
+        self._dims = None
 
     @classmethod
     def uniform(cls, n, shape):
@@ -90,6 +92,18 @@ class Structure:
     def is_lod(self):
         """True when only the first component dim may be ragged (a one-level LoD over rows)."""
         return self.rank >= 1 and all(self.regular[1:]) and self.n > 0
+
+    def dim_sizes(self):
+        """Per component dim: its size (an int) when regular, else its :class:`RaggedSize` (cached)."""
+        dims = self._dims
+        if dims is None:
+            if self.n == 0:
+                dims = (0,) * self.rank
+            else:
+                dims = tuple(int(self.sizes[0, a]) if r else ragged_size(self.sizes[:, a])
+                             for a, r in enumerate(self.regular))
+            self._dims = dims
+        return dims
 
     def rows(self):
         """``(row_offsets, row_shape)`` of the LoD case (cached)."""

@@ -13,10 +13,12 @@ import numpy as np
 from .._format import nested_repr
 from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable
+from ..errors import ShapeError
 from ..place import place_of
 from . import _dispatch
 from ._dtypes import check_requires_grad
 from ._structure import Structure, normalize_dim
+from ._symbolic import RaggedSize, Size, ragged_size
 
 __all__ = ["NestedTensor", "Structure", "make", "normalize_dim", "documents"]
 
@@ -67,7 +69,7 @@ class NestedTensor:
     >>> nt.size(1)
     Traceback (most recent call last):
     ...
-    ValueError: Given dimension 1 is irregular and does not have a size.
+    lodtensor.errors.ShapeError: Given dimension 1 is irregular and does not have a size.
     """
 
     # _holes: see _jagged.py; _outer: the documents' offsets of a tensor with two ragged dims (_two_level.py)
@@ -100,41 +102,40 @@ class NestedTensor:
         return self.dim()
 
     def size(self, dim=None):
-        """The size of ``dim``; it must be regular. Without ``dim``: the full shape, if all dims are regular."""
+        """The size of ``dim``; it must be regular. Without ``dim``: :attr:`shape`.
+
+        Raises
+        ------
+        ShapeError
+            ``dim`` is ragged (torch's "irregular" RuntimeError; also a ValueError).
+        """
         if dim is None:
             return self.shape
-        dim = normalize_dim(dim, self.dim())
-        outer = getattr(self, "_outer", None)
-        if outer is not None:  # two ragged dims: dim 1 counts the sentences of each document
-            if dim == 0:
-                return len(self)
-            counts = np.diff(outer)
-            if dim == 1 and counts.size and (counts == counts[0]).all():
-                return int(counts[0])
-            if dim == 1:
-                raise ValueError("Given dimension 1 is irregular and does not have a size.")
-            dim -= 1
-        if dim == 0:
-            return self._struct.n
-        st = self._struct
-        if st.n == 0:
-            raise ValueError(f"Given dimension {dim} has no size: the nested tensor has no components.")
-        if not st.regular[dim - 1]:
-            raise ValueError(f"Given dimension {dim} is irregular and does not have a size.")
-        return int(st.sizes[0, dim - 1])
+        d = normalize_dim(dim, self.dim())
+        size = self.shape[d]
+        if isinstance(size, RaggedSize):
+            raise ShapeError(f"Given dimension {d} is irregular and does not have a size.")
+        return size
 
     @property
     def shape(self):
-        """The shape as a tuple when every dim is regular (raises otherwise, naming the irregular dims)."""
+        """The shape as a :class:`~lodtensor.nested.Size`: ints for regular dims, a symbolic
+        :class:`~lodtensor.nested.RaggedSize` (printed ``j1``, ...) for each ragged dim, as torch's jagged layout.
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([np.zeros((2, 6)), np.zeros((4, 6))])
+        >>> nt.shape  # doctest: +ELLIPSIS
+        Size([2, j..., 6])
+        >>> nt.shape[0], nt.shape[-1], len(nt.shape), nt.shape == (nt * 2).shape
+        (2, 6, 3, True)
+        """
         st = self._struct
-        irregular = [d + 1 for d, r in enumerate(st.regular) if not r]
-        if irregular:
-            raise ValueError(
-                f"NestedTensor has irregular dimension(s) {irregular} and no single shape; "
-                f"use size(i) for a regular dim or nested_size()"
-            )
-        rest = tuple(int(s) for s in st.sizes[0]) if st.n else (0,) * st.rank
-        return (st.n,) + rest
+        outer = getattr(self, "_outer", None)
+        if outer is None:
+            return Size((st.n, *st.dim_sizes()))
+        counts = np.diff(outer)
+        docs = int(counts[0]) if counts.size and (counts == counts[0]).all() else ragged_size(counts)
+        return Size((int(counts.size), 0 if not counts.size else docs, *st.dim_sizes()))
 
     def __len__(self):
         outer = getattr(self, "_outer", None)
@@ -217,11 +218,11 @@ class NestedTensor:
             raise TypeError("backward(): needs torch data; NumPy nested tensors have no autograd")
         if gradient is None:
             if self.numel() != 1:
-                raise ValueError("backward(): grad can be implicitly created only for scalar outputs")
+                raise ShapeError("backward(): grad can be implicitly created only for scalar outputs")
             grad = None
         else:
             if not isinstance(gradient, NestedTensor) or not self._struct.same_as(gradient._struct):
-                raise ValueError("backward(): gradient must be a nested tensor with the same nested structure")
+                raise ShapeError("backward(): gradient must be a nested tensor with the same nested structure")
             grad = gradient._buffer
         buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
 
@@ -287,7 +288,7 @@ class NestedTensor:
             return self._index_array(holes[1])
         st = self._struct
         if not st.is_lod:
-            raise ValueError(
+            raise ShapeError(
                 "offsets(): only a nested tensor ragged in its first component dim alone has row offsets; "
                 "use nested_size() for the sizes of every dim"
             )
@@ -319,7 +320,7 @@ class NestedTensor:
         [10, 2]
         """
         if dim != 0 and normalize_dim(dim, self.dim()) != 0:
-            raise ValueError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
+            raise ShapeError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
         if getattr(self, "_outer", None) is not None:
             return documents(self)  # one nested tensor of sentences per document
         return tuple(_components(self))
@@ -328,12 +329,10 @@ class NestedTensor:
         return iter(self.unbind())
 
     def __getitem__(self, index):
-        if isinstance(index, (int, np.integer)):
+        """``nt[i]`` (component ``i``), ``nt[1, :, -1]``, ``nt[..., 0]``: see :func:`lodtensor.nested.getitem`."""
+        if isinstance(index, (int, np.integer)) and not isinstance(index, (bool, np.bool_)):
             return _dispatch.OP_TABLE["select"](self, 0, index)
-        raise TypeError(
-            f"NestedTensor indices must be an int (a component), got {type(index).__name__}; "
-            f"use select(dim, index) for other dims"
-        )
+        return _dispatch.OP_TABLE["getitem"](self, index)
 
     def to_tensor_list(self):
         """The components as a list of views (the List layout); with two ragged dims, a list per document."""
@@ -352,7 +351,7 @@ class NestedTensor:
     __str__ = __repr__
 
     def __bool__(self):
-        raise ValueError("the truth value of a NestedTensor is ambiguous")
+        raise ShapeError("the truth value of a NestedTensor is ambiguous")
 
     def __reduce__(self):
         buf = self._buffer
@@ -479,7 +478,7 @@ def _rebuild(buffer, sizes, layout):
     """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
     where = "unpickling a NestedTensor"
     if layout not in ("strided", "jagged"):
-        raise ValueError(f"{where}: layout must be 'strided' or 'jagged', got {layout!r}")
+        raise ShapeError(f"{where}: layout must be 'strided' or 'jagged', got {layout!r}")
     if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
         raise TypeError(f"{where}: the buffer must be a 1-D array, got {type(buffer).__name__}")
     return make(buffer, Structure.checked(sizes, int(buffer.shape[0]), where), layout)

@@ -17,6 +17,7 @@ import inspect
 import numpy as np
 
 from .._dense import pad_level
+from ..errors import ShapeError
 from ..lod import LoD
 from ..tensor import LoDTensor
 from ._construct import attach_documents
@@ -43,7 +44,7 @@ def padded(to_padded_tensor, nt, padding, output_size=None):
     lod = LoD([nt._outer], num_rows=int(inner.shape[0]))
     out, _ = pad_level(be, inner, lod, 0, padding, None, None, where="to_padded_tensor()")
     if output_size is not None and tuple(output_size) != tuple(out.shape):
-        raise ValueError(f"to_padded_tensor(): output_size {tuple(output_size)} must be {tuple(out.shape)} here")
+        raise ShapeError(f"to_padded_tensor(): output_size {tuple(output_size)} must be {tuple(out.shape)} here")
     return out
 
 
@@ -51,7 +52,7 @@ def lod_tensor(nt):
     """The two-level :class:`~lodtensor.LoDTensor` (documents, sentences) over the words' rows; shares the buffer."""
     st = nt._struct
     if not st.is_lod:
-        raise ValueError("to_lod_tensor(): the sentences must be ragged in their first dim only")
+        raise ShapeError("to_lod_tensor(): the sentences must be ragged in their first dim only")
     offsets, row_shape = st.rows()
     data = nt._buffer.reshape((int(offsets[-1]),) + row_shape)
     return LoDTensor(data, [nt._outer.tolist(), offsets.tolist()])  # the LoD gate checks both levels
@@ -79,9 +80,9 @@ def _dims(name, fn, args, kwargs, ndim):
         for d in value if many else (value,):
             d = normalize_dim(d, width)
             if d == 0:
-                raise ValueError(f"{name}(): dim 0 (the documents) is the batch dim of a two-level nested tensor")
+                raise ShapeError(f"{name}(): dim 0 (the documents) is the batch dim of a two-level nested tensor")
             if d == 1:
-                raise ValueError(
+                raise ShapeError(
                     f"{name}(): dim 1 is the outer ragged dim (the sentences of each document) of a two-level "
                     f"nested tensor; {name} is defined per sentence (dims 2 and up): pool the words first"
                 )
@@ -97,7 +98,7 @@ def call(name, fn, args, kwargs):
     if name == "to_lod_tensor":
         return lod_tensor(*args, **kwargs)
     if name in _WHOLE_SHAPE:
-        raise ValueError(f"{name}() is not defined for a nested tensor with two ragged dims; unbind() the documents")
+        raise ShapeError(f"{name}() is not defined for a nested tensor with two ragged dims; unbind() the documents")
     outer, originals = None, {}
 
     def inner(x):
@@ -110,7 +111,7 @@ def call(name, fn, args, kwargs):
         if outer is None:
             outer = o
         elif not np.array_equal(outer, o):
-            raise ValueError(f"{name}(): the two-level nested tensors have different document structures")
+            raise ShapeError(f"{name}(): the two-level nested tensors have different document structures")
         plain = strip(x)
         originals[id(plain)] = (plain, x)
         return plain

@@ -233,3 +233,24 @@ def test_embedding_bag_padding_idx_and_max_norm_match_torch(mode):
     theirs = nn.EmbeddingBag.from_pretrained(weight.clone(), max_norm=1.0, mode=mode)
     torch.testing.assert_close(ours(ln.nested_tensor(bags)), theirs(flat, offsets), atol=1e-5, rtol=1e-5)
     assert torch.equal(ours.weight, weight)  # rescaled rows are not written back (torch renormalises in place)
+
+
+@pytest.mark.parametrize("level", [0, 1, -1, 2, -3])
+def test_to_nested_jagged_level(level):
+    import lodtensor as lt  # noqa: PLC0415
+
+    # 2 documents, 3 sentences ([2, 0, 3] words), rows of width 2: level 0 the documents, 1 the sentences
+    t = lt.LoDTensor(np.arange(10.0).reshape(5, 2), [[0, 2, 3], [0, 2, 2, 5]])
+    if level in (2, -3):
+        with pytest.raises(ValueError, match=r"level must be in \[-2, 1\] for lod_level 2, got"):
+            t.to_nested_jagged(level=level)
+        return
+    njt = t.to_nested_jagged(level=level)
+    offsets = t.lod.absolute_offsets(level)
+    assert njt.layout == torch.jagged and njt.offsets().tolist() == offsets.tolist()
+    assert np.shares_memory(njt.values().numpy(), t.data)
+    for got, a, b in zip(njt.unbind(), offsets[:-1], offsets[1:]):
+        np.testing.assert_array_equal(got.numpy(), t.data[a:b])
+    assert lt.from_torch(njt).lod() == [offsets.tolist()]
+    with pytest.raises(TypeError, match="level must be an int"):
+        t.to_nested_jagged(level="0")
