@@ -20,13 +20,21 @@ LargeListType(large_list<item: large_list<item: double>>)
 import numpy as np
 
 from ..backend import backend_name_of
-from ..lod import LoD
+from ..lod import MAX_LOD_LEVELS, LoD
 from ..tensor import LoDTensor
 from ._lazy import loaded, require
 
-__all__ = ["to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap"]
+__all__ = [
+    "to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap", "wrap_levels", "check_nesting",
+    "ARROW_MAX_NESTING",
+]  # fmt: skip
 
 _INT64 = np.dtype(np.int64)
+
+#: List levels (lod levels plus row dimensions, each a ``fixed_size_list``) an Arrow column of a
+#: LoDTensor may nest: Arrow IPC readers (C++ ``kMaxNestingDepth``, 64 types with the leaf) refuse
+#: one more, so :func:`to_arrow` refuses it rather than write what ``lt.load`` cannot read.
+ARROW_MAX_NESTING = 63
 
 
 def _pa(what):
@@ -48,6 +56,8 @@ def _host_data(t, what):
         raise ValueError(
             f"{what}: the data is a {name} array on {t.device}; Arrow buffers live on the host, call .cpu() first"
         )
+    if not data.dtype.isnative:  # Arrow buffers are in the machine's byte order: a swapped copy
+        return np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("="))
     return np.ascontiguousarray(data)  # a copy only for non-contiguous data
 
 
@@ -60,9 +70,23 @@ def _values_array(pa, data, what):
     else:
         typ = pa.from_numpy_dtype(data.dtype)
         flat = pa.Array.from_buffers(typ, data.size, [None, pa.py_buffer(data.reshape(-1))])
-    for size in reversed(data.shape[1:]):
-        flat = pa.FixedSizeListArray.from_arrays(flat, int(size))
+    # one fixed_size_list per row dimension, innermost first; the length of each is given, not
+    # inferred, so rows of width 0 (shape (N, 0): no values at all) keep their N rows
+    counts = np.cumprod(data.shape, dtype=np.int64).tolist()
+    for dim in range(data.ndim - 1, 0, -1):
+        typ = pa.list_(flat.type, int(data.shape[dim]))
+        flat = pa.Array.from_buffers(typ, counts[dim - 1], [None], children=[flat])
     return flat
+
+
+def check_nesting(t, limit, what, reader):
+    """Refuse a tensor whose Arrow column would nest more than ``limit`` list levels."""
+    depth = t.lod_level + max(len(t.shape()) - 1, 0)
+    if depth > limit:
+        raise ValueError(
+            f"{what}: the tensor nests {depth} list levels ({t.lod_level} lod levels + "
+            f"{depth - t.lod_level} row dimensions); {reader} at most {limit}"
+        )
 
 
 def to_arrow(t):
@@ -70,22 +94,26 @@ def to_arrow(t):
 
     One list level per lod level (outermost first); trailing dims of the rows
     become ``FixedSizeList`` values, so data of shape ``(N, 3)`` gives
-    ``large_list<fixed_size_list<item, 3>>``. A tensor with no lod gives the
+    ``large_list<fixed_size_list<item, 3>>``; rows of width 0 (shape ``(N, 0)``)
+    give ``fixed_size_list<item, 0>`` of ``N`` entries. A tensor with no lod gives the
     plain values array. Zero-copy (torch CPU data included), except: boolean
-    data (Arrow packs it into bits), non-contiguous data and torch bfloat16
-    (widened to float32, as ``numpy()`` does) are copied; GPU data raises
-    (call ``.cpu()``).
+    data (Arrow packs it into bits), non-contiguous data, data in the other byte
+    order (Arrow's buffers are native: swapped) and torch bfloat16 (widened to
+    float32, as ``numpy()`` does) are copied; GPU data raises (call ``.cpu()``).
 
     Raises
     ------
     ValueError
-        GPU data, or data the lod does not fit.
+        GPU data, data the lod does not fit, or more than :data:`ARROW_MAX_NESTING`
+        (63) lod levels and row dimensions together (Arrow IPC readers refuse them).
     TypeError
         Complex data (Arrow has no complex type).
 
     Examples
     --------
     >>> import lodtensor as lt
+    >>> lt.LoDTensor(np.zeros((3, 0)), [[0, 1, 3]]).to_arrow().type
+    LargeListType(large_list<item: fixed_size_list<item: double>[0]>)
     >>> t = lt.LoDTensor(np.arange(6).reshape(3, 2), [[0, 1, 3]])
     >>> t.to_arrow().to_pylist()
     [[[0, 1]], [[2, 3], [4, 5]]]
@@ -94,18 +122,24 @@ def to_arrow(t):
     """
     pa = _pa("to_arrow()")
     data = _host_data(t, "to_arrow()")
-    arr = _values_array(pa, data, "to_arrow()")
-    for offsets in reversed(t._lod._levels):
+    check_nesting(t, ARROW_MAX_NESTING, "to_arrow()", "Arrow IPC readers (lt.load) take")
+    return wrap_levels(pa, _values_array(pa, data, "to_arrow()"), t._lod._levels)
+
+
+def wrap_levels(pa, arr, levels):
+    """``arr`` inside one ``large_list`` per offsets level (outermost first), sharing the offsets."""
+    for offsets in reversed(levels):
         buf = pa.py_buffer(offsets)  # frozen, C-contiguous int64: shared
         arr = pa.LargeListArray.from_buffers(pa.large_list(arr.type), offsets.size - 1, [None, buf], children=[arr])
     return arr
 
 
 def host_dtype(t):
-    """The NumPy dtype ``t``'s data has on the host (torch dtypes mapped, bfloat16 widened as ``to_numpy`` does)."""
+    """The NumPy dtype ``t``'s data has in Arrow (torch dtypes mapped, bfloat16 widened as ``to_numpy`` does,
+    in the machine's byte order)."""
     data = t._data
     if data is None or backend_name_of(data) != "torch":
-        return np.dtype(t.dtype)
+        return np.dtype(t.dtype).newbyteorder("=")
     return t.backend.to_numpy(data[:0]).dtype
 
 
@@ -136,6 +170,7 @@ def _check_no_nulls(arr, where, level):
 def _leaf_numpy(pa, arr, where):
     """The values array (FixedSizeLists over a primitive) as NumPy data of shape (N, *row_shape)."""
     row_shape = []
+    n = len(arr)  # rows: counted here, since rows of width 0 hold no values to count
     while pa.types.is_fixed_size_list(arr.type):
         _check_no_nulls(arr, where, None)
         size = arr.type.list_size
@@ -152,7 +187,6 @@ def _leaf_numpy(pa, arr, where):
             f"{where}: the values must be numbers or booleans (optionally in fixed-size lists), got Arrow type {typ}"
         )
     flat.setflags(write=False)  # Arrow memory is immutable by contract; the view says so
-    n = len(flat) // int(np.prod(row_shape)) if row_shape else len(flat)
     return flat.reshape((n, *row_shape))
 
 
@@ -205,14 +239,23 @@ def _unwrap(pa, obj, column, where):
     return obj
 
 
-def list_levels(arr, where):
+def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
     """Split a nested list array into its offsets levels (int64, from 0; not yet gated) and its leaf array.
 
-    Checks the buffer sizes (``validate()``, O(1) per level) before reading any
+    Refuses more than ``limit`` list levels from the type alone, then checks
+    the buffer sizes (``validate()``, O(1) per level) before reading any
     buffer, refuses nulls and empty levels; the caller passes the levels
     through the LoD gate. Shared by :func:`from_arrow` and the text layer.
     """
     pa = _pa(where)
+    typ, depth = arr.type, 0
+    while pa.types.is_list(typ) or pa.types.is_large_list(typ):  # the type alone: no buffer read yet
+        typ, depth = typ.value_type, depth + 1
+        if depth > limit:
+            raise ValueError(
+                f"{where}: the Arrow array nests more than {limit} list levels; a LoD has at most "
+                f"MAX_LOD_LEVELS={MAX_LOD_LEVELS}"
+            )
     arr.validate()  # buffer sizes against lengths: O(1) per level, before any buffer is read
     levels = []
     level = 0
