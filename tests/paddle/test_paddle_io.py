@@ -113,3 +113,96 @@ def test_pdparams_and_directories(tmp_path):
     for name, value in weights.items():
         data, _ = paddle_load(str(ours / name), value.dtype.name)
         np.testing.assert_array_equal(data, value)
+
+
+# -- issue #25: .pdparams from every Paddle writer, and combined files in Paddle's order ---------------
+DTYPES = ["bool", "int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64", "complex64"]
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4])
+def test_pdparams_of_every_protocol_and_dtype(tmp_path, protocol):
+    rng = np.random.RandomState(protocol)
+    weights = {d: (rng.rand(3, 4) * 100 - 50).astype(d) for d in DTYPES}
+    weights["scalar"] = np.float32(1.5)
+    weights["empty"] = np.zeros((0, 2), "float32")
+    paddle.disable_static()
+    path = str(tmp_path / "m.pdparams")
+    paddle.save({k: paddle.to_tensor(v) for k, v in weights.items()}, path, protocol=protocol)
+    ours = fio.load_pdparams(path)
+    theirs = paddle.load(path, return_numpy=True)
+    assert list(ours) == list(theirs) == list(weights)
+    for k in weights:
+        assert ours[k].dtype == theirs[k].dtype and ours[k].shape == theirs[k].shape, k
+        np.testing.assert_array_equal(ours[k], theirs[k])
+
+
+def test_static_save_and_layer_state_dicts(tmp_path):
+    paddle.enable_static()
+    try:
+        main, start = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, start):
+            x = paddle.static.data("x", [None, 3], "float32")
+            paddle.static.nn.fc(paddle.static.nn.fc(x, 4), 2)
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(start)
+        paddle.static.save(main, str(tmp_path / "model"))
+        theirs = paddle.static.load_program_state(str(tmp_path / "model"))
+    finally:
+        paddle.disable_static()
+    ours = fio.load_program_state(str(tmp_path / "model"))
+    assert sorted(ours) == sorted(theirs)
+    for k in theirs:
+        np.testing.assert_array_equal(ours[k], theirs[k])
+    layer = paddle.nn.LSTM(3, 4)
+    paddle.save(layer.state_dict(), str(tmp_path / "lstm.pdparams"))
+    state = fio.load_pdparams(str(tmp_path / "lstm.pdparams"))
+    assert sorted(state) == sorted(k for k in layer.state_dict())
+    for k, v in layer.state_dict().items():
+        np.testing.assert_array_equal(state[k], v.numpy())
+
+
+def test_big_param_slices_join_as_paddle_joins_them(tmp_path):
+    import pickle
+
+    from paddle.framework.io_utils import _pack_loaded_dict
+
+    w = np.arange(20, dtype="float32").reshape(4, 5)
+    state = {"w@@.0": w.reshape(-1)[:7], "w@@.1": w.reshape(-1)[7:], "b": np.ones(3, "float64"),
+             "UnpackBigParamInfor@@": {"w": {"OriginShape": (4, 5), "slices": ["w@@.0", "w@@.1"]}}}
+    path = tmp_path / "big.pdparams"
+    path.write_bytes(pickle.dumps(state, protocol=2))
+    theirs = _pack_loaded_dict(pickle.loads(path.read_bytes(), encoding="latin1"))
+    ours = fio.load_pdparams(str(path))
+    assert sorted(ours) == sorted(theirs) == ["b", "w"]
+    for k in theirs:
+        np.testing.assert_array_equal(ours[k], theirs[k])
+
+
+def test_save_combine_writes_what_save_vars_writes(tmp_path):
+    # Paddle's save_vars(filename=) sorts by name; lodtensor's save_combine writes the same bytes from any dict order
+    values = {"zeta.w": np.arange(6, dtype="float32").reshape(2, 3), "alpha.b": np.arange(3, dtype="int64"),
+              "mid": np.ones((2, 2), "float64")}
+    paddle.enable_static()
+    try:
+        main, start = paddle.static.Program(), paddle.static.Program()
+        with paddle.static.program_guard(main, start):
+            zero = paddle.nn.initializer.Constant(0)
+            params = [paddle.static.create_parameter(list(v.shape), v.dtype.name, name=k, default_initializer=zero)
+                      for k, v in values.items()]
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(start)
+        scope = paddle.static.global_scope()
+        for k, v in values.items():
+            scope.find_var(k).get_tensor().set(v, paddle.CPUPlace())
+        paddle.static.io.save_vars(exe, str(tmp_path), main, vars=params, filename="combined")
+        theirs = paddle.static.load_program_state(str(tmp_path / "combined"), var_list=params)
+    finally:
+        paddle.disable_static()
+    fio.save_combine(values, str(tmp_path / "ours"))
+    assert (tmp_path / "ours").read_bytes() == (tmp_path / "combined").read_bytes()
+    ours = fio.load_program_state(str(tmp_path / "combined"), list(values))
+    for k in values:
+        np.testing.assert_array_equal(ours[k], theirs[k])
+        np.testing.assert_array_equal(ours[k], values[k])
+    with pytest.raises(ValueError, match="'mid' is given twice"):
+        fio.load_program_state(str(tmp_path / "combined"), ["mid", "zeta.w", "mid"])
