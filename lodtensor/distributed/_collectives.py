@@ -1,10 +1,14 @@
 """all_gather, gather, broadcast, scatter and all_to_all of LoDTensors over torch.distributed.
 
 Each call is two exchanges (see :mod:`lodtensor.distributed._wire`): one
-``all_gather_into_tensor`` of fixed-size int64 headers (the sizes), then one
-data exchange of exactly the bytes of the tensors: ``all_to_all_single`` with
-uneven splits (gloo's and NCCL's variable-size exchange), or ``broadcast``.
-The entry of the calling rank is the caller's own tensor (not copied, not sent).
+``all_gather_into_tensor`` of int64 heads of one fixed size for every
+collective (the sizes; ``scatter`` and ``all_to_all`` then tell each peer its
+tensor's sizes in an ``all_to_all_single`` of 72 bytes per pair), then one data
+exchange of exactly the bytes of the tensors: ``all_to_all_single`` with uneven
+splits (gloo's and NCCL's variable-size exchange), or ``broadcast``. No exchange
+whose size depends on the collective runs before every rank has checked that
+all called the same one. The entry of the calling rank is the caller's own
+tensor (not copied, not sent).
 """
 
 import datetime
@@ -17,7 +21,8 @@ from ._wire import LocalError
 __all__ = ["all_gather", "gather", "broadcast", "scatter", "all_to_all", "CollectiveError"]
 
 # Bytes of the last call on this process, for tests and benchmarks:
-# {"op", "header_bytes", "sent_bytes", "received_bytes"} (the data exchange only in the last two).
+# {"op", "header_bytes", "sent_bytes", "received_bytes"} (the data exchange only in the last two;
+# header_bytes: what this rank received in the head and items exchanges).
 last_call = {}
 
 
@@ -51,7 +56,11 @@ class _Call:
             self.device = torch.device("cuda", torch.cuda.current_device())
         else:
             self.device = torch.device("cpu")
-        self.timeout = _as_timedelta(timeout, op)
+        self.pending = None  # a bad argument found before the heads: it travels in ours
+        try:
+            self.timeout = _as_timedelta(timeout)
+        except LocalError as err:
+            self.timeout, self.pending = None, err
 
     def root(self, root, name):
         """The group rank of the global rank ``root``; a LocalError when it is out of range."""
@@ -85,27 +94,44 @@ class _Call:
                 f"torch.distributed said: {str(err).strip()[:300]}"
             ) from err
 
-    def exchange_headers(self, root, slots, local):
-        """Send this rank's header, receive everyone's, check them alike on every rank.
+    def exchange_heads(self, root, local, *, multi=False):
+        """Send this rank's head, receive everyone's, check them alike on every rank.
 
         ``local()`` returns this rank's :func:`_wire.describe` results or raises
-        LocalError; the error travels to every rank, which all raise it.
+        LocalError; the error travels to every rank, which all raise it. With
+        ``multi`` (``scatter``, ``all_to_all``: one tensor per destination) the
+        items exchange follows once the heads agree.
+
+        Returns ``(heads, own, incoming)``: the :class:`_wire.Heads`, this
+        rank's Items (by destination for ``multi``), and by rank the Item of
+        the tensor that rank sends here (``multi``) or holds (else).
         """
-        torch = self.torch
-        error, described = None, []
-        try:
-            described = local()
-        except LocalError as err:
-            error = err
-        header = _wire.encode(self.op, root, described, slots, error)
-        send = torch.from_numpy(header).to(self.device)
-        out = torch.empty(self.world * header.size, dtype=torch.int64, device=self.device)
+        torch, world = self.torch, self.world
+        error, described = self.pending, []
+        if error is None:
+            try:
+                described = local()
+            except LocalError as err:
+                error = err
+        own = [_wire.item_of(d) for d in described]
+        sends = sum(it.nbytes for j, it in enumerate(own) if j != self.rank) if multi else 0
+        head = _wire.encode_head(self.op, root, described, follow=_wire.ITEM if multi else 0, sends=sends, error=error)
+        send = torch.from_numpy(head).to(self.device)
+        out = torch.empty(world * head.size, dtype=torch.int64, device=self.device)
         gather_single = getattr(self.dist, "all_gather_single", None) or self.dist.all_gather_into_tensor
         self.run("sizes", lambda: gather_single(out, send, group=self.group, async_op=True))
         last_call.clear()
-        last_call.update(op=self.op, header_bytes=int(header.nbytes) * self.world, sent_bytes=0, received_bytes=0)
-        table = out.cpu().numpy().reshape(self.world, header.size)
-        return _wire.decode(self.op, table, slots, self.world)
+        last_call.update(op=self.op, header_bytes=int(head.nbytes) * world, sent_bytes=0, received_bytes=0)
+        heads = _wire.decode_head(self.op, out.cpu().numpy().reshape(world, head.size), world)
+        if not heads.follow:
+            return heads, own, heads.inline
+        if world == 1:
+            return heads, own, own
+        records = torch.from_numpy(_wire.encode_items(described, world).reshape(-1)).to(self.device)
+        got = torch.empty(world * _wire.ITEM, dtype=torch.int64, device=self.device)
+        self.run("items", lambda: self.dist.all_to_all_single(got, records, group=self.group, async_op=True))
+        last_call["header_bytes"] += int(got.numel()) * 8
+        return heads, own, _wire.decode_items(self.op, got.cpu().numpy().reshape(world, _wire.ITEM), heads, world)
 
     def alltoallv(self, sendbuf, send_splits, recv_splits):
         """One ``all_to_all_single`` with uneven splits; the receive buffer (uint8)."""
@@ -124,12 +150,13 @@ class _Call:
         return self.torch.empty(int(nbytes), dtype=self.torch.uint8, device=self.device)
 
 
-def _as_timedelta(timeout, op):
-    if timeout is None or isinstance(timeout, datetime.timedelta):
+def _as_timedelta(timeout):
+    """The timeout as a timedelta; a LocalError (sent to every rank, the group's timeout used) if it is bad."""
+    if timeout is None or (isinstance(timeout, datetime.timedelta) and timeout.total_seconds() > 0):
         return timeout
-    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and timeout > 0:
+    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < 1e9:
         return datetime.timedelta(seconds=float(timeout))
-    raise ValueError(f"{op}(): timeout must be a positive number of seconds or a timedelta, got {timeout!r}")
+    raise LocalError(1, f"timeout must be a positive number of seconds or a timedelta, got {timeout!r}")
 
 
 def _lib_and_device(t):
@@ -180,8 +207,8 @@ def all_gather(t, group=None, *, timeout=None):
         Another rank failed, exited or did not call ``all_gather`` within the timeout.
     """
     call = _Call("all_gather", group, timeout)
-    items = call.exchange_headers(-1, 1, lambda: [_wire.describe(t, "t")])
-    sizes = [mine[0].nbytes for mine in items]
+    _, _, items = call.exchange_heads(-1, lambda: [_wire.describe(t, "t")])
+    sizes = [it.nbytes for it in items]
     me, world = call.rank, call.world
     send = [0 if j == me else sizes[me] for j in range(world)]
     recv = [0 if j == me else sizes[j] for j in range(world)]
@@ -197,7 +224,7 @@ def all_gather(t, group=None, *, timeout=None):
     else:
         recvbuf = call.empty(0)
     lib, device = _lib_and_device(t)
-    out = _receive(call, recvbuf, recv, [mine[0] for mine in items], lib, device)
+    out = _receive(call, recvbuf, recv, items, lib, device)
     out[me] = t
     return out
 
@@ -213,10 +240,10 @@ def gather(t, dst=0, group=None, *, timeout=None):
         call.root(dst, "dst")
         return [_wire.describe(t, "t")]
 
-    items = call.exchange_headers(_root_field(dst), 1, local)
+    _, _, items = call.exchange_heads(_root_field(dst), local)
     root = call.root(dst, "dst")
     me, world = call.rank, call.world
-    sizes = [mine[0].nbytes for mine in items]
+    sizes = [it.nbytes for it in items]
     send = [sizes[me] if (j == root and me != root) else 0 for j in range(world)]
     recv = [sizes[j] if (me == root and j != root) else 0 for j in range(world)]
     if sum(sizes) - sizes[root] > 0:
@@ -229,7 +256,7 @@ def gather(t, dst=0, group=None, *, timeout=None):
     if me != root:
         return None
     lib, device = _lib_and_device(t)
-    out = _receive(call, recvbuf, recv, [mine[0] for mine in items], lib, device)
+    out = _receive(call, recvbuf, recv, items, lib, device)
     out[me] = t
     return out
 
@@ -245,9 +272,9 @@ def broadcast(t, src=0, group=None, *, timeout=None):
     def local():
         return [_wire.describe(t, "t")] if call.root(src, "src") == call.rank else []
 
-    items = call.exchange_headers(_root_field(src), 1, local)
+    _, _, items = call.exchange_heads(_root_field(src), local)
     root = call.root(src, "src")
-    item = items[root][0]
+    item = items[root]
     me = call.rank
     if item.nbytes and call.world > 1:
         buf = call.empty(item.nbytes)
@@ -277,13 +304,12 @@ def scatter(tensors, src=0, group=None, *, timeout=None):
             return []
         return _wire.describe_list(tensors, "tensors", world)
 
-    items = call.exchange_headers(_root_field(src), world, local)
+    heads, own, incoming = call.exchange_heads(_root_field(src), local, multi=True)
     root = call.root(src, "src")
     me = call.rank
-    sizes = [it.nbytes for it in items[root]]
-    send = [sizes[j] if (me == root and j != root) else 0 for j in range(world)]
-    recv = [sizes[me] if (j == root and me != root) else 0 for j in range(world)]
-    if sum(sizes) - sizes[root] > 0:
+    send = [own[j].nbytes if (me == root and j != root) else 0 for j in range(world)]
+    recv = [incoming[root].nbytes if (j == root and me != root) else 0 for j in range(world)]
+    if heads.sends[root] > 0:
         sendbuf = call.empty(sum(send))
         if me == root:
             starts = _split_points(send)
@@ -295,7 +321,7 @@ def scatter(tensors, src=0, group=None, *, timeout=None):
         recvbuf = call.empty(0)
     if me == root:
         return tensors[me]
-    item = items[root][me]
+    item = incoming[root]
     return _wire.unpack(recvbuf[: item.nbytes], item, item.lib, None)
 
 
@@ -308,12 +334,11 @@ def all_to_all(tensors, group=None, *, timeout=None):
     """
     call = _Call("all_to_all", group, timeout)
     world = call.world
-    items = call.exchange_headers(-1, world, lambda: _wire.describe_list(tensors, "tensors", world))
+    heads, own, incoming = call.exchange_heads(-1, lambda: _wire.describe_list(tensors, "tensors", world), multi=True)
     me = call.rank
-    send = [items[me][j].nbytes if j != me else 0 for j in range(world)]
-    recv = [items[j][me].nbytes if j != me else 0 for j in range(world)]
-    crossing = sum(items[i][j].nbytes for i in range(world) for j in range(world) if i != j)
-    if crossing:
+    send = [own[j].nbytes if j != me else 0 for j in range(world)]
+    recv = [incoming[j].nbytes if j != me else 0 for j in range(world)]
+    if sum(heads.sends):  # the same decision on every rank: the bytes crossing between any two ranks
         sendbuf = call.empty(sum(send))
         starts = _split_points(send)
         for j in range(world):
@@ -323,7 +348,7 @@ def all_to_all(tensors, group=None, *, timeout=None):
     else:
         recvbuf = call.empty(0)
     lib, device = _lib_and_device(tensors[me])
-    out = _receive(call, recvbuf, recv, [items[j][me] for j in range(world)], lib, device)
+    out = _receive(call, recvbuf, recv, incoming, lib, device)
     out[me] = tensors[me]
     return out
 

@@ -1,20 +1,28 @@
-"""The wire format of the LoD collectives: a fixed-size int64 header per rank, then raw bytes.
+"""The wire format of the LoD collectives: one fixed-size int64 head per rank, then raw bytes.
 
-Every collective runs in two exchanges:
+Every collective runs in two or three exchanges:
 
-1. **sizes**: each rank sends one int64 vector of ``HEADER + items * ITEM`` entries
-   (an ``all_gather_into_tensor``): the collective's name and root, a status
-   (with the text of a local error, so every rank can raise it), the dtype, lod
-   depth, row shape and array library of its tensors, and for each tensor its
-   number of rows and the sequence count of every lod level. From this table
-   every rank computes the same checks and the same byte counts.
-2. **data**: one ``uint8`` buffer per (sender, receiver): the offsets of every
+1. **head**: each rank sends one int64 vector of ``HEAD`` entries, the same
+   size whatever the collective (an ``all_gather_into_tensor``): a wire
+   version, the collective and its root, a status (with the text of a local
+   error, so every rank can raise it), the dtype, lod depth, row shape and
+   array library of its tensors, the size of what follows (item words per
+   peer, data bytes sent), and for ``all_gather``, ``gather`` and ``broadcast``
+   the one tensor's row count and the sequence count of every level. Every rank
+   checks the same table the same way, so ranks that called different
+   collectives, with different roots or different tensors, all raise the same
+   error before any exchange whose size depends on what they called (gloo
+   aborts the process when the sizes of one exchange disagree).
+2. **items** (``scatter`` and ``all_to_all`` only, once the heads agree): an
+   ``all_to_all_single`` of ``ITEM`` int64 per pair: rank ``i`` tells rank
+   ``j`` the rows and sequence counts of the tensor it will send it.
+3. **data**: one ``uint8`` buffer per (sender, receiver): the offsets of every
    level (int64) then the data rows, each part padded to 16 bytes so that the
    receiver can view them in place. No padding to the longest tensor: the bytes
    sent are the tensor's own bytes (plus at most 30 bytes of alignment).
 
-Nothing received is trusted: header values are range-checked, and every LoD
-goes through the validating ``LoD`` constructor.
+Nothing received is trusted: head and item values are range-checked, and every
+LoD goes through the validating ``LoD`` constructor.
 """
 
 import numpy as np
@@ -23,20 +31,23 @@ from ..errors import LoDError
 from ..lod import LoD
 from ..tensor import LoDTensor
 
-__all__ = ["MAX_LEVELS", "MAX_ROW_DIMS", "HEADER", "ITEM", "OPS", "LocalError"]
+__all__ = ["MAX_LEVELS", "MAX_ROW_DIMS", "HEAD", "ITEM", "OPS", "LocalError"]
 
 MAX_LEVELS = 8  # lod depth a collective carries
 MAX_ROW_DIMS = 8  # trailing (row) dimensions a collective carries
-_MSG_WORDS = 32  # 256 bytes of a local error message travel with the header
+_MSG_WORDS = 32  # 256 bytes of a local error message travel with the head
+WIRE_VERSION = (0x4C6F4454 << 8) | 2  # "LoDT", version 2 (version 1 had an op-dependent header size)
 
-# header fields (one int64 each)
-_OP, _ROOT, _STATUS, _DTYPE, _DEPTH, _NDIM, _LIB, _NITEMS = range(8)
-_SHAPE = 8
+# head fields (one int64 each)
+_VERSION, _OP, _ROOT, _STATUS, _DTYPE, _DEPTH, _NDIM, _LIB, _NITEMS, _FOLLOW, _SENDS = range(11)
+_SHAPE = 11
 _MSG = _SHAPE + MAX_ROW_DIMS
-HEADER = _MSG + _MSG_WORDS
 ITEM = 1 + MAX_LEVELS  # rows, then the sequence count of each level
+_INLINE = _MSG + _MSG_WORDS  # the one item of all_gather / gather / broadcast
+HEAD = _INLINE + ITEM
 
 OPS = ("all_gather", "gather", "broadcast", "scatter", "all_to_all")
+_ROOT_NAME = {"gather": "dst", "broadcast": "src", "scatter": "src"}
 _STATUS_OK, _STATUS_VALUE, _STATUS_TYPE = 0, 1, 2
 _STATUS_ERRORS = {_STATUS_VALUE: ValueError, _STATUS_TYPE: TypeError}
 
@@ -138,16 +149,27 @@ def describe_list(items, name, world):
     return described
 
 
-def encode(op, root, described, slots, error=None):
-    """The header vector of this rank: ``HEADER + slots * ITEM`` int64 values.
+def item_of(described):
+    """The :class:`Item` of one :func:`describe` result (the sending rank's own view of its tensor)."""
+    dtype, _, row_shape, lib, rows, counts = described
+    return Item(rows, counts, dtype, row_shape, lib, _itemsize(dtype))
 
-    ``described`` is a list of at most ``slots`` :func:`describe` results (every
-    rank sends ``slots`` item records, used or not, so that the vectors have one
-    length); ``error`` a :class:`LocalError` to send instead.
+
+def encode_head(op, root, described, *, follow, sends, error=None):
+    """The head of this rank: ``HEAD`` int64 values, the same count for every collective.
+
+    ``described`` is a list of :func:`describe` results (their geometry is the
+    first one's; :func:`describe_list` made them agree); with ``follow == 0``
+    the first one's rows and sequence counts travel in the head itself,
+    otherwise every tensor's go in the items exchange (``follow`` words per
+    peer). ``sends``: the data bytes this rank sends to the others. ``error``: a
+    :class:`LocalError` to send instead.
     """
-    out = np.zeros(HEADER + slots * ITEM, dtype=np.int64)
+    out = np.zeros(HEAD, dtype=np.int64)
+    out[_VERSION] = WIRE_VERSION
     out[_OP] = OPS.index(op)
     out[_ROOT] = root
+    out[_FOLLOW] = follow
     if error is not None:
         out[_STATUS] = error.kind
         raw = error.message.encode("utf-8")[: 8 * _MSG_WORDS]
@@ -156,17 +178,26 @@ def encode(op, root, described, slots, error=None):
         out[_MSG : _MSG + _MSG_WORDS] = buf.view(np.int64)
         return out
     out[_NITEMS] = len(described)
+    out[_SENDS] = sends
     if described:
-        dtype, depth, row_shape, lib, _, _ = described[0]
+        dtype, depth, row_shape, lib, rows, counts = described[0]
         out[_DTYPE] = _DTYPE_CODE[dtype]
         out[_DEPTH] = depth
         out[_NDIM] = len(row_shape)
         out[_SHAPE : _SHAPE + len(row_shape)] = row_shape
         out[_LIB] = LIBS.index(lib) + 1 if lib in LIBS else 0
-    for i, (_, _, _, _, rows, counts) in enumerate(described):
-        base = HEADER + i * ITEM
-        out[base] = rows
-        out[base + 1 : base + 1 + len(counts)] = counts
+        if not follow:
+            out[_INLINE] = rows
+            out[_INLINE + 1 : _INLINE + 1 + len(counts)] = counts
+    return out
+
+
+def encode_items(described, world):
+    """The items this rank sends: row ``j`` (``ITEM`` int64) describes the tensor for rank ``j`` (zeros: none)."""
+    out = np.zeros((world, ITEM), dtype=np.int64)
+    for j, (_, _, _, _, rows, counts) in enumerate(described):
+        out[j, 0] = rows
+        out[j, 1 : 1 + len(counts)] = counts
     return out
 
 
@@ -205,17 +236,40 @@ def _copy_host(dst, src):
 
 
 # -- every rank ----------------------------------------------------------------------------------
-def decode(op, table, nitems, world):
-    """Check the gathered header table (``world`` rows) the same way on every rank.
+class Heads:
+    """What every rank knows after the head exchange: each sender's geometry, its one item, its bytes sent."""
 
-    Returns, for every rank, its list of :class:`Item` (empty when it sends none).
-    Raises the first rank's local error, or ValueError when ranks disagree.
+    __slots__ = ("geometry", "inline", "sends", "follow")
+
+    def __init__(self, geometry, inline, sends, follow):
+        self.geometry = geometry  # {rank: (depth, dtype, row_shape, lib)} for ranks that send tensors
+        self.inline = inline  # by rank: the Item in its head, or None
+        self.sends = sends  # by rank: data bytes it sends to the others
+        self.follow = follow  # item words per peer in the items exchange (0: none)
+
+
+def decode_head(op, table, world):
+    """Check the gathered head table (``world`` rows) the same way on every rank.
+
+    Returns :class:`Heads`. Raises the same error on every rank: ValueError
+    when ranks run different wire versions, call different collectives or
+    roots, or pass tensors that disagree; the first failing rank's local error.
     """
+    versions = table[:, _VERSION]
+    if (versions != WIRE_VERSION).any():
+        r = int(np.flatnonzero(versions != WIRE_VERSION)[0])
+        raise ValueError(
+            f"rank {r} sent a head that is not lodtensor wire version {WIRE_VERSION & 0xFF} (got {int(versions[r]):#x}): "
+            f"every rank must run the same lodtensor and call the same collective"
+        )
     ops = table[:, _OP]
     roots = table[:, _ROOT]
     if (ops != ops[0]).any() or (roots != roots[0]).any():
         calls = ", ".join(f"rank {r}: {_call(int(ops[r]), int(roots[r]))}" for r in range(world))
-        raise ValueError(f"{op}(): every rank must call the same collective with the same root, got {calls}")
+        raise ValueError(f"every rank must call the same collective with the same root, got {calls}")
+    follow = int(table[0, _FOLLOW])
+    if (table[:, _FOLLOW] != follow).any() or follow not in (0, ITEM):
+        raise ValueError(f"{op}(): the heads disagree on what follows them (corrupt: {table[:, _FOLLOW].tolist()})")
     for r in range(world):
         status = int(table[r, _STATUS])
         if status != _STATUS_OK:
@@ -229,8 +283,14 @@ def decode(op, table, nitems, world):
         ndim = int(row[_NDIM])
         code = int(row[_DTYPE])
         if not (1 <= code <= len(DTYPES) and 0 <= ndim <= MAX_ROW_DIMS and 0 <= row[_DEPTH] <= MAX_LEVELS):
-            raise ValueError(f"{op}(): the header from rank {r} is corrupt (dtype {code}, ndim {ndim})")
-        geometry[r] = (int(row[_DEPTH]), DTYPES[code - 1], tuple(int(s) for s in row[_SHAPE : _SHAPE + ndim]))
+            raise ValueError(f"{op}(): the head from rank {r} is corrupt (dtype {code}, ndim {ndim})")
+        lib = int(row[_LIB])
+        geometry[r] = (
+            int(row[_DEPTH]),
+            DTYPES[code - 1],
+            tuple(int(s) for s in row[_SHAPE : _SHAPE + ndim]),
+            LIBS[lib - 1] if 1 <= lib <= len(LIBS) else "numpy",
+        )
     if senders:
         for field, label in ((0, "lod depth"), (1, "dtype"), (2, "row shape")):
             values = {r: geometry[r][field] for r in senders}
@@ -240,25 +300,29 @@ def decode(op, table, nitems, world):
                     f"{op}(): every rank must pass tensors of the same {label}, got {got}"
                     + (" (the lod depth is the number of lod levels)" if field == 0 else "")
                 )
-    items = []
-    for r in range(world):
-        if r not in geometry:
-            items.append([])
-            continue
-        depth, dtype, row_shape = geometry[r]
-        itemsize = _itemsize(dtype)
-        lib = int(table[r, _LIB])
-        lib = LIBS[lib - 1] if 1 <= lib <= len(LIBS) else "numpy"
-        mine = []
-        for i in range(int(table[r, _NITEMS])):
-            base = HEADER + i * ITEM
-            rows = int(table[r, base])
-            counts = tuple(int(c) for c in table[r, base + 1 : base + 1 + depth])
-            if rows < 0 or any(c < 1 for c in counts):
-                raise ValueError(f"{op}(): the header from rank {r} is corrupt (rows {rows}, sequences {counts})")
-            mine.append(Item(rows, counts, dtype, row_shape, lib, itemsize))
-        items.append(mine)
-    return items
+    inline = [None] * world
+    if not follow:
+        for r in senders:
+            inline[r] = _item(op, r, table[r, _INLINE : _INLINE + ITEM], geometry[r])
+    sends = [int(v) for v in table[:, _SENDS]]
+    return Heads(geometry, inline, sends, follow)
+
+
+def decode_items(op, records, heads, world):
+    """The items received from every sending rank (``records``: ``world`` rows of ``ITEM``): an Item or None each."""
+    out = [None] * world
+    for r, geom in heads.geometry.items():
+        out[r] = _item(op, r, records[r], geom)
+    return out
+
+
+def _item(op, r, record, geom):
+    depth, dtype, row_shape, lib = geom
+    rows = int(record[0])
+    counts = tuple(int(c) for c in record[1 : 1 + depth])
+    if rows < 0 or any(c < 1 for c in counts):
+        raise ValueError(f"{op}(): the header from rank {r} is corrupt (rows {rows}, sequences {counts})")
+    return Item(rows, counts, dtype, row_shape, lib, _itemsize(dtype))
 
 
 def unpack(chunk, item, lib, device):
@@ -307,7 +371,7 @@ def _torch_dtype(name):
 
 def _call(op_code, root):
     name = OPS[op_code] if 0 <= op_code < len(OPS) else f"collective #{op_code}"
-    return f"{name}(root={root})" if root >= 0 else f"{name}()"
+    return f"{name}({_ROOT_NAME.get(name, 'root')}={root})" if root >= 0 or name in _ROOT_NAME else f"{name}()"
 
 
 def _show(value):

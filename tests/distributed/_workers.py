@@ -173,3 +173,45 @@ def corpus_and_sampler_epoch(rank, world, directory, n_docs, workers):
     counts = ld.all_gather(lt.LoDTensor(np.array([len(sampler)])), timeout=60)
     seen_samples = np.concatenate([t.numpy() for t in ld.all_gather(lt.LoDTensor(mine), timeout=60)])
     return sorted(seen_docs.tolist()), sorted(seen_samples.tolist()), [int(c.numpy()[0]) for c in counts]
+
+
+# -- the operation matrix: every rank calls its own collective --------------------------------
+OPS = ("all_gather", "gather", "broadcast", "scatter", "all_to_all")
+
+
+def call_op(op, root, t, world, rank, timeout=30):
+    """Call collective ``op`` (with ``root`` where it takes one) on ``t``, as a caller would."""
+    if op == "all_gather":
+        return ld.all_gather(t, timeout=timeout)
+    if op == "gather":
+        return ld.gather(t, dst=root, timeout=timeout)
+    if op == "broadcast":
+        return ld.broadcast(t if rank == root else None, src=root, timeout=timeout)
+    if op == "scatter":
+        return ld.scatter([t] * world if rank == root else None, src=root, timeout=timeout)
+    return ld.all_to_all([t] * world, timeout=timeout)
+
+
+def _summary(out):
+    """A comparable digest of a collective's result (lods and data of every tensor, None kept)."""
+    if out is None or isinstance(out, lt.LoDTensor):
+        out = [out]
+    return [None if x is None else (x.lod(), np.asarray(x.numpy()).tolist()) for x in out]
+
+
+def op_matrix(rank, world, cases):
+    """Run ``cases`` (per case, one ``(op, root, rows, dtype)`` per rank); the outcome of each, in order.
+
+    An outcome is ``("ok", digest)`` or ``(exception type, message)``. After the
+    cases, one all_gather shows that the group still works.
+    """
+    outcomes = []
+    for case in cases:
+        op, root, rows, dtype = case[rank]
+        t = lt.LoDTensor(np.arange(rows * 2, dtype=dtype).reshape(rows, 2), [[0, rows // 2, rows]])
+        try:
+            outcomes.append(("ok", _summary(call_op(op, root, t, world, rank))))
+        except (ValueError, TypeError) as err:
+            outcomes.append((type(err).__name__, str(err)))
+    after = ld.all_gather(lt.LoDTensor(np.arange(rank + 1), [[0, rank + 1]]), timeout=30)
+    return outcomes, [g.lod() for g in after]
