@@ -342,12 +342,14 @@ def read_parquet(path, columns=None, batch_size=None, *, verify_checksums=True):
     return _batches(pf, batch_size, path, pa, reader)
 
 
-def column_layouts(path, columns):
+def column_layouts(path, columns, *, where="column_layouts()"):
     """``{column: (lod_level, dtype, row_shape)}`` of a Parquet file, from its footer alone (no page read).
 
     A file :func:`write_parquet` wrote is described by its ``lodtensor``
     metadata (checked against its schema first); another file by its Arrow
     schema. What :func:`read_parquet` of the file will return, without reading it.
+
+    ``where`` names the caller in messages.
 
     Raises
     ------
@@ -365,21 +367,25 @@ def column_layouts(path, columns):
     >>> column_layouts(path, ["x"])
     {'x': (1, dtype('float32'), (2,))}
     """
-    pq = _pq("column_layouts()")
+    pq = _pq(where)
     import pyarrow as pa  # noqa: PLC0415 - loaded by _pq above
 
     name = os.fspath(path)
     try:
         pf = pq.ParquetFile(name)
         specs = meta.file_specs(pf)
-        missing = [c for c in columns if c not in pf.schema_arrow.names]
-        if missing:
-            raise KeyError(f"{name} has no column(s) {missing}; it has {pf.schema_arrow.names}")
+        names = pf.schema_arrow.names
+    except (pa.ArrowException, OSError, UnicodeError, ValueError) as err:
+        raise bad_file(where, name, err, "Parquet") from None
+    missing = [c for c in columns if c not in names]
+    if missing:
+        raise KeyError(f"{where}: {name} has no column(s) {missing}; it has {names}")
+    try:
         if specs is not None:
             meta.check_schema(pa, pf, columns, specs)
         return meta.layout(pa, pf, columns, specs)
-    except (pa.ArrowException, OSError, UnicodeError, ValueError) as err:
-        raise bad_file("column_layouts()", name, err, "Parquet") from None
+    except (pa.ArrowException, ValueError) as err:
+        raise bad_file(where, name, err, "Parquet") from None
 
 
 def _batches(pf, batch_size, path, pa, reader):

@@ -13,6 +13,7 @@ import numpy as np
 from .._validate import freeze
 from ..lod import LoD, _make
 from ..tensor import LoDTensor, _wrap
+from ._shards import check_layout, files_of, layouts
 
 __all__ = ["ParquetCorpus"]  # noqa: F822 - made on first use by __getattr__ below
 
@@ -35,8 +36,16 @@ class _ParquetCorpus:
 
     Files are read with :func:`lodtensor.read_parquet` ``(batch_size=docs_per_read)``:
     memory holds one record batch of ``docs_per_read`` documents and the batch
-    being built, never the file. Batches inside one record batch are views of
-    it; only a batch that spans two record batches is copied.
+    being built, never the file (pages are read as they are decoded, whatever
+    the size of the file's row groups). Batches inside one record batch are
+    views of it; only a batch that spans two record batches is copied. Page
+    checksums are verified (``verify_checksums``).
+
+    Every shard must hold ``column`` (and ``with_columns``) with the same lod
+    depth, dtype and row shape: checked for every file from its footer when the
+    corpus is built (one footer read per file), and again for every record
+    batch read, so that documents of two layouts never meet in one batch; the
+    error names the first file that disagrees with the first file.
 
     Parameters
     ----------
@@ -67,14 +76,19 @@ class _ParquetCorpus:
         Memory then holds two record batches. Off by default: pyarrow already
         decodes on its own threads, and on a busy 2-core machine the extra
         thread made an epoch slower (bench/distributed.py).
+    verify_checksums : bool
+        Verify the files' page checksums (default True; needs pyarrow >= 15).
 
     Raises
     ------
     FileNotFoundError
         ``path`` (or a listed file) does not exist.
+    KeyError
+        A file lacks ``column`` or one of ``with_columns`` (the message names it).
     ValueError
-        Bad arguments or no Parquet file under ``path``; while iterating, a
-        corrupt file (the message names it).
+        Bad arguments, no Parquet file under ``path``, a file whose footer is
+        corrupt, or files that disagree on a column's lod depth, dtype or row
+        shape (the message names the file); while iterating, a corrupt file.
 
     Examples
     --------
@@ -102,13 +116,14 @@ class _ParquetCorpus:
         seed=0,
         docs_per_read=None,
         prefetch=False,
+        verify_checksums=True,
     ):
         name = "ParquetCorpus()"
         if not isinstance(column, str):
             raise TypeError(f"{name}: column must be a column name (str), got {type(column).__name__} {column!r}")
         if isinstance(with_columns, str) or not all(isinstance(c, str) for c in with_columns):
             raise TypeError(f"{name}: with_columns must be a list of column names, got {with_columns!r}")
-        self.files = _files(path, name)
+        self.files = files_of(path, name)
         self.column = column
         self.with_columns = tuple(with_columns)
         self.batch_tokens = _positive(batch_tokens, "batch_tokens", name)
@@ -117,8 +132,10 @@ class _ParquetCorpus:
         self.shuffle = bool(shuffle)
         self.seed = int(seed)
         self.prefetch = bool(prefetch)
+        self.verify_checksums = bool(verify_checksums)
         self.epoch = 0
         self._read_sizes = {}  # (path, mtime, size) -> default docs per read (a footer hint, parsed once)
+        self.layout = layouts(self.files, [column, *[c for c in self.with_columns if c != column]], name)
 
     def set_epoch(self, epoch):
         """Use the file order of ``epoch`` (with ``shuffle``); call it before each epoch on every rank."""
@@ -151,11 +168,14 @@ class _ParquetCorpus:
         records = (
             (path, record)
             for path in files
-            for record in read_parquet(path, columns=columns, batch_size=self._read_size(path))
+            for record in read_parquet(
+                path, columns=columns, batch_size=self._read_size(path), verify_checksums=self.verify_checksums
+            )
         )
         if self.prefetch:
             records = _read_ahead(records)
         for path, record in records:
+            check_layout(record, self.layout, path)
             parts = [record[self.column], *[record[c] for c in self.with_columns]]
             n = len(parts[0])
             if n == 0:
@@ -364,31 +384,6 @@ def _concat(tensors):
         ends = np.cumsum([0] + [int(o[-1]) for o in offs[:-1]]).tolist()
         levels.append(np.concatenate([offs[0]] + [o[1:] + e for o, e in zip(offs[1:], ends[1:])]))
     return _wrap(data, LoD._from_valid(levels) if levels else first.lod, first.place())
-
-
-def _files(path, name):
-    if isinstance(path, (str, os.PathLike)):
-        path = os.fspath(path)
-        if os.path.isdir(path):
-            found = sorted(
-                os.path.join(root, f) for root, _, names in os.walk(path) for f in names if f.endswith(".parquet")
-            )
-            if not found:
-                raise ValueError(f"{name}: no *.parquet file under the directory {path!r}")
-            return found
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{name}: no such file or directory: {path!r}")
-        return [path]
-    try:
-        files = [os.fspath(p) for p in path]
-    except TypeError:
-        raise TypeError(f"{name}: path must be a file, a directory or a list of files, got {path!r}") from None
-    if not files:
-        raise ValueError(f"{name}: path is an empty list; give at least one Parquet file")
-    for f in files:
-        if not os.path.isfile(f):
-            raise FileNotFoundError(f"{name}: no such file: {f!r}")
-    return files
 
 
 def _positive(value, what, name):

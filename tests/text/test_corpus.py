@@ -114,16 +114,19 @@ def test_dataloader_workers_split_the_files(tmp_path):
 def test_a_corrupt_shard_is_named(tmp_path, prefetch):
     rng = np.random.default_rng(1)
     paths = write_shards(tmp_path, make_docs(rng, 40), 2)
-    with open(paths[1], "r+b") as f:  # clobber the footer's metadata
+    corpus = ParquetCorpus(tmp_path, "words", 50, num_replicas=1, rank=0, prefetch=prefetch)
+    with open(paths[1], "r+b") as f:  # clobber the footer's metadata after the corpus was built
         f.seek(-40, os.SEEK_END)
         f.write(b"\xff" * 32)
-    corpus = ParquetCorpus(tmp_path, "words", 50, num_replicas=1, rank=0, prefetch=prefetch)
     with pytest.raises(ValueError, match="shard-001.parquet"):
         list(corpus)
+    with pytest.raises(ValueError, match="ParquetCorpus.*shard-001.parquet"):  # and when it is built
+        ParquetCorpus(tmp_path, "words", 50, num_replicas=1, rank=0, prefetch=prefetch)
+    corpus = ParquetCorpus(paths[0], "words", 50, num_replicas=1, rank=0, prefetch=prefetch)
     with open(paths[0], "r+b") as f:  # and a truncated one
         f.truncate(os.path.getsize(paths[0]) // 2)
     with pytest.raises(ValueError, match="shard-000.parquet"):
-        list(ParquetCorpus(paths[0], "words", 50, num_replicas=1, rank=0, prefetch=prefetch))
+        list(corpus)
 
 
 def test_bad_arguments(tmp_path):
