@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from .backend import backend_name_of
 from .lod import LoD, offsets_to_segment_ids
 
 __all__ = ["pad_level", "pad_all", "pad_plan", "check_pad_value"]
@@ -58,7 +59,7 @@ def check_pad_value(pad_value, row_shape, where):
 
 
 def _check_out(be, out, shape, dtype, where):
-    if be.name != "numpy" and type(out) is not type(be.asarray([0])):
+    if backend_name_of(out) != be.name:
         raise TypeError(f"{where}: out must be a {be.name} array like the data, got {type(out).__name__}")
     if tuple(out.shape) != tuple(shape):
         raise ValueError(f"{where}: out must have shape {tuple(shape)}, got {tuple(out.shape)}")
@@ -93,8 +94,8 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()")
     if out is not None:
         _check_out(be, out, shape, data.dtype, where)
     plan = pad_plan(lod, level, maxlen) if be.uses_host_plans else None
-    padded = be.pad(data, be.asarray(offsets), maxlen, pad_value, out=out, plan=plan)
-    return padded, be.asarray(lengths)
+    padded = be.pad(data, lod.on(be, "absolute_offsets", level, like=data), maxlen, pad_value, out=out, plan=plan)
+    return padded, be.from_host(lengths, like=data)  # the caller's own array (not the LoD's cached one)
 
 
 def pad_all(be, data, lod, pad_value):
@@ -115,10 +116,8 @@ def pad_all(be, data, lod, pad_value):
         mask = np.zeros(int(np.prod(dims)), dtype=bool)
         mask[flat] = True
         masks.append(mask.reshape(dims))
-    padded = be.place_rows(data, be.asarray(flat), tuple(dims), pad_value)
-    if be.name != "numpy":
-        masks = [be.asarray(m) for m in masks]
-    return padded, masks
+    padded = be.place_rows(data, be.from_host(flat, like=data), tuple(dims), pad_value)
+    return padded, [be.from_host(m, like=data) for m in masks]
 
 
 def lod_from_masks(masks, where="from_padded_all()"):

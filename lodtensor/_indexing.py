@@ -67,4 +67,4 @@ def _select(t, index, n):
     idx = np.where(idx < 0, idx + n, idx)
     lod, rows = t._lod.select(idx)
     be = t.backend
-    return t._new(be.gather(t._data, be.asarray(rows)), lod)
+    return t._new(be.gather(t._data, be.from_host(rows, like=t._data)), lod)

@@ -102,7 +102,7 @@ def from_padded_all(padded, masks):
             f"got {tuple(padded.shape)}"
         )
     be = backend_of(padded)
-    data = padded[be.asarray(row_mask)]
+    data = padded[be.from_host(row_mask, like=padded)]
     return LoDTensor(data, lod)
 
 
@@ -226,5 +226,5 @@ def from_padded(padded, lengths):
     lod = LoD._from_valid_lengths([lens])
     be = backend_of(padded)
     plan = _dense.pad_plan(lod, 0, maxlen) if be.uses_host_plans else None
-    data = be.unpad(padded, be.asarray(lod.offsets(0)), plan=plan)
+    data = be.unpad(padded, lod.on(be, "offsets", 0, like=padded), plan=plan, total=lod.num_rows)
     return _wrap(data, lod, place_of(data, be))

@@ -56,6 +56,16 @@ def _check_depth(n, name="lod"):
         )
 
 
+#: The host arrays ``LoD.on`` can place on a device, by name: ``build(lod, level)``.
+_ON_HOST = {
+    "offsets": lambda lod, k: lod.offsets(k),
+    "absolute_offsets": lambda lod, k: lod.absolute_offsets(k),
+    "segment_ids": lambda lod, k: lod.segment_ids(k),
+    "lengths": lambda lod, k: lod.lengths(k),
+    "sqrt_lengths": lambda lod, k: np.sqrt(lod.lengths(k)),
+}
+
+
 def _make(arrays):
     """A LoD over frozen, valid int64 arrays (no checks but the depth, no copies)."""
     _check_depth(len(arrays))
@@ -268,22 +278,32 @@ class LoD:
             plan = plans.put(key, build())
         return plan
 
-    def on(self, be, what, level=-1, *, like=None):
+    def on(self, be, what, level=-1, *, like=None, dtype=None):
         """A host array of this LoD as an array of backend ``be`` on ``like``'s device, cached.
 
-        ``what`` is ``"offsets"``, ``"absolute_offsets"`` or ``"segment_ids"``.
-        The host arrays stay the source of truth; this is the lazily made device
-        copy the kernels use, made once per backend and device.
+        ``what`` is ``"offsets"``, ``"absolute_offsets"``, ``"segment_ids"``, ``"lengths"`` or
+        ``"sqrt_lengths"`` (float64 unless ``dtype`` says otherwise). The host arrays stay the
+        source of truth; this is the copy the kernels use, made once per backend, device and
+        dtype through ``be.from_host`` (so it costs one host-to-device copy per LoD, not per op).
+
+        >>> import lodtensor as lt
+        >>> LoD([[0, 1, 4]]).on(lt.get_backend("numpy"), "sqrt_lengths", dtype="float32")
+        array([1.       , 1.7320508], dtype=float32)
         """
-        if be.name == "numpy":
-            return getattr(self, what)(level)
         level = _normalize_level(level, len(self._levels))
+        build = _ON_HOST.get(what)
+        if build is None:
+            raise ValueError(f"LoD.on(): what must be one of {sorted(_ON_HOST)}, got {what!r}")
         device = "cpu" if like is None else be.device_of(like)
-        key = ("on", be.name, device, what, level)
+        key = ("on", be.name, device, what, level, None if dtype is None else str(dtype))
         cache = self._cached()
         out = cache.get(key)
         if out is None:
-            out = be.to_device(be.asarray(getattr(self, what)(level)), device)
+            host = build(self, level)
+            if like is None:  # the backend's default device
+                out = be.to_device(be.asarray(host, dtype=dtype), device)
+            else:
+                out = be.from_host(host, like=like, dtype=dtype)
             cache[key] = out
         return out
 

@@ -9,7 +9,7 @@ objects are accepted wherever a place is.
 
 import operator
 
-__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "as_place", "place_of"]
+__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "as_place", "place_of"]
 
 
 class Place:
@@ -117,7 +117,37 @@ class CUDAPlace(Place):
         return (CUDAPlace, (self._id,))
 
 
+class DevicePlace(Place):
+    """Another device of the array library (torch's ``meta``, ``mps``, ``xpu``...): where data on
+    such a device lives. It has no Paddle name.
+
+    >>> DevicePlace("meta"), DevicePlace("meta").device
+    (Place(meta), 'meta')
+    """
+
+    __slots__ = ("_device",)
+    kind = "device"
+
+    def __init__(self, device):
+        self._device = str(device)
+
+    @property
+    def device(self):
+        return self._device
+
+    def _key(self):
+        return (self.kind, self._device)
+
+    def __repr__(self):
+        return f"Place({self._device})"
+
+    def __reduce__(self):
+        return (DevicePlace, (self._device,))
+
+
 _CPU = CPUPlace()
+#: device types of torch that no Paddle place names (``place_of`` gives them a DevicePlace)
+_OTHER_DEVICES = ("meta", "mps", "xpu", "hpu", "privateuseone")
 
 
 def as_place(place, name="place"):
@@ -147,6 +177,8 @@ def as_place(place, name="place"):
         return CUDAPlace(int(index or 0))
     if kind in ("gpu_pinned", "cuda_pinned", "pinned") and not index:
         return CUDAPinnedPlace()
+    if kind in _OTHER_DEVICES and (not index or index.isdigit()):
+        return DevicePlace(text.strip().lower())
     raise ValueError(f"{name} must be a Place, 'cpu', 'cuda', 'cuda:<i>' or 'gpu:<i>', got {place!r}")
 
 

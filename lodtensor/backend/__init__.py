@@ -21,7 +21,7 @@ from .numpy._compiled import compiled_kernels, set_compiled_kernels
 from .numpy._pool import buffer_pool_info, get_buffer_pool, set_buffer_pool, trim_buffer_pool
 from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests register stubs there
 
-__all__ = ["Backend", "KERNELS", "backend_of", "get_backend", "backend_name_of", "available_backends",
+__all__ = ["Backend", "KERNELS", "backend_of", "dtype_kind", "get_backend", "backend_name_of", "available_backends",
            "set_buffer_pool", "get_buffer_pool", "trim_buffer_pool", "buffer_pool_info", "compiled_kernels",
            "set_compiled_kernels"]
 
@@ -63,6 +63,22 @@ def backend_of(*arrays):
             f"or .to({first!r}) first"
         )
     return get_backend(names.pop() if names else "numpy")
+
+
+def dtype_kind(dtype):
+    """NumPy's kind letter (``b i u f c``...) of a NumPy, CuPy or torch dtype (or a dtype name).
+
+    The one place that decides what kind a dtype is: the backend of the dtype's
+    library answers (:meth:`Backend.dtype_kind`), without importing a library
+    the dtype does not come from.
+
+    >>> dtype_kind("float32"), dtype_kind(np.dtype("uint8")), dtype_kind(bool)
+    ('f', 'u', 'b')
+    """
+    root = type(dtype).__module__.split(".", 1)[0]
+    if root in _MODULE_PREFIX and root != "numpy":
+        return get_backend(root).dtype_kind(dtype)
+    return np.dtype(dtype).kind
 
 
 def available_backends():

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from ..backend import backend_of
+from ..backend import backend_of, dtype_kind
 from ..lod import LoD
 from ..place import place_of
 from ..tensor import LoDTensor, _wrap, coerce_data
@@ -48,20 +48,6 @@ def host_ints(values, where, name):
     if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iu"):
         raise TypeError(f"{where}: {name} must hold integers, got {arr.dtype} {arr.ravel()[:8].tolist()}")
     return arr.astype(np.int64).ravel()
-
-
-def dtype_kind(dtype):
-    """NumPy's kind letter (``b i u f c``) for a NumPy, CuPy or torch dtype."""
-    kind = getattr(dtype, "kind", None)
-    if kind is not None:
-        return kind
-    if dtype.is_complex:
-        return "c"
-    if dtype.is_floating_point:
-        return "f"
-    if str(dtype) == "torch.bool":
-        return "b"
-    return "u" if str(dtype) in ("torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64") else "i"
 
 
 def _limits(dtype):

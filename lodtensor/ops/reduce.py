@@ -2,22 +2,23 @@
 
 import numpy as np
 
-from ._common import check_fill, dtype_kind, level_index, require_lod, wrap
+from ..backend import dtype_kind
+from ._common import check_fill, level_index, require_lod, wrap
 
 __all__ = ["pool", "softmax", "POOL_TYPES"]
 
 
 def _edge_rows(be, data, offsets, n, pad_value, pick):
     if data.shape[0] == 0:  # every sequence is empty
-        return be.place_rows(data, be.asarray(np.zeros(0, np.int64)), (n,), pad_value)
+        return be.place_rows(data, be.from_host(np.zeros(0, np.int64), like=data), (n,), pad_value)
     index = np.clip(pick(offsets), 0, data.shape[0] - 1)
-    return be.gather(data, be.asarray(index))
+    return be.gather(data, be.from_host(index, like=data))
 
 
 def _sqrt(be, data, offsets, n, pad_value, dev):
     mean = be.segment_mean(data, dev["offsets"], ids=dev["ids"])
-    scale = np.sqrt(np.diff(offsets)).reshape((-1,) + (1,) * (data.ndim - 1))
-    return mean * be.astype(be.asarray(scale), mean.dtype)
+    scale = dev.lod_array("sqrt_lengths", mean.dtype)  # sqrt of the lengths, on mean's device, cached
+    return mean * scale.reshape((-1,) + (1,) * (data.ndim - 1))
 
 
 # pool_type -> kernel(be, data, host offsets, number of sequences, pad_value, device arrays)
@@ -39,6 +40,11 @@ class _DeviceArrays(dict):
         super().__init__()
         self._args = (lod, be, level, like)
 
+    def lod_array(self, what, dtype):
+        """``LoD.on(what)`` of this level, on the data's device with ``dtype`` (cached per LoD)."""
+        lod, be, level, like = self._args
+        return lod.on(be, what, level, like=like, dtype=dtype)
+
     def __missing__(self, key):
         lod, be, level, like = self._args
         if key == "ids" and not be.uses_segment_ids:
@@ -54,10 +60,8 @@ _INT_POOL_DTYPE = {"sum": "int64", "average": "float64", "sqrt": "float64"}
 
 
 def _require_float(x, where):
-    dtype = x.dtype
-    floating = dtype.kind in "fc" if hasattr(dtype, "kind") else (dtype.is_floating_point or dtype.is_complex)
-    if not floating:
-        raise TypeError(f"{where}: input must have a floating dtype, got {dtype}")
+    if dtype_kind(x.dtype) not in "fc":
+        raise TypeError(f"{where}: input must have a floating dtype, got {x.dtype}")
 
 
 def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"):

@@ -16,13 +16,13 @@ __all__ = ["expand", "expand_as", "concat", "reverse", "slice_sequences", "scatt
 
 
 def _gather(x_data, rows, be):
-    return be.gather(x_data, be.asarray(rows))
+    return be.gather(x_data, be.from_host(rows, like=x_data))
 
 
 def _repeat_rows(data, repeats, be):
     """Row ``i`` of ``data`` ``repeats[i]`` times: the backend's ``repeat_interleave``, which copies
     runs of equal rows without a row index (1.2x faster than a gather on NumPy)."""
-    return be.repeat_interleave(data, be.asarray(repeats), total=int(repeats.sum()))
+    return be.repeat_interleave(data, be.from_host(repeats, like=data), total=int(repeats.sum()))
 
 
 def expand(x, y, ref_level=-1, where="sequence_expand()"):
@@ -110,7 +110,8 @@ def concat(inputs, where="sequence_concat()"):
     stops = np.stack([x.lod.offsets(-1)[1:] + b for x, b in zip(inputs, bases)], axis=1).ravel()
     rows, counts_flat = concat_ranges(starts, stops)
     lengths = counts_flat.reshape(counts, len(inputs)).sum(axis=1)
-    data = be.gather(be.concat([x.data for x in inputs]), be.asarray(rows))
+    joined = be.concat([x.data for x in inputs])
+    data = be.gather(joined, be.from_host(rows, like=joined))
     return wrap(data, outer + (lengths_to_offsets(lengths),))
 
 
@@ -175,5 +176,5 @@ def scatter(x, index, updates, where="sequence_scatter()"):
     row_shape = tuple(data.shape[2:])
     values = updates.data.reshape((cols.size,) + row_shape)
     flat = data.reshape((n * width,) + row_shape)
-    out = be.scatter_add(flat, be.asarray(flat_index), values)
+    out = be.scatter_add(flat, be.from_host(flat_index, like=flat), values)
     return out.reshape(tuple(data.shape))

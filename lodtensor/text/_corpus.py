@@ -377,7 +377,7 @@ def _concat(tensors):
         return first
     be = first.backend
     datas = [t.data for t in tensors]
-    data = be.xp.cat(datas) if be.name == "torch" else be.xp.concatenate(datas)
+    data = be.concat(datas)
     levels = []
     for k in range(first.lod_level):  # a loop over levels and pieces (few), never over documents
         offs = [t.lod.levels[k] for t in tensors]

@@ -6,7 +6,9 @@ ones that use host-only machinery (threads, the buffer pool, BLAS calls) or
 CuPy's own random numbers and special functions.
 """
 
-from ..numpy._arrays import ArrayKernels
+import numpy as np
+
+from ..numpy._arrays import ArrayKernels, _into
 
 __all__ = ["CupyArrayKernels"]
 
@@ -73,6 +75,33 @@ class CupyArrayKernels(ArrayKernels):
         if bias is not None:
             out += bias
         return out.astype(x.dtype, copy=False)
+
+    def from_host(self, a, *, like, dtype=None):
+        with like.device:  # on the data's GPU, whichever is current
+            return self.xp.asarray(a, dtype=dtype)
+
+    def softmax(self, x, axis, out=None):
+        if not x.shape[axis]:
+            return x.copy() if out is None else out
+        res = x - x.max(axis=axis, keepdims=True)
+        self.xp.exp(res, out=res)
+        res /= res.sum(axis=axis, keepdims=True)
+        return _into(res, out)
+
+    def normalize_sum(self, x, axis, out=None):
+        return _into(x / x.sum(axis=axis, keepdims=True), out)
+
+    def log_softmax(self, x, axis, out=None):
+        xp = self.xp
+        if not x.shape[axis]:
+            return x.copy() if out is None else out
+        res = x - x.max(axis=axis, keepdims=True)
+        with np.errstate(divide="ignore"):
+            res -= xp.log(xp.exp(res).sum(axis=axis, keepdims=True))
+        return _into(res, out)
+
+    def segment_extreme_with_index(self, rows, offsets, kind):
+        return None  # one argmax over a padded copy on the device
 
     def dropout(self, x, p, inplace):
         keep = self.keep_mask(tuple(x.shape), p, x)

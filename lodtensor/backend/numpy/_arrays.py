@@ -12,6 +12,7 @@ versions live in ``_arrays_torch.py``.
 import numpy as np
 
 from . import _blas, _pool, _special, _ufunc
+from ._activations import IN_PLACE, OUT_OF_PLACE
 
 __all__ = ["ArrayKernels"]
 
@@ -85,6 +86,12 @@ class ArrayKernels:
         return np.random.random_sample(shape) >= p
 
     # -- conversion ----------------------------------------------------------------------------
+    def from_host(self, a, *, like, dtype=None):
+        return self.xp.asarray(a, dtype=dtype)
+
+    def dtype_kind(self, dtype):
+        return np.dtype(dtype).kind
+
     def flat(self, x):
         return x.reshape(-1)
 
@@ -183,11 +190,6 @@ class ArrayKernels:
         """
         if not x.shape[axis]:
             return x.copy() if out is None else out
-        if self.xp is not np:
-            res = x - x.max(axis=axis, keepdims=True)
-            self.xp.exp(res, out=res)
-            res /= res.sum(axis=axis, keepdims=True)
-            return _into(res, out)
         if out is None:
             out = _pool.empty(x.shape, x.dtype)
         if _rowwise(x, out, axis):  # over the last axis of a large array: cache-sized row blocks, threaded
@@ -199,22 +201,14 @@ class ArrayKernels:
     def normalize_sum(self, x, axis, out=None):
         """``x / x.sum(axis)`` (softmax's last step on values already exponentiated); into ``out`` when given."""
         total = x.sum(axis=axis, keepdims=True)
-        if self.xp is not np:
-            return _into(x / total, out)
         with np.errstate(divide="ignore"):  # an empty slice sums to 0: its inf multiplies nothing
             np.reciprocal(total, out=total)  # one reciprocal per slice, then a multiply (as softmax)
         return np.multiply(x, total, out=out)
 
     def log_softmax(self, x, axis, out=None):
         """Log-softmax of ``x`` along ``axis``; written into ``out`` when given."""
-        xp = self.xp
         if not x.shape[axis]:
             return x.copy() if out is None else out
-        if xp is not np:
-            res = x - x.max(axis=axis, keepdims=True)
-            with np.errstate(divide="ignore"):
-                res -= xp.log(xp.exp(res).sum(axis=axis, keepdims=True))
-            return _into(res, out)
         if out is None:
             out = _pool.empty(x.shape, x.dtype)
         if _rowwise(x, out, axis):
@@ -260,6 +254,29 @@ class ArrayKernels:
     def matmul(self, a, b):
         return self.xp.matmul(a, b)
 
+    def addmm(self, c, a, b, *, out=None):
+        if out is None:
+            return c + self.xp.matmul(a, b)
+        if out is c:  # out += a @ b, through one product buffer
+            return self.xp.add(out, self.xp.matmul(a, b), out=out)
+        self.xp.matmul(a, b, out=out)
+        out += c
+        return out
+
+    def logsumexp(self, x, axis):
+        xp = self.xp
+        top = xp.max(x, axis=axis, keepdims=True)
+        top = xp.where(xp.isfinite(top), top, 0)
+        with np.errstate(divide="ignore"):
+            return xp.squeeze(top, axis) + xp.log(xp.sum(xp.exp(x - top), axis=axis))
+
+    def activation(self, name, x):
+        return OUT_OF_PLACE[name](self.xp, x)
+
+    def activation_(self, name, x):
+        fn = IN_PLACE.get(name)
+        return None if fn is None else fn(self.xp, x)
+
     def reduce(self, x, kind, axis, keepdim):
         """``kind`` ('sum', 'mean', 'amax', 'amin', 'prod', 'any', 'all', 'argmax', 'argmin') of ``x``
         over ``axis`` (None: everything)."""
@@ -290,11 +307,9 @@ class ArrayKernels:
         the smallest position in its sequence where a row equals its value (NaN
         matching NaN, as argmax), found over cache-sized blocks of rows into a
         small-int key array that one more segment reduction takes the minimum of.
-        On NumPy only (its argmax over the middle axis of a padded copy copies
-        the copy again); None elsewhere: the caller pads and takes one argmax.
+        (NumPy's argmax over the middle axis of a padded copy copies the copy
+        again; the device backends return None: the caller pads and takes one argmax.)
         """
-        if self.xp is not np:
-            return None
         values = self._reduceat(np.maximum if kind == "max" else np.minimum, rows, offsets, 0)
         lengths = np.diff(offsets)
         total = rows.shape[0]

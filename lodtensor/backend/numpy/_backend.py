@@ -471,7 +471,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         _run_split(work, offsets, out.nbytes)
         return out
 
-    def unpad(self, padded, offsets, *, plan=None):
+    def unpad(self, padded, offsets, *, plan=None, total=None):
         n, maxlen = padded.shape[:2]
         row_shape = padded.shape[2:]
         index = plan[0] if plan is not None else self._pad_index(offsets, maxlen)

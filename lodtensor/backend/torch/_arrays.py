@@ -8,9 +8,11 @@ import operator
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
 
-from ..numpy._arrays import ArrayKernels
+import numpy as np
 
-__all__ = ["TorchArrayKernels"]
+from .._contract import ACTIVATIONS
+
+__all__ = ["TorchArrayKernels", "torch_dtype"]
 
 _RESOLVED = {}  # dotted torch name -> function
 _PYOPS = {
@@ -28,7 +30,45 @@ _PYOPS = {
 }
 
 
-class TorchArrayKernels(ArrayKernels):
+# torch's kind of a dtype, by its flags (``is_floating_point``/``is_complex``/``is_signed``)
+_UNSIGNED = {torch.uint8, *(getattr(torch, f"uint{n}") for n in (16, 32, 64) if hasattr(torch, f"uint{n}"))}
+
+
+def torch_dtype(dtype):
+    """A torch dtype from a torch dtype, NumPy dtype or name."""
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+
+
+def _activations():
+    F_ = F
+    out = {
+        "sigmoid": torch.sigmoid,
+        "tanh": torch.tanh,
+        "relu": torch.relu,
+        "identity": lambda x: x,
+        "linear": lambda x: x,
+        "softmax": lambda x: torch.softmax(x, dim=-1),
+        "leaky_relu": lambda x: F_.leaky_relu(x, 0.02),
+        "elu": F_.elu,
+        "softsign": F_.softsign,
+    }
+    assert set(out) == set(ACTIVATIONS)
+    return out
+
+
+_ACT = _activations()
+_ACT_INPLACE = {
+    "sigmoid": torch.Tensor.sigmoid_,
+    "tanh": torch.Tensor.tanh_,
+    "relu": torch.Tensor.relu_,
+    "identity": lambda x: x,
+    "linear": lambda x: x,
+}
+
+
+class TorchArrayKernels:
     """The torch versions (CPU or CUDA; differentiable: autograd flows through every one)."""
 
     follows_torch_promotion = True
@@ -53,6 +93,27 @@ class TorchArrayKernels(ArrayKernels):
 
     def keep_mask(self, shape, p, like):
         return self.torch.rand(shape, device=like.device) >= p
+
+    def from_host(self, a, *, like, dtype=None):
+        a = np.asarray(a)
+        if not a.flags.writeable:
+            a = a.copy()  # torch warns on read-only memory; host-derived arrays are small
+        out = torch.from_numpy(a) if a.dtype.kind != "O" else torch.as_tensor(a.tolist())
+        return out.to(device=like.device, dtype=torch_dtype(dtype) or out.dtype)
+
+    def dtype_kind(self, dtype):
+        if not isinstance(dtype, torch.dtype):
+            return np.dtype(dtype).kind
+        if dtype.is_complex:
+            return "c"
+        if dtype.is_floating_point:
+            return "f"
+        if dtype == torch.bool:
+            return "b"
+        return "u" if dtype in _UNSIGNED else "i"
+
+    def flat(self, x):
+        return x.reshape(-1)
 
     def concat_flat(self, arrays, dtype=None):
         if not arrays:
@@ -152,6 +213,23 @@ class TorchArrayKernels(ArrayKernels):
 
     def matmul(self, a, b):
         return self.torch.matmul(a, b)
+
+    def addmm(self, c, a, b, *, out=None):
+        if out is None:
+            return self.torch.addmm(c, a, b)
+        if out is c:
+            return out.addmm_(a, b)  # accumulated by BLAS (beta=1): no product buffer
+        return self.torch.addmm(c, a, b, out=out)
+
+    def logsumexp(self, x, axis):
+        return self.torch.logsumexp(x, dim=axis)
+
+    def activation(self, name, x):
+        return _ACT[name](x)
+
+    def activation_(self, name, x):
+        fn = _ACT_INPLACE.get(name)
+        return None if fn is None else fn(x)
 
     def renorm_rows(self, rows, max_norm, p):
         norms = rows.norm(p=p, dim=1)

@@ -9,7 +9,7 @@ backward passes: those ``autograd.Function``s live in ``_torch_cpu``.
 import numpy as np
 import torch
 
-from ._arrays import TorchArrayKernels
+from ._arrays import TorchArrayKernels, torch_dtype
 from .._contract import Backend
 from ..numpy._compiled import compiled_kernels, compiled_pointwise
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
@@ -152,13 +152,6 @@ def _spmm_fits(data, n):
         and _SPMM_MIN_ROW * rows <= data.numel() <= _SPMM_MAX_ROW_BYTES // data.element_size() * rows
         and torch.backends.mkl.is_available()
     )
-
-
-def torch_dtype(dtype):
-    """A torch dtype from a torch dtype, NumPy dtype or name."""
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
 
 
 class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functions beyond the kernel set
@@ -341,16 +334,21 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         row = tuple(data.shape[1:])
         full = tuple(shape) + row
         if out is None:
-            fill = torch.as_tensor(pad_value, dtype=data.dtype, device=data.device)
-            out = fill.expand(full).clone() if fill.dim() else torch.full(full, fill.item(), dtype=data.dtype,
-                                                                           device=data.device)
+            if isinstance(pad_value, torch.Tensor) or np.ndim(pad_value):  # a row (or a tensor) of pad values
+                fill = _pad_tensor(pad_value, data)
+                out = fill.expand(full).clone()  # no value read back: a device pad value stays there
+            else:  # a host scalar: one fill kernel, nothing copied to the device first
+                out = torch.full(full, _host_scalar(pad_value), dtype=data.dtype, device=data.device)
             if data.shape[0]:
                 # in place on the fresh result (one write of the output, not two); autograd records
                 # it on this non-leaf tensor as it does any in-place op
                 out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
             return out
         with torch.no_grad():
-            out[...] = torch.as_tensor(pad_value, dtype=out.dtype, device=out.device)
+            if isinstance(pad_value, torch.Tensor) or np.ndim(pad_value):
+                out[...] = _pad_tensor(pad_value, out)
+            else:
+                out.fill_(_host_scalar(pad_value))
             if data.shape[0]:
                 out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
         return out
@@ -364,12 +362,14 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         index = self._pad_index(offsets, maxlen, data.shape[0])
         return self.place_rows(data, index, (offsets.numel() - 1, maxlen), pad_value, out=out)
 
-    def unpad(self, padded, offsets, *, plan=None):
+    def unpad(self, padded, offsets, *, plan=None, total=None):
         offsets = self._index(offsets, padded)
         if _numpy_moves(padded, 0):
             return UnpadCPU.apply(padded, offsets, plan)
         n, maxlen = padded.shape[:2]
-        index = self._pad_index(offsets, maxlen, int(offsets[-1]))
+        if total is None:
+            total = int(plan[0].size) if plan is not None else int(offsets[-1])  # the one device read
+        index = self._pad_index(offsets, maxlen, total)
         return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)
 
     # -- elementwise -------------------------------------------------------------------------
@@ -404,6 +404,18 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
                 raise TypeError(f"numpy.{ufunc.__name__}: only one out= tensor is supported on torch data")
             return fn(*args, out=out[0])
         return fn(*args)
+
+
+def _host_scalar(value):
+    """A host number (Python, NumPy scalar or 0-d array) as a Python number."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _pad_tensor(pad_value, like):
+    """A pad value (tensor, or host array of a row's shape) as a tensor on ``like``'s device and dtype."""
+    if isinstance(pad_value, torch.Tensor):
+        return pad_value.to(device=like.device, dtype=like.dtype)
+    return torch.from_numpy(np.array(pad_value)).to(device=like.device, dtype=like.dtype)
 
 
 def _scalar_tensor(value, like):
