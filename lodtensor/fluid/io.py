@@ -57,7 +57,7 @@ _DTYPES = {
 }
 _CODES = {dtype: code for code, dtype in _DTYPES.items()}
 _MAX_LEVELS = 64
-_MAX_RANK = 64
+_MAX_RANK = 32  # NumPy 1.x's limit (Paddle's is 9)
 
 
 # -- protobuf TensorDesc ------------------------------------------------------------------------

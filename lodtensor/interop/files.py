@@ -38,7 +38,7 @@ _FORMAT = "lodtensor.ipc"
 _VERSION = 1
 _MAX_HEADER = 1 << 16  # bytes of JSON header (lt.save writes ~150 plus 11 per lod level)
 _MAX_JSON_DEPTH = 4  # lt.save writes 2: {"lod_crc32": [...]}
-_MAX_ROW_DIMS = 32  # numpy's limit is 64 dims in all
+_MAX_ROW_DIMS = 31  # rows plus these: NumPy 1.x's limit of 32 dims
 # what save writes: plain numeric and bool dtypes in native byte order
 _DTYPES = frozenset(np.dtype(n).str for n in ("b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"))
 

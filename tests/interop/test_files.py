@@ -177,7 +177,7 @@ BAD_HEADERS = {
     "negative lod_level": ({"lod_level": -1}, "lod_level=-1"),
     "float num_rows": ({"num_rows": 4.0}, "num_rows=4.0"),
     "row dim past int32": ({"row_shape": [2**40]}, r"row_shape=\[1099511627776\]"),
-    "too many row dims": ({"row_shape": [1] * 40}, "at most 32"),
+    "too many row dims": ({"row_shape": [1] * 32}, "at most 31"),
     "row_shape not a list": ({"row_shape": "2"}, "row_shape=2"),
     "huge row": ({"row_shape": [2**30, 2**30, 2**30]}, "larger than any memory"),
     "object dtype": ({"dtype": "|O"}, "bad header dtype '|O'"),
