@@ -29,6 +29,7 @@ import struct
 
 import numpy as np
 
+from ..lod import MAX_LOD_LEVELS
 from ..tensor import LoDTensor
 from ._pdparams import read_pdparams
 
@@ -56,7 +57,7 @@ _DTYPES = {
     24: np.dtype("<c16"),
 }
 _CODES = {dtype: code for code, dtype in _DTYPES.items()}
-_MAX_LEVELS = 64
+_MAX_LEVELS = MAX_LOD_LEVELS
 _MAX_RANK = 32  # NumPy 1.x's limit (Paddle's is 9)
 
 

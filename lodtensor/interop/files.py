@@ -25,6 +25,7 @@ import zlib
 
 import numpy as np
 
+from ..lod import MAX_LOD_LEVELS
 from ..tensor import LoDTensor
 from ._lazy import bad_file, require
 from .arrow import arrow_type_of, from_arrow, host_dtype, to_arrow
@@ -60,10 +61,6 @@ def save(path, t):
     pa = require("pyarrow", "arrow", "save()")
     if not isinstance(t, LoDTensor):
         raise TypeError(f"save(): t must be a LoDTensor, got {type(t).__name__}")
-    dtype = host_dtype(t)
-    if not dtype.isnative and dtype.itemsize > 1 and t.data is not None:
-        # Arrow buffers are little-endian native: swapped data is written in native order (a copy)
-        t = t.with_data(np.asarray(t.data).astype(dtype.newbyteorder("=")))
     arr = to_arrow(t)
     meta = {
         "format": _FORMAT,
@@ -127,9 +124,9 @@ def _metadata(schema):
     if meta.get("version") != _VERSION:
         raise ValueError(f"format version {meta.get('version')!r}; this lodtensor reads version {_VERSION}")
     level, rows, shape, crcs = meta.get("lod_level"), meta.get("num_rows"), meta.get("row_shape"), meta.get("lod_crc32")
-    for field, value in (("lod_level", level), ("num_rows", rows)):
-        if type(value) is not int or not 0 <= value < 1 << 63:
-            raise ValueError(f"bad header {field}={str(value)[:40]}: expected an integer in [0, 2**63)")
+    for field, value, top in (("lod_level", level, MAX_LOD_LEVELS), ("num_rows", rows, (1 << 63) - 1)):
+        if type(value) is not int or not 0 <= value <= top:
+            raise ValueError(f"bad header {field}={str(value)[:40]}: expected an integer in [0, {top}]")
     if not isinstance(shape, list) or len(shape) > _MAX_ROW_DIMS or not all(
             type(s) is int and 0 <= s < 1 << 31 for s in shape):
         raise ValueError(f"bad header row_shape={str(shape)[:80]}: expected a list of at most {_MAX_ROW_DIMS} "
