@@ -284,7 +284,7 @@ def _record_parts(data, t):
         elif field == "desc_extra":
             parts["desc"] += data.draw(st.sampled_from([b"\x18\x01", b"\x10", b"\x12\x7f", b"\x08\xff" * 11, b"\xff"]))
         elif field == "desc_size":
-            parts["desc_size"] = struct.pack("<i", edge % 2**32 - 2**31 if edge >= 2**31 else edge)
+            parts["desc_size"] = struct.pack("<I", edge % 2**32)  # read back as int32: negatives too
         elif field == "data":
             cut = data.draw(st.integers(0, len(parts["data"]) + 9))
             parts["data"] = (parts["data"] + b"\x02" * 9)[:cut]
