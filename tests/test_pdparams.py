@@ -348,3 +348,15 @@ def test_big_params_are_joined():
     ]:
         with pytest.raises(ValueError, match=r"^m\.pdparams: 'UnpackBigParamInfor@@'.*" + match):
             load(pickle.dumps({**state, "UnpackBigParamInfor@@": bad}, protocol=2))
+
+
+def test_messages_stay_short_whatever_the_file_built():
+    deep = b"N" + b"\x85" * 200_000  # a 200,000-deep tuple as _reconstruct's argument
+    blob = b"\x80\x04}\x94\x8c\x01wcnumpy.core.multiarray\n_reconstruct\n" + deep + b"\x85Rs."
+    with pytest.raises(ValueError, match=r"^m\.pdparams: _reconstruct\(\(\(\(\.\.\.") as err:
+        load(blob)
+    assert len(str(err.value)) < 200
+    long_key = pickle.dumps({"k" * 10**6: [1]}, protocol=4)
+    with pytest.raises(ValueError, match="is a list, expected an array") as err:
+        load(long_key)
+    assert len(str(err.value)) < 200

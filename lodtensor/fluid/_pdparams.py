@@ -216,9 +216,9 @@ def _array_of(key, value):
         value = value[1]  # paddle.save of a Tensor: (name, array)
     if isinstance(value, _Array):
         if value.array is None:
-            raise _Refused(f"entry {key!r} is an array that is never filled")
+            raise _Refused(f"entry {_short(key)} is an array that is never filled")
         return value.array
-    raise _Refused(f"entry {key!r} is a {type(value).__name__}, expected an array")
+    raise _Refused(f"entry {_short(key)} is a {type(value).__name__}, expected an array")
 
 
 def _join_big(out, info):
@@ -231,16 +231,16 @@ def _join_big(out, info):
             raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: expected {{'OriginShape': shape, 'slices': names}}")
         shape, names = spec["OriginShape"], spec["slices"]
         if type(names) is not list or not names or not all(type(n) is str and n in out for n in names):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: slices {_short(names)} are not names of stored arrays")
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: slices {_short(names)} are not names of stored arrays")
         if key in out or used & set(names) or len(set(names)) != len(names):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: the name or a slice is used twice")
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the name or a slice is used twice")
         used.update(names)
         parts = [out[n] for n in names]
         if any(p.ndim != 1 or p.dtype != parts[0].dtype for p in parts):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: the slices are not 1-D arrays of one dtype")
-        count = _count(shape, parts[0].itemsize, f"{_BIG_PARAMS!r} entry {key!r}:")
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the slices are not 1-D arrays of one dtype")
+        count = _count(shape, parts[0].itemsize, f"{_BIG_PARAMS!r} entry {_short(key)}:")
         if sum(p.size for p in parts) != count:
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: the slices hold {sum(p.size for p in parts)} values, "
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the slices hold {sum(p.size for p in parts)} values, "
                            f"shape {tuple(shape)} needs {count}")
         out[key] = np.concatenate(parts).reshape(tuple(shape))
     for name in used:
