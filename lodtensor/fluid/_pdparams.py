@@ -131,7 +131,7 @@ def _make_array(raw, dtype, shape, order):
     flat = np.frombuffer(raw, dtype=dtype) if count else np.empty(0, dtype=dtype)
     shaped = flat.reshape(shape, order=order)
     if dtype.kind == "b":  # a bool is 0 or 1: other byte values are normalised
-        return shaped.view(np.uint8) != 0
+        return shaped.view(np.uint8).astype(np.bool_)  # (not `!= 0`: a 0-d array would give a scalar)
     return shaped.astype(dtype.newbyteorder("="), order="K", copy=True)
 
 
