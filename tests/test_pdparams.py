@@ -121,6 +121,9 @@ def test_bool_bytes_are_normalised():
     blob = pickle.dumps({"b": np.array([False, True, True])}, protocol=4).replace(b"\x00\x01\x01", b"\x00\x02\xff")
     got = load(blob)["b"]
     assert got.tolist() == [False, True, True] and got.view(np.uint8).tolist() == [0, 1, 1]
+    zero_d = load(pickle.dumps({"b": np.array(True), "s": np.bool_(False)}, protocol=4))  # arrays, not scalars
+    assert type(zero_d["b"]) is np.ndarray and zero_d["b"].shape == () and zero_d["b"]
+    assert type(zero_d["s"]) is np.ndarray and not zero_d["s"]
 
 
 def test_no_numpy_callable_is_ever_admitted():
