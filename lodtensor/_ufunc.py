@@ -1,16 +1,77 @@
 """NumPy's ufunc protocol for LoDTensor: ``np.exp(t)`` and ``t * 2`` keep the lod.
 
-Operands must share one lod (the same object, or equal offsets); the ufunc runs
-on the flat data through the backend (torch data stays torch). Reductions and
-other ufunc methods return plain arrays.
+The ufunc runs on the flat data through the backend (torch data stays torch).
+A result keeps the lod only when **its rows are the LoD operands' rows**: each
+LoDTensor operand has the result's rank and row count (``t + bias`` and
+``t * column`` do; ``t + np.ones((k,) + t.shape)`` broadcasts new dims in front,
+so result row i is no row of ``t``). Operands whose rows are the result's rows
+must share one lod (the same object, or equal offsets).
+
+What NumPy users get otherwise:
+
+- a broadcast that moves the rows, a reduction (``np.add.reduce(t, axis=0)``),
+  ``accumulate``, ``reduceat``, ``outer``: **plain data** of the backend, as
+  NumPy would return for the flat arrays;
+- ``out=`` a LoDTensor with a lod: allowed when the result's rows are its
+  rows and, where operands have a lod, the same lod; otherwise a
+  :class:`~lodtensor.errors.LoDError` **before anything is written** (pass
+  ``out=t.data`` to fill the buffer as plain rows). Results of ufunc methods
+  (``reduce``, ``accumulate``...) never carry a lod, so a LoDTensor with a lod
+  is refused as their ``out=``.
+
+For gufuncs the rows are a loop dim of the operand matched by the result;
+``np.matmul(t, w)`` keeps ``t``'s rows when ``t`` has at least 2 dims and ``w``
+no more than ``t``, and a stack of matrices ``w @ t3`` keeps ``t3``'s.
 """
 
+import re
+
+import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from .backend import backend_of
 from .errors import LoDError
 
-__all__ = ["UfuncMixin"]
+__all__ = ["UfuncMixin", "matmul_rows"]
+
+
+def matmul_rows(a_ndim, b_ndim):
+    """Whether dim 0 of ``a`` (of ``b``) becomes dim 0 of ``a @ b``: ``(a's rows, b's rows)``.
+
+    ``a`` keeps its rows when it is a matrix or a stack of them and ``b`` has no
+    more dims (no broadcast in front); ``b`` keeps its rows only as a stack of
+    matrices at least as deep as ``a`` (a matrix ``b``'s rows are contracted).
+
+    >>> matmul_rows(2, 2), matmul_rows(2, 1), matmul_rows(2, 3), matmul_rows(1, 2)
+    ((True, False), (True, False), (False, True), (False, False))
+    """
+    return a_ndim >= 2 and b_ndim <= a_ndim, b_ndim >= 3 and a_ndim <= b_ndim
+
+
+def _shape(x):
+    shape = getattr(x, "shape", None)
+    return tuple(np.shape(x) if shape is None else shape)
+
+
+def _core_dims(signature):
+    """``(inputs' core dim counts, first output's core dim count)`` of a gufunc signature."""
+    ins, outs = signature.split("->")
+    count = [len([d for d in group.split(",") if d.strip()]) for group in re.findall(r"\(([^)]*)\)", ins)]
+    return count, len([d for d in re.findall(r"\(([^)]*)\)", outs)[0].split(",") if d.strip()])
+
+
+def _aligned(ufunc, j, shapes, result_shape):
+    """Whether operand ``j``'s rows (its dim 0) are the rows of a result of ``result_shape``."""
+    shape = shapes[j]
+    if not shape or not result_shape or int(shape[0]) != int(result_shape[0]):
+        return False
+    if ufunc.signature is None:
+        return len(shape) == len(result_shape)
+    if ufunc.__name__ == "matmul" and len(shapes) == 2:
+        return matmul_rows(len(shapes[0]), len(shapes[1]))[j]
+    core_in, core_out = _core_dims(ufunc.signature)
+    loop = len(shape) - core_in[j]
+    return loop >= 1 and loop == len(result_shape) - core_out
 
 
 class UfuncMixin(NDArrayOperatorsMixin):
@@ -19,42 +80,72 @@ class UfuncMixin(NDArrayOperatorsMixin):
     __slots__ = ()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        lod = None
-        args = []
-        for x in inputs:
-            if isinstance(x, UfuncMixin):
-                lod = x._merge_lod(lod, ufunc)
-                args.append(x._require_data(ufunc.__name__))
-            else:
-                args.append(x)
+        name = ufunc.__name__
+        args = [x._check_fits(name) if isinstance(x, UfuncMixin) else x for x in inputs]
         out = kwargs.get("out")
         if out is not None:
-            kwargs["out"] = tuple(
-                o._require_data(ufunc.__name__) if isinstance(o, UfuncMixin) else o for o in out
-            )
+            lod_outs = [o for o in out if isinstance(o, UfuncMixin) and o._lod._levels]
+            kwargs["out"] = tuple(o._check_fits(name) if isinstance(o, UfuncMixin) else o for o in out)
+            for o in lod_outs:
+                self._check_out(ufunc, method, inputs, args, o)
         be = backend_of(*args, *kwargs.get("out", ()))
         result = be.apply_ufunc(ufunc, method, *args, **kwargs)
         if method != "__call__":
             return result
         if out is not None:
             return out[0] if len(out) == 1 else out
+        first = result[0] if isinstance(result, tuple) else result
+        lod = self._row_lod(ufunc, inputs, args, _shape(first))
         if isinstance(result, tuple):
             return tuple(self._wrap_result(r, lod) for r in result)
         return self._wrap_result(result, lod)
 
-    def _merge_lod(self, lod, ufunc):
-        self._check_fits()
-        mine = self._lod
-        if lod is None or lod is mine:
-            return mine
-        if lod != mine:
-            raise LoDError(
-                f"{ufunc.__name__}: operands have different lods, {lod!r} and {mine!r}; "
-                f"elementwise ops need the same lod"
-            )
+    @staticmethod
+    def _row_lod(ufunc, inputs, args, result_shape):
+        """The lod of a ``__call__`` result of ``result_shape``, or None when its rows are not the operands'."""
+        shapes = [_shape(a) for a in args]
+        lod = None
+        for j, x in enumerate(inputs):
+            if not isinstance(x, UfuncMixin):
+                continue
+            mine = x._lod
+            if not mine._levels:  # a LoDTensor without a lod is a plain array here
+                lod = mine if lod is None else lod
+                continue
+            if not _aligned(ufunc, j, shapes, result_shape):
+                return None
+            if lod is not None and lod._levels and lod is not mine and lod != mine:
+                raise LoDError(
+                    f"{ufunc.__name__}: operands have different lods, {lod!r} and {mine!r}; "
+                    f"elementwise ops need the same lod"
+                )
+            if lod is None or not lod._levels:
+                lod = mine
         return lod
 
+    def _check_out(self, ufunc, method, inputs, args, o):
+        """Refuse, before anything is written, an ``out=`` LoDTensor whose lod would not describe the result."""
+        name = ufunc.__name__
+        if method != "__call__":
+            raise LoDError(
+                f"numpy.{name}.{method}: out= is a LoDTensor with lod {o._lod!r}, but a ufunc {method} result "
+                f"has no lod (its rows are not rows of the operands); pass out=<tensor>.data for plain rows"
+            )
+        lod = self._row_lod(ufunc, inputs, args, _shape(o._data))
+        rows_moved = lod is None and any(isinstance(x, UfuncMixin) and x._lod._levels for x in inputs)
+        if rows_moved:
+            raise LoDError(
+                f"numpy.{name}: out= is a LoDTensor of shape {tuple(o._data.shape)} with lod {o._lod!r}, but the "
+                f"result's rows are not the rows of the LoDTensor operands (broadcast to new leading dims or other "
+                f"rows); pass out=<tensor>.data to write plain rows"
+            )
+        if lod is not None and lod._levels and lod is not o._lod and lod != o._lod:
+            raise LoDError(
+                f"numpy.{name}: out= holds lod {o._lod!r} but the operands have lod {lod!r}; the result would be "
+                f"written under another lod. Use an out= with the operands' lod, or out=<tensor>.data"
+            )
+
     def _wrap_result(self, result, lod):
-        if getattr(result, "ndim", 0) >= 1 and lod is not None and lod.fits(result.shape[0]):
+        if lod is not None and getattr(result, "ndim", 0) >= 1 and lod.fits(result.shape[0]):
             return self._new(result, lod)
         return result

@@ -289,3 +289,33 @@ def test_sequence_softmax_of_float16_is_within_one_ulp_of_exact(backend):
     want = np.concatenate([np.exp(x[a:b].astype(np.float64)) / np.exp(x[a:b].astype(np.float64)).sum()
                            for a, b in zip(offsets, offsets[1:])])
     assert np.all(np.abs(got - want) <= np.spacing(want.astype(np.float16)).astype(np.float64))
+
+
+def test_issue_26_semantics():
+    """sequence_unpad of 2-D input gives (rows, 1); sequence_expand takes a plain array x;
+    sequence_mask takes maxlen as a one-element tensor and refuses non-numeric dtypes (#25)."""
+    out = S.sequence_unpad(np.arange(120.0).reshape(3, 40), [2, 3, 4])
+    assert out.data.shape == (9, 1) and out.lod() == [[0, 2, 5, 9]]
+    assert S.sequence_unpad(np.zeros((2, 3, 4)), [1, 2]).data.shape == (3, 4)
+    y = col([0.0] * 3, [[0, 1, 3]])
+    got = S.sequence_expand(np.array([[1.0], [2.0]]), y)
+    assert got.lod() == [] and got.data.ravel().tolist() == [1.0, 2.0, 2.0]
+    assert S.sequence_mask(np.array([1, 3]), maxlen=np.array([2])).tolist() == [[1, 0], [1, 1]]
+    assert S.sequence_mask(np.array([1]), maxlen=lt.LoDTensor(np.array([2], "int32"))).tolist() == [[1, 0]]
+    assert S.sequence_mask(np.array([1]), dtype="complex64").dtype == np.complex64
+    for bad in ("U3", object, "datetime64[s]", None):
+        with pytest.raises(TypeError, match="dtype must be a bool or numeric dtype"):
+            S.sequence_mask(np.array([1]), dtype=bad)
+    with pytest.raises(ValueError, match=r"maxlen given as a tensor must hold one integer, got shape \[2\]"):
+        S.sequence_mask(np.array([1]), maxlen=np.array([1, 2]))
+    with pytest.raises(TypeError, match=r"maxlen must be an integer, got a tensor of float64"):
+        S.sequence_mask(np.array([1]), maxlen=np.array([2.0]))
+
+
+def test_issue_26_semantics_torch():
+    torch = pytest.importorskip("torch")
+    mask = S.sequence_mask(torch.tensor([1, 3]), maxlen=torch.tensor([4]), dtype=torch.float32)
+    assert mask.dtype == torch.float32 and mask.tolist() == [[1, 0, 0, 0], [1, 1, 1, 0]]
+    out = S.sequence_expand(torch.tensor([[1.0], [2.0]], requires_grad=True), col([0.0] * 3, [[0, 1, 3]]))
+    assert out.data.requires_grad and out.data.ravel().tolist() == [1.0, 2.0, 2.0]
+    assert S.sequence_unpad(torch.zeros(3, 4), [1, 2, 3]).data.shape == (6, 1)

@@ -110,3 +110,70 @@ def test_beam_search_prunes_finished_sources_and_decode_orders_by_score():
     sent, sent_scores = S.beam_search_decode([pre_ids, sel_ids], [pre_scores, sel_scores], 2, 0)
     assert sent.lod() == [[0, 1, 3], [0, 1, 3, 5]]
     assert sent.data.tolist() == [0, 5, 7, 5, 6]
+
+
+def _ctc_reference(seq, blank, merge):
+    out, prev = [], None
+    for token in seq:
+        if token != blank and not (merge and token == prev):
+            out.append(token)
+        prev = token
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=8), min_size=1, max_size=5), st.integers(0, 3), st.booleans())
+def test_ctc_align_both_forms_equal_a_per_sequence_loop(seqs, blank, merge):
+    x = lt.from_nested_list([[[t] for t in s] for s in seqs], dtype="int64", lod_level=1)
+    expected = [_ctc_reference(s, blank, merge) for s in seqs]
+    out = S.ctc_align(x, blank, merge_repeated=merge)
+    assert out.tolist() == [[[t] for t in e] for e in expected]
+    width = max(len(s) for s in seqs)
+    dense = np.full((len(seqs), width + 1), 7, dtype=np.int32)  # 7: never read, beyond every length
+    for i, s in enumerate(seqs):
+        dense[i, : len(s)] = s
+    padded, length = S.ctc_align(dense, blank, merge_repeated=merge, input_length=[len(s) for s in seqs],
+                                 padding_value=-1)
+    assert padded.dtype == length.dtype == np.int32 and length.shape == (len(seqs), 1)
+    assert [row[: n].tolist() for row, n in zip(padded, length.ravel())] == expected
+    assert all((row[n:] == -1).all() for row, n in zip(padded, length.ravel()))
+
+
+def test_padded_forms_of_greedy_decoder_and_edit_distance():
+    torch = pytest.importorskip("torch")
+    probs = np.eye(3)[[[1, 1, 0, 2], [2, 0, 2, 2]]]
+    out, length = S.ctc_greedy_decoder(probs, 0, input_length=[[4], [2]], padding_value=9)
+    assert out.tolist() == [[1, 2, 9, 9], [2, 9, 9, 9]] and length.ravel().tolist() == [2, 1]
+    out_t, length_t = S.ctc_greedy_decoder(torch.from_numpy(probs), 0, input_length=torch.tensor([4, 2]))
+    assert isinstance(out_t, torch.Tensor) and out_t[:, :2].tolist() == [[1, 2], [2, 0]]
+    hyp, ref = np.array([[1, 2, 3, 0], [4, 0, 0, 0]]), np.array([[1, 3], [4, 4]])
+    d, n = S.edit_distance(hyp, ref, normalized=False, input_length=[3, 1], label_length=[2, 2])
+    assert d.ravel().tolist() == [1.0, 1.0] and n.tolist() == [2]
+    d_t, _ = S.edit_distance(torch.from_numpy(hyp), torch.from_numpy(ref), input_length=torch.tensor([3, 1]),
+                             label_length=torch.tensor([2, 2]))
+    assert isinstance(d_t, torch.Tensor) and d_t.ravel().tolist() == [0.5, 0.5]
+
+
+PADDED_BAD = [
+    ("one-length", lambda: S.edit_distance(np.zeros((1, 2), "int64"), np.zeros((1, 2), "int64"), input_length=[1]),
+     ValueError, "needs both input_length and label_length; label_length is None"),
+    ("rows", lambda: S.edit_distance(np.zeros((2, 2), "int64"), np.zeros((1, 2), "int64"), input_length=[1, 1],
+                                     label_length=[1]), ValueError, "same number of rows, got 2 and 1"),
+    ("float-ids", lambda: S.ctc_align(np.zeros((1, 2)), 0, input_length=[1]), TypeError, "integer ids, got dtype float64"),
+    ("length-shape", lambda: S.ctc_align(np.zeros((2, 3), "int64"), 0, input_length=[[1, 1]]), ValueError,
+     r"input_length must have shape \[2\] or \[2, 1\] \(one per row\), got \[1, 2\]"),
+    ("length-range", lambda: S.ctc_align(np.zeros((2, 3), "int64"), 0, input_length=[1, 4]), ValueError,
+     r"input_length\[1\]=4 is outside \[0, 3\]"),
+    ("lod-and-length", lambda: S.ctc_greedy_decoder(lt.LoDTensor(np.zeros((2, 3)), [[0, 2]]), 0, input_length=[2]),
+     ValueError, "input has a lod, so its length is given by it"),
+    ("rank", lambda: S.ctc_greedy_decoder(np.zeros((2, 3)), 0, input_length=[2, 2]), ValueError,
+     r"padded input must have shape \[batch, T, num_classes \+ 1\], got \[2, 3\]"),
+    ("blank", lambda: S.ctc_align(lt.LoDTensor(np.zeros((2, 1), "int64"), [[0, 2]]), "0"), TypeError,
+     "blank must be an integer, got str '0'"),
+]
+
+
+@pytest.mark.parametrize("call, exc, pattern", [case[1:] for case in PADDED_BAD], ids=[case[0] for case in PADDED_BAD])
+def test_padded_form_errors(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()

@@ -183,3 +183,17 @@ def test_every_bit_flip_of_binary_and_combined_files_loads_or_names_the_file():
                     reader(_named(bytes(flipped), name))
                 except ValueError as err:
                     assert str(err).startswith(name + ": "), err
+
+
+def test_a_0d_record_loads_as_an_array_in_load_program_state(tmp_path):
+    # Paddle 2.x saves scalars as 0-d tensors; a LoDTensor cannot hold one (axis 0 holds the rows)
+    d = tmp_path / "d"
+    d.mkdir()
+    fio.save_lod_tensor(np.float32(2.5), str(d / "lr"))
+    fio.save_lod_tensor(np.array(True), str(d / "flag"))
+    state = fio.load_program_state(str(d))
+    assert state["lr"].shape == () and state["lr"] == np.float32(2.5) and state["flag"].dtype == np.bool_
+    fio.save_combine({"lr": np.float32(2.5), "w": np.ones(2, "float32")}, str(tmp_path / "c"))
+    assert fio.load_program_state(str(tmp_path / "c"), ["w", "lr"])["lr"].shape == ()
+    with pytest.raises(ValueError, match=r"lr: holds a 0-d tensor .*load_program_state\(\) returns it"):
+        fio.load_lod_tensor(str(d / "lr"))

@@ -3,7 +3,10 @@
 ``fluid.LoDTensor`` is the same container as :class:`lodtensor.LoDTensor`
 with Paddle's constructor, ``fluid.LoDTensor()`` or
 ``fluid.LoDTensor(recursive_sequence_lengths)``; ``fluid.layers.<op>`` is every
-sequence op of :mod:`lodtensor.sequence`.
+sequence op of :mod:`lodtensor.sequence`, and the fluid 1.x model layers (``fc``,
+``embedding``, ``dynamic_lstm``, ...), which create Paddle-named parameters in the
+running ``fluid.Program`` (a ``torch.nn.Module``; needs torch), with ``fluid.nets``,
+``fluid.ParamAttr``, ``fluid.initializer`` and ``fluid.regularizer``.
 
 >>> import numpy as np
 >>> import lodtensor.fluid as fluid
@@ -14,11 +17,24 @@ sequence op of :mod:`lodtensor.sequence`.
 ([[0, 2, 5]], [5, 2], True)
 """
 
+import types as _types
+
 from ..factories import create_lod_tensor, create_random_int_lodtensor
 from ..place import CPUPlace, CUDAPinnedPlace, CUDAPlace
 from ..sequence import LoDTensorArray
-from . import core, io, layers
+from . import _param_attr, core, io, layers, nets
+from ._model_layers import data
+from ._model_layers import embedding_v2 as embedding
+from ._param_attr import ParamAttr
 from .core import LoDTensor
+
+#: ``fluid.initializer``: Paddle's initializers (``Constant``, ``Uniform``, ``Normal``, ``Xavier``, ...).
+initializer = _types.SimpleNamespace(**{
+    n: getattr(_param_attr, n) for n in dir(_param_attr) if n[0].isupper() and n not in ("ParamAttr", "L2Decay",
+                                                                                         "L2DecayRegularizer")
+})
+#: ``fluid.regularizer``: ``L2Decay`` (``L2DecayRegularizer``), applied through ``Program.param_groups``.
+regularizer = _types.SimpleNamespace(L2Decay=_param_attr.L2Decay, L2DecayRegularizer=_param_attr.L2Decay)
 
 __all__ = [
     "LoDTensor",
@@ -31,4 +47,22 @@ __all__ = [
     "LoDTensorArray",
     "core",
     "io",
+    "nets",
+    "Program",
+    "program_guard",
+    "ParamAttr",
+    "data",
+    "embedding",
+    "initializer",
+    "regularizer",
 ]
+
+_TORCH_NAMES = {"Program", "program_guard"}
+
+
+def __getattr__(name):
+    if name in _TORCH_NAMES:
+        from . import _program  # noqa: PLC0415 - imports torch
+
+        return getattr(_program, name)
+    raise AttributeError(f"module 'lodtensor.fluid' has no attribute {name!r}")

@@ -36,7 +36,7 @@ __all__ = ["read_pdparams"]
 #: The dtypes a .pdparams array may have (NumPy's pickled names, without byte order).
 _DTYPES = {name: np.dtype(name) for name in
            ("b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16")}
-_MAX_RANK = 64  # NumPy's limit
+_MAX_RANK = 32  # NumPy 1.x's limit (2.x takes 64); Paddle's is 9
 _NAME_TABLE = "StructuredToParameterName@@"
 _BIG_PARAMS = "UnpackBigParamInfor@@"  # protocol 2/3 files split arrays over 1 GiB into slices
 
@@ -102,30 +102,36 @@ def _data(raw):
     raise _Refused(f"an array's data is {_short(raw)}, expected bytes (object arrays are refused)")
 
 
+def _count(shape, itemsize, what):
+    """The element count of ``shape`` (a tuple of at most _MAX_RANK non-negative ints) that fits in memory."""
+    if type(shape) not in (tuple, list) or len(shape) > _MAX_RANK or not all(
+            type(d) is int and d >= 0 for d in shape):
+        raise _Refused(f"{what} shape is {_short(shape)}, expected a tuple of at most {_MAX_RANK} non-negative ints")
+    count, span = 1, itemsize
+    for d in shape:
+        count *= d
+        span *= max(d, 1)
+    if span >= 1 << 62:  # even with a zero dim NumPy refuses such a shape
+        raise _Refused(f"{what} shape {tuple(shape)} of {itemsize}-byte items is larger than any memory")
+    return count
+
+
 def _make_array(raw, dtype, shape, order):
     """The one place an array is made: every part checked, then one frombuffer and a copy."""
     if not isinstance(dtype, _Dtype):
         raise _Refused(f"an array's dtype is {_short(dtype)}, expected numpy.dtype(...)")
     dtype = dtype.dtype()
-    if type(shape) is not tuple or len(shape) > _MAX_RANK or not all(type(d) is int and d >= 0 for d in shape):
-        raise _Refused(f"an array's shape is {_short(shape)}, expected a tuple of at most {_MAX_RANK} "
-                       f"non-negative ints")
+    if type(shape) is not tuple:
+        raise _Refused(f"an array's shape is {_short(shape)}, expected a tuple")
+    count = _count(shape, dtype.itemsize, "an array's")
     raw = _data(raw)
-    count = 1
-    for d in shape:
-        count *= d
-    span = dtype.itemsize
-    for d in shape:
-        span *= max(d, 1)
-    if span >= 1 << 62:
-        raise _Refused(f"an array of shape {shape} and dtype {dtype} is larger than any memory")
     if raw.nbytes != count * dtype.itemsize:
         raise _Refused(f"an array of shape {shape} and dtype {dtype} needs {count * dtype.itemsize} bytes, "
                        f"the file holds {raw.nbytes}")
     flat = np.frombuffer(raw, dtype=dtype) if count else np.empty(0, dtype=dtype)
     shaped = flat.reshape(shape, order=order)
     if dtype.kind == "b":  # a bool is 0 or 1: other byte values are normalised
-        return shaped.view(np.uint8) != 0
+        return shaped.view(np.uint8).astype(np.bool_)  # (not `!= 0`: a 0-d array would give a scalar)
     return shaped.astype(dtype.newbyteorder("="), order="K", copy=True)
 
 
@@ -210,9 +216,9 @@ def _array_of(key, value):
         value = value[1]  # paddle.save of a Tensor: (name, array)
     if isinstance(value, _Array):
         if value.array is None:
-            raise _Refused(f"entry {key!r} is an array that is never filled")
+            raise _Refused(f"entry {_short(key)} is an array that is never filled")
         return value.array
-    raise _Refused(f"entry {key!r} is a {type(value).__name__}, expected an array")
+    raise _Refused(f"entry {_short(key)} is a {type(value).__name__}, expected an array")
 
 
 def _join_big(out, info):
@@ -224,22 +230,17 @@ def _join_big(out, info):
         if type(key) is not str or type(spec) is not dict or set(spec) != {"OriginShape", "slices"}:
             raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: expected {{'OriginShape': shape, 'slices': names}}")
         shape, names = spec["OriginShape"], spec["slices"]
-        if type(shape) not in (tuple, list) or len(shape) > _MAX_RANK or not all(
-                type(d) is int and d >= 0 for d in shape):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: shape {_short(shape)} is not a list of non-negative ints")
         if type(names) is not list or not names or not all(type(n) is str and n in out for n in names):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: slices {_short(names)} are not names of stored arrays")
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: slices {_short(names)} are not names of stored arrays")
         if key in out or used & set(names) or len(set(names)) != len(names):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: the name or a slice is used twice")
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the name or a slice is used twice")
         used.update(names)
         parts = [out[n] for n in names]
         if any(p.ndim != 1 or p.dtype != parts[0].dtype for p in parts):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: the slices are not 1-D arrays of one dtype")
-        count = 1
-        for d in shape:
-            count *= d
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the slices are not 1-D arrays of one dtype")
+        count = _count(shape, parts[0].itemsize, f"{_BIG_PARAMS!r} entry {_short(key)}:")
         if sum(p.size for p in parts) != count:
-            raise _Refused(f"{_BIG_PARAMS!r} entry {key!r}: the slices hold {sum(p.size for p in parts)} values, "
+            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the slices hold {sum(p.size for p in parts)} values, "
                            f"shape {tuple(shape)} needs {count}")
         out[key] = np.concatenate(parts).reshape(tuple(shape))
     for name in used:
@@ -280,3 +281,6 @@ def read_pdparams(buf, where):
         return out
     except _Refused as err:
         raise ValueError(f"{where}: {err}") from None
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError, RecursionError) as err:
+        # not expected (every check above raises _Refused); kept so that no file can break the contract
+        raise ValueError(f"{where}: corrupted .pdparams file: {type(err).__name__}: {err}") from None

@@ -22,6 +22,7 @@ Traceback (most recent call last):
 lodtensor.fluid._pickle_machine.Refused: refusing to load os.system: only the listed NumPy and container globals are admitted
 """
 
+import reprlib
 import struct
 
 __all__ = ["Refused", "Global", "run", "short"]
@@ -48,9 +49,13 @@ class Global:
         return self.name
 
 
+_REPR = reprlib.Repr()
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, 60, 60
+
+
 def short(obj):
-    """``repr(obj)`` cut to 80 characters, for messages."""
-    text = repr(obj)
+    """A repr of ``obj`` of at most 80 characters, for messages: never deep, never long, whatever the file built."""
+    text = _REPR.repr(obj)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

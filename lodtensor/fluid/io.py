@@ -29,6 +29,7 @@ import struct
 
 import numpy as np
 
+from ..lod import MAX_LOD_LEVELS
 from ..tensor import LoDTensor
 from ._pdparams import read_pdparams
 
@@ -56,8 +57,8 @@ _DTYPES = {
     24: np.dtype("<c16"),
 }
 _CODES = {dtype: code for code, dtype in _DTYPES.items()}
-_MAX_LEVELS = 64
-_MAX_RANK = 64
+_MAX_LEVELS = MAX_LOD_LEVELS
+_MAX_RANK = 32  # NumPy 1.x's limit (Paddle's is 9)
 
 
 # -- protobuf TensorDesc ------------------------------------------------------------------------
@@ -150,7 +151,8 @@ class _Reader:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
 
-def _read_record(reader):
+def _read_record(reader, arrays=False):
+    """The next record: a LoDTensor, or with ``arrays`` its data (0-d tensors too, which a LoDTensor cannot hold)."""
     where = reader.name
     version = reader.unpack("<I", "the LoDTensor version")
     if version != 0:
@@ -179,17 +181,23 @@ def _read_record(reader):
     raw = reader.take(numel * dtype.itemsize, f"the data of shape {list(dims)} {dtype.name}")
     flat = np.frombuffer(raw, dtype=dtype) if numel else np.empty(0, dtype)
     if dtype.kind == "b":  # a bool is 0 or 1: other byte values are normalised
-        data = flat.view(np.uint8).reshape(dims) != 0
+        data = flat.view(np.uint8).reshape(dims).astype(np.bool_)  # a 0-d array stays an array
     else:
         data = flat.reshape(dims).astype(dtype.newbyteorder("="), copy=True)
-    if not levels:
-        return LoDTensor(data)
     if data.ndim == 0:
-        raise ValueError(f"{where}: a 0-d tensor cannot carry a lod")
+        if levels:
+            raise ValueError(f"{where}: corrupted LoDTensor file: a 0-d tensor cannot carry a lod")
+        if arrays:
+            return data
+        raise ValueError(f"{where}: holds a 0-d tensor (a Paddle scalar), which a LoDTensor cannot hold (axis 0 "
+                         f"holds the rows); load_program_state() returns it as a 0-d array")
+    if not levels:
+        return data if arrays else LoDTensor(data)
     try:
-        return LoDTensor(data, levels)
+        t = LoDTensor(data, levels)
     except ValueError as err:
         raise ValueError(f"{where}: corrupted LoDTensor file: invalid lod: {err}") from None
+    return data if arrays else t
 
 
 def _record(t):
@@ -239,9 +247,13 @@ def load_lod_tensor(file):
     Raises ``ValueError`` naming the file and the offset for a truncated or corrupted file,
     or for bytes left over after the tensor.
     """
+    return _read_one(file, arrays=False)
+
+
+def _read_one(file, arrays):
     buf, name = _read_bytes(file)
     reader = _Reader(buf, name)
-    t = _read_record(reader)
+    t = _read_record(reader, arrays)
     if reader.pos != len(buf):
         raise ValueError(f"{name}: {len(buf) - reader.pos} bytes after the tensor; is this a combined file? "
                          f"use load_combine() or load_program_state()")
@@ -302,12 +314,16 @@ def load_combine(file, names, *, order="sorted"):
     >>> state["b"].lod(), state["w"].shape()
     ([[0, 3]], [2, 2])
     """
+    return _read_combined(file, names, order, arrays=False)
+
+
+def _read_combined(file, names, order, arrays):
     buf, where = _read_bytes(file)
     wanted = _ordered(_names(names, f"load_combine() of {where}"), order, "load_combine()")
     reader = _Reader(buf, where)
     out = {}
     for name in wanted:
-        out[name] = _read_record(reader)
+        out[name] = _read_record(reader, arrays)
     if reader.pos != len(buf):
         raise ValueError(f"{where}: {len(buf) - reader.pos} bytes left after the {len(out)} named tensors; "
                          f"the file holds more variables than names were given")
@@ -415,7 +431,7 @@ def load_program_state(model_path, var_list=None):
             file = os.path.join(path, name)
             if not os.path.isfile(file):
                 raise ValueError(f"load_program_state(): variable {name!r} has no file in {path}")
-            out[name] = load_lod_tensor(file).numpy()
+            out[name] = _read_one(file, arrays=True)
         return out
     if not os.path.exists(path) and os.path.exists(path + ".pdparams"):
         path += ".pdparams"
@@ -437,4 +453,4 @@ def load_program_state(model_path, var_list=None):
             f"load_program_state(): {path} is a combined file, which does not store variable names; "
             f"pass var_list with the names of the variables saved in it"
         )
-    return {name: t.numpy() for name, t in load_combine(path, names).items()}
+    return _read_combined(path, names, "sorted", arrays=True)

@@ -25,6 +25,7 @@ import zlib
 
 import numpy as np
 
+from ..lod import MAX_LOD_LEVELS
 from ..tensor import LoDTensor
 from ._lazy import bad_file, require
 from .arrow import arrow_type_of, from_arrow, host_dtype, to_arrow
@@ -38,7 +39,7 @@ _FORMAT = "lodtensor.ipc"
 _VERSION = 1
 _MAX_HEADER = 1 << 16  # bytes of JSON header (lt.save writes ~150 plus 11 per lod level)
 _MAX_JSON_DEPTH = 4  # lt.save writes 2: {"lod_crc32": [...]}
-_MAX_ROW_DIMS = 32  # numpy's limit is 64 dims in all
+_MAX_ROW_DIMS = 31  # rows plus these: NumPy 1.x's limit of 32 dims
 # what save writes: plain numeric and bool dtypes in native byte order
 _DTYPES = frozenset(np.dtype(n).str for n in ("b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8"))
 
@@ -60,10 +61,6 @@ def save(path, t):
     pa = require("pyarrow", "arrow", "save()")
     if not isinstance(t, LoDTensor):
         raise TypeError(f"save(): t must be a LoDTensor, got {type(t).__name__}")
-    dtype = host_dtype(t)
-    if not dtype.isnative and dtype.itemsize > 1 and t.data is not None:
-        # Arrow buffers are little-endian native: swapped data is written in native order (a copy)
-        t = t.with_data(np.asarray(t.data).astype(dtype.newbyteorder("=")))
     arr = to_arrow(t)
     meta = {
         "format": _FORMAT,
@@ -127,9 +124,9 @@ def _metadata(schema):
     if meta.get("version") != _VERSION:
         raise ValueError(f"format version {meta.get('version')!r}; this lodtensor reads version {_VERSION}")
     level, rows, shape, crcs = meta.get("lod_level"), meta.get("num_rows"), meta.get("row_shape"), meta.get("lod_crc32")
-    for field, value in (("lod_level", level), ("num_rows", rows)):
-        if type(value) is not int or not 0 <= value < 1 << 63:
-            raise ValueError(f"bad header {field}={str(value)[:40]}: expected an integer in [0, 2**63)")
+    for field, value, top in (("lod_level", level, MAX_LOD_LEVELS), ("num_rows", rows, (1 << 63) - 1)):
+        if type(value) is not int or not 0 <= value <= top:
+            raise ValueError(f"bad header {field}={str(value)[:40]}: expected an integer in [0, {top}]")
     if not isinstance(shape, list) or len(shape) > _MAX_ROW_DIMS or not all(
             type(s) is int and 0 <= s < 1 << 31 for s in shape):
         raise ValueError(f"bad header row_shape={str(shape)[:80]}: expected a list of at most {_MAX_ROW_DIMS} "

@@ -6,7 +6,7 @@ from ..backend import backend_name_of
 from ..tensor import LoDTensor
 from ._math import math_for
 
-__all__ = ["lod_input", "param", "TimePlan", "out_like"]
+__all__ = ["lod_input", "param", "TimePlan", "out_like", "as_torch"]
 
 
 def lod_input(x, where, name="input", *, ndim=2):
@@ -54,6 +54,33 @@ def param(w, like, where, name, shape=None, *, optional=False):
             want = "[" + ", ".join("*" if e is None else str(e) for e in shape) + "]"
             raise ValueError(f"{where}: {name} must have shape {want}, got {list(got)}")
     return w
+
+
+def as_torch(x, where, name="input", *, dtype=None, device=None):
+    """``x`` (a LoDTensor or an array) with torch data, for the layers that hold torch Parameters.
+
+    NumPy and CuPy data become torch (zero-copy where the memory allows, as ``LoDTensor.to_torch``);
+    floating data takes ``dtype`` and everything goes to ``device`` where given. Torch data
+    passes unchanged (no silent dtype or device change); None passes as None.
+    """
+    if x is None:
+        return None
+    import torch  # noqa: PLC0415
+
+    data = x.data if isinstance(x, LoDTensor) else x
+    lib = backend_name_of(data)
+    if lib is None:
+        raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(x).__name__}")
+    if lib == "torch":
+        return x
+    if isinstance(x, LoDTensor):
+        t = x.to_torch().data
+    elif isinstance(data, np.ndarray):
+        t = torch.from_numpy(data if data.flags.writeable else data.copy())
+    else:
+        t = torch.from_dlpack(data)
+    t = t.to(device=device, dtype=dtype if dtype is not None and t.is_floating_point() else None)
+    return x.with_data(t) if isinstance(x, LoDTensor) else t
 
 
 def out_like(x, data):

@@ -21,11 +21,11 @@ data in the module's dtype, on its device); for NumPy-only inference call
 
 import math
 
-import numpy as np
 import torch
 
 from ..tensor import LoDTensor
 from . import functional as F
+from ._common import as_torch
 
 __all__ = ["Embedding", "FC", "SequenceConv", "RowConv", "DynamicLSTM", "DynamicGRU", "LinearChainCRF", "CRFDecoding"]
 
@@ -42,16 +42,12 @@ def _zeros(*shape):
 
 
 def _on_torch(module, x):
-    """``x`` for ``module``'s torch math: a LoDTensor (or array) of NumPy data becomes torch (zero-copy on
-    the CPU; floating data in the module's dtype, on its device); anything else is passed through."""
-    data = x.data if isinstance(x, LoDTensor) else x
-    if not isinstance(data, np.ndarray):
-        return x
+    """``x`` for ``module``'s torch math: NumPy data becomes torch (zero-copy on the CPU; floating
+    data in the module's dtype, on its device); torch data passes unchanged."""
     ref = next(iter(module.parameters()), None)
-    t = torch.from_numpy(np.ascontiguousarray(data)) if data.dtype.kind != "b" else torch.from_numpy(data.copy())
-    if ref is not None:
-        t = t.to(device=ref.device, dtype=ref.dtype if t.is_floating_point() else None)
-    return x.with_data(t) if isinstance(x, LoDTensor) else t
+    if ref is None:
+        return as_torch(x, f"{type(module).__name__}.forward()")
+    return as_torch(x, f"{type(module).__name__}.forward()", dtype=ref.dtype, device=ref.device)
 
 
 def _hidden(cls, hidden_size, size, gates, paddle_size):

@@ -359,7 +359,7 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
 
     Array in, array out; a LoDTensor keeps its lod. ``maxlen`` is an integer or, as in
     Paddle, a one-element integer tensor (NumPy, torch, CuPy or LoDTensor). ``dtype`` is a
-    bool, integer or floating dtype (a name, a NumPy dtype or a torch dtype).
+    bool or numeric dtype (a name, a NumPy dtype or a torch dtype); others raise ``TypeError``.
 
     See Also
     --------
@@ -375,7 +375,7 @@ def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     >>> sequence_mask(np.array([1, 2]), dtype="U3")
     Traceback (most recent call last):
     ...
-    TypeError: sequence_mask(): dtype must be a bool, integer or floating dtype, got '<U3'
+    TypeError: sequence_mask(): dtype must be a bool or numeric dtype, got '<U3'
     """
     where = "sequence_mask()"
     return _reshape.mask(x, _maxlen(maxlen, where), _mask_dtype(dtype, where), where=where)
@@ -399,15 +399,15 @@ def _maxlen(maxlen, where):
 
 
 def _mask_dtype(dtype, where):
-    """``dtype`` as a NumPy dtype of kind bool, int, uint or float, else a clear error."""
+    """``dtype`` as a NumPy dtype of kind bool, int, uint, float or complex (as Paddle), else a clear error."""
     spelled = str(dtype).replace("torch.", "") if type(dtype).__module__.startswith("torch") else dtype
     try:
         resolved = None if dtype is None else np.dtype(spelled)
     except TypeError:
         resolved = None
-    if resolved is None or resolved.kind not in "biuf":
+    if resolved is None or resolved.kind not in "biufc":
         shown = repr(str(resolved)) if resolved is not None else repr(dtype)
-        raise TypeError(f"{where}: dtype must be a bool, integer or floating dtype, got {shown}")
+        raise TypeError(f"{where}: dtype must be a bool or numeric dtype, got {shown}")
     return resolved
 
 

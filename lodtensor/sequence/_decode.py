@@ -57,7 +57,7 @@ def _lengths(length, batch, width, where, name):
     """Host int64 lengths ``[batch]`` from ``[batch]`` or ``[batch, 1]``, each in ``[0, width]``."""
     lens = host_ints(length, where, name)
     arr = length.data if isinstance(length, LoDTensor) else length
-    shape = tuple(int(d) for d in arr.shape) if hasattr(arr, "shape") else (lens.size,)
+    shape = tuple(int(d) for d in (arr.shape if hasattr(arr, "shape") else np.shape(arr)))
     if shape not in ((batch,), (batch, 1)):
         raise ValueError(f"{where}: {name} must have shape [{batch}] or [{batch}, 1] (one per row), got {list(shape)}")
     bad = np.flatnonzero((lens < 0) | (lens > width))

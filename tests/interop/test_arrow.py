@@ -197,3 +197,55 @@ def test_missing_pyarrow_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     with pytest.raises(ImportError, match=r"lodtensor\[arrow\]"):
         lt.LoDTensor(np.arange(2), [[0, 2]]).to_arrow()
+
+
+# -- issue #25: rows of width 0, nesting limits, byte order ----------------------------------------
+@pytest.mark.parametrize("row_shape", [(0,), (0, 3), (3, 0), (2, 0, 2)], ids=str)
+@pytest.mark.parametrize("lod", [None, [[0, 2, 5]], [[0, 1, 2], [0, 2, 5]]], ids=["no-lod", "1-level", "2-level"])
+@pytest.mark.parametrize("dtype", ["float32", "bool", "int64"])
+def test_rows_of_width_zero_keep_their_rows(tmp_path, row_shape, lod, dtype):
+    # before: to_arrow() raised (FixedSizeListArray of size 0 from an empty array), from_arrow divided by 0
+    t = lt.LoDTensor(np.zeros((5, *row_shape), dtype=dtype), lod)
+    arr = t.to_arrow()
+    assert arr.type == lt.interop.arrow.arrow_type_of(t)
+    arr.validate(full=True)
+    for back in (lt.from_arrow(arr), lt.from_arrow(arr.slice(0)), _saved(tmp_path, t, True), _saved(tmp_path, t, False)):
+        assert back.lod() == t.lod() and back.shape() == t.shape() and back.dtype == t.dtype
+
+
+def _saved(tmp_path, t, mmap):
+    lt.save(tmp_path / "w0.arrow", t)
+    return lt.load(tmp_path / "w0.arrow", mmap=mmap)
+
+
+def test_width_zero_rows_of_a_slice():
+    arr = lt.LoDTensor(np.zeros((5, 0)), [[0, 2, 5]]).to_arrow().slice(1, 1)
+    back = lt.from_arrow(arr)
+    assert back.lod() == [[0, 3]] and back.shape() == [3, 0]
+
+
+def test_nesting_limits():
+    from lodtensor.interop.arrow import ARROW_MAX_NESTING
+
+    ok = lt.LoDTensor(np.zeros((1,) * 32, np.float32), [[0, 1]] * 32)  # 32 levels + 31 row dims = 63
+    assert lt.from_arrow(ok.to_arrow()).shape() == ok.shape()
+    too_deep = lt.LoDTensor(np.zeros((1,) * 33, np.float32), [[0, 1]] * 32)
+    with pytest.raises(ValueError, match=rf"to_arrow\(\): the tensor nests 64 list levels .*at most {ARROW_MAX_NESTING}"):
+        too_deep.to_arrow()
+
+
+def test_foreign_arrays_deeper_than_a_lod_are_refused_from_the_type():
+    arr = pa.array([1.0])
+    offsets = pa.py_buffer(np.array([0, 1], np.int64))
+    for _ in range(40):
+        arr = pa.LargeListArray.from_buffers(pa.large_list(arr.type), 1, [None, offsets], children=[arr])
+    with pytest.raises(ValueError, match=r"from_arrow\(\): the Arrow array nests more than 32 list levels"):
+        lt.from_arrow(arr)
+
+
+def test_other_byte_order_is_swapped_not_reinterpreted():
+    # before: '>f4' data went into Arrow as raw bytes, so 1.0 read back as 4.6e-41
+    t = lt.LoDTensor(np.arange(6, dtype=">f4").reshape(3, 2), [[0, 1, 3]])
+    assert t.to_arrow().to_pylist() == [[[0.0, 1.0]], [[2.0, 3.0], [4.0, 5.0]]]
+    assert lt.from_arrow(t.to_arrow()).dtype == np.float32
+    assert lt.LoDTensor(np.arange(3, dtype=">i8")).to_arrow().to_pylist() == [0, 1, 2]

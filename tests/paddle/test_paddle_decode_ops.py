@@ -254,3 +254,148 @@ def test_beam_search_decode(seed):
     sent_ids, sent_scores = L.beam_search_decode(id_steps, score_steps, beam_size=2, end_id=0)
     same(got[0], sent_ids)
     same(got[1], sent_scores, exact=False)
+
+
+# ------------------------------------------------------------------------------------------
+# #26: ctc_align with merge_repeated=False, and the padded ("tensor") forms with lengths
+# ------------------------------------------------------------------------------------------
+# Paddle's own OpTest inputs (test_ctc_align.py) and a few more
+ALIGN_LOD_CASES = [
+    ([0, 1, 2, 2, 0, 4, 0, 4, 5, 0, 6, 6, 0, 0, 7, 7, 7, 0], [[0, 11, 18]], 0),
+    ([0, 1, 2, 2, 0, 4, 0, 4, 5, 0, 6, 6, 0, 0, 7, 7, 7, 0, 0], [[0, 11, 19]], 0),
+    ([0, 0, 1, 1, 3, 3, 3, 1], [[0, 2, 2, 8]], 3),
+    ([5, 5, 5], [[0, 1, 3]], 0),
+]
+
+
+@pytest.mark.parametrize("merge", [True, False])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("values, lod, blank", ALIGN_LOD_CASES)
+def test_ctc_align_lod(values, lod, blank, merge, dtype):
+    x = lt.LoDTensor(np.asarray(values, dtype).reshape(-1, 1), lod)
+    got = run(lambda v, op: op("ctc_align", {"Input": v["x"]}, {"Output": dtype},
+                               {"blank": blank, "merge_repeated": merge})["Output"], {"x": x})
+    ours = L.ctc_align(x, blank, merge_repeated=merge)
+    same(got[0], ours)
+    assert ours.data.dtype == np.dtype(dtype)
+
+
+def test_difference_ctc_align_all_blank():
+    """Everything aligns to nothing: Paddle returns one row -1 with the lod [[0, 0]] (which does not
+    fit it); lodtensor returns zero rows, as its ctc_greedy_decoder."""
+    x = ids([0, 0, 0, 0], [[0, 4]])
+    got = run(lambda v, op: op("ctc_align", {"Input": v["x"]}, {"Output": "int64"},
+                               {"blank": 0, "merge_repeated": False})["Output"], {"x": x})
+    assert got[0][0].ravel().tolist() == [-1] and got[0][1] == [[0, 0]]
+    out = L.ctc_align(x, 0, merge_repeated=False)
+    assert out.data.shape == (0, 1) and out.lod() == [[0, 0]]
+
+
+PADDED_ALIGN_CASES = [  # Paddle's OpTest padded cases (test_ctc_align.py) and lengths of 0
+    ([[0, 2, 4, 4, 0, 6, 3, 6, 6, 0, 0], [1, 1, 3, 0, 0, 4, 5, 6, 0, 0, 0]], [[9], [8]], 0),
+    ([[0, 1, 2, 2, 0, 4], [0, 4, 5, 0, 6, 0], [0, 7, 7, 7, 0, 0]], [[6], [5], [4]], 0),
+    ([[0, 1, 2, 2, 0, 4], [0, 4, 5, 0, 6, 0], [0, 7, 1, 7, 0, 0]], [[6], [5], [4]], 1),
+    ([[3, 3, 1], [2, 3, 3]], [[0], [3]], -1),
+]
+
+
+@pytest.mark.parametrize("merge", [True, False])
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+@pytest.mark.parametrize("values, lengths, padding", PADDED_ALIGN_CASES)
+def test_ctc_align_padded(values, lengths, padding, merge, dtype):
+    x = np.asarray(values, dtype)
+    length = np.asarray(lengths, dtype)
+
+    def build(v, op):
+        out = op("ctc_align", {"Input": v["x"], "InputLength": v["n"]}, {"Output": dtype, "OutputLength": dtype},
+                 {"blank": 0, "merge_repeated": merge, "padding_value": padding})
+        return [out["Output"], out["OutputLength"]]
+
+    got = run(build, {"x": x, "n": length})
+    out, out_len = L.ctc_align(x, 0, merge_repeated=merge, input_length=length, padding_value=padding)
+    np.testing.assert_array_equal(got[0][0], out)
+    np.testing.assert_array_equal(got[1][0], out_len)
+    assert out.dtype == out_len.dtype == np.dtype(dtype)
+    # lengths as [batch] work as well (Paddle: [batch, 1] or [batch])
+    again = L.ctc_align(x, 0, merge_repeated=merge, input_length=length.ravel(), padding_value=padding)
+    np.testing.assert_array_equal(again[0], out)
+
+
+@pytest.mark.parametrize("blank", [0, 2])
+def test_ctc_greedy_decoder_padded(blank):
+    """Paddle 1.x's ctc_greedy_decoder with input_length: top_k, squeeze, then ctc_align with lengths."""
+    rng = np.random.RandomState(blank)
+    probs = (np.eye(4)[rng.randint(0, 4, (3, 7))] + 0.01 * rng.rand(3, 7, 4)).astype("float32")
+    length = np.array([[7], [3], [0]], "int64")
+
+    def build(v, op):
+        top = op("top_k", {"X": v["p"]}, {"Out": "float32", "Indices": "int64"}, {"k": 1})["Indices"]
+        flat = op("squeeze2", {"X": top}, {"Out": "int64", "XShape": "int64"}, {"axes": [2]})["Out"]
+        out = op("ctc_align", {"Input": flat, "InputLength": v["n"]}, {"Output": "int64", "OutputLength": "int64"},
+                 {"blank": blank, "merge_repeated": True, "padding_value": 0})
+        return [out["Output"], out["OutputLength"]]
+
+    got = run(build, {"p": probs, "n": length})
+    out, out_len = L.ctc_greedy_decoder(probs, blank, input_length=length)
+    np.testing.assert_array_equal(got[0][0], out)
+    np.testing.assert_array_equal(got[1][0], out_len)
+
+
+def test_difference_padded_length_beyond_the_row():
+    """A length longer than the padded row: Paddle reads the next row's ids (or past the buffer);
+    a negative length crashes it. lodtensor raises ValueError naming the length."""
+    x = np.array([[0, 2, 4, 4], [1, 1, 3, 0]], "int64")
+    with pytest.raises(ValueError, match=r"input_length\[0\]=6 is outside \[0, 4\]"):
+        L.ctc_align(x, 0, input_length=[[6], [2]])
+    with pytest.raises(ValueError, match=r"label_length\[1\]=-1 is outside \[0, 4\]"):
+        L.edit_distance(x, x, input_length=[2, 2], label_length=[2, -1])
+
+
+EDIT_PADDED_CASES = [  # Paddle's OpTest (TestEditDistanceOpNormalizedTensor) and empty rows
+    ([[10, 3, 0, 0], [6, 5, 8, 2]], [2, 4], [[10, 4, 0], [6, 7, 8]], [2, 3]),
+    ([[1, 2, 3], [4, 4, 4], [7, 0, 0]], [3, 0, 1], [[1, 3], [4, 5], [8, 7]], [2, 1, 2]),
+    ([[5, 6, 7, 8, 9]], [5], [[9, 8, 7, 6, 5, 4]], [6]),
+]
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+@pytest.mark.parametrize("hyp, hyp_len, ref, ref_len", EDIT_PADDED_CASES)
+def test_edit_distance_padded(hyp, hyp_len, ref, ref_len, normalized):
+    from paddle.nn.functional.loss import edit_distance  # noqa: PLC0415 - Paddle 2.6 keeps this one
+
+    h, r = np.asarray(hyp, "int64"), np.asarray(ref, "int64")
+    hl, rl = np.asarray(hyp_len, "int64"), np.asarray(ref_len, "int64")
+    # Paddle 2.6's dygraph edit_distance returns (sequence_num, distance), the reverse of its docs
+    n, d = edit_distance(paddle.to_tensor(h), paddle.to_tensor(r), normalized=normalized,
+                         input_length=paddle.to_tensor(hl), label_length=paddle.to_tensor(rl))
+    ours_d, ours_n = L.edit_distance(h, r, normalized=normalized, input_length=hl, label_length=rl)
+    np.testing.assert_allclose(ours_d, d.numpy(), rtol=1e-6)
+    np.testing.assert_array_equal(ours_n, n.numpy())
+    assert ours_d.dtype == np.float32 and ours_d.shape == tuple(d.shape)
+    # the same pairs as LoD tensors give the same distances
+    as_lod = L.edit_distance(ids(h[np.arange(h.shape[1]) < hl[:, None]], [np.concatenate([[0], np.cumsum(hl)]).tolist()]),
+                             ids(r[np.arange(r.shape[1]) < rl[:, None]], [np.concatenate([[0], np.cumsum(rl)]).tolist()]),
+                             normalized=normalized)
+    np.testing.assert_array_equal(as_lod[0], ours_d)
+
+
+def test_difference_edit_distance_padded_ignored_tokens():
+    """Paddle's padded edit_distance cannot erase ignored_tokens (its sequence_erase needs a lod);
+    lodtensor erases them from the counted ids of every row."""
+    from paddle.nn.functional.loss import edit_distance  # noqa: PLC0415
+
+    h, r = np.array([[1, 9, 2, 0]], "int64"), np.array([[1, 2, 9]], "int64")
+    with pytest.raises(Exception):  # noqa: B017, PT011 - whatever Paddle raises
+        edit_distance(paddle.to_tensor(h), paddle.to_tensor(r), ignored_tokens=[9],
+                      input_length=paddle.to_tensor(np.array([3])), label_length=paddle.to_tensor(np.array([3])))
+    d, _ = L.edit_distance(h, r, normalized=False, ignored_tokens=[9], input_length=[3], label_length=[3])
+    assert d.ravel().tolist() == [0.0]
+
+
+def test_sequence_topk_avg_pooling_is_not_in_paddle_2_6():
+    """Paddle 2.6.2's wheel no longer registers sequence_topk_avg_pooling, so there is nothing to run it
+    against here: tests/test_sequence_topk.py checks lodtensor's against an oracle of Paddle's kernel and
+    its OpTest cases. This test notices when a Paddle build has the operator again."""
+    from paddle.base import framework  # noqa: PLC0415
+
+    assert "sequence_topk_avg_pooling" not in framework.OpProtoHolder.instance().op_proto_map

@@ -206,3 +206,16 @@ def test_save_combine_writes_what_save_vars_writes(tmp_path):
         np.testing.assert_array_equal(ours[k], values[k])
     with pytest.raises(ValueError, match="'mid' is given twice"):
         fio.load_program_state(str(tmp_path / "combined"), ["mid", "zeta.w", "mid"])
+
+
+def test_0d_tensors_are_paddle_scalars(tmp_path):
+    # a record with no dims is what Paddle's load operator reads as a 0-d tensor
+    d = tmp_path / "d"
+    d.mkdir()
+    fio.save_lod_tensor(np.float32(1.5), str(d / "lr"))
+    data, lod = paddle_load(str(d / "lr"), "float32")
+    assert data.shape == () and data == np.float32(1.5) and lod == []
+    state = fio.load_program_state(str(d))
+    assert state["lr"].shape == () and state["lr"] == np.float32(1.5)
+    with pytest.raises(ValueError, match="holds a 0-d tensor"):
+        fio.load_lod_tensor(str(d / "lr"))

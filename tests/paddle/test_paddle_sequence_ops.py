@@ -1142,3 +1142,57 @@ def test_difference_lod_append_invalid_lod(x, level, as_variable):
     assert out.lod == [*x.lod(), level]
     with pytest.raises(lt.LoDError):  # the lod Paddle returned is not a valid lod
         lt.LoDTensor(out.data, out.lod)
+
+
+# ------------------------------------------------------------------------------------------
+# #26: Paddle's tensor-without-LoD x, maxlen as a tensor, the mask dtypes
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("ref_level", [-1, 0])
+def test_expand_plain_array_x(kind, ref_level):
+    """sequence_expand of a plain array x: Paddle's tensor without LoD (rows repeated, no lod)."""
+    x = seq_data(3, (2,))
+    y = X([[0, 1, 3], [0, 2, 2, 5]]) if ref_level == 0 else X(LOD1)
+    if ref_level == 0:
+        x = x[:2]
+    p = run_paddle("sequence_expand", {"x": T(x), "y": y}, {"ref_level": ref_level})
+    plain = x if kind == "numpy" else pytest.importorskip("torch").from_numpy(x)
+    (out,) = observe(L.sequence_expand(plain, y, ref_level=ref_level))
+    assert p[0]
+    assert_same(p[1], [out._replace(data=np.asarray(out.data))])
+
+
+@pytest.mark.parametrize("maxlen", [np.array([4], "int32"), np.array(4, "int32"), np.array([2], "int64")])
+def test_mask_maxlen_tensor(maxlen):
+    """Paddle takes maxlen as a one-element int32 tensor; lodtensor as any one-element integer
+    tensor (NumPy, torch, LoDTensor)."""
+    x = np.array([2, 0, 3])
+    expected = paddle_mask(x, paddle.to_tensor(maxlen.astype("int32")), "float32")
+    for value in (maxlen, lt.LoDTensor(maxlen.reshape(-1))):
+        np.testing.assert_array_equal(L.sequence_mask(x, maxlen=value, dtype="float32"), expected)
+    torch = pytest.importorskip("torch")
+    got = L.sequence_mask(torch.from_numpy(x), maxlen=torch.from_numpy(maxlen), dtype="float32")
+    np.testing.assert_array_equal(got.numpy(), expected)
+
+
+def paddle_mask(x, maxlen, dtype):
+    import paddle.nn.functional as PF  # noqa: PLC0415 - dygraph call
+
+    return PF.sequence_mask(paddle.to_tensor(x), maxlen=maxlen, dtype=dtype).numpy()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "float16", "float64", "complex64"])
+def test_mask_numeric_dtypes(dtype):
+    x = np.array([2, 0, 3])
+    expected = paddle_mask(x, None, dtype)
+    got = L.sequence_mask(x, dtype=dtype)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", ["str", "object", "datetime64[s]", "V8", None])
+def test_difference_mask_non_numeric_dtype(dtype):
+    """Non-numeric mask dtypes: Paddle refuses a name it does not know and maps others on its own;
+    lodtensor raises TypeError for any dtype that is not bool or numeric (#25)."""
+    with pytest.raises(TypeError, match="dtype must be a bool or numeric dtype"):
+        L.sequence_mask(np.array([2, 0, 3]), dtype=dtype)

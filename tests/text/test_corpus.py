@@ -195,3 +195,69 @@ def test_read_size_follows_a_file_rewritten_between_epochs(tmp_path):
     os.utime(path, ns=(os.stat(path).st_atime_ns, os.stat(path).st_mtime_ns + 10**9))  # a later write
     assert corpus._read_size(path) == ParquetCorpus(path, "words", 4096)._read_size(path) == (1 << 18) // 100
     assert [t.num_rows for t in corpus] == [4000] * 1 + [1000]
+
+
+# -- issue #25 item 8: shards that disagree on a column's layout ---------------------------------
+def _shard(path, words, **extra):
+    lt.write_parquet(path, {"words": words, **extra})
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("second", "match"),
+    [
+        (lt.from_nested_list([[[[1, 2]], [[3]]], [[[4]]]], dtype="int64", lod_level=3), r"3 lod level\(s\) of int64"),
+        (lt.from_nested_list([[[1, 2], [3]], [[4]]], dtype="int32", lod_level=2), r"2 lod level\(s\) of int32"),
+        (
+            lt.LoDTensor(np.zeros((4, 2), np.int64), [[0, 2, 3], [0, 1, 3, 4]]),
+            r"2 lod level\(s\) of int64 rows of shape \(2,\)",
+        ),
+    ],
+    ids=["depth", "dtype", "row shape"],
+)
+def test_shards_that_disagree_are_named_when_the_corpus_is_built(tmp_path, second, match):
+    first = lt.from_nested_list([[[1, 2], [3]], [[4]]], dtype="int64", lod_level=2)
+    _shard(tmp_path / "a.parquet", first)
+    _shard(tmp_path / "b.parquet", second)
+    _shard(tmp_path / "c.parquet", second)
+    with pytest.raises(ValueError, match=r"shard \S*b\.parquet has column 'words' of " + match) as err:
+        ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0)
+    assert "a.parquet has 2 lod level(s) of int64" in str(err.value) and "c.parquet" not in str(err.value)
+
+
+def test_with_columns_must_agree_too(tmp_path):
+    words = lt.from_nested_list([[[1, 2], [3]], [[4]]], dtype="int64", lod_level=2)
+    _shard(tmp_path / "a.parquet", words, label=lt.LoDTensor(np.array([0, 1], np.int64)))
+    _shard(tmp_path / "b.parquet", words, label=lt.LoDTensor(np.array([0.0, 1.0])))
+    ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0)  # the words agree; the labels are not read
+    with pytest.raises(ValueError, match=r"b\.parquet has column 'label' of 0 lod level\(s\) of float64"):
+        ParquetCorpus(tmp_path, "words", 10, with_columns=["label"], num_replicas=1, rank=0)
+    with pytest.raises(KeyError, match=r"ParquetCorpus\(\): \S*a\.parquet has no column\(s\) \['nope'\]"):
+        ParquetCorpus(tmp_path, "words", 10, with_columns=["nope"], num_replicas=1, rank=0)
+
+
+def test_a_shard_rewritten_after_the_corpus_was_built_is_refused_on_read(tmp_path):
+    # before: documents of a 3-level shard were joined with 2-level ones without a check, so words
+    # moved between documents; and a float shard changed the batch dtype mid-epoch
+    two = lt.from_nested_list([[[1, 2], [3]], [[4]]], dtype="int64", lod_level=2)
+    a, b = _shard(tmp_path / "a.parquet", two), _shard(tmp_path / "b.parquet", two)
+    corpus = ParquetCorpus([a, b], "words", 100, num_replicas=1, rank=0)
+    assert [t.lod_level for t in corpus] == [2]
+    _shard(b, lt.from_nested_list([[[[5]], [[6, 7]]]], dtype="int64", lod_level=3))
+    with pytest.raises(ValueError, match=r"b\.parquet now holds column 'words' as 3 lod level\(s\)"):
+        list(corpus)
+    _shard(b, lt.from_nested_list([[[5.0], [6.0, 7.0]]], lod_level=2))
+    with pytest.raises(ValueError, match=r"b\.parquet now holds column 'words' as 2 lod level\(s\) of float"):
+        list(corpus)
+
+
+def test_foreign_shards_are_described_by_their_arrow_schema(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"words": pa.array([[[1, 2]], [[3]]], type=pa.list_(pa.list_(pa.int64())))}),
+                   tmp_path / "a.parquet")  # fmt: skip
+    pq.write_table(pa.table({"words": pa.array([[1, 2], [3]], type=pa.list_(pa.int64()))}), tmp_path / "b.parquet")
+    with pytest.raises(ValueError, match=r"b\.parquet has column 'words' of 1 lod level\(s\) of int64"):
+        ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0)
+    os.remove(tmp_path / "b.parquet")
+    assert [t.tolist() for t in ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0)] == [[[[1, 2]], [[3]]]]

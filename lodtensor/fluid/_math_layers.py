@@ -1,0 +1,140 @@
+"""The fluid 1.x calls around a model's layers (no parameters): ``sums``, ``mean``,
+``cross_entropy``, ``accuracy``, on LoDTensors or tensors of torch (autograd) or NumPy data."""
+
+import numpy as np
+
+from ..backend import backend_name_of
+from ..tensor import LoDTensor
+
+__all__ = ["sums", "mean", "cross_entropy", "accuracy"]
+
+
+def _data(x, where, name):
+    data = x.data if isinstance(x, LoDTensor) else x
+    if backend_name_of(data) not in ("numpy", "torch"):
+        raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(x).__name__}")
+    return data
+
+
+def _like(x, data):
+    return x.with_data(data) if isinstance(x, LoDTensor) else data
+
+
+def sums(input, out=None):  # noqa: A002 - Paddle's names
+    """``fluid.layers.sums``: the element-wise sum of a list of tensors of one shape; the result keeps
+    the first input's lod. ``out`` (Paddle's pre-made output variable) must be None: use the result.
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> a = lt.LoDTensor(np.ones((3, 2)), [[0, 1, 3]])
+    >>> r = sums([a, a, a])
+    >>> r.lod(), r.data[0].tolist()
+    ([[0, 1, 3]], [3.0, 3.0])
+    """
+    where = "fluid.layers.sums()"
+    if out is not None:
+        raise TypeError(f"{where}: out= (a pre-made Paddle variable) has no meaning here; use the returned sum")
+    items = list(input) if isinstance(input, (list, tuple)) else [input]
+    if not items:
+        raise ValueError(f"{where}: input is an empty list")
+    datas = [_data(x, where, f"input[{i}]") for i, x in enumerate(items)]
+    shape = tuple(datas[0].shape)
+    for i, d in enumerate(datas[1:], 1):
+        if tuple(d.shape) != shape:
+            raise ValueError(f"{where}: input[{i}] has shape {list(d.shape)} but input[0] has {list(shape)}")
+    total = datas[0]
+    for d in datas[1:]:
+        total = total + d
+    return _like(items[0], total)
+
+
+def mean(x, name=None):
+    """``fluid.layers.mean``: the mean of every element, a 0-d tensor (NumPy: a 0-d array).
+
+    >>> import numpy as np
+    >>> float(mean(np.array([[1.0], [2.0], [6.0]])))
+    3.0
+    """
+    return _data(x, "fluid.layers.mean()", "x").mean()
+
+
+def _labels(label, rows, where):
+    """Integer labels ``[N]`` (from ``[N, 1]`` or ``[N]``) on the input's library."""
+    lab = _data(label, where, "label")
+    if tuple(lab.shape) not in ((rows,), (rows, 1)):
+        raise ValueError(f"{where}: label must have shape [{rows}, 1] or [{rows}], got {list(lab.shape)}")
+    return lab.reshape(-1)
+
+
+def cross_entropy(input, label, soft_label=False, ignore_index=-100):  # noqa: A002
+    """``fluid.layers.cross_entropy`` of probabilities ``input`` ``[N, C]``: ``-log(input[i, label[i]])``
+    (0 where ``label == ignore_index``), or with ``soft_label`` ``-sum(label[i] * log(input[i]))``;
+    ``[N, 1]``, keeping ``input``'s lod.
+
+    >>> import numpy as np
+    >>> out = cross_entropy(np.array([[0.25, 0.75], [0.5, 0.5]]), np.array([[1], [0]]))
+    >>> np.round(out.ravel(), 4).tolist()
+    [0.2877, 0.6931]
+    """
+    where = "fluid.layers.cross_entropy()"
+    probs = _data(input, where, "input")
+    if probs.ndim != 2:
+        raise ValueError(f"{where}: input must be probabilities [N, C], got shape {list(probs.shape)}")
+    rows = int(probs.shape[0])
+    if soft_label:
+        lab = _data(label, where, "label")
+        if tuple(lab.shape) != tuple(probs.shape):
+            raise ValueError(f"{where}: a soft label has input's shape {list(probs.shape)}, got {list(lab.shape)}")
+        return _like(input, -(lab * _log(probs)).sum(-1)[:, None])
+    lab = _labels(label, rows, where)
+    host = np.asarray(lab.tolist(), dtype=np.int64) if not isinstance(lab, np.ndarray) else lab.astype(np.int64)
+    keep = host != int(ignore_index)
+    width = int(probs.shape[1])
+    if keep.any() and (host[keep].min() < 0 or host[keep].max() >= width):
+        bad = int(host[keep][(host[keep] < 0) | (host[keep] >= width)][0])
+        raise IndexError(f"{where}: label {bad} is out of range for {width} classes")
+    safe = np.where(keep, host, 0)
+    if isinstance(probs, np.ndarray):
+        picked = probs[np.arange(rows), safe]
+        out = np.where(keep, -_log(picked), 0).astype(probs.dtype)
+    else:
+        import torch  # noqa: PLC0415
+
+        index = torch.from_numpy(safe).to(probs.device)
+        picked = probs.gather(1, index[:, None])[:, 0]
+        out = -_log(picked) * torch.from_numpy(keep).to(device=probs.device, dtype=probs.dtype)
+    return _like(input, out.reshape(rows, 1))
+
+
+def _log(x):
+    if isinstance(x, np.ndarray):
+        return np.log(x)
+    return x.log()
+
+
+def accuracy(input, label, k=1, correct=None, total=None):  # noqa: A002
+    """``fluid.layers.accuracy``: the fraction of rows whose label is among the ``k`` largest scores of
+    ``input`` ``[N, C]``; a float32 0-d tensor (NumPy: 0-d array). ``correct``/``total`` must be None.
+
+    >>> import numpy as np
+    >>> round(float(accuracy(np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]]), np.array([[1], [1], [1]]))), 4)
+    0.6667
+    """
+    where = "fluid.layers.accuracy()"
+    if correct is not None or total is not None:
+        raise TypeError(f"{where}: correct=/total= (pre-made Paddle variables) have no meaning here")
+    scores = _data(input, where, "input")
+    if scores.ndim != 2:
+        raise ValueError(f"{where}: input must be scores [N, C], got shape {list(scores.shape)}")
+    rows = int(scores.shape[0])
+    lab = _labels(label, rows, where)
+    k = int(k)
+    if isinstance(scores, np.ndarray):
+        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        hit = (top == np.asarray(lab)[:, None]).any(1)
+        return np.asarray(hit.mean() if rows else 0.0, dtype=np.float32)
+    import torch  # noqa: PLC0415
+
+    top = scores.detach().topk(min(k, int(scores.shape[1])), dim=1).indices
+    hit = (top == torch.as_tensor(np.asarray(lab.tolist()), device=top.device)[:, None]).any(1)
+    return hit.float().mean() if rows else hit.float().sum()
