@@ -6,9 +6,9 @@ attributes set, and code outside ``lodtensor/backend`` calling nothing else.
 """
 
 import ast
-import re
 import inspect
 import pathlib
+import re
 
 import pytest
 
@@ -126,7 +126,7 @@ _BRANCH = re.compile(
 )
 _ALLOWED_BRANCHES = 5
 # Files still being moved onto the contract in this round (#23): their branches are counted apart.
-_PENDING_BRANCHES = ("nn/", "nested/", "sequence/", "text/", "distributed/")
+_PENDING_BRANCHES = ("nn/", "nested/", "sequence/", "text/", "distributed/", "fluid/")
 
 
 def _branches():
