@@ -6,7 +6,7 @@ The doctest collector (``--doctest-modules``) imports every module under
 
 import importlib.util
 
-collect_ignore = []
+collect_ignore = ["tests/data"]  # fixtures and the scripts that write them (run by hand, with real Paddle)
 if importlib.util.find_spec("torch") is None:
     collect_ignore.append("lodtensor/backend/torch")
 if importlib.util.find_spec("cupy") is None:  # the CUDA sources' folder (cuda/) needs no cupy

@@ -79,14 +79,14 @@ TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
 @contextlib.contextmanager
 def _numpy_alone():
     """lodtensor's NumPy backend as if SciPy were not installed."""
-    from lodtensor.backend.numpy import _backend as numpy_backend  # noqa: PLC0415
+    from lodtensor.backend.numpy import _routes  # noqa: PLC0415
 
-    saved = numpy_backend._SPARSE
-    numpy_backend._SPARSE = False
+    saved = _routes._SPARSE
+    _routes._SPARSE = False
     try:
         yield
     finally:
-        numpy_backend._SPARSE = saved
+        _routes._SPARSE = saved
 
 
 def _alone(fn):

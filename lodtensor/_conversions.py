@@ -44,7 +44,7 @@ class ConversionsMixin:
         """
         data = self._require_data("to_torch()")
         be = get_backend("torch")
-        if backend_name_of(data) == "torch":
+        if backend_name_of(data) == be.name:
             return self
         return self._new(be.asarray(data), self._lod)
 

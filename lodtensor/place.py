@@ -163,7 +163,7 @@ def as_place(place, name="place"):
     if place is None or isinstance(place, Place):
         return place
     text = place if isinstance(place, str) else None
-    if text is None and type(place).__name__ == "device" and type(place).__module__ == "torch":
+    if text is None and hasattr(place, "type") and hasattr(place, "index"):  # a torch.device
         text = str(place)
     if text is None:
         raise TypeError(

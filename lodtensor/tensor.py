@@ -13,7 +13,7 @@ from ._data import to_place
 from ._format import preview
 from ._nested_list import to_nested_list
 from ._ufunc import UfuncMixin
-from .backend import backend_name_of, backend_of, get_backend
+from .backend import backend_name_of, backend_of, dtype_kind, get_backend
 from .backend._pickle import portable
 from .lod import LoD
 from .place import CPUPlace, Place, as_place, place_of
@@ -29,8 +29,7 @@ _ndarray = np.ndarray
 
 
 def _check_dtype(dtype, name):
-    kind = getattr(dtype, "kind", None)
-    if kind is not None and kind not in _NUMERIC_KINDS:
+    if dtype_kind(dtype) not in _NUMERIC_KINDS:
         raise TypeError(
             f"{name} must have a numeric or bool dtype (bool, integer, floating or complex), got {dtype}"
         )
@@ -61,7 +60,7 @@ def coerce_data(data, name="data"):
             f"array {data!r}; wrap it as [value]"
         )
     dtype = data.dtype
-    _check_dtype(np.dtype(dtype) if backend_name_of(data) == "numpy" else dtype, name)
+    _check_dtype(dtype, name)
     return data
 
 

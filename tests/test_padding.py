@@ -5,6 +5,7 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import LoDTensor
+from lodtensor.backend.numpy import _tuning as np_tuning
 
 from .reference import pad as ref_pad
 from .strategies import lod_tensors
@@ -112,9 +113,8 @@ def test_pad_all_round_trip(t):
 @pytest.mark.parametrize("pad_value", [0, -1.5, "row"])
 @pytest.mark.parametrize("use_out", [False, True])
 def test_split_padding_paths_agree(monkeypatch, threads, pad_value, use_out):
-    from lodtensor.backend.numpy import _backend as numpy_backend
 
-    monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(np_tuning, "MIN_PARALLEL_BYTES", 0)
     monkeypatch.setenv("LODTENSOR_NUM_THREADS", threads)
     lt.set_num_threads(None)  # read the environment variable
     assert lt.get_num_threads() == int(threads)

@@ -17,9 +17,9 @@ import numpy as np
 
 from ..errors import BackendMismatchError
 from ._contract import KERNELS, Backend
+from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests register stubs there
 from .numpy._compiled import compiled_kernels, set_compiled_kernels
 from .numpy._pool import buffer_pool_info, get_buffer_pool, set_buffer_pool, trim_buffer_pool
-from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests register stubs there
 
 __all__ = ["Backend", "KERNELS", "backend_of", "dtype_kind", "get_backend", "backend_name_of", "available_backends",
            "set_buffer_pool", "get_buffer_pool", "trim_buffer_pool", "buffer_pool_info", "compiled_kernels",

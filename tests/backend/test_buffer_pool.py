@@ -24,9 +24,7 @@ import lodtensor as lt
 from lodtensor import sequence as S
 from lodtensor.backend import buffer_pool_info, set_buffer_pool, trim_buffer_pool
 from lodtensor.backend.numpy import _pool as _np_pool
-from lodtensor.backend.numpy import _ufunc as _np_ufunc
-from lodtensor.backend.numpy import _special
-from lodtensor.backend.numpy import _backend as numpy_backend
+from lodtensor.backend.numpy import _tuning as np_tuning
 
 KIB = 1 << 10
 
@@ -34,8 +32,8 @@ KIB = 1 << 10
 @pytest.fixture
 def small_pool(monkeypatch):
     """Pool arrays of 1 KiB and more, in 1 KiB grains, with a 1 MiB bound; emptied after."""
-    monkeypatch.setattr(_np_pool, "POOL_MIN_BYTES", KIB)
-    monkeypatch.setattr(_np_pool, "_GRAIN", KIB)
+    monkeypatch.setattr(np_tuning, "POOL_MIN_BYTES", KIB)
+    monkeypatch.setattr(np_tuning, "POOL_GRAIN", KIB)
     set_buffer_pool(1 << 20)
     trim_buffer_pool()
     yield
@@ -166,8 +164,8 @@ def test_pickle_copies_and_round_trips(small_pool):
                           st.integers(1, 5)), min_size=1, max_size=40))
 def test_live_arrays_never_share_memory(ops):
     """Random programs of allocations, views, drops and writes: every live array keeps its contents."""
-    saved = (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN)
-    _np_pool.POOL_MIN_BYTES, _np_pool._GRAIN = KIB, KIB
+    saved = (np_tuning.POOL_MIN_BYTES, np_tuning.POOL_GRAIN)
+    np_tuning.POOL_MIN_BYTES, np_tuning.POOL_GRAIN = KIB, KIB
     set_buffer_pool(64 * KIB)
     try:
         shadows, live = {}, []  # shadows: root -> a plain copy; live: (array, root, its slice of the root)
@@ -198,7 +196,7 @@ def test_live_arrays_never_share_memory(ops):
     finally:
         del live
         gc.collect()
-        _np_pool.POOL_MIN_BYTES, _np_pool._GRAIN = saved
+        np_tuning.POOL_MIN_BYTES, np_tuning.POOL_GRAIN = saved
         set_buffer_pool(None)
         trim_buffer_pool()
 
@@ -342,12 +340,13 @@ def _kernels(data, lengths):
 @given(st.lists(st.integers(1, 9), min_size=1, max_size=30), st.integers(1, 6))
 def test_kernels_into_dirty_pooled_buffers_equal_fresh_ones_bit_for_bit(lens, width):
     """Every pooled kernel, threaded (3 threads) and on one thread, pool on and off: the same bits."""
-    saved = (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN, _np_ufunc._UFUNC_PARALLEL_BYTES, _special._PARALLEL_MIN,
-             numpy_backend._MIN_PARALLEL_BYTES, numpy_backend._SOFTMAX_PARALLEL_BYTES, _np_ufunc._UFUNC_BLOCK_ELEMENTS)
-    _np_pool.POOL_MIN_BYTES, _np_pool._GRAIN = 64, 64
-    _np_ufunc._UFUNC_PARALLEL_BYTES = numpy_backend._MIN_PARALLEL_BYTES = numpy_backend._SOFTMAX_PARALLEL_BYTES = 0
-    _special._PARALLEL_MIN = 0
-    _np_ufunc._UFUNC_BLOCK_ELEMENTS = 7
+    saved = (np_tuning.POOL_MIN_BYTES, np_tuning.POOL_GRAIN, np_tuning.UFUNC_PARALLEL_BYTES,
+             np_tuning.SPECIAL_PARALLEL_MIN, np_tuning.MIN_PARALLEL_BYTES, np_tuning.SOFTMAX_PARALLEL_BYTES,
+             np_tuning.UFUNC_BLOCK_ELEMENTS)
+    np_tuning.POOL_MIN_BYTES, np_tuning.POOL_GRAIN = 64, 64
+    np_tuning.UFUNC_PARALLEL_BYTES = np_tuning.MIN_PARALLEL_BYTES = np_tuning.SOFTMAX_PARALLEL_BYTES = 0
+    np_tuning.SPECIAL_PARALLEL_MIN = 0
+    np_tuning.UFUNC_BLOCK_ELEMENTS = 7
     try:
         data = np.random.default_rng(len(lens) * 7 + width).standard_normal((sum(lens), width)).astype(np.float32)
         results = {}
@@ -367,9 +366,9 @@ def test_kernels_into_dirty_pooled_buffers_equal_fresh_ones_bit_for_bit(lens, wi
                     ref = results.setdefault(name, got)
                     assert got.dtype == ref.dtype and np.array_equal(got, ref), (name, pool_bytes, threads)
     finally:
-        (_np_pool.POOL_MIN_BYTES, _np_pool._GRAIN, _np_ufunc._UFUNC_PARALLEL_BYTES, _special._PARALLEL_MIN,
-         numpy_backend._MIN_PARALLEL_BYTES,
-         numpy_backend._SOFTMAX_PARALLEL_BYTES, _np_ufunc._UFUNC_BLOCK_ELEMENTS) = saved
+        (np_tuning.POOL_MIN_BYTES, np_tuning.POOL_GRAIN, np_tuning.UFUNC_PARALLEL_BYTES, np_tuning.SPECIAL_PARALLEL_MIN,
+         np_tuning.MIN_PARALLEL_BYTES,
+         np_tuning.SOFTMAX_PARALLEL_BYTES, np_tuning.UFUNC_BLOCK_ELEMENTS) = saved
         lt.set_num_threads(None)
         set_buffer_pool(None)
         trim_buffer_pool()

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 import lodtensor as lt
 from lodtensor.backend import compiled_kernels, get_backend, set_compiled_kernels
 from lodtensor.backend.numpy import _compiled as _np_compiled
+from lodtensor.backend.numpy import _tuning as np_tuning
+from lodtensor.backend.torch import _tuning as torch_tuning
 from lodtensor.lod import lengths_to_offsets
 
 needs_kernel = pytest.mark.skipif(_np_compiled._kernel is None, reason="the compiled kernel was not built")
@@ -153,7 +155,7 @@ def test_long_sequences_span_blocks_and_threads_agree(monkeypatch):
         data = _values("float32", (sum(lens), width), width)
         one = _np_compiled.compiled_reduce(np.add, data, offsets, 0)
         np.testing.assert_array_equal(one, _expected(np.add, data, offsets, 0))
-        monkeypatch.setattr(_np_compiled, "_PARALLEL_BYTES", 0)
+        monkeypatch.setattr(np_tuning, "COMPILED_PARALLEL_BYTES", 0)
         lt.set_num_threads(3)
         try:
             for ufunc in UFUNCS.values():
@@ -161,7 +163,7 @@ def test_long_sequences_span_blocks_and_threads_agree(monkeypatch):
                 np.testing.assert_array_equal(_np_compiled.compiled_reduce(ufunc, data, offsets, 0), single)
         finally:
             lt.set_num_threads(None)
-            monkeypatch.setattr(_np_compiled, "_PARALLEL_BYTES", 16 << 20)
+            monkeypatch.setattr(np_tuning, "COMPILED_PARALLEL_BYTES", 16 << 20)
 
 
 def test_views_and_multi_dim_rows(compiled):
@@ -367,8 +369,8 @@ def test_relu_threaded_and_streamed_same_bits(monkeypatch, dtype):
 
     x = _relu_input(dtype, 600_001, 3).reshape(-1, 1)
     monkeypatch.setattr(_np_compiled, "_enabled", True)
-    monkeypatch.setattr(_np_compiled, "_STREAM_BYTES", 1 << 20)  # this input is streamed
-    monkeypatch.setattr(_special, "_RELU_PARALLEL_BYTES", 1 << 20)  # and split over the threads
+    monkeypatch.setattr(np_tuning, "STREAM_BYTES", 1 << 20)  # this input is streamed
+    monkeypatch.setattr(np_tuning, "RELU_PARALLEL_BYTES", 1 << 20)  # and split over the threads
     lt.set_num_threads(2)
     try:
         assert _same_bits(_special.relu(x), np.maximum(x, 0))
@@ -435,10 +437,9 @@ def test_relu_of_denormals_does_not_follow_a_threads_flush_setting(monkeypatch):
     threads not, every thread still keeps positive denormals and clears negative ones."""
     torch = pytest.importorskip("torch")
     from lodtensor.backend.numpy import _special
-    from lodtensor.backend.torch import _backend as torch_backend
 
-    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # the torch backend's kernel too
-    monkeypatch.setattr(_special, "_RELU_PARALLEL_BYTES", 1 << 20)  # on both threads
+    monkeypatch.setattr(torch_tuning, "RELU_CPU_MIN_BYTES", 0)  # the torch backend's kernel too
+    monkeypatch.setattr(np_tuning, "RELU_PARALLEL_BYTES", 1 << 20)  # on both threads
     bits = np.tile(np.array([0x5, 0x80000005, 0x80000000, 0x1], np.uint32), 300_000)
     x = bits.view(np.float32)
     if not torch.set_flush_denormal(True):

@@ -59,9 +59,12 @@ def _tensor(device, width=4, dtype=torch.float32, lod=LOD):
 
 
 # name -> op(tensor builder) returning arrays or LoDTensors; each runs on CPU and on meta
+def _pool(kind):
+    return lambda mk: seq.sequence_pool(mk(), kind)
+
+
 OPS = {
-    **{f"pool_{kind}": (lambda kind: lambda mk: seq.sequence_pool(mk(), kind))(kind)
-       for kind in ("sum", "average", "sqrt", "max", "min", "first", "last")},
+    **{f"pool_{kind}": _pool(kind) for kind in ("sum", "average", "sqrt", "max", "min", "first", "last")},
     "pool_int_sum": lambda mk: seq.sequence_pool(mk(dtype=torch.int64), "sum"),
     "pool_int_average": lambda mk: seq.sequence_pool(mk(dtype=torch.int64), "average"),
     "softmax": lambda mk: seq.sequence_softmax(mk(width=1)),

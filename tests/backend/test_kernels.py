@@ -4,6 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lodtensor import BackendMismatchError, backend_of, get_backend
+from lodtensor.backend.numpy import _routes
+from lodtensor.backend.numpy import _tuning as np_tuning
 from lodtensor.lod import lengths_to_offsets
 
 from ..conftest import BackendCase
@@ -85,7 +87,6 @@ def _numpy_path(monkeypatch, path):
     """The NumPy backend's segment reductions by ``path``: "compiled" (its compiled kernel), "csr"
     (SciPy's product for sums, NumPy kernels otherwise), "no-scipy" (NumPy kernels alone)."""
     from lodtensor.backend.numpy import _compiled as _np_compiled
-    from lodtensor.backend.numpy import _backend as numpy_backend
 
     if path == "compiled":
         if _np_compiled._kernel is None:
@@ -96,7 +97,7 @@ def _numpy_path(monkeypatch, path):
     if path == "csr":
         pytest.importorskip("scipy")
     else:
-        monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+        monkeypatch.setattr(_routes, "_SPARSE", False)
 
 
 NUMPY_PATHS = ["compiled", "csr", "no-scipy"]
@@ -120,14 +121,12 @@ def test_numpy_segment_sum_paths_agree(monkeypatch, path, dtype):
 @pytest.mark.parametrize("path", NUMPY_PATHS)
 def test_threaded_numpy_reductions_agree(monkeypatch, path, row):
     import lodtensor as lt
-    from lodtensor.backend.numpy import _compiled as _np_compiled
-    from lodtensor.backend.numpy import _backend as numpy_backend
 
     _numpy_path(monkeypatch, path)
-    monkeypatch.setattr(numpy_backend, "_MIN_PARALLEL_BYTES", 0)
-    monkeypatch.setattr(_np_compiled, "_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(np_tuning, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(np_tuning, "COMPILED_PARALLEL_BYTES", 0)
     # 80-byte rows: blocks of 4 rows, so sequences of 4+ rows are reduced alone; 512-byte rows: 16 rows
-    monkeypatch.setattr(numpy_backend, "_BLOCK_BYTES", 320 if row == (4, 5) else 8192)
+    monkeypatch.setattr(np_tuning, "BLOCK_BYTES", 320 if row == (4, 5) else 8192)
     lt.set_num_threads(3)
     try:
         be = get_backend("numpy")
@@ -140,10 +139,10 @@ def test_threaded_numpy_reductions_agree(monkeypatch, path, row):
         assert np.allclose(be.segment_sum(data, offsets), [s.sum(0) if len(s) else zero for s in segs], atol=1e-5)
         assert np.allclose(be.segment_max(data, offsets, empty=0), [s.max(0) if len(s) else zero for s in segs])
         assert np.allclose(be.segment_min(data, offsets, empty=0), [s.min(0) if len(s) else zero for s in segs])
-        monkeypatch.setattr(numpy_backend, "_SOFTMAX_BLOCK_BYTES", 200)  # blocks of 2 or 1 rows
+        monkeypatch.setattr(np_tuning, "SOFTMAX_BLOCK_BYTES", 200)  # blocks of 2 or 1 rows
         soft = [np.exp(s - s.max(0)) / np.exp(s - s.max(0)).sum(0) for s in segs if len(s)]
         assert np.allclose(be.segment_softmax(data, offsets), np.concatenate(soft))
-        monkeypatch.setattr(numpy_backend, "_SOFTMAX_PARALLEL_BYTES", 0)  # narrow rows, split over threads
+        monkeypatch.setattr(np_tuning, "SOFTMAX_PARALLEL_BYTES", 0)  # narrow rows, split over threads
         full = [k for k in lens if k]
         scores = data.reshape(data.shape[0], -1)[:, 0].copy()
         parts = np.split(scores, np.cumsum(full)[:-1])
@@ -158,8 +157,8 @@ def test_block_plans_are_cached_and_never_stale(monkeypatch, path, uncompiled):
     """A plan is reused for a LoD's read-only offsets, and for a writable array while its
     values are unchanged; one changed in place between calls is planned afresh. Floats go
     by chunks (``_np_chunks``), complex numbers (no identity for max) by sorted blocks."""
-    from lodtensor.backend.numpy import _chunks as _np_chunks
     from lodtensor.backend.numpy import _backend as numpy_backend
+    from lodtensor.backend.numpy import _chunks as _np_chunks
 
     be = get_backend("numpy")
     data = np.random.default_rng(2).standard_normal((10, 32))
@@ -208,10 +207,9 @@ def test_block_reductions_match_per_sequence_reductions(lens, width, block, thre
     """Max and min of wide rows by sorted blocks (complex rows: padding repeats, one-sequence
     blocks, threads) equal the reductions of each sequence on its own, for any lengths and block size."""
     import lodtensor as lt
-    from lodtensor.backend.numpy import _backend as numpy_backend
 
-    saved = numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES
-    numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES = block, 0
+    saved = np_tuning.BLOCK_BYTES, np_tuning.MIN_PARALLEL_BYTES
+    np_tuning.BLOCK_BYTES, np_tuning.MIN_PARALLEL_BYTES = block, 0
     lt.set_num_threads(threads)
     try:
         g = np.random.default_rng(sum(lens))
@@ -224,7 +222,7 @@ def test_block_reductions_match_per_sequence_reductions(lens, width, block, thre
         assert np.array_equal(be.segment_min(data, offsets, empty=7),
                               [s.min(0) if len(s) else np.full(width, 7, np.complex64) for s in segs])
     finally:
-        numpy_backend._BLOCK_BYTES, numpy_backend._MIN_PARALLEL_BYTES = saved
+        np_tuning.BLOCK_BYTES, np_tuning.MIN_PARALLEL_BYTES = saved
         lt.set_num_threads(None)
 
 
@@ -240,8 +238,8 @@ def test_chunk_reductions_threaded_match_one_thread_and_each_sequence(lens, widt
     import lodtensor as lt
     from lodtensor.backend.numpy import _chunks as _np_chunks
 
-    saved = _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES
-    _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES = chunk, ratio, 0
+    saved = np_tuning.CHUNK_BYTES, np_tuning.CLASS_RATIO, np_tuning.CHUNK_PARALLEL_BYTES
+    np_tuning.CHUNK_BYTES, np_tuning.CLASS_RATIO, np_tuning.CHUNK_PARALLEL_BYTES = chunk, ratio, 0
     try:
         g = np.random.default_rng(sum(lens) + width)
         data = (g.standard_normal((sum(lens), width)) * 50).astype(dtype)
@@ -267,5 +265,5 @@ def test_chunk_reductions_threaded_match_one_thread_and_each_sequence(lens, widt
         else:
             assert np.array_equal(total, expected)  # integers wrap identically in any order
     finally:
-        _np_chunks._CHUNK_BYTES, _np_chunks._CLASS_RATIO, _np_chunks._PARALLEL_BYTES = saved
+        np_tuning.CHUNK_BYTES, np_tuning.CLASS_RATIO, np_tuning.CHUNK_PARALLEL_BYTES = saved
         lt.set_num_threads(None)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 import lodtensor.nested as ln
 from lodtensor.backend.numpy import _blas as _np_blas
 from lodtensor.backend.numpy import _compiled as _np_compiled
+from lodtensor.backend.numpy import _tuning as np_tuning
 
 needs_blas = pytest.mark.skipif(not _np_blas._load(), reason="NumPy's wheel BLAS (scipy-openblas) not found")
 
@@ -52,7 +53,7 @@ def test_strided_rows_same_bits(n, k, m, pad, dtype):
         x, w = wide_x[:, :k], wide_w[:, pad:]
         out = np.full((n, m), np.nan, dtype)
         got = _np_blas.gemm_bias(x, w, b, out)
-        if n * m < _np_blas._MIN_VALUES or min(n, m) == 1:
+        if n * m < np_tuning.BLAS_MIN_VALUES or min(n, m) == 1:
             assert got is None and np.isnan(out).all()  # small: the two-step way, out untouched
         else:
             assert got is out
@@ -121,13 +122,13 @@ def test_deep_products_keep_the_two_step_bits(folded, dtype, k):
     x, w, b = _case(300, k, 200, dtype, seed=k)
     out = np.empty((300, 200), dtype)
     got = _np_blas.gemm_bias(x, w, b, out)
-    assert (got is None) == (k > _np_blas._MAX_DEPTH)
+    assert (got is None) == (k > np_tuning.BLAS_MAX_DEPTH)
     t = ln.nested_tensor_from_jagged(x, np.array([0, 120, 300]))
     assert ln.linear(t, w, b).values().tobytes() == (x @ w.T + b).tobytes()
 
 
 def test_the_probe_sees_a_split_product(folded, monkeypatch):
-    monkeypatch.setattr(_np_blas, "_MAX_DEPTH", 4096)  # deeper than any OpenBLAS block depth
+    monkeypatch.setattr(np_tuning, "BLAS_MAX_DEPTH", 4096)  # deeper than any OpenBLAS block depth
     fn = _np_blas._load()[np.dtype(np.float32)][0]
     assert not _np_blas._probe(np.float32, fn)
 

@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 import lodtensor as lt
 from lodtensor.backend import get_backend
 from lodtensor.backend.numpy import _pieces as _np_pieces
-from lodtensor.backend.numpy import _backend as numpy_backend
+from lodtensor.backend.numpy import _routes
+from lodtensor.backend.numpy import _tuning as np_tuning
 
 
 def _offsets(lens):
@@ -41,8 +42,8 @@ def test_pieces_sum_matches_each_sequence_and_threads_match_bit_for_bit(data, k,
     summation order (``8 * eps * longest * (max |x| + 1)``), and the threaded product (blocks split
     among 3 threads) equals the one-thread result bit for bit (every block is reduced alone)."""
     lens = data.draw(_lengths(k))
-    saved = _np_pieces._PIECE_ROWS, _np_pieces._PARALLEL_BYTES
-    _np_pieces._PIECE_ROWS, _np_pieces._PARALLEL_BYTES = k, 0
+    saved = np_tuning.PIECE_ROWS, np_tuning.PIECES_PARALLEL_BYTES
+    np_tuning.PIECE_ROWS, np_tuning.PIECES_PARALLEL_BYTES = k, 0
     try:
         offsets = _offsets(lens)
         if offsets[-1] == 0:
@@ -58,7 +59,7 @@ def test_pieces_sum_matches_each_sequence_and_threads_match_bit_for_bit(data, k,
         tol = np.finfo(dtype).eps * 8 * max(lens) * (np.abs(values).max() + 1)
         assert np.allclose(results[1], _oracle(values, offsets), rtol=0, atol=tol)
     finally:
-        _np_pieces._PIECE_ROWS, _np_pieces._PARALLEL_BYTES = saved
+        np_tuning.PIECE_ROWS, np_tuning.PIECES_PARALLEL_BYTES = saved
         lt.set_num_threads(None)
 
 
@@ -69,12 +70,12 @@ def test_non_finite_rows_stay_in_their_sequence(bad):
     offsets = _offsets([5, 3, 9, 0, 7])
     values = np.arange(24 * 16, dtype=np.float32).reshape(24, 16) / 7
     values[6, 2] = bad  # the second sequence, which sits inside the second block of 4
-    saved = _np_pieces._PIECE_ROWS
-    _np_pieces._PIECE_ROWS = 4
+    saved = np_tuning.PIECE_ROWS
+    np_tuning.PIECE_ROWS = 4
     try:
         got = _np_pieces.pieces_sum(values, offsets)
     finally:
-        _np_pieces._PIECE_ROWS = saved
+        np_tuning.PIECE_ROWS = saved
     want = _oracle(values, offsets).astype(np.float32)
     assert np.allclose(got, want, rtol=1e-5, equal_nan=True)
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.array_equal(np.isinf(got), np.isinf(want))
@@ -85,7 +86,7 @@ def test_non_finite_rows_stay_in_their_sequence(bad):
 def numpy_alone(monkeypatch, uncompiled):
     """The NumPy backend as without SciPy and its compiled kernel (sums go by NumPy kernels, not a
     CSR product)."""
-    monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+    monkeypatch.setattr(_routes, "_SPARSE", False)
     return get_backend("numpy")
 
 

@@ -5,6 +5,7 @@ import pytest
 
 import lodtensor as lt
 from lodtensor import sequence as S
+from lodtensor.backend.torch import _tuning as torch_tuning
 from lodtensor.lod import lengths_to_offsets
 
 torch = pytest.importorskip("torch")
@@ -116,7 +117,7 @@ def test_segment_kernels_agree_across_the_width_thresholds(monkeypatch, dtype, w
     x = (torch.randn(11, width, generator=g, dtype=torch.float64) * 10).to(dtype)
     host = x.numpy()
     row_bytes = width * x.element_size()
-    expect_spmm = x.is_floating_point() and (4 <= width and row_bytes <= torch_backend._SPMM_MAX_ROW_BYTES
+    expect_spmm = x.is_floating_point() and (4 <= width and row_bytes <= torch_tuning.SPMM_MAX_ROW_BYTES
                                              or compiled and row_bytes >= 32)
     assert torch_backend._spmm_fits(x, 5) == (expect_spmm and torch.backends.mkl.is_available())
     np.testing.assert_allclose(be.segment_sum(x, offsets).numpy(), ref.segment_sum(host, offsets), rtol=1e-5)

@@ -13,19 +13,18 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import get_backend
-from lodtensor.backend.numpy import _chunks as _np_chunks
+from lodtensor.backend.numpy import _routes
+from lodtensor.backend.numpy import _tuning as np_tuning
 from lodtensor.backend.numpy import _ufunc as _np_ufunc
-from lodtensor.backend.numpy import _backend as numpy_backend
 from lodtensor.lod import lengths_to_offsets
 
 
 @pytest.fixture
 def low_thresholds(monkeypatch):
-    for module, name in [(_np_ufunc, "_UFUNC_PARALLEL_BYTES"), (numpy_backend, "_MIN_PARALLEL_BYTES"),
-                         (numpy_backend, "_SOFTMAX_PARALLEL_BYTES"), (_np_chunks, "_PARALLEL_BYTES")]:
-        monkeypatch.setattr(module, name, 0)
-    monkeypatch.setattr(_np_ufunc, "_UFUNC_BLOCK_ELEMENTS", 7)  # many blocks, ragged last one
-    monkeypatch.setattr(_np_chunks, "_CHUNK_BYTES", 256)
+    for name in ("UFUNC_PARALLEL_BYTES", "MIN_PARALLEL_BYTES", "SOFTMAX_PARALLEL_BYTES", "CHUNK_PARALLEL_BYTES"):
+        monkeypatch.setattr(np_tuning, name, 0)
+    monkeypatch.setattr(np_tuning, "UFUNC_BLOCK_ELEMENTS", 7)  # many blocks, ragged last one
+    monkeypatch.setattr(np_tuning, "CHUNK_BYTES", 256)
     yield
     lt.set_num_threads(None)
 
@@ -153,10 +152,10 @@ def test_worker_threads_follow_the_callers_numpy_error_state(low_thresholds):
 @settings(max_examples=40, deadline=None)
 @given(lens=st.lists(st.integers(0, 30), min_size=1, max_size=25), width=st.sampled_from([1, 4, 16, 40]))
 def test_threaded_softmax_pad_unpad_equal_one_thread(lens, width):
-    saved = (numpy_backend._MIN_PARALLEL_BYTES, numpy_backend._SOFTMAX_PARALLEL_BYTES,
-             numpy_backend._SOFTMAX_BLOCK_BYTES)
-    numpy_backend._MIN_PARALLEL_BYTES = numpy_backend._SOFTMAX_PARALLEL_BYTES = 0
-    numpy_backend._SOFTMAX_BLOCK_BYTES = 64
+    saved = (np_tuning.MIN_PARALLEL_BYTES, np_tuning.SOFTMAX_PARALLEL_BYTES,
+             np_tuning.SOFTMAX_BLOCK_BYTES)
+    np_tuning.MIN_PARALLEL_BYTES = np_tuning.SOFTMAX_PARALLEL_BYTES = 0
+    np_tuning.SOFTMAX_BLOCK_BYTES = 64
     try:
         be = get_backend("numpy")
         offsets = lengths_to_offsets(lens)
@@ -169,15 +168,15 @@ def test_threaded_softmax_pad_unpad_equal_one_thread(lens, width):
             one, many = _both(fn)
             _same(one, many)
     finally:
-        (numpy_backend._MIN_PARALLEL_BYTES, numpy_backend._SOFTMAX_PARALLEL_BYTES,
-         numpy_backend._SOFTMAX_BLOCK_BYTES) = saved
+        (np_tuning.MIN_PARALLEL_BYTES, np_tuning.SOFTMAX_PARALLEL_BYTES,
+         np_tuning.SOFTMAX_BLOCK_BYTES) = saved
         lt.set_num_threads(None)
 
 
 def test_threaded_segment_reductions_equal_one_thread(low_thresholds, monkeypatch):
     """Max and min bit for bit; sums too here (chunks reduce in the same order on any thread),
     and within float32 tolerance of another summation order (SciPy's CSR product, per-sequence sums)."""
-    monkeypatch.setattr(numpy_backend, "_SPARSE", False)
+    monkeypatch.setattr(_routes, "_SPARSE", False)
     be = get_backend("numpy")
     lens = [0, 3, 70, 1, 0, 12, 5, 33, 2, 2, 9]
     offsets = lengths_to_offsets(lens)

@@ -5,6 +5,7 @@ import pytest
 
 import lodtensor as lt
 from lodtensor import get_backend
+from lodtensor.backend.torch import _tuning as torch_tuning
 from lodtensor.lod import lengths_to_offsets
 
 torch = pytest.importorskip("torch")
@@ -96,7 +97,7 @@ def test_relu_has_torchs_bits_and_gradient(monkeypatch, dtype, shortcuts):
     from lodtensor.backend.torch import _backend as torch_backend
 
     monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", shortcuts)
-    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # small tensors take the kernel too
+    monkeypatch.setattr(torch_tuning, "RELU_CPU_MIN_BYTES", 0)  # small tensors take the kernel too
     backend = get_backend("torch")
     for n in (37, 5_000_003):
         x = torch.randn(n, dtype=dtype)
@@ -123,7 +124,7 @@ def test_nested_relu_on_the_torch_backend_matches_torch(monkeypatch):
     import lodtensor.nested as ln
     from lodtensor.backend.torch import _backend as torch_backend
 
-    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)
+    monkeypatch.setattr(torch_tuning, "RELU_CPU_MIN_BYTES", 0)
     assert not torch_backend._relu_fits(torch.ones(3)[::2])
 
     values = torch.randn(3000, 8)
@@ -141,7 +142,7 @@ def test_relu_derivatives_follow_torch_beyond_backward(monkeypatch):
 
     from lodtensor.backend.torch import _backend as torch_backend
 
-    monkeypatch.setattr(torch_backend, "_RELU_CPU_MIN_BYTES", 0)  # these small tensors take the kernel
+    monkeypatch.setattr(torch_tuning, "RELU_CPU_MIN_BYTES", 0)  # these small tensors take the kernel
     assert torch_backend._relu_fits(torch.ones(3))
     backend = get_backend("torch")
     v = torch.tensor([[float("nan"), -1.0], [2.0, 3.0], [-4.0, 0.0]], requires_grad=True)

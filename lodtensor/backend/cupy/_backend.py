@@ -18,16 +18,16 @@ import functools
 import cupy
 import numpy as np
 
+from .._contract import Backend
+from . import _tuning
 from . import cuda as _cuda
 from ._arrays import CupyArrayKernels
-from .._contract import Backend
 
 __all__ = ["CupyBackend", "make_backend"]
 
 _MODULES = {}
 _MAX_GRID_X = 2**31 - 1
 _MAX_GRID_Y = 65535
-_COMBINE_BLOCKS = 4096  # blocks of the combine kernels, striding over the sequences
 
 
 def _kernel(module, name):
@@ -56,7 +56,7 @@ class _Layout:
         self.grid = (_blocks(pieces, warps), int(min(-(-width // cw), _MAX_GRID_Y)), 1)
         self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
         self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
-        self.combine_grid = (int(min(max(n, 1), _COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
+        self.combine_grid = (int(min(max(n, 1), _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
 
 
 def _on_data_device(method):

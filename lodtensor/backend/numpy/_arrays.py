@@ -11,7 +11,7 @@ versions live in ``_arrays_torch.py``.
 
 import numpy as np
 
-from . import _blas, _pool, _special, _ufunc
+from . import _blas, _pool, _special, _tuning, _ufunc
 from ._activations import IN_PLACE, OUT_OF_PLACE
 
 __all__ = ["ArrayKernels"]
@@ -19,9 +19,6 @@ __all__ = ["ArrayKernels"]
 _NUMPY_REDUCE = {"amax": "max", "amin": "min"}
 
 _VECDOT = hasattr(np, "vecdot")  # NumPy >= 2.0: row-wise dot products as one gufunc call
-_ROWWISE_MIN = 1 << 16  # elements from which softmax over the last axis runs in row blocks (threaded when large)
-_SEGMENT_BLOCK = 1 << 16  # elements per block of the arg-extreme key pass (three arrays of it stay in L2)
-_LN_BLOCK = 1 << 20  # elements per layer_norm block (measured: fewer, larger blocks win; 2^20 over 2^19 by ~4%)
 
 
 def _into(res, out):
@@ -35,7 +32,7 @@ def _into(res, out):
 def _rowwise(x, out, axis):
     """Whether a softmax of NumPy ``x`` into ``out`` along ``axis`` runs in row blocks: the last
     axis, both C-contiguous (their rows line up), and large enough for blocking to pay."""
-    return (axis in (-1, x.ndim - 1) and x.ndim >= 2 and x.size >= _ROWWISE_MIN and x.flags.c_contiguous
+    return (axis in (-1, x.ndim - 1) and x.ndim >= 2 and x.size >= _tuning.ROWWISE_MIN and x.flags.c_contiguous
             and out.flags.c_contiguous)
 
 
@@ -320,7 +317,7 @@ class ArrayKernels:
         position = position.reshape((total,) + (1,) * (rows.ndim - 1))
         nans = rows.dtype.kind in "fc" and bool(np.isnan(values).any())
         keys = np.empty(rows.shape, dtype=key_type)
-        step = max(1, _SEGMENT_BLOCK // max(1, rows.size // max(total, 1)))
+        step = max(1, _tuning.SEGMENT_BLOCK // max(1, rows.size // max(total, 1)))
         same = np.empty((min(step, total),) + rows.shape[1:], dtype=bool)
         for a in range(0, total, step):  # a loop over blocks of rows, not over rows
             b = min(total, a + step)
@@ -377,5 +374,5 @@ class ArrayKernels:
                 res += bias
 
         if x.size:
-            _special.map_blocks(block, x, out, block=_LN_BLOCK)
+            _special.map_blocks(block, x, out, block=_tuning.LN_BLOCK)
         return out

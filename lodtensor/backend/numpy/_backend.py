@@ -7,50 +7,18 @@ instead of one per element.
 
 import numpy as np
 
-from . import _pool, _ufunc
-from ._arrays import ArrayKernels
 from .._contract import Backend
-from ._chunks import chunk_reduce, identity_of
-from ._compiled import compiled_kernels, compiled_reduce
+from .._threads import get_num_threads, pool, run_split, split_bounds
+from . import _pool, _routes, _tuning, _ufunc
+from ._arrays import ArrayKernels
+from ._chunks import chunk_reduce
+from ._compiled import compiled_reduce
 from ._pieces import pieces_reduce
 from ._util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
-from .._threads import get_num_threads, pool, run_split, split_bounds
 
 __all__ = ["NumpyBackend"]
 
 _INT64 = np.dtype(np.int64)
-# Max and min over rows of at least this many elements go by blocks, not reduceat (measured crossover).
-_WIDE_ROW = 16
-# reduceat serves rows of fewer elements than this when the mean sequence has this many rows or more.
-_REDUCEAT_COLUMNS = 8
-_REDUCEAT_LENGTH = 16
-# Those blocks gather about this many bytes of rows at a time (the scratch buffer stays in L2).
-_BLOCK_BYTES = 1 << 20
-# Sums of rows with at least this many elements use SciPy's CSR product when SciPy is installed.
-_CSR_ROW = 8
-_SPARSE = None  # scipy.sparse once imported; False when it is not installed
-# Wide-row softmax works through blocks of rows of about this many bytes.
-_SOFTMAX_BLOCK_BYTES = 256 * 1024
-# Softmax of narrow rows splits over threads from this many bytes of output (measured: 2x at 2 MiB).
-_SOFTMAX_PARALLEL_BYTES = 1 << 20
-# Values spanning at most this share one softmax shift: exp(-span) stays normal, and the rounding of
-# x - shift (half an ulp of the span) adds at most span * eps / 2 relative error (float32: 1e-6).
-_SOFTMAX_SPAN = {"f": 16.0, "d": 64.0}
-# Outputs at least this large are moved by several threads.
-_MIN_PARALLEL_BYTES = 16 * 2**20
-
-
-def _scipy_sparse():
-    """scipy.sparse, imported on first use; None when SciPy is not installed."""
-    global _SPARSE  # noqa: PLW0603 - a lazily filled module cache
-    if _SPARSE is None:
-        try:
-            import scipy.sparse as sparse  # noqa: PLC0415 - optional accelerator
-
-            _SPARSE = sparse
-        except ImportError:
-            _SPARSE = False
-    return _SPARSE or None
 
 
 def _block_plan(offsets, row_bytes, exact=False):
@@ -69,7 +37,7 @@ def _block_plan(offsets, row_bytes, exact=False):
     sorted_lengths = lengths[order]
     starts = offsets[:-1][order]
     m = int(np.count_nonzero(sorted_lengths))
-    per_block = max(1, _BLOCK_BYTES // max(row_bytes, 1))
+    per_block = max(1, _tuning.BLOCK_BYTES // max(row_bytes, 1))
     blocks, singles, parts = [], [], []
     a = used = 0
     lengths_list = sorted_lengths[:m].tolist()
@@ -93,14 +61,14 @@ def _block_plan(offsets, row_bytes, exact=False):
 
 def _split_bounds(offsets, nbytes, min_bytes=None):
     """Sequence bounds ``[0, ..., n]`` cutting the rows into about equal runs, one per thread
-    for outputs of ``min_bytes`` (default ``_MIN_PARALLEL_BYTES``) or more, else one run."""
-    return split_bounds(offsets, nbytes >= (_MIN_PARALLEL_BYTES if min_bytes is None else min_bytes))
+    for outputs of ``min_bytes`` (default ``_tuning.MIN_PARALLEL_BYTES``) or more, else one run."""
+    return split_bounds(offsets, nbytes >= (_tuning.MIN_PARALLEL_BYTES if min_bytes is None else min_bytes))
 
 
 def _run_split(work, offsets, nbytes, min_bytes=None):
     """``work(lo, hi)`` over runs of sequences with about equal row counts, in parallel
-    for outputs of ``min_bytes`` (default ``_MIN_PARALLEL_BYTES``) or more."""
-    run_split(work, offsets, nbytes >= (_MIN_PARALLEL_BYTES if min_bytes is None else min_bytes))
+    for outputs of ``min_bytes`` (default ``_tuning.MIN_PARALLEL_BYTES``) or more."""
+    run_split(work, offsets, nbytes >= (_tuning.MIN_PARALLEL_BYTES if min_bytes is None else min_bytes))
 
 
 def _csr_parts(sparse, offsets, dtype, bounds):
@@ -217,42 +185,72 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def _reduceat(self, ufunc, data, offsets, fill, *, owner=None):
         """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.
 
-        ``ufunc.reduceat`` walks the data once per column (one inner-loop call per
-        sequence and column), so it serves single values and a few columns of long
-        sequences; rows of ints and floats otherwise go by chunks in data order
-        (:func:`._chunks.chunk_reduce`; float sums of 32-64-byte rows: :mod:`._pieces`),
-        other dtypes by sorted blocks (:meth:`_reduce_blocks`). ``owner`` is the object ``offsets`` views, if
-        any (it keys the plan cache).
+        The route is the first of ``_routes.ROUTES`` whose test holds (one
+        decision table for every reduction: the compiled kernel, SciPy's CSR
+        product for sums, ``reduceat``, block pieces, chunks in data order,
+        sorted blocks). ``owner`` is the object ``offsets`` views, if any (it
+        keys the plan cache).
         """
-        lengths = np.diff(offsets)
-        n = lengths.size
-        nonempty = lengths > 0
-        count = int(np.count_nonzero(nonempty))
-        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
-        if data.shape[0] == 0 or count == 0 or row_size == 0:
-            return np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
-        out = compiled_reduce(ufunc, data, offsets, fill)  # the compiled kernel, where it was built
-        if out is not None:
-            return out
-        chunks = identity_of(ufunc, data.dtype) is not None
-        # measured: reduceat wins for one column, and for under 8 columns of sequences of 16+ rows
-        narrow = row_size == 1 or (row_size < _REDUCEAT_COLUMNS and data.shape[0] >= _REDUCEAT_LENGTH * count)
-        if narrow or (row_size < _WIDE_ROW and not chunks):
-            if count == n:
-                return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
-            out = np.full((n,) + data.shape[1:], fill, dtype=data.dtype)
-            out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
-            return out
-        if chunks:
-            out = pieces_reduce(ufunc, data, offsets, fill, owner)  # sums of 32-64-byte float rows
-            return chunk_reduce(ufunc, np.ascontiguousarray(data), offsets, fill, owner) if out is None else out
+        route = _routes.choose(ufunc, data, offsets)
+        return getattr(self, f"_route_{route}")(ufunc, data, offsets, fill, owner)
+
+    def _route_empty(self, ufunc, data, offsets, fill, owner):
+        return np.full((offsets.size - 1,) + data.shape[1:], fill, dtype=data.dtype)
+
+    def _route_compiled(self, ufunc, data, offsets, fill, owner):
+        return compiled_reduce(ufunc, data, offsets, fill)
+
+    def _route_reduceat(self, ufunc, data, offsets, fill, owner):
+        nonempty = offsets[1:] > offsets[:-1]
+        if nonempty.all():
+            return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
+        out = np.full((offsets.size - 1,) + data.shape[1:], fill, dtype=data.dtype)
+        out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
+        return out
+
+    def _route_pieces(self, ufunc, data, offsets, fill, owner):
+        return pieces_reduce(ufunc, data, offsets, fill, owner)
+
+    def _route_chunks(self, ufunc, data, offsets, fill, owner):
+        return chunk_reduce(ufunc, np.ascontiguousarray(data), offsets, fill, owner)
+
+    def _route_blocks(self, ufunc, data, offsets, fill, owner):
         return self._reduce_blocks(ufunc, data, offsets, fill, owner)
+
+    def _route_csr(self, ufunc, data, offsets, fill, owner):
+        """Sum per sequence as one CSR x dense product (the CSR ``indptr`` is the offsets array
+        itself): a single pass over the data; parts of it on the shared pool when large."""
+        sparse = _routes.scipy_sparse()
+        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
+        n = offsets.size - 1
+        rows = np.ascontiguousarray(data).reshape(data.shape[0], row_size)
+        bounds = _split_bounds(offsets, data.nbytes)
+        parts = _cached_plan(offsets, ("csr", data.dtype.str, tuple(bounds)),
+                             lambda: _csr_parts(sparse, offsets, data.dtype, bounds))
+        if len(parts) == 1:  # one product, straight into the result (over the rows the offsets span)
+            out = (parts[0] @ rows[int(offsets[0]) : int(offsets[-1])]).reshape((n,) + data.shape[1:])
+        else:
+            out = np.empty((n, row_size), dtype=data.dtype)
+
+            def work(k):  # SciPy's CSR product releases the GIL: parts run on the shared pool
+                lo, hi = bounds[k], bounds[k + 1]
+                a, b = int(offsets[lo]), int(offsets[hi])
+                out[lo:hi] = parts[k] @ rows[a:b]
+
+            futures = [pool().submit(work, k) for k in range(1, len(parts))]
+            work(0)
+            for future in futures:
+                future.result()
+            out = out.reshape((n,) + data.shape[1:])
+        if fill != 0:
+            out[offsets[1:] == offsets[:-1]] = fill
+        return out
 
     def _reduce_blocks(self, ufunc, data, offsets, fill, owner=None):
         """``ufunc`` over each sequence of wide rows.
 
         The sequences are sorted by length and cut into blocks of about
-        ``_BLOCK_BYTES`` of rows. One ``take`` copies a block's rows into a
+        ``_tuning.BLOCK_BYTES`` of rows. One ``take`` copies a block's rows into a
         scratch buffer position-major, ``(length, sequences, *row)``, where a
         sequence shorter than the block's longest repeats its last row (a
         repeated row changes no max or min); one reduction over axis 0 then
@@ -293,7 +291,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
                 ufunc.reduce(buf[: i1 - i0].reshape(length, -1), axis=0, out=acc[: b - a].reshape(-1))
                 dst.put(order[a:b], acc_rows[: b - a])
 
-        threads = min(get_num_threads(), 4) if data.nbytes >= _MIN_PARALLEL_BYTES else 1
+        threads = min(get_num_threads(), 4) if data.nbytes >= _tuning.MIN_PARALLEL_BYTES else 1
         threads = min(threads, len(blocks) + len(singles))
         futures = [pool().submit(work) for _ in range(threads - 1)]
         work()
@@ -302,33 +300,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return out
 
     def segment_sum(self, data, offsets, *, ids=None):
-        """Sum per sequence. Wide rows with SciPy: one CSR x dense product, a single
-        pass over the data (the CSR ``indptr`` is the offsets array itself)."""
-        row_size = int(np.prod(data.shape[1:], dtype=np.int64))
-        sparse = _scipy_sparse() if row_size >= _CSR_ROW and data.dtype.kind in "iufc" else None
-        if sparse is not None and compiled_kernels() and data.dtype.kind in "iuf":
-            sparse = None  # the compiled kernel reads the data once too, without building a CSR matrix
-        if sparse is None or data.shape[0] == 0:
-            return self._reduceat(np.add, data, offsets, 0)
-        n = offsets.size - 1
-        rows = np.ascontiguousarray(data).reshape(data.shape[0], row_size)
-        bounds = _split_bounds(offsets, data.nbytes)
-        parts = _cached_plan(offsets, ("csr", data.dtype.str, tuple(bounds)),
-                             lambda: _csr_parts(sparse, offsets, data.dtype, bounds))
-        if len(parts) == 1:  # one product, straight into the result (over the rows the offsets span)
-            return (parts[0] @ rows[int(offsets[0]) : int(offsets[-1])]).reshape((n,) + data.shape[1:])
-        out = np.empty((n, row_size), dtype=data.dtype)
-
-        def work(k):  # SciPy's CSR product releases the GIL: parts run on the shared pool
-            lo, hi = bounds[k], bounds[k + 1]
-            a, b = int(offsets[lo]), int(offsets[hi])
-            out[lo:hi] = parts[k] @ rows[a:b]
-
-        futures = [pool().submit(work, k) for k in range(1, len(parts))]
-        work(0)
-        for future in futures:
-            future.result()
-        return out.reshape((n,) + data.shape[1:])
+        return self._reduceat(np.add, data, offsets, 0)
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
         lengths = np.diff(offsets)
@@ -353,7 +325,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         lengths = np.diff(offsets)
         if data.shape[0] == 0:
             return data.astype(np.result_type(data.dtype, np.float32), copy=True)
-        if lengths.all() and data.size // data.shape[0] < _CSR_ROW:
+        if lengths.all() and data.size // data.shape[0] < _tuning.CSR_ROW:
             # the common case (a few scores per row, no empty sequence): reduceat straight, into
             # one result, on a few threads from 1 MiB (reduceat and the ufuncs release the GIL)
             out = _pool.empty(data.shape, data.dtype)
@@ -361,7 +333,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             # one shift serves every sequence (two SIMD passes instead of a reduceat and a repeat;
             # the same for any split over threads). NaN and inf fail the test.
             top = data.max() if data.size else 0
-            shared = bool(data.size and top - data.min() <= _SOFTMAX_SPAN.get(data.dtype.char, -1))
+            shared = bool(data.size and top - data.min() <= _tuning.SOFTMAX_SPAN.get(data.dtype.char, -1))
 
             def work(lo, hi):
                 a, b = int(offsets[lo]), int(offsets[hi])
@@ -376,7 +348,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
                 np.reciprocal(inverse, out=inverse)  # multiply per row (as torch): cheaper than a divide
                 np.multiply(o, np.repeat(inverse, part, axis=0), out=o)
 
-            _run_split(work, offsets, out.nbytes, min_bytes=_SOFTMAX_PARALLEL_BYTES)
+            _run_split(work, offsets, out.nbytes, min_bytes=_tuning.SOFTMAX_PARALLEL_BYTES)
             return out
         # wide rows: two passes over cache-sized blocks of rows, each block's segment values
         # gathered into a scratch buffer (no full-size temporaries of repeated maxima or sums)
@@ -384,7 +356,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         ids = np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
         out = np.empty(data.shape, dtype=np.result_type(data.dtype, peak.dtype))
         row_bytes = max(1, out.itemsize * (out.size // out.shape[0]))
-        step = max(1, _SOFTMAX_BLOCK_BYTES // row_bytes)
+        step = max(1, _tuning.SOFTMAX_BLOCK_BYTES // row_bytes)
 
         def blocks(per_segment, lo, hi, apply):
             tmp = _scratch("softmax", (min(step, hi - lo),) + out.shape[1:], out.dtype)

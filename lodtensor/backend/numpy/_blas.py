@@ -10,7 +10,7 @@ runs with ``beta=1``: the bias costs no pass of its own (measured on the
 The same bits as the two-step way: OpenBLAS adds the product into the result
 one block of the inner dimension ``k`` at a time, so a result value is
 ``fl(b + x_i . w_j)`` as ``fl(fl(x_i . w_j) + b)`` only while ``k`` fits in one
-block. The fold serves ``k`` up to ``_MAX_DEPTH`` (256), and only once a probe
+block. The fold serves ``k`` up to ``_tuning.BLAS_MAX_DEPTH`` (256), and only once a probe
 GEMM of that depth has given the two-step way's bits on this machine's BLAS
 (its block depth depends on the CPU it picked); deeper products take the two-step
 way, where the bias pass is a smaller part of the time (measured on 73K rows,
@@ -29,14 +29,11 @@ import os
 
 import numpy as np
 
-from . import _compiled
+from . import _compiled, _tuning
 
 __all__ = ["gemm_bias"]
 
 _ROW_MAJOR, _NO_TRANS, _TRANS = 101, 111, 112
-# Results smaller than this many values take the two-step way: the ctypes call costs a few
-# microseconds, about what the bias pass costs there.
-_MIN_VALUES = 1 << 15
 # (symbol name stem, integer type): the scipy-openblas builds NumPy's wheels bundle
 _BUILDS = (("scipy_cblas_{}gemm64_", ctypes.c_int64), ("scipy_cblas_{}gemm", ctypes.c_int32))
 _LIBRARY_GLOBS = ("numpy.libs/libscipy_openblas*", "numpy/.dylibs/libscipy_openblas*")
@@ -82,21 +79,18 @@ def _load():
     return {}
 
 
-# The deepest inner dimension folded, where the probe passes: OpenBLAS's block depth (GEMM_Q) is
-# 256-384 on the x86-64 and arm64 cores it picks (384 for float32 and float64 on this VM's).
-_MAX_DEPTH = 256
 _GEMM = None
 
 
 def _probe(dtype, fn):
-    """Whether a folded GEMM of depth ``_MAX_DEPTH`` gives the two-step way's bits here (192 x 192
+    """Whether a folded GEMM of depth ``_tuning.BLAS_MAX_DEPTH`` gives the two-step way's bits here (192 x 192
     results: large enough for OpenBLAS's blocked path, not its small-matrix kernels)."""
     g = np.random.default_rng(0)
-    x = g.standard_normal((192, _MAX_DEPTH)).astype(dtype)
-    w = g.standard_normal((192, _MAX_DEPTH)).astype(dtype)
+    x = g.standard_normal((192, _tuning.BLAS_MAX_DEPTH)).astype(dtype)
+    w = g.standard_normal((192, _tuning.BLAS_MAX_DEPTH)).astype(dtype)
     b = g.standard_normal(192).astype(dtype)
     out = np.empty((192, 192), dtype)
-    _call(fn, x, w, b, out, _MAX_DEPTH, _MAX_DEPTH)
+    _call(fn, x, w, b, out, _tuning.BLAS_MAX_DEPTH, _tuning.BLAS_MAX_DEPTH)
     return out.tobytes() == (x @ w.T + b).tobytes()
 
 
@@ -135,7 +129,7 @@ def gemm_bias(x, weight, bias, out):
     float64; and for matrices BLAS cannot address (byte-swapped, unaligned,
     columns apart), an ``out`` overlapping an input, small results, a single
     row or column (NumPy's ``matmul`` calls GEMV there: the bits would differ),
-    ``k`` deeper than ``_MAX_DEPTH`` or a BLAS whose probe failed (the bits
+    ``k`` deeper than ``_tuning.BLAS_MAX_DEPTH`` or a BLAS whose probe failed (the bits
     would differ), or no NumPy BLAS found.
 
     >>> import numpy as np
@@ -154,7 +148,7 @@ def gemm_bias(x, weight, bias, out):
     m = weight.shape[0]
     if weight.shape[1] != k or bias.shape != (m,) or out.shape != (n, m) or bias.dtype != dtype:
         return None
-    if n * m < _MIN_VALUES or min(n, m) == 1 or not 0 < k <= _MAX_DEPTH:
+    if n * m < _tuning.BLAS_MIN_VALUES or min(n, m) == 1 or not 0 < k <= _tuning.BLAS_MAX_DEPTH:
         return None
     if not (out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
         return None

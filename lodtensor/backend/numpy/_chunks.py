@@ -6,9 +6,9 @@ NumPy reduces fast only along long contiguous runs; a sequence of narrow rows
 here reads the data once, in address order:
 
 1. the sequences are cut into *chunks* of consecutive sequences holding about
-   ``_CHUNK_BYTES`` of rows (the scratch of a chunk stays in cache);
+   ``_tuning.CHUNK_BYTES`` of rows (the scratch of a chunk stays in cache);
 2. within a chunk, sequences fall into *length classes* (lengths within a
-   factor ``_CLASS_RATIO``); a class of ``c`` sequences padded to its longest,
+   factor ``_tuning.CLASS_RATIO``); a class of ``c`` sequences padded to its longest,
    ``L``, owns an ``(L, c, *row)`` position-major region of the scratch;
 3. one ``put`` moves the chunk's rows (a contiguous, sequential read) to their
    slots, one more fills the padding slots with the ufunc's identity (0 for a
@@ -26,22 +26,13 @@ import math
 
 import numpy as np
 
-from ._util import _as_rows, _cached_plan, _scratch
 from .._threads import get_num_threads, pool
+from . import _tuning
+from ._util import _as_rows, _cached_plan, _scratch
 
 __all__ = ["chunk_reduce", "identity_of"]
 
 _INT64 = np.dtype(np.int64)
-# A chunk holds about this many bytes of rows (its scratch, with padding, stays in L3; measured
-# 1-8 MiB on the shared 2-core VM: 4 MiB at or near the best on every workload).
-_CHUNK_BYTES = 4 << 20
-# Sequences of a chunk are padded to the longest of their class: lengths within this factor.
-_CLASS_RATIO = 1.5
-# Inputs of at least this many bytes are reduced on several threads (chunks are shared out; measured:
-# 2x at 72 MiB, a loss at 4.7 MiB on the 2-core machine).
-_PARALLEL_BYTES = 16 << 20
-# A long sequence is reduced viewed as rows of at least this many elements.
-_FOLD_ELEMENTS = 256
 
 
 def identity_of(ufunc, dtype):
@@ -80,7 +71,7 @@ def _chunk_plan(offsets, chunk_rows):
         return empty, tasks, slots, np.zeros(0, dtype=_INT64), np.zeros(0, dtype=_INT64)
     lens = lengths[short]
     chunk = offsets[short] // chunk_rows
-    classes = np.floor(np.log(lens) / math.log(_CLASS_RATIO) + 1e-9).astype(_INT64)
+    classes = np.floor(np.log(lens) / math.log(_tuning.CLASS_RATIO) + 1e-9).astype(_INT64)
     ncls = int(classes.max()) + 1
     key = chunk * ncls + (ncls - 1 - classes)  # chunk-major, longest class first
     sort = np.argsort(key, kind="stable")
@@ -136,7 +127,7 @@ def _chunk_plan(offsets, chunk_rows):
 def _reduce_long(ufunc, rows, out):
     """``ufunc`` over the rows of one long sequence ``rows`` (2-d), into ``out`` (1-d)."""
     length, width = rows.shape
-    k = max(1, _FOLD_ELEMENTS // max(width, 1))
+    k = max(1, _tuning.FOLD_ELEMENTS // max(width, 1))
     q = length // k
     if k == 1 or q == 0:
         ufunc.reduce(rows, axis=0, out=out)
@@ -156,7 +147,7 @@ def chunk_reduce(ufunc, data, offsets, fill, owner=None):
     row_shape = data.shape[1:]
     width = int(np.prod(row_shape, dtype=np.int64))
     row_bytes = max(1, data.dtype.itemsize * width)
-    chunk_rows = max(2, _CHUNK_BYTES // row_bytes)
+    chunk_rows = max(2, _tuning.CHUNK_BYTES // row_bytes)
     empty, tasks, slots, pads, order = _cached_plan(
         offsets, ("chunks", chunk_rows), lambda: _chunk_plan(offsets, chunk_rows), owner
     )
@@ -191,7 +182,7 @@ def chunk_reduce(ufunc, data, offsets, fill, owner=None):
                 k += count
             dst.put(order[k0:k1], acc_rows[: k1 - k0], mode="clip")
 
-    threads = min(get_num_threads(), 4) if data.nbytes >= _PARALLEL_BYTES else 1
+    threads = min(get_num_threads(), 4) if data.nbytes >= _tuning.CHUNK_PARALLEL_BYTES else 1
     threads = min(threads, len(tasks))
     futures = [pool().submit(work) for _ in range(threads - 1)]
     work()

@@ -24,6 +24,7 @@ import os
 import numpy as np
 
 from .._threads import run_split
+from . import _tuning
 
 try:
     from ._csegment import segment_reduce as _kernel
@@ -40,27 +41,12 @@ except ImportError:
 # took 4.5 against 5.8 ms.
 _POINTWISE = {"gelu_f32": (_gelu_f32, False), "relu": (_relu, True), "relu_torch": (_relu_torch, True)}
 
-__all__ = ["compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels"]
+__all__ = ["compiled_fits", "compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels"]
 
 _OPS = {np.add: 0, np.maximum: 1, np.minimum: 2}
 # (dtype kind, item size) -> the kernel's type code; unsigned ints for sums only (a wrapping sum has
 # the same bits signed or not; their order differs)
 _KINDS = {("f", 4): 0, ("f", 8): 1, ("i", 4): 2, ("i", 8): 3, ("u", 4): 2, ("u", 8): 3}
-# Rows narrower than one SIMD vector (32 bytes) go NumPy's way (reduceat, the chunk kernel), except
-# float rows of 4, 8 or 16 bytes with at least _NARROW_VALUES values per sequence on average: the kernel
-# reads those as one run per sequence, lanes folded per column at the end (measured 0.18-0.54x of
-# NumPy's time for sums, and for max and min of 2 or 4 values a row; reduceat's SIMD max of single
-# values is as fast; shorter runs go a value at a time: up to 2.8x NumPy's time).
-_MIN_ROW_BYTES = 32
-_NARROW_VALUES = 64
-# Inputs of at least this many bytes are split among threads (measured on the 2-core machine: a
-# second thread gains 10-20% at 75-172 MB; at 4.7 MB handing out the work costs 0.12 ms, more than
-# it saves).
-_PARALLEL_BYTES = 16 << 20
-# Pointwise outputs of at least this many bytes are written with streaming (non-temporal) stores:
-# far larger than the caches, so no line of them would still be cached when read next, and a plain
-# store reads each line before it writes it. (Below, the output may still be in cache for the next op.)
-_STREAM_BYTES = 16 << 20
 
 _enabled = _kernel is not None and os.environ.get("LODTENSOR_COMPILED", "1").strip() not in ("0", "")
 
@@ -100,35 +86,44 @@ def compiled_pointwise(name, nbytes):
     ``"gelu_f32"`` (float32), ``"relu"`` (float32 or float64, as ``np.maximum(x, 0)``) or
     ``"relu_torch"`` (as ``torch.relu``: -0.0 kept): C-contiguous
     native buffers of one type and length, ``out`` may be ``x``. ``nbytes`` is the whole output's
-    size: from ``_STREAM_BYTES`` on, relu writes with streaming stores.
+    size: from ``_tuning.STREAM_BYTES`` on, relu writes with streaming stores.
     """
     kernel, streams = _POINTWISE[name]
     if kernel is None or not _enabled:
         return None
-    stream = streams and nbytes >= _STREAM_BYTES
+    stream = streams and nbytes >= _tuning.STREAM_BYTES
     return lambda x, out: kernel(x, out, stream)
+
+
+def compiled_fits(ufunc, data, offsets):
+    """Whether :func:`compiled_reduce` serves ``ufunc`` (add, maximum, minimum) of ``data``: the kernel
+    built and on, a native float/int32/int64 dtype (unsigned for sums only), rows of 32 bytes or more,
+    or narrower float rows in long runs."""
+    op = _OPS.get(ufunc)
+    kind = _KINDS.get((data.dtype.kind, data.dtype.itemsize))
+    if not _enabled or op is None or kind is None or (data.dtype.kind == "u" and op) or not data.dtype.isnative:
+        return False
+    width = int(np.prod(data.shape[1:], dtype=np.int64))
+    row_bytes = width * data.dtype.itemsize
+    if row_bytes == 0:
+        return False
+    return row_bytes >= _tuning.COMPILED_MIN_ROW_BYTES or (
+        data.dtype.kind == "f"  # NumPy's reduceat widens narrow int sums to int64: those stay its way
+        and (ufunc is np.add or width > 1)
+        and _tuning.COMPILED_MIN_ROW_BYTES % row_bytes == 0
+        and data.size >= _tuning.NARROW_VALUES * max(offsets.size - 1, 1)
+    )
 
 
 def compiled_reduce(ufunc, data, offsets, fill):
     """``ufunc`` (add, maximum, minimum) over each sequence's rows of ``data``; empty sequences get
-    ``fill``. None where the kernel does not apply (switched off, another ufunc or dtype, a
-    non-native byte order, rows narrower than 32 bytes but for long runs)."""
-    op = _OPS.get(ufunc)
-    kind = _KINDS.get((data.dtype.kind, data.dtype.itemsize))
-    if not _enabled or op is None or kind is None or (data.dtype.kind == "u" and op) or not data.dtype.isnative:
+    ``fill``. None where the kernel does not apply (:func:`compiled_fits`)."""
+    if not compiled_fits(ufunc, data, offsets):
         return None
+    op = _OPS[ufunc]
+    kind = _KINDS[(data.dtype.kind, data.dtype.itemsize)]
     n = offsets.size - 1
     width = int(np.prod(data.shape[1:], dtype=np.int64))
-    row_bytes = width * data.dtype.itemsize
-    if row_bytes == 0:
-        return None
-    if row_bytes < _MIN_ROW_BYTES and not (
-        data.dtype.kind == "f"  # NumPy's reduceat widens narrow int sums to int64: those stay its way
-        and (ufunc is np.add or width > 1)
-        and _MIN_ROW_BYTES % row_bytes == 0
-        and data.size >= _NARROW_VALUES * max(n, 1)
-    ):
-        return None
     rows = np.ascontiguousarray(data).reshape(data.shape[0], width)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = np.empty((n, width), dtype=data.dtype)
@@ -136,5 +131,5 @@ def compiled_reduce(ufunc, data, offsets, fill):
     if empty.any():
         out[empty] = fill
     run_split(lambda lo, hi: _kernel(op, kind, rows, offsets, out, width, lo, hi), offsets,
-              rows.nbytes >= _PARALLEL_BYTES)
+              rows.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
     return out.reshape((n,) + data.shape[1:])

@@ -23,21 +23,14 @@ plan (the 0/1 matrix, piece offsets, gathered rows) is cached per LoD.
 
 import numpy as np
 
+from .._threads import get_num_threads, pool
+from . import _tuning
 from ._chunks import chunk_reduce
 from ._util import _cached_plan
-from .._threads import get_num_threads, pool
 
-__all__ = ["pieces_sum", "pieces_reduce", "_pieces_plan"]
+__all__ = ["pieces_fits", "pieces_sum", "pieces_reduce", "_pieces_plan"]
 
 _INT64 = np.dtype(np.int64)
-# Rows per block: measured 8-32 within 10% for the product on 64-byte rows; 16 leaves 1.7% of
-# the rows of 1-63-row sequences to gather.
-_PIECE_ROWS = 16
-# Rows of this many bytes go this way (measured at 64 bytes: float32 x 16; at 1 KiB the stacked
-# product calls BLAS per block and loses to the chunk kernel).
-_PIECES_ROW_BYTES = (32, 64)
-# The product splits across threads from this many bytes of data (as the chunk kernel).
-_PARALLEL_BYTES = 16 << 20
 
 
 def _pieces_plan(offsets, k, dtype):
@@ -100,14 +93,14 @@ def pieces_sum(data, offsets, owner=None):
     [[6.0, 9.0], [0.0, 0.0], [336.0, 352.0], [38.0, 39.0]]
     """
     n = offsets.size - 1
-    k = _PIECE_ROWS
+    k = _tuning.PIECE_ROWS
     width = data.shape[1]
     blocks, matrix, piece_offsets, rows, row_offsets = _cached_plan(
         offsets, ("pieces", k, data.dtype.str), lambda: _pieces_plan(offsets, k, data.dtype), owner
     )
     pieces = np.empty((blocks, 2, width), dtype=data.dtype)
     grid = data[: blocks * k].reshape(blocks, k, width)
-    threads = min(get_num_threads(), 4) if data.nbytes >= _PARALLEL_BYTES else 1
+    threads = min(get_num_threads(), 4) if data.nbytes >= _tuning.PIECES_PARALLEL_BYTES else 1
     if threads > 1 and blocks >= threads:
         cuts = np.linspace(0, blocks, threads + 1).astype(np.int64).tolist()
 
@@ -136,16 +129,22 @@ def pieces_sum(data, offsets, owner=None):
     return out
 
 
-def pieces_reduce(ufunc, data, offsets, fill, owner=None):
-    """:func:`pieces_sum` where it applies (a sum of float32/float64 rows of 32-64 bytes and at
-    least two blocks of rows), with ``fill`` for empty sequences; else None."""
+def pieces_fits(ufunc, data):
+    """Whether :func:`pieces_reduce` serves: a sum of float32/float64 rows of 32-64 bytes and at
+    least two blocks of rows."""
     width = int(np.prod(data.shape[1:], dtype=np.int64))
     row_bytes = width * data.dtype.itemsize
-    low, high = _PIECES_ROW_BYTES
-    if ufunc is not np.add or data.dtype.char not in "fd" or not low <= row_bytes <= high:
+    low, high = _tuning.PIECES_ROW_BYTES
+    return (ufunc is np.add and data.dtype.char in "fd" and low <= row_bytes <= high
+            and data.shape[0] >= 2 * _tuning.PIECE_ROWS)
+
+
+def pieces_reduce(ufunc, data, offsets, fill, owner=None):
+    """:func:`pieces_sum` where it applies (:func:`pieces_fits`), with ``fill`` for empty
+    sequences; else None."""
+    if not pieces_fits(ufunc, data):
         return None
-    if data.shape[0] < 2 * _PIECE_ROWS:
-        return None
+    width = int(np.prod(data.shape[1:], dtype=np.int64))
     flat = np.ascontiguousarray(data).reshape(data.shape[0], width)
     out = pieces_sum(flat, offsets, owner)
     if fill != 0:

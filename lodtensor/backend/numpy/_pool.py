@@ -50,12 +50,10 @@ import threading
 
 import numpy as np
 
-__all__ = ["empty", "pools", "get_buffer_pool", "set_buffer_pool", "trim_buffer_pool", "buffer_pool_info",
-           "POOL_MIN_BYTES"]
+from . import _tuning
 
-POOL_MIN_BYTES = 16 << 20  # smaller outputs come from np.empty (the C allocator reuses them well)
-_GRAIN = 2 << 20  # block sizes are multiples of a huge page
-_DEFAULT_BYTES = 256 << 20
+__all__ = ["empty", "pools", "get_buffer_pool", "set_buffer_pool", "trim_buffer_pool", "buffer_pool_info"]
+
 _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
@@ -98,7 +96,7 @@ def _default_bytes():
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError, AttributeError):  # pragma: no cover - not POSIX
         ram = 0
-    return min(_DEFAULT_BYTES, ram // 16) if ram > 0 else _DEFAULT_BYTES
+    return min(_tuning.POOL_DEFAULT_BYTES, ram // 16) if ram > 0 else _tuning.POOL_DEFAULT_BYTES
 
 
 _lock = threading.Lock()
@@ -168,7 +166,7 @@ def pools(shape, dtype):
     """True where :func:`empty` would hand out an array of ``shape`` and ``dtype`` from the pool."""
     dtype = np.dtype(dtype)
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    return nbytes >= POOL_MIN_BYTES and not dtype.hasobject and get_buffer_pool() > 0
+    return nbytes >= _tuning.POOL_MIN_BYTES and not dtype.hasobject and get_buffer_pool() > 0
 
 
 def empty(shape, dtype):
@@ -176,9 +174,9 @@ def empty(shape, dtype):
     dtype = np.dtype(dtype)
     shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
     nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
-    if nbytes < POOL_MIN_BYTES or dtype.hasobject or get_buffer_pool() == 0:
+    if nbytes < _tuning.POOL_MIN_BYTES or dtype.hasobject or get_buffer_pool() == 0:
         return np.empty(shape, dtype=dtype)
-    size = -(-nbytes // _GRAIN) * _GRAIN
+    size = -(-nbytes // _tuning.POOL_GRAIN) * _tuning.POOL_GRAIN
     block = None
     with _lock:
         _drain_locked()

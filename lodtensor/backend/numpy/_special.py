@@ -11,20 +11,17 @@ import math
 
 import numpy as np
 
-from . import _pool
-from ._compiled import compiled_pointwise
 from .._threads import get_num_threads, pool, set_num_threads
+from . import _pool, _tuning
+from ._compiled import compiled_pointwise
 
 __all__ = [
     "erf", "gelu", "silu", "relu", "map_blocks", "run_compiled", "set_num_threads", "get_num_threads", "NUMPY_EXTRA",
 ]
 
-_BLOCK = 1 << 17  # elements per block: a few float32 temporaries of this size fit in L2 (measured best)
-_PARALLEL_MIN = 1 << 18  # below this many elements, threads cost more than they save
-_RELU_PARALLEL_BYTES = 16 << 20  # the memory-bound compiled kernels' threshold (see run_compiled)
 
 
-def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
+def map_blocks(fn, x, out, block=_tuning.SPECIAL_BLOCK, scratch=0):
     """``fn(x[a:b], out[a:b], *tmp)`` over blocks of axis 0 of ``x``, on a few threads when large.
 
     ``fn`` writes its block of the result into its second argument. Each
@@ -39,7 +36,7 @@ def map_blocks(fn, x, out, block=_BLOCK, scratch=0):
     step = max(1, block // max(row, 1))
     threads = get_num_threads()
     chunks = range(0, n, step)
-    parallel = x.size >= _PARALLEL_MIN and threads > 1 and len(chunks) > 1
+    parallel = x.size >= _tuning.SPECIAL_PARALLEL_MIN and threads > 1 and len(chunks) > 1
     starts = iter(chunks)  # shared: each thread takes the next block when it is free (no stragglers)
 
     def run():
@@ -219,7 +216,7 @@ def relu(x, out=None):
     kernel = compiled_pointwise("relu", out.nbytes) if x.dtype in (np.float32, np.float64) else None
     flat = x.reshape(-1)
     if kernel is None or not x.dtype.isnative or not flat.flags.c_contiguous:
-        if flat.size < _PARALLEL_MIN:
+        if flat.size < _tuning.SPECIAL_PARALLEL_MIN:
             _relu_block(flat, out.reshape(-1))
         else:
             map_blocks(_relu_block, flat, out.reshape(-1), block=1 << 17)
@@ -231,7 +228,7 @@ def run_compiled(kernel, flat, out):
     """The compiled pointwise ``kernel(flat, out)`` (1-d ``flat``, ``out`` of its size): one call up
     to 16 MiB of output, where one thread beats handing half to a second (measured for relu: 4 MB
     92 against 165 us, 16 MB 741 against 797 us), blocks over the threads above."""
-    if out.nbytes < _RELU_PARALLEL_BYTES:
+    if out.nbytes < _tuning.RELU_PARALLEL_BYTES:
         kernel(flat, out.reshape(-1))
     else:
         map_blocks(kernel, flat, out.reshape(-1), block=1 << 17)

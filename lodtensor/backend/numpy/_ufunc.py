@@ -5,21 +5,18 @@ import math
 
 import numpy as np
 
-from . import _pool, _special
 from .._threads import get_num_threads, pool
+from . import _pool, _special, _tuning
 
 __all__ = ["threaded_ufunc"]
 
-# Elementwise ufuncs split over threads from this many bytes of output, in blocks of this many elements.
-_UFUNC_PARALLEL_BYTES = 16 << 20
-_UFUNC_BLOCK_ELEMENTS = 1 << 18
 
 
 def threaded_ufunc(ufunc, args, kwargs):
     """``ufunc(*args, **kwargs)`` split by rows over threads, or None where that does not apply.
 
     With one thread (``set_num_threads(1)``) it is one call into the same
-    output. Applies to large outputs (``_UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
+    output. Applies to large outputs (``_tuning.UFUNC_PARALLEL_BYTES``) of ufuncs on NumPy arrays
     and scalars without ``where``: the output (the caller's ``out=`` or a new
     array, typed by a one-row call) is cut into row blocks, each computed by
     the same ufunc on the matching rows of the inputs (inputs that broadcast
@@ -57,17 +54,17 @@ def threaded_ufunc(ufunc, args, kwargs):
         if not isinstance(probe, np.ndarray) or probe.ndim != len(shape):
             return None
         nbytes = rows * row_elems * probe.dtype.itemsize
-        if nbytes < _UFUNC_PARALLEL_BYTES:
+        if nbytes < _tuning.UFUNC_PARALLEL_BYTES:
             return None
         out = _pool.empty(shape, probe.dtype)
-    elif out.nbytes < _UFUNC_PARALLEL_BYTES or out.shape != shape or any(_overlaps(a, out) for a in arrays):
+    elif out.nbytes < _tuning.UFUNC_PARALLEL_BYTES or out.shape != shape or any(_overlaps(a, out) for a in arrays):
         return None  # NumPy reads overlapping inputs as if copied first: one call keeps that
     params = {k: v for k, v in kwargs.items() if k != "out"}
     threads = get_num_threads()
     if threads == 1:
         ufunc(*args, out=out, **params)
         return out
-    step = max(1, _UFUNC_BLOCK_ELEMENTS // max(row_elems, 1))
+    step = max(1, _tuning.UFUNC_BLOCK_ELEMENTS // max(row_elems, 1))
     starts = iter(range(0, rows, step))  # shared: each thread takes the next block when free
 
     def work():
@@ -100,7 +97,7 @@ def _relu_call(args, kwargs):
     # NumPy scalar result) keep NumPy's own loop
     if type(x) is not np.ndarray or x.ndim == 0 or x.dtype not in _RELU_TYPES or not x.flags.c_contiguous:
         return None
-    if x.size < _RELU_MIN:  # NumPy's own loop is done before these checks and calls would be
+    if x.size < _tuning.RELU_MIN:  # NumPy's own loop is done before these checks and calls would be
         return None
     out = kwargs.get("out")
     if isinstance(out, tuple):
@@ -116,9 +113,6 @@ def _relu_call(args, kwargs):
 
 
 _RELU_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
-# From this many values the compiled relu beats NumPy's maximum with its call costs included
-# (measured: even at 1,024 values, 1.7 us for NumPy's loop against 0.6 us for the kernel's).
-_RELU_MIN = 1024
 
 
 def _splits(x, shape):

@@ -6,6 +6,7 @@ import weakref
 import numpy as np
 
 from ..._cache import ByteLRU, nbytes_of
+from . import _tuning
 
 __all__ = ["_PLANS", "_cached_plan", "_scratch", "_as_rows"]
 
@@ -13,7 +14,7 @@ __all__ = ["_PLANS", "_cached_plan", "_scratch", "_as_rows"]
 # -- cached plans -------------------------------------------------------------------------------
 # (id(offsets or owner), key) -> (weak reference, snapshot of writable offsets or None, plan);
 # bounded by bytes, least recently used first out, and an entry goes when its array does.
-_PLANS = ByteLRU(256 << 20)
+_PLANS = ByteLRU(_tuning.PLAN_CACHE_BYTES)
 
 
 def _cached_plan(offsets, key, build, owner=None):
@@ -40,7 +41,6 @@ def _cached_plan(offsets, key, build, owner=None):
 
 # -- per-thread scratch buffers -----------------------------------------------------------------
 _SCRATCH = threading.local()
-_SCRATCH_KEPT_BYTES = 8 << 20  # larger scratch is allocated per call and not kept
 
 
 def _scratch(name, shape, dtype):
@@ -55,7 +55,7 @@ def _scratch(name, shape, dtype):
     store = getattr(_SCRATCH, name, None)
     if store is None or store.nbytes < nbytes:
         store = np.empty(max(nbytes, 1), dtype=np.uint8)
-        if nbytes <= _SCRATCH_KEPT_BYTES:
+        if nbytes <= _tuning.SCRATCH_KEPT_BYTES:
             setattr(_SCRATCH, name, store)
     return store[:nbytes].view(dtype).reshape(shape)
 

@@ -5,10 +5,9 @@ Every one is built from differentiable torch ops, so autograd flows through.
 
 import operator
 
+import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
-
-import numpy as np
 
 from .._contract import ACTIVATIONS
 

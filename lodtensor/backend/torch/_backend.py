@@ -9,9 +9,10 @@ backward passes: those ``autograd.Function``s live in ``_torch_cpu``.
 import numpy as np
 import torch
 
-from ._arrays import TorchArrayKernels, torch_dtype
 from .._contract import Backend
 from ..numpy._compiled import compiled_kernels, compiled_pointwise
+from . import _tuning
+from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 
 __all__ = ["TorchBackend", "make_backend"]
@@ -72,21 +73,6 @@ def _numpy_moves(x, pad_value):
     )
 
 
-# -- segment sum as a sparse-dense product ------------------------------------------------------
-# On CPU, summing row segments is one CSR x dense product: the offsets are the CSR row
-# pointers, the column indices are 0..rows-1 and the values are ones. MKL's SpMM reads
-# every row once, in order, on all threads: 1.5x faster than ``index_add_`` at width 256
-# and 8x faster at width 16 on 2.7M rows (torch 2.13, 2 cores). It serves float32 and
-# float64 rows of 4 or more values (narrower rows are faster with ``index_add_``) and of at
-# most 160 bytes: from about 192 bytes a row (float32 width 48, float64 width 24) torch's
-# product falls off a cliff, 2-2.6x slower than ``index_add_`` at float32 width 64 to 256
-# on 74K-300K rows (measured with bench/sequence.py's workloads, torch 2.13, 2 cores).
-_SPMM_MIN_ROW = 4
-_SPMM_MAX_ROW_BYTES = 160
-# Max/min on CPU: the NumPy kernel up to this many bytes a row (2x faster than
-# ``scatter_reduce`` at float32 width 16), ``scatter_reduce`` above it (2x faster at width
-# 64 to 256, where it runs as fast as ``index_add_``; same measurements).
-_NUMPY_EXTREME_MAX_ROW_BYTES = 96
 _SPMM_DTYPES = (torch.float32, torch.float64)
 _COMPILED_DTYPES = (torch.float32, torch.float64, torch.int32, torch.int64)
 
@@ -100,20 +86,15 @@ def _compiled_fits(data):
         and data.device.type == "cpu"
         and data.dtype in _COMPILED_DTYPES
         and data.dim() >= 2
-        and data.numel() * data.element_size() >= 32 * data.shape[0] > 0
+        and data.numel() * data.element_size() >= _tuning.COMPILED_MIN_ROW_BYTES * data.shape[0] > 0
     )
 
 
-# ReluCPU serves tensors of at least this many bytes: glibc maps every allocation from 32 MiB (its
-# mmap threshold's ceiling) afresh, so torch.relu's output costs page faults there, which the
-# NumPy backend's buffer pool avoids (measured: 32 MiB 1.9 against 13.3 ms, 48 MiB 3.0 against
-# 19.9 ms); below, torch.relu on its threads is as fast or faster (8 MiB: 0.41 against 0.11 ms).
-_RELU_CPU_MIN_BYTES = 32 << 20
 
 
 def _relu_fits(x):
     """Whether ``ReluCPU`` (the compiled relu, torch's bits) serves ``torch.relu(x)``: a plain
-    contiguous CPU float tensor of ``_RELU_CPU_MIN_BYTES`` or more, outside torch.func transforms
+    contiguous CPU float tensor of ``_tuning.RELU_CPU_MIN_BYTES`` or more, outside torch.func transforms
     (their wrapped tensors have no memory to read), tracing and compiling (a NumPy call would not
     be recorded)."""
     return (
@@ -121,7 +102,7 @@ def _relu_fits(x):
         and type(x) is torch.Tensor
         and x.device.type == "cpu"
         and x.dtype in _SPMM_DTYPES
-        and x.numel() * x.element_size() >= _RELU_CPU_MIN_BYTES
+        and x.numel() * x.element_size() >= _tuning.RELU_CPU_MIN_BYTES
         and x.layout == torch.strided
         and not x.is_nested
         and x.is_contiguous()
@@ -149,7 +130,7 @@ def _spmm_fits(data, n):
         and data.dim() >= 2
         and rows > 0
         and n > 0
-        and _SPMM_MIN_ROW * rows <= data.numel() <= _SPMM_MAX_ROW_BYTES // data.element_size() * rows
+        and _tuning.SPMM_MIN_ROW * rows <= data.numel() <= _tuning.SPMM_MAX_ROW_BYTES // data.element_size() * rows
         and torch.backends.mkl.is_available()
     )
 
@@ -237,7 +218,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def _segment(self, data, offsets, reduce, empty, ids=None):
         """Max or min per segment; empty segments get ``empty``.
 
-        On CPU, for rows of at most ``_NUMPY_EXTREME_MAX_ROW_BYTES``, the forward
+        On CPU, for rows of at most ``_tuning.NUMPY_EXTREME_MAX_ROW_BYTES``, the forward
         pass is the NumPy backend's blocked kernel on the tensor's own memory (zero
         copy), up to 2x faster than ``scatter_reduce`` there (measured, torch 2.13,
         2 cores); :class:`SegmentExtreme` gives it ``scatter_reduce``'s gradient.
@@ -254,7 +235,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             _CPU_SHORTCUTS
             and data.device.type == "cpu"
             and data.dtype in _NUMPY_ORDERED
-            and (data.numel() <= _NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
+            and (data.numel() <= _tuning.NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
                  or _compiled_fits(data))  # any width in the compiled kernel
         ):
             return SegmentExtreme.apply(data, offsets, ids, reduce, empty)

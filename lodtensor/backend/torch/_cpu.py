@@ -13,9 +13,9 @@ import numpy as np
 import torch
 
 from ..numpy import _pool
+from ..numpy._backend import NumpyBackend
 from ..numpy._compiled import compiled_kernels, compiled_pointwise, compiled_reduce
 from ..numpy._special import run_compiled
-from ..numpy._backend import NumpyBackend
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
 

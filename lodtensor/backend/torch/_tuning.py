@@ -1,0 +1,29 @@
+"""Every tuned threshold of the torch backend, with where and how it was measured.
+
+Read at call time (``_tuning.NAME``). "Measured" means: torch 2.13 (CPU build) on the project's
+shared 2-core x86-64 VM, the workloads of ``bench/sequence.py`` (74K-2.7M rows, widths 1-256,
+float32/float64), interleaved rounds; the CUDA rows on one NVIDIA H100 (``bench/gpu.py``).
+
+>>> SPMM_MAX_ROW_BYTES
+160
+"""
+
+#: CPU segment sums as one CSR x dense product (MKL's SpMM reads every row once, in order, on all
+#: threads: 1.5x faster than ``index_add_`` at width 256 and 8x at width 16 on 2.7M rows) for
+#: float rows of at least SPMM_MIN_ROW values (narrower rows are faster with ``index_add_``) and at
+#: most SPMM_MAX_ROW_BYTES bytes: from about 192 bytes a row torch's product falls off a cliff, 2-2.6x
+#: slower than ``index_add_`` at float32 width 64-256 on 74K-300K rows.
+SPMM_MIN_ROW = 4
+SPMM_MAX_ROW_BYTES = 160
+#: CPU max/min: the NumPy kernel up to this many bytes a row (2x faster than ``scatter_reduce`` at
+#: float32 width 16), ``scatter_reduce`` above it (2x faster at width 64-256) unless the compiled
+#: kernel serves the width.
+NUMPY_EXTREME_MAX_ROW_BYTES = 96
+#: CPU rows of at least this many bytes are reduced by the NumPy backend's compiled kernel in the
+#: autograd Functions' forward (one read: 0.8x of ``index_add_`` / ``scatter_reduce`` at width 256).
+COMPILED_MIN_ROW_BYTES = 32
+#: ``ReluCPU`` (the compiled relu with torch's bits) serves tensors of at least this many bytes:
+#: glibc maps every allocation from 32 MiB afresh, so torch.relu's output pays page faults there,
+#: which the buffer pool avoids (32 MiB: 1.9 against 13.3 ms; 48 MiB: 3.0 against 19.9 ms); below,
+#: torch.relu on its threads is as fast or faster (8 MiB: 0.41 against 0.11 ms).
+RELU_CPU_MIN_BYTES = 32 << 20
