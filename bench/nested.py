@@ -22,8 +22,22 @@ buffer).
 Goals: faster than torch.nested (strided and jagged) on every op; ``linear``
 within 1.1x of the same GEMM on the flat buffer; elementwise ops within 1.1x
 of the same call on the flat buffer; ``unbind`` at most 0.5 us per component.
+
+Multi-head attention, forward + backward (#27): the MultiHeadAttention module
+of torch's transformer-building-blocks tutorial (packed projection, chunk,
+unflatten, transpose, SDPA, transpose, flatten, out projection) on a
+lodtensor nested tensor of torch data, against ``nn.MultiheadAttention`` on
+the padded batch with a key padding mask (what a PyTorch user writes without
+nested tensors), on the tutorial's batch (512 Zipf-length sentences, about
+11K tokens, E=512, 8 heads) and on 256 sequences of 1-149 tokens (E=256, 8
+heads). torch 2.13's jagged layout has no CPU kernel for this SDPA ("No viable
+backend"), so it is listed, not timed. ``BENCH_MHA_ROUNDS`` interleaved rounds
+(default 5; each round times every contender once, after a warm-up call);
+medians with their min..max spread. Goal: lodtensor at or under the padded
+module.
 """
 
+import os
 import warnings
 
 import _common
@@ -37,6 +51,12 @@ CASES = [
 ]
 WIDTH = 256
 FAST = {"budget": 0.3}
+MHA_ROUNDS = int(os.environ.get("BENCH_MHA_ROUNDS", "5"))
+MHA_CASES = [
+    {"name": "tutorial batch: 512 Zipf sentences, E=512, 8 heads", "sequences": 512, "width": 512, "heads": 8,
+     "zipf": True},
+    {"name": "256 x 1-149 tokens, E=256, 8 heads", "sequences": 256, "width": 256, "heads": 8, "max_len": 149},
+]
 SLOW = {"budget": 0.3, "min_repeat": 2}  # torch strided padding / softmax take ~1 s a call
 
 
@@ -328,14 +348,112 @@ def run_images(report, ln, torch):
                         f"torch / lodtensor = {theirs_best / ours_best:.2f}")
 
 
+def _zipf_lengths(g, n, alpha=1.2):
+    """The tutorial's sentence lengths: words drawn from Zipf(alpha) until one of ranks 3, 386, 858 (".!?")."""
+    out = np.ones(n, dtype=np.int64)
+    for i in range(n):
+        while g.zipf(alpha) not in (3, 386, 858):
+            out[i] += 1
+    return out
+
+
+def _mha_module(torch, width, heads):
+    F = torch.nn.functional  # noqa: N806
+
+    class MultiHeadAttention(torch.nn.Module):  # the tutorial's module, self-attention with a packed projection
+        def __init__(self):
+            super().__init__()
+            self.packed_proj = torch.nn.Linear(width, 3 * width)
+            self.out_proj = torch.nn.Linear(width, width)
+
+        def forward(self, x):
+            q, k, v = torch.chunk(self.packed_proj(x), 3, dim=-1)
+            q, k, v = (t.unflatten(-1, [heads, -1]).transpose(1, 2) for t in (q, k, v))
+            out = F.scaled_dot_product_attention(q, k, v)
+            return self.out_proj(out.transpose(1, 2).flatten(-2))
+
+    return MultiHeadAttention()
+
+
+def run_mha(report, ln, torch):
+    if torch is None:
+        return
+    for case in MHA_CASES:
+        _mha_case(report, ln, torch, case)
+
+
+def _mha_case(report, ln, torch, case):
+    g = _common.rng(70 + case["sequences"])
+    lengths = _zipf_lengths(g, case["sequences"]) if case.get("zipf") else g.integers(
+        1, case["max_len"] + 1, size=case["sequences"]).astype(np.int64)
+    width, heads = case["width"], case["heads"]
+    offsets = _common.offsets_of(lengths)
+    torch.manual_seed(0)
+    data = torch.from_numpy(g.standard_normal((int(lengths.sum()), width), dtype=np.float32))
+    nested = ln.nested_tensor_from_jagged(data, offsets)
+    ours = _mha_module(torch, width, heads)
+    padded_module = torch.nn.MultiheadAttention(width, heads, batch_first=True)
+    with torch.no_grad():  # the same weights, as the tutorial does
+        ours.packed_proj.weight.copy_(padded_module.in_proj_weight)
+        ours.packed_proj.bias.copy_(padded_module.in_proj_bias)
+        ours.out_proj.weight.copy_(padded_module.out_proj.weight)
+        ours.out_proj.bias.copy_(padded_module.out_proj.bias)
+    padded = ln.to_padded_tensor(nested, 0.0)
+    pad_mask = torch.arange(int(lengths.max()))[None] >= torch.from_numpy(lengths)[:, None]
+    valid = ~pad_mask
+
+    def step_nested():
+        out = ours(nested)
+        out.values().sum().backward()
+        return out
+
+    def step_padded():
+        out, _ = padded_module(padded, padded, padded, key_padding_mask=pad_mask, need_weights=False)
+        out[valid].sum().backward()
+        return out
+
+    contenders = [("lodtensor.nested (tutorial MHA)", step_nested), (
+        "padded nn.MultiheadAttention + key_padding_mask", step_padded)]
+    # the same numbers (forward), then one warm-up each
+    got = step_nested().values().detach()
+    want = step_padded()[valid].detach()
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-3, atol=2e-4)
+    times = {name: [] for name, _ in contenders}
+    for _ in range(MHA_ROUNDS):
+        for name, fn in contenders:
+            ours.zero_grad(set_to_none=True)
+            padded_module.zero_grad(set_to_none=True)
+            t = _common.time.perf_counter()
+            fn()
+            times[name].append(_common.time.perf_counter() - t)
+    workload = (f"{case['name']}: {int(lengths.sum())} tokens, longest {int(lengths.max())} (padded to "
+                f"{len(lengths)} x {int(lengths.max())}), float32, {torch.get_num_threads()} torch threads")
+    table = report.table(f"multi-head attention forward + backward, {case['name']}",
+                         f"{workload}; {MHA_ROUNDS} interleaved rounds", reference=contenders[0][0], unit="ms")
+    for name, secs in times.items():
+        secs = sorted(secs)
+        table.add_result(name, secs[0], secs[len(secs) // 2], len(secs),
+                         note=f"spread {secs[0] * 1e3:.0f}..{secs[-1] * 1e3:.0f} ms")
+    table.missing("torch.nested jagged (same module)", "torch 2.13 has no CPU kernel for jagged SDPA: "
+                  "'No viable backend for scaled_dot_product_attention'")
+    table.finish()
+    ratios = sorted(a / b for a, b in zip(*times.values()))
+    report.goal(f"MHA fwd+bwd, {case['name']}: lodtensor at or under padded nn.MultiheadAttention",
+                ratios[len(ratios) // 2] <= 1.0,
+                f"lodtensor / padded per round: median {ratios[len(ratios) // 2]:.2f} "
+                f"[{ratios[0]:.2f}-{ratios[-1]:.2f}]")
+
+
 def run(report):
     import lodtensor.nested as ln  # noqa: PLC0415
 
     torch = _common.optional("torch")
     before = _common.parallel_speedup()
-    for case in CASES:
-        run_case(report, case, ln, torch)
-    run_images(report, ln, torch)
+    if os.environ.get("BENCH_NESTED_ONLY") != "mha":
+        for case in CASES:
+            run_case(report, case, ln, torch)
+        run_images(report, ln, torch)
+    run_mha(report, ln, torch)
     after = _common.parallel_speedup()
     report.facts["two_thread_speedup"] = {"before": before, "after": after}
     report.facts["lodtensor_threads"] = ln.get_num_threads()

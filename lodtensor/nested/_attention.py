@@ -20,7 +20,8 @@ from ._dtypes import kind_of
 from ._grouped import map_components
 from ._nn import softmax_like
 from ._registry import implements
-from ._tensor import NestedTensor, Structure, make
+from ._tensor import NestedTensor, Structure, make, make_view
+from ._varlen import attend as attend_rows
 
 __all__ = ["scaled_dot_product_attention", "log_softmax", "rms_norm", "embedding"]
 
@@ -136,7 +137,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def _check_qkv(q, k, v):
     for name, x in (("query", q), ("key", k), ("value", v)):
         check_nested(x, "scaled_dot_product_attention()", name)
-    same_backend("scaled_dot_product_attention()", q._buffer, k._buffer, v._buffer)
+    same_backend("scaled_dot_product_attention()", q._buf, k._buf, v._buf)
     qs, ks, vs = q._struct, k._struct, v._struct
     if not qs.rank == ks.rank == vs.rank or qs.rank < 2:
         raise ShapeError(
@@ -193,7 +194,7 @@ def _nested_mask(mask, q, k):
     valid = (np.arange(shape[-2])[None, :, None] < lq[:, None, None]) & (
         np.arange(shape[-1])[None, None, :] < lk[:, None, None])
     valid = np.broadcast_to(valid.reshape((qs.n,) + (1,) * (len(shape) - 3) + valid.shape[1:]), (qs.n,) + shape[1:])
-    values = mask[be.to_device(be.asarray(np.ascontiguousarray(valid)), be.device_of(q._buffer))]
+    values = mask[be.to_device(be.asarray(np.ascontiguousarray(valid)), be.device_of(q._buf))]
     sizes = np.empty((qs.n, qs.rank), dtype=np.int64)
     sizes[:, :-2] = shape[1:-2]
     sizes[:, -2], sizes[:, -1] = lq, lk
@@ -221,8 +222,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         raise ValueError(f"scaled_dot_product_attention(): dropout_p must be in [0, 1], got {dropout_p}")
     if enable_gqa:
         raise ShapeError("scaled_dot_product_attention(): enable_gqa is not supported for nested tensors")
-    if kind_of(query._buffer.dtype) != "f":
+    if kind_of(query.dtype) != "f":
         raise not_implemented("scaled_dot_product_attention", query)
+    if attn_mask is None:  # (B, heads, (L), E) views of rows (tokens, heads, E): per length group on the rows
+        out = attend_rows(query, key, value, is_causal, scale, float(dropout_p), make_view)
+        if out is not None:
+            return out
     be = query.backend
     inputs = [query, key, value]
     if attn_mask is not None:

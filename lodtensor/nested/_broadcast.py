@@ -17,7 +17,7 @@ import numpy as np
 from ..backend import backend_name_of, backend_of
 from ..errors import BackendMismatchError, ShapeError
 from ._dtypes import torch_name
-from ._tensor import NestedTensor, make
+from ._tensor import NestedTensor, make, make_view, same_layout
 
 __all__ = ["Aligned", "align", "scalar_like", "same_backend", "check_nested", "not_implemented", "describe"]
 
@@ -41,7 +41,7 @@ def check_nested(x, where, name="input"):
 
 
 def not_implemented(op, nt, allowed="floating point"):
-    dtype = nt._buffer.dtype
+    dtype = nt.dtype
     return TypeError(
         f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {allowed} data, got dtype "
         f"{dtype}; cast it first"
@@ -70,24 +70,33 @@ class Aligned:
     ``out=``); ``wrap(result)`` makes the result a nested tensor again.
     """
 
-    __slots__ = ("nt", "arrays", "_axis", "_dense")
+    __slots__ = ("nt", "arrays", "_axis", "_dense", "_stored")
 
-    def __init__(self, nt, arrays, axis, dense):
-        self.nt, self.arrays, self._axis, self._dense = nt, arrays, axis, dense
+    def __init__(self, nt, arrays, axis, dense, stored=False):
+        self.nt, self.arrays, self._axis, self._dense, self._stored = nt, arrays, axis, dense, stored
 
     @property
     def backend(self):
         return self.nt.backend
 
-    def view(self, buffer):
+    def view(self, out):
+        """The buffer of the nested tensor ``out`` (``out=``) lined up as the operands are."""
+        if self._stored or out._perm is not None:
+            if not (self._stored and same_layout(out, self.nt)):
+                raise ShapeError("out=: a transposed nested tensor must have the layout of the inputs")
+            out._written()
+            return out._buf
         if not self._dense:
-            return buffer
-        return self.nt._struct.tail_view(buffer, self._axis)
+            return out._buffer
+        return self.nt._struct.tail_view(out._buffer, self._axis)
 
     def wrap(self, result, layout=None):
         nt = self.nt
+        layout = nt._layout if layout is None else layout
+        if self._stored:  # operands of one transposed layout: the result reads the same way
+            return make_view(result, nt._st, nt._perm, layout)
         flat = result.reshape(-1) if self._dense else result
-        return make(flat, nt._struct, nt._layout if layout is None else layout)
+        return make(flat, nt._struct, layout)
 
 
 def align(where, operands, *, dense=True):
@@ -107,7 +116,7 @@ def align(where, operands, *, dense=True):
                 f"{where} does not support broadcasting when given a NestedTensor: the nested "
                 f"structures differ ({describe(ref)} vs {describe(other)})"
             )
-        same_backend(where, ref._buffer, other._buffer)
+        same_backend(where, ref._buf, other._buf)
     dense_ops = []
     for x in operands:
         if isinstance(x, NestedTensor) or x is None:
@@ -118,7 +127,7 @@ def align(where, operands, *, dense=True):
                 raise TypeError(f"{where}: expected NestedTensors, arrays or scalars, got {type(x).__name__}")
             dense_ops.append(x)
         elif backend_name_of(s) is not None:
-            same_backend(where, ref._buffer, s)
+            same_backend(where, ref._buf, s)
     if dense_ops and not dense:
         shape = tuple(dense_ops[0].shape)
         raise ShapeError(
@@ -127,8 +136,9 @@ def align(where, operands, *, dense=True):
             f"structure, or a nested tensor and a scalar"
         )
     if not dense_ops:
-        arrays = [x._buffer if isinstance(x, NestedTensor) else _weak(x) for x in operands]
-        return Aligned(ref, arrays, 0, False)
+        stored = ref._perm is not None and all(same_layout(ref, x) for x in nested)  # one transposed layout
+        arrays = [(x._buf if stored else x._buffer) if isinstance(x, NestedTensor) else _weak(x) for x in operands]
+        return Aligned(ref, arrays, 0, False, stored)
     axis = _regular_suffix(st)
     arrays = []
     for x in operands:

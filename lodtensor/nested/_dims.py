@@ -17,9 +17,10 @@ import numpy as np
 from ..errors import ShapeError
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
+from ._permute import regroup
 from ._registry import implements
 from ._symbolic import keep_ragged
-from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
            "split_with_sizes", "cat", "stack", "slice_dim", "components_slice"]  # fmt: skip
@@ -38,8 +39,18 @@ def _regular_dim(where, nt, dim, ndim=None):
     return d - 1
 
 
-def _view(nt, sizes):
-    return make(nt._buffer, Structure(sizes, nt._struct.offsets), nt._layout)
+def _view(nt, plan, sizes):
+    """A view whose component dims regroup ``nt``'s as ``plan`` says (see ``_permute.regroup``); ``sizes``,
+    the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied)."""
+    out = regroup(nt._st, nt._perm, plan)
+    if out is None:
+        return make(nt._buffer, Structure(sizes, nt._st.offsets), nt._layout)
+    table, perm = out
+    return make_view(nt._buf, Structure(table, nt._st.offsets), perm, nt._layout)
+
+
+def _keep(axes):
+    return [("keep", a) for a in axes]
 
 
 def _map(nt, axis, fn, sizes):
@@ -72,7 +83,9 @@ def unsqueeze(input, dim):
     d = normalize_dim(dim, input.dim() + 1)
     if d == 0:
         raise ShapeError("unsqueeze(): not supported for NestedTensor on dim=0")
-    return _view(input, np.insert(input._struct.sizes, d - 1, 1, axis=1))
+    rank = input._struct.rank
+    return _view(input, _keep(range(d - 1)) + [("new",)] + _keep(range(d - 1, rank)),
+                 np.insert(input._struct.sizes, d - 1, 1, axis=1))
 
 
 @implements("squeeze", "torch.squeeze", _T + "squeeze")
@@ -83,11 +96,11 @@ def squeeze(input, dim=None):
     st = input._struct
     if dim is None:
         keep = [a for a in range(st.rank) if not (st.n and st.regular[a] and st.sizes[0, a] == 1)]
-        return _view(input, st.sizes[:, keep])
-    dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-    axes = {_regular_dim("squeeze()", input, d) for d in dims}
-    drop = [a for a in axes if st.n and st.sizes[0, a] == 1]
-    return _view(input, np.delete(st.sizes, drop, axis=1))
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        axes = {_regular_dim("squeeze()", input, d) for d in dims}
+        keep = [a for a in range(st.rank) if not (a in axes and st.n and st.sizes[0, a] == 1)]
+    return _view(input, _keep(keep), st.sizes[:, keep])
 
 
 @implements("flatten", "torch.flatten", _T + "flatten")
@@ -102,7 +115,8 @@ def flatten(input, start_dim=0, end_dim=-1):
     for axis in range(a, b + 1):
         _regular_dim("flatten()", input, axis + 1)
     merged = st.sizes[:, a : b + 1].prod(axis=1, keepdims=True)
-    return _view(input, np.concatenate([st.sizes[:, :a], merged, st.sizes[:, b + 1 :]], axis=1))
+    return _view(input, _keep(range(a)) + [("merge", a, b)] + _keep(range(b + 1, st.rank)),
+                 np.concatenate([st.sizes[:, :a], merged, st.sizes[:, b + 1 :]], axis=1))
 
 
 @implements("unflatten", "torch.unflatten", _T + "unflatten")
@@ -124,7 +138,8 @@ def unflatten(input, dim, sizes):
         raise ShapeError(f"unflatten(): provided sizes {sizes} don't multiply up to the size of dim {dim} ({size})")
     new = np.empty((st.n, len(sizes)), dtype=np.int64)
     new[:] = sizes
-    return _view(input, np.concatenate([st.sizes[:, :a], new, st.sizes[:, a + 1 :]], axis=1))
+    return _view(input, _keep(range(a)) + [("split", a, sizes)] + _keep(range(a + 1, st.rank)),
+                 np.concatenate([st.sizes[:, :a], new, st.sizes[:, a + 1 :]], axis=1))
 
 
 # -- ops that move data ---------------------------------------------------------------------------

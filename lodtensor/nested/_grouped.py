@@ -12,9 +12,9 @@ import math
 
 import numpy as np
 
-from ._tensor import Structure
+from ._structure import Structure
 
-__all__ = ["shape_groups", "map_components", "element_index", "block_of"]
+__all__ = ["shape_groups", "map_components", "element_index", "block_of", "joined"]
 
 
 def shape_groups(keys):
@@ -89,9 +89,12 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
     out = None
     n = first._struct.n
     out_offsets = out_struct.offsets
+    cuts = [sum(ranks[:k]) for k in range(len(ranks) + 1)]
+    if len(groups) > 1 and any(x.requires_grad for x in inputs):
+        pairs = [(x._buffer, x._struct.offsets) for x in inputs]
+        return joined(be, pairs, fn, groups, cuts, out_struct.offsets), out_struct
     starts = [x._struct.offsets.tolist() for x in inputs] if len(groups) > 1 else None
     out_starts = out_offsets.tolist() if len(groups) > 1 else None
-    cuts = [sum(ranks[:k]) for k in range(len(ranks) + 1)]
     out_shapes = out_struct.sizes.tolist() if into is not None and starts is not None else None
     for members, key in groups:
         if members.size == 1 and starts is not None:
@@ -123,3 +126,31 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
         m = flat.shape[0] // members.size
         be.scatter(out, element_index(out_offsets, members, m), flat)
     return out, out_struct
+
+
+def joined(be, inputs, fn, groups, cuts, out_offsets):
+    """Grouped work for inputs that record autograd: ``fn(*blocks)`` per group of ``groups`` (``(members,
+    key)``, key the concatenated component shapes cut by ``cuts``), ``inputs`` being ``(buffer,
+    element offsets)`` pairs; returns the flat result in component order (element offsets ``out_offsets``).
+
+    Each input is gathered once into group order and split into its groups' blocks, the results are
+    joined and gathered once back. A slice or a gather per group, or a write per group into a
+    preallocated buffer, would make the backward add or copy a buffer-sized gradient once per group.
+    """
+    parts = []
+    for k, (buffer, offsets) in enumerate(inputs):
+        numels = [int(np.prod(key[cuts[k] : cuts[k + 1]], dtype=np.int64)) for _, key in groups]
+        index = np.concatenate([element_index(offsets, members, m) for (members, _), m in zip(groups, numels)])
+        bounds = np.zeros(len(groups) + 1, dtype=np.int64)
+        np.cumsum([m * members.size for (members, _), m in zip(groups, numels)], out=bounds[1:])
+        parts.append(be.split_rows(be.gather(buffer, index), bounds.tolist()))
+    results, index = [], []
+    for j, (members, key) in enumerate(groups):
+        blocks = [parts[k][j].reshape((members.size,) + key[cuts[k] : cuts[k + 1]]) for k in range(len(inputs))]
+        flat = fn(*blocks).reshape(-1)
+        results.append(flat)
+        index.append(element_index(out_offsets, members, int(flat.shape[0]) // members.size))
+    order = np.concatenate(index)
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size, dtype=np.int64)
+    return be.gather(be.concat_axis(results, 0), back)

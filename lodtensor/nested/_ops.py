@@ -16,7 +16,7 @@ from ._construct import _place
 from ._dtypes import check_requires_grad, kind_of, resolve_dtype
 from ._pointwise import write_into
 from ._registry import implements
-from ._tensor import NestedTensor, make
+from ._tensor import NestedTensor, make, make_view
 
 __all__ = [
     "masked_fill", "dropout", "clone", "detach", "empty_like", "zeros_like", "randn_like", "ones_like",
@@ -92,14 +92,14 @@ def dropout(input, p=0.5, training=True, inplace=False):
 def clone(input, *, memory_format=None):
     """A copy with its own buffer (keeps autograd history on torch)."""
     check_nested(input, "clone()")
-    return make(input.backend.clone(input._buffer), input._struct, input._layout)
+    return make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
 
 
 @implements("detach", "torch.detach", _T + "detach")
 def detach(input):
     """The same data without autograd history (shares the buffer)."""
     check_nested(input, "detach()")
-    return make(input.backend.detach(input._buffer), input._struct, input._layout)
+    return make_view(input.backend.detach(input._buf), input._st, input._perm, input._layout)
 
 
 def _like(where, input, dtype, device, requires_grad, fill):
@@ -171,7 +171,8 @@ def fill_(input, value):
     check_nested(input, "fill_()")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
-    input._buffer[...] = value
+    input._buf[...] = value  # every element: how the storage is viewed does not matter
+    input._written()
     return input
 
 
@@ -189,6 +190,11 @@ def copy_(input, src, non_blocking=False):
     aligned = align("copy_", (input, src))
     dst, value = aligned.arrays
     dst[...] = value
+    if input._perm is not None:  # a transposed view: dst was its storage, or its materialised copy (then write back)
+        if aligned._stored:
+            input._written()
+        else:
+            input._buf[...] = input._stored(input._buffer)
     return input
 
 
@@ -201,4 +207,4 @@ def masked_fill_(input, mask, value):
     >>> nt.masked_fill_(nt < 0, 0.0).to_tensor_list()
     [array([1., 0.], dtype=float32), array([0.], dtype=float32)]
     """
-    return write_into(input, masked_fill(input, mask, value)._buffer, "masked_fill_()")
+    return write_into(input, masked_fill(input, mask, value), "masked_fill_()")

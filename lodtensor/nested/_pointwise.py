@@ -17,7 +17,7 @@ from ._broadcast import align, check_nested, scalar_like
 from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
 from ._tables import _SPECS, ALIASES, BINARY, UNARY
-from ._tensor import NestedTensor, make
+from ._tensor import NestedTensor, make_view, same_layout
 
 _NAMESPACES = ("torch.", "torch.Tensor.", "torch.special.", "torch.nn.functional.")
 __all__ = ["UNARY", "BINARY", "where", "clamp", "array_ufunc", "binary", "write_into"]  # + every table op
@@ -67,8 +67,9 @@ _BOOL_REFUSALS = {
 
 
 def _unary_input(name, rule, nt):
-    """The buffer ready for the library call: refused or cast to float32 as torch would."""
-    buf = nt._buffer
+    """The buffer (storage: elementwise ops do not care how it is viewed) ready for the library call:
+    refused or cast to float32 as torch would."""
+    buf = nt._buf
     kind = kind_of(buf.dtype)
     if rule in ("int", "fpi") and kind == "b":
         if name in _BOOL_REFUSALS:
@@ -88,15 +89,18 @@ def _unary_input(name, rule, nt):
     return buf
 
 
-def write_into(nt, out, where):
-    """``out`` written into ``nt``'s buffer (torch's in-place rules: no casting to a lower category)."""
-    buf = nt._buffer
-    if _CATEGORY[kind_of(out.dtype)] > _CATEGORY[kind_of(buf.dtype)]:
+def write_into(nt, result, where):
+    """The nested tensor ``result`` (``nt``'s structure) written into ``nt``'s buffer (torch's in-place
+    rules: no casting to a lower category); a transposed view writes through to its storage."""
+    buf = nt._buf
+    if _CATEGORY[kind_of(result.dtype)] > _CATEGORY[kind_of(buf.dtype)]:
         raise RuntimeError(
-            f"{where}: result type {torch_name(out.dtype)} can't be cast to the desired output type "
+            f"{where}: result type {torch_name(result.dtype)} can't be cast to the desired output type "
             f"{torch_name(buf.dtype)}"
         )
+    out = result._buf if same_layout(nt, result) else nt._stored(result._buffer)
     buf[...] = out.reshape(buf.shape)
+    nt._written()
     return nt
 
 
@@ -113,13 +117,13 @@ def _make_unary(name, np_name, torch_path, rule, spec):
             k: v for k, v in bound.items() if v is not defaults[k] and v != defaults[k]
         }  # torch.round(t, decimals=0)
         # dispatches to a kernel int64 lacks; defaults are left out, as torch's Python signature does
-        if name == "round" and bound.get("decimals") and kind_of(input._buffer.dtype) != "f":
-            raise _refuse("round", input._buffer.dtype, "floating point (with decimals)")
+        if name == "round" and bound.get("decimals") and kind_of(input.dtype) != "f":
+            raise _refuse("round", input.dtype, "floating point (with decimals)")
         buf = _unary_input(name, rule, input)
-        out = input.backend.pointwise(np_name, torch_path, buf, **bound)
+        out = _wrap(input, input.backend.pointwise(np_name, torch_path, buf, **bound))
         if inplace:
             return write_into(input, out, f"{name}(inplace=True)")
-        return _wrap(input, out)
+        return out
 
     op.__name__ = op.__qualname__ = name
     sig = f"{name}(input{', ' + spec if spec else ''})"
@@ -131,7 +135,8 @@ def _make_unary(name, np_name, torch_path, rule, spec):
 
 
 def _wrap(nt, out):
-    return make(out, nt._struct, nt._layout)
+    """An elementwise result over ``nt``'s buffer (its storage, for a transposed view): ``nt``'s layout."""
+    return make_view(out, nt._st, nt._perm, nt._layout)
 
 
 def _binary_dtype(rule, arrays):
@@ -179,7 +184,7 @@ def binary(name, a, b, **kwargs):
     ):
         raise _refuse(f"{name}_cpu", np.dtype(bool), "numeric (not bool)")
     if rule == "fp" and all(k in "biu" for k in kinds):
-        raise _refuse(name, a._buffer.dtype if isinstance(a, NestedTensor) else b._buffer.dtype, "floating point")
+        raise _refuse(name, a.dtype if isinstance(a, NestedTensor) else b.dtype, "floating point")
     if name == "sub" and all(isinstance(x, bool) or kind_of(getattr(x, "dtype", "f")) == "b" for x in arrays):
         raise TypeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
@@ -277,7 +282,7 @@ def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
 
 def _clamp_scalar(nt, lo, hi):
     be = nt.backend
-    buf = nt._buffer
+    buf = nt._buf
     if not be.follows_torch_promotion:
         dtype = promote(buf.dtype, lo if hi is None else hi)
         buf = be.astype(buf, dtype)
@@ -287,7 +292,7 @@ def _clamp_scalar(nt, lo, hi):
 def _inplace(name, fn):
     def op(input, *args, **kwargs):
         check_nested(input, f"{name}_()")
-        return write_into(input, fn(input, *args, **kwargs)._buffer, f"{name}_()")
+        return write_into(input, fn(input, *args, **kwargs), f"{name}_()")
 
     op.__name__ = op.__qualname__ = f"{name}_"
     op.__doc__ = f"In-place :func:`{name}`: the result written into ``input``'s buffer; returns ``input``."
@@ -356,7 +361,7 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
         for o in outs:
             if not isinstance(o, NestedTensor) or not o._struct.same_as(aligned.nt._struct):
                 raise ShapeError(f"{where}: out= must be NestedTensors of the inputs' nested structure")
-        kwargs["out"] = tuple(aligned.view(o._buffer) for o in outs)
+        kwargs["out"] = tuple(aligned.view(o) for o in outs)
     res = aligned.backend.apply_ufunc(ufunc, "__call__", *aligned.arrays, **kwargs)
     if out is not None:
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out

@@ -17,9 +17,10 @@ from ._dims import components_slice, slice_dim
 from ._dims import unsqueeze as _unsqueeze
 from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
+from ._permute import compose
 from ._registry import implements
 from ._symbolic import keep_ragged
-from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
 __all__ = ["reshape", "view", "reshape_as", "transpose", "select", "unbind", "to_padded_tensor"]
 
@@ -126,7 +127,13 @@ def reshape_as(input, other):
 # -- transpose / select -----------------------------------------------------------------------
 @implements("transpose", "torch.transpose", "torch.swapaxes", _T + "transpose", _T + "swapaxes")
 def transpose(input, dim0, dim1):
-    """Swap two component dims (not dim 0); a copy.
+    """Swap two component dims (not dim 0); a view, as torch's (no data moves).
+
+    The result reads the same buffer through a permutation of its dims. Ops
+    that know views (transpose, unflatten, flatten, squeeze, unsqueeze,
+    pointwise ops with tensors of the same layout, scaled_dot_product_attention
+    over ``(B, heads, (L), E)``) work on it as it is; others copy it into
+    contiguous components once (cached on the tensor).
 
     >>> import lodtensor.nested as ln
     >>> nt = ln.nested_tensor([np.zeros((2, 3)), np.zeros((4, 3))])
@@ -141,19 +148,10 @@ def transpose(input, dim0, dim1):
     d0, d1 = normalize_dim(dim0, input.dim()), normalize_dim(dim1, input.dim())
     if d0 == 0 or d1 == 0:
         raise ShapeError("Nested tensor dimension 0 cannot be transposed")
-    if d0 == d1:
-        return make(input._buffer, input._struct, input._layout)
-    a, b = sorted((d0 - 1, d1 - 1))
-    st = input._struct
-    sizes = st.sizes.copy()
-    sizes[:, [a, b]] = sizes[:, [b, a]]
-    ops = input.backend
-    if st.n and all(st.regular[a:]):
-        block = st.tail_view(input._buffer, a)
-        out = ops.swapaxes(block, 1, 1 + b - a).reshape(-1)
-        return make(out, Structure(sizes, st.offsets), input._layout)
-    out, new = map_components([input], lambda x: ops.swapaxes_view(x, a + 1, b + 1), sizes)
-    return make(out, new, input._layout)
+    perm = list(compose(input._perm, input._st.rank))
+    a, b = d0 - 1, d1 - 1
+    perm[a], perm[b] = perm[b], perm[a]
+    return make_view(input._buf, input._st, perm, input._layout)
 
 
 @implements("select", "torch.select", _T + "select")

@@ -17,10 +17,11 @@ from ..errors import ShapeError
 from ..place import place_of
 from . import _dispatch
 from ._dtypes import check_requires_grad
+from ._permute import logical_structure, normalize_perm, permute_view, permuted
 from ._structure import Structure, normalize_dim
 from ._symbolic import RaggedSize, Size, ragged_size
 
-__all__ = ["NestedTensor", "Structure", "make", "normalize_dim", "documents"]
+__all__ = ["NestedTensor", "Structure", "make", "make_view", "same_layout", "normalize_dim", "documents"]
 
 _INT64 = np.dtype(np.int64)
 _object_new = object.__new__
@@ -29,10 +30,26 @@ _object_new = object.__new__
 def make(buffer, structure, layout="strided"):
     """A NestedTensor from parts known to fit together (no checks): the fast internal path."""
     t = _object_new(NestedTensor)
-    t._buffer = buffer
-    t._struct = structure
+    t._buf = buffer
+    t._st = structure
+    t._perm = None
     t._layout = layout
     return t
+
+
+def make_view(buffer, storage, perm, layout="strided"):
+    """A NestedTensor whose component dim ``a`` reads storage axis ``perm[a]`` of ``buffer`` laid out as ``storage``."""
+    t = _object_new(NestedTensor)
+    t._buf = buffer
+    t._st = storage
+    t._perm = normalize_perm(perm)
+    t._layout = layout
+    return t
+
+
+def same_layout(a, b):
+    """Whether nested tensors ``a`` and ``b`` lay their components out alike (perm and storage sizes)."""
+    return a._perm == b._perm and a._st.same_as(b._st)
 
 
 def _op(name):
@@ -72,8 +89,10 @@ class NestedTensor:
     lodtensor.errors.ShapeError: Given dimension 1 is irregular and does not have a size.
     """
 
-    # _holes: see _jagged.py; _outer: the documents' offsets of a tensor with two ragged dims (_two_level.py)
-    __slots__ = ("_buffer", "_struct", "_layout", "_holes", "_outer", "__weakref__")
+    # _buf, _st: the buffer and its size table (the storage); _perm: which storage axis each component dim
+    # reads (None: the same; see _permute.py), _logical/_dense: the size table and buffer read through _perm
+    # (cached); _holes: see _jagged.py; _outer: the documents' offsets of a tensor with two ragged dims
+    __slots__ = ("_buf", "_st", "_perm", "_logical", "_dense", "_layout", "_holes", "_outer", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
 
@@ -91,6 +110,39 @@ class NestedTensor:
             if name in cls.__dict__ and cls.__dict__[name] is not fn:
                 raise RuntimeError(f"NestedTensor.{name} is already defined; an upper module cannot replace it")
             setattr(cls, name, fn)
+
+    # -- storage -----------------------------------------------------------------------------
+    @property
+    def _struct(self):
+        """The size table of the components as they read (the storage's, through ``_perm``)."""
+        if self._perm is None:
+            return self._st
+        st = getattr(self, "_logical", None)
+        if st is None:
+            st = self._logical = logical_structure(self._st, self._perm)
+        return st
+
+    @property
+    def _buffer(self):
+        """The components as they read, one after another (a permuted view is materialised once, cached)."""
+        if self._perm is None:
+            return self._buf
+        buf = getattr(self, "_dense", None)
+        if buf is None:
+            buf = self._dense = permuted(backend_of(self._buf), self._buf, self._st, self._perm)
+        return buf
+
+    def _stored(self, buffer):
+        """A buffer laid out as this tensor's components read (``_buffer``'s layout) moved into its storage layout."""
+        if self._perm is None:
+            return buffer
+        inverse = tuple(int(a) for a in np.argsort(self._perm))
+        return permuted(backend_of(buffer), buffer, self._struct, inverse)
+
+    def _written(self):
+        """Forget the materialised buffer after an in-place write into the storage."""
+        if self._perm is not None:
+            self._dense = None
 
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
@@ -158,24 +210,24 @@ class NestedTensor:
         return self._index_array(strides)
 
     def _index_array(self, table):
-        if backend_name_of(self._buffer) == "numpy":
+        if backend_name_of(self._buf) == "numpy":
             return table.copy()
-        return self.backend.to_device(self.backend.asarray(table.copy()), self.backend.device_of(self._buffer))
+        return self.backend.to_device(self.backend.asarray(table.copy()), self.backend.device_of(self._buf))
 
     @property
     def dtype(self):
-        return self._buffer.dtype
+        return self._buf.dtype
 
     @property
     def device(self):
         """``torch.device`` for torch data, the device string (``'cpu'``, ``'cuda:0'``) otherwise."""
-        buf = self._buffer
+        buf = self._buf
         return buf.device if backend_name_of(buf) == "torch" else self.backend.device_of(buf)
 
     @property
     def place(self):
         """The lodtensor place (``CPUPlace()``, ``CUDAPlace(i)``) of the buffer."""
-        return place_of(self._buffer, self.backend)
+        return place_of(self._buf, self.backend)
 
     @property
     def layout(self):
@@ -184,36 +236,36 @@ class NestedTensor:
 
     @property
     def backend(self):
-        return backend_of(self._buffer)
+        return backend_of(self._buf)
 
     @property
     def requires_grad(self):
-        return bool(getattr(self._buffer, "requires_grad", False))
+        return bool(getattr(self._buf, "requires_grad", False))
 
     @property
     def is_leaf(self):
-        return bool(getattr(self._buffer, "is_leaf", True))
+        return bool(getattr(self._buf, "is_leaf", True))
 
     @property
     def grad(self):
         """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward)."""
-        grad = getattr(self._buffer, "grad", None)
-        return None if grad is None else make(grad, self._struct, self._layout)
+        grad = getattr(self._buf, "grad", None)
+        return None if grad is None else make_view(grad, self._st, self._perm, self._layout)
 
     @property
     def grad_fn(self):
-        return getattr(self._buffer, "grad_fn", None)
+        return getattr(self._buf, "grad_fn", None)
 
     def requires_grad_(self, requires_grad=True):
         """Make this (torch, floating) leaf record operations; in place, returns self."""
-        check_requires_grad(self._buffer, requires_grad, "requires_grad_()")
-        if requires_grad or backend_name_of(self._buffer) == "torch":
-            self._buffer.requires_grad_(requires_grad)
+        check_requires_grad(self._buf, requires_grad, "requires_grad_()")
+        if requires_grad or backend_name_of(self._buf) == "torch":
+            self._buf.requires_grad_(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure."""
-        buf = self._buffer
+        buf = self._buf
         if backend_name_of(buf) != "torch":
             raise TypeError("backward(): needs torch data; NumPy nested tensors have no autograd")
         if gradient is None:
@@ -223,90 +275,8 @@ class NestedTensor:
         else:
             if not isinstance(gradient, NestedTensor) or not self._struct.same_as(gradient._struct):
                 raise ShapeError("backward(): gradient must be a nested tensor with the same nested structure")
-            grad = gradient._buffer
+            grad = gradient._buf if same_layout(self, gradient) else self._stored(gradient._buffer)
         buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
-
-    def is_contiguous(self):
-        """True unless built with holes (``offsets`` and ``lengths``), as torch reports; the buffer
-        itself is always contiguous here."""
-        return getattr(self, "_holes", None) is None
-
-    def lengths(self):
-        """Component lengths (int64) when built with holes (``offsets`` and ``lengths``), else None, as torch.
-
-        >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([[1, 2], [3]]).lengths() is None
-        True
-        """
-        holes = getattr(self, "_holes", None)
-        return None if holes is None else self._index_array(holes[2])
-
-    @property
-    def jagged_dim(self):
-        """The ragged dim: the first irregular dim (1 when every dim is regular), None when several are ragged.
-
-        >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).jagged_dim
-        1
-        """
-        irregular = [a + 1 for a, r in enumerate(self._struct.regular) if not r]
-        if len(irregular) > 1:
-            return None
-        return irregular[0] if irregular else 1
-
-    def contiguous(self):
-        """This nested tensor: its components always lie one after another in one buffer."""
-        return self
-
-    def values(self):
-        """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged
-        (torch's jagged ``values()``), else the flat buffer; a view either way.
-
-        >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
-        (6, 3)
-        """
-        holes = getattr(self, "_holes", None)
-        if holes is not None:
-            return holes[0]
-        st = self._struct
-        if st.is_lod and st.n:
-            offsets, row_shape = st.rows()
-            return self._buffer.reshape((int(offsets[-1]),) + row_shape)
-        return self._buffer
-
-    def offsets(self):
-        """Row offsets of the components (torch's jagged ``offsets()``), as an int64 array of the
-        buffer's library; only when the first component dim is the one ragged dim.
-
-        >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).offsets().tolist()
-        [0, 2, 6]
-        """
-        holes = getattr(self, "_holes", None)
-        if holes is not None:
-            return self._index_array(holes[1])
-        st = self._struct
-        if not st.is_lod:
-            raise ShapeError(
-                "offsets(): only a nested tensor ragged in its first component dim alone has row offsets; "
-                "use nested_size() for the sizes of every dim"
-            )
-        return self.backend.to_device(self.backend.asarray(st.rows()[0].copy()), self.backend.device_of(self._buffer))
-
-    # -- DLPack (the flat buffer; see docs/interop.md for the ragged convention) ----------------
-    def __dlpack__(self, **kwargs):
-        """A DLPack capsule over ``values()`` (shared): ``np.from_dlpack(nt)``, ``torch.from_dlpack(nt)``.
-
-        >>> import lodtensor.nested as ln
-        >>> np.from_dlpack(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])).shape
-        (3, 3)
-        """
-        return self.values().__dlpack__(**kwargs)
-
-    def __dlpack_device__(self):
-        """``(device_type, device_id)`` of the buffer, as DLPack defines them."""
-        return self._buffer.__dlpack_device__()
 
     # -- components --------------------------------------------------------------------------
     def unbind(self, dim=0):
@@ -363,7 +333,7 @@ class NestedTensor:
         return _dispatch.OP_TABLE["clone"](self)
 
     def __copy__(self):
-        return make(self._buffer, self._struct, self._layout)
+        return make_view(self._buf, self._st, self._perm, self._layout)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs return NestedTensors (see ``lodtensor.nested._pointwise.array_ufunc``)."""
@@ -450,18 +420,22 @@ def _shape_arg(shape):
 
 
 def _components(nt):
-    """The components as views of the buffer: one slice per component, no other work."""
-    st = nt._struct
-    buf = nt._buffer
+    """The components as views of the buffer: one slice per component (permuted views of a transposed
+    tensor), no other work."""
+    st = nt._st
+    buf = nt._buf
     if st.n == 0:
         return []
     offsets, row_offsets, sizes = st.lists()
     ops = backend_of(buf)
     if row_offsets is not None:
         rows = buf.reshape((row_offsets[-1],) + st.rows()[1])
-        return ops.split_rows(rows, row_offsets)
-    pieces = ops.split_rows(buf, offsets)
-    return [p.reshape(s) for p, s in zip(pieces, sizes)]
+        parts = ops.split_rows(rows, row_offsets)
+    else:
+        parts = [p.reshape(s) for p, s in zip(ops.split_rows(buf, offsets), sizes)]
+    if nt._perm is None:
+        return parts
+    return [permute_view(ops, p, nt._perm) for p in parts]
 
 
 def documents(nt):

@@ -1,0 +1,102 @@
+"""NestedTensor's jagged-layout accessors: ``values()``, ``offsets()``, ``lengths()``, ``jagged_dim``,
+``is_contiguous()``, ``contiguous()`` and the DLPack export, installed on the class when
+``lodtensor.nested`` is imported (``NestedTensor._attach``)."""
+
+import numpy as np  # noqa: F401 - the doctests use it
+
+from ..errors import ShapeError
+from ._tensor import NestedTensor
+
+__all__ = ["JaggedAccessors"]
+
+
+class JaggedAccessors:
+    """The methods; see each one."""
+
+    def is_contiguous(self):
+        """True unless built with holes (``offsets`` and ``lengths``), as torch reports; the buffer
+        itself is always contiguous here."""
+        return getattr(self, "_holes", None) is None
+
+    def lengths(self):
+        """Component lengths (int64) when built with holes (``offsets`` and ``lengths``), else None, as torch.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).lengths() is None
+        True
+        """
+        holes = getattr(self, "_holes", None)
+        return None if holes is None else self._index_array(holes[2])
+
+    @property
+    def jagged_dim(self):
+        """The ragged dim: the first irregular dim (1 when every dim is regular), None when several are ragged.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).jagged_dim
+        1
+        """
+        irregular = [a + 1 for a, r in enumerate(self._struct.regular) if not r]
+        if len(irregular) > 1:
+            return None
+        return irregular[0] if irregular else 1
+
+    def contiguous(self):
+        """This nested tensor: its components always lie one after another in one buffer."""
+        return self
+
+    def values(self):
+        """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged
+        (torch's jagged ``values()``), else the flat buffer; a view either way. A transposed view's
+        values are its storage's, as torch's (``nt.transpose(1, 2).values()`` is ``nt.values()``).
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
+        (6, 3)
+        """
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            return holes[0]
+        st = self._st
+        if st.is_lod and st.n:
+            offsets, row_shape = st.rows()
+            return self._buf.reshape((int(offsets[-1]),) + row_shape)
+        return self._buf if self._perm is None else self._buffer
+
+    def offsets(self):
+        """Row offsets of the components (torch's jagged ``offsets()``), as an int64 array of the
+        buffer's library; only when the first component dim is the one ragged dim.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).offsets().tolist()
+        [0, 2, 6]
+        """
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            return self._index_array(holes[1])
+        st = self._st
+        if not st.is_lod:
+            raise ShapeError(
+                "offsets(): only a nested tensor ragged in its first component dim alone has row offsets; "
+                "use nested_size() for the sizes of every dim"
+            )
+        return self.backend.to_device(self.backend.asarray(st.rows()[0].copy()), self.backend.device_of(self._buf))
+
+    # -- DLPack (the flat buffer; see docs/interop.md for the ragged convention) ----------------
+    def __dlpack__(self, **kwargs):
+        """A DLPack capsule over ``values()`` (shared): ``np.from_dlpack(nt)``, ``torch.from_dlpack(nt)``.
+
+        >>> import lodtensor.nested as ln
+        >>> np.from_dlpack(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])).shape
+        (3, 3)
+        """
+        return self.values().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` of the buffer, as DLPack defines them."""
+        return self._buf.__dlpack_device__()
+
+
+NestedTensor._attach(**{name: JaggedAccessors.__dict__[name] for name in (
+    "is_contiguous", "lengths", "jagged_dim", "contiguous", "values", "offsets", "__dlpack__",
+    "__dlpack_device__")})

@@ -1,0 +1,139 @@
+"""Permuted views: a nested tensor whose component dims are a permutation of its buffer's.
+
+``transpose`` returns a view, as torch's does: the buffer and its size table
+(the *storage*) stay, and ``perm`` records which storage axis each component
+dim reads (component ``i`` is ``storage_component_i.permute(perm)``). The
+ops that know about views (transpose, unflatten, flatten, squeeze, unsqueeze,
+pointwise ops between tensors of one layout, ``scaled_dot_product_attention``
+over ``(B, heads, (L), E)``) work on the storage directly; every other op
+reads the *logical* buffer, materialised once per tensor (one dense permute
+over the rows when the ragged axis stays first, else one per group of equal
+component shapes) and cached.
+"""
+
+import numpy as np
+
+from ._grouped import block_of, element_index, joined, shape_groups
+from ._structure import Structure
+
+__all__ = ["normalize_perm", "compose", "permute_view", "permuted", "logical_structure", "regroup"]
+
+
+def normalize_perm(perm):
+    """``perm`` as a tuple, or None when it is the identity."""
+    if perm is None:
+        return None
+    perm = tuple(int(p) for p in perm)
+    return None if perm == tuple(range(len(perm))) else perm
+
+
+def compose(perm, rank):
+    """``perm`` (None: the identity) as a full tuple of ``rank`` axes."""
+    return tuple(range(rank)) if perm is None else perm
+
+
+def permute_view(be, x, perm):
+    """``x`` with its axes permuted (``out.shape[i] == x.shape[perm[i]]``): a view, built from axis swaps."""
+    order = list(range(len(perm)))
+    for i, p in enumerate(perm):  # selection by swaps: after step i, axis i holds x's axis perm[i]
+        j = order.index(p)
+        if j != i:
+            x = be.swapaxes_view(x, i, j)
+            order[i], order[j] = order[j], order[i]
+    return x
+
+
+def logical_structure(st, perm):
+    """The size table read through ``perm``; the element offsets are the storage's (same numel per component)."""
+    return Structure(st.sizes[:, list(perm)], st.offsets)
+
+
+def permuted(be, buffer, st, perm):
+    """``buffer`` (components laid out as ``st``) with every component permuted by ``perm``, contiguous.
+
+    Returns the new flat buffer; its size table is ``st.sizes[:, perm]``. When
+    the first axis stays first and the others are regular (sequences with a
+    ragged length), it is one dense permute of the buffer viewed as rows;
+    otherwise one per group of equal component shapes.
+    """
+    if st.n == 0 or st.numel == 0:
+        return be.clone(buffer)
+    rank = st.rank
+    if perm[0] == 0 and all(st.regular[1:]):
+        rows = st.tail_view(buffer, 1)  # (rows, *tail)
+        out = permute_view(be, rows, (0, *perm[1:]))
+        return be.contiguous(out).reshape(-1)
+    out_offsets = st.offsets  # every component keeps its number of elements
+    groups = shape_groups(st.sizes)
+    block_perm = (0, *[p + 1 for p in perm])
+    if len(groups) == 1:
+        key = groups[0][1]
+        block = buffer.reshape((st.n,) + key)
+        return be.contiguous(permute_view(be, block, block_perm)).reshape(-1)
+    if getattr(buffer, "requires_grad", False):  # autograd: no per-group writes (see _grouped.joined)
+        return joined(be, [(buffer, st.offsets)], lambda block: permute_view(be, block, block_perm), groups,
+                      (0, rank), out_offsets)
+    out = be.empty((st.numel,), buffer.dtype, buffer)
+    for members, key in groups:
+        block = block_of(be, buffer, st.offsets, members, key)
+        moved = be.contiguous(permute_view(be, block, block_perm)).reshape(-1)
+        numel = int(np.prod(key, dtype=np.int64)) if rank else 1
+        be.scatter(out, element_index(out_offsets, members, numel), moved)
+    return out
+
+
+def regroup(st, perm, plan):
+    """The storage of a view whose component dims regroup the current ones: ``(storage sizes, perm)``, or
+    None when the storage cannot express it (a merge of dims that are not consecutive in storage).
+
+    ``st`` and ``perm`` are the current storage and permutation; ``plan`` lists the new component dims in
+    order, each ``("keep", a)``, ``("merge", a, b)`` (dims ``a..b``), ``("split", a, sizes)`` (dim ``a`` into
+    ``len(sizes)`` dims) or ``("new",)`` (a dim of size 1); a current dim left out of the plan is dropped (it
+    must have size 1). Each new dim reads one storage axis, placed in the storage where its parts were.
+    """
+    perm = compose(perm, st.rank)
+    sizes = st.sizes
+    units = []  # (sort key, size column, new component dim)
+    pending = []  # new size-1 dims, placed just before the storage axis of the next dim
+    for dim, step in enumerate(_expand(plan)):
+        kind = step[0]
+        if kind == "new":
+            pending.append(dim)
+            continue
+        if kind == "merge":
+            a, b = step[1], step[2]
+            axes = perm[a : b + 1]
+            if list(axes) != list(range(axes[0], axes[0] + len(axes))):
+                return None
+            key, column = (axes[0], 0), sizes[:, axes[0] : axes[-1] + 1].prod(axis=1)
+        elif kind == "piece":
+            key, column = (perm[step[1]], step[2]), np_full(st.n, step[3])
+        else:
+            key, column = (perm[step[1]], 0), sizes[:, perm[step[1]]]
+        for new in pending:
+            units.append(((key[0], key[1] - 0.5), np_full(st.n, 1), new))
+        pending = []
+        units.append((key, column, dim))
+    for new in pending:
+        units.append(((st.rank, 0), np_full(st.n, 1), new))
+    units.sort(key=lambda u: u[0])
+    table = np.stack([u[1] for u in units], axis=1) if units else np.zeros((st.n, 0), np.int64)
+    new_perm = [0] * len(units)
+    for position, (_, _, dim) in enumerate(units):
+        new_perm[dim] = position
+    return table.astype(np.int64, copy=False), normalize_perm(new_perm)
+
+
+def _expand(plan):
+    for step in plan:
+        if step[0] == "split":
+            for i, size in enumerate(step[2]):
+                yield ("piece", step[1], i, size)
+        else:
+            yield step
+
+
+def np_full(n, value):
+    out = np.empty(n, dtype=np.int64)
+    out[:] = value
+    return out
