@@ -6,7 +6,12 @@ from ..backend import backend_name_of
 from ..tensor import LoDTensor
 from ._math import math_for
 
-__all__ = ["lod_input", "param", "TimePlan", "out_like", "as_torch"]
+__all__ = ["lod_input", "param", "TimePlan", "out_like", "as_torch", "StepThreads", "STEP_WORK_PER_THREAD"]
+
+#: Multiply-adds of one time step's GEMM (active rows x hidden x gates x hidden) that one torch
+#: thread is given in the per-step loops of the recurrences; below ``threads x`` this, fewer threads
+#: run the loop (see :class:`StepThreads`; measured in docs/porting.md, "Threads").
+STEP_WORK_PER_THREAD = 1 << 21
 
 
 def lod_input(x, where, name="input", *, ndim=2):
@@ -132,3 +137,109 @@ class TimePlan:
         """Sorted positions of the sequences whose last step is ``t``: ``[counts[t+1], counts[t])``."""
         nxt = int(self.counts[t + 1]) if t + 1 < self.steps else 0
         return nxt, int(self.counts[t])
+
+
+class StepThreads:
+    """Fewer torch intra-op threads for the per-step loop of a recurrence whose steps are small.
+
+    A time step is one small GEMM and a few element-wise ops; with torch's default threads
+    (one per core) every step pays OpenMP's fork and join, and on a loaded or small machine the
+    threads wait for each other: ``dynamic_lstm`` forward+backward ran 6-10x slower with 2
+    threads than with 1 on the 2-core development VM under load (docs/porting.md, "Threads").
+    Inside ``with StepThreads(data, batch, d, gates):`` torch runs
+    ``max(1, batch * d * gates * d // STEP_WORK_PER_THREAD)`` threads at most (CPU torch data
+    only), restored on exit. :meth:`inputs` and :meth:`outputs` put the same limit around the
+    loop's backward: it is set when the backward reaches the recurrence's outputs and restored
+    when it has passed its inputs. ``torch.set_num_threads`` is process-wide: other threads of
+    the process see the lower count meanwhile.
+    """
+
+    def __init__(self, data, batch, d, gates):
+        self.threads = self.saved = None
+        if backend_name_of(data) != "torch" or data.device.type != "cpu":
+            return
+        import torch  # noqa: PLC0415
+
+        have = torch.get_num_threads()
+        want = max(1, min(have, (int(batch) * d * gates * d) // STEP_WORK_PER_THREAD))
+        if want < have:
+            self.threads = want
+
+    def lower(self):
+        if self.threads is not None and self.saved is None:
+            import torch  # noqa: PLC0415
+
+            self.saved = torch.get_num_threads()
+            torch.set_num_threads(self.threads)
+
+    def restore(self):
+        if self.saved is not None:
+            import torch  # noqa: PLC0415
+
+            torch.set_num_threads(self.saved)
+            self.saved = None
+
+    def __enter__(self):
+        self.lower()
+        return self
+
+    def __exit__(self, *exc):
+        self.restore()
+        return False
+
+    def _gate(self, arrays, lower_in_backward):
+        if self.threads is None:
+            return arrays
+        import torch  # noqa: PLC0415
+
+        picked = [i for i, a in enumerate(arrays) if isinstance(a, torch.Tensor) and a.requires_grad]
+        if not picked or not torch.is_grad_enabled():
+            return arrays
+        gated = _ThreadGate.apply(self, lower_in_backward, *[arrays[i] for i in picked])
+        out = list(arrays)
+        for i, g in zip(picked, gated if isinstance(gated, tuple) else (gated,)):
+            out[i] = g
+        return tuple(out)
+
+    def inputs(self, *arrays):
+        """``arrays`` (None passes) with the thread count restored once their gradients are done."""
+        return self._gate(arrays, False)
+
+    def outputs(self, *arrays):
+        """``arrays`` with the thread count lowered when the backward reaches them."""
+        return self._gate(arrays, True)
+
+
+def _thread_gate():
+    import torch  # noqa: PLC0415
+
+    class ThreadGate(torch.autograd.Function):
+        """Identity forward; its backward lowers or restores the threads of a :class:`StepThreads`."""
+
+        @staticmethod
+        def forward(ctx, state, lower, *xs):
+            ctx.state, ctx.lower = state, lower
+            return tuple(x.view_as(x) for x in xs) if len(xs) > 1 else xs[0].view_as(xs[0])
+
+        @staticmethod
+        def backward(ctx, *grads):
+            if ctx.lower:
+                ctx.state.lower()
+            else:
+                ctx.state.restore()
+            return (None, None, *grads)
+
+    return ThreadGate
+
+
+class _LazyGate:
+    fn = None
+
+    @classmethod
+    def apply(cls, *args):
+        if cls.fn is None:
+            cls.fn = _thread_gate()
+        return cls.fn.apply(*args)
+
+
+_ThreadGate = _LazyGate

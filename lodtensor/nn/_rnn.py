@@ -8,7 +8,7 @@ inputs' rows are gathered into step order once and the outputs put back once.
 
 import numpy as np
 
-from ._common import TimePlan, lod_input, out_like, param
+from ._common import StepThreads, TimePlan, lod_input, out_like, param
 from ._math import INPLACE, activation, inplace_ops
 
 __all__ = ["dynamic_lstm", "dynamic_gru"]
@@ -82,12 +82,15 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     if plan.steps == 0:
         return out_like(x, data[:, :d] * 0), out_like(x, data[:, :d] * 0)
     fast = _fast_path(m, names, data, w, b, h, c)
-    if fast is not None:
-        hs, cs = _lstm_inplace(*fast, data, w, b, h, c, plan, d, use_peepholes)
-        return out_like(x, _take_rows(hs, plan.inverse)), out_like(x, _take_rows(cs, plan.inverse))
-    hs, cs = _lstm_steps(m, data, w, b, h, c, plan, d, use_peepholes, (act_gate, act_cell, act_cand))
-    back = m.index(plan.inverse, data)
-    return out_like(x, m.take(hs, back)), out_like(x, m.take(cs, back))
+    with StepThreads(data, plan.counts[0], d, 4) as threads:  # small steps: fewer torch threads
+        if fast is not None:
+            hs, cs = _lstm_inplace(*fast, data, w, b, h, c, plan, d, use_peepholes)
+            return out_like(x, _take_rows(hs, plan.inverse)), out_like(x, _take_rows(cs, plan.inverse))
+        data, w, b, h, c = threads.inputs(data, w, b, h, c)
+        hs, cs = _lstm_steps(m, data, w, b, h, c, plan, d, use_peepholes, (act_gate, act_cell, act_cand))
+        back = m.index(plan.inverse, data)
+        hidden, cell = threads.outputs(m.take(hs, back), m.take(cs, back))
+    return out_like(x, hidden), out_like(x, cell)
 
 
 def _take_rows(a, rows):
@@ -229,11 +232,14 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
         return out_like(x, data[:, :d] * 0)
     names = (gate_activation, candidate_activation)
     fast = _fast_path(m, names, data, w, b, h)
-    if fast is not None:
-        hs = _gru_inplace(*fast, data, w_gate, w_cand, b, h, plan, d, origin_mode)
-        return out_like(x, _take_rows(hs, plan.inverse))
-    hs = _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, (act_gate, act_cand))
-    return out_like(x, m.take(hs, m.index(plan.inverse, data)))
+    with StepThreads(data, plan.counts[0], d, 3) as threads:  # small steps: fewer torch threads
+        if fast is not None:
+            hs = _gru_inplace(*fast, data, w_gate, w_cand, b, h, plan, d, origin_mode)
+            return out_like(x, _take_rows(hs, plan.inverse))
+        data, w_gate, w_cand, b, h = threads.inputs(data, w_gate, w_cand, b, h)
+        hs = _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, (act_gate, act_cand))
+        (hidden,) = threads.outputs(m.take(hs, m.index(plan.inverse, data)))
+    return out_like(x, hidden)
 
 
 def _gru_steps(m, data, w_gate, w_cand, b, h, plan, d, origin_mode, acts):
