@@ -44,6 +44,7 @@ def pad_plan(lod, level, maxlen):
 
 def lod_level(lod, level):
     """``level`` as a non-negative index into ``lod``'s levels."""
+    level = operator.index(level)  # a 0-d integer array or tensor is a level too (and a hashable cache key)
     return level % lod.num_levels if level < 0 else level
 
 

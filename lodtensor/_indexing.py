@@ -2,13 +2,78 @@
 
 ``LoDTensor.__getitem__`` answers one top-level sequence of a fitting tensor
 itself (the common case, kept in ``tensor.py``); everything else comes here.
+An index is read as NumPy reads one: a NumPy integer and a 0-d integer array
+or tensor (``t[torch.tensor(1)]``, ``t[np.array(1)]``) are ``t[1]``; a 0-d
+float index raises IndexError, and a bool (Python, NumPy or a 0-d tensor)
+raises TypeError, as a bool is never a sequence number here.
 """
+
+import operator
 
 import numpy as np
 
 from ._format import preview
 
-__all__ = ["getitem"]
+__all__ = ["getitem", "scalar_index"]
+
+
+def _dtype_kind(x):
+    """``'b'``, ``'i'``/``'u'``, ``'f'``, ``'c'`` for a NumPy, CuPy or torch dtype (torch is never imported)."""
+    dtype = x.dtype
+    kind = getattr(dtype, "kind", None)
+    if kind is not None:
+        return kind
+    name = str(dtype)  # torch: torch.bool, torch.int64, torch.uint8, torch.float32, torch.complex64...
+    if name == "torch.bool":
+        return "b"
+    if getattr(dtype, "is_complex", False):
+        return "c"
+    if getattr(dtype, "is_floating_point", False):
+        return "f"
+    return "i"
+
+
+def scalar_index(index, what="index"):
+    """``index`` as a Python int when it is one integer (int, NumPy integer, 0-d integer array or tensor).
+
+    Anything that is not a single value is returned unchanged (slices, lists,
+    1-D arrays). A bool, a 0-d bool array or tensor, raises TypeError; a float
+    or 0-d float array or tensor raises IndexError, as NumPy's indexing does.
+
+    >>> import numpy as np
+    >>> scalar_index(np.array(2)), scalar_index(np.int32(-1)), scalar_index(slice(1, 2))
+    (2, -1, slice(1, 2, None))
+    >>> scalar_index(np.array(1.0))
+    Traceback (most recent call last):
+    ...
+    IndexError: only integers, slices and integer or boolean arrays are valid indices, got a 0-d float64 index 1.0
+    """
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(
+            f"LoDTensor indices must be an int, a slice or a 1-D array of sequence indices, "
+            f"got the boolean {index!r}"
+        )
+    if isinstance(index, (int, np.integer)):
+        return int(index)
+    if isinstance(index, (float, np.floating)):
+        raise IndexError(
+            f"only integers, slices and integer or boolean arrays are valid indices, got the float {index!r}"
+        )
+    if getattr(index, "ndim", None) != 0 or not hasattr(index, "dtype"):
+        return index
+    kind = _dtype_kind(index)
+    value = index.item() if hasattr(index, "item") else index
+    if kind == "b":
+        raise TypeError(
+            f"LoDTensor indices must be an int, a slice or a 1-D array of sequence indices, "
+            f"got a 0-d boolean {what} {value!r}"
+        )
+    if kind not in "iu":
+        raise IndexError(
+            f"only integers, slices and integer or boolean arrays are valid indices, got a 0-d "
+            f"{str(index.dtype).replace('torch.', '')} {what} {value!r}"
+        )
+    return operator.index(index)
 
 
 def getitem(t, index):
@@ -29,12 +94,8 @@ def getitem(t, index):
             lod, a, b = t._lod.slice(start, stop)
             return t._new(data[a:b], lod)
         index = np.arange(start, stop, step)
-    if isinstance(index, (bool, np.bool_)):
-        raise TypeError(
-            f"LoDTensor indices must be an int, a slice or a 1-D array of sequence indices, "
-            f"got the boolean {index!r}"
-        )
-    if isinstance(index, (int, np.integer)):
+    index = scalar_index(index)
+    if isinstance(index, int):
         i = int(index)
         if not -n <= i < n:
             raise IndexError(f"index {i} is out of range for {n} top-level sequences")

@@ -310,3 +310,44 @@ def test_integer_index_fast_path_equals_the_general_path(t, data):
             fast, slow = x[i], _indexing.getitem(x, i)
             assert type(fast.data) is type(slow.data) and fast.lod() == slow.lod()
             assert fast.tolist() == slow.tolist()
+
+
+# -- a 0-d index is read as NumPy reads it (#25) ------------------------------------------------------------------
+def _zero_d_indices():
+    yield "numpy 0-d int", np.array(1)
+    yield "numpy int32", np.int32(1)
+    yield "numpy 0-d uint8", np.array(1, np.uint8)
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        yield "torch 0-d int", torch.tensor(1)
+        yield "torch 0-d int32", torch.tensor(1, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("index", [i for _, i in _zero_d_indices()], ids=[n for n, _ in _zero_d_indices()])
+def test_a_zero_d_integer_index_is_an_int(index):
+    t = LoDTensor(np.arange(5.0), [[0, 2, 5]])
+    two = LoDTensor(np.arange(5.0), [[0, 1, 2], [0, 2, 5]])
+    assert t[index].tolist() == t[1].tolist() == [2.0, 3.0, 4.0]
+    assert two[index].lod() == two[1].lod() and two[index].tolist() == two[1].tolist()
+    if index.dtype != np.uint8:  # -uint8(1) is 255, for NumPy too
+        assert t[-index].tolist() == t[-1].tolist()
+    assert two.to_padded(level=index)[0].shape == two.to_padded(level=1)[0].shape
+
+
+def test_zero_d_float_and_bool_indices_raise_as_numpy_would():
+    t = LoDTensor(np.arange(5.0), [[0, 2, 5]])
+    bad = [(np.array(1.0), IndexError, "0-d float64 index 1.0"), (1.0, IndexError, "float 1.0"),
+           (np.array(True), TypeError, "0-d boolean index True"), (np.True_, TypeError, "boolean")]
+    if importlib.util.find_spec("torch") is not None:
+        import torch
+
+        bad += [(torch.tensor(1.0), IndexError, "0-d float32 index 1.0"),
+                (torch.tensor(True), TypeError, "0-d boolean index True")]
+    for index, exc, pattern in bad:
+        with pytest.raises(exc, match=pattern):
+            t[index]
+        with pytest.raises(IndexError):
+            np.arange(3)[np.array(1.0)]  # NumPy refuses a float index too
+    with pytest.raises(IndexError, match="index 2 is out of range for 2"):
+        t[np.array(2)]

@@ -102,3 +102,79 @@ def test_string_batch_decodes_back(sentences):
     vocab = text.Vocab.build([sentences]) if any(sentences) else text.Vocab([])
     t = text.batch(sentences, vocab=vocab)
     assert [vocab.decode(s.data.tolist()) for s in t] == sentences
+
+
+# -- ids that are not ids (#25): a clear error naming the id, never a wrong token or a truncated id -------------
+@pytest.mark.parametrize("ids, pattern", [
+    ([2, -1], r"id -1 \(position 1\) is out of range for a vocabulary of 4 tokens \(ids 0 to 3\)"),
+    ([4], r"id 4 \(position 0\) is out of range for a vocabulary of 4 tokens"),
+    (np.array([3, 2**40]), r"id 1099511627776 \(position 1\) is out of range"),
+    ([1, 2**70], r"id 1180591620717411303424 \(position 1\) is out of range"),
+], ids=["negative", "one past the end", "big", "beyond int64"])
+def test_vocab_decode_refuses_ids_out_of_range(ids, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        text.Vocab(["a", "b"]).decode(ids)
+
+
+@pytest.mark.parametrize("ids, pattern", [
+    ([2, 1.5], r"got float 1.5 at position 1"),
+    ([True], r"got bool True at position 0"),
+    (["a"], r"got str 'a' at position 0"),
+    (np.array([2.0, 3.0]), r"got dtype float64"),
+    (5, r"flat sequence of integer ids, got int 5"),
+    ([[2, 3]], r"flat \(1-D\) sequence of ids, got shape \(1, 2\)"),
+], ids=["float", "bool", "str", "float array", "scalar", "2-D"])
+def test_vocab_decode_refuses_ids_that_are_not_integers(ids, pattern):
+    with pytest.raises(TypeError, match=pattern):
+        text.Vocab(["a", "b"]).decode(ids)
+
+
+def test_vocab_decode_takes_arrays_tensors_and_lod_tensors():
+    vocab = text.Vocab(["a", "b"])
+    assert vocab.decode(np.array([2, 3], np.uint8)) == ["a", "b"] and vocab.decode([]) == []
+    t = text.batch([["a", "b"], ["b"]], vocab=vocab)
+    assert vocab.decode(t) == ["a", "b", "b"]
+    torch = pytest.importorskip("torch")
+    assert vocab.decode(torch.tensor([3, 0])) == ["b", "<pad>"]
+
+
+@pytest.mark.parametrize("nested, pattern", [
+    ([[1, 2.5]], r"got float 2.5 \(leaf 1\)"),
+    ([[1], [2.0]], r"got float 2.0 \(leaf 1\)"),
+    ([[True, 2]], r"got bool True \(leaf 0\)"),
+    ([[np.float32(1)]], r"got float32"),
+    ([["a", "b"]], r"token ids must be integers, got str 'a' \(leaf 0\); pass vocab="),
+    ([[1, "a"]], r"token ids must be integers, got str 'a' \(leaf 1\)"),
+    ([[1 + 2j]], r"got complex"),
+], ids=["float", "integral float", "bool", "numpy float", "str", "mixed", "complex"])
+def test_batch_refuses_ids_that_are_not_integers(nested, pattern):
+    with pytest.raises(TypeError, match=pattern):
+        text.batch(nested)
+    with pytest.raises(TypeError, match=pattern):
+        text.make_collate()(nested)
+
+
+def test_batch_ids_must_fit_the_dtype_and_the_dtype_must_be_integer():
+    with pytest.raises(ValueError, match=r"id 1099511627776 \(position 1\) does not fit dtype int32"):
+        text.batch([[1, 2**40]], dtype="int32")
+    with pytest.raises(ValueError, match=r"id -1 \(position 0\) does not fit dtype uint8"):
+        text.batch([[-1]], dtype="uint8")
+    with pytest.raises(ValueError, match=r"id 300 .* does not fit dtype uint8"):
+        text.batch([["x"]], vocab={"x": 300}, dtype="uint8")
+    with pytest.raises(TypeError, match="dtype must be an integer dtype for token ids.*float32"):
+        text.batch([[1, 2]], dtype="float32")
+    t = text.batch([[1, 2], [3]], dtype=np.int16)
+    assert t.dtype == np.int16 and t.data.tolist() == [1, 2, 3] and t.lod() == [[0, 2, 3]]
+    assert text.batch([[np.int32(3), 4]]).data.tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("value, exc, pattern", [
+    (1.5, TypeError, "maps token 'x' to float 1.5"),
+    (True, TypeError, "maps token 'x' to bool True"),
+    ("1", TypeError, "maps token 'x' to str '1'"),
+    (2**70, ValueError, "does not fit int64"),
+], ids=["float", "bool", "str", "huge"])
+def test_dict_vocab_ids_must_be_integers(value, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        text.batch([["x"]], vocab={"x": value})
+    assert text.batch([["x"]], vocab={"x": np.int64(3)}).data.tolist() == [3]
