@@ -80,7 +80,7 @@ class JaggedAccessors:
                 "offsets(): only a nested tensor ragged in its first component dim alone has row offsets; "
                 "use nested_size() for the sizes of every dim"
             )
-        return self.backend.to_device(self.backend.asarray(st.rows()[0].copy()), self.backend.device_of(self._buf))
+        return self.backend.from_host(st.rows()[0].copy(), like=self._buf)
 
     # -- DLPack (the flat buffer; see docs/interop.md for the ragged convention) ----------------
     def __dlpack__(self, **kwargs):

@@ -49,7 +49,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def _segment_log_softmax(be, x, offsets, rows):
     """``x - logsumexp`` of every segment, from the segment kernels (autograd flows on torch)."""
-    dev = be.asarray(offsets)
+    dev = be.from_host(offsets, like=x)
     ids = be.segment_ids(dev, total=rows)
     shifted = x - be.gather(be.segment_max(x, dev, empty=0), ids)
     lse = be.pointwise("log", "log", be.segment_sum(be.pointwise("exp", "exp", shifted), dev))
@@ -194,7 +194,7 @@ def _nested_mask(mask, q, k):
     valid = (np.arange(shape[-2])[None, :, None] < lq[:, None, None]) & (
         np.arange(shape[-1])[None, None, :] < lk[:, None, None])
     valid = np.broadcast_to(valid.reshape((qs.n,) + (1,) * (len(shape) - 3) + valid.shape[1:]), (qs.n,) + shape[1:])
-    values = mask[be.to_device(be.asarray(np.ascontiguousarray(valid)), be.device_of(q._buf))]
+    values = mask[be.from_host(np.ascontiguousarray(valid), like=mask)]
     sizes = np.empty((qs.n, qs.rank), dtype=np.int64)
     sizes[:, :-2] = shape[1:-2]
     sizes[:, -2], sizes[:, -1] = lq, lk

@@ -211,5 +211,5 @@ def _dense(where, nt, axis, dense):
     be = nt.backend
     rows = st.sizes[:, :axis].prod(axis=1) if axis else np.ones(st.n, dtype=np.int64)
     ids = np.repeat(np.arange(st.n, dtype=np.int64), rows)
-    index = be.to_device(be.asarray(ids), be.device_of(dense))
+    index = be.from_host(ids, like=dense)
     return be.gather(dense.reshape((st.n,) + tail), index)

@@ -123,7 +123,7 @@ def _from_list(items, dtype, device, layout, where, keep_history):
         target = parts[0].dtype if parts else resolve_dtype(DEFAULT_FLOAT, name)
     if name != "numpy":
         like = next((p for p, py in zip(parts, from_python) if not py), None)
-        parts = [be.to_device(be.asarray(p), be.device_of(like)) if py else p for p, py in zip(parts, from_python)]
+        parts = [be.from_host(p, like=like) if py else p for p, py in zip(parts, from_python)]
     rank = ndims[0] if parts else 0
     sizes = np.array([tuple(p.shape) for p in parts], dtype=np.int64).reshape(len(parts), rank)
     structure = Structure(sizes)

@@ -7,10 +7,10 @@ when ``lodtensor.nested`` is imported.
 
 import numpy as np
 
-from ..backend import backend_name_of, get_backend
+from ..backend import get_backend
 from ._construct import as_nested_tensor
 from ._layouts import layout_of, to_layout
-from ._tensor import NestedTensor, make
+from ._tensor import NestedTensor, make, make_view
 
 __all__ = ["Conversions"]
 
@@ -20,9 +20,10 @@ class Conversions:
 
     def to_torch(self):
         """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers."""
-        if backend_name_of(self._buffer) == "torch":
+        buf = get_backend("torch").asarray(self._buf)
+        if buf is self._buf:
             return self
-        return self._same_levels(make(get_backend("torch").asarray(self._buffer), self._struct, self._layout))
+        return self._same_levels(make_view(buf, self._st, self._perm, self._layout))
 
     def to(self, *args, device=None, dtype=None):
         """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
@@ -65,9 +66,10 @@ class Conversions:
 
     def numpy(self):
         """This nested tensor with NumPy data (a view of host memory where possible)."""
-        if backend_name_of(self._buffer) == "numpy":
+        buf = self.backend.to_numpy(self._buf)
+        if buf is self._buf:
             return self
-        return self._same_levels(make(self.backend.to_numpy(self._buffer), self._struct, self._layout))
+        return self._same_levels(make_view(buf, self._st, self._perm, self._layout))
 
     def _same_levels(self, other):
         """``other`` (same components) with this tensor's document level, if it has two ragged dims."""

@@ -61,7 +61,8 @@ def block_of(be, buffer, offsets, members, shape):
         return buffer[start : start + numel].reshape((1,) + shape)
     if members.size == offsets.size - 1:  # every component has this shape: the buffer is the block
         return buffer.reshape((members.size,) + shape)
-    return be.gather(buffer, element_index(offsets, members, numel)).reshape((members.size,) + shape)
+    index = be.from_host(element_index(offsets, members, numel), like=buffer)
+    return be.gather(buffer, index).reshape((members.size,) + shape)
 
 
 def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
@@ -124,7 +125,7 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
             out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
         flat = res.reshape(-1)
         m = flat.shape[0] // members.size
-        be.scatter(out, element_index(out_offsets, members, m), flat)
+        be.scatter(out, be.from_host(element_index(out_offsets, members, m), like=out), flat)
     return out, out_struct
 
 
@@ -143,7 +144,7 @@ def joined(be, inputs, fn, groups, cuts, out_offsets):
         index = np.concatenate([element_index(offsets, members, m) for (members, _), m in zip(groups, numels)])
         bounds = np.zeros(len(groups) + 1, dtype=np.int64)
         np.cumsum([m * members.size for (members, _), m in zip(groups, numels)], out=bounds[1:])
-        parts.append(be.split_rows(be.gather(buffer, index), bounds.tolist()))
+        parts.append(be.split_rows(be.gather(buffer, be.from_host(index, like=buffer)), bounds.tolist()))
     results, index = [], []
     for j, (members, key) in enumerate(groups):
         blocks = [parts[k][j].reshape((members.size,) + key[cuts[k] : cuts[k + 1]]) for k in range(len(inputs))]
@@ -153,4 +154,5 @@ def joined(be, inputs, fn, groups, cuts, out_offsets):
     order = np.concatenate(index)
     back = np.empty_like(order)
     back[order] = np.arange(order.size, dtype=np.int64)
-    return be.gather(be.concat_axis(results, 0), back)
+    joined_results = be.concat_axis(results, 0)
+    return be.gather(joined_results, be.from_host(back, like=joined_results))

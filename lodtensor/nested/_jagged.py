@@ -82,7 +82,7 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
             )
         counts = lod.offsets(0)
         index = np.repeat(offs[:-1] - counts[:-1], lens) + np.arange(int(counts[-1]), dtype=np.int64)
-        flat = be.gather(rows_values, be.to_device(be.asarray(index), be.device_of(values)))
+        flat = be.gather(rows_values, be.from_host(index, like=rows_values))
         holes = (values, offs, lens)
         lengths_rows = lens
     else:

@@ -9,7 +9,6 @@ import enum
 
 import numpy as np
 
-from ..backend import backend_name_of
 from ..errors import ShapeError
 from ..tensor import _wrap
 from ._broadcast import check_nested
@@ -104,10 +103,7 @@ def to_masked(input, padding_value=0, mask_dim=None):
         shape = [st.n] + [1] * len(dims)
         shape[j + 1] = width
         mask &= (np.arange(width) < st.sizes[:, j : j + 1]).reshape(shape)
-    be = input.backend
-    if backend_name_of(input._buffer) != "numpy":
-        mask = be.to_device(be.asarray(mask), be.device_of(input._buffer))
-    return padded, mask
+    return padded, input.backend.from_host(mask, like=padded)
 
 
 @implements("to_packed")
@@ -133,11 +129,7 @@ def to_packed(input):
         data = buf.reshape((int(offsets[-1]),) + row_shape)
     else:
         offsets, data = st.offsets, buf
-    if backend_name_of(buf) != "numpy":
-        offsets = be.to_device(be.asarray(offsets.copy()), be.device_of(buf))
-    else:
-        offsets = offsets.copy()
-    return data, offsets
+    return data, be.from_host(offsets.copy(), like=buf)
 
 
 @implements("to_packed_sequence")

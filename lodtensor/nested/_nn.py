@@ -112,7 +112,7 @@ def _exp_shifted(be, buf):
     span = _SHIFT_SPAN.get(str(buf.dtype).replace("torch.", ""))
     if span is None or buf.shape[0] == 0:
         return None
-    probe = buf.detach() if hasattr(buf, "detach") else buf  # the shift is a constant: no graph for it
+    probe = be.detach(buf)  # the shift is a constant: no graph for it
     hi = float(be.reduce(probe, "amax", None, False))
     lo = float(be.reduce(probe, "amin", None, False))
     if not hi - lo <= span:
@@ -144,7 +144,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def _segment_softmax(be, x, offsets, rows):
-    return be.segment_softmax(x, be.asarray(offsets))
+    return be.segment_softmax(x, be.from_host(offsets, like=x))
 
 
 # -- linear -----------------------------------------------------------------------------------
@@ -451,7 +451,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         rows = rows * weights.reshape(-1, 1)
     offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
-    offsets = be.to_device(be.asarray(offsets), device)
+    offsets = be.from_host(offsets, like=rows)
     if mode == "sum":
         return be.segment_sum(rows, offsets)
     if mode == "mean":

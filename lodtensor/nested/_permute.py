@@ -78,7 +78,7 @@ def permuted(be, buffer, st, perm):
         block = block_of(be, buffer, st.offsets, members, key)
         moved = be.contiguous(permute_view(be, block, block_perm)).reshape(-1)
         numel = int(np.prod(key, dtype=np.int64)) if rank else 1
-        be.scatter(out, element_index(out_offsets, members, numel), moved)
+        be.scatter(out, be.from_host(element_index(out_offsets, members, numel), like=out), moved)
     return out
 
 

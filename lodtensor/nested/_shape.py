@@ -202,7 +202,8 @@ def select(input, dim, index):
         offsets, rows, row_shape = segments_along(st, axis)
         picks = np.repeat(index % sizes, _counts(st, axis))
         be = input.backend
-        out = be.gather(buf.reshape((rows,) + row_shape), offsets[:-1] + picks)
+        rows_view = buf.reshape((rows,) + row_shape)
+        out = be.gather(rows_view, be.from_host(offsets[:-1] + picks, like=rows_view))
         return make(out.reshape(-1), Structure(new_sizes), input._layout)
     out, new = map_components(
         [input], lambda x: ops.take(x, index % x.shape[axis + 1], axis + 1), new_sizes
@@ -384,6 +385,6 @@ def to_padded_tensor(input, padding, output_size=None):
             out[(i, *[slice(0, k) for k in key])] = buf[starts[i] : starts[i + 1]].reshape(key)
             continue
         block = block_of(be, buf, st.offsets, members, key)
-        index = be.to_device(be.asarray(members), be.device_of(buf))
+        index = be.from_host(members, like=out)
         out[(index,) + tuple(slice(0, k) for k in key)] = block
     return out

@@ -210,9 +210,7 @@ class NestedTensor:
         return self._index_array(strides)
 
     def _index_array(self, table):
-        if backend_name_of(self._buf) == "numpy":
-            return table.copy()
-        return self.backend.to_device(self.backend.asarray(table.copy()), self.backend.device_of(self._buf))
+        return self.backend.from_host(table.copy(), like=self._buf)
 
     @property
     def dtype(self):
@@ -259,15 +257,18 @@ class NestedTensor:
     def requires_grad_(self, requires_grad=True):
         """Make this (torch, floating) leaf record operations; in place, returns self."""
         check_requires_grad(self._buf, requires_grad, "requires_grad_()")
-        if requires_grad or backend_name_of(self._buf) == "torch":
+        if requires_grad or self.backend.requires_grad(self._buf):
             self._buf.requires_grad_(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure."""
         buf = self._buf
-        if backend_name_of(buf) != "torch":
-            raise TypeError("backward(): needs torch data; NumPy nested tensors have no autograd")
+        if not self.backend.requires_grad(buf):
+            raise TypeError(
+                "backward(): this nested tensor records no autograd history (NumPy and CuPy data never do; "
+                "torch data needs requires_grad=True on an input)"
+            )
         if gradient is None:
             if self.numel() != 1:
                 raise ShapeError("backward(): grad can be implicitly created only for scalar outputs")

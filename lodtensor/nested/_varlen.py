@@ -68,7 +68,8 @@ def attention_rows(be, q, k, v, lq, lk, is_causal, scale, dropout_p):
     if grouped:
         q_rows = _group_order(_offsets(lq), lq, order)
         k_rows = _group_order(_offsets(lk), lk, order)
-        q, k, v = be.gather(q, q_rows), be.gather(k, k_rows), be.gather(v, k_rows)
+        q_index, k_index = be.from_host(q_rows, like=q), be.from_host(k_rows, like=k)
+        q, k, v = be.gather(q, q_index), be.gather(k, k_index), be.gather(v, k_index)
     lead = tuple(int(s) for s in q.shape[1:-1])
     m = len(lead)
     to_heads = (0, *range(2, m + 2), 1, m + 2)  # (g, L, *lead, E) read as (g, *lead, L, E)
@@ -99,7 +100,7 @@ def attention_rows(be, q, k, v, lq, lk, is_causal, scale, dropout_p):
     if grouped:
         back = np.empty_like(q_rows)
         back[q_rows] = np.arange(q_rows.size, dtype=np.int64)
-        out = be.gather(out, back)
+        out = be.gather(out, be.from_host(back, like=out))
     return out
 
 
