@@ -193,6 +193,8 @@ def _leaf_numpy(pa, arr, where):
 def _offsets_numpy(pa, arr):
     """One list level's offsets for the slice ``arr`` as int64 NumPy (shared when int64 from 0)."""
     wide = pa.types.is_large_list(arr.type)
+    if arr.buffers()[1] is None:  # Arrow lets an array of no lists have no offsets buffer
+        return np.zeros(1, dtype=np.int64)
     raw = np.frombuffer(arr.buffers()[1], dtype=np.int64 if wide else np.int32, count=arr.offset + len(arr) + 1)
     return raw[arr.offset :]
 
@@ -239,13 +241,14 @@ def _unwrap(pa, obj, column, where):
     return obj
 
 
-def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
+def list_levels(arr, where, *, limit=MAX_LOD_LEVELS, empty_last=False):
     """Split a nested list array into its offsets levels (int64, from 0; not yet gated) and its leaf array.
 
     Refuses more than ``limit`` list levels from the type alone, then checks
     the buffer sizes (``validate()``, O(1) per level) before reading any
-    buffer, refuses nulls and empty levels; the caller passes the levels
-    through the LoD gate. Shared by :func:`from_arrow` and the text layer.
+    buffer, refuses nulls and empty levels (but the last with ``empty_last``);
+    the caller passes the levels through the LoD gate. Shared by
+    :func:`from_arrow`, Parquet's rows of width 0 and the text layer.
     """
     pa = _pa(where)
     typ, depth = arr.type, 0
@@ -261,7 +264,7 @@ def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
     level = 0
     while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
         _check_no_nulls(arr, where, level)
-        if len(arr) == 0:
+        if len(arr) == 0 and not (empty_last and level == depth - 1):
             raise ValueError(f"{where}: list level {level} holds no lists; a lod level needs at least one sequence")
         offsets = _offsets_numpy(pa, arr)
         first, last = int(offsets[0]), int(offsets[-1])

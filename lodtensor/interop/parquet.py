@@ -181,7 +181,9 @@ def _corrupt(path, err):
 def _width0(pa, column, spec, where):
     """The tensor of a width-0 column: its last list level holds ``N`` empty lists, the rows."""
     level, dtype, shape = spec[:3]
-    levels, leaf = list_levels(unwrap(column, None, where), where, limit=MAX_LOD_LEVELS + 1)
+    if level == 0 and len(column) == 0:  # no rows at all: no list to count them with
+        return LoDTensor(np.empty((0, *shape), dtype=dtype))
+    levels, leaf = list_levels(unwrap(column, None, where), where, limit=MAX_LOD_LEVELS + 1, empty_last=True)
     if len(levels) != level + 1 or len(leaf) or levels[-1][-1]:
         raise ValueError(f"{where}: a column of rows of width 0 must end in a list level of empty lists")
     data = np.empty((len(levels[-1]) - 1, *shape), dtype=dtype)

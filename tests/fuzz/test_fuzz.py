@@ -15,7 +15,7 @@ from .targets import TARGETS
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = int(os.environ.get("LODTENSOR_FUZZ_EXAMPLES", "150"))
 # Targets whose one example is a whole stress run get fewer examples.
-FEWER = {"threads_and_set_num_threads": 3}
+FEWER = {"threads_and_set_num_threads": 3, "collective_pairs": 100}
 
 
 # Address space of a fuzz subprocess. CPython's unpickler grows its memo to any index a
