@@ -239,3 +239,13 @@ def test_big_endian_data_round_trips(tmp_path):
     lt.write_parquet(tmp_path / "be.parquet", {"x": t})
     back = lt.read_parquet(tmp_path / "be.parquet")["x"]
     assert back.tolist() == t.tolist() and back.dtype == np.float32
+
+
+@pytest.mark.parametrize("lod", [None, [[0, 0]], [[0, 1], [0, 0]]], ids=["no-lod", "1-level", "2-level"])
+def test_rows_of_width_zero_and_no_rows(tmp_path, lod):
+    # found by the deep_lods fuzz target: the placeholder level then holds no lists at all
+    t = lt.LoDTensor(np.zeros((0, 2, 0), np.float32), lod)
+    lt.write_parquet(tmp_path / "e.parquet", {"e": t})
+    back = lt.read_parquet(tmp_path / "e.parquet")["e"]
+    assert back.lod() == t.lod() and back.shape() == [0, 2, 0]
+    assert [b["e"].shape() for b in lt.read_parquet(tmp_path / "e.parquet", batch_size=1)] == ([] if lod is None else [[0, 2, 0]])
