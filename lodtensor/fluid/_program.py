@@ -282,12 +282,8 @@ class Program(torch.nn.Module):
         self._pending = None
         if strict:
             self._check_names(missing, sorted(rest), "set_state_dict() (checked after the first run)")
-        elif rest or missing:
-            warnings.warn(
-                f"set_state_dict(): names the program did not create: {sorted(rest)[:8]}; parameters the state "
-                f"lacks: {missing[:8]}",
-                stacklevel=3,
-            )
+        elif rest:
+            warnings.warn(f"set_state_dict(): names the program did not create: {sorted(rest)[:8]}", stacklevel=3)
 
     # -- training --------------------------------------------------------------------------------
     def param_groups(self, learning_rate):
