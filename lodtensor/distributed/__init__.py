@@ -4,8 +4,10 @@ Over an initialised ``torch.distributed`` process group (gloo on CPU, NCCL on
 GPU), :func:`all_gather`, :func:`gather`, :func:`broadcast`, :func:`scatter`
 and :func:`all_to_all` move LoDTensors of any lengths (empty ones included)
 with one collective for the sizes and one for the data, never padding to the
-longest. Ranks whose tensors disagree in lod depth, dtype or row shape all
-raise the same ValueError; a rank that fails or leaves makes the others raise
+longest. Ranks whose tensors disagree in lod depth, dtype or row shape, or
+that call different collectives or roots, all raise the same ValueError (the
+first exchange has one size for every collective, so gloo never sees
+mismatched sizes); a rank that fails or leaves makes the others raise
 :class:`CollectiveError` within the timeout instead of hanging.
 
 :class:`DistributedBucketSampler` cuts a data set into length-bucketed batches
