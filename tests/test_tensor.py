@@ -351,3 +351,16 @@ def test_zero_d_float_and_bool_indices_raise_as_numpy_would():
             np.arange(3)[np.array(1.0)]  # NumPy refuses a float index too
     with pytest.raises(IndexError, match="index 2 is out of range for 2"):
         t[np.array(2)]
+
+
+@pytest.mark.gpu
+def test_a_zero_d_cuda_index():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    t = LoDTensor(torch.arange(5.0, device="cuda"), [[0, 2, 5]])
+    assert t[torch.tensor(1, device="cuda")].tolist() == [2.0, 3.0, 4.0]
+    with pytest.raises(TypeError, match="boolean"):
+        t[torch.tensor(True, device="cuda")]
+    with pytest.raises(IndexError, match="0-d float32"):
+        t[torch.tensor(1.0, device="cuda")]

@@ -178,3 +178,14 @@ def test_dict_vocab_ids_must_be_integers(value, exc, pattern):
     with pytest.raises(exc, match=pattern):
         text.batch([["x"]], vocab={"x": value})
     assert text.batch([["x"]], vocab={"x": np.int64(3)}).data.tolist() == [3]
+
+
+@pytest.mark.gpu
+def test_vocab_decode_of_device_ids():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    vocab = text.Vocab(["a", "b"])
+    assert vocab.decode(torch.tensor([2, 3], device="cuda")) == ["a", "b"]
+    with pytest.raises(ValueError, match="id 7"):
+        vocab.decode(torch.tensor([2, 7], device="cuda"))

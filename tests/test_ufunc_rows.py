@@ -137,3 +137,28 @@ def test_torch_data_follows_the_same_rule():
     out = t + torch.ones(5, 5, 2)
     assert not isinstance(out, LoDTensor) and isinstance(out, torch.Tensor) and out.shape == (5, 5, 2)
     assert not isinstance(np.ones((5, 5)) @ LoDTensor(np.ones((5, 2)), [[0, 2, 5]]), LoDTensor)
+
+
+@pytest.mark.gpu
+def test_device_data_follows_the_same_rule():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    t = LoDTensor(torch.arange(10.0, device="cuda").reshape(5, 2), [[0, 2, 5]])
+    assert (t * 2).lod() == [[0, 2, 5]] and (t * 2).data.is_cuda
+    assert not isinstance(t + torch.ones(5, 5, 2, device="cuda"), LoDTensor)
+    with pytest.raises(LoDError, match="out="):
+        np.add(t, 1, out=LoDTensor(torch.zeros(5, 2, device="cuda"), [[0, 1, 5]]))
+
+
+@pytest.mark.gpu
+def test_cupy_data_follows_the_same_rule():
+    cupy = pytest.importorskip("cupy")
+    t = LoDTensor(cupy.arange(10.0).reshape(5, 2), [[0, 2, 5]])
+    assert (t + cupy.ones(2)).lod() == [[0, 2, 5]]
+    assert not isinstance(t + cupy.ones((5, 5, 2)), LoDTensor)
+    assert not isinstance(cupy.ones((5, 5)) @ t, LoDTensor)
+    out = LoDTensor(cupy.full((5, 2), -1.0), [[0, 3, 5]])
+    with pytest.raises(LoDError, match="out="):
+        np.add(t, 1, out=out)
+    assert bool((out.data == -1).all())

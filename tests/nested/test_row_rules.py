@@ -569,3 +569,18 @@ def test_numpy_data_rows():
     assert torch.cumsum(t, 1).lod() == [[0, 2, 5]]
     with pytest.raises(TypeError, match="sequence"):
         torch.cumsum(t, 0)
+
+
+@pytest.mark.gpu
+def test_cuda_data_follows_the_table():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    t = LoDTensor(X.cuda(), LOD)
+    kept = torch.topk(t, 2, 1)
+    assert kept.values.lod() == LOD and kept.values.data.is_cuda
+    assert F.linear(t, W[:, :4].cuda().contiguous()).lod() == LOD
+    plain = torch.index_select(t, 0, torch.tensor(PERM, device="cuda"))
+    assert not isinstance(plain, LoDTensor) and plain.is_cuda
+    assert not isinstance(t + BIG.cuda(), LoDTensor)
+    with pytest.raises(TypeError, match="would mix its sequences"):
+        torch.roll(t, 1, 0)
