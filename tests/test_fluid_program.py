@@ -221,7 +221,8 @@ def test_row_conv_sequence_conv_padding_and_initializers():
     prog = fluid.Program(net)
     x = lt.LoDTensor(torch.ones(4, 3), [[0, 1, 4]])
     a, b = prog(x)
-    assert prog.paddle_names() == ["sequence_conv_0.w_0", "sequence_conv_0.b_0", "sequence_conv_0.w_1", "row_conv_0.w_0"]
+    assert prog.paddle_names() == ["sequence_conv_0.w_0", "sequence_conv_0.b_0", "sequence_conv_0.w_1",
+                                   "row_conv_0.w_0"]
     assert tuple(prog.get_parameter("sequence_conv_0.w_1").shape) == (2, 3)
     assert b.data.tolist() == [[1.0] * 3, [2.0] * 3, [2.0] * 3, [1.0] * 3]
     u = fluid.initializer.Uniform(-0.5, 0.5, seed=3)

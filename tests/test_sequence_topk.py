@@ -110,7 +110,8 @@ def test_gradient_goes_to_the_chosen_values():
 
 def test_errors():
     x, r, c = make(np.arange(12.0), [2], [3])
-    with pytest.raises(ValueError, match=r"sequence 0 of input holds 12 values, expected channel_num \* rows \* cols = 1 \* 2 \* 3"):
+    with pytest.raises(ValueError, match=r"sequence 0 of input holds 12 values, expected channel_num \* rows \* "
+                                         r"cols = 1 \* 2 \* 3"):
         sequence_topk_avg_pooling(x, r, c, [1], 1)
     with pytest.raises(ValueError, match="topks must be a non-empty list of positive integers, got \\[0, 1\\]"):
         sequence_topk_avg_pooling(x, r, c, [0, 1], 2)

@@ -41,8 +41,6 @@ def _param(frame, base, suffix, attr, shape, like, where, *, dtype=None, is_bias
     """Paddle's ``LayerHelper.create_parameter``: ``attr``'s name, else ``<base>.<suffix>_<k>``."""
     name = attr.name if attr.name is not None else frame.unique(f"{base}.{suffix}")
     default = Constant(0.0) if is_bias else None  # None: Xavier, Paddle's default for weights
-    import torch  # noqa: PLC0415
-
     dt = like.dtype if dtype is None else _torch_dtype(dtype, where)
     return frame.program.create_parameter(name, shape, dt, like.device, attr, default, where)
 
@@ -330,7 +328,8 @@ def linear_chain_crf(input, label, param_attr=None, length=None):  # noqa: A002
     >>> def net(emission, tags):
     ...     return fluid.layers.linear_chain_crf(emission, tags, param_attr=fluid.ParamAttr(name="crfw"))
     >>> prog = fluid.Program(net)
-    >>> cost = prog(lt.LoDTensor(np.zeros((3, 4), "float32"), [[0, 1, 3]]), lt.LoDTensor(np.zeros((3, 1), "int64"), [[0, 1, 3]]))
+    >>> lod = [[0, 1, 3]]
+    >>> cost = prog(lt.LoDTensor(np.zeros((3, 4), "float32"), lod), lt.LoDTensor(np.zeros((3, 1), "int64"), lod))
     >>> tuple(cost.shape), prog.paddle_names()
     ((2, 1), ['crfw'])
     """

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ..tensor import LoDTensor
-from ._param_attr import ParamAttr, Xavier
+from ._param_attr import Xavier
 
 __all__ = ["Program", "program_guard", "current"]
 
@@ -166,7 +166,19 @@ class Program(torch.nn.Module):
         return self.get_parameter(name)
 
     def create_parameter(self, name, shape, dtype, device, attr, default_initializer, where):
-        """The parameter ``name`` of ``shape``: found (its shape checked) or made now."""
+        """The parameter ``name`` of ``shape``: found (its shape checked) or made now (from a value
+        given to :meth:`set_state_dict` before the first run, else ``attr.initializer``, else
+        ``default_initializer``, else Xavier). The fluid layer calls use it; ``where`` names the caller
+        in errors.
+
+        >>> import torch
+        >>> import lodtensor.fluid as fluid
+        >>> prog = fluid.Program()
+        >>> w = prog.create_parameter("scale", [2], torch.float32, "cpu", fluid.ParamAttr(),
+        ...                           fluid.initializer.Constant(1.0), "example")
+        >>> w.tolist(), prog.paddle_names()
+        ([1.0, 1.0], ['scale'])
+        """
         found = self._lookup(name)
         shape = [int(s) for s in shape]
         if found is not None:
@@ -212,12 +224,28 @@ class Program(torch.nn.Module):
         node.register_parameter(leaf, param)
 
     def paddle_names(self):
-        """The Paddle names of the parameters, in creation order (Paddle's program order)."""
+        """The Paddle names of the parameters, in creation order (Paddle's program order).
+
+        >>> import torch
+        >>> import lodtensor.fluid as fluid
+        >>> net = fluid.Program(lambda x: fluid.layers.fc(fluid.layers.fc(x, size=3), size=2))
+        >>> _ = net(torch.ones(1, 4))
+        >>> net.paddle_names()
+        ['fc_0.w_0', 'fc_0.b_0', 'fc_1.w_0', 'fc_1.b_0']
+        """
         return list(self._paddle_names)
 
     def program_state(self):
         """``{name: ndarray}`` of every parameter, as ``paddle.static.load_program_state`` returns;
-        ``fluid.io.save_combine(net.program_state(), path)`` writes a Paddle checkpoint."""
+        ``fluid.io.save_combine(net.program_state(), path)`` writes a Paddle checkpoint.
+
+        >>> import torch
+        >>> import lodtensor.fluid as fluid
+        >>> net = fluid.Program(lambda x: fluid.layers.fc(x, size=2, bias_attr=False))
+        >>> _ = net(torch.ones(1, 3))
+        >>> {k: v.shape for k, v in net.program_state().items()}
+        {'fc_0.w_0': (3, 2)}
+        """
         return {n: self.get_parameter(n).detach().cpu().numpy() for n in self._paddle_names}
 
     # -- loading ---------------------------------------------------------------------------------
@@ -262,7 +290,16 @@ class Program(torch.nn.Module):
         return missing, unexpected
 
     def load_program_state(self, state, strict=True):
-        """Same as :meth:`set_state_dict` (the name of ``paddle.static.set_program_state``'s input)."""
+        """Same as :meth:`set_state_dict` (the name of ``paddle.static.set_program_state``'s input).
+
+        >>> import numpy as np, torch
+        >>> import lodtensor.fluid as fluid
+        >>> net = fluid.Program(lambda x: fluid.layers.fc(x, size=1, bias_attr=False))
+        >>> net.load_program_state({"fc_0.w_0": np.ones((2, 1), "float32")})
+        ([], [])
+        >>> net(torch.ones(1, 2)).tolist()
+        [[2.0]]
+        """
         return self.set_state_dict(state, strict=strict)
 
     @staticmethod

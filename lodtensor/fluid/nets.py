@@ -21,7 +21,14 @@ def sequence_conv_pool(input, num_filters, filter_size, param_attr=None, act="si
     ``sequence_conv_k.w_0``, ``sequence_conv_k.b_0``) then ``sequence_pool(pool_type)``: one row per
     sequence, ``[num_sequences, num_filters]``.
 
-    See the module example.
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> import lodtensor.fluid as fluid
+    >>> def net(x):
+    ...     return sequence_conv_pool(x, num_filters=2, filter_size=3, param_attr=fluid.initializer.Constant(1.0),
+    ...                               act=None, pool_type="sum")
+    >>> fluid.Program(net)(lt.LoDTensor(np.ones((3, 1), "float32"), [[0, 1, 3]])).data.tolist()
+    [[1.0, 1.0], [4.0, 4.0]]
     """
     conv = sequence_conv(input=input, num_filters=num_filters, filter_size=filter_size, param_attr=param_attr,
                          bias_attr=bias_attr, act=act)

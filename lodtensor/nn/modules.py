@@ -83,7 +83,7 @@ def _check_width(module, x, gates, cls):
         raise ValueError(
             f"{cls}(hidden_size={h}).forward(): input must have {gates} * hidden_size = {gates * h} columns "
             f"(the input projected by an FC), got {width}"
-            + (f". Paddle's dynamic_lstm(size=...) is 4 * hidden size" if gates == 4 else "")
+            + (". Paddle's dynamic_lstm(size=...) is 4 * hidden size" if gates == 4 else "")
             + hint
         )
 
@@ -188,6 +188,12 @@ class DynamicGRU(torch.nn.Module):
     ``bias`` ``[1, 3D]``; the input is already projected to ``3D``.
 
     Paddle's ``dynamic_gru(size=D)`` is the hidden size itself: ``DynamicGRU(size=D)`` is ``DynamicGRU(D)``.
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> gru = DynamicGRU(size=2)
+    >>> gru.weight.shape, tuple(gru(lt.LoDTensor(np.ones((3, 6), "float32"), [[0, 1, 3]])).data.shape)
+    (torch.Size([2, 6]), (3, 2))
     """
 
     def __init__(self, hidden_size=None, is_reverse=False, gate_activation="sigmoid", candidate_activation="tanh",

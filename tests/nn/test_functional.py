@@ -150,7 +150,8 @@ def test_errors_name_the_argument():
         F.dynamic_lstm(x, np.zeros((3, 8)), np.zeros((1, 14)))
     with pytest.raises(ValueError, match=r"bias must have shape \[1, 8\]"):
         F.dynamic_lstm(x, np.zeros((2, 8)), np.zeros((1, 14)), use_peepholes=False)
-    with pytest.raises(ValueError, match=r"input width must be 3 \* hidden size \(the input projected by an fc of size 3 \* hidden\), got 8"):
+    with pytest.raises(ValueError, match=r"input width must be 3 \* hidden size \(the input projected by an fc "
+                                         r"of size 3 \* hidden\), got 8"):
         F.dynamic_gru(x, np.zeros((2, 6)))
     with pytest.raises(ValueError, match=r"h_0 must have shape \[2, 2\]"):
         F.dynamic_lstm(x, np.zeros((2, 8)), np.zeros((1, 14)), h_0=np.zeros((3, 2)))

@@ -373,9 +373,11 @@ def test_edit_distance_padded(hyp, hyp_len, ref, ref_len, normalized):
     np.testing.assert_array_equal(ours_n, n.numpy())
     assert ours_d.dtype == np.float32 and ours_d.shape == tuple(d.shape)
     # the same pairs as LoD tensors give the same distances
-    as_lod = L.edit_distance(ids(h[np.arange(h.shape[1]) < hl[:, None]], [np.concatenate([[0], np.cumsum(hl)]).tolist()]),
-                             ids(r[np.arange(r.shape[1]) < rl[:, None]], [np.concatenate([[0], np.cumsum(rl)]).tolist()]),
-                             normalized=normalized)
+    def packed(dense, lengths):
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).tolist()
+        return ids(dense[np.arange(dense.shape[1]) < lengths[:, None]], [offsets])
+
+    as_lod = L.edit_distance(packed(h, hl), packed(r, rl), normalized=normalized)
     np.testing.assert_array_equal(as_lod[0], ours_d)
 
 

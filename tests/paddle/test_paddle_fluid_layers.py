@@ -409,8 +409,9 @@ def test_difference_paddle_float32_lstm_backward():
         p = {k: v.astype(dt) for k, v in p64.items()}
 
         def build(v, op, dt=dt):
-            return op("lstm", {"Input": v["x"], "Weight": v["w"], "Bias": v["b"]},
-                      {"Hidden": dt, "Cell": dt, "BatchGate": dt, "BatchCellPreAct": dt}, {"use_peepholes": True})["Hidden"]
+            outs = {"Hidden": dt, "Cell": dt, "BatchGate": dt, "BatchCellPreAct": dt}
+            inputs = {"Input": v["x"], "Weight": v["w"], "Bias": v["b"]}
+            return op("lstm", inputs, outs, {"use_peepholes": True})["Hidden"]
 
         got = run(build, {"x": x}, p, grads_of=["x", "b"], weights=np.ones((11, d), dt))
         grads[dt] = (got[1][0], got[2][0])
