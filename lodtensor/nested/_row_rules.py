@@ -155,7 +155,7 @@ def _moved(args, kwargs, ndim):
 
 def _permuted(args, kwargs, ndim):
     dims = args[1:] if len(args) > 2 else (args[1],) if len(args) == 2 else (kwargs.get("dims", kwargs.get("dim")),)
-    if len(dims) == 1 and isinstance(dims[0], (tuple, list)) or type(dims[0]).__name__ == "Size":
+    if len(dims) == 1 and (isinstance(dims[0], (tuple, list)) or type(dims[0]).__name__ == "Size"):
         dims = tuple(dims[0])
     if not dims or dims[0] is None:
         return set()
@@ -232,6 +232,8 @@ def decide(func, args, kwargs):
     name, rule = rule_of(func)
     found = _lod_tensors(list(args), [])
     _lod_tensors(list(kwargs.values()), found)
+    for t in found:  # data present, and a lod that fits it, before any rule reads a shape
+        t._check_fits(f"torch.{name}")
     if rule is None:
         return Decision("plain", rule, found)
     kind = rule[0]

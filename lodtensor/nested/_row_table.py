@@ -187,6 +187,7 @@ RULES.update({
     "batch_norm": ("flag", "training", 5),
     "linear": ("map", (("input", 0), ("bias", 2)), 0),
     "bilinear": ("map", (("input1", 0), ("input2", 1), ("bias", 3)), 0),
+    "embedding_bag": ("batched", 0),  # a 2-D input: one bag per row; 1-D with offsets: bags across rows
     "one_hot": ("map", (("tensor", 0),), 1), "bucketize": ("map", _IN, 0), "isin": ("map", (("elements", 0),), 0),
     "outer": ("map", _IN, 1), "cdist": ("map", (("x1", 0),), 0),
     "mm": ("map", _IN, 0), "addmm": ("map", (("input", 0), ("mat1", 1)), 0),

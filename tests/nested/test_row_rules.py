@@ -338,6 +338,9 @@ _IDS = torch.tensor([1, 2, 3, 0, 4])
 _TABLE = _f(6, 3)
 CALLS["embedding"] = [(lambda x: F.embedding(x, _TABLE), _IDS), (lambda x: torch.embedding(_TABLE, x), _IDS),
                       (lambda x: F.embedding(_IDS, x), _f(N, 3)), (lambda x: torch.embedding(x, _IDS), _f(N, 3))]
+CALLS["embedding_bag"] = [(lambda x: F.embedding_bag(x, _TABLE), XI[:, 0, :3] % 6),
+                          (lambda x: F.embedding_bag(x, _TABLE, torch.tensor([0, 2])), _IDS),
+                          (lambda x: F.embedding_bag(x, _TABLE, mode="max"), XI[:, 0, :3] % 6)]
 CALLS["one_hot"] = [(lambda x: F.one_hot(x, 6), _IDS)]
 CALLS["bucketize"] = [lambda x: torch.bucketize(x, torch.tensor([0.3, 0.6], dtype=torch.float64)),
                       (lambda x: torch.bucketize(X, x), torch.tensor([0.1, 0.2, 0.3, 0.6, 0.9], dtype=torch.float64))]
@@ -562,6 +565,16 @@ def test_autograd_through_kept_and_plain_results():
     plain = torch.index_select(t, 0, torch.tensor(PERM))
     (kept.data.sum() + plain.sum()).backward()
     assert x.grad is not None and x.grad.shape == x.shape
+
+
+def test_tensors_without_data_or_with_an_unfitting_lod_raise_before_any_rule():
+    for call in (lambda t: torch.sum(t, 0), torch.tanh, lambda t: torch.roll(t, 1, 1), torch.msort):
+        with pytest.raises(ValueError, match="holds no data"):
+            call(LoDTensor())
+    stale = LoDTensor(X.clone(), LOD)
+    stale.set(torch.zeros(3, 4))
+    with pytest.raises(ValueError, match=r"len\(data\)=3"):
+        torch.topk(stale, 1, 1)
 
 
 def test_numpy_data_rows():
