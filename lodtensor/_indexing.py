@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from ._format import preview
+from .backend import backend_name_of, get_backend
 
 __all__ = ["getitem", "scalar_index"]
 
@@ -110,8 +111,9 @@ def getitem(t, index):
 
 
 def _select(t, index, n):
-    """Copy of the top-level sequences ``index`` (1-D ints or bools)."""
-    idx = np.asarray(index)
+    """Copy of the top-level sequences ``index`` (1-D ints or bools; a device array is read to the host)."""
+    library = backend_name_of(index)
+    idx = np.asarray(index) if library in (None, "numpy") else get_backend(library).to_numpy(index)
     if idx.dtype == bool:
         if idx.shape != (n,):
             raise IndexError(f"boolean index must have shape ({n},), got {idx.shape}")

@@ -360,6 +360,7 @@ def test_a_zero_d_cuda_index():
         pytest.skip("no CUDA device")
     t = LoDTensor(torch.arange(5.0, device="cuda"), [[0, 2, 5]])
     assert t[torch.tensor(1, device="cuda")].tolist() == [2.0, 3.0, 4.0]
+    assert t[torch.tensor([1, 0], device="cuda")].lod() == [[0, 3, 5]]
     with pytest.raises(TypeError, match="boolean"):
         t[torch.tensor(True, device="cuda")]
     with pytest.raises(IndexError, match="0-d float32"):
