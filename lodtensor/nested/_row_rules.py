@@ -213,7 +213,7 @@ def _slots(rule):
     return (("input", 0),)
 
 
-def _matmul(rule, name, args, kwargs, found):
+def _matmul(rule, args, kwargs, found):
     _, lhs_pos, rhs_pos = rule
     names = ("input", "other") if lhs_pos == 0 else ("other", "input")
     lhs, rhs = _arg(args, kwargs, names[0], lhs_pos), _arg(args, kwargs, names[1], rhs_pos)
@@ -251,7 +251,7 @@ def decide(func, args, kwargs):
     if kind == "ew":
         return Decision("keep", rule, found, rank="same")
     if kind == "matmul":
-        return _matmul(rule, name, args, kwargs, found)
+        return _matmul(rule, args, kwargs, found)
     carriers = _carriers(_slots(rule), args, kwargs)
     carriers += [o for o in _lod_tensors([kwargs.get("out")], []) if o not in carriers]
     ids = {id(c) for c in carriers}

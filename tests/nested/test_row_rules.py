@@ -171,7 +171,7 @@ CALLS["min"] = _dims(torch.min) + [lambda x: torch.min(x, Y), lambda x: torch.mi
 for _n in ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp"):
     CALLS[_n] = _dims(getattr(torch, _n), default=False)
 for _n in ("cumulative_trapezoid", "trapezoid", "trapz"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, dim=d) for d in (0, 1, -1)] + [getattr(torch, _n)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, dim=d) for d in (0, 1, -1)] + [getattr(torch, _n)]
 CALLS["diff"] = _dims(torch.diff, 1)
 CALLS["gradient"] = [lambda x, d=d: torch.gradient(x, dim=d) for d in (0, 1, (1, 2), (0, 2))] + [torch.gradient]
 CALLS["softmax"] = _dims(torch.softmax, default=False) + _dims(F.softmax) + [(lambda x: F.softmax(x), X[:, 0])]
@@ -199,7 +199,7 @@ CALLS["index_select"] = [lambda x, d=d: torch.index_select(x, d, IDX) for d in (
     lambda x: torch.index_select(x, dim=1, index=IDX), lambda x: torch.index_select(x, 0, torch.tensor(PERM))]
 for _n in ("index_add", "index_copy", "index_reduce"):
     _extra = ("prod",) if _n == "index_reduce" else ()
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n), e=_extra: f(x, d, IDX, 2 * torch.ones(_shape_with(d, 2),
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n], e=_extra: f(x, d, IDX, 2 * torch.ones(_shape_with(d, 2),
                  dtype=torch.float64), *e) for d in (0, 1, 2)]
 CALLS["index_fill"] = [lambda x, d=d: torch.index_fill(x, d, IDX, -1.0) for d in (0, 1, -1)]
 CALLS["gather"] = [lambda x, d=d: torch.gather(x, d, _index(d)) for d in (0, 1, 2)]
@@ -214,9 +214,9 @@ CALLS["take_along_dim"] = [lambda x: torch.take_along_dim(x, _index(1, 1), 1),
 CALLS["repeat_interleave"] = [lambda x, d=d: torch.repeat_interleave(x, 2, d) for d in (0, 1, -1)] + [
     lambda x: torch.repeat_interleave(x, 2)]
 for _n in ("narrow", "narrow_copy"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, d, 1, 2) for d in (0, 1, -1, -3)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, d, 1, 2) for d in (0, 1, -1, -3)]
 for _n in ("select", "select_copy"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, d, 1) for d in (0, 1, -1, -3)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, d, 1) for d in (0, 1, -1, -3)]
 CALLS["select_scatter"] = [lambda x, d=d: torch.select_scatter(x, torch.zeros(_shape_with(d, 1)).squeeze(d).double(),
                            d, 1) for d in (0, 1, 2)]
 CALLS["slice_scatter"] = [lambda x, d=d: torch.slice_scatter(x, torch.zeros(_shape_with(d, 2)).double(), d, 0, 2)
@@ -225,14 +225,14 @@ CALLS["slice_copy"] = [lambda x, d=d: torch.slice_copy(x, d, 0, 2) for d in (0, 
     lambda x: torch.slice_copy(x, end=2)]
 _SIZES = {0: [2, 3], 1: [1, 2], 2: [1, 3]}
 for _n in ("split", "unsafe_split", "split_copy"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, 2, d) for d in (0, 1, 2)] + [
-        lambda x, f=getattr(torch, _n): f(x, 2)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, 2, d) for d in (0, 1, 2)] + [
+        lambda x, f=torch.__dict__[_n]: f(x, 2)]
 for _n in ("split_with_sizes", "unsafe_split_with_sizes", "split_with_sizes_copy"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, _SIZES[d], d) for d in (0, 1, 2)] + [
-        lambda x, f=getattr(torch, _n): f(x, [2, 3])]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, _SIZES[d], d) for d in (0, 1, 2)] + [
+        lambda x, f=torch.__dict__[_n]: f(x, [2, 3])]
 for _n in ("tensor_split", "chunk", "unsafe_chunk"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, 2, d) for d in (0, 1, 2)] + [
-        lambda x, f=getattr(torch, _n): f(x, 2), lambda x, f=getattr(torch, _n): f(x, 2, dim=1)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, 2, d) for d in (0, 1, 2)] + [
+        lambda x, f=torch.__dict__[_n]: f(x, 2), lambda x, f=torch.__dict__[_n]: f(x, 2, dim=1)]
 for _n in ("unbind", "unbind_copy"):
     CALLS[_n] = _dims(getattr(torch, _n))
 for _n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft"):
@@ -241,7 +241,7 @@ for _n in ("fft2", "ifft2", "rfft2", "irfft2", "hfft2", "ihfft2"):
     CALLS[f"fft_{_n}"] = _dims(getattr(torch.fft, _n), None, values=((1, 2), (0, 1), (-1, -2)))
 for _n in ("fftn", "ifftn", "rfftn", "irfftn", "hfftn", "ihfftn"):
     CALLS[f"fft_{_n}"] = _dims(getattr(torch.fft, _n), None, values=((1, 2), (0, 2), (-1,))) + [
-        lambda x, f=getattr(torch.fft, _n): f(x, s=(3, 4))]
+        lambda x, f=torch.fft.__dict__[_n]: f(x, s=(3, 4))]
 for _n in ("fftshift", "ifftshift"):
     CALLS[f"fft_{_n}"] = _dims(getattr(torch.fft, _n), values=(0, 1, (1, 2)))
 CALLS["where"] = [lambda x: torch.where(x > 0.5, x, 0.0), lambda x: torch.where(x > 0.5, Y, x),
@@ -260,8 +260,8 @@ CALLS["triu"] = [torch.triu, (torch.triu, X[:, :, 0])]
 CALLS["pairwise_distance"] = [lambda x: F.pairwise_distance(x, Y), lambda x: F.pairwise_distance(Y, x),
                               (lambda x: F.pairwise_distance(x, X[:, 0, 0]), X[:, 0, 0])]
 for _n in ("cat", "concat"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f([x, Y], d) for d in (0, 1, -1, -3)] + [
-        lambda x, f=getattr(torch, _n): f([x, x]), lambda x, f=getattr(torch, _n): f([Y, x], dim=2)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f([x, Y], d) for d in (0, 1, -1, -3)] + [
+        lambda x, f=torch.__dict__[_n]: f([x, x]), lambda x, f=torch.__dict__[_n]: f([Y, x], dim=2)]
 CALLS["concatenate"] = [lambda x, d=d: torch.concatenate([x, Y], d) for d in (0, 1, -1)] + [
     lambda x: torch.concatenate([x, x], axis=2), lambda x: torch.concatenate([Y, x])]
 CALLS["stack"] = [lambda x, d=d: torch.stack([x, Y], d) for d in (0, 1, 3, -1, -4)] + [
@@ -284,22 +284,22 @@ CALLS["linalg_vecdot"] = [lambda x, d=d: torch.linalg.vecdot(x, Y, dim=d) for d 
     lambda x: torch.linalg.vecdot(Y, x)]
 CALLS["renorm"] = [lambda x, d=d: torch.renorm(x, 2, d, 0.5) for d in (0, 1, 2)]
 for _n in ("diagonal", "diagonal_copy"):
-    CALLS[_n] = [getattr(torch, _n), lambda x, f=getattr(torch, _n): f(x, 0, 1, 2),
-                 lambda x, f=getattr(torch, _n): f(x, 1, 2, 0), lambda x, f=getattr(torch, _n): f(x, dim1=-1, dim2=1)]
+    CALLS[_n] = [getattr(torch, _n), lambda x, f=torch.__dict__[_n]: f(x, 0, 1, 2),
+                 lambda x, f=torch.__dict__[_n]: f(x, 1, 2, 0), lambda x, f=torch.__dict__[_n]: f(x, dim1=-1, dim2=1)]
 CALLS["diagonal_scatter"] = [lambda x: torch.diagonal_scatter(x, torch.zeros(N, 3).double(), 0, 1, 2),
                              lambda x: torch.diagonal_scatter(x, torch.zeros(4, 3).double())]
 CALLS["linalg_diagonal"] = [torch.linalg.diagonal, lambda x: torch.linalg.diagonal(x, dim1=0, dim2=2)]
 CALLS["diag_embed"] = [torch.diag_embed, lambda x: torch.diag_embed(x, 0, 0, 1), lambda x: torch.diag_embed(x, 0, 1, 3)]
 for _n, (_a, _b) in {"transpose": ("dim0", "dim1"), "transpose_copy": ("dim0", "dim1"),
                      "swapaxes": ("axis0", "axis1"), "swapdims": ("dim0", "dim1")}.items():
-    CALLS[_n] = [lambda x, a=a, b=b, f=getattr(torch, _n): f(x, a, b) for a, b in ((1, 2), (0, 1), (2, 0), (0, 0))]
+    CALLS[_n] = [lambda x, a=a, b=b, f=torch.__dict__[_n]: f(x, a, b) for a, b in ((1, 2), (0, 1), (2, 0), (0, 0))]
     if _n != "transpose_copy":
-        CALLS[_n].append(lambda x, f=getattr(torch, _n), k=(_a, _b): f(x, **{k[0]: -1, k[1]: 1}))
+        CALLS[_n].append(lambda x, f=torch.__dict__[_n], k=(_a, _b): f(x, **{k[0]: -1, k[1]: 1}))
 for _n in ("movedim", "moveaxis"):
-    CALLS[_n] = [lambda x, s=s, d=d, f=getattr(torch, _n): f(x, s, d) for s, d in (
+    CALLS[_n] = [lambda x, s=s, d=d, f=torch.__dict__[_n]: f(x, s, d) for s, d in (
         (1, 2), (0, 1), (1, 0), ((0, 1), (0, 2)), ((1, 2), (2, 1)), (-1, 0))]
 for _n in ("permute", "permute_copy"):
-    CALLS[_n] = [lambda x, p=p, f=getattr(torch, _n): f(x, p) for p in ((0, 2, 1), (1, 0, 2), (-3, -1, -2))]
+    CALLS[_n] = [lambda x, p=p, f=torch.__dict__[_n]: f(x, p) for p in ((0, 2, 1), (1, 0, 2), (-3, -1, -2))]
 CALLS["reshape"] = [lambda x, s=s: torch.reshape(x, s) for s in ((N, 12), (-1,), (N, -1), (3, 20), (N, 2, 6))]
 CALLS["view_copy"] = [lambda x, s=s: torch.view_copy(x, s) for s in ((N, 12), (60,))]
 CALLS["flatten"] = [torch.flatten, lambda x: torch.flatten(x, 1), lambda x: torch.flatten(x, 0, 1),
@@ -309,17 +309,17 @@ CALLS["unflatten"] = [lambda x: torch.unflatten(x, 2, (2, 2)), lambda x: torch.u
 CALLS["ravel"] = [torch.ravel, (torch.ravel, X[:, :1, 0])]
 for _n in ("squeeze", "squeeze_copy"):
     CALLS[_n] = [getattr(torch, _n), (getattr(torch, _n), X[:, :1]),
-                 (lambda x, f=getattr(torch, _n): f(x, 1), X[:, :1]),
+                 (lambda x, f=torch.__dict__[_n]: f(x, 1), X[:, :1]),
                  (getattr(torch, _n), X[:1, :1]) if _n == "squeeze" else (getattr(torch, _n), X[:, :1, :1])]
 for _n in ("unsqueeze", "unsqueeze_copy"):
-    CALLS[_n] = [lambda x, d=d, f=getattr(torch, _n): f(x, d) for d in (0, 1, -1, -4)]
+    CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, d) for d in (0, 1, -1, -4)]
 CALLS["atleast_1d"] = [torch.atleast_1d]
 CALLS["atleast_2d"] = [torch.atleast_2d, (torch.atleast_2d, X[:, 0, 0])]
 CALLS["atleast_3d"] = [torch.atleast_3d, (torch.atleast_3d, X[:, :, 0]), (torch.atleast_3d, X[:, 0, 0])]
 CALLS["view_as_real"] = [(torch.view_as_real, torch.complex(X, Y))]
 CALLS["view_as_complex"] = [(torch.view_as_complex, X[:, :, :2].contiguous())]
 for _n in ("layer_norm", "rms_norm"):
-    CALLS[_n] = [lambda x, s=s, f=getattr(F, _n): f(x, s) for s in ((4,), (3, 4), (N, 3, 4), [4])]
+    CALLS[_n] = [lambda x, s=s, f=F.__dict__[_n]: f(x, s) for s in ((4,), (3, 4), (N, 3, 4), [4])]
 CALLS["pad"] = [lambda x, p=p: F.pad(x, p) for p in ((1, 1), (1, 0, 0, 2), (1, 1, 1, 1, 1, 1))] + [
     lambda x: F.pad(x, (1, 1), mode="reflect")]
 CALLS["constant_pad_nd"] = [lambda x, p=p: torch.constant_pad_nd(x, p) for p in ([1, 1], [0, 0, 1, 1, 2, 0])]
@@ -367,18 +367,19 @@ CALLS["__rmatmul__"] = [(lambda x: W.T.contiguous().__rmatmul__(x), X[:, 0]),
 for _k in (1, 2, 3):
     _xb = _f(N, 2, *([4] * _k))
     _w = _f(3, 2, *([2] * _k))
-    CALLS[f"conv{_k}d"] = [(lambda x, c=getattr(F, f"conv{_k}d"), w=_w: c(x, w), _xb),
-                           (lambda x, c=getattr(F, f"conv{_k}d"), w=_f(3, N, *([2] * _k)): c(x, w), _f(N, *([4] * _k)))]
-    CALLS[f"conv_transpose{_k}d"] = [(lambda x, c=getattr(F, f"conv_transpose{_k}d"), w=_f(2, 3, *([2] * _k)): c(x, w),
+    _w_unbatched, _w_transposed = _f(3, N, *([2] * _k)), _f(2, 3, *([2] * _k))
+    CALLS[f"conv{_k}d"] = [(lambda x, c=F.__dict__[f"conv{_k}d"], w=_w: c(x, w), _xb),
+                           (lambda x, c=F.__dict__[f"conv{_k}d"], w=_w_unbatched: c(x, w), _f(N, *([4] * _k)))]
+    CALLS[f"conv_transpose{_k}d"] = [(lambda x, c=F.__dict__[f"conv_transpose{_k}d"], w=_w_transposed: c(x, w),
                                       _xb)]
     for _pool, _args in (("max_pool", (2,)), ("avg_pool", (2,)), ("lp_pool", (2.0, 2)), ("adaptive_max_pool", (2,)),
                          ("adaptive_avg_pool", (2,))):
-        CALLS[f"{_pool}{_k}d"] = [(lambda x, p=getattr(F, f"{_pool}{_k}d"), a=_args: p(x, *a), _xb),
-                                  (lambda x, p=getattr(F, f"{_pool}{_k}d"), a=_args: p(x, *a), _xb[0])]
+        CALLS[f"{_pool}{_k}d"] = [(lambda x, p=F.__dict__[f"{_pool}{_k}d"], a=_args: p(x, *a), _xb),
+                                  (lambda x, p=F.__dict__[f"{_pool}{_k}d"], a=_args: p(x, *a), _xb[0])]
     CALLS[f"max_pool{_k}d_with_indices"] = [
-        (lambda x, p=getattr(F, f"max_pool{_k}d"): p(x, 2, return_indices=True), _xb)]
+        (lambda x, p=F.__dict__[f"max_pool{_k}d"]: p(x, 2, return_indices=True), _xb)]
     CALLS[f"adaptive_max_pool{_k}d_with_indices"] = [
-        (lambda x, p=getattr(F, f"adaptive_max_pool{_k}d"): p(x, 2, return_indices=True), _xb)]
+        (lambda x, p=F.__dict__[f"adaptive_max_pool{_k}d"]: p(x, 2, return_indices=True), _xb)]
 
 
 # -- elementwise entries: argument patterns tried until torch accepts one ----------------------------------------
@@ -429,7 +430,7 @@ _SPECIAL_ARGS = {
     "poisson": [(torch.poisson, X, {"random": True, "values": False})],
 }
 for _n in ("dropout_", "alpha_dropout_", "feature_dropout_", "feature_alpha_dropout_"):
-    _SPECIAL_ARGS[_n] = [(lambda x, f=getattr(torch, _n): f(x if isinstance(x, LoDTensor) else x.clone(), 0.5, True), X,
+    _SPECIAL_ARGS[_n] = [(lambda x, f=torch.__dict__[_n]: f(x if isinstance(x, LoDTensor) else x.clone(), 0.5, True), X,
                           {"random": True})]
 _INT_NAMES = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift", "bitwise_right_shift",
               "gcd", "lcm", "__and__", "__or__", "__xor__", "__rand__", "__ror__", "__rxor__", "__iand__", "__ior__",
