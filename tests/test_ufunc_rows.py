@@ -33,7 +33,7 @@ PLAIN = {
     "batched matmul in front": lambda t: np.matmul(t, np.ones((3, 2, 2))),
     "reduce axis 0": lambda t: np.add.reduce(t, axis=0),
     "reduce axis 1": lambda t: np.add.reduce(t, axis=1),
-    "accumulate": lambda t: np.add.accumulate(t),
+    "accumulate": np.add.accumulate,
     "outer": lambda t: np.multiply.outer(t, np.arange(3.0)),
     "reduceat": lambda t: np.add.reduceat(t, [0, 2]),
 }
@@ -92,7 +92,8 @@ class TestOut:
         (lambda t, o: np.add(t, 1, out=o), LoDTensor(np.full((5, 2), -1.0), [[0, 3, 5]])),
         (lambda t, o: np.add(LoDTensor(np.ones((1, 2)), [[0, 1]]), np.ones((5, 2)), out=o),
          LoDTensor(np.full((5, 2), -1.0), LOD)),
-        (lambda t, o: np.add(LoDTensor(np.ones(5), LOD), np.ones((5, 5)), out=o), LoDTensor(np.full((5, 5), -1.0), LOD)),
+        (lambda t, o: np.add(LoDTensor(np.ones(5), LOD), np.ones((5, 5)), out=o),
+         LoDTensor(np.full((5, 5), -1.0), LOD)),
         (lambda t, o: np.add.reduce(t, axis=1, out=o), LoDTensor(np.full(5, -1.0), LOD)),
         (lambda t, o: np.add.accumulate(t, out=o), LoDTensor(np.full((5, 2), -1.0), LOD)),
     ], ids=["other lod", "one row broadcast", "leading broadcast", "reduce", "accumulate"])

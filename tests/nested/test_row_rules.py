@@ -174,9 +174,9 @@ for _n in ("cumulative_trapezoid", "trapezoid", "trapz"):
     CALLS[_n] = [lambda x, d=d, f=torch.__dict__[_n]: f(x, dim=d) for d in (0, 1, -1)] + [getattr(torch, _n)]
 CALLS["diff"] = _dims(torch.diff, 1)
 CALLS["gradient"] = [lambda x, d=d: torch.gradient(x, dim=d) for d in (0, 1, (1, 2), (0, 2))] + [torch.gradient]
-CALLS["softmax"] = _dims(torch.softmax, default=False) + _dims(F.softmax) + [(lambda x: F.softmax(x), X[:, 0])]
+CALLS["softmax"] = _dims(torch.softmax, default=False) + _dims(F.softmax) + [(F.softmax, X[:, 0])]
 CALLS["log_softmax"] = _dims(torch.log_softmax, default=False) + _dims(F.log_softmax)
-CALLS["softmin"] = _dims(F.softmin) + [(lambda x: F.softmin(x), X[:, 0])]
+CALLS["softmin"] = _dims(F.softmin) + [(F.softmin, X[:, 0])]
 CALLS["special_softmax"] = _dims(torch.special.softmax, default=False)
 CALLS["special_log_softmax"] = _dims(torch.special.log_softmax, default=False)
 CALLS["gumbel_softmax"] = [(c, X, {"random": True}) for c in _dims(F.gumbel_softmax, 1.0, False, 1e-10)]
@@ -276,9 +276,9 @@ CALLS["column_stack"] = [(lambda x: torch.column_stack([x, x]), X[:, 0, 0]),
 CALLS["cosine_similarity"] = _dims(F.cosine_similarity, Y, values=(0, 1, -1)) + [
     lambda x: F.cosine_similarity(Y, x, 2)]
 _X3 = _f(N, 3, 3)
-CALLS["cross"] = [(lambda x: torch.cross(x, _X3.flip(1), dim=d), _X3) for d in (0, 1, 2)] + [
+CALLS["cross"] = [(lambda x, d=d: torch.cross(x, _X3.flip(1), dim=d), _X3) for d in (0, 1, 2)] + [
     (lambda x: torch.cross(x, _f(3, 4, 3)), _f(3, 4, 3)), (lambda x: torch.cross(x, _X3), _X3)]
-CALLS["linalg_cross"] = [(lambda x: torch.linalg.cross(x, _X3.flip(1), dim=d), _X3) for d in (0, 1)] + [
+CALLS["linalg_cross"] = [(lambda x, d=d: torch.linalg.cross(x, _X3.flip(1), dim=d), _X3) for d in (0, 1)] + [
     (lambda x: torch.linalg.cross(x, _X3.flip(1)), _X3)]
 CALLS["linalg_vecdot"] = [lambda x, d=d: torch.linalg.vecdot(x, Y, dim=d) for d in (0, 1)] + [
     lambda x: torch.linalg.vecdot(Y, x)]
@@ -363,7 +363,7 @@ CALLS["matmul"] = [lambda x: torch.matmul(x, W.T), (lambda x: torch.matmul(x, W.
 CALLS["linalg_matmul"] = [(lambda x: torch.linalg.matmul(x, W.T), X[:, 0]),
                           (lambda x: torch.linalg.matmul(W, x), X[:, 0, :4].T.contiguous())]
 CALLS["__rmatmul__"] = [(lambda x: W.T.contiguous().__rmatmul__(x), X[:, 0]),
-                        (lambda x: X[:, 0, :4].__rmatmul__(x), _f(2, N))]
+                        (X[:, 0, :4].__rmatmul__, _f(2, N))]
 for _k in (1, 2, 3):
     _xb = _f(N, 2, *([4] * _k))
     _w = _f(3, 2, *([2] * _k))
@@ -393,7 +393,7 @@ _SPECIAL_ARGS = {
     "broadcast_to": [lambda x: torch.broadcast_to(x, (N, 3, 4)), lambda x: torch.broadcast_to(x, (2, N, 3, 4)),
                      (lambda x: torch.broadcast_to(x, (N, 3, 4)), X[:, :1])],
     "expand_copy": [lambda x: torch.expand_copy(x, (N, 3, 4)), lambda x: torch.expand_copy(x, (N, N, 3, 4))],
-    "expand_as": [lambda x: X[:1].expand_as(x), lambda x: X[0].expand_as(x)],
+    "expand_as": [X[:1].expand_as, X[0].expand_as],
     "tile": [lambda x: torch.tile(x, (1, 2)), lambda x: torch.tile(x, (2, 1, 1)), lambda x: torch.tile(x, (1, 1, 1, 1)),
              lambda x: torch.tile(x, (N, 1, 1, 1))],
     "full_like": [lambda x: torch.full_like(x, 2.0)],
