@@ -276,9 +276,11 @@ CALLS["column_stack"] = [(lambda x: torch.column_stack([x, x]), X[:, 0, 0]),
 CALLS["cosine_similarity"] = _dims(F.cosine_similarity, Y, values=(0, 1, -1)) + [
     lambda x: F.cosine_similarity(Y, x, 2)]
 _X3 = _f(N, 3, 3)
-CALLS["cross"] = [(lambda x, d=d: torch.cross(x, _X3.flip(1), dim=d), _X3) for d in (0, 1, 2)] + [
+CALLS["cross"] = [(lambda x, d=d: torch.cross(x, _X3.flip(1), dim=d), _X3) for d in (1, 2)] + [
+    (lambda x: torch.cross(x, _f(3, 4, 3), dim=0), _f(3, 4, 3, seed=4))] + [
     (lambda x: torch.cross(x, _f(3, 4, 3)), _f(3, 4, 3)), (lambda x: torch.cross(x, _X3), _X3)]
-CALLS["linalg_cross"] = [(lambda x, d=d: torch.linalg.cross(x, _X3.flip(1), dim=d), _X3) for d in (0, 1)] + [
+CALLS["linalg_cross"] = [(lambda x, d=d: torch.linalg.cross(x, _X3.flip(1), dim=d), _X3) for d in (1, -2)] + [
+    (lambda x: torch.linalg.cross(x, _f(3, 4), dim=0), _f(3, 4, seed=4))] + [
     (lambda x: torch.linalg.cross(x, _X3.flip(1)), _X3)]
 CALLS["linalg_vecdot"] = [lambda x, d=d: torch.linalg.vecdot(x, Y, dim=d) for d in (0, 1)] + [
     lambda x: torch.linalg.vecdot(Y, x)]
