@@ -117,6 +117,7 @@ _REDUCTIONS = {  # (position of dim, its default); None: every dim when absent
     "var_mean": (1, None), "median": (1, None), "nanmedian": (1, None), "mode": (1, -1), "kthvalue": (2, -1),
     "quantile": (2, None), "nanquantile": (2, None), "norm": (2, None), "linalg_norm": (2, None),
     "linalg_vector_norm": (2, None), "linalg_matrix_norm": (2, (-2, -1)), "aminmax": (None, None),
+    "frobenius_norm": (1, None), "nuclear_norm": (1, None), "hash_tensor": (1, None),
 }  # fmt: skip
 _ALONG = {  # functions acting along one dim (or a dims tuple): (parameter, position, default)
     "cumsum": ("dim", 1, REQUIRED), "cumprod": ("dim", 1, REQUIRED), "cummax": ("dim", 1, REQUIRED),
@@ -135,7 +136,7 @@ _ALONG = {  # functions acting along one dim (or a dims tuple): (parameter, posi
     "split": ("dim", 2, 0), "split_with_sizes": ("dim", 2, 0), "unsafe_split": ("dim", 2, 0),
     "unsafe_split_with_sizes": ("dim", 2, 0), "split_copy": ("dim", 2, 0), "split_with_sizes_copy": ("dim", 2, 0),
     "tensor_split": ("dim", 2, 0), "chunk": ("dim", 2, 0), "unsafe_chunk": ("dim", 2, 0),
-    "unbind": ("dim", 1, 0), "unbind_copy": ("dim", 1, 0),
+    "unbind": ("dim", 1, 0), "unbind_copy": ("dim", 1, 0), "unfold_copy": ("dimension", 1, REQUIRED),
     "fft_fft": ("dim", 2, -1), "fft_ifft": ("dim", 2, -1), "fft_rfft": ("dim", 2, -1), "fft_irfft": ("dim", 2, -1),
     "fft_hfft": ("dim", 2, -1), "fft_ihfft": ("dim", 2, -1),
     "fft_fft2": ("dim", 2, (-2, -1)), "fft_ifft2": ("dim", 2, (-2, -1)), "fft_rfft2": ("dim", 2, (-2, -1)),
@@ -163,7 +164,7 @@ RULES.update({
     "cosine_similarity": _dim(2, 1, carriers=(("x1", 0), ("x2", 1))),
     "cross": _dim(2, "size3", carriers=_TWO), "linalg_cross": _dim(None, -1, carriers=_TWO),
     "linalg_vecdot": _dim(None, -1, carriers=(("x", 0), ("y", 1))),
-    "renorm": _dim(2, mode="except"),
+    "renorm": _dim(2, mode="except"), "norm_except_dim": _dim(2, 0, mode="except"),
     "diagonal": ("dim", (("dim1", 2, 0), ("dim2", 3, 1)), _IN, ""),
     "diagonal_copy": ("dim", (("dim1", 2, 0), ("dim2", 3, 1)), _IN, ""),
     "linalg_diagonal": ("dim", (("dim1", None, -2), ("dim2", None, -1)), _IN, ""),

@@ -165,6 +165,13 @@ CALLS["norm"] = _dims(torch.norm, 2, values=(0, 1, -1, (1, 2)))
 CALLS["linalg_norm"] = _dims(torch.linalg.norm, None, values=(0, 1, -1, (1, 2), (0, 1)))
 CALLS["linalg_vector_norm"] = _dims(torch.linalg.vector_norm, 2, values=(0, 1, (1, 2), (0, 2)))
 CALLS["linalg_matrix_norm"] = _dims(torch.linalg.matrix_norm, "fro", values=((1, 2), (0, 1), (-1, -2)))
+CALLS["frobenius_norm"] = [lambda x, d=d: torch.frobenius_norm(x, d) for d in ((1, 2), (0, 1), (-1,))]
+CALLS["nuclear_norm"] = [lambda x, d=d: torch.nuclear_norm(x, d) for d in ((1, 2), (0, 1))] + [
+    (torch.nuclear_norm, X[:, :, 0]), (lambda x: torch.nuclear_norm(x, True), X[:, :, 0])]
+CALLS["hash_tensor"] = _dims(torch.hash_tensor)
+CALLS["norm_except_dim"] = [lambda x, d=d: torch.norm_except_dim(x, 2, d) for d in (0, 1, 2)] + [
+    torch.norm_except_dim, lambda x: torch.norm_except_dim(x, dim=-1)]
+CALLS["unfold_copy"] = [lambda x, d=d: torch.unfold_copy(x, d, 2, 1) for d in (0, 1, 2, -1)]
 CALLS["aminmax"] = [lambda x, d=d: torch.aminmax(x, dim=d) for d in (0, 1, -1)] + [torch.aminmax]
 CALLS["max"] = _dims(torch.max) + [lambda x: torch.max(x, Y), lambda x: torch.max(Y, x)]
 CALLS["min"] = _dims(torch.min) + [lambda x: torch.min(x, Y), lambda x: torch.min(x, other=Y)]
