@@ -353,6 +353,30 @@ class Backend(abc.ABC):
     def extreme_with_index(self, x, kind, axis, keepdim):
         """``(values, indices)`` of the first ``kind`` (``"max"``/``"min"``) along ``axis``."""
 
+    # -- recurrences and sequence losses ---------------------------------------------------------------
+    @abc.abstractmethod
+    def lstm(self, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes):
+        """Paddle's LSTM over the rows of ``x`` ``[N, 4D]`` (``weight`` ``[D, 4D]``, ``bias`` ``[1, 4D]``, or
+        ``[1, 7D]`` ending in the peephole weights with ``peepholes``; gate order candidate, input, forget,
+        output; ``activations`` the (gate, cell, candidate) names of :data:`ACTIVATIONS`, softmax per gate),
+        taken in step order: ``rows`` (int64 on ``x``'s device) lists them step-major, step ``t`` the
+        ``counts[t]`` (host ints, non-increasing) rows that continue the first ``counts[t]`` of step
+        ``t - 1``; ``inverse`` is its inverse; ``h_0``/``c_0`` are ``[counts[0], D]`` in step order or None.
+        Returns ``(hidden, cell)``, ``[N, D]`` in ``x``'s row order. Where the library records gradients,
+        one node for the whole recurrence (a second differentiation raises)."""
+
+    @abc.abstractmethod
+    def gru(self, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
+        """Paddle's GRU over the rows of ``x`` ``[N, 3D]`` (update, reset, candidate; ``w_gate`` ``[D, 2D]``,
+        ``w_cand`` ``[D, D]``, ``bias`` ``[1, 3D]`` or None, ``activations`` the (gate, candidate) names)
+        in the step order of :meth:`lstm`; the hidden states ``[N, D]`` in ``x``'s row order."""
+
+    @abc.abstractmethod
+    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
+        """CTC loss of each sequence of unnormalised scores ``logits`` ``[T, C]`` (host ``input_offsets``;
+        softmax inside) against the ids of host int64 ``labels`` (host ``label_offsets``):
+        ``[num_sequences]`` in ``logits``' dtype, ``inf`` where no alignment exists."""
+
 
 #: The activations :meth:`Backend.activation` knows (Paddle's names).
 ACTIVATIONS = ("sigmoid", "tanh", "relu", "identity", "linear", "softmax", "leaky_relu", "elu", "softsign")

@@ -1,64 +1,79 @@
-"""Argument checks and the time-step plan shared by the layers."""
+"""Argument checks, parameters, activations and the time-step plan shared by the layers.
+
+The layers are written once against the backend contract (``x.backend``): they run on
+NumPy, CuPy and torch (CPU and CUDA) data alike. Host arrays derived from a LoD (step
+orders, context rows, masks) reach the data through ``Backend.from_host``, cached on the
+LoD per backend and device (:func:`on_device`).
+"""
 
 import numpy as np
 
-from ..backend import backend_name_of
+from ..backend import backend_name_of, backend_of, get_backend
+from ..backend._contract import ACTIVATIONS
 from ..tensor import LoDTensor
-from ._math import math_for
 
-__all__ = ["lod_input", "param", "TimePlan", "out_like", "as_torch", "StepThreads", "STEP_WORK_PER_THREAD"]
-
-#: Multiply-adds of one time step's GEMM (active rows x hidden x gates x hidden) that one torch
-#: thread is given in the per-step loops of the recurrences; below ``threads x`` this, fewer threads
-#: run the loop (see :class:`StepThreads`; measured in docs/porting.md, "Threads").
-STEP_WORK_PER_THREAD = 1 << 21
+__all__ = ["lod_input", "param", "act_name", "TimePlan", "time_plan", "on_device", "out_like", "as_torch"]
 
 
 def lod_input(x, where, name="input", *, ndim=2):
-    """``x`` as a LoDTensor with a lod and NumPy or torch data of rank ``ndim``; returns ``(x, m)``."""
+    """``x`` as a LoDTensor with a lod and data of rank ``ndim``; returns ``(x, backend)``."""
     if not isinstance(x, LoDTensor):
         raise TypeError(f"{where}: {name} must be a LoDTensor, got {type(x).__name__}")
     x._require_data(where)
     if x.lod_level < 1:
         raise ValueError(f"{where}: {name} must have a lod (lod_level >= 1), got lod_level 0")
     x._check_fits(where)
-    m = math_for(x.data)
     if ndim is not None and x.data.ndim != ndim:
         raise ValueError(f"{where}: {name} must have rank {ndim}, got shape {list(x.data.shape)}")
-    return x, m
+    return x, x.backend
 
 
 def param(w, like, where, name, shape=None, *, optional=False):
-    """Parameter ``w`` as an array of ``like``'s library and dtype, checked against ``shape``
-    (``None`` entries match anything). NumPy parameters on torch input become torch constants;
-    torch parameters on NumPy input are read as NumPy (forward only)."""
+    """Parameter ``w`` as an array of ``like``'s library, device and dtype, checked against ``shape``
+    (``None`` entries match anything).
+
+    A weight of another library goes through the host: NumPy parameters on torch or CuPy input
+    become constants on the input's device; torch parameters on NumPy input are read as NumPy
+    (forward only). A weight of the input's library keeps its memory: another dtype is cast
+    unless autograd tracks the weight (then a TypeError: the cast would cut its gradient), and
+    another device is a TypeError.
+    """
     if w is None:
         if optional:
             return None
         raise TypeError(f"{where}: {name} is required")
     if isinstance(w, LoDTensor):
         w = w.data
-    lib = backend_name_of(like)
-    wlib = backend_name_of(w)
-    if lib == "torch":
-        import torch  # noqa: PLC0415
-
-        if wlib != "torch":
-            w = torch.as_tensor(np.asarray(w), dtype=like.dtype, device=like.device)
-        elif w.dtype != like.dtype:
-            raise TypeError(f"{where}: {name} has dtype {w.dtype} but input has {like.dtype}")
-    else:
-        if wlib == "torch":
-            w = w.detach().cpu().numpy()
+    if backend_name_of(w) is None:  # a list or a scalar: host values
         w = np.asarray(w)
+    be, wbe = backend_of(like), backend_of(w)
+    if wbe is not be:
+        w = be.from_host(wbe.to_numpy(w), like=like, dtype=like.dtype)
+    else:
+        if be.device_of(w) != be.device_of(like):
+            raise TypeError(
+                f"{where}: {name} is on {be.device_of(w)} but input is on {be.device_of(like)}; move one first"
+            )
         if w.dtype != like.dtype:
-            w = w.astype(like.dtype)
+            if be.requires_grad(w):
+                raise TypeError(f"{where}: {name} has dtype {w.dtype} but input has {like.dtype}")
+            w = be.astype(w, like.dtype)
     if shape is not None:
         got = tuple(int(s) for s in w.shape)
         if len(got) != len(shape) or any(e is not None and e != g for e, g in zip(shape, got)):
             want = "[" + ", ".join("*" if e is None else str(e) for e in shape) + "]"
             raise ValueError(f"{where}: {name} must have shape {want}, got {list(got)}")
     return w
+
+
+def act_name(name, where, arg="act"):
+    """Paddle's activation ``name`` (None: identity) as a key of ``ACTIVATIONS``, checked."""
+    if name is None:
+        return "identity"
+    key = name.lower() if isinstance(name, str) else None
+    if key not in ACTIVATIONS:
+        raise ValueError(f"{where}: {arg} must be one of {list(ACTIVATIONS)} or None, got {name!r}")
+    return key
 
 
 def as_torch(x, where, name="input", *, dtype=None, device=None):
@@ -70,21 +85,17 @@ def as_torch(x, where, name="input", *, dtype=None, device=None):
     """
     if x is None:
         return None
-    import torch  # noqa: PLC0415
-
     data = x.data if isinstance(x, LoDTensor) else x
-    lib = backend_name_of(data)
-    if lib is None:
+    if backend_name_of(data) is None:
         raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(x).__name__}")
-    if lib == "torch":
+    tb = get_backend("torch")
+    if backend_of(data) is tb:
         return x
-    if isinstance(x, LoDTensor):
-        t = x.to_torch().data
-    elif isinstance(data, np.ndarray):
-        t = torch.from_numpy(data if data.flags.writeable else data.copy())
-    else:
-        t = torch.from_dlpack(data)
-    t = t.to(device=device, dtype=dtype if dtype is not None and t.is_floating_point() else None)
+    t = tb.asarray(data)  # read-only NumPy memory is copied (torch cannot wrap it)
+    if dtype is not None and tb.dtype_kind(t.dtype) == "f":
+        t = tb.astype(t, dtype)
+    if device is not None:
+        t = tb.to_device(t, device)
     return x.with_data(t) if isinstance(x, LoDTensor) else t
 
 
@@ -100,10 +111,16 @@ class TimePlan:
 
     ``rows`` lists the data row of every (step, active sequence) pair, step-major: forward the
     ``t``-th row of each sequence, with ``reverse`` the ``t``-th from its end. ``bounds[t]`` is
-    where step ``t`` starts in ``rows``; ``inverse`` puts step-major results back in row order.
+    where step ``t`` starts in ``rows`` (``steps_at``: the same as a Python list); ``inverse``
+    puts step-major results back in row order. Host arrays, built once per LoD
+    (:func:`time_plan`).
+
+    >>> plan = TimePlan(np.array([0, 2, 2, 5]))
+    >>> plan.counts.tolist(), plan.rows.tolist(), plan.order.tolist()
+    ([2, 2, 1], [2, 0, 3, 1, 4], [2, 0, 1])
     """
 
-    __slots__ = ("order", "lengths", "counts", "rows", "bounds", "inverse", "steps")
+    __slots__ = ("order", "lengths", "counts", "rows", "bounds", "inverse", "steps", "steps_at")
 
     def __init__(self, offsets, reverse=False):
         offsets = np.asarray(offsets, dtype=np.int64)
@@ -113,6 +130,7 @@ class TimePlan:
         self.steps = int(self.lengths[0]) if self.lengths.size else 0
         self.counts = np.searchsorted(-self.lengths, -np.arange(self.steps), side="left").astype(np.int64)
         self.bounds = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
+        self.steps_at = self.bounds.tolist()
         starts = offsets[:-1][self.order]
         ends = offsets[1:][self.order]
         total = int(self.bounds[-1])
@@ -122,16 +140,10 @@ class TimePlan:
         self.inverse = np.empty(total, dtype=np.int64)
         self.inverse[self.rows] = np.arange(total, dtype=np.int64)
 
-    def per_step(self, x):
-        """Step-major ``x`` (``rows`` taken) cut into each step's rows. A torch tensor is cut by one
-        ``torch.split``, whose backward joins the steps' gradients once: a slice per step would,
-        in backward, each fill a zero tensor the size of all of ``x`` (measured: 5.1 s of a 10.5 s
-        LSTM forward+backward on ``bench/paddle_layers.py``'s batch)."""
-        if isinstance(x, np.ndarray):
-            return [x[int(self.bounds[t]) : int(self.bounds[t + 1])] for t in range(self.steps)]
-        import torch  # noqa: PLC0415
-
-        return torch.split(x, self.counts.tolist())
+    @property
+    def nbytes(self):
+        """Bytes held (for the LoD's plan cache)."""
+        return sum(a.nbytes for a in (self.order, self.lengths, self.counts, self.rows, self.bounds, self.inverse))
 
     def ending(self, t):
         """Sorted positions of the sequences whose last step is ``t``: ``[counts[t+1], counts[t])``."""
@@ -139,107 +151,15 @@ class TimePlan:
         return nxt, int(self.counts[t])
 
 
-class StepThreads:
-    """Fewer torch intra-op threads for the per-step loop of a recurrence whose steps are small.
-
-    A time step is one small GEMM and a few element-wise ops; with torch's default threads
-    (one per core) every step pays OpenMP's fork and join, and on a loaded or small machine the
-    threads wait for each other: ``dynamic_lstm`` forward+backward ran 6-10x slower with 2
-    threads than with 1 on the 2-core development VM under load (docs/porting.md, "Threads").
-    Inside ``with StepThreads(data, batch, d, gates):`` torch runs
-    ``max(1, batch * d * gates * d // STEP_WORK_PER_THREAD)`` threads at most (CPU torch data
-    only), restored on exit. :meth:`inputs` and :meth:`outputs` put the same limit around the
-    loop's backward: it is set when the backward reaches the recurrence's outputs and restored
-    when it has passed its inputs. ``torch.set_num_threads`` is process-wide: other threads of
-    the process see the lower count meanwhile.
-    """
-
-    def __init__(self, data, batch, d, gates):
-        self.threads = self.saved = None
-        if backend_name_of(data) != "torch" or data.device.type != "cpu":
-            return
-        import torch  # noqa: PLC0415
-
-        have = torch.get_num_threads()
-        want = max(1, min(have, (int(batch) * d * gates * d) // STEP_WORK_PER_THREAD))
-        if want < have:
-            self.threads = want
-
-    def lower(self):
-        if self.threads is not None and self.saved is None:
-            import torch  # noqa: PLC0415
-
-            self.saved = torch.get_num_threads()
-            torch.set_num_threads(self.threads)
-
-    def restore(self):
-        if self.saved is not None:
-            import torch  # noqa: PLC0415
-
-            torch.set_num_threads(self.saved)
-            self.saved = None
-
-    def __enter__(self):
-        self.lower()
-        return self
-
-    def __exit__(self, *exc):
-        self.restore()
-        return False
-
-    def _gate(self, arrays, lower_in_backward):
-        if self.threads is None:
-            return arrays
-        import torch  # noqa: PLC0415
-
-        picked = [i for i, a in enumerate(arrays) if isinstance(a, torch.Tensor) and a.requires_grad]
-        if not picked or not torch.is_grad_enabled():
-            return arrays
-        gated = _ThreadGate.apply(self, lower_in_backward, *[arrays[i] for i in picked])
-        out = list(arrays)
-        for i, g in zip(picked, gated if isinstance(gated, tuple) else (gated,)):
-            out[i] = g
-        return tuple(out)
-
-    def inputs(self, *arrays):
-        """``arrays`` (None passes) with the thread count restored once their gradients are done."""
-        return self._gate(arrays, False)
-
-    def outputs(self, *arrays):
-        """``arrays`` with the thread count lowered when the backward reaches them."""
-        return self._gate(arrays, True)
+def time_plan(x, reverse=False):
+    """The :class:`TimePlan` of ``x``'s last lod level, cached on its LoD."""
+    lod = x.lod
+    return lod._plan(("nn.time_plan", bool(reverse)), lambda: TimePlan(lod.offsets(-1), bool(reverse)))
 
 
-def _thread_gate():
-    import torch  # noqa: PLC0415
-
-    class ThreadGate(torch.autograd.Function):
-        """Identity forward; its backward lowers or restores the threads of a :class:`StepThreads`."""
-
-        @staticmethod
-        def forward(ctx, state, lower, *xs):
-            ctx.state, ctx.lower = state, lower
-            return tuple(x.view_as(x) for x in xs) if len(xs) > 1 else xs[0].view_as(xs[0])
-
-        @staticmethod
-        def backward(ctx, *grads):
-            if ctx.lower:
-                ctx.state.lower()
-            else:
-                ctx.state.restore()
-            return (None, None, *grads)
-
-    return ThreadGate
-
-
-class _LazyGate:
-    fn = None
-
-    @classmethod
-    def apply(cls, *args):
-        if cls.fn is None:
-            cls.fn = _thread_gate()
-        return cls.fn.apply(*args)
-
-
-_ThreadGate = _LazyGate
+def on_device(x, key, build, like):
+    """The host array ``build()`` (derived from ``x``'s LoD alone, named by ``key``) as an array of
+    ``like``'s backend on its device: built and copied once per LoD, backend and device."""
+    be = backend_of(like)
+    lod = x.lod
+    return lod._plan(("nn.on", key, be.name, be.device_of(like)), lambda: be.from_host(build(), like=like))

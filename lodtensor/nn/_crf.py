@@ -1,34 +1,52 @@
-"""Sequence losses and decoding: ``linear_chain_crf``, ``crf_decoding``, ``warpctc``.
+"""Sequence losses and decoding: ``linear_chain_crf``, ``crf_decoding``, ``warpctc``, on any backend.
 
 The forward (and Viterbi) recursions run over all sequences at once, one time
-step at a time over the sorted lengths (:class:`~lodtensor.nn._common.TimePlan`).
+step at a time over the sorted lengths (:class:`~lodtensor.nn._common.TimePlan`);
+the index arithmetic is done on the host once per LoD and reaches the data through
+the backend.
 """
 
 import numpy as np
 
-from ..backend import backend_name_of
+from ..ops.reduce import pool
 from ..tensor import LoDTensor
-from ._common import TimePlan, lod_input, param
+from ._common import lod_input, on_device, param, time_plan
 
 __all__ = ["linear_chain_crf", "crf_decoding", "warpctc"]
 
 
-def _labels(label, x, where, name="label"):
+def _labels(label, where, name="label"):
+    """The ids of ``label`` as host int64 (read back once from a device: they are checked)."""
     if not isinstance(label, LoDTensor):
         raise TypeError(f"{where}: {name} must be a LoDTensor of ids, got {type(label).__name__}")
-    label._require_data(where)
-    data = label.data
-    host = data.detach().cpu().numpy() if backend_name_of(data) == "torch" else np.asarray(data)
+    data = label._require_data(where)
+    host = np.asarray(label.backend.to_numpy(data))
     host = host.reshape(-1) if host.ndim == 2 and host.shape[1] == 1 else host
     if host.ndim != 1 or (host.size and host.dtype.kind not in "iu"):
         raise ValueError(f"{where}: {name} must hold integer ids of shape [N, 1], got {host.dtype} {list(data.shape)}")
     return host.astype(np.int64)
 
 
-def _per_sequence(values, offsets, m):
-    """Sums of ``values`` (one per row) over each sequence, through a cumulative sum."""
-    cs = m.cat([m.zeros((1,), values), values.cumsum(0)])
-    return m.take(cs, m.index(offsets[1:], values)) - m.take(cs, m.index(offsets[:-1], values))
+def _steps(x, be, data):
+    """The time plan of ``x`` and ``data``'s rows cut into its steps (views of one step-major copy)."""
+    plan = time_plan(x)
+    rows = on_device(x, ("nn.rows", False), lambda: plan.rows, data)
+    return plan, be.split_rows(be.gather(data, rows), plan.steps_at)
+
+
+def _path_index(lab, offsets, k):
+    """Host positions, in the flattened ``[transition; 0]``, of each row's transition from the
+    previous tag, start score and end score (the zero past the end where a row has none)."""
+    n = lab.size
+    zero = (k + 2) * k
+    lengths = np.diff(offsets)
+    first = np.zeros(n, dtype=bool)
+    first[offsets[:-1][lengths > 0]] = True
+    last = np.zeros(n, dtype=bool)
+    last[offsets[1:][lengths > 0] - 1] = True
+    prev = lab[np.maximum(np.arange(n) - 1, 0)]
+    pair = np.where(first, zero, (2 + prev) * k + lab)
+    return np.concatenate([pair, np.where(first, lab, zero), np.where(last, k + lab, zero)])
 
 
 def linear_chain_crf(input, label, transition):  # noqa: A002
@@ -37,6 +55,7 @@ def linear_chain_crf(input, label, transition):  # noqa: A002
 
     ``input`` holds the emission scores ``[T, K]``; ``transition`` is ``[K + 2, K]``: row 0 the
     start scores, row 1 the end scores, rows ``2..`` the score of tag ``i`` followed by tag ``j``.
+    Runs on NumPy, CuPy and torch data (autograd on torch).
 
     >>> import numpy as np
     >>> import lodtensor as lt
@@ -46,77 +65,58 @@ def linear_chain_crf(input, label, transition):  # noqa: A002
     1.3863
     """
     where = "linear_chain_crf()"
-    x, m = lod_input(input, where)
+    x, be = lod_input(input, where)
     data = x.data
     k = int(data.shape[1])
     w = param(transition, data, where, "transition", (k + 2, k))
-    lab = _labels(label, x, where)
-    if lab.size != int(data.shape[0]):
-        raise ValueError(f"{where}: label has {lab.size} rows but input has {int(data.shape[0])}")
+    lab = _labels(label, where)
+    n = int(data.shape[0])
+    if lab.size != n:
+        raise ValueError(f"{where}: label has {lab.size} rows but input has {n}")
     if lab.size and (lab.min() < 0 or lab.max() >= k):
         raise ValueError(f"{where}: labels must be in [0, {k}), got {int(lab.min())}..{int(lab.max())}")
     offsets = x.offsets(-1)
     n_seq = offsets.size - 1
     start, end, trans = w[0:1], w[1:2], w[2:]
-    # the label path's score
-    rows = np.arange(lab.size)
-    emit = _pick(data, rows, lab, m)
-    first = offsets[:-1][np.diff(offsets) > 0]
-    last = offsets[1:][np.diff(offsets) > 0] - 1
-    inner = np.ones(lab.size, dtype=bool)
-    inner[first] = False
-    prev = np.where(inner, np.arange(lab.size) - 1, 0)
-    pair = _pick(trans, lab[prev], lab, m) * m.mask(inner, data)
-    is_first = np.zeros(lab.size, dtype=bool)
-    is_first[first] = True
-    is_last = np.zeros(lab.size, dtype=bool)
-    is_last[last] = True
-    lab_index = m.index(lab, data)
-    bounds = m.take(m.reshape(start, (k,)), lab_index) * m.mask(is_first, data) + m.take(
-        m.reshape(end, (k,)), lab_index
-    ) * m.mask(is_last, data)
-    score = _per_sequence(emit + pair + bounds, offsets, m)
-    # the partition function: forward recursion in log space
-    plan = TimePlan(offsets)
-    steps = plan.per_step(m.take(data, m.index(plan.rows, data)))
-    log_z = m.zeros((n_seq,), data)
-    pieces, where_sorted = [], []
-    alpha = None
+    # the label path's score: its emissions, transitions, start and end scores, summed per sequence
+    emit = be.gather(be.flat(data), be.from_host(np.arange(n, dtype=np.int64) * k + lab, like=data))
+    table = be.concat([be.flat(w), be.zeros((1,), data.dtype, data)])
+    picked = be.gather(table, be.from_host(_path_index(lab, offsets, k), like=data)).reshape(3, n)
+    per_row = emit + picked[0] + picked[1] + picked[2]
+    score = pool(x.with_data(per_row.reshape(n, 1)), "sum").data
+    # the partition function: the forward recursion in log space
+    plan, steps = _steps(x, be, data)
+    pieces, alpha = [], None
     for t in range(plan.steps):
-        n = int(plan.counts[t])
+        n_t = int(plan.counts[t])
         e = steps[t]
-        if alpha is None:
-            alpha = start + e
-        else:
-            alpha = m.logsumexp(alpha[:n, :, None] + trans[None, :, :], 1) + e
+        alpha = start + e if alpha is None else be.logsumexp(alpha[:n_t, :, None] + trans[None, :, :], 1) + e
         lo, hi = plan.ending(t)
         if hi > lo:
-            pieces.append(m.logsumexp(alpha[lo:hi] + end, 1))
-            where_sorted.append(np.arange(lo, hi))
-    if pieces:
-        seqs = plan.order[np.concatenate(where_sorted)]
-        z = m.cat(pieces) if len(pieces) > 1 else pieces[0]
-        empty = np.setdiff1d(np.arange(n_seq), seqs)
-        full_index = np.concatenate([seqs, empty])
-        z_all = m.cat([z, m.zeros((empty.size,), data)]) if empty.size else z
+            pieces.append(be.logsumexp(alpha[lo:hi] + end, 1))
+    if not pieces:
+        return score * 0
+    empty = int(np.count_nonzero(plan.lengths == 0))
+    z = be.concat(pieces + ([be.zeros((empty,), data.dtype, data)] if empty else []))
+
+    def build():  # the sequences in the order of z: by the step they end at, then the empty ones
+        pos = np.flatnonzero(plan.lengths > 0)
+        pos = pos[np.argsort(plan.lengths[pos], kind="stable")]
+        full = np.concatenate([plan.order[pos], plan.order[plan.lengths == 0]])
         inv = np.empty(n_seq, dtype=np.int64)
-        inv[full_index] = np.arange(n_seq)
-        log_z = m.take(z_all, m.index(inv, data))
-    return m.reshape(log_z - score, (n_seq, 1))
+        inv[full] = np.arange(n_seq, dtype=np.int64)
+        return inv
 
-
-def _pick(matrix, rows, cols, m):
-    """``matrix[rows[i], cols[i]]`` for every i (autograd on torch)."""
-    k = int(matrix.shape[1])
-    flat = m.reshape(matrix, (-1,))
-    return m.take(flat, m.index(np.asarray(rows, dtype=np.int64) * k + cols, matrix))
+    log_z = be.gather(z, on_device(x, ("nn.crf_sequences",), build, data))
+    return log_z.reshape(n_seq, 1) - score
 
 
 def crf_decoding(input, transition, label=None):  # noqa: A002
     """The best tag path of every sequence (Viterbi), int64 ``[T, 1]`` with ``input``'s lod.
 
     With ``label``, the result is 1 where the best path equals the label and 0 elsewhere, as
-    Paddle. Ties go to the lower tag. Forward only.
+    Paddle. Ties go to the lower tag. Forward only; runs on the input's device (NumPy, CuPy
+    or torch), one step at a time, the back-trace too.
 
     >>> import numpy as np
     >>> import lodtensor as lt
@@ -125,48 +125,43 @@ def crf_decoding(input, transition, label=None):  # noqa: A002
     [0, 1, 0]
     """
     where = "crf_decoding()"
-    x, _ = lod_input(input, where)
-    data = x.data
-    host = data.detach().cpu().numpy() if backend_name_of(data) == "torch" else np.asarray(data)
-    k = int(host.shape[1])
-    w = param(transition, host, where, "transition", (k + 2, k))
+    x, be = lod_input(input, where)
+    data = be.detach(x.data)
+    k = int(data.shape[1])
+    w = be.detach(param(transition, data, where, "transition", (k + 2, k)))
+    lab = None if label is None else _labels(label, where)
+    if lab is not None and lab.size != int(data.shape[0]):
+        raise ValueError(f"{where}: label has {lab.size} rows but input has {int(data.shape[0])}")
     start, end, trans = w[0], w[1], w[2:]
-    plan = TimePlan(x.offsets(-1))
-    steps = host[plan.rows]
-    alpha, pointers, best_last = None, [], np.zeros(plan.order.size, dtype=np.int64)
+    plan, steps = _steps(x, be, data)
+    if plan.steps == 0:
+        return x.with_data(be.from_host(np.zeros((0, 1), dtype=np.int64), like=data))
+    alpha, pointers, best_last = None, [None] * plan.steps, [None] * plan.steps
     for t in range(plan.steps):
         n = int(plan.counts[t])
-        e = steps[int(plan.bounds[t]) : int(plan.bounds[t + 1])]
         if alpha is None:
-            alpha = start + e
-            pointers.append(None)
+            alpha = start + steps[t]
         else:
-            cand = alpha[:n, :, None] + trans[None, :, :]
-            ptr = np.argmax(cand, axis=1)
-            pointers.append(ptr)
-            alpha = np.take_along_axis(cand, ptr[:, None, :], axis=1)[:, 0, :] + e
+            alpha, pointers[t] = be.extreme_with_index(alpha[:n, :, None] + trans[None, :, :], "max", 1, False)
+            alpha = alpha + steps[t]
         lo, hi = plan.ending(t)
         if hi > lo:
-            best_last[lo:hi] = np.argmax(alpha[lo:hi] + end, axis=1)
-    path_steps = np.zeros(int(plan.bounds[-1]) if plan.steps else 0, dtype=np.int64)
-    tag = np.zeros(plan.order.size, dtype=np.int64)
+            best_last[t] = be.extreme_with_index(alpha[lo:hi] + end, "max", 1, False)[1]
+    # the back-trace, last step first: a sequence still running at t + 1 takes its tag at t from the
+    # pointers of t + 1; one ending at t starts from its best last tag
+    tags, tag = [None] * plan.steps, None
     for t in range(plan.steps - 1, -1, -1):
-        n = int(plan.counts[t])
-        lo, hi = plan.ending(t)
-        tag[lo:hi] = best_last[lo:hi]
-        path_steps[int(plan.bounds[t]) : int(plan.bounds[t + 1])] = tag[:n]
-        if t:
-            tag[:n] = pointers[t][np.arange(n), tag[:n]]
-    path = path_steps[plan.inverse].reshape(-1, 1)
-    if label is not None:
-        lab = _labels(label, x, where)
-        if lab.size != path.shape[0]:
-            raise ValueError(f"{where}: label has {lab.size} rows but input has {path.shape[0]}")
-        path = (path[:, 0] == lab).astype(np.int64).reshape(-1, 1)
-    if backend_name_of(data) == "torch":
-        import torch  # noqa: PLC0415
-
-        path = torch.as_tensor(path, device=data.device)
+        parts = []
+        if tag is not None:
+            slots = be.arange(int(tag.shape[0]), like=data) * k + tag
+            parts.append(be.gather(be.flat(pointers[t + 1]), slots))
+        if best_last[t] is not None:
+            parts.append(best_last[t])
+        tag = tags[t] = parts[0] if len(parts) == 1 else be.concat(parts)
+    inverse = on_device(x, ("nn.inverse", False), lambda: plan.inverse, data)
+    path = be.gather(be.concat(tags), inverse).reshape(-1, 1)
+    if lab is not None:
+        path = be.astype(path == be.from_host(lab.reshape(-1, 1), like=path), "int64")
     return x.with_data(path)
 
 
@@ -176,8 +171,9 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
 
     ``label`` holds the target ids (one lod level, as many sequences as ``input``).
     ``norm_by_times`` divides each sequence's gradient by its length (the loss is unchanged),
-    as Paddle. On torch the loss is ``torch.nn.functional.ctc_loss``; NumPy runs the same
-    forward recursion over all sequences at once. An impossible alignment gives ``inf``.
+    as Paddle. The loss is the backend's (``torch.nn.functional.ctc_loss`` on torch; the
+    forward recursion over all sequences at once on NumPy and CuPy). An impossible alignment
+    gives ``inf``.
 
     >>> import numpy as np
     >>> import lodtensor as lt
@@ -187,9 +183,9 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     0.2877
     """
     where = "warpctc()"
-    x, m = lod_input(input, where)
+    x, be = lod_input(input, where)
     data = x.data
-    lab = _labels(label, x, where)
+    lab = _labels(label, where)
     if label.lod_level < 1:
         raise ValueError(f"{where}: label must have a lod")
     t_off, l_off = x.offsets(-1), label.offsets(-1)
@@ -201,86 +197,10 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
         raise ValueError(f"{where}: blank must be in [0, {c}), got {blank}")
     if lab.size and (lab.min() < 0 or lab.max() >= c):
         raise ValueError(f"{where}: label ids must be in [0, {c}), got {int(lab.min())}..{int(lab.max())}")
-    t_len, l_len = np.diff(t_off), np.diff(l_off)
-    if m.name == "torch":
-        loss = _ctc_torch(data, t_off, t_len, lab, l_len, blank)
-    else:
-        loss = _ctc_numpy(data, t_off, lab, l_off, blank)
-    if norm_by_times and m.name == "torch":
-        scale = m.const(1.0 / np.maximum(t_len, 1), loss)
-        loss = loss.detach() + (loss - loss.detach()) * scale
-    return m.reshape(loss, (-1, 1))
-
-
-def _ctc_torch(data, t_off, t_len, lab, l_len, blank):
-    import torch  # noqa: PLC0415
-
-    n, tmax = t_len.size, int(t_len.max(initial=0))
-    # padded [tmax, n, C] through one gather (a zero row for the padding)
-    seq = np.repeat(np.arange(n), t_len)
-    pos = np.arange(t_off[-1]) - t_off[:-1][seq]
-    index = np.full((tmax, n), int(t_off[-1]), dtype=np.int64)
-    index[pos, seq] = np.arange(t_off[-1])
-    log_probs = torch.log_softmax(data, dim=1)
-    padded = torch.cat([log_probs, log_probs.new_zeros((1, data.shape[1]))])[torch.as_tensor(index.reshape(-1))]
-    padded = padded.reshape(tmax, n, -1)
-    targets = torch.as_tensor(lab, device=data.device)
-    return torch.nn.functional.ctc_loss(padded, targets, torch.as_tensor(t_len), torch.as_tensor(l_len), blank=blank,
-                                        reduction="none", zero_infinity=False)
-
-
-def _ctc_numpy(data, t_off, lab, l_off, blank):
-    x = data - data.max(axis=1, keepdims=True)
-    logp = x - np.log(np.exp(x).sum(axis=1, keepdims=True))
-    n = t_off.size - 1
-    l_len = np.diff(l_off)
-    width = 2 * int(l_len.max(initial=0)) + 1
-    ext = np.full((n, width), blank, dtype=np.int64)
-    seq = np.repeat(np.arange(n), l_len)
-    pos = np.arange(lab.size) - l_off[:-1][seq]
-    ext[seq, 2 * pos + 1] = lab
-    skip = np.zeros((n, width), dtype=bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    valid = np.arange(width)[None, :] < (2 * l_len + 1)[:, None]
-    plan = TimePlan(t_off)
-    ext_s, skip_s, valid_s = ext[plan.order], skip[plan.order], valid[plan.order]
-    loss_sorted = np.zeros(n, dtype=np.float64)
-    end_a = 2 * l_len[plan.order]
-    alpha = None
-    neg = -np.inf
-    for t in range(plan.steps):
-        k = int(plan.counts[t])
-        rows = plan.rows[int(plan.bounds[t]) : int(plan.bounds[t + 1])]
-        emit = np.take_along_axis(logp[rows], ext_s[:k], axis=1)
-        if alpha is None:
-            alpha = np.full((k, width), neg)
-            alpha[:, 0] = 0.0
-            alpha[:, 1:2] = np.where(valid_s[:k, 1:2], 0.0, neg)
-            alpha = alpha + emit
-        else:
-            a = alpha[:k]
-            a1 = np.concatenate([np.full((k, 1), neg), a[:, :-1]], axis=1)
-            a2 = np.concatenate([np.full((k, 2), neg), a[:, :-2]], axis=1)
-            a2 = np.where(skip_s[:k], a2, neg)
-            stack = np.stack([a, a1, a2])
-            top = stack.max(axis=0)
-            safe = np.where(np.isfinite(top), top, 0.0)
-            with np.errstate(divide="ignore"):
-                alpha = safe + np.log(np.exp(stack - safe).sum(axis=0)) + emit
-            alpha = np.where(np.isfinite(top), alpha, neg)
-        alpha = np.where(valid_s[:k], alpha, neg)
-        lo, hi = plan.ending(t)
-        if hi > lo:
-            idx = np.arange(lo, hi)
-            last = alpha[idx, end_a[idx]]
-            prev = np.where(end_a[idx] > 0, alpha[idx, np.maximum(end_a[idx] - 1, 0)], neg)
-            top = np.maximum(last, prev)
-            safe = np.where(np.isfinite(top), top, 0.0)
-            with np.errstate(divide="ignore"):
-                loss_sorted[idx] = -(safe + np.log(np.exp(last - safe) + np.exp(prev - safe)))
-            loss_sorted[idx[~np.isfinite(top)]] = np.inf
-    empty = plan.lengths == 0
-    loss_sorted[empty] = np.where(end_a[empty] == 0, 0.0, np.inf)
-    loss = np.empty(n, dtype=np.float64)
-    loss[plan.order] = loss_sorted
-    return loss.astype(data.dtype)
+    loss = be.ctc_loss(data, t_off, lab, l_off, blank)
+    if norm_by_times and be.requires_grad(loss):  # the gradient scaled, the value kept (inf stays inf)
+        scale = be.from_host(1.0 / np.maximum(np.diff(t_off), 1), like=loss, dtype=loss.dtype)
+        fixed = be.detach(loss)
+        finite = be.pointwise("isfinite", "isfinite", fixed)
+        loss = be.where(finite, fixed + (loss - fixed) * scale, loss)
+    return loss.reshape(-1, 1)

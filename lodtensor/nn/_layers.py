@@ -3,12 +3,11 @@ sequence_conv_pool (Paddle's parameter shapes)."""
 
 import numpy as np
 
-from ..backend import backend_name_of
+from ..backend import backend_name_of, backend_of
 from ..lod import offsets_to_segment_ids
 from ..sequence import sequence_pool
 from ..tensor import LoDTensor
-from ._common import lod_input, out_like, param
-from ._math import activation, math_for
+from ._common import act_name, lod_input, on_device, out_like, param
 
 __all__ = ["embedding", "fc", "sequence_conv", "row_conv", "sequence_conv_pool"]
 
@@ -28,10 +27,8 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002 - Paddle's name
     where = "embedding()"
     if not isinstance(input, LoDTensor):
         raise TypeError(f"{where}: input must be a LoDTensor of ids, got {type(input).__name__}")
-    input._require_data(where)
-    ids = input.data
-    lib = backend_name_of(ids)
-    host = ids.detach().cpu().numpy() if lib == "torch" else np.asarray(ids)
+    ids = input._require_data(where)
+    host = np.asarray(input.backend.to_numpy(ids))  # the ids are checked on the host (one read from a device)
     if host.ndim == 2 and host.shape[1] == 1:
         host = host[:, 0]
     if host.ndim != 1 or (host.size and host.dtype.kind not in "iu"):
@@ -39,19 +36,19 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002 - Paddle's name
             f"{where}: input must hold integer ids of shape [N, 1] or [N], got {host.dtype} {list(ids.shape)}"
         )
     w = weight.data if isinstance(weight, LoDTensor) else weight
-    if backend_name_of(w) not in ("numpy", "torch") or w.ndim != 2:
-        raise ValueError(f"{where}: weight must be a 2-d NumPy array or torch tensor [vocab, D]")
+    if backend_name_of(w) is None or w.ndim != 2:
+        raise ValueError(f"{where}: weight must be a 2-d array [vocab, D] (NumPy, CuPy or torch)")
     vocab = int(w.shape[0])
     if host.size and (host.min() < 0 or host.max() >= vocab):
         bad = host[(host < 0) | (host >= vocab)][0]
         raise IndexError(f"{where}: id {int(bad)} is out of range for a vocabulary of {vocab}")
-    m = math_for(w)
-    out = m.take(w, m.index(host, w))
+    be = backend_of(w)
+    out = be.gather(w, be.from_host(host.astype(np.int64, copy=False), like=w))
     if padding_idx is not None:
         pad = int(padding_idx) + vocab if int(padding_idx) < 0 else int(padding_idx)
         if not 0 <= pad < vocab:
             raise ValueError(f"{where}: padding_idx {padding_idx} is out of range for a vocabulary of {vocab}")
-        out = out * m.mask((host != pad)[:, None], out)
+        out = out * be.from_host((host != pad)[:, None], like=out, dtype=out.dtype)
     return out_like(input, out)
 
 
@@ -79,20 +76,21 @@ def fc(input, weight, bias=None, num_flatten_dims=1, act=None):  # noqa: A002
             f"{where}: weight is a list of {len(weight)} but input is one tensor; pass one weight, or a list "
             f"of {len(weight)} inputs (one weight per input, as Paddle's fc)"
         )
-    data, lead, m = _fc_data(input, num_flatten_dims, where, "input")
+    data, lead, be = _fc_data(input, num_flatten_dims, where, "input")
     w = param(weight, data, where, "weight", (int(data.shape[1]), None))
-    out = data @ w
-    return _fc_finish(input, out, lead, bias, act, m, where)
+    return _fc_finish(input, be.matmul(data, w), lead, bias, act, be, where)
 
 
 def _fc_data(input, num_flatten_dims, where, name):  # noqa: A002
-    """The data of one fc input flattened to ``[rows, in]``, its kept leading shape, its math namespace."""
+    """The data of one fc input flattened to ``[rows, in]``, its kept leading shape, its backend."""
     data = input.data if isinstance(input, LoDTensor) else input
     if isinstance(input, LoDTensor):
         input._require_data(where)
     elif backend_name_of(data) is None:
-        raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(input).__name__}")
-    m = math_for(data)
+        raise TypeError(
+            f"{where}: {name} must be a LoDTensor or an array (NumPy, CuPy or torch), got {type(input).__name__}"
+        )
+    be = backend_of(data)
     k = int(num_flatten_dims)
     if not 1 <= k < data.ndim:
         raise ValueError(
@@ -100,18 +98,18 @@ def _fc_data(input, num_flatten_dims, where, name):  # noqa: A002
         )
     lead = tuple(int(s) for s in data.shape[:k])
     inner = int(np.prod(data.shape[k:], dtype=np.int64))
-    return m.reshape(data, (int(np.prod(lead, dtype=np.int64)), inner)), lead, m
+    return data.reshape(int(np.prod(lead, dtype=np.int64)), inner), lead, be
 
 
-def _fc_finish(input, out, lead, bias, act, m, where):  # noqa: A002
+def _fc_finish(input, out, lead, bias, act, be, where):  # noqa: A002
     """Bias, activation and the kept leading shape (and lod) of an fc result."""
     width = int(out.shape[1])
     b = param(bias, out, where, "bias", None, optional=True)
     if b is not None:
         if int(np.prod(b.shape)) != width:
             raise ValueError(f"{where}: bias must have {width} elements, got shape {list(b.shape)}")
-        out = out + m.reshape(b, (1, width))
-    out = m.reshape(activation(m, act, where)(out), (*lead, width))
+        out = out + b.reshape(1, width)
+    out = be.activation(act_name(act, where), out).reshape(*lead, width)
     return out_like(input, out) if isinstance(input, LoDTensor) else out
 
 
@@ -125,24 +123,24 @@ def _fc_many(inputs, weights, bias, num_flatten_dims, act, where):
             f"{where}: input is a list of {len(inputs)} tensors, so weight must be a list of {len(inputs)} "
             f"weights (one per input, as Paddle stores them: fc_0.w_0, fc_0.w_1, ...), got {got}"
         )
-    out, lead, m = None, None, None
+    out, lead, be = None, None, None
     for i, (x, w) in enumerate(zip(inputs, weights)):
-        data, lead_i, m_i = _fc_data(x, num_flatten_dims, where, f"input[{i}]")
+        data, lead_i, be_i = _fc_data(x, num_flatten_dims, where, f"input[{i}]")
         if lead is None:
-            lead, m = lead_i, m_i
-        elif lead_i != lead or m_i is not m:
+            lead, be = lead_i, be_i
+        elif lead_i != lead or be_i is not be:
             raise ValueError(
-                f"{where}: input[{i}] has leading shape {list(lead_i)} ({m_i.name}) but input[0] has "
-                f"{list(lead)} ({m.name}); every input needs the same rows and the same library"
+                f"{where}: input[{i}] has leading shape {list(lead_i)} ({be_i.name}) but input[0] has "
+                f"{list(lead)} ({be.name}); every input needs the same rows and the same library"
             )
-        term = data @ param(w, data, where, f"weight[{i}]", (int(data.shape[1]), None))
+        term = be.matmul(data, param(w, data, where, f"weight[{i}]", (int(data.shape[1]), None)))
         if out is not None and int(term.shape[1]) != int(out.shape[1]):
             raise ValueError(
                 f"{where}: weight[{i}] has {int(term.shape[1])} columns but weight[0] has {int(out.shape[1])}; "
                 f"every weight is [in_i, size]"
             )
         out = term if out is None else out + term
-    return _fc_finish(inputs[0], out, lead, bias, act, m, where)
+    return _fc_finish(inputs[0], out, lead, bias, act, be, where)
 
 
 def _context_rows(offsets, n, shift):
@@ -186,7 +184,7 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     [13.0, 6.0, 105.0, 114.0]
     """
     where = "sequence_conv()"
-    x, m = lod_input(input, where)
+    x, be = lod_input(input, where)
     if int(filter_stride) != 1:
         raise ValueError(f"{where}: filter_stride must be 1 (Paddle supports only 1), got {filter_stride}")
     size = int(filter_size)
@@ -196,6 +194,7 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     data = x.data
     d = int(data.shape[1])
     w = param(weight, data, where, "weight", (size * d, None))
+    act = act_name(act, where)
     begin_pad, end_pad = max(0, -start), max(0, start + size - 1)
     if padding_trainable:
         if padding_data is None and begin_pad + end_pad:
@@ -208,22 +207,26 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
         raise ValueError(f"{where}: padding_data is used only with padding_trainable=True; pass both, or neither")
     else:
         pad = None
+    b = param(bias, data, where, "bias", None, optional=True)
     offsets = x.offsets(-1)
     n = int(data.shape[0])
-    source = m.cat([data, pad], 0) if pad is not None and begin_pad + end_pad else None
-    cols = []
-    for k in range(size):
-        idx, valid = _context_rows(offsets, n, start + k)
-        if source is None:
-            cols.append(m.take(data, m.index(idx, data)) * m.mask(valid[:, None], data))
-        else:
-            idx = np.where(valid, idx, n + _padding_rows(offsets, n, start + k, begin_pad))
-            cols.append(m.take(source, m.index(idx, data)))
-    out = (m.cat(cols, 1) if size > 1 else cols[0]) @ w
-    b = param(bias, data, where, "bias", None, optional=True)
+    learned = pad is not None and begin_pad + end_pad > 0
+
+    def build():  # for every row and window position: its source row, past the data where outside
+        cols = []
+        for k in range(size):  # a loop over the window, not over rows
+            idx, valid = _context_rows(offsets, n, start + k)
+            outside = n + _padding_rows(offsets, n, start + k, begin_pad) if learned else n
+            cols.append(np.where(valid, idx, outside))
+        return np.stack(cols, axis=1).reshape(-1)
+
+    index = on_device(x, ("nn.sequence_conv", start, size, learned), build, data)
+    extra = pad if learned else be.zeros((1, d), data.dtype, data)  # the padding rows, or one zero row
+    windows = be.gather(be.concat([data, extra]), index).reshape(n, size * d)
+    out = be.matmul(windows, w)
     if b is not None:
-        out = out + m.reshape(b, (1, int(w.shape[1])))
-    return out_like(x, activation(m, act, where)(out))
+        out = out + b.reshape(1, int(w.shape[1]))
+    return out_like(x, be.activation(act, out))
 
 
 def row_conv(input, weight, act=None):  # noqa: A002
@@ -237,20 +240,28 @@ def row_conv(input, weight, act=None):  # noqa: A002
     [21.0, 32.0, 3.0, 4.0]
     """
     where = "row_conv()"
-    x, m = lod_input(input, where)
+    x, be = lod_input(input, where)
     data = x.data
     d = int(data.shape[1])
     w = param(weight, data, where, "weight", (None, d))
+    act = act_name(act, where)
+    ahead = int(w.shape[0])
+    if ahead == 0:
+        raise ValueError(f"{where}: weight must have at least one row, got shape {list(w.shape)}")
     offsets = x.offsets(-1)
     n = int(data.shape[0])
-    out = None
-    for k in range(int(w.shape[0])):
-        idx, valid = _context_rows(offsets, n, k)
-        term = m.take(data, m.index(idx, data)) * m.mask(valid[:, None], data) * w[k : k + 1]
-        out = term if out is None else out + term
-    if out is None:
-        raise ValueError(f"{where}: weight must have at least one row, got shape {list(w.shape)}")
-    return out_like(x, activation(m, act, where)(out))
+
+    def build():  # for every row and look-ahead k: row t + k in the same sequence, else the zero row n
+        cols = []
+        for k in range(ahead):
+            idx, valid = _context_rows(offsets, n, k)
+            cols.append(np.where(valid, idx, n))
+        return np.stack(cols, axis=1).reshape(-1)
+
+    index = on_device(x, ("nn.row_conv", ahead), build, data)
+    ahead_rows = be.gather(be.concat([data, be.zeros((1, d), data.dtype, data)]), index).reshape(n, ahead, d)
+    out = be.reduce(ahead_rows * w, "sum", 1, False)
+    return out_like(x, be.activation(act, out))
 
 
 def sequence_conv_pool(input, weight, bias, filter_size, act="sigmoid", pool_type="max"):  # noqa: A002

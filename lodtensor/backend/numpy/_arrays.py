@@ -11,7 +11,7 @@ versions live in ``_arrays_torch.py``.
 
 import numpy as np
 
-from . import _blas, _pool, _special, _tuning, _ufunc
+from . import _blas, _pool, _recurrent, _special, _tuning, _ufunc
 from ._activations import IN_PLACE, OUT_OF_PLACE
 
 __all__ = ["ArrayKernels"]
@@ -266,6 +266,15 @@ class ArrayKernels:
         top = xp.where(xp.isfinite(top), top, 0)
         with np.errstate(divide="ignore"):
             return xp.squeeze(top, axis) + xp.log(xp.sum(xp.exp(x - top), axis=axis))
+
+    def lstm(self, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes):
+        return _recurrent.lstm(self.xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes)
+
+    def gru(self, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
+        return _recurrent.gru(self.xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode)
+
+    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
+        return _recurrent.ctc_loss(self.xp, logits, input_offsets, labels, label_offsets, blank)
 
     def activation(self, name, x):
         return OUT_OF_PLACE[name](self.xp, x)

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
 
 from .._contract import ACTIVATIONS
+from . import _recurrent
 
 __all__ = ["TorchArrayKernels", "torch_dtype"]
 
@@ -222,6 +223,27 @@ class TorchArrayKernels:
 
     def logsumexp(self, x, axis):
         return self.torch.logsumexp(x, dim=axis)
+
+    def lstm(self, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes):
+        return _recurrent.lstm(x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes)
+
+    def gru(self, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
+        return _recurrent.gru(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode)
+
+    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
+        """``torch.nn.functional.ctc_loss`` of the sequences, padded time-major by one gather."""
+        torch = self.torch
+        t_len, l_len = np.diff(input_offsets), np.diff(label_offsets)
+        n, tmax, total = t_len.size, int(t_len.max(initial=0)), int(input_offsets[-1])
+        seq = np.repeat(np.arange(n), t_len)
+        index = np.full((tmax, n), total, dtype=np.int64)  # row ``total``: a zero row for the padding
+        index[np.arange(total) - input_offsets[:-1][seq], seq] = np.arange(total)
+        log_probs = torch.log_softmax(logits, dim=1)
+        rows = torch.cat([log_probs, log_probs.new_zeros((1, logits.shape[1]))])
+        padded = rows.index_select(0, torch.from_numpy(index.reshape(-1)).to(logits.device)).reshape(tmax, n, -1)
+        targets = torch.from_numpy(np.ascontiguousarray(labels, dtype=np.int64)).to(logits.device)
+        return self.F.ctc_loss(padded, targets, torch.from_numpy(t_len), torch.from_numpy(l_len), blank=blank,
+                               reduction="none", zero_infinity=False)
 
     def activation(self, name, x):
         return _ACT[name](x)

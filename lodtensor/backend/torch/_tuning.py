@@ -27,3 +27,10 @@ COMPILED_MIN_ROW_BYTES = 32
 #: which the buffer pool avoids (32 MiB: 1.9 against 13.3 ms; 48 MiB: 3.0 against 19.9 ms); below,
 #: torch.relu on its threads is as fast or faster (8 MiB: 0.41 against 0.11 ms).
 RELU_CPU_MIN_BYTES = 32 << 20
+#: Multiply-adds of one time step's GEMM (active rows x hidden x gates x hidden) given to one torch
+#: thread in the recurrences' per-step loops (``_recurrent.StepThreads``), forward and backward: below
+#: ``threads x`` this, fewer threads run the loop. A step is one small GEMM and a few element-wise
+#: ops, and with one thread per core every step pays OpenMP's fork and join. Calibrated on an idle
+#: 16-core CPU (it tracks the best thread count within noise) and on the loaded 2-core VM, where 2
+#: threads made a small LSTM 6-10x slower than 1 (docs/porting.md, "Speed").
+STEP_WORK_PER_THREAD = 1 << 21
