@@ -133,6 +133,8 @@ def _mutate(data, blob):
     rnd = random.Random(data.draw(st.integers(0, 2**32)))
     for _ in range(data.draw(st.integers(1, 3))):
         where = data.draw(st.sampled_from(["pages", "footer", "footer", "length", "anywhere", "truncate", "splice"]))
+        if not blob:  # truncated to nothing already
+            break
         if where == "truncate":
             del blob[rnd.randrange(len(blob)) :]
             continue
@@ -140,8 +142,6 @@ def _mutate(data, blob):
             a, b, n = rnd.randrange(len(blob)), rnd.randrange(len(blob)), rnd.randrange(1, 64)
             blob[b : b + n] = blob[a : a + n]
             continue
-        if not blob:
-            break
         lo, hi = {"pages": (4, footer), "footer": (footer, len(blob) - 8), "length": (len(blob) - 8, len(blob) - 4)}.get(
             where, (0, len(blob))
         )
