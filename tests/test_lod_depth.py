@@ -56,8 +56,11 @@ def test_every_door_stops_at_the_limit(door):
 
 def _child(code):
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=False, capture_output=True, text=True,
-                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT, PYTHONFAULTHANDLER="1"), timeout=300)  # fmt: skip
-    assert proc.returncode == 0, f"rc={proc.returncode} (negative: killed by a signal)\n{proc.stdout}\n{proc.stderr[-3000:]}"
+                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT, PYTHONFAULTHANDLER="1"),
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, (
+        f"rc={proc.returncode} (negative: killed by a signal)\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    )
     return proc.stdout
 
 

@@ -259,7 +259,8 @@ def decode_head(op, table, world):
     if (versions != WIRE_VERSION).any():
         r = int(np.flatnonzero(versions != WIRE_VERSION)[0])
         raise ValueError(
-            f"rank {r} sent a head that is not lodtensor wire version {WIRE_VERSION & 0xFF} (got {int(versions[r]):#x}): "
+            f"rank {r} sent a head that is not lodtensor wire version {WIRE_VERSION & 0xFF} "
+            f"(got {int(versions[r]):#x}): "
             f"every rank must run the same lodtensor and call the same collective"
         )
     ops = table[:, _OP]

@@ -16,7 +16,18 @@ import numpy as np
 from ..lod import MAX_LOD_LEVELS
 from .arrow import host_dtype
 
-__all__ = ["KEY", "FORMAT", "VERSION", "MARK", "FIELD_ID", "spec", "lengths_crc", "file_specs", "check_schema", "layout"]
+__all__ = [
+    "KEY",
+    "FORMAT",
+    "VERSION",
+    "MARK",
+    "FIELD_ID",
+    "spec",
+    "lengths_crc",
+    "file_specs",
+    "check_schema",
+    "layout",
+]
 
 KEY = b"lodtensor"
 FORMAT = "lodtensor.parquet"

@@ -223,8 +223,11 @@ class _Reader:
             if spec is not None:
                 got = (t.lod_level, host_dtype(t), tuple(t.shape()[1:]))
                 if got != spec[:3]:
-                    raise self._fail(name, f"it holds {got[0]} lod level(s) of {got[1]} rows of shape {got[2]}, the "
-                                           f"file's lodtensor metadata says {spec[0]} of {spec[1]} rows of shape {spec[2]}")
+                    raise self._fail(
+                        name,
+                        f"it holds {got[0]} lod level(s) of {got[1]} rows of shape {got[2]}, the file's lodtensor "
+                        f"metadata says {spec[0]} of {spec[1]} rows of shape {spec[2]}",
+                    )
                 self.rows[name] += int(t.shape()[0])
                 self.crcs[name] = meta.lengths_crc(t, self.crcs[name])
             out[name] = t

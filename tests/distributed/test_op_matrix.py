@@ -35,7 +35,9 @@ def _cases(world, variants, rows=4, dtype="float32"):
 
 
 def _call(op, root):
-    return f"{op}({ {'gather': 'dst', 'broadcast': 'src', 'scatter': 'src'}[op]}={root})" if op in ROOTED else f"{op}()"
+    return (
+        f"{op}({ {'gather': 'dst', 'broadcast': 'src', 'scatter': 'src'}[op] }={root})" if op in ROOTED else f"{op}()"
+    )
 
 
 def _check(cases, outcomes, world):
@@ -63,9 +65,14 @@ def test_every_pair_of_collectives_on_two_ranks(tmp_path):
     _check(cases, [o for o, _ in outcomes], 2)
     assert all(after == [[[0, 1]], [[0, 2]]] for _, after in outcomes)  # the group still works
     issue = cases.index([("all_gather", 0, 4, "float32"), ("all_to_all", 0, 5, "float32")])
-    assert outcomes[0][0][issue] == outcomes[1][0][issue] == (
-        "ValueError",
-        "every rank must call the same collective with the same root, got rank 0: all_gather(), rank 1: all_to_all()",
+    assert (
+        outcomes[0][0][issue]
+        == outcomes[1][0][issue]
+        == (
+            "ValueError",
+            "every rank must call the same collective with the same root, "
+            "got rank 0: all_gather(), rank 1: all_to_all()",
+        )
     )
 
 
@@ -91,8 +98,13 @@ def test_head_size_does_not_depend_on_the_collective():
     one = [_wire.describe(t, "t")]
     sizes = {
         _wire.encode_head(op, 0, one * (3 if multi else 1), follow=_wire.ITEM if multi else 0, sends=0).size
-        for op, multi in [("all_gather", False), ("gather", False), ("broadcast", False), ("scatter", True),
-                          ("all_to_all", True)]
+        for op, multi in [
+            ("all_gather", False),
+            ("gather", False),
+            ("broadcast", False),
+            ("scatter", True),
+            ("all_to_all", True),
+        ]
     }
     assert sizes == {_wire.HEAD}
     err = _wire.LocalError(1, "x" * 1000)

@@ -42,7 +42,9 @@ except ImportError:  # the collective target is skipped
 def _deep_lod(data, depth):
     """A valid LoD of ``depth`` levels in a drawn form, over ``rows`` rows: ``(form, value, rows)``."""
     rows = data.draw(st.integers(0, 3))
-    form = data.draw(st.sampled_from(["offsets", "lengths", "nested", "append"] if depth <= 64 else ["offsets", "lengths"]))
+    form = data.draw(
+        st.sampled_from(["offsets", "lengths", "nested", "append"] if depth <= 64 else ["offsets", "lengths"])
+    )
     inner = [[0, rows]]  # one sequence holding every row, under one-sequence levels
     offsets = [[0, 1]] * (depth - 1) + inner if depth else []
     if form == "lengths":
@@ -56,14 +58,21 @@ def _deep_lod(data, depth):
 
 
 def _same(a, b):
-    assert a.lod() == b.lod() and a.shape() == b.shape() and a.dtype == b.dtype, (a.lod(), b.lod(), a.shape(), b.shape())
+    assert a.lod() == b.lod() and a.shape() == b.shape() and a.dtype == b.dtype, (
+        a.lod(),
+        b.lod(),
+        a.shape(),
+        b.shape(),
+    )
     assert np.array_equal(np.asarray(a.numpy()), np.asarray(b.numpy()))
 
 
 @target
 def deep_lods(data):
     """Any depth through construction; one that exists through Arrow, lt.save and Parquet unchanged."""
-    depth = data.draw(st.one_of(st.integers(0, MAX_LOD_LEVELS + 2), st.sampled_from([48, 49, 63, 64, 100, 10_000, 20_000])))
+    depth = data.draw(
+        st.one_of(st.integers(0, MAX_LOD_LEVELS + 2), st.sampled_from([48, 49, 63, 64, 100, 10_000, 20_000]))
+    )
     form, value, rows = _deep_lod(data, depth)
     many = data.draw(st.sampled_from([2, 20, 40]))  # up to 40 row dims: past every nesting limit with the levels
     row_shape = tuple(data.draw(st.lists(st.integers(0, 3 if many == 2 else 1), max_size=many)))
@@ -142,9 +151,11 @@ def _mutate(data, blob):
             a, b, n = rnd.randrange(len(blob)), rnd.randrange(len(blob)), rnd.randrange(1, 64)
             blob[b : b + n] = blob[a : a + n]
             continue
-        lo, hi = {"pages": (4, footer), "footer": (footer, len(blob) - 8), "length": (len(blob) - 8, len(blob) - 4)}.get(
-            where, (0, len(blob))
-        )
+        lo, hi = {
+            "pages": (4, footer),
+            "footer": (footer, len(blob) - 8),
+            "length": (len(blob) - 8, len(blob) - 4),
+        }.get(where, (0, len(blob)))
         lo, hi = max(0, min(lo, len(blob) - 1)), max(1, min(hi, len(blob)))
         pos = rnd.randrange(lo, max(lo + 1, hi))
         if data.draw(st.booleans()):
@@ -162,7 +173,9 @@ def parquet_mutations(data):
         want["n"] = lt.LoDTensor(np.arange(len(want["t"]), dtype=np.int32))
     with tempfile.TemporaryDirectory() as d:
         path = f"{d}/m.parquet"
-        options = data.draw(st.sampled_from([{}, {"compression": "none"}, {"use_dictionary": False}, {"row_group_size": 1}]))
+        options = data.draw(
+            st.sampled_from([{}, {"compression": "none"}, {"use_dictionary": False}, {"row_group_size": 1}])
+        )
         lt.write_parquet(path, want, **options)
         with open(path, "rb") as f:
             blob = _mutate(data, f.read())
@@ -232,7 +245,9 @@ def _argument(case, rank):
 def _digest(out):
     if out is None or isinstance(out, lt.LoDTensor):
         out = [out]
-    return [None if x is None else (x.lod(), str(x.dtype).rsplit(".", 1)[-1], np.asarray(x.numpy()).tolist()) for x in out]
+    return [
+        None if x is None else (x.lod(), str(x.dtype).rsplit(".", 1)[-1], np.asarray(x.numpy()).tolist()) for x in out
+    ]
 
 
 def _run_case(rank, case):
@@ -332,7 +347,9 @@ def _draw_case(data):
         if data.draw(st.integers(0, 4)) == 0:  # this rank's tensors disagree with the others'
             geometry = (data.draw(st.sampled_from([0, 1, 2])), data.draw(st.sampled_from(["float32", "int8"])), ())
         lib = data.draw(st.sampled_from(["numpy", "torch"]))
-        specs = tuple((*geometry, lib, data.draw(st.integers(0, 5)), data.draw(st.integers(0, 2**16))) for _ in range(WORLD))
+        specs = tuple(
+            (*geometry, lib, data.draw(st.integers(0, 5)), data.draw(st.integers(0, 2**16))) for _ in range(WORLD)
+        )
         bad = data.draw(st.sampled_from([None] * 8 + ["not a tensor", "long list"]))
         case.append((op, root, specs, bad))
     return case

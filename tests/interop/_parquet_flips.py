@@ -72,7 +72,7 @@ def main(directory, layout, stride):
         flipped[i // 8] ^= 1 << (i % 8)
         with open(bad, "wb") as f:
             f.write(flipped)
-        for mode in counts:
+        for mode, tally in counts.items():
             try:
                 if mode == "whole":
                     got = lt.read_parquet(bad)
@@ -84,7 +84,7 @@ def main(directory, layout, stride):
             except Exception as err:  # noqa: BLE001 - anything else is a failure to report
                 status = f"WRONG {type(err).__name__}: {err}"
             key = status.split(" ", 1)[0]
-            counts[mode][key] = counts[mode].get(key, 0) + 1
+            tally[key] = tally.get(key, 0) + 1
             if key == "WRONG":
                 wrong.append([i // 8, i % 8, mode, status[:300]])
     print(json.dumps({"bits": 8 * len(blob), "counts": counts, "wrong": wrong[:50]}))

@@ -209,7 +209,8 @@ def test_rows_of_width_zero_keep_their_rows(tmp_path, row_shape, lod, dtype):
     arr = t.to_arrow()
     assert arr.type == lt.interop.arrow.arrow_type_of(t)
     arr.validate(full=True)
-    for back in (lt.from_arrow(arr), lt.from_arrow(arr.slice(0)), _saved(tmp_path, t, True), _saved(tmp_path, t, False)):
+    backs = (lt.from_arrow(arr), lt.from_arrow(arr.slice(0)), _saved(tmp_path, t, True), _saved(tmp_path, t, False))
+    for back in backs:
         assert back.lod() == t.lod() and back.shape() == t.shape() and back.dtype == t.dtype
 
 
@@ -230,7 +231,8 @@ def test_nesting_limits():
     ok = lt.LoDTensor(np.zeros((1,) * 32, np.float32), [[0, 1]] * 32)  # 32 levels + 31 row dims = 63
     assert lt.from_arrow(ok.to_arrow()).shape() == ok.shape()
     too_deep = lt.LoDTensor(np.zeros((1,) * 33, np.float32), [[0, 1]] * 32)
-    with pytest.raises(ValueError, match=rf"to_arrow\(\): the tensor nests 64 list levels .*at most {ARROW_MAX_NESTING}"):
+    match = rf"to_arrow\(\): the tensor nests 64 list levels .*at most {ARROW_MAX_NESTING}"
+    with pytest.raises(ValueError, match=match):
         too_deep.to_arrow()
 
 

@@ -110,7 +110,7 @@ def _sweep(tmp_path, layout, stride):
         [sys.executable, script, str(tmp_path), layout, str(stride)],
         check=False, capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT), timeout=600,
     )  # fmt: skip
-    assert proc.returncode == 0, f"crashed or failed (rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    assert proc.returncode == 0, f"failed (rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
     return json.loads(proc.stdout.splitlines()[-1])
 
 
@@ -152,7 +152,8 @@ def test_a_flipped_page_is_caught_by_its_checksum(tmp_path):
 def test_pyarrow_without_page_checksums_fails_clearly(tmp_path, monkeypatch):
     monkeypatch.setitem(parquet._FEATURES, "checksums", False)
     t = lt.LoDTensor(np.arange(3), [[0, 3]])
-    with pytest.raises(ImportError, match=r"write_parquet\(\): Parquet page checksums need pyarrow >= 15.*write_page_checksum=False"):
+    match = r"write_parquet\(\): Parquet page checksums need pyarrow >= 15.*write_page_checksum=False"
+    with pytest.raises(ImportError, match=match):
         lt.write_parquet(tmp_path / "a.parquet", {"x": t})
     assert not (tmp_path / "a.parquet").exists()
     lt.write_parquet(tmp_path / "a.parquet", {"x": t}, write_page_checksum=False)
@@ -199,7 +200,7 @@ def test_the_metadata_entry_is_checked(tmp_path):
         return {b"lodtensor": json.dumps(e).encode()}
 
     cases = {
-        "lost": (rewrite("lost.parquet", None), r"marked as written by lt.write_parquet, but the file has no 'lodtensor'"),
+        "lost": (rewrite("lost.parquet", None), r"marked as written by lt.write_parquet, but .* no 'lodtensor'"),
         "depth": (rewrite("depth.parquet", entry_with(lod_level=2, lod_crc32=[0, 0])), r"metadata says 2 lod level"),
         "shape": (rewrite("shape.parquet", entry_with(row_shape=[3])), r"rows of shape \(3,\)"),
         "dtype": (rewrite("dtype.parquet", entry_with(dtype="<f4")), r"of float32 rows"),
@@ -227,7 +228,7 @@ def test_nesting_and_schema_limits(tmp_path):
     lt.write_parquet(tmp_path / "ok.parquet", {"d": deep})
     assert lt.read_parquet(tmp_path / "ok.parquet")["d"].shape() == deep.shape()
     deeper = lt.LoDTensor(np.zeros((1,) * 21, np.float32), [[0, 1]] * 30)
-    with pytest.raises(ValueError, match=r"column 'd': the tensor nests 50 list levels .*Parquet readers take at most 49"):
+    with pytest.raises(ValueError, match=r"column 'd': the tensor nests 50 list levels .*readers take at most 49"):
         lt.write_parquet(tmp_path / "no.parquet", {"d": deeper})
     with pytest.raises(ValueError, match="store_schema must be True"):
         lt.write_parquet(tmp_path / "no.parquet", {"d": deep}, store_schema=False)
@@ -248,4 +249,5 @@ def test_rows_of_width_zero_and_no_rows(tmp_path, lod):
     lt.write_parquet(tmp_path / "e.parquet", {"e": t})
     back = lt.read_parquet(tmp_path / "e.parquet")["e"]
     assert back.lod() == t.lod() and back.shape() == [0, 2, 0]
-    assert [b["e"].shape() for b in lt.read_parquet(tmp_path / "e.parquet", batch_size=1)] == ([] if lod is None else [[0, 2, 0]])
+    streamed = [b["e"].shape() for b in lt.read_parquet(tmp_path / "e.parquet", batch_size=1)]
+    assert streamed == ([] if lod is None else [[0, 2, 0]])
