@@ -96,7 +96,8 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()")
         _check_out(be, out, shape, data.dtype, where)
     plan = pad_plan(lod, level, maxlen) if be.uses_host_plans else None
     padded = be.pad(data, lod.on(be, "absolute_offsets", level, like=data), maxlen, pad_value, out=out, plan=plan)
-    return padded, be.from_host(lengths, like=data)  # the caller's own array (not the LoD's cached one)
+    # the caller's own copy of the LoD's device lengths (a device copy: no host-to-device transfer)
+    return padded, be.clone(lod.on(be, "absolute_lengths", level, like=data))
 
 
 def pad_all(be, data, lod, pad_value):

@@ -63,6 +63,8 @@ _ON_HOST = {
     "segment_ids": lambda lod, k: lod.segment_ids(k),
     "lengths": lambda lod, k: lod.lengths(k),
     "sqrt_lengths": lambda lod, k: np.sqrt(lod.lengths(k)),
+    "empty": lambda lod, k: lod.lengths(k) == 0,
+    "absolute_lengths": lambda lod, k: np.diff(lod.absolute_offsets(k)),
 }
 
 
@@ -281,8 +283,9 @@ class LoD:
     def on(self, be, what, level=-1, *, like=None, dtype=None):
         """A host array of this LoD as an array of backend ``be`` on ``like``'s device, cached.
 
-        ``what`` is ``"offsets"``, ``"absolute_offsets"``, ``"segment_ids"``, ``"lengths"`` or
-        ``"sqrt_lengths"`` (float64 unless ``dtype`` says otherwise). The host arrays stay the
+        ``what`` is ``"offsets"``, ``"absolute_offsets"``, ``"segment_ids"``, ``"lengths"``,
+        ``"sqrt_lengths"`` (float64 unless ``dtype`` says otherwise), ``"empty"`` (bool: the empty
+        sequences) or ``"absolute_lengths"`` (lengths in data rows). The host arrays stay the
         source of truth; this is the copy the kernels use, made once per backend, device and
         dtype through ``be.from_host`` (so it costs one host-to-device copy per LoD, not per op).
 

@@ -168,7 +168,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def fill_rows(self, x, mask, value):
-        """A new array: ``x`` with the rows where host bool ``mask`` is True set to ``value``."""
+        """A new array: ``x`` with the rows where bool ``mask`` (on ``x``'s device) is True set to the host
+        scalar ``value``."""
 
     @abc.abstractmethod
     def take(self, x, index, axis):

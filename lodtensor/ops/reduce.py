@@ -87,7 +87,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
     out = _POOLS[kind](be, data, offsets, n, pad_value, _DeviceArrays(x.lod, be, k, data))
     empty = offsets[1:] == offsets[:-1]
     if kind not in ("max", "min") and empty.any():
-        out = be.fill_rows(out, empty, pad_value)
+        out = be.fill_rows(out, x.lod.on(be, "empty", k, like=out), pad_value)
     return wrap(out, x.lod.levels[:k])
 
 

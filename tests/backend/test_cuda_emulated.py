@@ -113,3 +113,52 @@ def test_long_softmax_takes_the_combine_pass(emulated):
 
     np.testing.assert_allclose(got, get_backend("numpy").segment_softmax(host, offsets), rtol=1e-12)
     assert "lt_softmax_combine<double>" in {name for name, *_ in emulated.stub.launches}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64"])
+@pytest.mark.parametrize("width", [1, 2, 4, 8, 12, 128])
+def test_packs_and_short_sequences(emulated, dtype, width):
+    """Rows of a multiple of 16 bytes go as 16-byte packs; narrow rows (16 bytes or less) in short
+    sequences go one per thread; long ones by pieces with the combine pass: all as NumPy."""
+    from lodtensor import get_backend  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+    from lodtensor.backend.cupy import cuda as kernels  # noqa: PLC0415
+
+    ref = get_backend("numpy")
+    rng = np.random.default_rng(width)
+    lens = np.concatenate([rng.integers(0, 9, size=300), [_tuning.SHORT_ROWS, _tuning.SHORT_ROWS + 1, 9000 // width]])
+    rng.shuffle(lens)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = (rng.standard_normal((int(offsets[-1]), width)) * 8).astype(dtype)
+    data, off = emulated.array(host), emulated.array(offsets)
+    emulated.stub.launches.clear()
+    for name, kw in (("segment_sum", {}), ("segment_max", {"empty": -3}), ("segment_min", {"empty": 7}),
+                     ("segment_mean", {"empty": 2})):
+        got = emulated.numpy(getattr(emulated.be, name)(data, off, **kw))
+        want = getattr(ref, name)(host, offsets, **kw)
+        if host.dtype.kind == "f" or name == "segment_mean":
+            tol = {"rtol": 1e-5, "atol": 2e-3} if dtype == "float32" else {"rtol": 1e-12, "atol": 1e-9}
+            np.testing.assert_allclose(got, want, err_msg=name, **tol)
+        else:
+            np.testing.assert_array_equal(got, want, err_msg=name)
+    if host.dtype.kind == "f":
+        np.testing.assert_allclose(emulated.numpy(emulated.be.segment_softmax(data, off)),
+                                   ref.segment_softmax(host, offsets), rtol=1e-5 if dtype == "float32" else 1e-12)
+    names = {name for name, *_ in emulated.stub.launches}
+    pack = kernels.pack_of(dtype) if width % kernels.pack_of(dtype) == 0 else 1
+    assert kernels.kernel_name("reduce", op="sum", dtype=dtype, pack=pack) in names
+    narrow = width * np.dtype(dtype).itemsize <= _tuning.SHORT_ROW_BYTES
+    assert (kernels.kernel_name("reduce_short", op="sum", dtype=dtype) in names) == narrow
+
+
+def test_unaligned_rows_are_read_one_value_at_a_time(emulated):
+    """A view starting off a 16-byte boundary cannot take 16-byte loads: the kernels read scalars."""
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    buffer = emulated.stub.asarray(np.arange(4 * 9 + 1, dtype=np.float32))
+    data = buffer[1:].reshape(9, 4)  # 4-byte offset: unaligned for a float4
+    offsets = np.array([0, 4, 4, 9])
+    emulated.stub.launches.clear()
+    got = emulated.numpy(emulated.be.segment_sum(data, emulated.array(offsets)))
+    np.testing.assert_allclose(got, get_backend("numpy").segment_sum(np.asarray(data), offsets))
+    assert "lt_segment_reduce<0, float, float, 1>" in {name for name, *_ in emulated.stub.launches}

@@ -154,13 +154,16 @@ def test_valid_lods_do_launch(stub):
     t = lt.LoDTensor(_data(stub, 5), [[0, 2, 2, 5]])
     assert type(t.data).__module__ == "cupy" and t.backend.name == "cupy"
     S.sequence_pool(t, "max")
-    assert _launched(stub) == ["lt_piece_counts", kernels.kernel_name("reduce", op="max", dtype="float32")]
+    # rows of 12 bytes are narrow: sequences of a few rows go one per thread, longer ones by pieces
+    assert _launched(stub) == ["lt_piece_counts", kernels.kernel_name("reduce_short", op="max", dtype="float32"),
+                               kernels.kernel_name("reduce", op="max", dtype="float32")]
     name, grid, block, args = stub.launches[-1]
     assert block == (kernels.BLOCK,) and grid[1] == 1  # width 3: one column tile
     assert args[-4:-1] == (np.int64(3), np.int32(2), np.int64(kernels.CHUNK_STEPS * 8))  # D, log2cw, chunk
     stub.launches.clear()
     S.sequence_softmax(lt.LoDTensor(_data(stub, 5, 1)[:, 0].copy(), [[0, 2, 2, 5]]))
-    assert _launched(stub) == ["lt_piece_counts", "lt_softmax_stats<float, float>", "lt_softmax_apply<float, float>"]
+    assert _launched(stub) == ["lt_piece_counts", "lt_softmax_short<float, float>", "lt_softmax_stats<float, float, 1>",
+                               "lt_softmax_apply<float, float, 1>"]
     stub.launches.clear()
     padded, _ = t.to_padded(pad_value=-1.0)
     assert _launched(stub) == ["lt_pad<unsigned int>"] and padded.shape == (3, 3, 3)
@@ -175,9 +178,9 @@ def test_long_sequences_take_the_combine_pass(stub):
     rows = chunk * 3 + 5
     t = lt.LoDTensor(stub.asarray(np.ones(rows, np.float64)), [[0, 1, 1, rows]])
     S.sequence_pool(t, "sum")
-    assert _launched(stub) == ["lt_piece_counts", "lt_segment_reduce<0, double, double>",
-                               "lt_segment_combine<0, double>"]
-    _, grid, _, args = stub.launches[1]
+    assert _launched(stub) == ["lt_piece_counts", "lt_segment_reduce_short<0, double, double>",
+                               "lt_segment_reduce<0, double, double, 1>", "lt_segment_combine<0, double>"]
+    _, grid, _, args = stub.launches[2]
     partial = args[4]
     assert partial.shape[0] >= 4 and grid[0] * 8 >= 3 + rows // chunk  # room for every piece and every warp
 

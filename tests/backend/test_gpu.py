@@ -52,3 +52,79 @@ def test_pinned_memory():
     t = lt.LoDTensor()
     t.set(np.arange(4.0), lt.CUDAPinnedPlace())
     assert t.place() == lt.CUDAPinnedPlace() and t.numpy().tolist() == [0, 1, 2, 3]
+
+
+def _cuda_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA here")
+    return torch
+
+
+def test_torch_cuda_runs_the_project_kernels_and_matches_the_host():
+    """Segment sum/mean/max/min, softmax, pad and unpad of CUDA tensors go through the .cu kernels
+    (zero-copy on torch's memory) where CuPy is installed, with the host results."""
+    torch = _cuda_torch()
+    pytest.importorskip("cupy")
+    from lodtensor.backend.torch import _cuda  # noqa: PLC0415
+
+    rng = np.random.default_rng(0)
+    lens = np.concatenate([rng.integers(0, 9, 2000), [5000, 0, 70000]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
+    for width, dtype in ((1, torch.float32), (3, torch.float64), (128, torch.float32), (8, torch.float16)):
+        host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
+        x = torch.from_numpy(host).to("cuda", dtype)
+        assert _cuda.fits(x)
+        t, h = lt.from_torch(x, [offsets]), lt.LoDTensor(host.astype(np.float64), [offsets])
+        tol = {"rtol": 2e-2, "atol": 2e-2} if dtype == torch.float16 else {"rtol": 1e-4, "atol": 1e-4}
+        for kind in ("sum", "average", "max", "min"):
+            got = S.sequence_pool(t, kind).data.double().cpu().numpy()
+            np.testing.assert_allclose(got, S.sequence_pool(h, kind).data, err_msg=kind, **tol)
+        np.testing.assert_allclose(S.sequence_softmax(t).data.double().cpu().numpy(),
+                                   S.sequence_softmax(h).data, **tol)
+        padded, lengths = S.sequence_pad(t, 0.0)
+        np.testing.assert_allclose(padded.data.double().cpu().numpy(), S.sequence_pad(h, 0.0)[0].data, **tol)
+        back = S.sequence_unpad(padded, lengths.data.cpu().numpy())
+        assert torch.equal(back.data, x)
+
+
+def test_torch_cuda_forward_paths_never_synchronise():
+    """Pool, softmax, pad and unpad of CUDA tensors: no device-to-host synchronisation once the
+    LoD's device arrays are cached (``torch.cuda.set_sync_debug_mode("error")``)."""
+    torch = _cuda_torch()
+    x = torch.randn(5000, 16, device="cuda")
+    t = lt.from_torch(x, [[0, 100, 100, 4000, 5000]])
+    ops = [lambda: S.sequence_pool(t, "sum"), lambda: S.sequence_pool(t, "average"),
+           lambda: S.sequence_pool(t, "sqrt"), lambda: S.sequence_pool(t, "max"),
+           lambda: S.sequence_softmax(lt.from_torch(x[:, :1].contiguous(), t.lod())),
+           lambda: S.sequence_pad(t, 0.0), t.to_padded]
+    for op in ops:
+        op()  # the LoD's device copies are made once (one host-to-device copy each)
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for op in ops:
+            op()
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    torch.cuda.synchronize()
+
+
+def test_torch_cuda_gradients_through_the_kernels():
+    torch = _cuda_torch()
+    x = torch.randn(7, 3, device="cuda", dtype=torch.float64, requires_grad=True)
+    lod = [[0, 2, 2, 7]]
+    for fn in (lambda v: S.sequence_pool(lt.from_torch(v, lod), "sum").data,
+               lambda v: S.sequence_pool(lt.from_torch(v, lod), "average").data,
+               lambda v: S.sequence_softmax(lt.from_torch(v, lod)).data,
+               lambda v: S.sequence_pad(lt.from_torch(v, lod), 0.0)[0].data):
+        assert torch.autograd.gradcheck(fn, (x,))
+
+
+def test_torch_cuda_device_mixing_is_gone():
+    """The first GPU run's failures: sqrt pooling, sequence_enumerate and nested masked_fill on CUDA."""
+    torch = _cuda_torch()
+    t = lt.from_torch(torch.randn(6, 2, device="cuda"), [[0, 2, 6]])
+    assert S.sequence_pool(t, "sqrt").data.device.type == "cuda"
+    ids = lt.from_torch(torch.arange(6, device="cuda").reshape(6, 1), [[0, 2, 6]])
+    assert S.sequence_enumerate(ids, 2).data.device.type == "cuda"

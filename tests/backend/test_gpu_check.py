@@ -89,7 +89,7 @@ def test_main_prints_the_table(capsys, monkeypatch, package_check):
     monkeypatch.setattr(check, "check", lambda floor: package_check)
     assert check.main(["--markdown"]) == 0
     out = capsys.readouterr().out
-    assert "| `lt_segment_reduce<0, float, float>` |" in out and "0 spills" in out
+    assert "| `lt_segment_reduce<0, float, float, 4>` |" in out and "0 spills" in out
 
 
 def test_docs_hold_the_current_table(package_check):

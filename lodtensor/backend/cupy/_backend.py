@@ -19,45 +19,11 @@ import cupy
 import numpy as np
 
 from .._contract import Backend
-from . import _tuning
+from . import _launch
 from . import cuda as _cuda
 from ._arrays import CupyArrayKernels
 
 __all__ = ["CupyBackend", "make_backend"]
-
-_MODULES = {}
-_MAX_GRID_X = 2**31 - 1
-_MAX_GRID_Y = 65535
-
-
-def _kernel(module, name):
-    """The kernel ``name`` (a name expression of ``module``), compiled once per process."""
-    mod = _MODULES.get(module)
-    if mod is None:
-        mod = cupy.RawModule(code=_cuda.source_text(module), options=("-std=c++14",),
-                             name_expressions=_cuda.name_expressions(module))
-        _MODULES[module] = mod
-    return mod.get_function(name)
-
-
-def _blocks(items, per_block, cap=_MAX_GRID_X):
-    return int(max(1, min(-(-int(items) // per_block), cap)))
-
-
-class _Layout:
-    """Launch geometry of the segment kernels for ``rows`` x ``width`` data in ``n`` sequences."""
-
-    def __init__(self, rows, width, n):
-        self.log2cw = _cuda.lanes_log2(width)
-        cw = 1 << self.log2cw
-        self.chunk = _cuda.CHUNK_STEPS * (32 >> self.log2cw)  # rows per piece (one warp)
-        warps = _cuda.BLOCK // 32
-        pieces = n + rows // self.chunk + 1  # bound on sum(max(1, ceil(len / chunk)))
-        self.grid = (_blocks(pieces, warps), int(min(-(-width // cw), _MAX_GRID_Y)), 1)
-        self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
-        self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
-        self.combine_grid = (int(min(max(n, 1), _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
-
 
 def _on_data_device(method):
     """Run ``method`` with the first array's device current (kernels launch on the current device)."""
@@ -70,12 +36,8 @@ def _on_data_device(method):
     return run
 
 
-def _plan(offsets, n, chunk):
-    """Device prefix sums of the pieces (see segment.cu): two launches, no sync."""
-    counts = cupy.empty(2 * (n + 1), dtype=cupy.int64)
-    _kernel("segment", "lt_piece_counts")(
-        (_blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,), (offsets, np.int64(n), np.int64(chunk), counts))
-    return cupy.cumsum(counts.reshape(2, n + 1), axis=1).ravel()
+def _alloc(shape, dtype):
+    return cupy.empty(shape, dtype=dtype)
 
 
 class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions beyond the kernel set
@@ -151,7 +113,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
 
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.ndim - 1)
-        mask = cupy.asarray(np.asarray(mask, dtype=bool)).reshape(shape)
+        mask = cupy.asarray(mask).reshape(shape)
         return cupy.where(mask, cupy.asarray(value, dtype=x.dtype), x)
 
     def astype(self, x, dtype):
@@ -170,24 +132,12 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         n = int(offsets.size) - 1
         row_shape = tuple(data.shape[1:])
         native = _cuda.compute_dtype(data.dtype)
-        acc = np.dtype(_cuda.accumulator(op, native))
         result = data.dtype if op != "mean" or data.dtype.kind == "f" else np.dtype(np.float64)
         rows, width = int(data.shape[0]), int(np.prod(row_shape, dtype=np.int64))
         if n <= 0 or width == 0:
             return cupy.empty((max(n, 0),) + row_shape, dtype=result)
-        x = cupy.ascontiguousarray(data, dtype=native)
-        out = cupy.empty((n, width), dtype=acc)
-        lay = _Layout(rows, width, n)
-        plan = _plan(offsets, n, lay.chunk)
-        partial = cupy.empty((lay.slots if lay.multi else 1, width), dtype=acc)
-        fill = acc.type(empty)
-        _kernel("segment", _cuda.kernel_name("reduce", op=op, dtype=native))(
-            lay.grid, (_cuda.BLOCK,),
-            (x, offsets, plan, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-             np.int64(lay.chunk), fill))
-        if lay.multi:
-            _kernel("segment", _cuda.kernel_name("combine", op=op, dtype=native))(
-                lay.combine_grid, (_cuda.BLOCK,), (offsets, plan, partial, out, np.int64(n), np.int64(width), fill))
+        x = cupy.ascontiguousarray(data, dtype=native).reshape(rows, width)
+        out = _launch.segment_reduce(cupy, op, x, offsets, n, empty, _alloc)
         return out.reshape((n,) + row_shape).astype(result, copy=False)
 
     def segment_sum(self, data, offsets, *, ids=None):
@@ -210,23 +160,8 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         rows, width = int(data.shape[0]), int(np.prod(data.shape[1:], dtype=np.int64))
         if rows == 0 or width == 0 or n <= 0:
             return data.astype(result, copy=True)
-        native = _cuda.compute_dtype(data.dtype)
-        acc = np.dtype(_cuda.accumulator("softmax", native))
-        x = cupy.ascontiguousarray(data, dtype=native)
-        lay = _Layout(rows, width, n)
-        plan = _plan(offsets, n, lay.chunk)
-        stats = cupy.empty((2, n, width), dtype=acc)  # running max, sum of exp
-        partial = cupy.empty((2, lay.slots if lay.multi else 1, width), dtype=acc)
-        geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk))
-        _kernel("segment", _cuda.kernel_name("softmax_stats", dtype=native))(
-            lay.grid, (_cuda.BLOCK,), (x, offsets, plan, stats[0], stats[1], partial[0], partial[1]) + geometry)
-        if lay.multi:
-            _kernel("segment", _cuda.kernel_name("softmax_combine", dtype=native))(
-                lay.combine_grid, (_cuda.BLOCK,),
-                (plan, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
-        out = cupy.empty((rows, width), dtype=acc)
-        _kernel("segment", _cuda.kernel_name("softmax_apply", dtype=native))(
-            lay.grid, (_cuda.BLOCK,), (x, offsets, plan, stats[0], stats[1], out) + geometry)
+        x = cupy.ascontiguousarray(data, dtype=_cuda.compute_dtype(data.dtype)).reshape(rows, width)
+        out = _launch.segment_softmax(cupy, x, offsets, n, _alloc)
         return out.reshape(data.shape).astype(result, copy=False)
 
     # -- dense <-> flat ----------------------------------------------------------------------
@@ -261,15 +196,11 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         word, _ = words
         target = out if out is not None and out.flags.c_contiguous and out.dtype == data.dtype else None
         dense = cupy.empty(full, dtype=data.dtype) if target is None else target
-        x = cupy.ascontiguousarray(data).view(word)
+        x = cupy.ascontiguousarray(data).reshape(-1, width).view(word)
         # the pad row on the device (a device pad_value stays there: no sync)
         fill = cupy.ascontiguousarray(cupy.broadcast_to(cupy.asarray(pad_value, dtype=data.dtype), row_shape))
-        log2cw = _cuda.lanes_log2(width)
-        per_block = _cuda.BLOCK >> log2cw
-        _kernel("dense", _cuda.kernel_name("pad", itemsize=word.itemsize))(
-            (_blocks(n * int(maxlen), per_block, 1 << 20),), (_cuda.BLOCK,),
-            (x, offsets, dense.view(word), np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw),
-             fill.reshape(width).view(word)))
+        _launch.pad(cupy, x, offsets, n, int(maxlen), fill.reshape(width).view(word),
+                    dense.reshape(n, int(maxlen), width).view(word))
         if out is not None and target is None:
             out[...] = dense
             return out
@@ -298,14 +229,9 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
             flat = cupy.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
             return cupy.take(flat, index, axis=0)
         word, _ = words
-        out = cupy.empty((n_rows,) + row_shape, dtype=padded.dtype)
-        lay = _Layout(n_rows, width, n)
-        pieces = _plan(offsets, n, lay.chunk)
-        _kernel("dense", _cuda.kernel_name("unpad", itemsize=word.itemsize))(
-            lay.grid, (_cuda.BLOCK,),
-            (cupy.ascontiguousarray(padded).view(word), offsets, pieces, out.view(word), np.int64(n),
-             np.int64(maxlen), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk)))
-        return out
+        flat = cupy.ascontiguousarray(padded).reshape(n, maxlen, width).view(word)
+        out = _launch.unpad(cupy, flat, offsets, n, n_rows, _alloc)
+        return out.view(padded.dtype).reshape((n_rows,) + row_shape)
 
 
 def make_backend():

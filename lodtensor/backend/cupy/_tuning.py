@@ -10,3 +10,15 @@ these are the host-side choices. "Measured" means one NVIDIA H100 80GB HBM3 (``b
 
 #: Blocks of the combine kernels, which stride over the sequences whose pieces they merge.
 COMBINE_BLOCKS = 4096
+#: The piece kernels stride over their pieces: at most this many blocks are launched (8 resident
+#: blocks of 256 threads on each of an H100's 132 SMs make 1,056; beyond ~16 waves more blocks only
+#: add launch work, and a loose bound on the pieces would launch mostly idle blocks).
+MAX_PIECE_BLOCKS = 1 << 14
+#: The short kernels (a thread per sequence) stride over the sequences with at most this many blocks.
+MAX_SHORT_BLOCKS = 1 << 16
+#: Rows of at most this many bytes (float32 D <= 4, float64 D <= 2) are "narrow": there, sequences
+#: of at most SHORT_ROWS rows go one per thread instead of one per warp (a warp over a sequence of
+#: 8 single values leaves 24 of its 32 lanes idle, and planning 16.7M of them dominated: the skewed
+#: D=1 workload ran at 2% of the copy's bandwidth).
+SHORT_ROW_BYTES = 16
+SHORT_ROWS = 32

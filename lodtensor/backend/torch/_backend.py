@@ -11,7 +11,7 @@ import torch
 
 from .._contract import Backend
 from ..numpy._compiled import compiled_kernels, compiled_pointwise
-from . import _tuning
+from . import _cuda, _tuning
 from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 
@@ -202,8 +202,9 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.dim() - 1)
-        mask = torch.as_tensor(np.asarray(mask, dtype=bool), device=x.device).reshape(shape)
-        return torch.where(mask, torch.as_tensor(value, dtype=x.dtype, device=x.device), x)
+        mask = (mask if isinstance(mask, torch.Tensor) else self.from_host(mask, like=x)).reshape(shape)
+        # a 0-d CPU tensor: passed to the kernel by value (no copy to the device)
+        return torch.where(mask, torch.tensor(_host_scalar(value), dtype=x.dtype), x)
 
     def concat(self, arrays):
         return torch.cat(list(arrays), dim=0)
@@ -231,6 +232,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         ``scatter_reduce`` reads its result.
         """
         offsets = self._index(offsets, data)
+        if _cuda.fits(data):  # CUDA: the project's kernel (zero-copy, torch's stream)
+            return _cuda.SegmentReduce.apply(data, offsets, ids, reduce, empty)
         if (
             _CPU_SHORTCUTS
             and data.device.type == "cpu"
@@ -259,6 +262,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def segment_sum(self, data, offsets, *, ids=None):
         offsets = self._index(offsets, data)
+        if _cuda.fits(data):
+            return _cuda.SegmentReduce.apply(data, offsets, ids, "sum", 0)
         n = offsets.numel() - 1
         if _spmm_fits(data, n):
             flat = SegmentSumSpMM.apply(data.reshape(data.shape[0], -1), offsets, ids)
@@ -270,6 +275,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
         offsets = self._index(offsets, data)
+        if _cuda.fits(data):
+            return _cuda.SegmentReduce.apply(data, offsets, ids, "mean", empty)
         lengths = offsets[1:] - offsets[:-1]
         total = self.segment_sum(data, offsets, ids=ids)
         if not total.is_floating_point() and not total.is_complex():
@@ -291,6 +298,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         n_rows = data.shape[0]
         if n_rows == 0:
             return data.clone()
+        if _cuda.fits(data) and data.is_floating_point():
+            return _cuda.SegmentSoftmax.apply(data, offsets, ids)
         if _CPU_SHORTCUTS and data.device.type == "cpu" and data.dtype in (torch.float32, torch.float64):
             return SegmentSoftmax.apply(data, offsets, ids, self)
         if ids is None:
@@ -336,6 +345,9 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets, data)
+        if out is None and _cuda.fits(data, words=True) and not isinstance(pad_value, torch.Tensor) \
+                and np.ndim(pad_value) == 0:
+            return _cuda.Pad.apply(data, offsets, int(maxlen), _host_scalar(pad_value))
         if out is None and _numpy_moves(data, pad_value):
             # the NumPy kernel on the tensor's memory (threaded ``put``, tails only filled):
             # 1.6x faster than a fill + ``index_copy`` here; :class:`PadCPU` keeps the gradient
@@ -350,6 +362,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         n, maxlen = padded.shape[:2]
         if total is None:
             total = int(plan[0].size) if plan is not None else int(offsets[-1])  # the one device read
+        if _cuda.fits(padded, words=True) and padded.dim() >= 2:
+            return _cuda.Unpad.apply(padded, offsets, total)
         index = self._pad_index(offsets, maxlen, total)
         return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)
 

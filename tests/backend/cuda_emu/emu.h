@@ -22,6 +22,7 @@ inline dim3 gridDim, blockDim;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static
+#define __align__(n) alignas(n)
 
 namespace emu {
 // Cooperative blocks run their threads as fibers (ucontext) on the calling thread: a

@@ -8,10 +8,12 @@ and picks a template instantiation by name expression; both sides take the
 names from :func:`name_expressions`, so the checker compiles exactly the
 instantiations the backend can launch. Nothing here imports cupy.
 
->>> kernel_name("reduce", op="max", dtype="float32")
-'lt_segment_reduce<1, float, float>'
+>>> kernel_name("reduce", op="max", dtype="float32", pack=4)
+'lt_segment_reduce<1, float, float, 4>'
 >>> kernel_name("reduce", op="mean", dtype="int64")
-'lt_segment_reduce<3, long long, double>'
+'lt_segment_reduce<3, long long, double, 1>'
+>>> kernel_name("reduce_short", op="sum", dtype="float64")
+'lt_segment_reduce_short<0, double, double>'
 >>> len(name_expressions("segment")) > 30 and "lt_pad<unsigned int>" in name_expressions("dense")
 True
 
@@ -32,7 +34,7 @@ import numpy as np
 __all__ = [
     "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS", "EXTERN_C",
     "accumulator", "source_text", "include_dir", "kernel_name", "name_expressions", "compute_dtype",
-    "lanes_log2",
+    "lanes_log2", "pack_of", "softmax_pack",
 ]
 
 #: Threads per block of every kernel (``LT_BLOCK`` in common.cuh).
@@ -81,27 +83,51 @@ def accumulator(op, dtype):
     return dtype
 
 
+def pack_of(dtype):
+    """Values per 16-byte pack of native ``dtype``: the widest load the segment kernels use.
+
+    >>> pack_of("float32"), pack_of("float64"), pack_of("int32")
+    (4, 2, 4)
+    """
+    return 16 // np.dtype(dtype).itemsize
+
+
+def softmax_pack(dtype):
+    """Values per load of the softmax piece kernels: float32's 4; 1 where the running (max, sum)
+    pairs are double (their exp takes the registers: packs of them spill under the 64-register cap).
+
+    >>> softmax_pack("float32"), softmax_pack("float64"), softmax_pack("int32")
+    (4, 1, 1)
+    """
+    return pack_of(dtype) if accumulator("softmax", dtype) == "float32" else 1
+
+
 def lanes_log2(width):
     """log2 of the columns a warp covers per step: min(32, next power of two >= width)."""
     width = max(int(width), 1)
     return min(5, (width - 1).bit_length())
 
 
-def kernel_name(kind, *, op=None, dtype=None, itemsize=None):
-    """The name expression of one kernel instantiation."""
+def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
+    """The name expression of one kernel instantiation (``pack``: values per load of the piece
+    kernels, 1 or :func:`pack_of` the dtype)."""
     if kind in ("pad", "unpad"):
         return f"lt_{kind}<{WORDS[itemsize]}>"
     if kind == "counts":
         return "lt_piece_counts"
-    if kind in ("reduce", "combine"):
+    if kind in ("reduce", "combine", "reduce_short"):
         acc = NATIVE[accumulator(op, dtype)]
         if kind == "reduce":
-            return f"lt_segment_reduce<{OPS[op]}, {NATIVE[dtype]}, {acc}>"
+            return f"lt_segment_reduce<{OPS[op]}, {NATIVE[dtype]}, {acc}, {pack}>"
+        if kind == "reduce_short":
+            return f"lt_segment_reduce_short<{OPS[op]}, {NATIVE[dtype]}, {acc}>"
         return f"lt_segment_combine<{OPS[op]}, {acc}>"
     acc = NATIVE[accumulator("softmax", dtype)]
     if kind == "softmax_combine":
         return f"lt_softmax_combine<{acc}>"
-    return f"lt_{kind}<{NATIVE[dtype]}, {acc}>"  # softmax_stats, softmax_apply
+    if kind == "softmax_short":
+        return f"lt_softmax_short<{NATIVE[dtype]}, {acc}>"
+    return f"lt_{kind}<{NATIVE[dtype]}, {acc}, {pack}>"  # softmax_stats, softmax_apply
 
 
 def name_expressions(module):
@@ -113,11 +139,16 @@ def name_expressions(module):
         return names
     for op in OPS:
         for dtype in NATIVE:
-            names.append(kernel_name("reduce", op=op, dtype=dtype))
+            for pack in (1, pack_of(dtype)):
+                names.append(kernel_name("reduce", op=op, dtype=dtype, pack=pack))
+            names.append(kernel_name("reduce_short", op=op, dtype=dtype))
             names.append(kernel_name("combine", op=op, dtype=dtype))
     for dtype in NATIVE:
-        for kind in ("softmax_stats", "softmax_combine", "softmax_apply"):
-            names.append(kernel_name(kind, dtype=dtype))
+        for pack in (1, softmax_pack(dtype)):
+            names.append(kernel_name("softmax_stats", dtype=dtype, pack=pack))
+            names.append(kernel_name("softmax_apply", dtype=dtype, pack=pack))
+        names.append(kernel_name("softmax_combine", dtype=dtype))
+        names.append(kernel_name("softmax_short", dtype=dtype))
     return list(dict.fromkeys(names))  # combine/softmax_combine repeat across input dtypes
 
 

@@ -37,6 +37,11 @@ template <> struct lt_limits<unsigned long long> {
     static __device__ __forceinline__ unsigned long long highest() { return 0xffffffffffffffffULL; }
 };
 
+// V consecutive values of type T read or written as one access (16 bytes for V = 16 / sizeof(T)):
+// the segment kernels move rows of D = V * k values as k packs, so a warp step covers 4x (float)
+// or 2x (double) the columns of scalar loads with the same instructions.
+template <typename T, int V> struct __align__(sizeof(T) * V) lt_pack { T v[V]; };
+
 // Largest s in [0, n) with a[s] <= v, for a non-decreasing a[0..n] with a[0] <= v < a[n].
 __device__ __forceinline__ i64 lt_find_segment(const i64* __restrict__ a, i64 n, i64 v) {
     i64 lo = 0, hi = n;  // invariant: a[lo] <= v < a[hi]

@@ -2,12 +2,18 @@
 // sequence, for skewed LoDs: no device-to-host synchronisation, empty sequences defined.
 //
 // Work is cut into pieces (common.cuh: lt_lanes, lt_find_piece): a sequence of len rows is
-// max(1, ceil(len / chunk)) pieces of at most `chunk` rows, and one warp reduces one piece (so a block of 8 warps serves many
-// short sequences at once). `plan` holds two exclusive prefix sums over sequences,
-// plan[0..n] = first piece of each sequence and plan[n+1..2n+1] = first slot of each
-// multi-piece sequence in the `partial` workspace. A one-piece sequence is finished by its
-// warp; a long sequence's pieces leave partials that the combine kernel reduces with one
-// block per (sequence, 32 columns): warps stride over the pieces, then a shared-memory tree.
+// max(1, ceil(len / chunk)) pieces of at most `chunk` rows, and one warp reduces one piece (so a
+// block of 8 warps serves many short sequences at once). Rows of D = V * k values are read as k
+// packs of V values (common.cuh: lt_pack; 16-byte loads), V = 1 where D is not a multiple.
+// `plan` holds two exclusive prefix sums over sequences, plan[0..n] = first piece of each sequence
+// and plan[n+1..2n+1] = first slot of each multi-piece sequence in the `partial` workspace. A
+// one-piece sequence is finished by its warp; a long sequence's pieces leave partials that the
+// combine kernel reduces with one block per (sequence, 32 columns): warps stride over the pieces,
+// then a shared-memory tree.
+//
+// Narrow rows (a few values) in short sequences would leave most of a warp idle: there, sequences
+// of at most `short_max` rows get no piece (lt_piece_counts) and the *_short kernels give each one
+// thread, neighbouring threads reading neighbouring rows; only the long sequences are planned.
 #include "common.cuh"
 
 #define OP_SUM 0
@@ -33,9 +39,10 @@ template <int OP, typename A> struct lt_reduce_op {
 };
 
 // Piece counts per sequence (plan[1..n] and plan[n+2..2n+1]; zeros at plan[0], plan[n+1]);
-// an inclusive scan along each half then gives the two prefix sums.
+// an inclusive scan along each half then gives the two prefix sums. Sequences of at most
+// `short_max` rows get no piece (a *_short kernel serves them; short_max < 0: every sequence has one).
 extern "C" __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64* __restrict__ plan) {
+lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i64* __restrict__ plan) {
     const i64 stride = (i64)gridDim.x * blockDim.x;
     for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s <= n; s += stride) {
         if (s == 0) {
@@ -44,36 +51,69 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64* __restrict__
             continue;
         }
         const i64 len = off[s] - off[s - 1];
-        const i64 pieces = len > chunk ? (len + chunk - 1) / chunk : 1;
+        const i64 pieces = len <= short_max ? 0 : (len > chunk ? (len + chunk - 1) / chunk : 1);
         plan[s] = pieces;
         plan[n + 1 + s] = pieces > 1 ? pieces : 0;
     }
 }
 
-// Pass 1: one warp per piece. x is [rows, D] row-major; out is [n, D]; partial [slots, D].
-template <int OP, typename T, typename A>
+// Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs; out is
+// [n, D]; partial [slots, D].
+template <int OP, typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_segment_reduce(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
                   A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty) {
     typedef lt_reduce_op<OP, A> Op;
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = lanes.tiles(D);
+    const i64 tiles = lanes.tiles(Dv);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
-            A acc = Op::identity();
-            if (col < D) {
+            A acc[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] = Op::identity();
+            if (col < Dv) {
 #pragma unroll 4
-                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) acc = Op::combine(acc, A(x[r * D + col]));
+                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(v.v[j]));
+                }
             }
-            for (int o = lanes.cw; o < 32; o <<= 1) acc = Op::combine(acc, __shfl_xor_sync(LT_FULL, acc, o));
-            if (lanes.row == 0 && col < D) {
-                if (pieces == 1) out[q.s * D + col] = Op::finish(acc, q.end - q.start, empty);
-                else partial[(plan[n + 1 + q.s] + q.k) * D + col] = acc;
+            for (int o = lanes.cw; o < 32; o <<= 1) {
+#pragma unroll
+                for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], __shfl_xor_sync(LT_FULL, acc[j], o));
             }
+            if (lanes.row == 0 && col < Dv) {
+                lt_pack<A, V> res;
+#pragma unroll
+                for (int j = 0; j < V; ++j) res.v[j] = pieces == 1 ? Op::finish(acc[j], q.end - q.start, empty) : acc[j];
+                const i64 at = pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D;
+                *reinterpret_cast<lt_pack<A, V>*>((pieces == 1 ? out : partial) + at + col * V) = res;
+            }
+        }
+    }
+}
+
+// The sequences of at most short_max rows, one thread each (narrow rows: see the top).
+template <int OP, typename T, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_reduce_short(const T* __restrict__ x, const i64* __restrict__ off, A* __restrict__ out,
+                        i64 n, i64 D, i64 short_max, A empty) {
+    typedef lt_reduce_op<OP, A> Op;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += stride) {
+        const i64 a = off[s], b = off[s + 1];
+        if (b - a > short_max) continue;  // a piece kernel's
+        for (i64 c = 0; c < D; ++c) {
+            A acc = Op::identity();
+            for (i64 r = a; r < b; ++r) acc = Op::combine(acc, A(x[r * D + c]));
+            out[s * D + c] = Op::finish(acc, b - a, empty);
         }
     }
 }
@@ -92,7 +132,7 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
         const i64 col = (tile << 5) + lane;
         for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
             const i64 pieces = plan[s + 1] - plan[s];
-            if (pieces == 1) continue;  // finished in pass 1 (uniform across the block)
+            if (pieces <= 1) continue;  // finished in pass 1 or by a short kernel (uniform across the block)
             const i64 slot = plan[n + 1 + s];
             A acc = Op::identity();
             if (col < D)
@@ -131,34 +171,47 @@ template <typename A> struct lt_online {
     }
 };
 
-template <typename T, typename A>
+template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_softmax_stats(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
                  A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
                  i64 n, i64 D, int log2cw, i64 chunk) {
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = lanes.tiles(D);
+    const i64 tiles = lanes.tiles(Dv);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
-            lt_online<A> st;
-            st.start();
-            if (col < D) {
+            lt_online<A> st[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) st[j].start();
+            if (col < Dv) {
 #pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) st.add(A(x[r * D + col]));
+                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
+                }
             }
             for (int o = lanes.cw; o < 32; o <<= 1) {
-                const A m2 = __shfl_xor_sync(LT_FULL, st.m, o);
-                const A z2 = __shfl_xor_sync(LT_FULL, st.z, o);
-                st.merge(m2, z2);
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const A m2 = __shfl_xor_sync(LT_FULL, st[j].m, o);
+                    const A z2 = __shfl_xor_sync(LT_FULL, st[j].z, o);
+                    st[j].merge(m2, z2);
+                }
             }
-            if (lanes.row == 0 && col < D) {
-                const i64 at = pieces == 1 ? q.s * D + col : (plan[n + 1 + q.s] + q.k) * D + col;
-                (pieces == 1 ? M : pm)[at] = st.m;
-                (pieces == 1 ? Z : pz)[at] = st.z;
+            if (lanes.row == 0 && col < Dv) {
+                const i64 at = (pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D) + col * V;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    (pieces == 1 ? M : pm)[at + j] = st[j].m;
+                    (pieces == 1 ? Z : pz)[at + j] = st[j].z;
+                }
             }
         }
     }
@@ -177,7 +230,7 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
         const i64 col = (tile << 5) + lane;
         for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
             const i64 pieces = plan[s + 1] - plan[s];
-            if (pieces == 1) continue;
+            if (pieces <= 1) continue;
             const i64 slot = plan[n + 1 + s];
             lt_online<A> st;
             st.start();
@@ -207,23 +260,56 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
 }
 
 // out[r, c] = exp(x[r, c] - M[s, c]) / Z[s, c], one warp per piece as in pass 1.
-template <typename T, typename A>
+template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_softmax_apply(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
                  const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
                  i64 n, i64 D, int log2cw, i64 chunk) {
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    lt_pack<A, V>* __restrict__ y = reinterpret_cast<lt_pack<A, V>*>(out);
+    const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
-    const i64 tiles = lanes.tiles(D);
+    const i64 tiles = lanes.tiles(Dv);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
-            if (col >= D) continue;  // after the warp's search: every lane takes part in its ballots
-            const A m = M[q.s * D + col];
-            const A inv = A(1) / Z[q.s * D + col];
+            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
+            A m[V], inv[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                m[j] = M[q.s * D + col * V + j];
+                inv[j] = A(1) / Z[q.s * D + col * V + j];
+            }
 #pragma unroll LT_EXP_UNROLL(A)
-            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) out[r * D + col] = lt_exp(A(x[r * D + col]) - m) * inv;
+            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                const lt_pack<T, V> v = x[r * Dv + col];
+                lt_pack<A, V> o;
+#pragma unroll
+                for (int j = 0; j < V; ++j) o.v[j] = lt_exp(A(v.v[j]) - m[j]) * inv[j];
+                y[r * Dv + col] = o;
+            }
+        }
+    }
+}
+
+// The softmax of each sequence of at most short_max rows, one thread each: the running (max, sum
+// of exp) over its rows, then exp(x - max) / sum (the rows stay in L1 between the two reads).
+template <typename T, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_short(const T* __restrict__ x, const i64* __restrict__ off, A* __restrict__ out,
+                 i64 n, i64 D, i64 short_max) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += stride) {
+        const i64 a = off[s], b = off[s + 1];
+        if (b - a > short_max) continue;
+        for (i64 c = 0; c < D; ++c) {
+            lt_online<A> st;
+            st.start();
+            for (i64 r = a; r < b; ++r) st.add(A(x[r * D + c]));
+            const A inv = A(1) / st.z;
+            for (i64 r = a; r < b; ++r) out[r * D + c] = lt_exp(A(x[r * D + c]) - st.m) * inv;
         }
     }
 }

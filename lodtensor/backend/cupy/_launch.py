@@ -1,0 +1,160 @@
+"""Launching the CUDA kernels of ``cuda/*.cu`` on device arrays: CuPy's, and torch's through CuPy.
+
+Every function takes the cupy module ``xp`` (so a stub can stand in for it in the tests), device
+arrays that already are contiguous, native-dtype and on the current device, host sizes (never
+read back from the device: no synchronisation), and ``alloc(shape, dtype)``, which returns a new
+device array: CuPy's allocator for the CuPy backend, torch's caching allocator (viewed through
+``__cuda_array_interface__``) for torch CUDA data. Kernels run on the current stream, which the
+torch route sets to torch's. The launch geometry is the kernels' (see ``cuda/segment.cu``):
+pieces of rows, one warp each; 16-byte packs of values where the row width allows; sequences of a
+few narrow rows one thread each.
+"""
+
+import numpy as np
+
+from . import _tuning
+from . import cuda as _cuda
+
+__all__ = ["kernel", "segment_reduce", "segment_softmax", "pad", "unpad", "pointer"]
+
+_MODULES = {}
+_MAX_GRID_X = 2**31 - 1
+_MAX_GRID_Y = 65535
+
+
+def kernel(xp, module, name):
+    """The kernel ``name`` (a name expression of ``module``), compiled once per process and cupy module."""
+    key = (id(xp), module)
+    mod = _MODULES.get(key)
+    if mod is None:
+        mod = xp.RawModule(code=_cuda.source_text(module), options=("-std=c++14",),
+                           name_expressions=_cuda.name_expressions(module))
+        _MODULES[key] = mod
+    return mod.get_function(name)
+
+
+def blocks(items, per_block, cap=_MAX_GRID_X):
+    return int(max(1, min(-(-int(items) // per_block), cap)))
+
+
+def pointer(a):
+    """The device address of ``a`` (the stub's arrays: their host address)."""
+    ptr = getattr(getattr(a, "data", None), "ptr", None)
+    return int(ptr) if ptr is not None else int(a.__array_interface__["data"][0])
+
+
+class Layout:
+    """Launch geometry of the piece kernels for ``rows`` x ``width`` values in ``n`` sequences, the
+    row read as ``width / pack`` packs, sequences of at most ``short_max`` rows left to a short kernel."""
+
+    def __init__(self, rows, width, n, pack=1, short_max=-1):
+        packs = width // pack
+        self.pack, self.short_max = pack, short_max
+        self.log2cw = _cuda.lanes_log2(packs)
+        cw = 1 << self.log2cw
+        self.chunk = _cuda.CHUNK_STEPS * (32 >> self.log2cw)  # rows per piece (one warp)
+        warps = _cuda.BLOCK // 32
+        planned = min(n, rows // (short_max + 1)) if short_max >= 0 else n  # sequences with pieces
+        pieces = planned + rows // self.chunk + 1  # bound on their pieces
+        self.grid = (blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS), int(min(-(-packs // cw), _MAX_GRID_Y)), 1)
+        self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
+        self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
+        self.combine_grid = (int(min(max(n, 1), _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
+        self.short_grid = (blocks(n, _cuda.BLOCK, _tuning.MAX_SHORT_BLOCKS),)
+
+
+def layout(x, n, pack=None):
+    """The :class:`Layout` for contiguous ``[rows, width]`` data ``x`` in ``n`` sequences (``pack``:
+    the widest pack the kernel has, by default :func:`cuda.pack_of` the dtype)."""
+    rows, width = int(x.shape[0]), int(x.shape[1])
+    pack = _cuda.pack_of(x.dtype) if pack is None else pack
+    if width % pack or pointer(x) % 16:
+        pack = 1
+    narrow = width * x.dtype.itemsize <= _tuning.SHORT_ROW_BYTES
+    return Layout(rows, width, n, pack, _tuning.SHORT_ROWS if narrow else -1)
+
+
+def plan(xp, offsets, n, chunk, short_max=-1):
+    """Device prefix sums of the pieces (see segment.cu): two launches, no sync."""
+    counts = xp.empty(2 * (n + 1), dtype=np.int64)
+    kernel(xp, "segment", "lt_piece_counts")(
+        (blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,),
+        (offsets, np.int64(n), np.int64(chunk), np.int64(short_max), counts))
+    return xp.cumsum(counts.reshape(2, n + 1), axis=1).ravel()
+
+
+def segment_reduce(xp, op, x, offsets, n, empty, alloc):
+    """``op`` ("sum", "mean", "max", "min") over the rows of each sequence of ``[rows, width]``
+    native-dtype ``x``: an ``[n, width]`` array of the accumulator dtype (empty sequences: ``empty``)."""
+    native = np.dtype(x.dtype).name
+    acc = np.dtype(_cuda.accumulator(op, native))
+    width = int(x.shape[1])
+    out = alloc((n, width), acc)
+    lay = layout(x, n)
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max)
+    fill = acc.type(empty)
+    if lay.short_max >= 0:
+        kernel(xp, "segment", _cuda.kernel_name("reduce_short", op=op, dtype=native))(
+            lay.short_grid, (_cuda.BLOCK,),
+            (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max), fill))
+    partial = alloc((lay.slots if lay.multi else 1, width), acc)
+    kernel(xp, "segment", _cuda.kernel_name("reduce", op=op, dtype=native, pack=lay.pack))(
+        lay.grid, (_cuda.BLOCK,),
+        (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
+         np.int64(lay.chunk), fill))
+    if lay.multi:
+        kernel(xp, "segment", _cuda.kernel_name("combine", op=op, dtype=native))(
+            lay.combine_grid, (_cuda.BLOCK,), (offsets, pieces, partial, out, np.int64(n), np.int64(width), fill))
+    return out
+
+
+def segment_softmax(xp, x, offsets, n, alloc):
+    """Softmax over the rows of each sequence of ``[rows, width]`` native-dtype ``x``, per column:
+    a ``[rows, width]`` array of the accumulator dtype."""
+    native = np.dtype(x.dtype).name
+    acc = np.dtype(_cuda.accumulator("softmax", native))
+    rows, width = int(x.shape[0]), int(x.shape[1])
+    lay = layout(x, n, _cuda.softmax_pack(native))
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max)
+    out = alloc((rows, width), acc)
+    if lay.short_max >= 0:
+        kernel(xp, "segment", _cuda.kernel_name("softmax_short", dtype=native))(
+            lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+    stats = alloc((2, n, width), acc)  # running max, sum of exp
+    partial = alloc((2, lay.slots if lay.multi else 1, width), acc)
+    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk))
+    kernel(xp, "segment", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
+        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
+    if lay.multi:
+        kernel(xp, "segment", _cuda.kernel_name("softmax_combine", dtype=native))(
+            lay.combine_grid, (_cuda.BLOCK,),
+            (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
+    kernel(xp, "segment", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
+        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
+    return out
+
+
+def pad(xp, words, offsets, n, maxlen, fill, out):
+    """Rows of ``words`` (``[rows, width]`` unsigned words of the data's itemsize) into ``out``
+    (``[n, maxlen, width]`` words), ``fill`` (``[width]`` words) past each sequence's end."""
+    width = int(words.shape[1])
+    log2cw = _cuda.lanes_log2(width)
+    per_block = _cuda.BLOCK >> log2cw
+    kernel(xp, "dense", _cuda.kernel_name("pad", itemsize=words.dtype.itemsize))(
+        (blocks(n * int(maxlen), per_block, 1 << 20),), (_cuda.BLOCK,),
+        (words, offsets, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(log2cw), fill))
+    return out
+
+
+def unpad(xp, padded, offsets, n, total, alloc):
+    """The first rows of every padded sequence of ``padded`` (``[n, maxlen, width]`` words):
+    ``[total, width]`` words."""
+    maxlen, width = int(padded.shape[1]), int(padded.shape[2])
+    out = alloc((total, width), padded.dtype)
+    lay = Layout(total, width, n)
+    pieces = plan(xp, offsets, n, lay.chunk)
+    kernel(xp, "dense", _cuda.kernel_name("unpad", itemsize=padded.dtype.itemsize))(
+        lay.grid, (_cuda.BLOCK,),
+        (padded, offsets, pieces, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(lay.log2cw),
+         np.int64(lay.chunk)))
+    return out

@@ -1,0 +1,253 @@
+"""torch CUDA tensors on the project's CUDA kernels, as autograd Functions.
+
+Segment sum, mean, max and min, segment softmax, pad and unpad of CUDA tensors run the
+kernels of ``backend/cupy/cuda/*.cu`` (launched by ``backend/cupy/_launch.py``) on torch's
+own memory: the tensors are viewed by CuPy through ``__cuda_array_interface__`` (no copy),
+outputs come from torch's caching allocator, and the launches go on torch's current stream
+of the tensor's device. Nothing is read back to the host: sizes come from shapes and the
+LoD's host offsets. Every backward pass is a kernel too (an ``index_select`` by the
+cached segment ids, a segment sum, pad or unpad).
+
+Where CuPy is not installed, under ``torch.compile``/torch.func transforms, or for dtypes the
+kernels lack (bfloat16, complex), the torch backend keeps its torch ops. ``_EMULATED``
+(tests only) sends CPU tensors down this route with the kernels emulated on the CPU
+behind a cupy stub (``tests/backend/cuda_emu.py``), so the host code here runs without a GPU.
+"""
+
+import contextlib
+import sys
+
+import numpy as np
+import torch
+
+from ..cupy import _launch
+from ..cupy import cuda as _kernels
+
+__all__ = ["fits", "SegmentReduce", "SegmentSoftmax", "Pad", "Unpad"]
+
+_CUPY = None  # cupy once imported; False when it is not installed
+_EMULATED = False
+_NAMES = {
+    torch.float16: "float16", torch.float32: "float32", torch.float64: "float64", torch.int8: "int8",
+    torch.uint8: "uint8", torch.int16: "int16", torch.int32: "int32", torch.int64: "int64", torch.bool: "bool",
+}
+
+
+def _cupy():
+    global _CUPY  # noqa: PLW0603 - a lazily filled module cache
+    if _EMULATED:
+        return sys.modules.get("cupy")
+    if _CUPY is None:
+        try:
+            import cupy  # noqa: PLC0415 - optional: the GPU extra
+
+            _CUPY = cupy
+        except Exception:  # noqa: BLE001 - an unusable CuPy (no driver, wrong CUDA) is no CuPy
+            _CUPY = False
+    return _CUPY or None
+
+
+def fits(x, *, words=False):
+    """Whether tensor ``x`` takes the kernels: a CUDA tensor (a CPU one when emulated) of a dtype they
+    compute (``words``: any dtype of 1-8 bytes, for pad/unpad's plain copies), outside tracing."""
+    if not (x.device.type == "cuda" or (_EMULATED and x.device.type == "cpu")):
+        return False
+    if type(x) is not torch.Tensor or x.is_nested or x.layout != torch.strided:
+        return False
+    if torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return False
+    supported = x.element_size() in _kernels.WORDS and not x.is_complex() if words else x.dtype in _NAMES
+    return supported and x.dim() >= 1 and _cupy() is not None
+
+
+def _native(dtype):
+    return _kernels.compute_dtype(_NAMES[dtype])
+
+
+def _torch_dtype(dtype):
+    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+
+
+class _Device:
+    """The kernels' context for tensors on ``device``: its CUDA device current, torch's current stream
+    as CuPy's, and an allocator of torch tensors viewed by CuPy (``tensor(view)`` gives the tensor back)."""
+
+    def __init__(self, device):
+        self.xp = _cupy()
+        self.device = device
+        self._made = {}
+
+    def alloc(self, shape, dtype):
+        t = torch.empty(tuple(int(s) for s in shape), dtype=_torch_dtype(dtype), device=self.device)
+        view = self.view(t)
+        self._made[id(view)] = t
+        return view
+
+    def view(self, t):
+        """A CuPy view of tensor ``t``'s memory: no copy, and no synchronisation (``cupy.asarray`` of a
+        tensor would synchronise torch's stream through ``__cuda_array_interface__``)."""
+        t = t.detach()
+        xp = self.xp
+        if self.device.type != "cuda":  # emulated: the stub views a CPU tensor's memory
+            return xp.asarray(t)
+        dtype = np.dtype(str(t.dtype).rsplit(".", 1)[-1])
+        memory = xp.cuda.UnownedMemory(t.data_ptr(), t.numel() * t.element_size(), t, self.device.index)
+        strides = tuple(s * t.element_size() for s in t.stride())
+        return xp.ndarray(tuple(t.shape), dtype=dtype, memptr=xp.cuda.MemoryPointer(memory, 0), strides=strides)
+
+    def tensor(self, view):
+        return self._made[id(view)]
+
+    @contextlib.contextmanager
+    def launching(self):
+        if self.device.type != "cuda":  # emulated
+            yield
+            return
+        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(self.device)
+        with self.xp.cuda.Device(index), self.xp.cuda.ExternalStream(stream.cuda_stream):
+            yield
+
+
+def _reduce(op, data, offsets, empty):
+    """``op`` over each sequence of ``data``'s rows (the kernels' result dtypes, cast as the contract says)."""
+    n = offsets.numel() - 1
+    row_shape = tuple(data.shape[1:])
+    rows, width = int(data.shape[0]), int(np.prod(row_shape, dtype=np.int64))
+    result = data.dtype if op != "mean" or data.is_floating_point() else torch.float64
+    if n <= 0 or width == 0:
+        return torch.full((max(n, 0),) + row_shape, empty, dtype=result, device=data.device)
+    dev = _Device(data.device)
+    x = data.detach().to(_torch_dtype(_native(data.dtype))).contiguous().reshape(rows, width)
+    with dev.launching():
+        out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.view(offsets.contiguous()), n, empty, dev.alloc)
+    return dev.tensor(out).reshape((n,) + row_shape).to(result)
+
+
+def _ids(ids, offsets, rows):
+    if ids is not None:
+        return ids
+    lengths = offsets[1:] - offsets[:-1]
+    return torch.repeat_interleave(torch.arange(lengths.numel(), device=offsets.device), lengths, output_size=rows)
+
+
+class SegmentReduce(torch.autograd.Function):
+    """Segment sum/mean/max/min by the kernels; backward by ``index_select`` over the segment ids
+    (max/min: the gradient shared among the rows equal to the result, as ``scatter_reduce`` does)."""
+
+    @staticmethod
+    def forward(ctx, data, offsets, ids, op, empty):
+        out = _reduce(op, data, offsets, empty)
+        ctx.op, ctx.rows = op, int(data.shape[0])
+        extreme = op in ("max", "min")  # their gradient goes to the rows equal to the result
+        ctx.save_for_backward(data if extreme else None, offsets, ids, out if extreme else None)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        data, offsets, ids, out = ctx.saved_tensors
+        ids = _ids(ids, offsets, ctx.rows)
+        shape = (-1,) + (1,) * (grad.dim() - 1)
+        if ctx.op == "sum":
+            return grad.index_select(0, ids), None, None, None, None
+        if ctx.op == "mean":
+            lengths = (offsets[1:] - offsets[:-1]).clamp(min=1).reshape(shape).to(grad.dtype)
+            return (grad / lengths).index_select(0, ids), None, None, None, None
+        hit = (data == out.index_select(0, ids)).to(grad.dtype)
+        count = torch.zeros_like(grad).index_add_(0, ids, hit).clamp(min=1)
+        return hit * (grad / count).index_select(0, ids), None, None, None, None
+
+
+class SegmentSoftmax(torch.autograd.Function):
+    """Softmax over each sequence's rows by the kernels; backward ``y * (g - segsum(g * y))``."""
+
+    @staticmethod
+    def forward(ctx, data, offsets, ids):
+        n = offsets.numel() - 1
+        rows, width = int(data.shape[0]), int(np.prod(tuple(data.shape[1:]), dtype=np.int64))
+        result = data.dtype if data.is_floating_point() else torch.float32
+        if rows == 0 or width == 0 or n <= 0:
+            return data.detach().to(result).clone()
+        dev = _Device(data.device)
+        x = data.detach().to(_torch_dtype(_native(data.dtype))).contiguous().reshape(rows, width)
+        with dev.launching():
+            out = _launch.segment_softmax(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, dev.alloc)
+        y = dev.tensor(out).reshape(data.shape).to(result)
+        ctx.save_for_backward(y, offsets, ids)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        y, offsets, ids = ctx.saved_tensors
+        rows = int(y.shape[0])
+        if rows == 0:
+            return grad, None, None
+        gy = grad * y
+        total = _reduce("sum", gy, offsets, 0)
+        return y * (grad - total.index_select(0, _ids(ids, offsets, rows))), None, None
+
+
+def _words(x):
+    return _torch_dtype(f"u{x.element_size()}")
+
+
+def _pad(data, offsets, maxlen, pad_value):
+    n = offsets.numel() - 1
+    row_shape = tuple(data.shape[1:])
+    width = int(np.prod(row_shape, dtype=np.int64))
+    out = torch.empty((n, int(maxlen)) + row_shape, dtype=data.dtype, device=data.device)
+    if n <= 0 or width == 0 or maxlen == 0:
+        return out.fill_(pad_value) if out.numel() else out
+    fill = torch.full(row_shape, pad_value, dtype=data.dtype, device=data.device).reshape(width)
+    word = _words(data)
+    dev = _Device(data.device)
+    x = data.detach().contiguous().reshape(-1, width).view(word)
+    with dev.launching():
+        _launch.pad(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, int(maxlen), dev.view(fill.view(word)),
+                    dev.view(out.view(n, int(maxlen), width).view(word)))
+    return out
+
+
+def _unpad(padded, offsets, total):
+    n, maxlen = int(padded.shape[0]), int(padded.shape[1])
+    row_shape = tuple(padded.shape[2:])
+    width = int(np.prod(row_shape, dtype=np.int64))
+    if total == 0 or width == 0:
+        return torch.empty((total,) + row_shape, dtype=padded.dtype, device=padded.device)
+    word = _words(padded)
+    dev = _Device(padded.device)
+    flat = padded.detach().contiguous().reshape(n, maxlen, width).view(word)
+    with dev.launching():
+        out = _launch.unpad(dev.xp, dev.view(flat), dev.view(offsets.contiguous()), n, total, dev.alloc)
+    return dev.tensor(out).view(padded.dtype).reshape((total,) + row_shape)
+
+
+class Pad(torch.autograd.Function):
+    """Rows into ``(sequences, maxlen, *row)`` by the pad kernel (a host scalar pad value); backward: unpad."""
+
+    @staticmethod
+    def forward(ctx, data, offsets, maxlen, pad_value):
+        ctx.save_for_backward(offsets)
+        ctx.rows = int(data.shape[0])
+        return _pad(data, offsets, maxlen, pad_value)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (offsets,) = ctx.saved_tensors
+        return Unpad.apply(grad, offsets, ctx.rows), None, None, None
+
+
+class Unpad(torch.autograd.Function):
+    """``(sequences, L, *row)`` back to rows by the unpad kernel; backward: pad with zeros."""
+
+    @staticmethod
+    def forward(ctx, padded, offsets, total):
+        ctx.save_for_backward(offsets)
+        ctx.maxlen = int(padded.shape[1])
+        return _unpad(padded, offsets, int(total))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (offsets,) = ctx.saved_tensors
+        return Pad.apply(grad, offsets, ctx.maxlen, 0), None, None
