@@ -52,9 +52,20 @@ gpu-check: $(VENV)/.gpucheck
 test-slow: $(VENV)/.test
 	$(BIN)/python -m pytest -q -m slow || [ $$? -eq 5 ]  # 5: none collected
 
+# A GPU machine often has torch and CuPy installed but no package index: there test-gpu and bench-gpu
+# use the interpreter that already imports them (GPU_PYTHON; by default $(PYTHON) when it imports
+# torch, cupy, pytest and hypothesis), with the compiled kernels built in place; else they set up .venv.
+GPU_PYTHON ?= $(shell $(PYTHON) -c "import torch, cupy, pytest, hypothesis" >/dev/null 2>&1 && echo $(PYTHON))
+
+ifneq ($(GPU_PYTHON),)
+test-gpu:
+	$(GPU_PYTHON) setup.py -q build_ext --inplace
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) -m pytest -q -m gpu -rs -p no:cacheprovider
+else
 test-gpu: $(VENV)/.test gpu-check
 	$(PIP) -e ".[test,cuda]"
 	$(BIN)/python -m pytest -q -m gpu -rs
+endif
 
 # Every `cupy` case of the suite without a GPU: the real CUDA kernels run on the CPU behind a
 # cupy stub (tests/backend/cuda_emu.py; needs g++). Checks results, not speed.
@@ -62,9 +73,15 @@ test-cupy-emulated: $(VENV)/.test
 	LT_CUPY_EMULATED=1 $(BIN)/python -m pytest -q -m "not slow" -k cupy
 
 # The GPU benchmark alone (bench/gpu.py; docs/gpu.md records its tables).
+ifneq ($(GPU_PYTHON),)
+bench-gpu:
+	$(GPU_PYTHON) setup.py -q build_ext --inplace
+	PYTHONPATH=$(CURDIR) $(GPU_PYTHON) bench/run.py gpu
+else
 bench-gpu: $(VENV)/.bench
 	$(PIP) -e ".[cuda]"
 	$(BIN)/python bench/run.py gpu
+endif
 
 # The fuzz suite for as long as FUZZ_MINUTES (its CI profile runs in `make test`).
 FUZZ_MINUTES ?= 30
