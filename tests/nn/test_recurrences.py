@@ -228,9 +228,9 @@ def test_small_recurrences_run_their_steps_on_one_thread_forward_and_backward(la
         name = f"_{layer}_{part}"
         inner = getattr(_recurrent, name)
 
-        def probe(*args, _inner=inner, _part=part):
+        def probe(*args, _inner=inner, _part=part, **kwargs):
             seen[_part].append(torch.get_num_threads())
-            return _inner(*args)
+            return _inner(*args, **kwargs)
 
         monkeypatch.setattr(_recurrent, name, probe)
     previous = torch.get_num_threads()

@@ -37,9 +37,21 @@ def _softsign_(x, width):
     x.div_(x.abs().add_(1))
 
 
+def _tanh_(x, width):
+    """tanh in place; on CPU by NumPy's SIMD tanh on the tensor's memory (torch 2.13's CPU tanh ran
+    5-20x slower: ``_tuning.NUMPY_TANH``)."""
+    if _tuning.NUMPY_TANH and x.device.type == "cpu" and x.dtype in _NUMPY_TANH_DTYPES:
+        a = x.numpy()
+        np.tanh(a, out=a)
+        return x
+    return x.tanh_()
+
+
+_NUMPY_TANH_DTYPES = (torch.float32, torch.float64)
+
 _ACT_ = {
     "sigmoid": lambda x, w: x.sigmoid_(),
-    "tanh": lambda x, w: x.tanh_(),
+    "tanh": _tanh_,
     "relu": lambda x, w: x.relu_(),
     "identity": lambda x, w: x,
     "linear": lambda x, w: x,
@@ -168,14 +180,16 @@ def _once(where, grads):
 
 
 # -- LSTM -----------------------------------------------------------------------------------------
-def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep):
-    """Step-major activated gates ``[total, 4D]`` (candidate, input, forget, output), cells and hidden states."""
+def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, keep=False):
+    """Step-major activated gates ``[total, 4D]`` (candidate, input, forget, output), cells, hidden states
+    and, with ``keep`` (for the backward), the cells' activations (else None)."""
     gate, cell, cand = (_ACT_[a] for a in acts)
     d = int(w.shape[0])
     gates = _take(x, rows)
     gates += b[:, : 4 * d]
     total = int(gates.shape[0])
     hs, cs = gates.new_empty((total, d)), gates.new_empty((total, d))
+    cell_acts = gates.new_empty((total, d)) if keep else None
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     lo = 0
@@ -198,26 +212,30 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep):
             g[:, 3 * d :].addcmul_(c, w_oc)
             gate(g[:, 3 * d :], d)
         h = hs[lo:hi]
-        h.copy_(c)
-        cell(h, d)
-        h.mul_(g[:, 3 * d :])
+        if keep:
+            tc = cell_acts[lo:hi]
+            tc.copy_(c)
+            cell(tc, d)
+            torch.mul(tc, g[:, 3 * d :], out=h)
+        else:
+            h.copy_(c)
+            cell(h, d)
+            h.mul_(g[:, 3 * d :])
         lo = hi
-    return gates, hs, cs
+    return gates, hs, cs, cell_acts
 
 
 def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs):
-    w, b, h0, c0, gates, hs, cs, rows, inverse = saved
+    w, b, h0, c0, gates, hs, cs, cell_acts, rows, inverse = saved
     counts, acts, peep = meta
-    gate_name, cell_name, cand_name = acts
     gate_grad, cell_grad, cand_grad = (_GRAD_[a] for a in acts)
-    cell_act = _ACT_[cell_name]
     d, n0, total = int(w.shape[0]), counts[0], int(gates.shape[0])
     bounds = _bounds(counts)
     g_h = None if grad_hidden is None else _take(grad_hidden, rows)
     g_c = None if grad_cell is None else _take(grad_cell, rows)
     dgates = torch.empty_like(gates)
     dh, dc = gates.new_zeros((n0, d)), gates.new_zeros((n0, d))
-    t1, t2 = gates.new_empty((n0, d)), gates.new_empty((n0, d))
+    scratch = gates.new_empty((n0, d))
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     for t in range(len(counts) - 1, -1, -1):
@@ -231,11 +249,9 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs):
         g, dg = gates[lo:hi], dgates[lo:hi]
         cand, i, f, o = g[:, :d], g[:, d : 2 * d], g[:, 2 * d : 3 * d], g[:, 3 * d :]
         d_cand, d_i, d_f, d_o = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d : 3 * d], dg[:, 3 * d :]
-        tc = t1[:n]
-        tc.copy_(cs[lo:hi])
-        cell_act(tc, d)  # cell(c_t), recomputed
+        tc = cell_acts[lo:hi]  # cell(c_t)
         torch.mul(dhv, tc, out=d_o)
-        tmp = t2[:n]
+        tmp = scratch[:n]
         torch.mul(dhv, o, out=tmp)
         cell_grad(tc, tmp, d)
         dcv += tmp
@@ -286,8 +302,8 @@ def _lstm_function():
         @staticmethod
         def forward(ctx, x, w, b, h0, c0, rows, inverse, counts, acts, peep):
             with StepThreads(x, counts[0], int(w.shape[0]), 4):
-                gates, hs, cs = _lstm_forward(x, w, b, h0, c0, rows, counts, acts, peep)
-            ctx.save_for_backward(w, b, h0, c0, gates, hs, cs, rows, inverse)
+                gates, hs, cs, cell_acts = _lstm_forward(x, w, b, h0, c0, rows, counts, acts, peep, keep=True)
+            ctx.save_for_backward(w, b, h0, c0, gates, hs, cs, cell_acts, rows, inverse)
             ctx.meta = (counts, acts, peep)
             ctx.set_materialize_grads(False)
             return _take(hs, inverse), _take(cs, inverse)
@@ -456,7 +472,7 @@ def lstm(x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peephole
         fn = _function("lstm", _lstm_function)
         return fn.apply(x, weight, bias, h_0, c_0, rows, inverse, counts, acts, bool(peepholes))
     with torch.no_grad(), StepThreads(x, counts[0], int(weight.shape[0]), 4):
-        _, hs, cs = _lstm_forward(x, weight, bias, h_0, c_0, rows, counts, acts, bool(peepholes))
+        _, hs, cs, _ = _lstm_forward(x, weight, bias, h_0, c_0, rows, counts, acts, bool(peepholes))
         return _take(hs, inverse), _take(cs, inverse)
 
 
