@@ -56,11 +56,14 @@ def save(path, t):
     TypeError
         ``t`` is not a LoDTensor, or has complex data.
     ValueError
-        ``t`` holds no data, its lod does not fit it, or its data is on a GPU.
+        ``t`` holds no data, its lod does not fit it, its data is on a GPU, or
+        its rows have more than 31 dimensions (what :func:`load` reads).
     """
     pa = require("pyarrow", "arrow", "save()")
     if not isinstance(t, LoDTensor):
         raise TypeError(f"save(): t must be a LoDTensor, got {type(t).__name__}")
+    if t.data is not None and len(t.shape()) - 1 > _MAX_ROW_DIMS:  # what load() reads back, refused up front
+        raise ValueError(f"save(): t has {len(t.shape()) - 1} row dimensions; lt.load reads at most {_MAX_ROW_DIMS}")
     arr = to_arrow(t)
     meta = {
         "format": _FORMAT,

@@ -108,8 +108,12 @@ def deep_lods(data):
         return
     _same(lt.from_arrow(arr), t)
     with tempfile.TemporaryDirectory() as d:
-        lt.save(f"{d}/t.arrow", t)
-        _same(lt.load(f"{d}/t.arrow"), t)
+        try:
+            lt.save(f"{d}/t.arrow", t)
+        except ValueError as err:  # lt.load reads rows of at most 31 dims (NumPy 1.x's 32 with the rows)
+            assert t.data.ndim - 1 > 31 and "reads at most 31" in str(err), err
+        else:
+            _same(lt.load(f"{d}/t.arrow"), t)
         try:
             lt.write_parquet(f"{d}/t.parquet", {"t": t})
         except ValueError as err:

@@ -251,3 +251,13 @@ def test_other_byte_order_is_swapped_not_reinterpreted():
     assert t.to_arrow().to_pylist() == [[[0.0, 1.0]], [[2.0, 3.0], [4.0, 5.0]]]
     assert lt.from_arrow(t.to_arrow()).dtype == np.float32
     assert lt.LoDTensor(np.arange(3, dtype=">i8")).to_arrow().to_pylist() == [0, 1, 2]
+
+
+def test_save_refuses_rows_load_cannot_read(tmp_path):
+    # found by the deep_lods fuzz target: lt.load caps rows at 31 dims (NumPy 1.x's 32 with the rows),
+    # lt.save wrote 32-dim rows it then refused to load
+    lt.save(tmp_path / "ok.arrow", lt.LoDTensor(np.zeros((1,) * 32), [[0, 1]]))
+    assert lt.load(tmp_path / "ok.arrow").shape() == [1] * 32
+    with pytest.raises(ValueError, match=r"save\(\): t has 32 row dimensions; lt.load reads at most 31"):
+        lt.save(tmp_path / "no.arrow", lt.LoDTensor(np.zeros((1,) * 33), [[0, 1]]))
+    assert not (tmp_path / "no.arrow").exists()
