@@ -17,7 +17,20 @@ the flat buffer. With torch installed, ``torch.relu(nt)``, ``F.linear``,
 """
 
 from ..backend._threads import get_num_threads, set_num_threads
-from . import _accessors, _attention, _convert, _dims, _layouts, _lod_torch, _nn, _ops, _pointwise, _reductions, _shape  # noqa: F401 - importing them fills the op table (and _convert the conversion methods)
+from . import (  # noqa: F401 - importing them fills the op table (and _convert the conversion methods)
+    _accessors,
+    _attention,
+    _compile,
+    _convert,
+    _dims,
+    _layouts,
+    _lod_torch,
+    _nn,
+    _ops,
+    _pointwise,
+    _reductions,
+    _shape,
+)
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
 from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, stack, unflatten, unsqueeze

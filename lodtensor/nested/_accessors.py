@@ -58,9 +58,10 @@ class JaggedAccessors:
         if holes is not None:
             return holes[0]
         st = self._st
-        if st.is_lod and st.n:
-            offsets, row_shape = st.rows()
-            return self._buf.reshape((int(offsets[-1]),) + row_shape)
+        if st.tail is not None:
+            if st._sizes is None and 0 not in st.tail:  # a lazy size table (torch.compile): do not resolve it
+                return self._buf.reshape((-1,) + st.tail)
+            return self._buf.reshape((int(st.rows()[0][-1]),) + st.tail)
         return self._buf if self._perm is None else self._buffer
 
     def offsets(self):

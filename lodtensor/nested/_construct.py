@@ -12,6 +12,7 @@ from ..errors import BackendMismatchError, ShapeError
 from ..lod import LoD
 from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
+from ._dispatch import mark_dynamic
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, check_requires_grad, resolve_dtype
 from ._tensor import NestedTensor, Structure, make
 
@@ -202,7 +203,7 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
         buffer = _pin(buffer)
     if requires_grad:
         buffer.requires_grad_(True)
-    return make(buffer, structure, layout)
+    return mark_dynamic(make(buffer, structure, layout))
 
 
 def is_two_level_list(tensor_list):
@@ -270,22 +271,22 @@ def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
     where = "as_nested_tensor()"
     lay = None if layout is None else _check_layout(layout)
     if isinstance(tensor_list, NestedTensor):
-        return _convert(tensor_list, dtype, device, lay, where)
+        return mark_dynamic(_convert(tensor_list, dtype, device, lay, where))
     if isinstance(tensor_list, LoDTensor):
-        return _convert(from_lod_tensor(tensor_list), dtype, device, lay, where)
+        return mark_dynamic(_convert(from_lod_tensor(tensor_list), dtype, device, lay, where))
     kind = type(tensor_list).__name__
     if kind == "PackedSequence":
         tensor_list = _unpack_sequence(tensor_list)
     elif backend_name_of(tensor_list) is not None:
         if getattr(tensor_list, "is_nested", False) is True:
-            return _convert(_from_torch_nested(tensor_list), dtype, device, lay, where)
-        return _convert(_from_dense(tensor_list, where), dtype, device, lay, where)
+            return mark_dynamic(_convert(_from_torch_nested(tensor_list), dtype, device, lay, where))
+        return mark_dynamic(_convert(_from_dense(tensor_list, where), dtype, device, lay, where))
     if not isinstance(tensor_list, (list, tuple)):
         raise TypeError(
             f"{where}: Expected first argument to be a tensor or a list / tuple of tensors, got {kind}"
         )
     buffer, structure = _from_list(tensor_list, dtype, device, lay or "strided", where, keep_history=True)
-    return make(buffer, structure, lay or "strided")
+    return mark_dynamic(make(buffer, structure, lay or "strided"))
 
 
 def _convert(nt, dtype, device, layout, where):
@@ -321,7 +322,7 @@ def from_lod_tensor(t, level=-1):
     structure = Structure(sizes)
     if structure.is_lod:
         structure._rows = (offsets, tuple(int(s) for s in data.shape[1:]))
-    return make(data.reshape(-1), structure)
+    return mark_dynamic(make(data.reshape(-1), structure))
 
 
 def _from_torch_nested(nt):

@@ -42,7 +42,7 @@ def _regular_dim(where, nt, dim, ndim=None):
 def _view(nt, plan, sizes):
     """A view whose component dims regroup ``nt``'s as ``plan`` says (see ``_permute.regroup``); ``sizes``,
     the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied)."""
-    out = regroup(nt._st, nt._perm, plan)
+    out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else None  # contiguous: the sizes are the storage
     if out is None:
         return make(nt._buffer, Structure(sizes, nt._st.offsets), nt._layout)
     table, perm = out

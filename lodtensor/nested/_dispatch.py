@@ -8,11 +8,14 @@ importing lodtensor never imports torch).
 """
 
 import operator
+import sys
 
-__all__ = ["OP_TABLE", "TORCH_NAMES", "torch_dispatch", "torch_table"]
+__all__ = ["OP_TABLE", "TORCH_NAMES", "COMPILE_HOOKS", "torch_dispatch", "torch_table", "compiling", "mark_dynamic"]
 
 #: lodtensor op name -> implementation.
 OP_TABLE = {}
+#: filled by ``_compile`` when it loads: "call" (an op under torch.compile), "from_jagged"
+COMPILE_HOOKS = {}
 #: lodtensor op name -> dotted names of the torch callables it implements.
 TORCH_NAMES = {}
 _RESOLVED = {}
@@ -44,3 +47,32 @@ def torch_dispatch(func, args, kwargs):
             f"{module}.{name} is not supported for lodtensor NestedTensor; supported ops: {supported}"
         )
     return impl(*args, **kwargs)
+
+
+def compiling():
+    """True while ``torch.compile`` (dynamo) traces; False in eager code and when dynamo is not loaded.
+
+    ``torch._dynamo.is_compiling`` is the form dynamo traces (it answers True in the graph everywhere;
+    ``torch.compiler.is_compiling`` is one it skips in some frames, such as a ``__torch_function__``
+    reached from ``F.scaled_dot_product_attention``, and then answers False).
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    return dynamo is not None and dynamo.is_compiling()
+
+
+def mark_dynamic(nt):
+    """Mark ``nt``'s buffer dim 0 dynamic for dynamo (when dynamo is loaded and the buffer is a torch tensor),
+    so that a batch with other lengths but the same row shape reuses a compiled graph. Returns ``nt``.
+
+    Called by the constructors: it costs a dictionary lookup when dynamo is not loaded.
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None:
+        return nt
+    if not _RESOLVED:  # built here, outside any graph: built while dynamo traces, it is a guard that then fails
+        torch_table()
+    torch = sys.modules["torch"]
+    buf = nt._buf
+    if isinstance(buf, torch.Tensor) and buf.dim() and not dynamo.is_compiling():
+        dynamo.maybe_mark_dynamic(buf, 0)
+    return nt

@@ -16,7 +16,7 @@ from ..errors import ShapeError
 from ..lod import LoD
 from ._broadcast import same_backend
 from ._construct import as_nested_tensor
-from ._dispatch import OP_TABLE
+from ._dispatch import COMPILE_HOOKS, OP_TABLE, compiling, mark_dynamic
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
 __all__ = ["nested_tensor_from_jagged", "narrow", "masked_select"]
@@ -51,6 +51,12 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     >>> holes.to_tensor_list(), holes.lengths().tolist()
     ([array([0]), array([2, 3])], [1, 2])
     """
+    if compiling():  # under torch.compile: the offsets stay a tensor of the graph (see _compile)
+        return COMPILE_HOOKS["from_jagged"](_from_jagged, values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen)
+    return mark_dynamic(_from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen))
+
+
+def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
     where = "nested_tensor_from_jagged()"
     if backend_name_of(values) is None or values.ndim < 1:
         raise TypeError(f"{where}: values must be an array or tensor with at least 1 dim")

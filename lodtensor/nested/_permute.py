@@ -16,7 +16,8 @@ import numpy as np
 from ._grouped import block_of, element_index, joined, shape_groups
 from ._structure import Structure
 
-__all__ = ["normalize_perm", "compose", "permute_view", "permuted", "logical_structure", "regroup"]
+__all__ = ["normalize_perm", "compose", "permute_view", "permuted", "logical_structure", "regroup", "regroup_table",
+           "regroup_columns"]
 
 
 def normalize_perm(perm):
@@ -91,8 +92,27 @@ def regroup(st, perm, plan):
     ``len(sizes)`` dims) or ``("new",)`` (a dim of size 1); a current dim left out of the plan is dropped (it
     must have size 1). Each new dim reads one storage axis, placed in the storage where its parts were.
     """
-    perm = compose(perm, st.rank)
     sizes = st.sizes
+    out = regroup_columns(lambda axis: sizes[:, axis], lambda value: np_full(st.n, value), st.rank, perm, plan)
+    if out is None:
+        return None
+    columns, new_perm = out
+    table = np.stack(columns, axis=1) if columns else np.zeros((st.n, 0), np.int64)
+    return table.astype(np.int64, copy=False), new_perm
+
+
+def regroup_table(sizes, perm, plan):
+    """:func:`regroup`'s size table from a size table (the recipe of a lazy Structure)."""
+    n, rank = sizes.shape
+    columns, _ = regroup_columns(lambda axis: sizes[:, axis], lambda value: np_full(n, value), rank, perm, plan)
+    return np.stack(columns, axis=1) if columns else np.zeros((n, 0), np.int64)
+
+
+def regroup_columns(column, constant, rank, perm, plan):
+    """The core of :func:`regroup`, over columns: ``column(axis)`` is a storage axis's sizes (a NumPy
+    column, or one component's int), ``constant(value)`` a column of one value. Returns ``(new storage
+    columns, new perm)`` or None. Pure Python over ints, so ``torch.compile`` traces it on row shapes."""
+    perm = compose(perm, rank)
     units = []  # (sort key, size column, new component dim)
     pending = []  # new size-1 dims, placed just before the storage axis of the next dim
     for dim, step in enumerate(_expand(plan)):
@@ -105,23 +125,24 @@ def regroup(st, perm, plan):
             axes = perm[a : b + 1]
             if list(axes) != list(range(axes[0], axes[0] + len(axes))):
                 return None
-            key, column = (axes[0], 0), sizes[:, axes[0] : axes[-1] + 1].prod(axis=1)
+            key, col = (axes[0], 0), column(axes[0])
+            for axis in axes[1:]:
+                col = col * column(axis)
         elif kind == "piece":
-            key, column = (perm[step[1]], step[2]), np_full(st.n, step[3])
+            key, col = (perm[step[1]], step[2]), constant(step[3])
         else:
-            key, column = (perm[step[1]], 0), sizes[:, perm[step[1]]]
+            key, col = (perm[step[1]], 0), column(perm[step[1]])
         for new in pending:
-            units.append(((key[0], key[1] - 0.5), np_full(st.n, 1), new))
+            units.append(((key[0], key[1] - 0.5), constant(1), new))
         pending = []
-        units.append((key, column, dim))
+        units.append((key, col, dim))
     for new in pending:
-        units.append(((st.rank, 0), np_full(st.n, 1), new))
+        units.append(((rank, 0), constant(1), new))
     units.sort(key=lambda u: u[0])
-    table = np.stack([u[1] for u in units], axis=1) if units else np.zeros((st.n, 0), np.int64)
     new_perm = [0] * len(units)
     for position, (_, _, dim) in enumerate(units):
         new_perm[dim] = position
-    return table.astype(np.int64, copy=False), normalize_perm(new_perm)
+    return [u[1] for u in units], normalize_perm(new_perm)
 
 
 def _expand(plan):

@@ -8,7 +8,7 @@ level.
 
 import functools
 
-from ._dispatch import _RESOLVED, OP_TABLE, TORCH_NAMES, torch_dispatch, torch_table
+from ._dispatch import _RESOLVED, COMPILE_HOOKS, OP_TABLE, TORCH_NAMES, compiling, torch_dispatch, torch_table
 from ._two_level import call
 
 __all__ = ["OP_TABLE", "TORCH_NAMES", "implements", "torch_dispatch", "torch_table"]
@@ -34,10 +34,13 @@ def implements(name, *torch_names):
 
 
 def _two_level_aware(name, fn):
-    """``fn``, sending calls with a two-level nested tensor (two ragged dims) through ``_two_level.call``."""
+    """``fn``, sending calls with a two-level nested tensor (two ragged dims) through ``_two_level.call``,
+    and calls under ``torch.compile`` to ``_compile.call``."""
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
+        if compiling():
+            return COMPILE_HOOKS["call"](name, op, args, kwargs)
         for x in args[:3]:
             if getattr(x, "_outer", None) is not None or (
                 type(x) in (list, tuple) and x and getattr(x[0], "_outer", None) is not None

@@ -3,6 +3,7 @@
 import numpy as np
 
 from .._validate import _integer_array
+from ..backend import backend_of
 from ..lod import LoD
 from ._symbolic import ragged_size
 
@@ -17,25 +18,96 @@ class Structure:
     Results with the same shape as their input share its Structure, so its
     cached facts (regular dims, row offsets, Python lists for unbind) are
     computed once per batch, not once per op.
+
+    Two facts are plain Python values, known without reading the size table:
+    ``rank`` (dims per component) and ``tail`` (the sizes of component dims
+    1.. when every component has the same ones, else None: the row shape of
+    the LoD case). The ops that ``torch.compile`` traces read only these, so
+    LoD metadata never enters a traced graph; a Structure made there is
+    *lazy* (:meth:`derived`, :meth:`from_jagged`): its size table is computed
+    from its source on first use, outside the graph.
     """
 
-    __slots__ = ("sizes", "offsets", "_regular", "_rows", "_lists", "_lod", "_dims")
+    __slots__ = ("_sizes", "_offsets", "_source", "rank", "tail", "_regular", "_rows", "_lists", "_lod", "_dims")
 
     def __init__(self, sizes, offsets=None):
         sizes = np.asarray(sizes, dtype=_INT64)
+        self._set(sizes, offsets)
+        self._source = None
+        self.rank = sizes.shape[1]
+        rest = sizes[:, 1:]
+        self.tail = tuple(int(v) for v in rest[0]) if self.rank and sizes.shape[0] and (
+            rest == rest[:1]).all() else None
+        self._regular = None
+        self._rows = None
+        self._lists = None
+        self._lod = None
+        self._dims = None
+
+    def _set(self, sizes, offsets):
         if offsets is None:
             numel = sizes.prod(axis=1) if sizes.shape[1] else np.ones(sizes.shape[0], _INT64)
             offsets = np.zeros(sizes.shape[0] + 1, dtype=_INT64)
             np.cumsum(numel, out=offsets[1:])
         sizes.setflags(write=False)
         offsets.setflags(write=False)
-        self.sizes = sizes
-        self.offsets = offsets
-        self._regular = None
-        self._rows = None
-        self._lists = None
-        self._lod = None
-        self._dims = None
+        self._sizes = sizes
+        self._offsets = offsets
+
+    @classmethod
+    def _lazy(cls, source, rank, tail):
+        st = object.__new__(cls)
+        st._sizes = st._offsets = None
+        st._source = source
+        st.rank = rank
+        st.tail = tail
+        st._regular = st._rows = st._lists = st._lod = st._dims = None
+        return st
+
+    @classmethod
+    def derived(cls, parent, recipe, args, rank, tail, same_numel=True):
+        """A lazy Structure: ``recipe(parent.sizes, *args)`` is its size table (``args`` Python values); the
+        element offsets are ``parent``'s when ``same_numel``. ``rank`` and ``tail`` are given (known from
+        ``parent``'s and ``args``)."""
+        return cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail)
+
+    @classmethod
+    def from_jagged(cls, offsets, row_shape):
+        """A lazy Structure of components ``(length, *row_shape)`` whose row offsets are the int64 tensor
+        ``offsets`` (checked through the LoD gate when the table is first needed)."""
+        return cls._lazy(("jagged", offsets, tuple(row_shape)), 1 + len(row_shape), tuple(row_shape))
+
+    def _resolve(self):
+        kind, *rest = self._source
+        if kind == "derived":
+            parent, recipe, args, same_numel = rest
+            sizes = np.asarray(recipe(parent.sizes, *args), dtype=_INT64)
+            self._set(sizes.copy() if sizes.base is not None else sizes, parent.offsets if same_numel else None)
+        else:
+            offsets, row_shape = rest
+            host = backend_of(offsets).to_numpy(offsets)
+            lod = LoD([host])  # the gate: offsets made in a compiled graph are checked like any others
+            rows = lod.offsets(0)
+            sizes = np.empty((rows.size - 1, 1 + len(row_shape)), dtype=_INT64)
+            sizes[:, 0] = np.diff(rows)
+            sizes[:, 1:] = row_shape
+            self._set(sizes, None)
+            self._rows = (rows, row_shape)
+        self._source = None
+
+    @property
+    def sizes(self):
+        """The size table: one row per component, one column per component dim (int64, read-only)."""
+        if self._sizes is None:
+            self._resolve()
+        return self._sizes
+
+    @property
+    def offsets(self):
+        """Element offsets of the components in the buffer (int64, read-only)."""
+        if self._offsets is None:
+            self._resolve()
+        return self._offsets
 
     @classmethod
     def uniform(cls, n, shape):
@@ -70,11 +142,6 @@ class Structure:
         return self.sizes.shape[0]
 
     @property
-    def rank(self):
-        """Dimensions of each component (the nested tensor has one more)."""
-        return self.sizes.shape[1]
-
-    @property
     def numel(self):
         return int(self.offsets[-1])
 
@@ -91,7 +158,7 @@ class Structure:
     @property
     def is_lod(self):
         """True when only the first component dim may be ragged (a one-level LoD over rows)."""
-        return self.rank >= 1 and all(self.regular[1:]) and self.n > 0
+        return self.tail is not None
 
     def dim_sizes(self):
         """Per component dim: its size (an int) when regular, else its :class:`RaggedSize` (cached)."""
@@ -112,7 +179,7 @@ class Structure:
             offsets = np.zeros(self.n + 1, dtype=_INT64)
             np.cumsum(self.sizes[:, 0], out=offsets[1:])
             offsets.setflags(write=False)
-            rows = self._rows = (offsets, tuple(int(s) for s in self.sizes[0, 1:]))
+            rows = self._rows = (offsets, self.tail)
         return rows
 
     def lod(self):

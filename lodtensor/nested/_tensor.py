@@ -17,7 +17,7 @@ from ..errors import ShapeError
 from ..place import place_of
 from . import _dispatch
 from ._dtypes import check_requires_grad
-from ._permute import logical_structure, normalize_perm, permute_view, permuted
+from ._permute import compose, logical_structure, normalize_perm, permute_view, permuted
 from ._structure import Structure, normalize_dim
 from ._symbolic import RaggedSize, Size, ragged_size
 
@@ -147,7 +147,7 @@ class NestedTensor:
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
         """Number of dims, counting dim 0 (the components)."""
-        return self._struct.rank + (1 if getattr(self, "_outer", None) is None else 2)
+        return self._st.rank + (1 if getattr(self, "_outer", None) is None else 2)
 
     @property
     def ndim(self):
@@ -164,6 +164,11 @@ class NestedTensor:
         if dim is None:
             return self.shape
         d = normalize_dim(dim, self.dim())
+        st = self._st
+        if d and st.tail is not None and getattr(self, "_outer", None) is None:  # a regular dim: from the row shape
+            storage = compose(self._perm, st.rank)[d - 1]  # (no size table read: torch.compile traces this)
+            if storage:
+                return st.tail[storage - 1]
         size = self.shape[d]
         if isinstance(size, RaggedSize):
             raise ShapeError(f"Given dimension {d} is irregular and does not have a size.")
@@ -181,6 +186,11 @@ class NestedTensor:
         >>> nt.shape[0], nt.shape[-1], len(nt.shape), nt.shape == (nt * 2).shape
         (2, 6, 3, True)
         """
+        if _dispatch.compiling():  # the size table is host data: read behind a graph break
+            return _dispatch.COMPILE_HOOKS["eager"](_shape, self)
+        return _shape(self)
+
+    def _shape_eager(self):
         st = self._struct
         outer = getattr(self, "_outer", None)
         if outer is None:
@@ -403,6 +413,10 @@ class NestedTensor:
     __gt__ = _op("gt")
     __ge__ = _op("ge")
     __hash__ = object.__hash__
+
+
+def _shape(nt):
+    return nt._shape_eager()
 
 
 def attach_ops(names):
