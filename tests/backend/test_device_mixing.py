@@ -18,6 +18,7 @@ from torch.overrides import TorchFunctionMode  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
 from lodtensor import sequence as seq  # noqa: E402
+from lodtensor.nn import functional as F  # noqa: E402
 
 
 def _tensors(obj):
@@ -84,6 +85,49 @@ OPS = {
     "index": lambda mk: mk()[1],
     "reshape": lambda mk: seq.sequence_reshape(mk(), 2),
 }
+
+
+def _host(*shape, seed=0):
+    """A host parameter (NumPy): the layers put it on the data's device."""
+    return np.random.RandomState(seed).uniform(-0.5, 0.5, size=shape)
+
+
+def _labels(high):
+    """Host ids over LOD's rows (labels are checked on the host: a device label is read back once)."""
+    return lt.LoDTensor(np.arange(7).reshape(7, 1) % high, LOD)
+
+
+def _trained(layer, width):
+    """``layer`` forward and backward on data that requires grad: the input's gradient."""
+
+    def op(mk):
+        data = mk(width=width).data.detach().requires_grad_()
+        out = layer(lt.LoDTensor(data, LOD))
+        (out[0] if isinstance(out, tuple) else out).data.sum().backward()
+        return data.grad
+
+    return op
+
+
+# lodtensor.nn's layers (#23 item 3): the time plans, context rows, label paths and NumPy
+# parameters reach the data through the backend, never as host tensors
+OPS.update({
+    "nn_fc": lambda mk: F.fc(mk(), _host(4, 3), _host(3), act="tanh"),
+    "nn_embedding": lambda mk: F.embedding(lt.LoDTensor(np.arange(7).reshape(7, 1) % 5, LOD),
+                                           mk(width=3).data[:5], padding_idx=0),
+    "nn_sequence_conv": lambda mk: F.sequence_conv(mk(), _host(12, 2), _host(2), act="relu"),
+    "nn_sequence_conv_padding": lambda mk: F.sequence_conv(mk(), _host(12, 2), padding_trainable=True,
+                                                           padding_data=_host(2, 4)),
+    "nn_row_conv": lambda mk: F.row_conv(mk(), _host(3, 4)),
+    "nn_lstm": lambda mk: F.dynamic_lstm(mk(width=8), _host(2, 8), _host(1, 14), _host(3, 2), _host(3, 2)),
+    "nn_lstm_reverse": lambda mk: F.dynamic_lstm(mk(width=8), _host(2, 8), _host(1, 8), use_peepholes=False,
+                                                 is_reverse=True),
+    "nn_lstm_backward": _trained(lambda x: F.dynamic_lstm(x, _host(2, 8), _host(1, 14), _host(3, 2)), 8),
+    "nn_gru": lambda mk: F.dynamic_gru(mk(width=6), _host(2, 6), _host(1, 6), _host(3, 2), origin_mode=True),
+    "nn_gru_backward": _trained(lambda x: F.dynamic_gru(x, _host(2, 6), _host(1, 6), is_reverse=True), 6),
+    "nn_crf": lambda mk: F.linear_chain_crf(mk(width=3), _labels(3), _host(5, 3)),
+    "nn_crf_decoding": lambda mk: F.crf_decoding(mk(width=3), _host(5, 3), label=_labels(3)),
+})
 
 
 def _results(out):
