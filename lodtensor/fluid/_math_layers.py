@@ -1,9 +1,9 @@
 """The fluid 1.x calls around a model's layers (no parameters): ``sums``, ``mean``,
-``cross_entropy``, ``accuracy``, on LoDTensors or tensors of torch (autograd) or NumPy data."""
+``cross_entropy``, ``accuracy``, on LoDTensors or arrays of any backend (NumPy, CuPy, torch with autograd)."""
 
 import numpy as np
 
-from ..backend import backend_name_of
+from ..backend import backend_name_of, backend_of
 from ..tensor import LoDTensor
 
 __all__ = ["sums", "mean", "cross_entropy", "accuracy"]
@@ -11,8 +11,10 @@ __all__ = ["sums", "mean", "cross_entropy", "accuracy"]
 
 def _data(x, where, name):
     data = x.data if isinstance(x, LoDTensor) else x
-    if backend_name_of(data) not in ("numpy", "torch"):
-        raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(x).__name__}")
+    if backend_name_of(data) is None:
+        raise TypeError(
+            f"{where}: {name} must be a LoDTensor or an array (NumPy, CuPy or torch), got {type(x).__name__}"
+        )
     return data
 
 
@@ -59,11 +61,11 @@ def mean(x, name=None):
 
 
 def _labels(label, rows, where):
-    """Integer labels ``[N]`` (from ``[N, 1]`` or ``[N]``) on the input's library."""
+    """Integer labels ``[N]`` (from ``[N, 1]`` or ``[N]``) as host int64 (read back once from a device)."""
     lab = _data(label, where, "label")
     if tuple(lab.shape) not in ((rows,), (rows, 1)):
         raise ValueError(f"{where}: label must have shape [{rows}, 1] or [{rows}], got {list(lab.shape)}")
-    return lab.reshape(-1)
+    return np.asarray(backend_of(lab).to_numpy(lab)).reshape(-1).astype(np.int64)
 
 
 def cross_entropy(input, label, soft_label=False, ignore_index=-100):  # noqa: A002
@@ -78,6 +80,7 @@ def cross_entropy(input, label, soft_label=False, ignore_index=-100):  # noqa: A
     """
     where = "fluid.layers.cross_entropy()"
     probs = _data(input, where, "input")
+    be = backend_of(probs)
     if probs.ndim != 2:
         raise ValueError(f"{where}: input must be probabilities [N, C], got shape {list(probs.shape)}")
     rows = int(probs.shape[0])
@@ -85,31 +88,19 @@ def cross_entropy(input, label, soft_label=False, ignore_index=-100):  # noqa: A
         lab = _data(label, where, "label")
         if tuple(lab.shape) != tuple(probs.shape):
             raise ValueError(f"{where}: a soft label has input's shape {list(probs.shape)}, got {list(lab.shape)}")
-        return _like(input, -(lab * _log(probs)).sum(-1)[:, None])
-    lab = _labels(label, rows, where)
-    host = np.asarray(lab.tolist(), dtype=np.int64) if not isinstance(lab, np.ndarray) else lab.astype(np.int64)
+        return _like(input, -(lab * be.pointwise("log", "log", probs)).sum(-1)[:, None])
+    host = _labels(label, rows, where)
     keep = host != int(ignore_index)
     width = int(probs.shape[1])
     if keep.any() and (host[keep].min() < 0 or host[keep].max() >= width):
         bad = int(host[keep][(host[keep] < 0) | (host[keep] >= width)][0])
         raise IndexError(f"{where}: label {bad} is out of range for {width} classes")
-    safe = np.where(keep, host, 0)
-    if isinstance(probs, np.ndarray):
-        picked = probs[np.arange(rows), safe]
-        out = np.where(keep, -_log(picked), 0).astype(probs.dtype)
-    else:
-        import torch  # noqa: PLC0415
-
-        index = torch.from_numpy(safe).to(probs.device)
-        picked = probs.gather(1, index[:, None])[:, 0]
-        out = -_log(picked) * torch.from_numpy(keep).to(device=probs.device, dtype=probs.dtype)
-    return _like(input, out.reshape(rows, 1))
-
-
-def _log(x):
-    if isinstance(x, np.ndarray):
-        return np.log(x)
-    return x.log()
+    flat = np.arange(rows, dtype=np.int64) * width + np.where(keep, host, 0)
+    picked = be.gather(be.flat(probs), be.from_host(flat, like=probs))
+    # an ignored row reads 1 (log 1 = 0): no log(0) in its value, no 0/0 in its gradient
+    picked = be.where(be.from_host(~keep, like=probs), 1.0, picked)
+    loss = 0.0 - be.pointwise("log", "log", picked)  # 0.0 - : an ignored row gives 0, not -0
+    return _like(input, loss.reshape(rows, 1))
 
 
 def accuracy(input, label, k=1, correct=None, total=None):  # noqa: A002
@@ -127,14 +118,19 @@ def accuracy(input, label, k=1, correct=None, total=None):  # noqa: A002
     if scores.ndim != 2:
         raise ValueError(f"{where}: input must be scores [N, C], got shape {list(scores.shape)}")
     rows = int(scores.shape[0])
-    lab = _labels(label, rows, where)
-    k = int(k)
-    if isinstance(scores, np.ndarray):
-        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
-        hit = (top == np.asarray(lab)[:, None]).any(1)
-        return np.asarray(hit.mean() if rows else 0.0, dtype=np.float32)
-    import torch  # noqa: PLC0415
-
-    top = scores.detach().topk(min(k, int(scores.shape[1])), dim=1).indices
-    hit = (top == torch.as_tensor(np.asarray(lab.tolist()), device=top.device)[:, None]).any(1)
-    return hit.float().mean() if rows else hit.float().sum()
+    host = _labels(label, rows, where)
+    k, width = int(k), int(scores.shape[1])
+    be = backend_of(scores)
+    if not rows:
+        return be.astype(be.zeros((), scores.dtype, scores), "float32")
+    scores = be.detach(scores)
+    valid = (host >= 0) & (host < width)
+    safe = np.where(valid, host, 0)
+    own = be.gather(be.flat(scores), be.from_host(np.arange(rows, dtype=np.int64) * width + safe, like=scores))
+    label_col = be.from_host(safe[:, None], like=scores)
+    cols = be.from_host(np.arange(width, dtype=np.int64)[None, :], like=scores)
+    # the label's place in a stable descending sort of its row: the scores above it, and the equal
+    # ones of a lower column (as NumPy's stable argsort ranks them)
+    ahead = (scores > own[:, None]) | ((scores == own[:, None]) & (cols < label_col))
+    hit = (be.reduce(ahead, "sum", 1, False) < k) & be.from_host(valid, like=scores)
+    return be.asarray(be.reduce(be.astype(hit, "float32"), "mean", None, False))

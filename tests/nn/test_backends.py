@@ -8,6 +8,7 @@ import pytest
 
 import lodtensor as lt
 from lodtensor import sequence as S
+from lodtensor.fluid import layers as L
 from lodtensor.nn import functional as F
 
 LOD = [[0, 3, 3, 5, 9]]  # an empty sequence; lengths 3, 0, 2, 4
@@ -68,6 +69,14 @@ CASES = {
     "crf_decoding_label": lambda t, a: F.crf_decoding(t(_rand(17, ROWS, 3) * 3), a(_rand(18, 5, 3) * 2),
                                                       label=lt.LoDTensor(a(_ids(19, 3)), LOD)),
     "warpctc": _ctc,
+    # the fluid 1.x calls around the layers
+    "fluid_cross_entropy": lambda t, a: L.cross_entropy(t(np.abs(_rand(24, ROWS, 4)) + 0.1),
+                                                        lt.LoDTensor(a(np.array([[0], [3], [-100], [1], [2], [0],
+                                                                                 [-100], [3], [1]])), LOD)),
+    "fluid_cross_entropy_soft": lambda t, a: L.cross_entropy(t(np.abs(_rand(24, ROWS, 4)) + 0.1),
+                                                             a(np.abs(_rand(25, ROWS, 4))), soft_label=True),
+    "fluid_accuracy": lambda t, a: L.accuracy(a(np.round(_rand(26, ROWS, 4), 1)), a(_ids(27, 4)), k=2),
+    "fluid_sums_mean": lambda t, a: L.mean(L.sums([t(_rand(28, ROWS, 2)), t(_rand(29, ROWS, 2))])),
 }
 
 
