@@ -59,7 +59,8 @@ class Layout:
         self.grid = (blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS), int(min(-(-packs // cw), _MAX_GRID_Y)), 1)
         self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
         self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
-        self.combine_grid = (int(min(max(n, 1), _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
+        multi = min(n, rows // (self.chunk + 1)) + 1  # bound on the multi-piece sequences
+        self.combine_grid = (int(min(multi, _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
         self.short_grid = (blocks(n, _cuda.BLOCK, _tuning.MAX_SHORT_BLOCKS),)
 
 
@@ -75,12 +76,19 @@ def layout(x, n, pack=None):
 
 
 def plan(xp, offsets, n, chunk, short_max=-1):
-    """Device prefix sums of the pieces (see segment.cu): two launches, no sync."""
-    counts = xp.empty(2 * (n + 1), dtype=np.int64)
+    """Device prefix sums of the pieces (see segment.cu): a count kernel and three 1-d scans, no sync.
+
+    (One scan per third of the counts, each over one contiguous run: a scan along an axis of a
+    ``(3, n + 1)`` array is far slower for millions of sequences.)
+    """
+    counts = xp.empty(3 * (n + 1), dtype=np.int64)
     kernel(xp, "segment", "lt_piece_counts")(
         (blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,),
         (offsets, np.int64(n), np.int64(chunk), np.int64(short_max), counts))
-    return xp.cumsum(counts.reshape(2, n + 1), axis=1).ravel()
+    out = xp.empty(3 * (n + 1), dtype=np.int64)
+    for k in range(3):
+        xp.cumsum(counts[k * (n + 1) : (k + 1) * (n + 1)], out=out[k * (n + 1) : (k + 1) * (n + 1)])
+    return out
 
 
 def segment_reduce(xp, op, x, offsets, n, empty, alloc):

@@ -99,6 +99,10 @@ class TorchArrayKernels:
         if not a.flags.writeable:
             a = a.copy()  # torch warns on read-only memory; host-derived arrays are small
         out = torch.from_numpy(a) if a.dtype.kind != "O" else torch.as_tensor(a.tolist())
+        if like.device.type == "cuda" and out.numel():
+            # through page-locked memory, asynchronously: a copy from pageable memory would make the host
+            # wait for the device (torch's pinned allocator keeps the staging block until the copy is done)
+            out = out.pin_memory().to(device=like.device, non_blocking=True)
         return out.to(device=like.device, dtype=torch_dtype(dtype) or out.dtype)
 
     def dtype_kind(self, dtype):

@@ -203,8 +203,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.dim() - 1)
         mask = (mask if isinstance(mask, torch.Tensor) else self.from_host(mask, like=x)).reshape(shape)
-        # a 0-d CPU tensor: passed to the kernel by value (no copy to the device)
-        return torch.where(mask, torch.tensor(_host_scalar(value), dtype=x.dtype), x)
+        return x.masked_fill(mask, _host_scalar(value))  # a host scalar goes to the kernel by value: no copy
 
     def concat(self, arrays):
         return torch.cat(list(arrays), dim=0)

@@ -105,8 +105,20 @@ class _Device:
             return
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         stream = torch.cuda.current_stream(self.device)
-        with self.xp.cuda.Device(index), self.xp.cuda.ExternalStream(stream.cuda_stream):
+        with self.xp.cuda.Device(index), _cupy_stream(self.xp.cuda, stream):
             yield
+
+
+def _cupy_stream(cuda, stream):
+    """torch's ``stream`` as CuPy's current stream: ``Stream.from_external`` (CuPy 14, the CUDA
+    stream protocol) where it takes it, else ``ExternalStream`` of its handle."""
+    make = getattr(cuda.Stream, "from_external", None)
+    if make is not None:
+        try:
+            return make(stream)
+        except (TypeError, AttributeError, ValueError):  # a torch without the stream protocol
+            pass
+    return cuda.ExternalStream(stream.cuda_stream)
 
 
 def _reduce(op, data, offsets, empty):

@@ -5,11 +5,12 @@
 // max(1, ceil(len / chunk)) pieces of at most `chunk` rows, and one warp reduces one piece (so a
 // block of 8 warps serves many short sequences at once). Rows of D = V * k values are read as k
 // packs of V values (common.cuh: lt_pack; 16-byte loads), V = 1 where D is not a multiple.
-// `plan` holds two exclusive prefix sums over sequences, plan[0..n] = first piece of each sequence
-// and plan[n+1..2n+1] = first slot of each multi-piece sequence in the `partial` workspace. A
-// one-piece sequence is finished by its warp; a long sequence's pieces leave partials that the
-// combine kernel reduces with one block per (sequence, 32 columns): warps stride over the pieces,
-// then a shared-memory tree.
+// `plan` holds three exclusive prefix sums over sequences, plan[0..n] = first piece of each
+// sequence, plan[n+1..2n+1] = first slot of each multi-piece sequence in the `partial` workspace
+// and plan[2n+2..3n+2] = the ordinal of each multi-piece sequence among them. A one-piece sequence
+// is finished by its warp; a long sequence's pieces leave partials that the combine kernel reduces
+// with one block per (multi-piece sequence, 32 columns), found by its ordinal (so millions of short
+// sequences cost the combine pass nothing): warps stride over the pieces, then a shared-memory tree.
 //
 // Narrow rows (a few values) in short sequences would leave most of a warp idle: there, sequences
 // of at most `short_max` rows get no piece (lt_piece_counts) and the *_short kernels give each one
@@ -38,8 +39,8 @@ template <int OP, typename A> struct lt_reduce_op {
     }
 };
 
-// Piece counts per sequence (plan[1..n] and plan[n+2..2n+1]; zeros at plan[0], plan[n+1]);
-// an inclusive scan along each half then gives the two prefix sums. Sequences of at most
+// Piece counts per sequence (plan[1..n], plan[n+2..2n+1], plan[2n+3..3n+2]; zeros at plan[0],
+// plan[n+1], plan[2n+2]); an inclusive scan of each third then gives the three prefix sums. Sequences of at most
 // `short_max` rows get no piece (a *_short kernel serves them; short_max < 0: every sequence has one).
 extern "C" __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i64* __restrict__ plan) {
@@ -48,12 +49,14 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i6
         if (s == 0) {
             plan[0] = 0;
             plan[n + 1] = 0;
+            plan[2 * n + 2] = 0;
             continue;
         }
         const i64 len = off[s] - off[s - 1];
         const i64 pieces = len <= short_max ? 0 : (len > chunk ? (len + chunk - 1) / chunk : 1);
         plan[s] = pieces;
         plan[n + 1 + s] = pieces > 1 ? pieces : 0;
+        plan[2 * n + 2 + s] = pieces > 1 ? 1 : 0;
     }
 }
 
@@ -127,12 +130,13 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
     __shared__ A tree[LT_WARPS][32];
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
+    const i64* __restrict__ multi = plan + 2 * (n + 1);
     const i64 tiles = (D + 31) >> 5;
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << 5) + lane;
-        for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
+        for (i64 j = blockIdx.x; j < multi[n]; j += gridDim.x) {  // uniform across the block
+            const i64 s = lt_warp_find_segment(multi, n, j);  // the j-th multi-piece sequence
             const i64 pieces = plan[s + 1] - plan[s];
-            if (pieces <= 1) continue;  // finished in pass 1 or by a short kernel (uniform across the block)
             const i64 slot = plan[n + 1 + s];
             A acc = Op::identity();
             if (col < D)
@@ -225,12 +229,13 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
     __shared__ A tz[LT_WARPS][32];
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
+    const i64* __restrict__ multi = plan + 2 * (n + 1);
     const i64 tiles = (D + 31) >> 5;
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << 5) + lane;
-        for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
+        for (i64 j = blockIdx.x; j < multi[n]; j += gridDim.x) {  // uniform across the block
+            const i64 s = lt_warp_find_segment(multi, n, j);  // the j-th multi-piece sequence
             const i64 pieces = plan[s + 1] - plan[s];
-            if (pieces <= 1) continue;
             const i64 slot = plan[n + 1 + s];
             lt_online<A> st;
             st.start();
