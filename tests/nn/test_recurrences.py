@@ -271,3 +271,26 @@ def test_large_steps_keep_torch_threads():
         assert StepThreads(torch.zeros(1, 1, device="meta"), 32, 128, 4).threads is None  # not a CPU
     finally:
         torch.set_num_threads(previous)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layer", ["lstm", "gru"])
+def test_fused_recurrence_on_cuda_equals_cpu(layer):
+    """The fused forward and backward on torch CUDA: CPU's values and gradients (float64)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs torch CUDA")
+    if layer == "lstm":
+        lod, inputs, kw = _lstm_case(LODS["empty_first"], True, True, "both", ("sigmoid", "tanh", "tanh"))
+        fused = _lstm_fused
+    else:
+        lod, inputs, kw = _gru_case(LODS["empty_first"], True, True, False, ("sigmoid", "tanh"))
+        fused = _gru_fused
+    on_cuda = [t.detach().cuda().requires_grad_() for t in inputs]
+    want, got = fused(lod, *inputs, **kw), fused(lod, *on_cuda, **kw)
+    assert all(g.device.type == "cuda" for g in got)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g.cpu(), w, rtol=1e-10, atol=1e-12)
+    sum(o.sum() for o in want).backward()
+    sum(o.sum() for o in got).backward()
+    for c, t in zip(on_cuda, inputs):
+        torch.testing.assert_close(c.grad.cpu(), t.grad, rtol=1e-10, atol=1e-12)
