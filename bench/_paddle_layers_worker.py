@@ -91,8 +91,8 @@ def main(spec):
 
                 result = call()
                 checksums = [float(np.array(r, dtype=np.float64).sum()) for r in result]
-                timing = _common.timeit(call, budget=spec.get("budget", _common.BUDGET), min_repeat=spec.get("min_repeat", 2),
-                                        warmup=1)
+                timing = _common.timeit(call, budget=spec.get("budget", _common.BUDGET),
+                                        min_repeat=spec.get("min_repeat", 2), warmup=1)
                 out["cases"][key] = {"time": timing, "checksums": checksums}
             except Exception as err:  # noqa: BLE001
                 out["cases"][key] = {"error": f"{type(err).__name__}: {str(err).strip().splitlines()[-1][:200]}"}

@@ -192,7 +192,7 @@ def run(report):
             table.missing(PADDLE, reasons.get(case, "no result"))
         table.finish()
         mine = row.get(mine_name, [])
-        for name in [n for n in row if n != mine_name and n != OURS_N]:
+        for name in [n for n in row if n not in (mine_name, OURS_N)]:
             ratios = _ratios(mine, row[name])
             if not ratios:
                 continue

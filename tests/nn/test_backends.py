@@ -28,8 +28,9 @@ def _lstm(peep, reverse, states):
         d = 3
         h0 = a(_rand(13, 4, d)) if "h" in states else None
         c0 = a(_rand(14, 4, d)) if "c" in states else None
-        return F.dynamic_lstm(t(_rand(10, ROWS, 4 * d)), a(_rand(11, d, 4 * d)), a(_rand(12, 1, (7 if peep else 4) * d)),
-                              h0, c0, use_peepholes=peep, is_reverse=reverse)
+        bias = a(_rand(12, 1, (7 if peep else 4) * d))
+        return F.dynamic_lstm(t(_rand(10, ROWS, 4 * d)), a(_rand(11, d, 4 * d)), bias, h0, c0, use_peepholes=peep,
+                              is_reverse=reverse)
     return run
 
 
@@ -57,14 +58,16 @@ CASES = {
     "sequence_conv_padding": lambda t, a: F.sequence_conv(t(_rand(8, ROWS, 2)), a(_rand(9, 8, 3)), filter_size=4,
                                                           padding_start=-2, padding_trainable=True,
                                                           padding_data=a(_rand(11, 3, 2))),
-    "sequence_conv_pool": lambda t, a: F.sequence_conv_pool(t(_rand(8, ROWS, 2)), a(_rand(9, 6, 3)), a(_rand(10, 3)), 3),
+    "sequence_conv_pool": lambda t, a: F.sequence_conv_pool(t(_rand(8, ROWS, 2)), a(_rand(9, 6, 3)), a(_rand(10, 3)),
+                                                            3),
     "row_conv": lambda t, a: F.row_conv(t(_rand(12, ROWS, 3)), a(_rand(13, 3, 3)), act="sigmoid"),
     "lstm": _lstm(True, False, "hc"),
     "lstm_reverse_nopeep": _lstm(False, True, ""),
     "lstm_h0": _lstm(True, True, "h"),
     "gru": _gru(False, True),
     "gru_origin": _gru(True, False, ("relu", "softsign")),
-    "crf": lambda t, a: F.linear_chain_crf(t(_rand(14, ROWS, 3)), lt.LoDTensor(a(_ids(15, 3)), LOD), a(_rand(16, 5, 3))),
+    "crf": lambda t, a: F.linear_chain_crf(t(_rand(14, ROWS, 3)), lt.LoDTensor(a(_ids(15, 3)), LOD),
+                                           a(_rand(16, 5, 3))),
     "crf_decoding": lambda t, a: F.crf_decoding(t(_rand(17, ROWS, 3) * 3), a(_rand(18, 5, 3) * 2)),
     "crf_decoding_label": lambda t, a: F.crf_decoding(t(_rand(17, ROWS, 3) * 3), a(_rand(18, 5, 3) * 2),
                                                       label=lt.LoDTensor(a(_ids(19, 3)), LOD)),
