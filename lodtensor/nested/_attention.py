@@ -20,7 +20,7 @@ from ._dtypes import kind_of
 from ._grouped import map_components
 from ._nn import softmax_like
 from ._registry import implements
-from ._tensor import NestedTensor, Structure, make, make_view
+from ._tensor import NestedTensor, make, make_view
 from ._varlen import attend as attend_rows
 
 __all__ = ["scaled_dot_product_attention", "log_softmax", "rms_norm", "embedding"]
@@ -130,7 +130,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     dim = int(weight.shape[1])
     sizes = np.concatenate([st.sizes, np.full((st.n, 1), dim, dtype=np.int64)], axis=1)
     out = be.embedding(buf, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse)
-    return make(out.reshape(-1), Structure(sizes), input._layout)
+    return make(out.reshape(-1), st.derive(sizes), input._layout)
 
 
 # -- scaled dot-product attention -------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _nested_mask(mask, q, k):
     sizes = np.empty((qs.n, qs.rank), dtype=np.int64)
     sizes[:, :-2] = shape[1:-2]
     sizes[:, -2], sizes[:, -1] = lq, lk
-    return make(values, Structure(sizes), q._layout)
+    return make(values, qs.derive(sizes), q._layout)
 
 
 @implements("scaled_dot_product_attention", _F + "scaled_dot_product_attention")

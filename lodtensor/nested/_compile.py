@@ -83,7 +83,7 @@ def _function(path):
 
 def _plain(x):
     """A nested tensor the traced forms take: one ragged level, no holes."""
-    return isinstance(x, NestedTensor) and getattr(x, "_outer", None) is None and getattr(x, "_holes", None) is None
+    return isinstance(x, NestedTensor) and not x._st.outer and getattr(x, "_holes", None) is None
 
 
 def _rows(x):

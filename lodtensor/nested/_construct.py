@@ -17,7 +17,7 @@ from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, check_requires_grad, resolv
 from ._tensor import NestedTensor, Structure, make
 
 __all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "is_two_level_list", "from_lists",
-           "attach_documents"]
+           "with_levels"]
 
 _LAYOUTS = {"strided": "strided", "jagged": "jagged", "torch.strided": "strided", "torch.jagged": "jagged"}
 
@@ -217,18 +217,18 @@ def is_two_level_list(tensor_list):
 
 
 def from_lists(tensor_list, build):
-    """The two-level nested tensor of ``tensor_list``; ``build(sentences)`` makes the inner level."""
+    """The nested tensor of documents ``tensor_list`` (lists of arrays): ``build(sentences)`` makes the
+    components, the documents become an outer LoD level over them (two ragged dims)."""
     counts = np.fromiter((len(doc) for doc in tensor_list), dtype=np.int64, count=len(tensor_list))
     inner = build([x for doc in tensor_list for x in doc])
     lod = LoD.from_lengths([counts], num_rows=inner._struct.n)  # the gate for the documents' offsets
-    return attach_documents(inner, lod.offsets(0))
+    return with_levels(inner, lod.levels)
 
 
-def attach_documents(inner, outer):
-    """``inner`` (the sentences) with the documents' offsets ``outer``: two ragged dims."""
-    nt = make(inner._buffer, inner._struct, inner._layout)
-    nt._outer = outer
-    return nt
+def with_levels(inner, outer):
+    """``inner``'s components under the outer LoD levels ``outer`` (valid, outermost first)."""
+    st = inner._struct
+    return make(inner._buffer, Structure(st.sizes, st.offsets, tuple(outer)), inner._layout)
 
 
 def _pin(buffer):

@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import get_backend
 from ._construct import as_nested_tensor
 from ._layouts import layout_of, to_layout
-from ._tensor import NestedTensor, make, make_view
+from ._tensor import NestedTensor, make_view
 
 __all__ = ["Conversions"]
 
@@ -23,7 +23,7 @@ class Conversions:
         buf = get_backend("torch").asarray(self._buf)
         if buf is self._buf:
             return self
-        return self._same_levels(make_view(buf, self._st, self._perm, self._layout))
+        return make_view(buf, self._st, self._perm, self._layout)
 
     def to(self, *args, device=None, dtype=None):
         """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
@@ -47,9 +47,6 @@ class Conversions:
                 dtype = arg
             else:
                 device = arg
-        if getattr(self, "_outer", None) is not None:  # two ragged dims: convert the sentences, keep the documents
-            return self._same_levels(as_nested_tensor(make(self._buffer, self._struct, self._layout), dtype=dtype,
-                                                      device=device))
         return as_nested_tensor(self, dtype=dtype, device=device)
 
     def double(self):
@@ -69,15 +66,7 @@ class Conversions:
         buf = self.backend.to_numpy(self._buf)
         if buf is self._buf:
             return self
-        return self._same_levels(make_view(buf, self._st, self._perm, self._layout))
-
-    def _same_levels(self, other):
-        """``other`` (same components) with this tensor's document level, if it has two ragged dims."""
-        outer = getattr(self, "_outer", None)
-        if outer is not None and getattr(other, "_outer", None) is None:
-            other = make(other._buffer, other._struct, other._layout)
-            other._outer = outer
-        return other
+        return make_view(buf, self._st, self._perm, self._layout)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError(
@@ -100,4 +89,4 @@ def _is_dtype(x):
 
 
 NestedTensor._attach(**{name: Conversions.__dict__[name] for name in (
-    "to_torch", "to", "double", "float", "half", "numpy", "_same_levels", "__array__")})
+    "to_torch", "to", "double", "float", "half", "numpy", "__array__")})

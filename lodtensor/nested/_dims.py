@@ -19,6 +19,7 @@ from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
 from ._permute import regroup
 from ._registry import implements
+from ._structure import one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
@@ -28,9 +29,9 @@ __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nes
 _T = "torch.Tensor."
 
 
-def _regular_dim(where, nt, dim, ndim=None):
+def _regular_dim(where, nt, dim, extra=0):
     """Component axis of ``dim``, which must be neither dim 0 nor ragged (torch's messages)."""
-    d = normalize_dim(dim, nt.dim() if ndim is None else ndim)
+    d = op_dim(nt, dim, where, extra)
     if d == 0:
         raise ShapeError(f"{where}: not supported for NestedTensor on dim=0")
     st = nt._struct
@@ -44,9 +45,9 @@ def _view(nt, plan, sizes):
     the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied)."""
     out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else None  # contiguous: the sizes are the storage
     if out is None:
-        return make(nt._buffer, Structure(sizes, nt._st.offsets), nt._layout)
+        return make(nt._buffer, nt._st.derive(sizes, nt._st.offsets), nt._layout)
     table, perm = out
-    return make_view(nt._buf, Structure(table, nt._st.offsets), perm, nt._layout)
+    return make_view(nt._buf, nt._st.derive(table, nt._st.offsets), perm, nt._layout)
 
 
 def _keep(axes):
@@ -61,7 +62,7 @@ def _map(nt, axis, fn, sizes):
         start -= 1
     if st.n and axis >= start:
         out = fn(st.tail_view(nt._buffer, start), axis - start + 1)
-        return make(nt.backend.contiguous(out).reshape(-1), Structure(sizes), nt._layout)
+        return make(nt.backend.contiguous(out).reshape(-1), st.derive(sizes), nt._layout)
     out, struct = map_components([nt], lambda block: fn(block, axis + 1), sizes)
     return make(out, struct, nt._layout)
 
@@ -80,7 +81,7 @@ def unsqueeze(input, dim):
     [[2, 4, 1], [3, 4, 1]]
     """
     check_nested(input, "unsqueeze()")
-    d = normalize_dim(dim, input.dim() + 1)
+    d = op_dim(input, dim, "unsqueeze()", extra=1)
     if d == 0:
         raise ShapeError("unsqueeze(): not supported for NestedTensor on dim=0")
     rank = input._struct.rank
@@ -109,7 +110,7 @@ def flatten(input, start_dim=0, end_dim=-1):
     check_nested(input, "flatten()")
     st = input._struct
     a = _regular_dim("flatten()", input, start_dim)
-    b = normalize_dim(end_dim, input.dim()) - 1
+    b = op_dim(input, end_dim, "flatten()") - 1
     if b < a:
         raise ShapeError(f"flatten() has invalid args: start_dim cannot come after end_dim ({start_dim} > {end_dim})")
     for axis in range(a, b + 1):
@@ -150,6 +151,7 @@ def expand(input, *sizes):
     check_nested(input, "expand()")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
+    one_level(input, "expand()")
     sizes = keep_ragged("expand()", input, sizes)
     st = input._struct
     shape_text = f"expand(): cannot expand shape {_describe(input)} -> {list(sizes)}"
@@ -266,10 +268,10 @@ def chunk(input, chunks, dim=0):
     chunks = operator.index(chunks)
     if chunks <= 0:
         raise ShapeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    if normalize_dim(dim, input.dim()) == 0:
-        st = input._struct
-        step = -(-st.n // chunks) if st.n else 1
-        return tuple(components_slice(input, s, min(s + step, st.n)) for s in range(0, st.n, step))
+    if normalize_dim(dim, input.dim()) == 0:  # the batch (the documents, with outer levels): views
+        count = input._st.count()
+        step = -(-count // chunks) if count else 1
+        return tuple(components_slice(input, s, min(s + step, count)) for s in range(0, count, step))
     a = _regular_dim("chunk()", input, dim)
     size = int(input._struct.sizes[0, a]) if input._struct.n else 0
     step = -(-size // chunks) if size else 1
@@ -277,9 +279,11 @@ def chunk(input, chunks, dim=0):
 
 
 def components_slice(nt, lo, hi):
+    """Entries ``lo:hi`` of dim 0 (components, or the top outer level's entries), a view."""
     st = nt._struct
+    lo, hi, levels = st.top_slice(lo, hi)
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
-    return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy()), nt._layout)
+    return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels), nt._layout)
 
 
 @implements("cat", "torch.cat", "torch.concat", "torch.concatenate")
@@ -303,7 +307,7 @@ def cat(tensors, dim=0):
         other = t._struct
         if other.n != st.n or other.rank != st.rank or not np.array_equal(
             np.delete(other.sizes, a, axis=1), np.delete(st.sizes, a, axis=1)
-        ):
+        ) or not same_levels(other.outer, st.outer):
             raise ShapeError(
                 "cat(): expected all nested tensors to have matching ragged structures outside of the "
                 f"concatenated dim {dim}"
@@ -319,7 +323,7 @@ def cat(tensors, dim=0):
     if st.n and a >= start:
         blocks = [t._struct.tail_view(t._buffer, start) for t in tensors]
         out = be.concat_axis(blocks, a - start + 1)
-        return make(out.reshape(-1), Structure(new), first._layout)
+        return make(out.reshape(-1), st.derive(new), first._layout)
     out, struct = map_components(tensors, lambda *blocks: be.concat_axis(list(blocks), a + 1), new)
     return make(out, struct, first._layout)
 
@@ -345,7 +349,7 @@ def stack(tensors, dim=0):
     if not tensors or not all(isinstance(t, NestedTensor) for t in tensors):
         raise TypeError("stack(): expected a non-empty sequence of NestedTensors")
     d = normalize_dim(dim, tensors[0].dim() + 1)
-    if d == 0:
+    if op_dim(tensors[0], d, "stack()", extra=1) == 0:
         raise ShapeError("stack(): not supported for NestedTensor on dim=0")
     first = tensors[0]._struct
     for i, t in enumerate(tensors[1:], start=1):

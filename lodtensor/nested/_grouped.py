@@ -12,8 +12,6 @@ import math
 
 import numpy as np
 
-from ._structure import Structure
-
 __all__ = ["shape_groups", "map_components", "element_index", "block_of", "joined"]
 
 
@@ -80,7 +78,7 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
     first = inputs[0]
     be = first.backend
     ops = be
-    out_struct = Structure(out_sizes)
+    out_struct = first._struct.derive(out_sizes)  # the components keep their outer levels
     keys = np.concatenate([x._struct.sizes for x in inputs], axis=1)
     ranks = [x._struct.rank for x in inputs]
     groups = shape_groups(keys)

@@ -10,10 +10,12 @@ import enum
 import numpy as np
 
 from ..errors import ShapeError
+from ..lod import LoD
 from ..tensor import _wrap
 from ._broadcast import check_nested
 from ._registry import OP_TABLE, implements
 from ._shape import to_padded_tensor
+from ._structure import one_level
 from ._tensor import _components
 
 __all__ = ["Layout", "to_layout", "to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor"]
@@ -88,6 +90,7 @@ def to_masked(input, padding_value=0, mask_dim=None):
     ((2, 2, 3), [[True, True], [True, False]])
     """
     check_nested(input, "to_masked()")
+    one_level(input, "to_masked()")
     st = input._struct
     lowest = _min_mask_dim(st)
     if mask_dim is None:
@@ -121,6 +124,7 @@ def to_packed(input):
     ((3, 3), [0, 2, 3])
     """
     check_nested(input, "to_packed()")
+    one_level(input, "to_packed()")
     st = input._struct
     be = input.backend
     buf = input._buffer
@@ -137,6 +141,7 @@ def to_packed_sequence(input, enforce_sorted=False):
     """A torch ``PackedSequence`` of the components (torch needed; NumPy data is shared, not copied,
     on the way in). Components must be non-empty with equal trailing dims."""
     check_nested(input, "to_packed_sequence()")
+    one_level(input, "to_packed_sequence()")
     from torch.nn.utils.rnn import pack_sequence  # noqa: PLC0415 - torch is needed for the result
 
     st = input._struct
@@ -154,7 +159,8 @@ def to_packed_sequence(input, enforce_sorted=False):
 
 @implements("to_lod_tensor")
 def to_lod_tensor(input):
-    """A one-level LoDTensor over the rows, sharing the buffer (only the first component dim ragged).
+    """A LoDTensor over the rows, sharing the buffer (only the first component dim ragged): one level, plus
+    the outer levels of a nested tensor with two ragged dims (documents, sentences).
 
     >>> import lodtensor.nested as ln
     >>> t = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]).to_lod_tensor()
@@ -172,7 +178,8 @@ def to_lod_tensor(input):
         )
     offsets, row_shape = st.rows()
     data = input._buffer.reshape((int(offsets[-1]),) + row_shape)
-    return _wrap(data, st.lod(), input.place)
+    lod = st.lod() if not st.outer else LoD._from_valid([*st.outer, offsets])  # valid: built level by level
+    return _wrap(data, lod, input.place)
 
 
 # -- repr -------------------------------------------------------------------------------------

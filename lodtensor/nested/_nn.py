@@ -18,7 +18,8 @@ from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
 from ._registry import implements
-from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._structure import op_dim
+from ._tensor import NestedTensor, make, normalize_dim
 
 __all__ = ["softmax", "linear", "matmul", "bmm", "layer_norm", "embedding_bag"]
 
@@ -56,9 +57,9 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
     check_nested(input, f"{name}()")
     if dim is None:
         raise TypeError(f"{name}(): dim must be given for a nested tensor (any dim but 0)")
-    d = normalize_dim(dim, input.dim())
-    if d == 0:
+    if not input._st.outer and normalize_dim(dim, input.dim()) == 0:
         raise ShapeError(dim0_error)
+    d = op_dim(input, dim, f"{name}()")
     be = input.backend
     buf = input._buffer
     if dtype is not None:
@@ -168,7 +169,7 @@ def _with_last(st, size):
         return st
     sizes = st.sizes.copy()
     sizes[:, -1] = size
-    out = Structure(sizes)
+    out = st.derive(sizes)
     if st.is_lod and st._rows is not None and st.rank > 1:
         out._rows = (st._rows[0], st._rows[1][:-1] + (size,))
     return out

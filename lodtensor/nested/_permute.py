@@ -14,7 +14,6 @@ component shapes) and cached.
 import numpy as np
 
 from ._grouped import block_of, element_index, joined, shape_groups
-from ._structure import Structure
 
 __all__ = ["normalize_perm", "compose", "permute_view", "permuted", "logical_structure", "regroup", "regroup_table",
            "regroup_columns"]
@@ -46,7 +45,7 @@ def permute_view(be, x, perm):
 
 def logical_structure(st, perm):
     """The size table read through ``perm``; the element offsets are the storage's (same numel per component)."""
-    return Structure(st.sizes[:, list(perm)], st.offsets)
+    return st.derive(st.sizes[:, list(perm)], st.offsets)
 
 
 def permuted(be, buffer, st, perm):

@@ -20,6 +20,7 @@ from ._broadcast import check_nested
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
 from ._grouped import map_components
 from ._registry import OP_TABLE, implements
+from ._structure import op_dim
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
 __all__ = ["REDUCTIONS", "sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
@@ -82,7 +83,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
             f"{where}: reducing along several dims at once is not supported for nested tensors "
             f"(got dim={dim!r}); reduce one dim at a time"
         )
-    d = normalize_dim(dims[0], input.dim())
+    d = op_dim(input, dims[0], where)
     if d == 0:
         raise ShapeError(
             f"{where}: reducing along the batch dimension but not the ragged dimension is not supported "
@@ -121,7 +122,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
                 return ops.reduce(padded, kind, 1, keepdim)
             return out.reshape((st.n, 1) + row_shape) if keepdim else out
         out = ops.reduce(rows, kind, axis, keepdim)  # a regular dim of every row
-        return make(out.reshape(-1), Structure(sizes), input._layout)
+        return make(out.reshape(-1), st.derive(sizes), input._layout)
     out, struct = map_components([make(buf, st)], lambda block: ops.reduce(block, kind, d, keepdim), sizes)
     result = make(out, struct, input._layout)
     if axis == 0 and st.n and builtins.all(st.regular[1:]):  # no ragged dim left: dense, as torch's jagged sum
@@ -181,13 +182,27 @@ _EXTRA_DOCS = {
 }
 
 
+def rows_of_components(input, result):
+    """A dense result with one row per component (a reduction over the ragged dim) of a nested tensor with
+    outer levels, as a nested tensor over them: pooling the words of ``(documents, (sentences), (words),
+    hidden)`` gives ``(documents, (sentences), hidden)``. Other results as they are."""
+    st = input._st
+    if not st.outer or isinstance(result, NestedTensor) or getattr(result, "ndim", 0) == 0:
+        return result
+    rows = st.outer[-1]
+    sizes = np.empty((rows.size - 1, result.ndim), dtype=np.int64)
+    sizes[:, 0] = np.diff(rows)
+    sizes[:, 1:] = tuple(int(s) for s in result.shape[1:])
+    return make(result.reshape(-1), Structure(sizes, outer=st.outer[:-1]), input._layout)
+
+
 def _make_reduction(name, takes_dtype, what):
     if takes_dtype:
         def op(input, dim=None, keepdim=False, *, dtype=None):
-            return _reduce(f"{name}()", name, input, dim, keepdim, dtype)
+            return rows_of_components(input, _reduce(f"{name}()", name, input, dim, keepdim, dtype))
     else:
         def op(input, dim=None, keepdim=False):
-            return _reduce(f"{name}()", name, input, dim, keepdim, None)
+            return rows_of_components(input, _reduce(f"{name}()", name, input, dim, keepdim, None))
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (
@@ -208,7 +223,7 @@ def _extreme_over_ragged(kind, input, dim, keepdim):
     or None where the general path applies (other dims, empty components, bool, no elements)."""
     check_nested(input, f"{kind}()")
     st = input._struct
-    if not (isinstance(dim, int) and st.is_lod and st.n and normalize_dim(dim, input.dim()) == 1):
+    if not (isinstance(dim, int) and st.is_lod and st.n and not st.outer and normalize_dim(dim, input.dim()) == 1):
         return None
     buf = input._buffer
     offsets, row_shape = st.rows()
@@ -233,12 +248,12 @@ def _extreme(kind):
         fast = _extreme_over_ragged(kind, input, dim, keepdim)
         if fast is not None:
             return MaxMin(*fast)
-        values = _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None)
+        values = rows_of_components(input, _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None))
         keys = input
         if kind_of(input._buffer.dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers
             keys = make(input.backend.astype(input._buffer, resolve_dtype(np.int64, input.backend.name)),
                         input._struct, input._layout)
-        return MaxMin(values, _reduce(f"{kind}()", f"arg{kind}", keys, dim, keepdim, None))
+        return MaxMin(values, rows_of_components(input, _reduce(f"{kind}()", f"arg{kind}", keys, dim, keepdim, None)))
 
     op.__name__ = op.__qualname__ = kind
     op.__doc__ = (

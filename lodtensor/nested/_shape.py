@@ -12,6 +12,7 @@ import numpy as np
 
 from .._dense import pad_level
 from ..errors import ShapeError
+from ..lod import LoD
 from ._broadcast import check_nested
 from ._dims import components_slice, slice_dim
 from ._dims import unsqueeze as _unsqueeze
@@ -19,6 +20,7 @@ from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
 from ._permute import compose
 from ._registry import implements
+from ._structure import one_level, op_dim
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
@@ -68,7 +70,7 @@ def _new_sizes(where, nt, shape):
 
 
 def _reshaped(nt, sizes):
-    st = Structure(sizes, nt._struct.offsets)
+    st = nt._struct.derive(sizes, nt._struct.offsets)
     return make(nt._buffer, st, nt._layout)
 
 
@@ -89,6 +91,7 @@ def reshape(input, shape):
     lodtensor.errors.ShapeError: reshape(): dimension 1 is irregular; the only valid size ...
     """
     check_nested(input, "reshape()")
+    one_level(input, "reshape()")
     return _reshaped(input, _new_sizes("reshape()", input, shape))
 
 
@@ -96,6 +99,7 @@ def reshape(input, shape):
 def view(input, shape):
     """Same as :func:`reshape`: a nested tensor's components are contiguous, so it never copies."""
     check_nested(input, "view()")
+    one_level(input, "view()")
     return _reshaped(input, _new_sizes("view()", input, shape))
 
 
@@ -103,6 +107,7 @@ def view(input, shape):
 def reshape_as(input, other):
     """A view of ``input`` with the nested structure of ``other`` (same element count per component)."""
     check_nested(input, "reshape_as()")
+    one_level(input, "reshape_as()")
     if not isinstance(other, NestedTensor):
         raise TypeError(
             f"reshape_as(): other must be a NestedTensor (get_nested_tensor_impl requires a NestedTensor), "
@@ -145,7 +150,9 @@ def transpose(input, dim0, dim1):
     lodtensor.errors.ShapeError: Nested tensor dimension 0 cannot be transposed
     """
     check_nested(input, "transpose()")
-    d0, d1 = normalize_dim(dim0, input.dim()), normalize_dim(dim1, input.dim())
+    if 0 in (normalize_dim(dim0, input.dim()), normalize_dim(dim1, input.dim())):
+        raise ShapeError("Nested tensor dimension 0 cannot be transposed")
+    d0, d1 = op_dim(input, dim0, "transpose()"), op_dim(input, dim1, "transpose()")
     if d0 == 0 or d1 == 0:
         raise ShapeError("Nested tensor dimension 0 cannot be transposed")
     perm = list(compose(input._perm, input._st.rank))
@@ -168,12 +175,17 @@ def select(input, dim, index):
     [array([1, 3]), array([5])]
     """
     check_nested(input, "select()")
-    d = normalize_dim(dim, input.dim())
     try:
         index = operator.index(index)
     except TypeError:
         raise TypeError(f"select(): index must be an integer, got {type(index).__name__} {index!r}") from None
     st = input._struct
+    if st.outer and normalize_dim(dim, input.dim()) == 0:  # a document: its sentences, one level shallower
+        count = st.count()
+        if not -count <= index < count:
+            raise IndexError(f"index {index} is out of bounds for dimension 0 with size {count}")
+        return input.unbind()[index % count]
+    d = op_dim(input, dim, "select()")
     if d == 0:
         if not -st.n <= index < st.n:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {st.n}")
@@ -193,18 +205,18 @@ def select(input, dim, index):
     ops = input.backend
     buf = input._buffer
     if st.n == 0:
-        return make(buf[:0], Structure(new_sizes), input._layout)
+        return make(buf[:0], st.derive(new_sizes), input._layout)
     if all(st.regular[axis:]):
         block = st.tail_view(buf, axis)
         out = ops.take(block, index % int(sizes[0]), 1).reshape(-1)
-        return make(out, Structure(new_sizes), input._layout)
+        return make(out, st.derive(new_sizes), input._layout)
     if all(st.regular[axis + 1 :]):
         offsets, rows, row_shape = segments_along(st, axis)
         picks = np.repeat(index % sizes, _counts(st, axis))
         be = input.backend
         rows_view = buf.reshape((rows,) + row_shape)
         out = be.gather(rows_view, be.from_host(offsets[:-1] + picks, like=rows_view))
-        return make(out.reshape(-1), Structure(new_sizes), input._layout)
+        return make(out.reshape(-1), st.derive(new_sizes), input._layout)
     out, new = map_components(
         [input], lambda x: ops.take(x, index % x.shape[axis + 1], axis + 1), new_sizes
     )
@@ -286,7 +298,8 @@ def _slice(nt, d, index):
         if step != 1:
             raise ShapeError(f"slice(): only a step of 1 is supported for dim 0 of a NestedTensor, got {step}")
         return components_slice(nt, start, max(start, stop))
-    if d - 1 < nt._struct.rank and not nt._struct.regular[d - 1] and nt._struct.n:
+    axis = op_dim(nt, d, "slice()") - 1
+    if axis < nt._struct.rank and not nt._struct.regular[axis] and nt._struct.n:
         raise ShapeError("slice(): not supported for NestedTensor on ragged dim")
     return slice_dim(nt, d, index)
 
@@ -358,6 +371,8 @@ def to_padded_tensor(input, padding, output_size=None):
     lodtensor.errors.ShapeError: Value in output_size is less than NestedTensor padded size. Truncation ...
     """
     check_nested(input, "to_padded_tensor()")
+    if input._st.outer:  # components padded, then each outer level (the LoD core's padding)
+        return _padded_levels(input, padding, output_size)
     shape = _padded_shape(input, output_size)
     st = input._struct
     buf = input._buffer
@@ -387,4 +402,18 @@ def to_padded_tensor(input, padding, output_size=None):
         block = block_of(be, buf, st.offsets, members, key)
         index = be.from_host(members, like=out)
         out[(index,) + tuple(slice(0, k) for k in key)] = block
+    return out
+
+
+def _padded_levels(nt, padding, output_size):
+    """``(documents, max sentences, *max component sizes)``: the components padded, then the outer levels."""
+    st = nt._struct
+    inner = make(nt._buffer, Structure(st.sizes, st.offsets), nt._layout)
+    out = to_padded_tensor(inner, padding)
+    be = nt.backend
+    for offsets in reversed(st.outer):
+        out, _ = pad_level(be, out, LoD([offsets], num_rows=int(out.shape[0])), 0, padding, None, None,
+                           where="to_padded_tensor()")
+    if output_size is not None and tuple(output_size) != tuple(out.shape):
+        raise ShapeError(f"to_padded_tensor(): output_size {tuple(output_size)} must be {tuple(out.shape)} here")
     return out

@@ -4,16 +4,26 @@ import numpy as np
 
 from .._validate import _integer_array
 from ..backend import backend_of
+from ..errors import ShapeError
 from ..lod import LoD
 from ._symbolic import ragged_size
 
-__all__ = ["Structure", "normalize_dim"]
+__all__ = ["Structure", "normalize_dim", "op_dim", "one_level", "same_levels"]
 
 _INT64 = np.dtype(np.int64)
 
 
 class Structure:
-    """Sizes and offsets of a nested tensor's components, plus facts derived from them (cached).
+    """Sizes and offsets of a nested tensor's components, its outer ragged levels, and facts derived from
+    them (cached).
+
+    The ragged structure is a stack of partitions, as TensorFlow's ``RowPartition``s compose: ``outer``
+    holds the LoD levels above the components, outermost first (documents -> sentences: one level whose
+    offsets index the components), each a read-only int64 offsets array; the size table partitions each
+    component. A nested tensor has ``1 + len(outer)`` leading dims before the component dims: ``(documents,
+    (sentences), (words), hidden)`` is one outer level over components ``(words, hidden)``. Op code maps
+    a user's dim through :func:`op_dim`, so every op written for components works on any number of outer
+    levels, and results built with :meth:`derive` keep them.
 
     Results with the same shape as their input share its Structure, so its
     cached facts (regular dims, row offsets, Python lists for unbind) are
@@ -28,12 +38,14 @@ class Structure:
     from its source on first use, outside the graph.
     """
 
-    __slots__ = ("_sizes", "_offsets", "_source", "rank", "tail", "_regular", "_rows", "_lists", "_lod", "_dims")
+    __slots__ = ("_sizes", "_offsets", "_source", "rank", "tail", "outer", "_regular", "_rows", "_lists", "_lod",
+                 "_dims")
 
-    def __init__(self, sizes, offsets=None):
+    def __init__(self, sizes, offsets=None, outer=()):
         sizes = np.asarray(sizes, dtype=_INT64)
         self._set(sizes, offsets)
         self._source = None
+        self.outer = outer
         self.rank = sizes.shape[1]
         rest = sizes[:, 1:]
         self.tail = tuple(int(v) for v in rest[0]) if self.rank and sizes.shape[0] and (
@@ -55,12 +67,13 @@ class Structure:
         self._offsets = offsets
 
     @classmethod
-    def _lazy(cls, source, rank, tail):
+    def _lazy(cls, source, rank, tail, outer=()):
         st = object.__new__(cls)
         st._sizes = st._offsets = None
         st._source = source
         st.rank = rank
         st.tail = tail
+        st.outer = outer
         st._regular = st._rows = st._lists = st._lod = st._dims = None
         return st
 
@@ -69,7 +82,7 @@ class Structure:
         """A lazy Structure: ``recipe(parent.sizes, *args)`` is its size table (``args`` Python values); the
         element offsets are ``parent``'s when ``same_numel``. ``rank`` and ``tail`` are given (known from
         ``parent``'s and ``args``)."""
-        return cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail)
+        return cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail, parent.outer)
 
     @classmethod
     def from_jagged(cls, offsets, row_shape):
@@ -208,10 +221,64 @@ class Structure:
         rows = int(self.sizes[:, :axis].prod(axis=1).sum()) if axis else self.n
         return buffer.reshape((rows,) + tail)
 
+    def derive(self, sizes, offsets=None):
+        """A Structure of the same components and outer levels with size table ``sizes`` (an op's result)."""
+        return Structure(sizes, offsets, self.outer)
+
     def same_as(self, other):
         return self is other or (
             self.sizes.shape == other.sizes.shape and bool(np.array_equal(self.sizes, other.sizes))
+            and same_levels(self.outer, other.outer)
         )
+
+    def count(self):
+        """The size of dim 0: outer sequences at the top level, or components when there is none."""
+        return int(self.outer[0].size - 1) if self.outer else self.n
+
+    def top_slice(self, lo, hi):
+        """``(first component, end component, outer levels)`` of the top-level entries ``lo:hi`` (rebased)."""
+        levels = []
+        for offsets in self.outer:
+            part = offsets[lo : hi + 1]
+            levels.append(_frozen(part - part[0]))
+            lo, hi = int(part[0]), int(part[-1])
+        return lo, hi, tuple(levels)
+
+
+def same_levels(a, b):
+    """Whether two tuples of outer levels are equal."""
+    return a is b or (len(a) == len(b) and all(x is y or np.array_equal(x, y) for x, y in zip(a, b)))
+
+
+def _frozen(a):
+    a = np.ascontiguousarray(a, dtype=_INT64)
+    a.setflags(write=False)
+    return a
+
+
+def op_dim(nt, dim, where, extra=0):
+    """``dim`` of ``nt`` (of ``nt.dim() + extra`` dims, for ops that insert one) in the numbering that op
+    code uses for components: 0 the component index, 1.. the component dims. With outer levels (two ragged
+    dims), dim 0 (the documents) and the outer ragged dims refuse: an op defined per component runs on
+    the components' own dims."""
+    levels = len(nt._st.outer)
+    d = normalize_dim(dim, nt.dim() + extra)
+    if not levels:
+        return d
+    if d == 0:
+        raise ShapeError(f"{where}: dim 0 (the documents) is the batch dim of a nested tensor with two ragged dims")
+    if d <= levels:
+        raise ShapeError(
+            f"{where}: dim {d} is an outer ragged dim (the sentences of each document) of a nested tensor with two "
+            f"ragged dims; the op is defined per sentence (dims {levels + 1} and up): pool the words first"
+        )
+    return d - levels
+
+
+def one_level(nt, where):
+    """Refuse a whole-shape op (its arguments describe every dim) on a nested tensor with outer levels."""
+    if nt._st.outer:
+        raise ShapeError(f"{where} is not defined for a nested tensor with two ragged dims; unbind() the documents")
 
 
 def normalize_dim(dim, ndim, name="dim"):

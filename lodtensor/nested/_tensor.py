@@ -14,6 +14,7 @@ from .._format import nested_repr
 from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable
 from ..errors import ShapeError
+from ..lod import LoD
 from ..place import place_of
 from . import _dispatch
 from ._dtypes import check_requires_grad
@@ -91,8 +92,8 @@ class NestedTensor:
 
     # _buf, _st: the buffer and its size table (the storage); _perm: which storage axis each component dim
     # reads (None: the same; see _permute.py), _logical/_dense: the size table and buffer read through _perm
-    # (cached); _holes: see _jagged.py; _outer: the documents' offsets of a tensor with two ragged dims
-    __slots__ = ("_buf", "_st", "_perm", "_logical", "_dense", "_layout", "_holes", "_outer", "__weakref__")
+    # (cached); _holes: see _jagged.py. Outer ragged levels (documents) are part of the Structure.
+    __slots__ = ("_buf", "_st", "_perm", "_logical", "_dense", "_layout", "_holes", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
 
@@ -147,7 +148,8 @@ class NestedTensor:
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
         """Number of dims, counting dim 0 (the components)."""
-        return self._st.rank + (1 if getattr(self, "_outer", None) is None else 2)
+        st = self._st
+        return st.rank + 1 + len(st.outer)
 
     @property
     def ndim(self):
@@ -165,8 +167,9 @@ class NestedTensor:
             return self.shape
         d = normalize_dim(dim, self.dim())
         st = self._st
-        if d and st.tail is not None and getattr(self, "_outer", None) is None:  # a regular dim: from the row shape
-            storage = compose(self._perm, st.rank)[d - 1]  # (no size table read: torch.compile traces this)
+        axis = d - 1 - len(st.outer)
+        if axis >= 0 and st.tail is not None:  # a regular component dim: from the row shape
+            storage = compose(self._perm, st.rank)[axis]  # (no size table read: torch.compile traces this)
             if storage:
                 return st.tail[storage - 1]
         size = self.shape[d]
@@ -192,16 +195,15 @@ class NestedTensor:
 
     def _shape_eager(self):
         st = self._struct
-        outer = getattr(self, "_outer", None)
-        if outer is None:
-            return Size((st.n, *st.dim_sizes()))
-        counts = np.diff(outer)
-        docs = int(counts[0]) if counts.size and (counts == counts[0]).all() else ragged_size(counts)
-        return Size((int(counts.size), 0 if not counts.size else docs, *st.dim_sizes()))
+        head = [st.count()]
+        for offsets in st.outer:  # each outer level: the number of entries under each parent
+            counts = np.diff(offsets)
+            head.append(int(counts[0]) if counts.size and (counts == counts[0]).all() else (
+                ragged_size(counts) if counts.size else 0))
+        return Size((*head, *st.dim_sizes()))
 
     def __len__(self):
-        outer = getattr(self, "_outer", None)
-        return self._struct.n if outer is None else int(outer.size - 1)
+        return self._st.count()
 
     def numel(self):
         """Total number of elements in all components."""
@@ -302,7 +304,7 @@ class NestedTensor:
         """
         if dim != 0 and normalize_dim(dim, self.dim()) != 0:
             raise ShapeError(f"NestedTensor can only be unbound along dimension 0 got dimension {dim} instead.")
-        if getattr(self, "_outer", None) is not None:
+        if self._st.outer:
             return documents(self)  # one nested tensor of sentences per document
         return tuple(_components(self))
 
@@ -317,13 +319,13 @@ class NestedTensor:
 
     def to_tensor_list(self):
         """The components as a list of views (the List layout); with two ragged dims, a list per document."""
-        if getattr(self, "_outer", None) is not None:
+        if self._st.outer:
             return [doc.to_tensor_list() for doc in self.unbind()]
         return list(_components(self))
 
     # -- python protocol ---------------------------------------------------------------------
     def __repr__(self):
-        if getattr(self, "_outer", None) is not None:
+        if self._st.outer:
             docs = ",\n".join("  " + repr(d).replace("\n", "\n  ") for d in self.unbind())
             return f"two-level nested_tensor([\n{docs}\n])"
         return nested_repr(_components(self.detach() if self.requires_grad else self), layout=self._layout,
@@ -338,7 +340,8 @@ class NestedTensor:
         buf = self._buffer
         if self.requires_grad and not self.is_leaf:
             buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
-        return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout))
+        outer = tuple(portable(level.copy()) for level in self._st.outer)
+        return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout, outer))
 
     def __deepcopy__(self, memo):
         return _dispatch.OP_TABLE["clone"](self)
@@ -454,20 +457,26 @@ def _components(nt):
 
 
 def documents(nt):
-    """The documents as one-level nested tensors of their sentences (views of the buffer)."""
-    st, outer = nt._struct, nt._outer
+    """The top-level entries (documents) of a nested tensor with outer levels, each a nested tensor one
+    level shallower (views of the buffer)."""
+    st = nt._struct
+    buf = nt._buffer
     out = []
-    for lo, hi in zip(outer[:-1].tolist(), outer[1:].tolist()):
+    for i in range(st.count()):
+        lo, hi, levels = st.top_slice(i, i + 1)
         a, b = int(st.offsets[lo]), int(st.offsets[hi])
-        out.append(make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy()), nt._layout))
+        out.append(make(buf[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels[1:]), nt._layout))
     return tuple(out)
 
 
-def _rebuild(buffer, sizes, layout):
+def _rebuild(buffer, sizes, layout, outer=()):
     """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
     where = "unpickling a NestedTensor"
     if layout not in ("strided", "jagged"):
         raise ShapeError(f"{where}: layout must be 'strided' or 'jagged', got {layout!r}")
     if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
         raise TypeError(f"{where}: the buffer must be a 1-D array, got {type(buffer).__name__}")
-    return make(buffer, Structure.checked(sizes, int(buffer.shape[0]), where), layout)
+    st = Structure.checked(sizes, int(buffer.shape[0]), where)
+    if outer:  # the LoD gate: the levels must nest and end at the number of components
+        st.outer = tuple(LoD([np.asarray(level) for level in outer], num_rows=st.n).levels)
+    return make(buffer, st, layout)

@@ -26,7 +26,6 @@ import numpy as np
 
 from ._grouped import shape_groups
 from ._permute import compose, permute_view
-from ._structure import Structure
 
 __all__ = ["rows_of", "attention_rows"]
 
@@ -115,4 +114,4 @@ def attend(query, key, value, is_causal, scale, dropout_p, make_view):
     out = attention_rows(be, q, k, v, lq, lk, is_causal, scale, dropout_p)
     sizes = query._st.sizes.copy()
     sizes[:, -1] = int(v.shape[-1])
-    return make_view(out.reshape(-1), Structure(sizes), perm, query._layout)
+    return make_view(out.reshape(-1), query._st.derive(sizes), perm, query._layout)

@@ -105,3 +105,48 @@ def test_lodtensor_two_levels_round_trip():
     assert t.lod() == [[0] + np.cumsum([len(d) for d in docs]).tolist(),
                        [0] + np.cumsum([len(s) for d in docs for s in d]).tolist()]
     assert isinstance(t, lodtensor.LoDTensor)
+
+
+def test_the_documents_are_a_level_of_the_structure():
+    """One ragged model: the documents' offsets are an outer LoD level of the Structure (no wrapper per op);
+    every op that keeps the components keeps it, conversions and pickling too."""
+    import pickle  # noqa: PLC0415
+
+    docs = _docs(5)
+    nt = ln.nested_tensor(docs)
+    assert [lvl.tolist() for lvl in nt._struct.outer] == [[0, 2, 3, 3, 6]]
+    assert _canon_shape(nt.shape) == ("4", "s1", "s2", "4")
+    for out in (nt * 2, ln.exp(nt), nt.transpose(2, 3), nt.unsqueeze(-1), ln.softmax(nt, -1), nt.to_torch(),
+                pickle.loads(pickle.dumps(nt)), nt.clone(), ln.cat([nt, nt], dim=-1), ln.stack([nt, nt], dim=3)):
+        assert out._struct.outer[0].tolist() == [0, 2, 3, 3, 6] and len(out) == 4
+    t = nt.transpose(2, 3)
+    for got, want in zip(_each(t), [s for d in docs for s in d]):
+        np.testing.assert_array_equal(np.asarray(got), want.T)
+    assert [d.nested_size().tolist() for d in nt[1:3]] == [[[2, 4]], []]  # a run of documents, a view
+    assert nt[-1].nested_size().tolist() == [[4, 4], [0, 4], [2, 4]]  # a document: its sentences
+    assert [len(c) for c in nt.chunk(2, dim=0)] == [2, 2]
+    with pytest.raises(ValueError, match="outer ragged dim"):
+        nt.transpose(1, 2)
+
+
+def test_more_outer_levels_compose():
+    """Two outer levels (corpora -> documents -> sentences) over components: the same op code."""
+    from lodtensor.nested._construct import with_levels  # noqa: PLC0415
+
+    docs = _docs(6)
+    sentences = [s for d in docs for s in d]
+    nt = with_levels(ln.nested_tensor(sentences), (np.array([0, 1, 4]), np.array([0, 2, 3, 3, 6])))
+    assert nt.dim() == 5 and len(nt) == 2
+    pooled = ln.mean(nt, 3)  # over the words: (corpora, (documents), (sentences), hidden)
+    assert pooled.dim() == 4 and [lvl.tolist() for lvl in pooled._struct.outer] == [[0, 1, 4]]
+    np.testing.assert_allclose(pooled.values()[:, 0], [s.mean(0)[0] for s in sentences], rtol=1e-6)
+    t = ln.exp(nt).to_lod_tensor()
+    assert t.lod() == [[0, 1, 4], [0, 2, 3, 3, 6], [0, 3, 4, 6, 10, 10, 12]]
+    padded = nt.to_padded_tensor(0.0)
+    assert padded.shape == (2, 3, 3, 4, 4)
+    np.testing.assert_array_equal(padded[1, 2, 2, :2], docs[3][2])
+
+
+def _canon_shape(shape):
+    names = {}
+    return tuple(names.setdefault(str(s), f"s{len(names) + 1}") if str(s).startswith("j") else str(s) for s in shape)
