@@ -412,7 +412,8 @@ def _mha_case(report, ln, torch, case):
         out[valid].sum().backward()
         return out
 
-    compiled = torch.compile(ours)  # inductor; a graph break at the attention (see lodtensor/nested/_compile.py)
+    # inductor; a graph break at the attention (see lodtensor/nested/_compile.py); BENCH_MHA_COMPILE=0 skips it
+    compiled = torch.compile(ours) if os.environ.get("BENCH_MHA_COMPILE", "1") != "0" else None
 
     def step_compiled():
         out = compiled(nested)
@@ -420,13 +421,15 @@ def _mha_case(report, ln, torch, case):
         return out
 
     contenders = [("lodtensor.nested (tutorial MHA)", step_nested), (
-        "padded nn.MultiheadAttention + key_padding_mask", step_padded), (
-        "lodtensor.nested, torch.compile (inductor)", step_compiled)]
+        "padded nn.MultiheadAttention + key_padding_mask", step_padded)]
+    if compiled is not None:
+        contenders.append(("lodtensor.nested, torch.compile (inductor)", step_compiled))
     # the same numbers (forward), then one warm-up each
     got = step_nested().values().detach()
     want = step_padded()[valid].detach()
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-3, atol=2e-4)
-    np.testing.assert_allclose(step_compiled().values().detach().numpy(), got.numpy(), rtol=2e-3, atol=2e-4)
+    if compiled is not None:
+        np.testing.assert_allclose(step_compiled().values().detach().numpy(), got.numpy(), rtol=2e-3, atol=2e-4)
     times = {name: [] for name, _ in contenders}
     for _ in range(MHA_ROUNDS):
         for name, fn in contenders:
@@ -447,11 +450,13 @@ def _mha_case(report, ln, torch, case):
                   "'No viable backend for scaled_dot_product_attention'")
     table.finish()
     ratios = sorted(a / b for a, b in zip(times[contenders[0][0]], times[contenders[1][0]]))
-    eager_vs_compiled = sorted(b / a for a, b in zip(times[contenders[0][0]], times[contenders[2][0]]))
     report.goal(f"MHA fwd+bwd, {case['name']}: lodtensor at or under padded nn.MultiheadAttention",
                 ratios[len(ratios) // 2] <= 1.0,
                 f"lodtensor / padded per round: median {ratios[len(ratios) // 2]:.2f} "
                 f"[{ratios[0]:.2f}-{ratios[-1]:.2f}]")
+    if compiled is None:
+        return
+    eager_vs_compiled = sorted(b / a for a, b in zip(times[contenders[0][0]], times[contenders[2][0]]))
     mid = eager_vs_compiled[len(eager_vs_compiled) // 2]
     report.goal(f"MHA fwd+bwd, {case['name']}: compiled no slower than eager", mid <= 1.05,
                 f"compiled / eager per round: median {mid:.2f} "
