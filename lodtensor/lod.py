@@ -62,9 +62,9 @@ _ON_HOST = {
     "absolute_offsets": lambda lod, k: lod.absolute_offsets(k),
     "segment_ids": lambda lod, k: lod.segment_ids(k),
     "lengths": lambda lod, k: lod.lengths(k),
-    "sqrt_lengths": lambda lod, k: np.sqrt(lod.lengths(k)),
-    "empty": lambda lod, k: lod.lengths(k) == 0,
     "absolute_lengths": lambda lod, k: np.diff(lod.absolute_offsets(k)),
+    "sqrt_lengths": lambda lod, k: np.sqrt(np.diff(lod.absolute_offsets(k))),
+    "empty": lambda lod, k: lod.absolute_offsets(k)[1:] == lod.absolute_offsets(k)[:-1],
 }
 
 
@@ -255,6 +255,21 @@ class LoD:
             out = self._cache[key] = _frozen(out)
         return out
 
+    def empty_rows(self, level=-1):
+        """How many sequences of ``level`` hold no data row (cached: op code asks per call, and a
+        pass over millions of offsets per call would cost more than the kernels).
+
+        >>> LoD([[0, 1, 3], [0, 2, 2, 5]]).empty_rows(0), LoD([[0, 1, 3], [0, 2, 2, 5]]).empty_rows(1)
+        (0, 1)
+        """
+        level = _normalize_level(level, len(self._levels))
+        key = ("empty_rows", level)
+        out = self._cached().get(key)
+        if out is None:
+            absolute = self.absolute_offsets(level)
+            out = self._cache[key] = int(np.count_nonzero(absolute[1:] == absolute[:-1]))
+        return out
+
     def segment_ids(self, level=-1):
         """For each data row, the index of its sequence at ``level`` (int64, cached)."""
         level = _normalize_level(level, len(self._levels))
@@ -284,8 +299,8 @@ class LoD:
         """A host array of this LoD as an array of backend ``be`` on ``like``'s device, cached.
 
         ``what`` is ``"offsets"``, ``"absolute_offsets"``, ``"segment_ids"``, ``"lengths"``,
-        ``"sqrt_lengths"`` (float64 unless ``dtype`` says otherwise), ``"empty"`` (bool: the empty
-        sequences) or ``"absolute_lengths"`` (lengths in data rows). The host arrays stay the
+        ``"absolute_lengths"`` (lengths in data rows), ``"sqrt_lengths"`` (their square roots, float64
+        unless ``dtype`` says otherwise) or ``"empty"`` (bool: the sequences of no data row). The host arrays stay the
         source of truth; this is the copy the kernels use, made once per backend, device and
         dtype through ``be.from_host`` (so it costs one host-to-device copy per LoD, not per op).
 

@@ -319,3 +319,14 @@ def test_issue_26_semantics_torch():
     out = S.sequence_expand(torch.tensor([[1.0], [2.0]], requires_grad=True), col([0.0] * 3, [[0, 1, 3]]))
     assert out.data.requires_grad and out.data.ravel().tolist() == [1.0, 2.0, 2.0]
     assert S.sequence_unpad(torch.zeros(3, 4), [1, 2, 3]).data.shape == (6, 1)
+
+
+def test_outer_level_pooling_counts_rows_not_subsequences():
+    """sqrt and empty-sequence fills at an outer level count data rows: a document whose sentences are
+    all empty is empty; sqrt divides by the rows' square root."""
+    t = lt.LoDTensor(np.arange(1.0, 6.0).reshape(5, 1), [[0, 2, 3, 5], [0, 0, 0, 2, 5, 5]])
+    # documents: [s0, s1] (0 rows), [s2] (2 rows), [s3, s4] (3 rows; s4 empty)
+    assert S.sequence_pool(t, "sqrt", level=0, pad_value=-1.0).data.ravel().tolist() == pytest.approx(
+        [-1.0, 3 / np.sqrt(2), 12 / np.sqrt(3)])
+    assert S.sequence_pool(t, "sum", level=0, pad_value=-1.0).data.ravel().tolist() == [-1.0, 3.0, 12.0]
+    assert t.lod.empty_rows(0) == 1 and t.lod.empty_rows(1) == 3

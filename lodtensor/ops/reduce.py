@@ -85,8 +85,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
         data = be.astype(data, _INT_POOL_DTYPE[kind])  # the same dtype with or without empty sequences
     check_fill(pad_value, data.dtype, where)
     out = _POOLS[kind](be, data, offsets, n, pad_value, _DeviceArrays(x.lod, be, k, data))
-    empty = offsets[1:] == offsets[:-1]
-    if kind not in ("max", "min") and empty.any():
+    if kind not in ("max", "min") and x.lod.empty_rows(k):  # cached per LoD: no pass over the offsets per call
         out = be.fill_rows(out, x.lod.on(be, "empty", k, like=out), pad_value)
     return wrap(out, x.lod.levels[:k])
 
