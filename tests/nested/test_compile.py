@@ -122,3 +122,21 @@ def test_ops_without_a_traced_form_break_the_graph_and_match_eager():
     torch.testing.assert_close(got, fn(nt))
     with pytest.raises(Exception, match="marked as skipped|graph break"):
         torch.compile(fn, fullgraph=True, backend="aot_eager")(nt)
+
+
+@pytest.mark.gpu
+def test_tutorial_mha_compiles_on_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    torch.manual_seed(2)
+    mha = TutorialMHA(8, 2).cuda()
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(mha, backend=counter)
+    batches = []
+    for seed in range(4):
+        g = np.random.default_rng(seed)
+        lengths = g.integers(1, 9, 3 + seed)
+        values = torch.randn(int(lengths.sum()), 8, device="cuda", requires_grad=True)
+        batches.append((ln.nested_tensor_from_jagged(values, np.concatenate([[0], np.cumsum(lengths)])), values))
+    _check_against_eager(mha, compiled, batches, "aot_eager")
+    assert counter.frame_count == 2

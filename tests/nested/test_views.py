@@ -229,3 +229,32 @@ def test_grouped_matmul_gradients_with_many_shapes():
     total.backward()
     for a, leaf in zip(got, leaves):
         torch.testing.assert_close(a, leaf.grad)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("is_causal", [False, True])
+def test_sdpa_over_rows_on_cuda_matches_per_sequence(is_causal):
+    """The row attention on CUDA data: host-derived indices reach the device through the backend (no mixing),
+    values and gradients as the per-sequence dense computation."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    g = np.random.default_rng(10)
+    leaves = [torch.tensor(g.standard_normal((n, 12)), device="cuda", requires_grad=True)
+              for n in g.integers(0, 20, 17)]
+    x = ln.as_nested_tensor(leaves)
+    q, k, v = (_heads_view(t, 3) for t in ln.chunk(ln.linear(x, torch.eye(12, device="cuda",
+                                                                             dtype=torch.float64).repeat(3, 1)), 3, -1))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=is_causal).transpose(1, 2).flatten(-2)
+    assert out.values().device.type == "cuda"
+    (out.values() ** 2).sum().backward()
+    got = [leaf.grad.clone() for leaf in leaves]
+    for leaf in leaves:
+        leaf.grad = None
+    total = 0
+    for leaf in leaves:
+        if leaf.shape[0]:
+            d = _dense(leaf, 3)
+            total = total + (F.scaled_dot_product_attention(d, d, d, is_causal=is_causal) ** 2).sum()
+    total.backward()
+    for a, leaf in zip(got, leaves):
+        torch.testing.assert_close(a, leaf.grad if leaf.grad is not None else torch.zeros_like(leaf))
