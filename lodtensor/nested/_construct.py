@@ -122,8 +122,8 @@ def _from_list(items, dtype, device, layout, where, keep_history):
     target = resolve_dtype(dtype, name)
     if target is None:
         target = parts[0].dtype if parts else resolve_dtype(DEFAULT_FLOAT, name)
-    if name != "numpy":
-        like = next((p for p, py in zip(parts, from_python) if not py), None)
+    like = next((p for p, py in zip(parts, from_python) if not py), None)
+    if like is not None:  # nested lists next to arrays: onto the arrays' device
         parts = [be.from_host(p, like=like) if py else p for p, py in zip(parts, from_python)]
     rank = ndims[0] if parts else 0
     sizes = np.array([tuple(p.shape) for p in parts], dtype=np.int64).reshape(len(parts), rank)
@@ -232,7 +232,7 @@ def with_levels(inner, outer):
 
 
 def _pin(buffer):
-    if backend_name_of(buffer) == "torch":
+    if backend_name_of(buffer) == "torch":  # backend-branch: torch pins its tensors; placement pins into NumPy
         return buffer.pin_memory()
     return pinned_copy(get_backend(backend_name_of(buffer)).to_numpy(buffer))
 

@@ -39,7 +39,7 @@ _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 def is_torch_dtype(dtype):
     """True for a ``torch.dtype`` (never imports torch)."""
-    return type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype"
+    return type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype"  # backend-branch: parsing dtype=
 
 
 def _short_name(dtype):
@@ -74,7 +74,7 @@ def resolve_dtype(dtype, backend_name, name="dtype"):
     """
     if dtype is None:
         return None
-    if backend_name == "torch":
+    if backend_name == "torch":  # backend-branch: torch's dtype objects for torch data
         if is_torch_dtype(dtype):
             return dtype
         from ..backend.torch import torch_dtype  # noqa: PLC0415 - torch is loaded already here
@@ -149,7 +149,7 @@ def check_requires_grad(buffer, requires_grad, where):
         return
     if kind_of(buffer.dtype) not in "fc":
         raise TypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
-    if backend_name_of(buffer) != "torch":
+    if backend_name_of(buffer) != "torch":  # backend-branch: only torch records autograd
         raise TypeError(
             f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "
             f"build the nested tensor from torch tensors, or call .to_torch() first"

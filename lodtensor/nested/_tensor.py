@@ -232,7 +232,8 @@ class NestedTensor:
     def device(self):
         """``torch.device`` for torch data, the device string (``'cpu'``, ``'cuda:0'``) otherwise."""
         buf = self._buf
-        return buf.device if backend_name_of(buf) == "torch" else self.backend.device_of(buf)
+        torch_data = backend_name_of(buf) == "torch"  # backend-branch: a torch.device, as torch gives it
+        return buf.device if torch_data else self.backend.device_of(buf)
 
     @property
     def place(self):
