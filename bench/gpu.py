@@ -40,6 +40,10 @@ GPU = {"budget": 0.5, "min_repeat": 5}
 
 
 SKEWED_ELEMENTS = 1 << 28  # float32 elements per skewed workload: 1 GiB
+# Issue 24's floors where they differ from 50%: single values in millions of short sequences (the
+# per-sequence work dominates there) and the uniform softmax (three passes over the data).
+SKEWED_FLOOR = {("sum", 1): 0.25, ("max", 1): 0.25, ("softmax", 1): 0.25}
+UNIFORM_FLOOR = {"softmax": 0.6}
 SKEWED_WIDTHS = (1, 128, 4096)
 LONG_SEQUENCES = 16
 
@@ -97,8 +101,13 @@ def _skewed(report, lt, S, torch, cupy, device, where, scale, dry):
                 if mine is None or copy_s is None:
                     continue
                 fraction = moved[op] / mine / (2 * nbytes / copy_s)
-                report.goal(f"skewed {op} D={width} ({name}): at least 50% of the copy bandwidth", fraction >= 0.5,
-                            f"{fraction:.0%}")
+                floor = SKEWED_FLOOR.get((op, width), 0.5)
+                report.goal(f"skewed {op} D={width} ({name}): at least {floor:.0%} of the copy bandwidth",
+                            fraction >= floor, f"{fraction:.0%}")
+                theirs = table._best("torch.segment_reduce")
+                if width == max(SKEWED_WIDTHS) and theirs is not None:  # issue 24: wide rows
+                    report.goal(f"skewed {op} D={width} ({name}): at or under torch.segment_reduce",
+                                mine <= theirs, f"{theirs / mine:.2f}x")
 
 
 def _workload(scale):
@@ -187,14 +196,15 @@ def run(report):
                                                         max_seqlen=int(lengths.max()))
     maxlen = int(lengths.max())
     padded_bytes = n * maxlen * WIDTH * 4
-    out_bytes = {"sum": n * WIDTH * 4, "max": n * WIDTH * 4, "softmax": nbytes, "pad": padded_bytes}
-    in_bytes = {"sum": nbytes, "max": nbytes, "softmax": nbytes, "pad": nbytes}
+    out_bytes = {"sum": n * WIDTH * 4, "max": n * WIDTH * 4, "mean": n * WIDTH * 4, "softmax": nbytes,
+                 "pad": padded_bytes}
+    in_bytes = {"sum": nbytes, "max": nbytes, "mean": nbytes, "softmax": nbytes, "pad": nbytes}
 
     def ours_fn(op, t):
-        if op == "sum":
-            return lambda: S.sequence_pool(t, "sum").data
-        if op == "max":
-            return lambda: S.sequence_pool(t, "max").data
+        if op in ("sum", "max"):
+            return lambda: S.sequence_pool(t, op).data
+        if op == "mean":
+            return lambda: S.sequence_pool(t, "average").data
         if op == "softmax":
             return lambda: S.sequence_softmax(t).data
         return lambda: t.to_padded(pad_value=0.0)[0]
@@ -206,13 +216,15 @@ def run(report):
                     ("torch.nested jagged", lambda: jagged.sum(dim=1))],
             "max": [("torch.segment_reduce", lambda: torch.segment_reduce(tdata, "max", offsets=toffsets, axis=0)),
                     ("torch.nested jagged", lambda: jagged.amax(dim=1))],
+            "mean": [("torch.segment_reduce", lambda: torch.segment_reduce(tdata, "mean", offsets=toffsets, axis=0)),
+                     ("torch.nested jagged", lambda: jagged.mean(dim=1))],
             "softmax": [("torch.nested jagged", lambda: torch.softmax(jagged, dim=1))],
             "pad": [("torch.nested jagged", lambda: torch.nested.to_padded_tensor(jagged, 0.0))],
         }
 
     _skewed(report, lt, S, torch if (has_cuda or dry) else None, cupy, device, where, scale, dry)
 
-    for op in ("sum", "max", "softmax", "pad"):
+    for op in ("sum", "max", "mean", "softmax", "pad"):
         table = report.table(f"{op}", workload, reference=f"lodtensor ({next(iter(ours))})",
                              limit="device-to-device copy")
         if cupy is not None:
@@ -238,8 +250,10 @@ def run(report):
             if mine is None or copy_s is None:
                 continue
             fraction = (in_bytes[op] + out_bytes[op]) / mine / (2 * nbytes / copy_s)
-            report.goal(f"{op} ({name}): at least 50% of the copy bandwidth", fraction >= 0.5, f"{fraction:.0%}")
+            floor = UNIFORM_FLOOR.get(op, 0.5)
+            report.goal(f"{op} ({name}): at least {floor:.0%} of the copy bandwidth", fraction >= floor,
+                        f"{fraction:.0%}")
             for other, _ in torch_fns.get(op, []):
                 theirs = table._best(other)
-                if theirs is not None:
-                    report.goal(f"{op} ({name}): faster than {other}", mine < theirs, f"{theirs / mine:.2f}x faster")
+                if theirs is not None:  # issue 24: at or under torch's own ops
+                    report.goal(f"{op} ({name}): at or under {other}", mine <= theirs, f"{theirs / mine:.2f}x")
