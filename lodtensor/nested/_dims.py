@@ -92,7 +92,12 @@ def unsqueeze(input, dim):
 @implements("squeeze", "torch.squeeze", _T + "squeeze")
 def squeeze(input, dim=None):
     """A view without dim ``dim`` when it has size 1 (unchanged otherwise); without ``dim``, every
-    regular dim of size 1 goes (torch 2.13's jagged layout has no ``squeeze()``: see docs/nested.md)."""
+    regular dim of size 1 goes (torch 2.13's jagged layout has no ``squeeze()``: see docs/nested.md).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 1)), np.ones((3, 1))]).squeeze(-1).nested_size().tolist()
+    [[2], [3]]
+    """
     check_nested(input, "squeeze()")
     st = input._struct
     if dim is None:
@@ -106,7 +111,12 @@ def squeeze(input, dim=None):
 
 @implements("flatten", "torch.flatten", _T + "flatten")
 def flatten(input, start_dim=0, end_dim=-1):
-    """A view with dims ``start_dim..end_dim`` (regular, not 0) merged into one."""
+    """A view with dims ``start_dim..end_dim`` (regular, not 0) merged into one.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 3, 4)), np.ones((1, 3, 4))]).flatten(2).nested_size().tolist()
+    [[2, 12], [1, 12]]
+    """
     check_nested(input, "flatten()")
     st = input._struct
     a = _regular_dim("flatten()", input, start_dim)
@@ -122,7 +132,12 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 @implements("unflatten", "torch.unflatten", _T + "unflatten")
 def unflatten(input, dim, sizes):
-    """A view with regular dim ``dim`` split into ``sizes`` (one may be -1)."""
+    """A view with regular dim ``dim`` split into ``sizes`` (one may be -1).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 6)), np.ones((1, 6))]).unflatten(-1, [2, 3]).nested_size().tolist()
+    [[2, 2, 3], [1, 2, 3]]
+    """
     check_nested(input, "unflatten()")
     st = input._struct
     a = _regular_dim("unflatten()", input, dim)
@@ -147,7 +162,12 @@ def unflatten(input, dim, sizes):
 @implements("expand", _T + "expand")
 def expand(input, *sizes):
     """Regular dims of size 1 repeated to ``sizes`` (-1 keeps a dim; ragged dims and dim 0 must be -1 or
-    unchanged); a copy (components are contiguous)."""
+    unchanged); a copy (components are contiguous).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 1)), np.ones((3, 1))]).expand(-1, -1, 4).nested_size().tolist()
+    [[2, 4], [3, 4]]
+    """
     check_nested(input, "expand()")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
@@ -226,7 +246,12 @@ def _pieces(input, axis, lengths):
 
 @implements("split_with_sizes", "torch.split_with_sizes", _T + "split_with_sizes")
 def split_with_sizes(input, split_sizes, dim=0):
-    """Pieces of regular dim ``dim`` with the given sizes (they must add up to the dim's size)."""
+    """Pieces of regular dim ``dim`` with the given sizes (they must add up to the dim's size).
+
+    >>> import lodtensor.nested as ln
+    >>> [c.nested_size().tolist() for c in ln.split_with_sizes(ln.nested_tensor([np.ones((2, 4))]), [1, 3], -1)]
+    [[[2, 1]], [[2, 3]]]
+    """
     check_nested(input, "split_with_sizes()")
     a = _regular_dim("split_with_sizes()", input, dim)
     size = int(input._struct.sizes[0, a]) if input._struct.n else 0
@@ -263,7 +288,12 @@ def split(input, split_size_or_sections, dim=0):
 @implements("chunk", "torch.chunk", _T + "chunk")
 def chunk(input, chunks, dim=0):
     """``chunks`` pieces of regular dim ``dim`` (each ``ceil(size / chunks)``), or of the components (dim 0:
-    views of groups of components)."""
+    views of groups of components).
+
+    >>> import lodtensor.nested as ln
+    >>> [c.nested_size().tolist() for c in ln.nested_tensor([np.ones((2, 4)), np.ones((1, 4))]).chunk(2, -1)]
+    [[[2, 2], [1, 2]], [[2, 2], [1, 2]]]
+    """
     check_nested(input, "chunk()")
     chunks = operator.index(chunks)
     if chunks <= 0:

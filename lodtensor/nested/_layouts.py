@@ -67,7 +67,12 @@ def to_layout(input, layout, **kwargs):
 
 @implements("to_padded")
 def to_padded(input, padding_value=0, output_size=None):
-    """The Masked layout's data: same as :func:`to_padded_tensor` with ``padding_value``."""
+    """The Masked layout's data: same as :func:`to_padded_tensor` with ``padding_value``.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.to_padded(ln.nested_tensor([[1, 2], [3]]), -1).tolist()
+    [[1, 2], [3, -1]]
+    """
     return to_padded_tensor(input, padding_value, output_size)
 
 
@@ -139,7 +144,12 @@ def to_packed(input):
 @implements("to_packed_sequence")
 def to_packed_sequence(input, enforce_sorted=False):
     """A torch ``PackedSequence`` of the components (torch needed; NumPy data is shared, not copied,
-    on the way in). Components must be non-empty with equal trailing dims."""
+    on the way in). Components must be non-empty with equal trailing dims.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.to_packed_sequence(ln.nested_tensor([[1.0, 2.0], [3.0]])).batch_sizes.tolist()
+    [2, 1]
+    """
     check_nested(input, "to_packed_sequence()")
     one_level(input, "to_packed_sequence()")
     from torch.nn.utils.rnn import pack_sequence  # noqa: PLC0415 - torch is needed for the result
@@ -185,6 +195,11 @@ def to_lod_tensor(input):
 # -- repr -------------------------------------------------------------------------------------
 @implements("to_tensor_list")
 def to_tensor_list(input):
-    """The components as a list of views (the List layout)."""
+    """The components as a list of views (the List layout).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.to_tensor_list(ln.nested_tensor([[1, 2], [3]]))
+    [array([1, 2]), array([3])]
+    """
     check_nested(input, "to_tensor_list()")
     return list(_components(input))

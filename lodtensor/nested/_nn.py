@@ -319,7 +319,14 @@ def _rmatmul(input, other):
 
 @implements("bmm", "torch.bmm", _T + "bmm")
 def bmm(input, mat2):
-    """Batched matrix product of two 3-d nested tensors (``mat2`` may also be a dense 3-d array)."""
+    """Batched matrix product of two 3-d nested tensors (``mat2`` may also be a dense 3-d array).
+
+    >>> import lodtensor.nested as ln
+    >>> a = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 2))])
+    >>> b = ln.nested_tensor([np.ones((3, 4)), np.ones((2, 5))])
+    >>> ln.bmm(a, b).nested_size().tolist()
+    [[2, 4], [1, 5]]
+    """
     check_nested(input, "bmm()")
     if input.dim() != 3:
         raise ShapeError(f"batch1 must be a 3D tensor, got a {input.dim()}-d nested tensor")

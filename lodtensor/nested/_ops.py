@@ -76,6 +76,10 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
     NumPy data draws from NumPy's global random state (``np.random.seed``
     applies), torch data from torch's. ``training=False`` returns ``input``.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.dropout(ln.nested_tensor([[1.0, 2.0], [3.0]]), p=0.5, training=False).to_tensor_list()[1].tolist()
+    [3.0]
     """
     check_nested(input, "dropout()")
     if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
@@ -90,14 +94,26 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 @implements("clone", "torch.clone", _T + "clone")
 def clone(input, *, memory_format=None):
-    """A copy with its own buffer (keeps autograd history on torch)."""
+    """A copy with its own buffer (keeps autograd history on torch).
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> copy = ln.clone(nt)
+    >>> np.shares_memory(copy.values(), nt.values())
+    False
+    """
     check_nested(input, "clone()")
     return make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
 
 
 @implements("detach", "torch.detach", _T + "detach")
 def detach(input):
-    """The same data without autograd history (shares the buffer)."""
+    """The same data without autograd history (shares the buffer).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.detach(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
+    [[2], [1]]
+    """
     check_nested(input, "detach()")
     return make_view(input.backend.detach(input._buf), input._st, input._perm, input._layout)
 
@@ -117,19 +133,34 @@ def _like(where, input, dtype, device, requires_grad, fill):
 
 @implements("empty_like", "torch.empty_like")
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """A nested tensor of the same structure with uninitialised values."""
+    """A nested tensor of the same structure with uninitialised values.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.empty_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
+    [[2], [1]]
+    """
     return _like("empty_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.empty(s, d, b))
 
 
 @implements("zeros_like", "torch.zeros_like")
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """A nested tensor of the same structure filled with zeros."""
+    """A nested tensor of the same structure filled with zeros.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.zeros_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).to_tensor_list()[0].tolist()
+    [0.0, 0.0]
+    """
     return _like("zeros_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.zeros(s, d, b))
 
 
 @implements("randn_like", "torch.randn_like")
 def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """A nested tensor of the same structure with standard normal values (floating dtypes only)."""
+    """A nested tensor of the same structure with standard normal values (floating dtypes only).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.randn_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
+    [[2], [1]]
+    """
     target = resolve_dtype(dtype, input.backend.name) if isinstance(input, NestedTensor) else None
     if isinstance(input, NestedTensor) and kind_of(target or input._buffer.dtype) not in "fc":
         raise not_implemented("normal_kernel_cpu", input)
@@ -138,7 +169,12 @@ def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 @implements("ones_like", "torch.ones_like")
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """A nested tensor of the same structure filled with ones."""
+    """A nested tensor of the same structure filled with ones.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.ones_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).to_tensor_list()[1].tolist()
+    [1.0]
+    """
     return _like("ones_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.full(s, 1, d, b))
 
 
@@ -157,7 +193,12 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
 
 @implements("rand_like", "torch.rand_like")
 def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-    """A nested tensor of the same structure with uniform values in ``[0, 1)`` (floating dtypes only)."""
+    """A nested tensor of the same structure with uniform values in ``[0, 1)`` (floating dtypes only).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.rand_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
+    [[2], [1]]
+    """
     target = resolve_dtype(dtype, input.backend.name) if isinstance(input, NestedTensor) else None
     if isinstance(input, NestedTensor) and kind_of(target or input._buffer.dtype) not in "fc":
         raise not_implemented("check_uniform_bounds", input)
@@ -167,7 +208,12 @@ def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
 # -- in place ------------------------------------------------------------------------------
 @implements("fill_", "torch.Tensor.fill_", "torch.fill_")
 def fill_(input, value):
-    """Set every element to ``value`` (a scalar); in place, returns ``input``."""
+    """Set every element to ``value`` (a scalar); in place, returns ``input``.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([[1.0, 2.0], [3.0]]).fill_(7.0).to_tensor_list()[1].tolist()
+    [7.0]
+    """
     check_nested(input, "fill_()")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
@@ -178,14 +224,25 @@ def fill_(input, value):
 
 @implements("zero_", "torch.Tensor.zero_", "torch.zero_")
 def zero_(input):
-    """Set every element to 0; in place, returns ``input``."""
+    """Set every element to 0; in place, returns ``input``.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([[1.0, 2.0], [3.0]]).zero_().to_tensor_list()[0].tolist()
+    [0.0, 0.0]
+    """
     return fill_(input, 0)
 
 
 @implements("copy_", "torch.Tensor.copy_")
 def copy_(input, src, non_blocking=False):
     """Copy ``src`` (a nested tensor of the same structure, a scalar, or a dense array that broadcasts
-    as for ``+``) into ``input``, casting to its dtype; in place, returns ``input``."""
+    as for ``+``) into ``input``, casting to its dtype; in place, returns ``input``.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> nt.copy_(nt * 2).to_tensor_list()[0].tolist()
+    [2.0, 4.0]
+    """
     check_nested(input, "copy_()")
     aligned = align("copy_", (input, src))
     dst, value = aligned.arrays

@@ -129,7 +129,9 @@ def _make_unary(name, np_name, torch_path, rule, spec):
     sig = f"{name}(input{', ' + spec if spec else ''})"
     op.__doc__ = (
         f"``{sig}``: elementwise ``torch.{torch_path}`` on every component, one call on the flat buffer "
-        f"(NumPy: ``{np_name}``). Dtype rule: {rule!r} (see ``lodtensor.nested._pointwise``)."
+        f"(NumPy: ``{np_name}``). Dtype rule: {rule!r} (see ``lodtensor.nested._pointwise``).\n\n"
+        f">>> import lodtensor.nested as ln\n"
+        f">>> ln.{name}(ln.nested_tensor([[0.5, 0.25], [0.75]])).nested_size().tolist()\n[[2], [1]]\n"
     )
     return op
 
@@ -204,7 +206,10 @@ def _make_binary(name):
     np_name, torch_path, rule, _ = BINARY[name]
     op.__doc__ = (
         f"Elementwise ``torch.{torch_path}(input, other)`` (NumPy: ``{np_name}``): nested with nested of the "
-        f"same structure, a scalar, or a dense array broadcast as torch does. Dtype rule: {rule!r}."
+        f"same structure, a scalar, or a dense array broadcast as torch does. Dtype rule: {rule!r}.\n\n"
+        f">>> import lodtensor.nested as ln\n"
+        f">>> nt = ln.nested_tensor({'[[1, 2], [3]]' if name.startswith('bitwise') else '[[0.5, 1.0], [2.0]]'})\n"
+        f">>> ln.{name}(nt, nt).nested_size().tolist()\n[[2], [1]]\n"
     )
     return op
 
@@ -230,13 +235,23 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
-    """Elementwise ``input - alpha * other`` (nested, scalar or dense ``other``)."""
+    """Elementwise ``input - alpha * other`` (nested, scalar or dense ``other``).
+
+    >>> import lodtensor.nested as ln
+    >>> (ln.nested_tensor([[1, 2], [3]]) - 1).to_tensor_list()
+    [array([0, 1]), array([2])]
+    """
     return binary("sub", input, _scaled(other, alpha))
 
 
 def div(input, other, *, rounding_mode=None):
     """Elementwise division; integers give float32 as in torch. ``rounding_mode`` ``'trunc'`` or
-    ``'floor'`` rounds the quotient and keeps the promoted dtype."""
+    ``'floor'`` rounds the quotient and keeps the promoted dtype.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.div(ln.nested_tensor([[1, 2], [3]]), 2).to_tensor_list()[0].tolist()
+    [0.5, 1.0]
+    """
     if rounding_mode is None:
         return binary("div", input, other)
     if rounding_mode not in ("trunc", "floor"):
@@ -268,7 +283,12 @@ def where(condition, input, other):
 
 
 def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
-    """Elementwise ``min(max(x, min), max)``; bounds are scalars, or nested/dense like ``input``."""
+    """Elementwise ``min(max(x, min), max)``; bounds are scalars, or nested/dense like ``input``.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.clamp(ln.nested_tensor([[-1.0, 2.0], [3.0]]), 0.0, 2.5).to_tensor_list()[1].tolist()
+    [2.5]
+    """
     check_nested(input, "clamp()")
     if min is None and max is None:
         raise ShapeError("torch.clamp: At least one of 'min' or 'max' must not be None")

@@ -207,7 +207,13 @@ def _make_reduction(name, takes_dtype, what):
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (
         f"{what} over component dim ``dim`` (any but 0), or of every value (``dim=None``); ``keepdim``."
-        + _EXTRA_DOCS.get(name, "")
+        + _EXTRA_DOCS.get(name, f"""
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))])
+    >>> ln.{name}(nt, dim=2).nested_size().tolist()
+    [[2], [4]]
+    """)
     )
     return implements(name, f"torch.{name}", _T + name)(op)
 
@@ -259,7 +265,11 @@ def _extreme(kind):
     op.__doc__ = (
         f"``{kind}(nt)``: the {kind}imum value; ``{kind}(nt, dim, keepdim=False)``: ``(values, indices)`` "
         f"along component dim ``dim``, as torch's ``return_types.{kind}``; ``{kind}(nt, other)``: the "
-        f"elementwise {kind}imum."
+        f"elementwise {kind}imum.\n\n"
+        f">>> import lodtensor.nested as ln\n"
+        f">>> values, indices = ln.{kind}(ln.nested_tensor([[1.0, 5.0], [3.0]]), 1)\n"
+        f">>> values.tolist(), indices.tolist()\n"
+        f"({[5.0, 3.0] if kind == 'max' else [1.0, 3.0]}, {[1, 0] if kind == 'max' else [0, 0]})\n"
     )
     return op
 

@@ -97,7 +97,12 @@ def reshape(input, shape):
 
 @implements("view", _T + "view")
 def view(input, shape):
-    """Same as :func:`reshape`: a nested tensor's components are contiguous, so it never copies."""
+    """Same as :func:`reshape`: a nested tensor's components are contiguous, so it never copies.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 6)), np.ones((1, 6))]).view(2, -1, 3, 2).nested_size().tolist()
+    [[2, 3, 2], [1, 3, 2]]
+    """
     check_nested(input, "view()")
     one_level(input, "view()")
     return _reshaped(input, _new_sizes("view()", input, shape))
@@ -105,7 +110,13 @@ def view(input, shape):
 
 @implements("reshape_as", _T + "reshape_as")
 def reshape_as(input, other):
-    """A view of ``input`` with the nested structure of ``other`` (same element count per component)."""
+    """A view of ``input`` with the nested structure of ``other`` (same element count per component).
+
+    >>> import lodtensor.nested as ln
+    >>> a = ln.nested_tensor([np.ones((2, 6)), np.ones((1, 6))])
+    >>> a.reshape_as(a.reshape(2, -1, 2, 3)).nested_size().tolist()
+    [[2, 2, 3], [1, 2, 3]]
+    """
     check_nested(input, "reshape_as()")
     one_level(input, "reshape_as()")
     if not isinstance(other, NestedTensor):
@@ -306,7 +317,12 @@ def _slice(nt, d, index):
 
 @implements("unbind", "torch.unbind", _T + "unbind")
 def unbind(input, dim=0):
-    """The components as a tuple of views into the buffer (dim 0 only)."""
+    """The components as a tuple of views into the buffer (dim 0 only).
+
+    >>> import lodtensor.nested as ln
+    >>> [c.shape for c in ln.unbind(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))]))]
+    [(2, 3), (1, 3)]
+    """
     check_nested(input, "unbind()")
     return input.unbind(dim)
 
