@@ -71,3 +71,45 @@ if torch is not None:
     for mine, theirs in ((tq, tq2), (tk, tk2), (tv, tv2)):
         torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
     print(f"torch: loss {loss.item():.4f}, gradients match the per-sequence computation")
+
+    # -- the transformer tutorials' multi-head attention: views, fused attention per length group, compile ----
+    import torch.nn.functional as F  # noqa: N812
+
+    class MultiHeadAttention(torch.nn.Module):
+        """torch's transformer-building-blocks MultiHeadAttention (packed projection), unchanged."""
+
+        def __init__(self, e, heads):
+            super().__init__()
+            self.heads = heads
+            self.packed_proj = torch.nn.Linear(e, 3 * e)
+            self.out_proj = torch.nn.Linear(e, e)
+
+        def forward(self, x):
+            q, k, v = torch.chunk(self.packed_proj(x), 3, dim=-1)
+            # (B, (L), E) -> (B, (L), heads, E/heads) -> (B, heads, (L), E/heads): views, no copy
+            q, k, v = (t.unflatten(-1, [self.heads, -1]).transpose(1, 2) for t in (q, k, v))
+            out = F.scaled_dot_product_attention(q, k, v)  # per group of equal lengths, no padding
+            return self.out_proj(out.transpose(1, 2).flatten(-2))
+
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(D, 4)
+    xt = ln.nested_tensor([torch.from_numpy(s) for s in seqs])
+    B, S, E = xt.shape  # S is the ragged dim: printed j<k>, as torch's jagged layout prints it
+    out = mha(xt)
+
+    # the same weights in nn.MultiheadAttention on the padded batch with a key padding mask
+    ref = torch.nn.MultiheadAttention(D, 4, batch_first=True)
+    with torch.no_grad():
+        ref.in_proj_weight.copy_(mha.packed_proj.weight)
+        ref.in_proj_bias.copy_(mha.packed_proj.bias)
+        ref.out_proj.weight.copy_(mha.out_proj.weight)
+        ref.out_proj.bias.copy_(mha.out_proj.bias)
+    padded = ln.to_padded_tensor(xt, 0.0)
+    pad = torch.arange(max(lengths))[None] >= torch.tensor(lengths)[:, None]
+    want, _ = ref(padded, padded, padded, key_padding_mask=pad, need_weights=False)
+    torch.testing.assert_close(ln.to_padded_tensor(out, 0.0)[~pad], want[~pad], rtol=1e-4, atol=1e-5)
+    print(f"multi-head attention on shape ({B}, {S}, {E}): matches padded nn.MultiheadAttention")
+
+    compiled = torch.compile(mha, backend="aot_eager")  # two graphs, one on each side of the attention
+    torch.testing.assert_close(compiled(xt).values(), out.values())
+    print("torch.compile: the same numbers")
