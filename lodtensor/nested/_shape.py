@@ -1,9 +1,10 @@
 """Shape ops: reshape, view, reshape_as, transpose, select, unbind and to_padded_tensor.
 
 Reshapes only rewrite the size table (the components are contiguous, so the
-buffer is shared). ``transpose`` and ``select`` copy; over regular trailing
-dims they are one dense op on the buffer viewed as rows, else grouped by
-component shape.
+buffer is shared); ``transpose`` is a view through a permutation of the
+component dims (``_permute.py``). ``select`` copies: over regular trailing
+dims one dense op on the buffer viewed as rows, else grouped by component
+shape. Indexing (``nt[...]``) composes select, slices and unsqueeze.
 """
 
 import operator
