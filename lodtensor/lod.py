@@ -255,6 +255,22 @@ class LoD:
             out = self._cache[key] = _frozen(out)
         return out
 
+    def head(self, k):
+        """The LoD of the first ``k`` levels (the same frozen arrays), one object per ``k``, cached: results
+        that keep the outer levels (pooling a level away) share it, and its device copies with it.
+
+        >>> lod = LoD([[0, 1, 3], [0, 2, 2, 5]])
+        >>> lod.head(1)(), lod.head(1) is lod.head(1), lod.head(2) is lod
+        ([[0, 1, 3]], True, True)
+        """
+        if k == len(self._levels):
+            return self
+        key = ("head", k)
+        out = self._cached().get(key)
+        if out is None:
+            out = self._cache[key] = _make(self._levels[:k])
+        return out
+
     def empty_rows(self, level=-1):
         """How many sequences of ``level`` hold no data row (cached: op code asks per call, and a
         pass over millions of offsets per call would cost more than the kernels).

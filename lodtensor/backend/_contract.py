@@ -167,6 +167,11 @@ class Backend(abc.ABC):
         """A new array: ``out`` with ``values`` added at rows ``index`` (repeated rows accumulate)."""
 
     @abc.abstractmethod
+    def divide_rows(self, x, divisor):
+        """``x`` with row ``i`` divided by ``divisor[i]`` (on ``x``'s device), in place where autograd allows:
+        pass only a result the op itself made (0 / 0 gives NaN quietly)."""
+
+    @abc.abstractmethod
     def fill_rows(self, x, mask, value):
         """A new array: ``x`` with the rows where bool ``mask`` (on ``x``'s device) is True set to the host
         scalar ``value``."""

@@ -111,6 +111,10 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
     def concat(self, arrays):
         return cupy.concatenate(list(arrays), axis=0)
 
+    def divide_rows(self, x, divisor):
+        x /= divisor.reshape((-1,) + (1,) * (x.ndim - 1))
+        return x
+
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.ndim - 1)
         mask = cupy.asarray(mask).reshape(shape)

@@ -168,6 +168,10 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         np.add.at(out, index, values)
         return out
 
+    def divide_rows(self, x, divisor):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(x, divisor.reshape((-1,) + (1,) * (x.ndim - 1)), out=x)
+
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.ndim - 1)
         return np.where(np.asarray(mask).reshape(shape), np.asarray(value, dtype=x.dtype), x)
@@ -198,7 +202,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return np.full((offsets.size - 1,) + data.shape[1:], fill, dtype=data.dtype)
 
     def _route_compiled(self, ufunc, data, offsets, fill, owner):
-        return compiled_reduce(ufunc, data, offsets, fill)
+        return compiled_reduce(ufunc, data, offsets, fill, checked=True)
 
     def _route_reduceat(self, ufunc, data, offsets, fill, owner):
         nonempty = offsets[1:] > offsets[:-1]

@@ -19,6 +19,7 @@ at install time), or are switched off with ``set_compiled_kernels(False)`` or
 [[8.0, 10.0], [-1.0, -1.0], [112.0, 116.0]]
 """
 
+import math
 import os
 
 import numpy as np
@@ -103,7 +104,7 @@ def compiled_fits(ufunc, data, offsets):
     kind = _KINDS.get((data.dtype.kind, data.dtype.itemsize))
     if not _enabled or op is None or kind is None or (data.dtype.kind == "u" and op) or not data.dtype.isnative:
         return False
-    width = int(np.prod(data.shape[1:], dtype=np.int64))
+    width = math.prod(data.shape[1:])
     row_bytes = width * data.dtype.itemsize
     if row_bytes == 0:
         return False
@@ -115,15 +116,16 @@ def compiled_fits(ufunc, data, offsets):
     )
 
 
-def compiled_reduce(ufunc, data, offsets, fill):
+def compiled_reduce(ufunc, data, offsets, fill, *, checked=False):
     """``ufunc`` (add, maximum, minimum) over each sequence's rows of ``data``; empty sequences get
-    ``fill``. None where the kernel does not apply (:func:`compiled_fits`)."""
-    if not compiled_fits(ufunc, data, offsets):
+    ``fill``. None where the kernel does not apply (:func:`compiled_fits`; ``checked``: the caller
+    asked it already)."""
+    if not checked and not compiled_fits(ufunc, data, offsets):
         return None
     op = _OPS[ufunc]
     kind = _KINDS[(data.dtype.kind, data.dtype.itemsize)]
     n = offsets.size - 1
-    width = int(np.prod(data.shape[1:], dtype=np.int64))
+    width = math.prod(data.shape[1:])
     rows = np.ascontiguousarray(data).reshape(data.shape[0], width)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = np.empty((n, width), dtype=data.dtype)

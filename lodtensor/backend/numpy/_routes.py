@@ -14,6 +14,7 @@ benchmark asks to see which route a workload takes.
 """
 
 import collections
+import math
 
 import numpy as np
 
@@ -21,6 +22,7 @@ from . import _tuning
 from ._chunks import identity_of
 from ._compiled import compiled_fits, compiled_kernels
 from ._pieces import pieces_fits
+from ._util import _cached_plan
 
 __all__ = ["ROUTES", "Facts", "choose", "scipy_sparse"]
 
@@ -45,9 +47,9 @@ class Facts(collections.namedtuple("Facts", "ufunc data offsets rows row_size se
 
     @classmethod
     def of(cls, ufunc, data, offsets):
-        lengths = np.diff(offsets)
-        return cls(ufunc, data, offsets, int(data.shape[0]), int(np.prod(data.shape[1:], dtype=np.int64)),
-                   int(lengths.size), int(np.count_nonzero(lengths)))
+        nonempty = _cached_plan(offsets, ("nonempty",), lambda: int(np.count_nonzero(np.diff(offsets))))
+        return cls(ufunc, data, offsets, int(data.shape[0]), math.prod(data.shape[1:]), int(offsets.size) - 1,
+                   nonempty)
 
 
 def _narrow(f):

@@ -200,6 +200,9 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def scatter_add(self, out, index, values):
         return out.index_add(0, self._index(index, out), values.to(out.dtype))
 
+    def divide_rows(self, x, divisor):
+        return x / divisor.reshape((-1,) + (1,) * (x.dim() - 1))  # out of place: autograd may track x
+
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.dim() - 1)
         mask = (mask if isinstance(mask, torch.Tensor) else self.from_host(mask, like=x)).reshape(shape)
