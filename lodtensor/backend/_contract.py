@@ -182,7 +182,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def where(self, mask, a, b):
-        """``a`` where ``mask`` else ``b`` (``a`` may be a Python scalar)."""
+        """``a`` where ``mask`` else ``b``, with the library's type promotion (``a`` or ``b`` may be a Python
+        scalar, which promotes as a weak scalar: ``where(m, 1.5, ints)`` is float)."""
 
     @abc.abstractmethod
     def concat(self, arrays):

@@ -276,10 +276,10 @@ def where(condition, input, other):
     if kind_of(getattr(cond, "dtype", np.dtype(type(cond)))) != "b":
         raise TypeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype {cond.dtype}")
     if be.follows_torch_promotion:
-        return aligned.wrap(be.xp.where(cond, a, b))
+        return aligned.wrap(be.where(cond, a, b))
     arrays = [x for x in (a, b) if hasattr(x, "dtype") and getattr(x, "ndim", 0)]
     dtype = promote(arrays[0].dtype, b if arrays[0] is a else a) if arrays else promote(np.asarray(a).dtype, b)
-    return aligned.wrap(be.astype(be.xp.where(cond, a, b), dtype))
+    return aligned.wrap(be.astype(be.where(cond, a, b), dtype))
 
 
 def clamp(input, min=None, max=None):  # noqa: A002 - torch's names

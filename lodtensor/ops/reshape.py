@@ -89,7 +89,7 @@ def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
     if n == 0:
         return x.with_data(flat.reshape(0, win_size))
     picked = be.gather(flat, be.from_host(np.minimum(index, n - 1).ravel(), like=flat)).reshape(n, win_size)
-    return x.with_data(be.where(be.from_host(outside, like=picked), pad_value, picked))
+    return x.with_data(be.astype(be.where(be.from_host(outside, like=picked), pad_value, picked), picked.dtype))
 
 
 def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):

@@ -116,5 +116,5 @@ def sequence_topk_avg_pooling(input, row, col, topks, channel_num):  # noqa: A00
     be = input.backend
     gathered = be.gather(data.reshape(-1), like(np.take_along_axis(index, picked, axis=1).reshape(-1), data))
     top = gathered.reshape(-1, kmax) * like(chosen, data)
-    means = be.xp.stack([top[:, :k].sum(1) / k for k in ks], 1)
+    means = be.concat_axis([(top[:, :k].sum(1) / k).reshape(-1, 1) for k in ks], 1)
     return wrap(means.reshape(total_rows, channels * len(ks)), [row_off])

@@ -158,10 +158,7 @@ class TorchArrayKernels:
         return x.select(axis, index).contiguous()
 
     def where(self, mask, a, b):
-        torch = self.torch
-        if not isinstance(a, torch.Tensor):
-            a = torch.tensor(a, dtype=b.dtype, device=b.device)
-        return torch.where(mask, a, b)
+        return self.torch.where(mask, a, b)  # a Python scalar is weak: torch's promotion, as NumPy's
 
     def pointwise(self, np_name, torch_name, *args, **kwargs):
         """The pointwise table's function ``torch_name`` (a dotted path from ``torch``:
