@@ -110,6 +110,58 @@ def _skewed(report, lt, S, torch, cupy, device, where, scale, dry):
                                 mine <= theirs, f"{theirs / mine:.2f}x")
 
 
+RNN_SENTENCES, RNN_WIDTH = 2266, 256  # bench/paddle_layers.py's batch: 1..64 rows each, ~74K rows
+
+
+def _recurrences(report, torch, device, where, dry):
+    """Issue 24 item 3: dynamic_lstm / dynamic_gru forward+backward on CUDA against torch's cuDNN
+    ``nn.LSTM`` / ``nn.GRU`` on a ``PackedSequence`` of the same batch (the same work: input
+    projection and recurrence, hidden 256, no peepholes)."""
+    import _seqdata  # noqa: PLC0415
+
+    from lodtensor.nn import functional as F  # noqa: PLC0415
+
+    g = _common.rng(90)
+    count = RNN_SENTENCES // (20 if dry else 1)
+    lengths = g.integers(1, 65, size=count).astype(np.int64)
+    offsets = _common.offsets_of(lengths)
+    host = g.standard_normal((int(offsets[-1]), RNN_WIDTH), dtype=np.float32)
+    import lodtensor as lt  # noqa: PLC0415
+
+    x = lt.from_torch(torch.from_numpy(host).to(where), [offsets])
+    workload = (f"{count} sequences of 1..64 rows, [{host.shape[0]}, {RNN_WIDTH}] float32, hidden {RNN_WIDTH}"
+                + (" (dry run on CPU)" if dry else ""))
+    for kind, gates in (("lstm", 4), ("gru", 3)):
+        w = {k: torch.from_numpy(v).to(where).requires_grad_() for k, v in
+             _seqdata.layer_weights(kind, RNN_WIDTH, RNN_WIDTH).items()}
+
+        def ours(kind=kind, w=w):
+            xg = x.with_data(x.data.detach().requires_grad_())
+            proj = F.fc(xg, w["w_ih"])
+            out = (F.dynamic_lstm(proj, w["w_hh"], w["bias"], use_peepholes=False)[0] if kind == "lstm"
+                   else F.dynamic_gru(proj, w["w_hh"], w["bias"]))
+            out.data.sum().backward()
+            return out.data
+
+        module = (torch.nn.LSTM if kind == "lstm" else torch.nn.GRU)(RNN_WIDTH, RNN_WIDTH).to(where)
+        packed = torch.nn.utils.rnn.pack_sequence(
+            list(torch.split(torch.from_numpy(host).to(where), lengths.tolist())), enforce_sorted=False)
+
+        def cudnn(module=module, packed=packed):
+            out = module(packed._replace(data=packed.data.detach().requires_grad_()))[0]
+            out.data.sum().backward()
+            return out.data
+
+        table = report.table(f"dynamic_{kind} forward+backward", workload, reference="lodtensor (torch)")
+        table.add("lodtensor (torch)", device.timed(ours), **GPU)
+        table.add(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)", device.timed(cudnn), **GPU)
+        table.finish()
+        mine, theirs = table._best("lodtensor (torch)"), table._best(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)")
+        if mine is not None and theirs is not None:
+            report.goal(f"dynamic_{kind} forward+backward on CUDA: at or under nn.{kind.upper()} (cuDNN)",
+                        mine <= theirs, f"{theirs / mine:.2f}x")
+
+
 def _workload(scale):
     g = _common.rng(70)
     n = max(2, SEQUENCES // scale)
@@ -223,6 +275,8 @@ def run(report):
         }
 
     _skewed(report, lt, S, torch if (has_cuda or dry) else None, cupy, device, where, scale, dry)
+    if torch is not None and (dry or torch.cuda.is_available()):
+        _recurrences(report, torch, device, where, dry)
 
     for op in ("sum", "max", "mean", "softmax", "pad"):
         table = report.table(f"{op}", workload, reference=f"lodtensor ({next(iter(ours))})",
