@@ -16,13 +16,17 @@ import time
 import traceback
 
 
-def _entry(rank, world, init_file, target, args, out_dir, pg_timeout):
+def _entry(rank, world, init_file, target, args, out_dir, pg_timeout, backend="gloo"):
     import torch.distributed as dist
 
     result = None
     try:
+        if backend == "nccl":  # one GPU per rank, as NCCL requires
+            import torch  # noqa: PLC0415
+
+            torch.cuda.set_device(rank)
         dist.init_process_group(
-            "gloo",
+            backend,
             init_method=f"file://{init_file}",
             rank=rank,
             world_size=world,
@@ -41,14 +45,15 @@ def _entry(rank, world, init_file, target, args, out_dir, pg_timeout):
     os._exit(0)
 
 
-def run_ranks(target, world, tmp_path, *args, pg_timeout=60, wall=240):
+def run_ranks(target, world, tmp_path, *args, pg_timeout=60, wall=240, backend="gloo"):
     """``[(status, value_or_type, ...), ...]`` by rank; fails the test if the ranks do not finish in ``wall`` s."""
     import torch.multiprocessing as mp
 
     init_file = os.path.join(str(tmp_path), f"init-{time.monotonic_ns()}")
     out_dir = os.path.join(str(tmp_path), f"out-{time.monotonic_ns()}")
     os.makedirs(out_dir)
-    ctx = mp.spawn(_entry, args=(world, init_file, target, args, out_dir, pg_timeout), nprocs=world, join=False)
+    ctx = mp.spawn(_entry, args=(world, init_file, target, args, out_dir, pg_timeout, backend), nprocs=world,
+                   join=False)
     deadline = time.monotonic() + wall
     while not ctx.join(timeout=max(0.1, deadline - time.monotonic())):
         if time.monotonic() > deadline:

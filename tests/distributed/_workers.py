@@ -215,3 +215,23 @@ def op_matrix(rank, world, cases):
             outcomes.append((type(err).__name__, str(err)))
     after = ld.all_gather(lt.LoDTensor(np.arange(rank + 1), [[0, rank + 1]]), timeout=30)
     return outcomes, [g.lod() for g in after]
+
+
+def cuda_collectives(rank, world):
+    """Every collective over the default (nccl) group with CUDA tensors: the results on this rank's GPU
+    with what each rank held (returned as host lists for the test to compare)."""
+    import torch  # noqa: PLC0415
+
+    device = torch.device("cuda", torch.cuda.current_device())
+    mine = [random_tensor(7, rank, k, *config) for k, config in enumerate(CONFIGS) if config[3] == "torch"]
+    mine = [lt.LoDTensor(torch.as_tensor(t.numpy()).to(device), t.lod()) for t in mine]
+    out = {}
+    for k, t in enumerate(mine):
+        gathered = ld.all_gather(t)
+        assert all(g.data.device == device for g in gathered)
+        out[f"all_gather{k}"] = [(g.lod(), g.data.cpu().numpy().tolist()) for g in gathered]
+        b = ld.broadcast(t, src=0)
+        out[f"broadcast{k}"] = (b.lod(), b.data.cpu().numpy().tolist())
+        parts = ld.all_to_all([t] * world)
+        out[f"all_to_all{k}"] = [(p.lod(), p.data.cpu().numpy().tolist()) for p in parts]
+    return out
