@@ -16,6 +16,14 @@ class LoDError(ValueError):
         The offending lod level (0 is the outermost), when there is one.
     index : int or None
         The offending position inside that level, when there is one.
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> try:
+    ...     lt.LoDTensor(np.arange(3), [[0, 2]])
+    ... except LoDError as err:  # also caught by ``except ValueError``
+    ...     print(err, "| level", err.level, "index", err.index)
+    lod level 0 must end at len(data)=3, got offsets[-1]=2 | level 0 index 1
     """
 
     def __init__(self, message, *, level=None, index=None):
@@ -25,7 +33,18 @@ class LoDError(ValueError):
 
 
 class BackendMismatchError(TypeError):
-    """Arrays of different array libraries (or devices) were combined in one call."""
+    """Arrays of different array libraries (or devices) were combined in one call.
+
+    >>> import numpy as np
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> lt.backend_of(np.zeros(2), torch.zeros(2))
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.BackendMismatchError: cannot combine 'numpy' and 'torch' arrays; move one with .to('torch') ...
+    >>> issubclass(BackendMismatchError, TypeError)
+    True
+    """
 
 
 class ShapeError(ValueError, RuntimeError):

@@ -224,14 +224,29 @@ class LoD:
         return self._rows
 
     def num_sequences(self, level=0):
+        """Number of sequences at ``level`` (0, the default, is the outermost).
+
+        >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).num_sequences(), LoD([[0, 2, 3], [0, 1, 1, 4]]).num_sequences(1)
+        (2, 3)
+        """
         return self._levels[_normalize_level(level, len(self._levels))].size - 1
 
     def offsets(self, level=-1):
-        """Offsets of ``level``, indexing the level below it (read-only int64)."""
+        """Offsets of ``level``, indexing the level below it (read-only int64).
+
+        >>> lod = LoD([[0, 2, 3], [0, 1, 1, 4]])
+        >>> lod.offsets().tolist(), lod.offsets(0).tolist(), lod.offsets().flags.writeable
+        ([0, 1, 1, 4], [0, 2, 3], False)
+        """
         return self._levels[_normalize_level(level, len(self._levels))]
 
     def lengths(self, level=-1):
-        """Per-sequence lengths of ``level`` (read-only int64, cached)."""
+        """Per-sequence lengths of ``level`` (read-only int64, cached).
+
+        >>> lod = LoD([[0, 2, 3], [0, 1, 1, 4]])
+        >>> lod.lengths().tolist(), lod.lengths(0).tolist()
+        ([1, 0, 3], [2, 1])
+        """
         level = _normalize_level(level, len(self._levels))
         key = ("lengths", level)
         out = self._cached().get(key)
@@ -287,7 +302,12 @@ class LoD:
         return out
 
     def segment_ids(self, level=-1):
-        """For each data row, the index of its sequence at ``level`` (int64, cached)."""
+        """For each data row, the index of its sequence at ``level`` (int64, cached).
+
+        >>> lod = LoD([[0, 2, 3], [0, 1, 1, 4]])
+        >>> lod.segment_ids().tolist(), lod.segment_ids(0).tolist()
+        ([0, 2, 2, 2], [0, 1, 1, 1])
+        """
         level = _normalize_level(level, len(self._levels))
         key = ("segment_ids", level)
         out = self._cached().get(key)
@@ -342,7 +362,11 @@ class LoD:
         return out
 
     def offsets_list(self, level=-1):
-        """Offsets of ``level`` as a Python list (cached; for fast scalar access)."""
+        """Offsets of ``level`` as a Python list (cached; for fast scalar access).
+
+        >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).offsets_list()
+        [0, 1, 1, 4]
+        """
         if level != 0:
             level = _normalize_level(level, len(self._levels))
         key = ("list", level)
@@ -353,21 +377,41 @@ class LoD:
         return out
 
     def to_list(self):
-        """Offsets as nested Python lists (Paddle's ``lod()``); fresh lists the caller may change."""
+        """Offsets as nested Python lists (Paddle's ``lod()``); fresh lists the caller may change.
+
+        >>> lod = LoD([[0, 2, 3], [0, 1, 1, 4]])
+        >>> lod.to_list(), lod() == lod.to_list()
+        ([[0, 2, 3], [0, 1, 1, 4]], True)
+        """
         return [self.offsets_list(k).copy() for k in range(len(self._levels))]
 
     __call__ = to_list
 
     def to_lengths_list(self):
-        """Lengths as nested Python lists (Paddle's ``recursive_sequence_lengths()``)."""
+        """Lengths as nested Python lists (Paddle's ``recursive_sequence_lengths()``).
+
+        >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).to_lengths_list()
+        [[2, 1], [1, 0, 3]]
+        """
         return [self.lengths(k).tolist() for k in range(len(self._levels))]
 
     def fits(self, num_rows):
-        """True when the LoD is empty or its last level ends at ``num_rows``."""
+        """True when the LoD is empty or its last level ends at ``num_rows``.
+
+        >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).fits(4), LoD([[0, 2, 3], [0, 1, 1, 4]]).fits(5), LoD([]).fits(5)
+        (True, False, True)
+        """
         return self._rows is None or self._rows == num_rows
 
     def check_rows(self, num_rows, where="lod"):
-        """Raise LoDError unless the last level ends at ``num_rows``."""
+        """Raise LoDError unless the last level ends at ``num_rows``.
+
+        >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).check_rows(4)
+        >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).check_rows(5, where="set()")
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.LoDError: set(): lod level 1 must end at len(data)=5, got offsets[-1]=4
+        """
         if not self.fits(num_rows):
             last = len(self._levels) - 1
             raise LoDError(
@@ -419,6 +463,10 @@ class LoD:
         """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
 
         Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather.
+
+        >>> lod, rows = LoD([[0, 2, 3], [0, 1, 1, 4]]).select([1, 0])
+        >>> lod(), rows.tolist()
+        ([[0, 1, 3], [0, 3, 4, 4]], [1, 2, 3, 0])
         """
         items = np.asarray(indices, dtype=_INT64)
         arrays = []
@@ -434,6 +482,10 @@ class LoD:
         Returns ``(sublods, row_offsets)``: a list with one LoD (one level
         shorter, its arrays views into one buffer per level) per top-level
         sequence, and the rows each sequence spans as absolute offsets.
+
+        >>> sublods, rows = LoD([[0, 2, 3], [0, 1, 1, 4]]).split()
+        >>> [sub() for sub in sublods], rows.tolist()
+        ([[[0, 1, 1]], [[0, 3]]], [0, 1, 4])
         """
         n = self._levels[0].size - 1 if self._levels else 0
         a = self._levels[0][:-1]
@@ -461,6 +513,13 @@ class LoD:
         """``split()`` cached on the LoD as ``(sublods, row offsets as a list)``.
 
         ``sublods`` is None for a one-level LoD (every part has an empty LoD).
+
+        >>> lod = LoD([[0, 2, 3], [0, 1, 1, 4]])
+        >>> sublods, rows = lod.split_cached()
+        >>> [sub() for sub in sublods], rows, lod.split_cached()[0] is sublods
+        ([[[0, 1, 1]], [[0, 3]]], [0, 1, 4], True)
+        >>> LoD([[0, 2, 3]]).split_cached()
+        (None, [0, 2, 3])
         """
         cache = self._cached()
         hit = cache.get("split")

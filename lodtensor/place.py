@@ -13,7 +13,13 @@ __all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "
 
 
 class Place:
-    """Base class of the places; compare and hash by value."""
+    """Base class of the places; compare and hash by value.
+
+    >>> isinstance(CPUPlace(), Place), CUDAPlace(0) == CUDAPlace(0), CUDAPlace(0) == CUDAPlace(1)
+    (True, True, False)
+    >>> len({CPUPlace(), CPUPlace(), CUDAPinnedPlace()})
+    2
+    """
 
     __slots__ = ()
     kind = "abstract"
@@ -33,12 +39,27 @@ class Place:
         return hash(self._key())
 
     def is_cpu_place(self):
+        """Whether this is host memory, ``CPUPlace()`` (Paddle).
+
+        >>> CPUPlace().is_cpu_place(), CUDAPlace(0).is_cpu_place()
+        (True, False)
+        """
         return self.kind == "cpu"
 
     def is_gpu_place(self):
+        """Whether this is a GPU, ``CUDAPlace(i)`` (Paddle).
+
+        >>> CUDAPlace(1).is_gpu_place(), CUDAPinnedPlace().is_gpu_place()
+        (True, False)
+        """
         return self.kind == "gpu"
 
     def is_cuda_pinned_place(self):
+        """Whether this is page-locked host memory, ``CUDAPinnedPlace()`` (Paddle).
+
+        >>> CUDAPinnedPlace().is_cuda_pinned_place(), CPUPlace().is_cuda_pinned_place()
+        (True, False)
+        """
         return self.kind == "gpu_pinned"
 
     def __reduce__(self):
@@ -101,6 +122,11 @@ class CUDAPlace(Place):
         self._id = device_id
 
     def get_device_id(self):
+        """The GPU's index (Paddle).
+
+        >>> CUDAPlace(1).get_device_id()
+        1
+        """
         return self._id
 
     @property
@@ -183,7 +209,13 @@ def as_place(place, name="place"):
 
 
 def place_of(array, backend):
-    """The place an array of ``backend`` lives in."""
+    """The place an array of ``backend`` lives in.
+
+    >>> import numpy as np
+    >>> from lodtensor import get_backend
+    >>> place_of(np.zeros(3), get_backend("numpy"))
+    Place(cpu)
+    """
     device = backend.device_of(array)
     if device == "cpu":
         return _CPU

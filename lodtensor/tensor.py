@@ -194,6 +194,11 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         is False and every op raises until a fitting lod is set. With
         ``zero_copy=True`` the array is used without copying when it already
         lives on ``place``.
+
+        >>> t = LoDTensor()
+        >>> t.set(np.arange(6.0).reshape(3, 2), CPUPlace())
+        >>> t.shape(), t.place()
+        ([3, 2], Place(cpu))
         """
         target = as_place(place)
         array = coerce_data(array, name="array")
@@ -204,6 +209,17 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         """Set the lod from offsets, e.g. ``[[0, 2, 5]]``; validated at once.
 
         On error the previous lod stays in place.
+
+        >>> t = LoDTensor(np.arange(3.0))
+        >>> t.set_lod([[0, 1, 3]])
+        >>> t.lod()
+        [[0, 1, 3]]
+        >>> t.set_lod([[0, 1, 4]])
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.LoDError: lod level 0 must end at len(data)=3, got offsets[-1]=4
+        >>> t.lod()
+        [[0, 1, 3]]
         """
         self._lod = LoD(lod, num_rows=self._num_rows_or_none())
 
@@ -211,19 +227,40 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         """Set the lod from lengths, e.g. ``[[2, 3]]``; validated at once.
 
         On error the previous lod stays in place.
+
+        >>> t = LoDTensor(np.arange(5.0))
+        >>> t.set_recursive_sequence_lengths([[2, 3]])
+        >>> t.lod()
+        [[0, 2, 5]]
         """
         self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
 
     def recursive_sequence_lengths(self):
-        """The lod as lengths, nested lists of int (Paddle)."""
+        """The lod as lengths, nested lists of int (Paddle).
+
+        >>> LoDTensor(np.arange(4), [[0, 1, 2], [0, 1, 4]]).recursive_sequence_lengths()
+        [[1, 1], [1, 3]]
+        """
         return self._lod.to_lengths_list()
 
     def has_valid_recursive_sequence_lengths(self):
-        """True when the lod fits the data (always True before any data is set, as in Paddle)."""
+        """True when the lod fits the data (always True before any data is set, as in Paddle).
+
+        >>> t = LoDTensor(np.arange(3.0), [[0, 1, 3]])
+        >>> t.has_valid_recursive_sequence_lengths()
+        True
+        >>> t.set(np.zeros(5))  # the lod [[0, 1, 3]] no longer ends at the 5 rows
+        >>> t.has_valid_recursive_sequence_lengths()
+        False
+        """
         return self._data is None or self._lod.fits(int(self._data.shape[0]))
 
     def shape(self):
-        """Shape of the flat data as a list (Paddle: a method). ``[0]`` when empty."""
+        """Shape of the flat data as a list (Paddle: a method). ``[0]`` when empty.
+
+        >>> LoDTensor(np.zeros((5, 2)), [[0, 2, 5]]).shape(), LoDTensor().shape()
+        ([5, 2], [0])
+        """
         return [0] if self._data is None else [int(s) for s in self._data.shape]
 
     def _dtype(self):
@@ -231,7 +268,11 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         return self.dtype
 
     def place(self):
-        """Where the data lives (``CPUPlace()``, ``CUDAPlace(i)``, ``CUDAPinnedPlace()``)."""
+        """Where the data lives (``CPUPlace()``, ``CUDAPlace(i)``, ``CUDAPinnedPlace()``).
+
+        >>> LoDTensor(np.zeros(3)).place()
+        Place(cpu)
+        """
         return self._where
 
     _place = place  # Paddle 2.6 spells it ``_place()``
@@ -282,17 +323,32 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         return 0 if self._data is None else int(self._data.shape[0])
 
     def offsets(self, level=-1):
-        """Offsets of ``level`` (int64, indexing the level below)."""
+        """Offsets of ``level`` (int64, indexing the level below).
+
+        >>> t = LoDTensor(np.arange(4), [[0, 2, 3], [0, 1, 1, 4]])
+        >>> t.offsets().tolist(), t.offsets(0).tolist()
+        ([0, 1, 1, 4], [0, 2, 3])
+        """
         self._require_lod("offsets()")
         return self._lod.offsets(level)
 
     def lengths(self, level=-1):
-        """Sequence lengths of ``level`` (int64)."""
+        """Sequence lengths of ``level`` (int64).
+
+        >>> t = LoDTensor(np.arange(4), [[0, 2, 3], [0, 1, 1, 4]])
+        >>> t.lengths().tolist(), t.lengths(0).tolist()
+        ([1, 0, 3], [2, 1])
+        """
         self._require_lod("lengths()")
         return self._lod.lengths(level)
 
     def numpy(self):
-        """The flat data as a NumPy array (a view when already on the host)."""
+        """The flat data as a NumPy array (a view when already on the host).
+
+        >>> t = LoDTensor(np.arange(5), [[0, 2, 5]])
+        >>> t.numpy().tolist(), np.shares_memory(t.numpy(), t.data)
+        ([0, 1, 2, 3, 4], True)
+        """
         return self.backend.to_numpy(self._require_data("numpy()"))
 
     def __array__(self, dtype=None, copy=None):
@@ -360,6 +416,10 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         """All top-level sequences as a list of views (one level shorter each).
 
         One vectorised pass per lod level, then slicing: no per-row work.
+
+        >>> t = LoDTensor(np.arange(6), [[0, 2, 3], [0, 1, 1, 6]])
+        >>> [(s.lod(), s.data.tolist()) for s in t.unbind()]
+        [([[0, 1, 1]], [0]), ([[0, 5]], [1, 2, 3, 4, 5])]
         """
         levels = self._lod._levels
         data = self._check_fits("unbind()")
@@ -373,7 +433,13 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         return [_wrap(data[a:b], lod, place) for lod, a, b in zip(sublods, rows, rows[1:])]
 
     def tolist(self):
-        """Nested Python lists following the lod levels (rows become lists too)."""
+        """Nested Python lists following the lod levels (rows become lists too).
+
+        >>> LoDTensor(np.arange(6), [[0, 2, 3], [0, 1, 1, 6]]).tolist()
+        [[[0], []], [[1, 2, 3, 4, 5]]]
+        >>> LoDTensor(np.arange(4).reshape(2, 2), [[0, 0, 2]]).tolist()
+        [[], [[0, 1], [2, 3]]]
+        """
         data = self._check_fits("tolist()")
         return to_nested_list(self.backend.to_numpy(data).tolist(), self._lod._levels)
 

@@ -35,6 +35,10 @@ def backend_name_of(array):
 
     Looks only at the type's module, so it never imports cupy or torch. NumPy
     scalars and Python numbers are None: they combine with any backend.
+
+    >>> import torch
+    >>> backend_name_of(np.zeros(3)), backend_name_of(torch.zeros(3)), backend_name_of(2.5), backend_name_of([1, 2])
+    ('numpy', 'torch', None, None)
     """
     kind = type(array)
     name = _TYPE_CACHE.get(kind, False)
@@ -54,6 +58,15 @@ def backend_of(*arrays):
     ------
     BackendMismatchError
         Arrays of two different libraries were given.
+
+    >>> be = backend_of(np.zeros(3), 2.5)
+    >>> be.name, be.segment_sum(np.arange(5.0), np.array([0, 2, 5]), ids=None).tolist()
+    ('numpy', [1.0, 9.0])
+    >>> import torch
+    >>> backend_of(np.zeros(3), torch.zeros(3))
+    Traceback (most recent call last):
+    ...
+    lodtensor.errors.BackendMismatchError: cannot combine 'numpy' and 'torch' arrays; move one with .to('torch') ...
     """
     names = {name for name in map(backend_name_of, arrays) if name is not None}
     if len(names) > 1:
@@ -82,7 +95,11 @@ def dtype_kind(dtype):
 
 
 def available_backends():
-    """Names of the backends whose library imports here."""
+    """Names of the backends whose library imports here.
+
+    >>> available_backends()[0], set(available_backends()) <= {"numpy", "cupy", "torch"}
+    ('numpy', True)
+    """
     names = ["numpy"]
     for name in ("cupy", "torch"):
         try:

@@ -49,6 +49,53 @@ class Backend(abc.ABC):
     follows_torch_promotion : bool
         Binary ops promote dtypes as torch does by themselves; else op code computes the result dtype
         and passes it to :meth:`binary`.
+
+    Examples
+    --------
+    One call of each group of the contract, on the NumPy backend (op code takes ``be = x.backend``):
+
+    >>> import numpy as np
+    >>> from lodtensor import get_backend
+    >>> be = get_backend("numpy")
+    >>> data, offsets = np.arange(1.0, 6.0).reshape(5, 1), np.array([0, 2, 2, 5])
+
+    Arrays, devices and dtypes (a host array meets the data through ``from_host``):
+
+    >>> lengths = be.from_host(np.diff(offsets), like=data, dtype=data.dtype)
+    >>> be.device_of(lengths), be.dtype_kind(lengths.dtype), lengths.tolist()
+    ('cpu', 'f', [2.0, 0.0, 3.0])
+
+    Allocation and random numbers:
+
+    >>> be.zeros((2, 3), "float32", like=data).shape, be.arange(4).tolist()
+    ((2, 3), [0, 1, 2, 3])
+
+    Moving rows (``total``, a size already known, spares a device read):
+
+    >>> be.segment_ids(offsets, total=5).tolist()
+    [0, 0, 2, 2, 2]
+    >>> be.repeat_interleave(np.array([7, 8, 9]), np.diff(offsets), total=5).tolist()
+    [7, 7, 9, 9, 9]
+
+    Segment kernels (an empty sequence gives 0, or ``empty``):
+
+    >>> be.segment_sum(data, offsets).ravel().tolist(), be.segment_max(data, offsets, empty=-1.0).ravel().tolist()
+    ([3.0, 0.0, 12.0], [2.0, -1.0, 5.0])
+
+    Elementwise:
+
+    >>> be.activation("sigmoid", np.zeros(2)).tolist(), be.binary("add", np.array([1, 2]), 0.5, dtype="f8").tolist()
+    ([0.5, 0.5], [1.5, 2.5])
+
+    Matrix and nn math:
+
+    >>> be.linear(np.ones((1, 3)), np.ones((2, 3)), np.zeros(2)).tolist(), be.softmax(np.zeros((1, 4)), -1).tolist()
+    ([[3.0, 3.0]], [[0.25, 0.25, 0.25, 0.25]])
+
+    Recurrences and sequence losses (CTC of uniform scores over 2 steps for the label ``[1]``: ``-log(3/4)``):
+
+    >>> be.ctc_loss(np.zeros((2, 2)), np.array([0, 2]), np.array([1]), np.array([0, 1]), 0).round(4).tolist()
+    [0.2877]
     """
 
     name = "abstract"

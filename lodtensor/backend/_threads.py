@@ -31,7 +31,11 @@ def _default():
 
 
 def get_num_threads():
-    """Threads the NumPy kernels use for large arrays (1: the caller's thread only)."""
+    """Threads the NumPy kernels use for large arrays (1: the caller's thread only).
+
+    >>> get_num_threads() >= 1
+    True
+    """
     threads = _state["threads"]
     return _default() if threads is None else threads
 

@@ -59,6 +59,12 @@ def compiled_kernels():
     False when the segment kernel was not built (no C compiler when the package was installed)
     or they are switched off (:func:`set_compiled_kernels`, ``LODTENSOR_COMPILED=0``). Each kernel
     that was not built falls back on its own to the NumPy-only code, with the same results.
+
+    >>> previous = set_compiled_kernels(False)  # the NumPy-only kernels, e.g. to compare results
+    >>> compiled_kernels()
+    False
+    >>> set_compiled_kernels(previous)
+    False
     """
     return _enabled
 
@@ -67,6 +73,10 @@ def set_compiled_kernels(enabled):
     """Switch the compiled kernels on or off; returns the previous setting.
 
     Raises ``RuntimeError`` when asked to switch it on and it was not built.
+
+    >>> previous = set_compiled_kernels(False)
+    >>> set_compiled_kernels(previous), compiled_kernels() == previous
+    (False, True)
     """
     global _enabled  # noqa: PLW0603 - the process-wide switch
     if not isinstance(enabled, (bool, np.bool_)):

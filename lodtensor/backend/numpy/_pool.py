@@ -109,7 +109,12 @@ del _probe
 
 
 def get_buffer_pool():
-    """Bytes of idle blocks the pool may keep (0: the pool is off)."""
+    """Bytes of idle blocks the pool may keep (0: the pool is off).
+
+    >>> set_buffer_pool("1G"); get_buffer_pool()
+    1073741824
+    >>> set_buffer_pool(None)  # back to LODTENSOR_BUFFER_POOL or the default
+    """
     limit = _state["limit"]
     if limit is None:  # read once: LODTENSOR_BUFFER_POOL, or the default
         limit = _state["limit"] = _default_bytes()
@@ -148,14 +153,26 @@ def set_buffer_pool(max_bytes):
 
 
 def trim_buffer_pool():
-    """Free every idle block now (arrays still in use are untouched)."""
+    """Free every idle block now (arrays still in use are untouched).
+
+    >>> trim_buffer_pool()
+    >>> buffer_pool_info()["idle_bytes"]
+    0
+    """
     with _lock:
         freed = _evict_locked(0)
     del freed
 
 
 def buffer_pool_info():
-    """``{"limit", "idle_bytes", "idle_blocks", "leased_bytes", "hits", "misses"}`` of the pool."""
+    """``{"limit", "idle_bytes", "idle_blocks", "leased_bytes", "hits", "misses"}`` of the pool.
+
+    >>> set_buffer_pool("64M")
+    >>> info = buffer_pool_info()
+    >>> info["limit"], sorted(info)
+    (67108864, ['hits', 'idle_blocks', 'idle_bytes', 'leased_bytes', 'limit', 'misses'])
+    >>> set_buffer_pool(None)
+    """
     with _lock:
         _drain_locked()
         return {"limit": get_buffer_pool(), "idle_bytes": _state["idle_bytes"], "idle_blocks": len(_idle),
