@@ -82,10 +82,19 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
     n = offsets.size - 1
     be = x.backend
     data = x.data
-    if dtype_kind(data.dtype) in "biu" and kind in _INT_POOL_DTYPE and str(data.dtype) != "uint64":
-        data = be.astype(data, _INT_POOL_DTYPE[kind])  # the same dtype with or without empty sequences
+    letter = dtype_kind(data.dtype)
+    if letter in "biu" and kind in _INT_POOL_DTYPE:  # the same dtype with or without empty sequences
+        target = _INT_POOL_DTYPE[kind]
+        if kind == "sum" and letter == "u" and data.dtype.itemsize == 8:
+            target = "uint64"  # 2**64 - 1 stays itself (int64 would make it -1); native byte order
+        data = be.astype(data, target)
+    half = letter == "f" and data.dtype.itemsize < 4 and kind == "sqrt"
+    if half:  # float16/bfloat16: the sum over the root in float32, one rounding at the end
+        data = be.astype(data, "float32")
     check_fill(pad_value, data.dtype, where)
     out = _POOLS[kind](be, data, offsets, n, pad_value, _DeviceArrays(x.lod, be, k, data))
+    if half:
+        out = be.astype(out, x.data.dtype)
     if kind not in ("max", "min") and x.lod.empty_rows(k):  # cached per LoD: no pass over the offsets per call
         out = be.fill_rows(out, x.lod.on(be, "empty", k, like=out), pad_value)
     return wrap(out, x.lod.head(k))

@@ -287,10 +287,12 @@ class ArrayKernels:
         """``kind`` ('sum', 'mean', 'amax', 'amin', 'prod', 'any', 'all', 'argmax', 'argmin') of ``x``
         over ``axis`` (None: everything)."""
         if kind == "mean":  # the mean of nothing is nan, as in torch (and no NumPy warning)
-            total = x.sum(axis=axis, keepdims=keepdim)
+            wide = x.dtype.kind == "f" and x.dtype.itemsize < 4  # float16: the sum and count in float32
+            total = x.sum(axis=axis, keepdims=keepdim, dtype=np.float32 if wide else None)
             count = x.size if axis is None else x.shape[axis]
             with np.errstate(invalid="ignore", divide="ignore"):
-                return total / x.dtype.type(count) if count else total * x.dtype.type(np.nan)
+                out = total / total.dtype.type(count) if count else total * total.dtype.type(np.nan)
+            return out.astype(x.dtype, copy=False) if wide else out
         if kind in ("argmax", "argmin") and axis is None:
             return getattr(x, kind)()
         if kind == "prod" and x.dtype.kind in "biu":

@@ -304,20 +304,26 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return out
 
     def segment_sum(self, data, offsets, *, ids=None):
+        if data.dtype.kind == "f" and data.dtype.itemsize < 4:  # float16 adds up in float32 (as NumPy's
+            total = self._reduceat(np.add, data.astype(np.float32), offsets, 0)  # sum and torch's do)
+            with np.errstate(over="ignore"):  # a sum past float16's range is inf, as in torch
+                return total.astype(data.dtype)
         return self._reduceat(np.add, data, offsets, 0)
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
         lengths = np.diff(offsets)
-        if data.dtype.kind in "iub" and data.dtype.itemsize < 8:  # narrow ints add up in 64 bits
-            data = data.astype(np.uint64 if data.dtype.kind == "u" else np.int64)
-        total = self.segment_sum(data, offsets)
-        dtype = total.dtype if total.dtype.kind in "fc" else np.float64
+        result = data.dtype if data.dtype.kind in "fc" else np.dtype(np.float64)
+        if data.dtype.kind in "iub":  # the float64 mean, as np.mean: 64-bit sums would wrap around
+            data = data.astype(np.float64)
+        elif data.dtype.kind == "f" and data.dtype.itemsize < 4:  # float16: sums and lengths in float32
+            data = data.astype(np.float32)
+        total = self._reduceat(np.add, data, offsets, 0)
         shape = (-1,) + (1,) * (data.ndim - 1)
-        out = total.astype(dtype, copy=False)  # a fresh array of ours: divided in place
-        np.divide(out, np.maximum(lengths, 1).reshape(shape).astype(dtype), out=out)
+        out = total.astype(total.dtype if total.dtype.kind in "fc" else np.float64, copy=False)  # ours: in place
+        np.divide(out, np.maximum(lengths, 1).reshape(shape).astype(out.dtype), out=out)
         if empty != 0:
             out[lengths == 0] = empty
-        return out
+        return out.astype(result, copy=False)
 
     def segment_max(self, data, offsets, *, empty, ids=None):
         return self._reduceat(np.maximum, data, offsets, empty)

@@ -140,7 +140,7 @@ def erf(x):
     if x.dtype == np.float64 or x.dtype.kind != "f":
         return _erf64(x).astype(x.dtype if x.dtype.kind == "f" else np.float64, copy=False)
     out = _pool.empty(x.shape, x.dtype)
-    flat = x.reshape(-1)
+    flat = np.ascontiguousarray(x).reshape(-1)
     map_blocks(_erf32_block, flat, out.reshape(-1), scratch=2)
     return out
 
@@ -174,7 +174,8 @@ def _gelu_tanh_block(x, out):
 def gelu(x, approximate="none"):
     """GELU of a NumPy float array, as torch computes it (``approximate`` 'none' or 'tanh')."""
     out = _pool.empty(x.shape, x.dtype)
-    flat, res = x.reshape(-1), out.reshape(-1)
+    # a strided view (a transposed or sliced nested component) is read once into rows the kernels take
+    flat, res = np.ascontiguousarray(x).reshape(-1), out.reshape(-1)
     if approximate == "tanh":
         map_blocks(_gelu_tanh_block, flat, res)
     elif x.dtype in (np.float32, np.float16):
@@ -200,7 +201,7 @@ def _silu_block(x, out):
 def silu(x):
     """SiLU (``x * sigmoid(x)``) of a NumPy float array."""
     out = _pool.empty(x.shape, x.dtype)
-    map_blocks(_silu_block, x.reshape(-1), out.reshape(-1))
+    map_blocks(_silu_block, np.ascontiguousarray(x).reshape(-1), out.reshape(-1))
     return out
 
 

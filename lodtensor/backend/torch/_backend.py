@@ -54,6 +54,7 @@ def _identity(dtype, reduce):
 # The CPU-only kernels of _torch_cpu (NumPy forward passes, MKL SpMM) can be switched off, which runs
 # the device-generic torch code that CUDA uses on CPU: the tests do so to cover that code without a GPU.
 _CPU_SHORTCUTS = True
+_HALF = (torch.float16, torch.bfloat16)
 _NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
                   torch.int32, torch.int64)
 
@@ -264,8 +265,10 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def segment_sum(self, data, offsets, *, ids=None):
         offsets = self._index(offsets, data)
-        if _cuda.fits(data):
+        if _cuda.fits(data):  # (float16 in float32 there)
             return _cuda.SegmentReduce.apply(data, offsets, ids, "sum", 0)
+        if data.dtype in _HALF:  # float16/bfloat16 add up in float32, as torch.sum does
+            return self.segment_sum(data.to(torch.float32), offsets, ids=ids).to(data.dtype)
         n = offsets.numel() - 1
         if _spmm_fits(data, n):
             flat = SegmentSumSpMM.apply(data.reshape(data.shape[0], -1), offsets, ids)
@@ -280,14 +283,17 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if _cuda.fits(data):
             return _cuda.SegmentReduce.apply(data, offsets, ids, "mean", empty)
         lengths = offsets[1:] - offsets[:-1]
+        result = data.dtype if data.is_floating_point() or data.is_complex() else torch.float64
+        if not data.is_floating_point() and not data.is_complex():  # the float64 mean: no wrap-around
+            data = data.to(torch.float64)
+        elif data.dtype in _HALF:  # float16/bfloat16: sums and lengths in float32
+            data = data.to(torch.float32)
         total = self.segment_sum(data, offsets, ids=ids)
-        if not total.is_floating_point() and not total.is_complex():
-            total = total.to(torch.float64)
         shape = (-1,) + (1,) * (data.dim() - 1)
         out = total.div_(lengths.clamp(min=1).reshape(shape).to(total.dtype))  # total is ours: in place
         if empty != 0:
             out = torch.where((lengths == 0).reshape(shape), torch.full_like(out, empty), out)
-        return out
+        return out.to(result)
 
     def segment_max(self, data, offsets, *, empty, ids=None):
         return self._segment(data, offsets, "max", empty, ids)
