@@ -57,6 +57,8 @@ class Backend(abc.ABC):
     >>> import numpy as np
     >>> from lodtensor import get_backend
     >>> be = get_backend("numpy")
+    >>> isinstance(be, Backend), be.name
+    (True, 'numpy')
     >>> data, offsets = np.arange(1.0, 6.0).reshape(5, 1), np.array([0, 2, 2, 5])
 
     Arrays, devices and dtypes (a host array meets the data through ``from_host``):

@@ -80,7 +80,16 @@ def _values_array(pa, data, what):
 
 
 def check_nesting(t, limit, what, reader):
-    """Refuse a tensor whose Arrow column would nest more than ``limit`` list levels."""
+    """Refuse a tensor whose Arrow column would nest more than ``limit`` list levels.
+
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.zeros((3, 2)), [[0, 2, 3]])  # 1 lod level + 1 row dimension
+    >>> check_nesting(t, ARROW_MAX_NESTING, "to_arrow()", "Arrow IPC readers read")
+    >>> check_nesting(t, 1, "write()", "this reader reads")
+    Traceback (most recent call last):
+    ...
+    ValueError: write(): the tensor nests 2 list levels (1 lod levels + 1 row dimensions); this reader reads at most 1
+    """
     depth = t.lod_level + max(len(t.shape()) - 1, 0)
     if depth > limit:
         raise ValueError(
@@ -127,7 +136,13 @@ def to_arrow(t):
 
 
 def wrap_levels(pa, arr, levels):
-    """``arr`` inside one ``large_list`` per offsets level (outermost first), sharing the offsets."""
+    """``arr`` inside one ``large_list`` per offsets level (outermost first), sharing the offsets.
+
+    >>> import pyarrow as pa
+    >>> arr = wrap_levels(pa, pa.array([1.0, 2.0, 3.0]), [np.array([0, 2, 3])])
+    >>> arr.type, arr.to_pylist()
+    (LargeListType(large_list<item: double>), [[1.0, 2.0], [3.0]])
+    """
     for offsets in reversed(levels):
         buf = pa.py_buffer(offsets)  # frozen, C-contiguous int64: shared
         arr = pa.LargeListArray.from_buffers(pa.large_list(arr.type), offsets.size - 1, [None, buf], children=[arr])
@@ -136,7 +151,13 @@ def wrap_levels(pa, arr, levels):
 
 def host_dtype(t):
     """The NumPy dtype ``t``'s data has in Arrow (torch dtypes mapped, bfloat16 widened as ``to_numpy`` does,
-    in the machine's byte order)."""
+    in the machine's byte order).
+
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> host_dtype(lt.LoDTensor(np.zeros(2, ">f4"))), host_dtype(lt.LoDTensor(torch.zeros(2, dtype=torch.bfloat16)))
+    (dtype('float32'), dtype('float32'))
+    """
     data = t._data
     if data is None or backend_name_of(data) != "torch":
         return np.dtype(t.dtype).newbyteorder("=")
@@ -144,7 +165,12 @@ def host_dtype(t):
 
 
 def arrow_type_of(t):
-    """The Arrow type :func:`to_arrow` gives for ``t`` (no data touched)."""
+    """The Arrow type :func:`to_arrow` gives for ``t`` (no data touched).
+
+    >>> import lodtensor as lt
+    >>> arrow_type_of(lt.LoDTensor(np.zeros((3, 2), "float32"), [[0, 2, 3]]))
+    LargeListType(large_list<item: fixed_size_list<item: float>[2]>)
+    """
     pa = _pa("arrow_type_of()")
     dtype = host_dtype(t)
     typ = pa.bool_() if dtype.kind == "b" else pa.from_numpy_dtype(dtype)
@@ -249,6 +275,11 @@ def list_levels(arr, where, *, limit=MAX_LOD_LEVELS, empty_last=False):
     buffer, refuses nulls and empty levels (but the last with ``empty_last``);
     the caller passes the levels through the LoD gate. Shared by
     :func:`from_arrow`, Parquet's rows of width 0 and the text layer.
+
+    >>> import pyarrow as pa
+    >>> levels, leaf = list_levels(pa.array([[1, 2], [], [3]]), "example()")
+    >>> [level.tolist() for level in levels], leaf.to_pylist()
+    ([[0, 2, 2, 3]], [1, 2, 3])
     """
     pa = _pa(where)
     typ, depth = arr.type, 0
@@ -284,7 +315,15 @@ def list_levels(arr, where, *, limit=MAX_LOD_LEVELS, empty_last=False):
 
 
 def unwrap(obj, column, where):
-    """``obj`` (Array, ChunkedArray, Table, RecordBatch, datasets.Dataset) as one ``pyarrow.Array``."""
+    """``obj`` (Array, ChunkedArray, Table, RecordBatch, datasets.Dataset) as one ``pyarrow.Array``.
+
+    >>> import pyarrow as pa
+    >>> table = pa.table({"words": [[1, 2], [], [3]], "label": [0, 1, 0]})
+    >>> unwrap(table, "words", "example()").to_pylist()
+    [[1, 2], [], [3]]
+    >>> unwrap(pa.chunked_array([[[1]], [[2, 3]]]), None, "example()").to_pylist()  # chunks joined: one copy
+    [[1], [2, 3]]
+    """
     return _unwrap(_pa(where), obj, column, where)
 
 

@@ -29,6 +29,12 @@ def to_awkward(t):
     One ``ListOffsetArray`` per lod level over a ``NumpyArray`` of the rows
     (trailing dims stay in its shape). Host data only (torch CPU data is
     shared through NumPy; call ``.cpu()`` for GPU data).
+
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(6.0).reshape(3, 2), [[0, 2, 3]])
+    >>> a = t.to_awkward()
+    >>> str(a.type), a.tolist()
+    ('2 * var * 2 * float64', [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0]]])
     """
     ak = _ak("to_awkward()")
     data = t._check_fits("to_awkward()")
@@ -59,6 +65,17 @@ def from_awkward(a):
         Missing values (option types) or a level with no list.
     TypeError
         Records, unions, strings or anything that is not lists of numbers.
+
+    Examples
+    --------
+    >>> import awkward as ak
+    >>> t = from_awkward(ak.Array([[1, 2, 3], [], [4]]))
+    >>> t.lod(), t.data.tolist()
+    ([[0, 3, 3, 4]], [1, 2, 3, 4])
+    >>> from_awkward(ak.Array([[1, None]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: from_awkward(): the array has missing values (option type ?int64); fill or drop them
     """
     ak = _ak("from_awkward()")
     where = "from_awkward()"

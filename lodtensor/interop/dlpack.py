@@ -37,13 +37,26 @@ def dlpack(t, **kwargs):
     Read-only data (e.g. loaded from a memory-mapped file) needs a consumer
     that asks for DLPack >= 1.0 (``max_version=(1, 0)``, as NumPy 2 does), which
     can flag it read-only.
+
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+    >>> shared = torch.from_dlpack(t)  # calls t.__dlpack__()
+    >>> shared[0] = 7.0
+    >>> t.data.tolist()
+    [7.0, 1.0, 2.0, 3.0, 4.0]
     """
     data = t._require_data("__dlpack__()")
     return data.__dlpack__(**kwargs)
 
 
 def dlpack_device(t):
-    """``t.__dlpack_device__()``: ``(device_type, device_id)`` of the flat data."""
+    """``t.__dlpack_device__()``: ``(device_type, device_id)`` of the flat data.
+
+    >>> import lodtensor as lt
+    >>> lt.LoDTensor(np.arange(5.0), [[0, 2, 5]]).__dlpack_device__()  # kDLCPU, device 0
+    (1, 0)
+    """
     return t._require_data("__dlpack_device__()").__dlpack_device__()
 
 
@@ -60,6 +73,12 @@ def dlpack_ragged(t, **kwargs):
     The values capsule is the data's (shared); each offsets capsule is one
     int64 host level, outermost first (shared with ``max_version >= (1, 0)``,
     else a small copy).
+
+    >>> from torch.utils.dlpack import from_dlpack as torch_from_capsule
+    >>> import lodtensor as lt
+    >>> values, (offsets,) = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]]).__dlpack_ragged__()
+    >>> torch_from_capsule(values).tolist(), torch_from_capsule(offsets).tolist()
+    ([0.0, 1.0, 2.0, 3.0, 4.0], [0, 2, 5])
     """
     values = dlpack(t, **kwargs)
     return values, tuple(_offsets_capsule(level, kwargs) for level in t.lod.levels)
@@ -156,6 +175,16 @@ def from_dlpack(data, lod=None):
         ``data`` is not a DLPack producer, or a level is neither ints nor an array.
     LoDError
         The offsets break a LoD rule or do not fit the data.
+
+    Examples
+    --------
+    >>> import torch
+    >>> t = from_dlpack(torch.arange(4), [torch.tensor([0, 1, 4])])  # data stays torch, offsets go to the host
+    >>> t.tolist(), type(t.data).__module__
+    ([[0], [1, 2, 3]], 'torch')
+    >>> import lodtensor as lt
+    >>> from_dlpack(lt.LoDTensor(np.arange(3.0), [[0, 3]])).lod()  # a LoDTensor brings its lod
+    [[0, 3]]
     """
     if lod is None and hasattr(data, "__dlpack_ragged__"):
         device = data.__dlpack_device__()

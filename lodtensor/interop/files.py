@@ -58,6 +58,16 @@ def save(path, t):
     ValueError
         ``t`` holds no data, its lod does not fit it, its data is on a GPU, or
         its rows have more than 31 dimensions (what :func:`load` reads).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> path = os.path.join(tempfile.mkdtemp(), "batch.arrow")
+    >>> save(path, lt.LoDTensor(np.arange(10, dtype="float32").reshape(5, 2), [[0, 2, 5]]))
+    >>> load(path).lod()
+    [[0, 2, 5]]
     """
     pa = require("pyarrow", "arrow", "save()")
     if not isinstance(t, LoDTensor):
@@ -219,6 +229,19 @@ def load(path, mmap=True):
     ValueError
         Not an Arrow file, not one ``save`` wrote, truncated, or tampered
         with (bad header, type, or offsets); the message names the file.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> path = os.path.join(tempfile.mkdtemp(), "batch.arrow")
+    >>> save(path, lt.LoDTensor(np.arange(5, dtype="int64"), [[0, 2, 2, 5]]))
+    >>> t = load(path)  # a read-only view of the mapped file
+    >>> t.tolist(), t.data.flags.writeable
+    ([[0, 1], [], [2, 3, 4]], False)
+    >>> load(path, mmap=False).data.tolist()  # read into memory: nothing done to the file reaches it
+    [0, 1, 2, 3, 4]
     """
     pa = require("pyarrow", "arrow", "load()")
     name = os.fspath(path)

@@ -86,6 +86,16 @@ def to_sparse_csr(t, format="torch"):
     ------
     ValueError
         Unknown ``format``; ``"scipy"`` with N-d or GPU data; no lod.
+
+    Examples
+    --------
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(1.0, 7.0).reshape(3, 2), [[0, 2, 2, 3]])  # rows of 2: a hybrid matrix
+    >>> m = t.to_sparse_csr()
+    >>> tuple(m.shape), m.crow_indices().tolist(), m.col_indices().tolist()
+    ((3, 2, 2), [0, 2, 2, 3], [0, 1, 0])
+    >>> m.to_dense()[:, :, 0].tolist()
+    [[1.0, 3.0], [0.0, 0.0], [5.0, 0.0]]
     """
     _check_format(format, "to_sparse_csr()")
     data, offsets, positions, _, shape = _parts(t, "to_sparse_csr()")
@@ -110,6 +120,14 @@ def to_sparse_coo(t, format="torch"):
     ``format="torch"`` gives ``torch.sparse_coo_tensor`` of shape
     ``(sequences, longest, *row_shape)``; ``format="scipy"`` a
     ``scipy.sparse.coo_array`` (1-D data only).
+
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.array([1.0, 2.0, 3.0]), [[0, 2, 2, 3]])
+    >>> c = t.to_sparse_coo()
+    >>> c.indices().tolist(), c.is_coalesced()
+    ([[0, 0, 2], [0, 1, 0]], True)
+    >>> t.to_sparse_coo(format="scipy").toarray().tolist()
+    [[1.0, 2.0], [0.0, 0.0], [3.0, 0.0]]
     """
     _check_format(format, "to_sparse_coo()")
     data, _, positions, seq, shape = _parts(t, "to_sparse_coo()")
@@ -193,6 +211,19 @@ def from_sparse(sp):
         order), or a layout that is not COO/CSR over two sparse dims.
     TypeError
         ``sp`` is not a scipy or torch sparse object.
+
+    Examples
+    --------
+    >>> import torch
+    >>> index, values = torch.tensor([[1, 0, 0], [0, 1, 0]]), torch.tensor([5.0, 2.0, 1.0])
+    >>> coo = torch.sparse_coo_tensor(index, values, (2, 2), check_invariants=True)
+    >>> from_sparse(coo).tolist()  # unsorted: coalesced first
+    [[1.0, 2.0], [5.0]]
+    >>> import scipy.sparse
+    >>> from_sparse(scipy.sparse.csr_array(np.array([[0.0, 2.0]])))
+    Traceback (most recent call last):
+    ...
+    ValueError: from_sparse(): row 0 holds columns [1], but a sequence fills columns 0..0 in order (no gaps); ...
     """
     sps = loaded("scipy.sparse")
     if sps is not None and sps.issparse(sp):

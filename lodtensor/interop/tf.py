@@ -22,6 +22,17 @@ def to_ragged_tensor(t):
     decides whether it copies: it owns its memory, so expect one copy of the
     data); the row splits are the int64 offsets. The splits are not checked
     again (``validate=False``): the LoD already is.
+
+    The TensorFlow lines are skipped by the doctest run: TensorFlow is not one of the test extras
+    (``tests/interop/test_tf.py`` runs these conversions in TensorFlow's own interpreter).
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 3], [0, 2, 2, 5]])
+    >>> [level.tolist() for level in t.lod.levels]  # the row splits, outermost first
+    [[0, 2, 3], [0, 2, 2, 5]]
+    >>> t.to_ragged_tensor().to_list()  # doctest: +SKIP
+    [[[0.0, 1.0], []], [[2.0, 3.0, 4.0]]]
     """
     tf = require("tensorflow", "tf", "to_ragged_tensor()")
     data = t._check_fits("to_ragged_tensor()")
@@ -47,6 +58,17 @@ def from_ragged_tensor(rt):
         Not a TensorFlow tensor.
     LoDError
         Row splits that break a LoD rule.
+
+    Examples
+    --------
+    TensorFlow is not one of the test extras, so the doctest run skips these lines
+    (``tests/interop/test_tf.py`` runs the round trip in TensorFlow's own interpreter):
+
+    >>> import tensorflow as tf  # doctest: +SKIP
+    >>> rt = tf.ragged.constant([[1, 2], [], [3]])  # doctest: +SKIP
+    >>> t = from_ragged_tensor(rt)  # doctest: +SKIP
+    >>> t.lod(), t.data.tolist()  # doctest: +SKIP
+    ([[0, 2, 2, 3]], [1, 2, 3])
     """
     tf = loaded("tensorflow")
     if tf is None or not isinstance(rt, (tf.RaggedTensor, tf.Tensor)):

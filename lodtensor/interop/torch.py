@@ -289,6 +289,14 @@ def to_packed_sequence(t, enforce_sorted=False):
     ValueError
         An empty sequence (a PackedSequence cannot hold one), or, with
         ``enforce_sorted=True``, lengths that are not non-increasing.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> ps = lt.LoDTensor(torch.arange(5.0), [[0, 3, 5]]).to_packed_sequence()
+    >>> ps.data.tolist(), ps.batch_sizes.tolist()  # time-major: step 0 of both sequences first
+    ([0.0, 3.0, 1.0, 4.0, 2.0], [2, 2, 1])
     """
     torch = _torch("to_packed_sequence()")
     from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
@@ -334,6 +342,15 @@ def from_packed_sequence(ps):
     ValueError
         Batch sizes that are not positive and non-increasing, that do not add
         up to the rows, or indices that are not a permutation.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch.nn.utils.rnn import pack_sequence
+    >>> ps = pack_sequence([torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0, 5.0])], enforce_sorted=False)
+    >>> t = from_packed_sequence(ps)
+    >>> t.lod(), t.tolist()
+    ([[0, 2, 5]], [[1.0, 2.0], [3.0, 4.0, 5.0]])
     """
     torch = _torch("from_packed_sequence()")
     from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
