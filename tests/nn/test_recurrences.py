@@ -219,20 +219,23 @@ def test_fused_torch_equals_numpy_in_float32():
 
 @pytest.mark.parametrize("layer", ["lstm", "gru"])
 def test_small_recurrences_run_their_steps_on_one_thread_forward_and_backward(layer, monkeypatch):
-    """Per-step GEMMs under STEP_WORK_PER_THREAD run on fewer torch threads, forward and backward
+    """Small steps run their element-wise ops and GEMMs on fewer torch threads, forward and backward
     (OpenMP's fork/join per step made them 6-10x slower), and the count comes back afterwards."""
-    from lodtensor.backend.torch import _recurrent
+    from lodtensor.backend.torch._recurrent import StepThreads
 
-    seen = {"forward": [], "backward": []}
-    for part in ("forward", "backward"):
-        name = f"_{layer}_{part}"
-        inner = getattr(_recurrent, name)
+    seen = []  # (threads of the loop, threads of the GEMM) at every per-step GEMM
+    gemm = StepThreads.gemm
 
-        def probe(*args, _inner=inner, _part=part, **kwargs):
-            seen[_part].append(torch.get_num_threads())
-            return _inner(*args, **kwargs)
+    def probe(self, fn, *args, **kwargs):
+        loop = torch.get_num_threads()
 
-        monkeypatch.setattr(_recurrent, name, probe)
+        def run(*a, **k):
+            seen.append((loop, torch.get_num_threads()))
+            return fn(*a, **k)
+
+        return gemm(self, run, *args, **kwargs)
+
+    monkeypatch.setattr(StepThreads, "gemm", probe)
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
@@ -243,9 +246,11 @@ def test_small_recurrences_run_their_steps_on_one_thread_forward_and_backward(la
         b = torch.tensor(rng.rand(1, (7 if layer == "lstm" else 3) * 3), requires_grad=True)
         h = F.dynamic_lstm(x, w, b)[0] if layer == "lstm" else F.dynamic_gru(x, w, b)
         assert torch.get_num_threads() == 2
+        assert seen and set(seen) == {(1, 1)}  # forward
+        seen.clear()
         h.data.sum().backward()
         assert torch.get_num_threads() == 2
-        assert seen == {"forward": [1], "backward": [1]}
+        assert seen and set(seen) == {(1, 1)}  # backward
         expected = [p.grad.clone() for p in (x.data, w, b)]
         for p in (x.data, w, b):
             p.grad = None
@@ -260,15 +265,24 @@ def test_small_recurrences_run_their_steps_on_one_thread_forward_and_backward(la
 
 def test_large_steps_keep_torch_threads():
     from lodtensor.backend.torch._recurrent import StepThreads
-    from lodtensor.backend.torch._tuning import STEP_WORK_PER_THREAD
+    from lodtensor.backend.torch._tuning import STEP_ELEMENTS_PER_THREAD, STEP_WORK_PER_THREAD
 
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     try:
         data = torch.zeros(1, 1)
-        assert StepThreads(data, 2 * STEP_WORK_PER_THREAD // (4 * 16 * 16), 16, 4).threads is None
-        assert StepThreads(data, 32, 128, 4).threads == 1
-        assert StepThreads(torch.zeros(1, 1, device="meta"), 32, 128, 4).threads is None  # not a CPU
+        big = StepThreads(data, 2 * STEP_ELEMENTS_PER_THREAD // 512, 512, 4)  # large GEMMs and element-wise ops
+        assert big.gemm_threads is None and big.pointwise is None
+        mid = StepThreads(data, 2 * STEP_WORK_PER_THREAD // (4 * 256 * 256), 256, 4)  # large GEMMs, small steps
+        assert (mid.gemm_threads, mid.pointwise) == (2, 1)
+        small = StepThreads(data, 32, 128, 4)
+        assert (small.gemm_threads, small.pointwise) == (1, 1)
+        assert StepThreads(torch.zeros(1, 1, device="meta"), 32, 128, 4).pointwise is None  # not a CPU
+        with mid:
+            assert torch.get_num_threads() == 1
+            assert mid.gemm(torch.get_num_threads) == 2
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
 

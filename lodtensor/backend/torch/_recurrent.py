@@ -87,36 +87,55 @@ _GRAD_ = {
 
 # -- helpers ------------------------------------------------------------------------------------
 class StepThreads:
-    """torch's intra-op threads lowered around a loop of small steps, restored afterwards.
+    """torch's intra-op threads for a loop of small steps (CPU), restored afterwards.
 
-    A step is one small GEMM and a few element-wise ops; with one thread per core every
-    step pays OpenMP's fork and join, and on a small or loaded machine the threads wait
-    for each other (2 threads ran a small LSTM 6-10x slower than 1 on the loaded 2-core
-    VM). CPU data only: ``max(1, batch * d * gates * d // STEP_WORK_PER_THREAD)`` threads
-    at most. ``torch.set_num_threads`` is process-wide: other threads of the process see
-    the lower count meanwhile.
+    A step is one small GEMM and a dozen element-wise ops on a few hundred KB. With one
+    thread per core every op pays OpenMP's fork and join, and on a small or loaded machine
+    the threads wait for each other (on the loaded 2-core VM, six element-wise ops of a
+    ``[2266, 256]`` step took 0.62 ms on one thread and 4.8 ms on two, medians; 2 threads
+    made a small LSTM 6-10x slower than 1). Inside ``with StepThreads(...)`` the element-wise
+    ops run on ``pointwise`` threads (one per ``STEP_ELEMENTS_PER_THREAD`` values of a step)
+    and the per-step GEMMs, through :meth:`gemm`, on ``gemm`` threads (one per
+    ``STEP_WORK_PER_THREAD`` multiply-adds), both at most torch's count. CPU data only;
+    ``torch.set_num_threads`` is process-wide: other threads of the process see the lower
+    count meanwhile.
     """
 
-    __slots__ = ("threads", "saved")
+    __slots__ = ("gemm_threads", "pointwise", "saved")
 
     def __init__(self, like, batch, d, gates):
-        self.threads = self.saved = None
+        self.gemm_threads = self.pointwise = self.saved = None
         if like.device.type == "cpu":
             have = torch.get_num_threads()
-            want = max(1, min(have, (int(batch) * d * gates * d) // _tuning.STEP_WORK_PER_THREAD))
-            if want < have:
-                self.threads = want
+            gemm = max(1, min(have, (int(batch) * d * gates * d) // _tuning.STEP_WORK_PER_THREAD))
+            pointwise = max(1, min(have, (int(batch) * d) // _tuning.STEP_ELEMENTS_PER_THREAD))
+            if min(gemm, pointwise) < have:
+                self.gemm_threads, self.pointwise = gemm, pointwise
 
     def __enter__(self):
-        if self.threads is not None:
+        if self.pointwise is not None:
             self.saved = torch.get_num_threads()
-            torch.set_num_threads(self.threads)
+            torch.set_num_threads(self.pointwise)
         return self
 
-    def __exit__(self, *exc):
+    def gemm(self, fn, *args, **kwargs):
+        """``fn(*args, **kwargs)`` (a per-step GEMM) on the GEMM's thread count."""
+        if self.saved is None or self.gemm_threads == self.pointwise:
+            return fn(*args, **kwargs)
+        torch.set_num_threads(self.gemm_threads)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(self.pointwise)
+
+    def restore(self):
+        """Back to the caller's count (early: before the whole-batch GEMMs after a loop)."""
         if self.saved is not None:
             torch.set_num_threads(self.saved)
             self.saved = None
+
+    def __exit__(self, *exc):
+        self.restore()
         return False
 
 
@@ -180,7 +199,7 @@ def _once(where, grads):
 
 
 # -- LSTM -----------------------------------------------------------------------------------------
-def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, keep=False):
+def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, threads, keep=False):
     """Step-major activated gates ``[total, 4D]`` (candidate, input, forget, output), cells, hidden states
     and, with ``keep`` (for the backward), the cells' activations (else None)."""
     gate, cell, cand = (_ACT_[a] for a in acts)
@@ -192,40 +211,41 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, keep=False):
     cell_acts = gates.new_empty((total, d)) if keep else None
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
-    lo = 0
-    for n in counts:
-        hi = lo + n
-        g = gates[lo:hi]
-        if h is not None:
-            g.addmm_(h[:n], w)
-        cand(g[:, :d], d)
-        c_prev = None if c is None else c[:n]
-        if peep and c_prev is not None:
-            g[:, d : 2 * d].addcmul_(c_prev, w_ic)
-            g[:, 2 * d : 3 * d].addcmul_(c_prev, w_fc)
-        gate(g[:, d : 3 * d] if peep else g[:, d:], d)
-        c = cs[lo:hi]
-        torch.mul(g[:, :d], g[:, d : 2 * d], out=c)
-        if c_prev is not None:
-            c.addcmul_(c_prev, g[:, 2 * d : 3 * d])
-        if peep:
-            g[:, 3 * d :].addcmul_(c, w_oc)
-            gate(g[:, 3 * d :], d)
-        h = hs[lo:hi]
-        if keep:
-            tc = cell_acts[lo:hi]
-            tc.copy_(c)
-            cell(tc, d)
-            torch.mul(tc, g[:, 3 * d :], out=h)
-        else:
-            h.copy_(c)
-            cell(h, d)
-            h.mul_(g[:, 3 * d :])
-        lo = hi
+    with threads:  # the per-step loop on the steps' thread counts
+        lo = 0
+        for n in counts:
+            hi = lo + n
+            g = gates[lo:hi]
+            if h is not None:
+                threads.gemm(g.addmm_, h[:n], w)
+            cand(g[:, :d], d)
+            c_prev = None if c is None else c[:n]
+            if peep and c_prev is not None:
+                g[:, d : 2 * d].addcmul_(c_prev, w_ic)
+                g[:, 2 * d : 3 * d].addcmul_(c_prev, w_fc)
+            gate(g[:, d : 3 * d] if peep else g[:, d:], d)
+            c = cs[lo:hi]
+            torch.mul(g[:, :d], g[:, d : 2 * d], out=c)
+            if c_prev is not None:
+                c.addcmul_(c_prev, g[:, 2 * d : 3 * d])
+            if peep:
+                g[:, 3 * d :].addcmul_(c, w_oc)
+                gate(g[:, 3 * d :], d)
+            h = hs[lo:hi]
+            if keep:
+                tc = cell_acts[lo:hi]
+                tc.copy_(c)
+                cell(tc, d)
+                torch.mul(tc, g[:, 3 * d :], out=h)
+            else:
+                h.copy_(c)
+                cell(h, d)
+                h.mul_(g[:, 3 * d :])
+            lo = hi
     return gates, hs, cs, cell_acts
 
 
-def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs):
+def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs, threads):
     w, b, h0, c0, gates, hs, cs, cell_acts, rows, inverse = saved
     counts, acts, peep = meta
     gate_grad, cell_grad, cand_grad = (_GRAD_[a] for a in acts)
@@ -238,42 +258,43 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs):
     scratch = gates.new_empty((n0, d))
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
-    for t in range(len(counts) - 1, -1, -1):
-        n, lo = counts[t], bounds[t]
-        hi = lo + n
-        dhv, dcv = dh[:n], dc[:n]  # rows past the previous step's count are still zero
-        if g_h is not None:
-            dhv += g_h[lo:hi]
-        if g_c is not None:
-            dcv += g_c[lo:hi]
-        g, dg = gates[lo:hi], dgates[lo:hi]
-        cand, i, f, o = g[:, :d], g[:, d : 2 * d], g[:, 2 * d : 3 * d], g[:, 3 * d :]
-        d_cand, d_i, d_f, d_o = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d : 3 * d], dg[:, 3 * d :]
-        tc = cell_acts[lo:hi]  # cell(c_t)
-        torch.mul(dhv, tc, out=d_o)
-        tmp = scratch[:n]
-        torch.mul(dhv, o, out=tmp)
-        cell_grad(tc, tmp, d)
-        dcv += tmp
-        gate_grad(o, d_o, d)
-        if peep:
-            dcv.addcmul_(d_o, w_oc)
-        torch.mul(dcv, i, out=d_cand)
-        cand_grad(cand, d_cand, d)
-        torch.mul(dcv, cand, out=d_i)
-        gate_grad(i, d_i, d)
-        c_prev = cs[bounds[t - 1] : bounds[t - 1] + n] if t else c0
-        if c_prev is not None:
-            torch.mul(dcv, c_prev, out=d_f)
-            gate_grad(f, d_f, d)
-            dcv.mul_(f)
+    with threads:  # the per-step loop on the steps' thread counts
+        for t in range(len(counts) - 1, -1, -1):
+            n, lo = counts[t], bounds[t]
+            hi = lo + n
+            dhv, dcv = dh[:n], dc[:n]  # rows past the previous step's count are still zero
+            if g_h is not None:
+                dhv += g_h[lo:hi]
+            if g_c is not None:
+                dcv += g_c[lo:hi]
+            g, dg = gates[lo:hi], dgates[lo:hi]
+            cand, i, f, o = g[:, :d], g[:, d : 2 * d], g[:, 2 * d : 3 * d], g[:, 3 * d :]
+            d_cand, d_i, d_f, d_o = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d : 3 * d], dg[:, 3 * d :]
+            tc = cell_acts[lo:hi]  # cell(c_t)
+            torch.mul(dhv, tc, out=d_o)
+            tmp = scratch[:n]
+            torch.mul(dhv, o, out=tmp)
+            cell_grad(tc, tmp, d)
+            dcv += tmp
+            gate_grad(o, d_o, d)
             if peep:
-                dcv.addcmul_(d_i, w_ic)
-                dcv.addcmul_(d_f, w_fc)
-        else:
-            d_f.zero_()
-        if t or h0 is not None:
-            torch.mm(dg, w.t(), out=dhv)
+                dcv.addcmul_(d_o, w_oc)
+            torch.mul(dcv, i, out=d_cand)
+            cand_grad(cand, d_cand, d)
+            torch.mul(dcv, cand, out=d_i)
+            gate_grad(i, d_i, d)
+            c_prev = cs[bounds[t - 1] : bounds[t - 1] + n] if t else c0
+            if c_prev is not None:
+                torch.mul(dcv, c_prev, out=d_f)
+                gate_grad(f, d_f, d)
+                dcv.mul_(f)
+                if peep:
+                    dcv.addcmul_(d_i, w_ic)
+                    dcv.addcmul_(d_f, w_fc)
+            else:
+                d_f.zero_()
+            if t or h0 is not None:
+                threads.gemm(torch.mm, dg, w.t(), out=dhv)
     d_x = _take(dgates, inverse) if needs[0] else None
     d_w = d_b = None
     prev = _previous_rows(counts, gates) if (needs[1] or (needs[2] and peep)) else None
@@ -301,8 +322,8 @@ def _lstm_function():
 
         @staticmethod
         def forward(ctx, x, w, b, h0, c0, rows, inverse, counts, acts, peep):
-            with StepThreads(x, counts[0], int(w.shape[0]), 4):
-                gates, hs, cs, cell_acts = _lstm_forward(x, w, b, h0, c0, rows, counts, acts, peep, keep=True)
+            threads = StepThreads(x, counts[0], int(w.shape[0]), 4)
+            gates, hs, cs, cell_acts = _lstm_forward(x, w, b, h0, c0, rows, counts, acts, peep, threads, keep=True)
             ctx.save_for_backward(w, b, h0, c0, gates, hs, cs, cell_acts, rows, inverse)
             ctx.meta = (counts, acts, peep)
             ctx.set_materialize_grads(False)
@@ -312,8 +333,9 @@ def _lstm_function():
         def backward(ctx, grad_hidden, grad_cell):
             needs = ctx.needs_input_grad
             saved = ctx.saved_tensors
-            with torch.no_grad(), StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), 4):
-                grads = _lstm_backward(saved, ctx.meta, grad_hidden, grad_cell, needs)
+            threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), 4)
+            with torch.no_grad():
+                grads = _lstm_backward(saved, ctx.meta, grad_hidden, grad_cell, needs, threads)
             grads = _once("dynamic_lstm()", grads)
             return (*grads, None, None, None, None, None)
 
@@ -321,7 +343,7 @@ def _lstm_function():
 
 
 # -- GRU ------------------------------------------------------------------------------------------
-def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin):
+def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin, threads):
     """Step-major activated gates ``[total, 3D]`` (update, reset, candidate), hidden states and the
     products ``r * h_prev`` (the candidate GEMM's left operand)."""
     gate, cand = (_ACT_[a] for a in acts)
@@ -331,40 +353,41 @@ def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin):
         gates += b
     total = int(gates.shape[0])
     hs, rh_all = gates.new_empty((total, d)), gates.new_empty((total, d))
-    lo = 0
-    for n in counts:
-        hi = lo + n
-        g, out = gates[lo:hi], hs[lo:hi]
-        if h is None:
-            gate(g[:, :d], d)
-            c = g[:, 2 * d :]
-            cand(c, d)
-            torch.mul(g[:, :d], c, out=out)
-            if origin:  # (1 - u) * c
-                torch.sub(c, out, out=out)
-        else:
-            h_prev = h[:n]
-            g[:, : 2 * d].addmm_(h_prev, w_gate)
-            gate(g[:, : 2 * d], d)
-            rh = rh_all[lo:hi]
-            torch.mul(g[:, d : 2 * d], h_prev, out=rh)
-            c = g[:, 2 * d :]
-            c.addmm_(rh, w_cand)
-            cand(c, d)
-            if origin:  # c + u * (h - c)
-                torch.sub(h_prev, c, out=out)
-                out.mul_(g[:, :d])
-                out += c
-            else:  # h + u * (c - h)
-                torch.sub(c, h_prev, out=out)
-                out.mul_(g[:, :d])
-                out += h_prev
-        h = out
-        lo = hi
+    with threads:  # the per-step loop on the steps' thread counts
+        lo = 0
+        for n in counts:
+            hi = lo + n
+            g, out = gates[lo:hi], hs[lo:hi]
+            if h is None:
+                gate(g[:, :d], d)
+                c = g[:, 2 * d :]
+                cand(c, d)
+                torch.mul(g[:, :d], c, out=out)
+                if origin:  # (1 - u) * c
+                    torch.sub(c, out, out=out)
+            else:
+                h_prev = h[:n]
+                threads.gemm(g[:, : 2 * d].addmm_, h_prev, w_gate)
+                gate(g[:, : 2 * d], d)
+                rh = rh_all[lo:hi]
+                torch.mul(g[:, d : 2 * d], h_prev, out=rh)
+                c = g[:, 2 * d :]
+                threads.gemm(c.addmm_, rh, w_cand)
+                cand(c, d)
+                if origin:  # c + u * (h - c)
+                    torch.sub(h_prev, c, out=out)
+                    out.mul_(g[:, :d])
+                    out += c
+                else:  # h + u * (c - h)
+                    torch.sub(c, h_prev, out=out)
+                    out.mul_(g[:, :d])
+                    out += h_prev
+            h = out
+            lo = hi
     return gates, hs, rh_all
 
 
-def _gru_backward(saved, meta, grad_hidden, needs):
+def _gru_backward(saved, meta, grad_hidden, needs, threads):
     w_gate, w_cand, b, h0, gates, hs, rh_all, rows, inverse = saved
     counts, acts, origin = meta
     gate_grad, cand_grad = (_GRAD_[a] for a in acts)
@@ -374,44 +397,45 @@ def _gru_backward(saved, meta, grad_hidden, needs):
     dgates = torch.empty_like(gates)
     dh = gates.new_zeros((n0, d))
     t1 = gates.new_empty((n0, d))
-    for t in range(len(counts) - 1, -1, -1):
-        n, lo = counts[t], bounds[t]
-        hi = lo + n
-        dhv = dh[:n]
-        dhv += g_h[lo:hi]
-        g, dg = gates[lo:hi], dgates[lo:hi]
-        u, r, c = g[:, :d], g[:, d : 2 * d], g[:, 2 * d :]
-        d_u, d_r, d_c = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d :]
-        h_prev = hs[bounds[t - 1] : bounds[t - 1] + n] if t else h0
-        if h_prev is None:  # h = u * c, or (1 - u) * c
-            torch.mul(dhv, c, out=d_u)
-            torch.mul(dhv, u, out=d_c)
-            if origin:
-                d_u.neg_()
-                torch.sub(dhv, d_c, out=d_c)
+    with threads:  # the per-step loop on the steps' thread counts
+        for t in range(len(counts) - 1, -1, -1):
+            n, lo = counts[t], bounds[t]
+            hi = lo + n
+            dhv = dh[:n]
+            dhv += g_h[lo:hi]
+            g, dg = gates[lo:hi], dgates[lo:hi]
+            u, r, c = g[:, :d], g[:, d : 2 * d], g[:, 2 * d :]
+            d_u, d_r, d_c = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d :]
+            h_prev = hs[bounds[t - 1] : bounds[t - 1] + n] if t else h0
+            if h_prev is None:  # h = u * c, or (1 - u) * c
+                torch.mul(dhv, c, out=d_u)
+                torch.mul(dhv, u, out=d_c)
+                if origin:
+                    d_u.neg_()
+                    torch.sub(dhv, d_c, out=d_c)
+                gate_grad(u, d_u, d)
+                cand_grad(c, d_c, d)
+                d_r.zero_()
+                continue
+            tmp = t1[:n]
+            if origin:  # h = c + u * (h_prev - c)
+                torch.sub(h_prev, c, out=d_u)
+                d_u.mul_(dhv)
+                torch.mul(dhv, u, out=tmp)
+                torch.sub(dhv, tmp, out=d_c)
+                dhv.copy_(tmp)  # the direct part of dh_prev: dh * u
+            else:  # h = h_prev + u * (c - h_prev)
+                torch.sub(c, h_prev, out=d_u)
+                d_u.mul_(dhv)
+                torch.mul(dhv, u, out=d_c)
+                dhv.sub_(d_c)  # dh * (1 - u)
             gate_grad(u, d_u, d)
             cand_grad(c, d_c, d)
-            d_r.zero_()
-            continue
-        tmp = t1[:n]
-        if origin:  # h = c + u * (h_prev - c)
-            torch.sub(h_prev, c, out=d_u)
-            d_u.mul_(dhv)
-            torch.mul(dhv, u, out=tmp)
-            torch.sub(dhv, tmp, out=d_c)
-            dhv.copy_(tmp)  # the direct part of dh_prev: dh * u
-        else:  # h = h_prev + u * (c - h_prev)
-            torch.sub(c, h_prev, out=d_u)
-            d_u.mul_(dhv)
-            torch.mul(dhv, u, out=d_c)
-            dhv.sub_(d_c)  # dh * (1 - u)
-        gate_grad(u, d_u, d)
-        cand_grad(c, d_c, d)
-        torch.mm(d_c, w_cand.t(), out=tmp)  # the gradient of r * h_prev
-        torch.mul(tmp, h_prev, out=d_r)
-        gate_grad(r, d_r, d)
-        dhv.addcmul_(tmp, r)
-        dhv.addmm_(dg[:, : 2 * d], w_gate.t())
+            threads.gemm(torch.mm, d_c, w_cand.t(), out=tmp)  # the gradient of r * h_prev
+            torch.mul(tmp, h_prev, out=d_r)
+            gate_grad(r, d_r, d)
+            dhv.addcmul_(tmp, r)
+            threads.gemm(dhv.addmm_, dg[:, : 2 * d], w_gate.t())
     d_x = _take(dgates, inverse) if needs[0] else None
     first = 0 if h0 is not None else n0
     d_wg = d_wc = None
@@ -433,8 +457,8 @@ def _gru_function():
 
         @staticmethod
         def forward(ctx, x, w_gate, w_cand, b, h0, rows, inverse, counts, acts, origin):
-            with StepThreads(x, counts[0], int(w_cand.shape[0]), 3):
-                gates, hs, rh_all = _gru_forward(x, w_gate, w_cand, b, h0, rows, counts, acts, origin)
+            threads = StepThreads(x, counts[0], int(w_cand.shape[0]), 3)
+            gates, hs, rh_all = _gru_forward(x, w_gate, w_cand, b, h0, rows, counts, acts, origin, threads)
             ctx.save_for_backward(w_gate, w_cand, b, h0, gates, hs, rh_all, rows, inverse)
             ctx.meta = (counts, acts, origin)
             return _take(hs, inverse)
@@ -442,8 +466,9 @@ def _gru_function():
         @staticmethod
         def backward(ctx, grad_hidden):
             saved = ctx.saved_tensors
-            with torch.no_grad(), StepThreads(saved[4], ctx.meta[0][0], int(saved[1].shape[0]), 3):
-                grads = _gru_backward(saved, ctx.meta, grad_hidden, ctx.needs_input_grad)
+            threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[1].shape[0]), 3)
+            with torch.no_grad():
+                grads = _gru_backward(saved, ctx.meta, grad_hidden, ctx.needs_input_grad, threads)
             grads = _once("dynamic_gru()", grads)
             return (*grads, None, None, None, None, None)
 
@@ -471,8 +496,9 @@ def lstm(x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peephole
     if _tracked(x, weight, bias, h_0, c_0):
         fn = _function("lstm", _lstm_function)
         return fn.apply(x, weight, bias, h_0, c_0, rows, inverse, counts, acts, bool(peepholes))
-    with torch.no_grad(), StepThreads(x, counts[0], int(weight.shape[0]), 4):
-        _, hs, cs, _ = _lstm_forward(x, weight, bias, h_0, c_0, rows, counts, acts, bool(peepholes))
+    threads = StepThreads(x, counts[0], int(weight.shape[0]), 4)
+    with torch.no_grad():
+        _, hs, cs, _ = _lstm_forward(x, weight, bias, h_0, c_0, rows, counts, acts, bool(peepholes), threads)
         return _take(hs, inverse), _take(cs, inverse)
 
 
@@ -483,6 +509,7 @@ def gru(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin
     if _tracked(x, w_gate, w_cand, bias, h_0):
         fn = _function("gru", _gru_function)
         return fn.apply(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, acts, bool(origin_mode))
-    with torch.no_grad(), StepThreads(x, counts[0], int(w_cand.shape[0]), 3):
-        _, hs, _ = _gru_forward(x, w_gate, w_cand, bias, h_0, rows, counts, acts, bool(origin_mode))
+    threads = StepThreads(x, counts[0], int(w_cand.shape[0]), 3)
+    with torch.no_grad():
+        _, hs, _ = _gru_forward(x, w_gate, w_cand, bias, h_0, rows, counts, acts, bool(origin_mode), threads)
         return _take(hs, inverse)
