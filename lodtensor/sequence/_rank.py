@@ -41,7 +41,14 @@ class LoDTensorArray(list):
     __slots__ = ()
 
     def append(self, tensor):
-        """Add ``tensor`` (a LoDTensor; arrays are wrapped) at the end."""
+        """Add ``tensor`` (a LoDTensor; arrays are wrapped) at the end.
+
+        >>> import numpy as np
+        >>> arr = LoDTensorArray()
+        >>> arr.append(np.zeros((2, 1)))  # an array is wrapped as a LoDTensor without lod
+        >>> type(arr[0]).__name__, arr[0].shape()
+        ('LoDTensor', [2, 1])
+        """
         super().append(_as_tensor(tensor, "LoDTensorArray.append()"))
 
     def _move_to_list(self):
@@ -66,6 +73,12 @@ class LoDRankTable:
 
     ``items()`` gives ``[(index, length), ...]`` as Paddle's ``core.LodRankTable``;
     ``coarse_lod()`` the lod levels above the ranked one.
+
+    >>> import numpy as np
+    >>> x = LoDTensor(np.arange(6.0), [[0, 2, 3], [0, 1, 4, 6]])
+    >>> table = lod_rank_table(x, level=1)
+    >>> isinstance(table, LoDRankTable), len(table), table
+    (True, 3, LoDRankTable(level=1, items=[(1, 3), (2, 2), (0, 1)]))
     """
 
     __slots__ = ("_index", "_length", "_coarse", "level")
@@ -74,11 +87,21 @@ class LoDRankTable:
         self._index, self._length, self._coarse, self.level = index, length, coarse, level
 
     def items(self):
-        """``[(index, length), ...]`` in rank order."""
+        """``[(index, length), ...]`` in rank order.
+
+        >>> import numpy as np
+        >>> lod_rank_table(LoDTensor(np.arange(6.0), [[0, 1, 4, 6]])).items()
+        [(1, 3), (2, 2), (0, 1)]
+        """
         return list(zip(self._index.tolist(), self._length.tolist()))
 
     def coarse_lod(self):
-        """The lod levels above the ranked level (offsets lists)."""
+        """The lod levels above the ranked level (offsets lists).
+
+        >>> import numpy as np
+        >>> lod_rank_table(LoDTensor(np.arange(6.0), [[0, 2, 3], [0, 1, 4, 6]]), level=1).coarse_lod()
+        [[0, 2, 3]]
+        """
         return [level.tolist() for level in self._coarse]
 
     def __len__(self):
