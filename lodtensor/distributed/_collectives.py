@@ -31,6 +31,26 @@ class CollectiveError(RuntimeError):
 
     After this error the process group is in an unknown state (as after any
     torch.distributed failure); destroy it and start again.
+
+    >>> issubclass(CollectiveError, RuntimeError)
+    True
+
+    Catch it around a step, then start the group afresh (a world of one rank here):
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> import lodtensor as lt
+    >>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+    >>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+    >>> try:
+    ...     batches = all_gather(lt.LoDTensor(np.arange(2.0), [[0, 2]]), timeout=60)
+    ... except CollectiveError:  # a peer failed or left: the group is unusable
+    ...     dist.destroy_process_group()
+    ...     raise
+    >>> len(batches)
+    1
+    >>> dist.destroy_process_group()
     """
 
 
@@ -205,6 +225,22 @@ def all_gather(t, group=None, *, timeout=None):
         A rank passed a bad tensor, or the ranks' tensors disagree; the same error on every rank.
     CollectiveError
         Another rank failed, exited or did not call ``all_gather`` within the timeout.
+
+    Examples
+    --------
+    A world of one rank (gloo, in this process); with ``R`` ranks the list holds ``R`` tensors:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> import lodtensor as lt
+    >>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+    >>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+    >>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+    >>> out = all_gather(t)
+    >>> [x.lod() for x in out], out[0] is t
+    ([[[0, 2, 5]]], True)
+    >>> dist.destroy_process_group()
     """
     call = _Call("all_gather", group, timeout)
     _, _, items = call.exchange_heads(-1, lambda: [_wire.describe(t, "t")])
@@ -233,6 +269,19 @@ def gather(t, dst=0, group=None, *, timeout=None):
     """Every rank's LoDTensor, on rank ``dst`` (a list indexed by rank); None on the others.
 
     Same rules as :func:`all_gather`; the data exchange sends each tensor once, to ``dst``.
+
+    A world of one rank (gloo, in this process), which is also ``dst``:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> import lodtensor as lt
+    >>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+    >>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+    >>> t = lt.LoDTensor(np.arange(3), [[0, 1, 3]])
+    >>> [x.tolist() for x in gather(t, dst=0)]  # None on every rank but dst
+    [[[0], [1, 2]]]
+    >>> dist.destroy_process_group()
     """
     call = _Call("gather", group, timeout)
 
@@ -266,6 +315,23 @@ def broadcast(t, src=0, group=None, *, timeout=None):
 
     On ``src`` the result is ``t`` itself; other ranks get a copy whose data
     uses ``src``'s array library. One all-gather of headers, one ``broadcast``.
+
+    A world of one rank (gloo, in this process); the other ranks would pass ``None``:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> import lodtensor as lt
+    >>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+    >>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+    >>> t = lt.LoDTensor(np.arange(3.0), [[0, 3]])
+    >>> broadcast(t, src=0) is t
+    True
+    >>> broadcast(t, src=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: broadcast(): on rank 0: src=1 is out of range for a world of 1 ranks
+    >>> dist.destroy_process_group()
     """
     call = _Call("broadcast", group, timeout)
 
@@ -295,6 +361,23 @@ def scatter(tensors, src=0, group=None, *, timeout=None):
     ``tensors`` on ``src`` is a list of one LoDTensor per rank, all of one lod
     depth, dtype and row shape, any lengths. On ``src`` the result is
     ``tensors[src]`` itself; other ranks get a copy in ``src``'s array library.
+
+    A world of one rank (gloo, in this process): ``src`` passes one tensor per rank:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> import lodtensor as lt
+    >>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+    >>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+    >>> parts = [lt.LoDTensor(np.arange(4), [[0, 1, 4]])]
+    >>> scatter(parts, src=0).tolist()
+    [[0], [1, 2, 3]]
+    >>> scatter(parts * 2, src=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: scatter(): on rank 0: tensors must hold one LoDTensor per rank (1), got a list of 2
+    >>> dist.destroy_process_group()
     """
     call = _Call("scatter", group, timeout)
     world = call.world
@@ -331,6 +414,19 @@ def all_to_all(tensors, group=None, *, timeout=None):
     ``tensors`` is a list of one LoDTensor per rank; every tensor of every rank
     must have one lod depth, dtype and row shape. ``result[rank]`` is
     ``tensors[rank]`` itself; received tensors use this rank's array library.
+
+    A world of one rank (gloo, in this process): one tensor per destination rank:
+
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import torch.distributed as dist
+    >>> import lodtensor as lt
+    >>> init = "file://" + os.path.join(tempfile.mkdtemp(), "pg")
+    >>> dist.init_process_group("gloo", init_method=init, rank=0, world_size=1)
+    >>> received = all_to_all([lt.LoDTensor(np.arange(4.0), [[0, 1, 4]])])
+    >>> [x.lod() for x in received]
+    [[[0, 1, 4]]]
+    >>> dist.destroy_process_group()
     """
     call = _Call("all_to_all", group, timeout)
     world = call.world

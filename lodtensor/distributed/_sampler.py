@@ -115,7 +115,18 @@ class DistributedBucketSampler:
         return bounds
 
     def set_epoch(self, epoch):
-        """Use the plan of ``epoch`` (the same on every rank for the same seed)."""
+        """Use the plan of ``epoch`` (the same on every rank for the same seed).
+
+        >>> sampler = DistributedBucketSampler([5, 1, 4, 2, 3, 6, 2], batch_tokens=6, num_replicas=1, rank=0, seed=0)
+        >>> sampler.set_epoch(0)
+        >>> first = list(sampler)
+        >>> sampler.set_epoch(1)
+        >>> list(sampler) != first, sorted(i for batch in sampler for i in batch)  # a new order, each index once
+        (True, [0, 1, 2, 3, 4, 5, 6])
+        >>> sampler.set_epoch(0)
+        >>> list(sampler) == first
+        True
+        """
         self.epoch = operator.index(epoch)
 
     def _plan(self):
