@@ -225,6 +225,6 @@ def from_padded(padded, lengths):
         raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
     lod = LoD._from_valid_lengths([lens])
     be = backend_of(padded)
-    plan = _dense.pad_plan(lod, 0, maxlen) if be.uses_host_plans else None
-    data = be.unpad(padded, lod.on(be, "offsets", 0, like=padded), plan=plan, total=lod.num_rows)
+    # no host plan: the LoD is new, so a plan (built for reuse) would be built for this call alone
+    data = be.unpad(padded, lod.on(be, "offsets", 0, like=padded), total=lod.num_rows)
     return _wrap(data, lod, place_of(data, be))

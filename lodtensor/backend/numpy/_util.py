@@ -1,5 +1,6 @@
 """Helpers shared by the NumPy kernels: cached per-LoD plans, per-thread scratch, row views."""
 
+import math
 import threading
 import weakref
 
@@ -67,7 +68,7 @@ def _as_rows(a):
     """View a C-contiguous array as a 1-D array of row items (no copy)."""
     if a.ndim == 1 or a.dtype.hasobject:
         return a
-    row_bytes = a.dtype.itemsize * int(np.prod(a.shape[1:], dtype=object))
+    row_bytes = a.dtype.itemsize * math.prod(a.shape[1:])  # Python ints: no overflow, no NumPy call
     if row_bytes == 0:
         return None
     if a.shape[0] == 0:  # no rows to move, however wide (a void item holds at most 2 GiB)
