@@ -4,7 +4,6 @@ import operator
 
 import numpy as np
 
-from . import _dense
 from ._data import to_place
 from ._dense import lod_from_masks
 from ._nested_list import flatten
