@@ -35,6 +35,16 @@ def text_column(docs, column=None, where="text_column()"):
 
     ``docs`` is a list of str, a pyarrow Array or ChunkedArray, or a Table,
     RecordBatch or ``datasets.Dataset`` with ``column=``.
+
+    >>> import pyarrow as pa
+    >>> text_column(["Hello there.", "Hi!"]).type
+    DataType(large_string)
+    >>> text_column(pa.table({"text": ["a b", "c"], "label": [0, 1]}), column="text").to_pylist()
+    ['a b', 'c']
+    >>> text_column(pa.array(["a", None]))
+    Traceback (most recent call last):
+    ...
+    ValueError: text_column(): the text column holds 1 null(s), first at index 1
     """
     pa = _pa(where)
     if isinstance(docs, (list, tuple)):

@@ -56,7 +56,14 @@ class Vocab:
 
     @classmethod
     def build(cls, nested, min_freq=1, specials=("<pad>", "<unk>"), unk="<unk>", max_size=None):
-        """A vocabulary of the strings in ``nested`` (any depth), most frequent first."""
+        """A vocabulary of the strings in ``nested`` (any depth), most frequent first.
+
+        >>> v = Vocab.build([["the", "cat"], ["the", "dog", "the"]])
+        >>> v.itos  # specials first, then by frequency (ties alphabetical)
+        ['<pad>', '<unk>', 'the', 'cat', 'dog']
+        >>> Vocab.build([["the", "cat"], ["the", "dog", "the"]], min_freq=2).itos
+        ['<pad>', '<unk>', 'the']
+        """
         leaves, _ = flatten_lists(nested, name="nested")
         counts = collections.Counter(leaves)
         ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
@@ -77,7 +84,11 @@ class Vocab:
         return token in self.stoi
 
     def lookup(self, tokens):
-        """Ids of ``tokens`` (a flat list) as an int64 array; unknown ones map to ``unk``."""
+        """Ids of ``tokens`` (a flat list) as an int64 array; unknown ones map to ``unk``.
+
+        >>> Vocab(["the", "cat", "dog"]).lookup(["the", "dog", "bird"]).tolist()  # "bird" -> <unk> (1)
+        [2, 4, 1]
+        """
         get = self.stoi.get
         default = self.unk_id
         ids = list(map(get, tokens, [default] * len(tokens))) if default is not None else list(map(get, tokens))
@@ -273,6 +284,12 @@ class Collate:
 
     A class, not a closure, so DataLoaders whose workers start by ``spawn`` or
     ``forkserver`` can pickle it; the backend is kept by name.
+
+    >>> import pickle
+    >>> collate = Collate(vocab=Vocab(["the", "cat", "dog"]), backend="torch")
+    >>> x = pickle.loads(pickle.dumps(collate))([["the", "cat"], ["dog"]])  # as a spawned worker would
+    >>> x.lod(), x.data.tolist(), type(x.data).__module__
+    ([[0, 2, 3]], [2, 3, 4], 'torch')
     """
 
     def __init__(self, vocab=None, backend="numpy", dtype="int64", lod_level=None):
@@ -320,12 +337,25 @@ def to_dense(t, pad_value=0):
     """Every level padded: ``(dense, masks)``, ``masks[k]`` True where level ``k`` has an item.
 
     Same as :meth:`LoDTensor.to_padded_all`.
+
+    >>> t = batch([[[1, 2], [3]], [[4, 5, 6]]])  # 2 documents -> sentences -> words
+    >>> dense, masks = to_dense(t, pad_value=-1)
+    >>> dense.tolist()
+    [[[1, 2, -1], [3, -1, -1]], [[4, 5, 6], [-1, -1, -1]]]
+    >>> [m.shape for m in masks], masks[0].tolist()  # one mask per level
+    ([(2, 2), (2, 2, 3)], [[True, True], [True, False]])
     """
     return t.to_padded_all(pad_value=pad_value)
 
 
 def from_dense(dense, masks):
-    """Inverse of :func:`to_dense`. Same as :func:`lodtensor.from_padded_all`."""
+    """Inverse of :func:`to_dense`. Same as :func:`lodtensor.from_padded_all`.
+
+    >>> t = batch([[[1, 2], [3]], [[4, 5, 6]]])
+    >>> back = from_dense(*to_dense(t))
+    >>> back.lod() == t.lod(), back.data.tolist()
+    (True, [1, 2, 3, 4, 5, 6])
+    """
     return from_padded_all(dense, masks)
 
 

@@ -138,11 +138,42 @@ class _ParquetCorpus:
         self.layout = layouts(self.files, [column, *[c for c in self.with_columns if c != column]], name)
 
     def set_epoch(self, epoch):
-        """Use the file order of ``epoch`` (with ``shuffle``); call it before each epoch on every rank."""
+        """Use the file order of ``epoch`` (with ``shuffle``); call it before each epoch on every rank.
+
+        >>> import os, tempfile
+        >>> import lodtensor as lt
+        >>> from lodtensor.text import ParquetCorpus
+        >>> folder = tempfile.mkdtemp()
+        >>> for i in range(3):  # three files of one document each
+        ...     doc = lt.from_nested_list([[[i]]], lod_level=2)
+        ...     lt.write_parquet(os.path.join(folder, f"part-{i}.parquet"), {"words": doc})
+        >>> corpus = ParquetCorpus(folder, "words", batch_tokens=1, num_replicas=1, rank=0, shuffle=True, seed=0)
+        >>> for epoch in range(3):  # the file order is drawn from (seed, epoch): the same on every rank
+        ...     corpus.set_epoch(epoch)
+        ...     print([int(batch.data[0]) for batch in corpus])
+        [2, 0, 1]
+        [2, 0, 1]
+        [2, 1, 0]
+        """
         self.epoch = int(epoch)
 
     def shard(self, worker_id=0, num_workers=1):
-        """``(files, stride, offset)`` of one shard: its files, and which documents of them it keeps."""
+        """``(files, stride, offset)`` of one shard: its files, and which documents of them it keeps.
+
+        >>> import os, tempfile
+        >>> import lodtensor as lt
+        >>> from lodtensor.text import ParquetCorpus
+        >>> folder = tempfile.mkdtemp()
+        >>> for i in range(3):  # three files of one document each
+        ...     doc = lt.from_nested_list([[[i]]], lod_level=2)
+        ...     lt.write_parquet(os.path.join(folder, f"part-{i}.parquet"), {"words": doc})
+        >>> files, stride, offset = ParquetCorpus(folder, "words", batch_tokens=4, num_replicas=4, rank=3).shard()
+        >>> len(files), stride, offset  # fewer files than shards: every file, every 4th document from the 4th
+        (3, 4, 3)
+        >>> files, stride, offset = ParquetCorpus(folder, "words", batch_tokens=4, num_replicas=2, rank=1).shard()
+        >>> [os.path.basename(f) for f in files], stride, offset  # else whole files: rank 1 of 2 takes every 2nd
+        (['part-1.parquet'], 1, 0)
+        """
         shards = self.num_replicas * num_workers
         index = self.rank * num_workers + worker_id
         files = list(self.files)
