@@ -246,6 +246,18 @@ def load_lod_tensor(file):
 
     Raises ``ValueError`` naming the file and the offset for a truncated or corrupted file,
     or for bytes left over after the tensor.
+
+    >>> import io
+    >>> import lodtensor as lt
+    >>> buf = io.BytesIO()
+    >>> save_lod_tensor(lt.LoDTensor(np.arange(3, dtype="int64"), [[0, 1, 3]]), buf)
+    >>> t = load_lod_tensor(io.BytesIO(buf.getvalue()))
+    >>> t.lod(), t.data.tolist()
+    ([[0, 1, 3]], [0, 1, 2])
+    >>> load_lod_tensor(io.BytesIO(buf.getvalue()[:-4]))
+    Traceback (most recent call last):
+    ...
+    ValueError: <stream>: truncated or corrupted LoDTensor file: the data of shape [3] int64 needs 24 bytes ...
     """
     return _read_one(file, arrays=False)
 
@@ -262,7 +274,14 @@ def _read_one(file, arrays):
 
 def save_lod_tensor(t, file):
     """Write ``t`` (a LoDTensor or an array) in Paddle's binary LoDTensor format, lod included;
-    Paddle's ``load`` operator (``fluid.io.load_vars``) reads it back."""
+    Paddle's ``load`` operator (``fluid.io.load_vars``) reads it back.
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "fc_0.w_0")  # one file per variable, as fluid.io.save_params
+    >>> save_lod_tensor(np.ones((2, 3), "float32"), path)
+    >>> load_lod_tensor(path).shape(), load_program_state(os.path.dirname(path))["fc_0.w_0"].shape
+    ([2, 3], (2, 3))
+    """
     _write_bytes(file, _record(t))
 
 
