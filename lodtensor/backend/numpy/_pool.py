@@ -44,6 +44,7 @@ True
 """
 
 import collections
+import math
 import os
 import sys
 import threading
@@ -182,7 +183,7 @@ def buffer_pool_info():
 def pools(shape, dtype):
     """True where :func:`empty` would hand out an array of ``shape`` and ``dtype`` from the pool."""
     dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    nbytes = dtype.itemsize * math.prod(shape)
     return nbytes >= _tuning.POOL_MIN_BYTES and not dtype.hasobject and get_buffer_pool() > 0
 
 
