@@ -89,7 +89,15 @@ def _check_width(module, x, gates, cls):
 
 
 class Embedding(torch.nn.Module):
-    """Paddle's ``embedding``: ``weight`` ``[num_embeddings, embedding_dim]``; ``padding_idx`` rows are zeros."""
+    """Paddle's ``embedding``: ``weight`` ``[num_embeddings, embedding_dim]``; ``padding_idx`` rows are zeros.
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> emb = Embedding(10, 4, padding_idx=0)
+    >>> out = emb(lt.LoDTensor(np.array([[3], [0], [7]]), [[0, 2, 3]]))  # ids [N, 1], one lod level
+    >>> out.lod(), tuple(out.data.shape), out.data[1].abs().sum().item()  # padding_idx 0: a zero row
+    ([[0, 2, 3]], (3, 4), 0.0)
+    """
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None):
         super().__init__()
@@ -101,7 +109,18 @@ class Embedding(torch.nn.Module):
 
 
 class FC(torch.nn.Module):
-    """Paddle's ``fc``: ``weight`` ``[in_features, out_features]``, ``bias`` ``[out_features]``."""
+    """Paddle's ``fc``: ``weight`` ``[in_features, out_features]``, ``bias`` ``[out_features]``.
+
+    >>> import numpy as np
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> fc = FC(3, 2, act="relu")
+    >>> with torch.no_grad():
+    ...     _ = fc.weight.fill_(1.0), fc.bias.fill_(-4.0)
+    >>> y = fc(lt.LoDTensor(np.arange(6.0, dtype="float32").reshape(2, 3), [[0, 2]]))
+    >>> y.lod(), y.data.tolist()  # relu(row sum - 4)
+    ([[0, 2]], [[0.0, 0.0], [8.0, 8.0]])
+    """
 
     def __init__(self, in_features, out_features, num_flatten_dims=1, act=None, bias=True):
         super().__init__()
@@ -125,6 +144,10 @@ class SequenceConv(torch.nn.Module):
     >>> conv = SequenceConv(2, 4, filter_size=3, padding_trainable=True)
     >>> conv.weight.shape, conv.padding.shape
     (torch.Size([6, 4]), torch.Size([2, 2]))
+    >>> import lodtensor as lt
+    >>> y = conv(lt.LoDTensor(torch.ones(5, 2), [[0, 2, 5]]))
+    >>> y.lod(), tuple(y.data.shape)
+    ([[0, 2, 5]], (5, 4))
     """
 
     def __init__(self, input_dim, num_filters, filter_size=3, padding_start=None, act=None, bias=True,
@@ -145,7 +168,17 @@ class SequenceConv(torch.nn.Module):
 
 
 class RowConv(torch.nn.Module):
-    """Paddle's ``row_conv``: ``weight`` ``[future_context_size + 1, input_dim]``."""
+    """Paddle's ``row_conv``: ``weight`` ``[future_context_size + 1, input_dim]``.
+
+    >>> import numpy as np
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> rc = RowConv(2, future_context_size=1)
+    >>> with torch.no_grad():
+    ...     _ = rc.weight.fill_(1.0)
+    >>> rc(lt.LoDTensor(np.arange(1.0, 7.0, dtype="float32").reshape(3, 2), [[0, 2, 3]])).data.tolist()
+    [[4.0, 6.0], [3.0, 4.0], [5.0, 6.0]]
+    """
 
     def __init__(self, input_dim, future_context_size, act=None):
         super().__init__()
@@ -164,6 +197,10 @@ class DynamicLSTM(torch.nn.Module):
 
     >>> DynamicLSTM(size=2048).hidden_size
     512
+    >>> import lodtensor as lt
+    >>> hidden, cell = DynamicLSTM(4)(lt.LoDTensor(torch.ones(5, 16), [[0, 2, 5]]))  # input [N, 4 * 4]
+    >>> hidden.lod(), tuple(hidden.data.shape), tuple(cell.data.shape)
+    ([[0, 2, 5]], (5, 4), (5, 4))
     """
 
     def __init__(self, hidden_size=None, use_peepholes=True, is_reverse=False, gate_activation="sigmoid",
@@ -215,7 +252,23 @@ class DynamicGRU(torch.nn.Module):
 class LinearChainCRF(torch.nn.Module):
     """Paddle's ``linear_chain_crf``: ``transition`` ``[num_tags + 2, num_tags]`` (start, end, then
     tag-to-tag scores). ``forward`` gives each sequence's negative log-likelihood ``[N, 1]``;
-    :meth:`decode` the Viterbi path (``crf_decoding``) with the same transition."""
+    :meth:`decode` the Viterbi path (``crf_decoding``) with the same transition.
+
+    >>> import numpy as np
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> crf = LinearChainCRF(3)
+    >>> with torch.no_grad():
+    ...     _ = crf.transition.zero_()  # emissions alone decide
+    >>> scores = lt.LoDTensor(torch.tensor([[2.0, 0, 0], [0, 0, 3.0], [0, 1.0, 0]]), [[0, 2, 3]])
+    >>> tags = lt.LoDTensor(np.array([[0], [2], [1]]), [[0, 2, 3]])
+    >>> nll = crf(scores, tags)  # one negative log-likelihood per sequence
+    >>> tuple(nll.shape), nll.detach().numpy().round(4).ravel().tolist()
+    ((2, 1), [0.3345, 0.5514])
+    >>> nll.sum().backward()
+    >>> tuple(crf.transition.grad.shape)
+    (5, 3)
+    """
 
     def __init__(self, num_tags):
         super().__init__()
@@ -230,11 +283,39 @@ class LinearChainCRF(torch.nn.Module):
         return F.linear_chain_crf(_on_torch(self, input), _on_torch(self, label), self.transition)
 
     def decode(self, input, label=None):  # noqa: A002
+        """The Viterbi path of each sequence (Paddle's ``crf_decoding``) under this CRF's transition;
+        with ``label``, 1 where the path agrees with it.
+
+        >>> import numpy as np
+        >>> import torch
+        >>> import lodtensor as lt
+        >>> crf = LinearChainCRF(3)
+        >>> with torch.no_grad():
+        ...     _ = crf.transition.zero_()
+        >>> scores = lt.LoDTensor(torch.tensor([[2.0, 0, 0], [0, 0, 3.0], [0, 1.0, 0]]), [[0, 2, 3]])
+        >>> path = crf.decode(scores)
+        >>> path.lod(), path.data.tolist()
+        ([[0, 2, 3]], [[0], [2], [1]])
+        """
         return F.crf_decoding(_on_torch(self, input), self.transition.detach(), label=_on_torch(self, label))
 
 
 class CRFDecoding(torch.nn.Module):
-    """Paddle's ``crf_decoding`` sharing the ``transition`` of a :class:`LinearChainCRF` (or a new one)."""
+    """Paddle's ``crf_decoding`` sharing the ``transition`` of a :class:`LinearChainCRF` (or a new one).
+
+    >>> import numpy as np
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> crf = LinearChainCRF(3)
+    >>> with torch.no_grad():
+    ...     _ = crf.transition.zero_()
+    >>> decoding = CRFDecoding(crf)  # shares crf.transition
+    >>> scores = lt.LoDTensor(torch.tensor([[2.0, 0, 0], [0, 0, 3.0], [0, 1.0, 0]]), [[0, 2, 3]])
+    >>> decoding(scores).data.tolist()
+    [[0], [2], [1]]
+    >>> decoding(scores, label=lt.LoDTensor(np.array([[1], [2], [1]]), [[0, 2, 3]])).data.tolist()  # 1: agrees
+    [[0], [1], [1]]
+    """
 
     def __init__(self, crf_or_num_tags):
         super().__init__()
