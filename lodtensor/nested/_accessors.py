@@ -15,7 +15,14 @@ class JaggedAccessors:
 
     def is_contiguous(self):
         """True unless built with holes (``offsets`` and ``lengths``), as torch reports; the buffer
-        itself is always contiguous here."""
+        itself is always contiguous here.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).is_contiguous()
+        True
+        >>> ln.nested_tensor_from_jagged(np.arange(6.0), np.array([0, 2, 6]), lengths=np.array([1, 3])).is_contiguous()
+        False
+        """
         return getattr(self, "_holes", None) is None
 
     def lengths(self):
@@ -42,7 +49,13 @@ class JaggedAccessors:
         return irregular[0] if irregular else 1
 
     def contiguous(self):
-        """This nested tensor: its components always lie one after another in one buffer."""
+        """This nested tensor: its components always lie one after another in one buffer.
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([[1, 2], [3]])
+        >>> nt.contiguous() is nt
+        True
+        """
         return self
 
     def values(self):

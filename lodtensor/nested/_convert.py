@@ -19,7 +19,14 @@ class Conversions:
     """``to``, ``to_torch``, ``numpy``, ``double``/``float``/``half`` and ``__array__`` of NestedTensor."""
 
     def to_torch(self):
-        """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers."""
+        """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers.
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([np.zeros(2), np.ones(3)])
+        >>> tt = nt.to_torch()
+        >>> type(tt.to_tensor_list()[0]).__name__, tt.dtype
+        ('Tensor', torch.float64)
+        """
         buf = get_backend("torch").asarray(self._buf)
         if buf is self._buf:
             return self
@@ -50,19 +57,44 @@ class Conversions:
         return as_nested_tensor(self, dtype=dtype, device=device)
 
     def double(self):
-        """A float64 copy (self when already float64)."""
+        """A float64 copy (self when already float64).
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([np.zeros(2, "float32"), np.ones(3, "float32")])
+        >>> d = nt.double()  # a copy
+        >>> d.dtype, d.double() is d
+        (dtype('float64'), True)
+        """
         return self.to(dtype=np.float64)
 
     def float(self):
-        """A float32 copy (self when already float32)."""
+        """A float32 copy (self when already float32).
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])  # Python floats: float32, as torch
+        >>> nt.float() is nt, nt.double().float().dtype
+        (True, dtype('float32'))
+        """
         return self.to(dtype=np.float32)
 
     def half(self):
-        """A float16 copy (self when already float16)."""
+        """A float16 copy (self when already float16).
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1.0, 2.0], [3.0]]).half().dtype
+        dtype('float16')
+        """
         return self.to(dtype=np.float16)
 
     def numpy(self):
-        """This nested tensor with NumPy data (a view of host memory where possible)."""
+        """This nested tensor with NumPy data (a view of host memory where possible).
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([torch.zeros(2), torch.ones(3)]).numpy()
+        >>> [a.tolist() for a in nt.to_tensor_list()]
+        [[0.0, 0.0], [1.0, 1.0, 1.0]]
+        """
         buf = self.backend.to_numpy(self._buf)
         if buf is self._buf:
             return self

@@ -51,7 +51,13 @@ class RaggedSize:
         self._number = number
 
     def lengths(self):
-        """The size of this dim in each component (a copy, int64)."""
+        """The size of this dim in each component (a copy, int64).
+
+        >>> import lodtensor.nested as ln
+        >>> B, S, E = ln.nested_tensor([np.zeros((2, 3)), np.zeros((4, 3))]).shape
+        >>> S.lengths().tolist()
+        [2, 4]
+        """
         return self._lengths.copy()
 
     def __repr__(self):
@@ -129,7 +135,16 @@ class Size(tuple):
         return Size(out) if isinstance(index, slice) else out
 
     def numel(self):
-        """The number of elements: only when no dim is ragged."""
+        """The number of elements: only when no dim is ragged.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.zeros((2, 3)), np.zeros((2, 3))]).shape.numel()
+        12
+        >>> ln.nested_tensor([np.zeros((2, 3)), np.zeros((4, 3))]).shape.numel()
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.ShapeError: numel(): the ragged dim j... has no single size (its sizes are [2, 4]); ...
+        """
         for s in self:
             if isinstance(s, RaggedSize):
                 s._refuse("numel()")

@@ -147,7 +147,12 @@ class NestedTensor:
 
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
-        """Number of dims, counting dim 0 (the components)."""
+        """Number of dims, counting dim 0 (the components).
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.zeros((2, 3)), np.ones((4, 3))]).dim()
+        3
+        """
         st = self._st
         return st.rank + 1 + len(st.outer)
 
@@ -162,6 +167,15 @@ class NestedTensor:
         ------
         ShapeError
             ``dim`` is ragged (torch's "irregular" RuntimeError; also a ValueError).
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([np.zeros((2, 3)), np.ones((4, 3))])
+        >>> nt.size(0), nt.size(-1), nt.size()
+        (2, 3, Size([2, j..., 3]))
+        >>> nt.size(1)
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.ShapeError: Given dimension 1 is irregular and does not have a size.
         """
         if dim is None:
             return self.shape
@@ -206,15 +220,30 @@ class NestedTensor:
         return self._st.count()
 
     def numel(self):
-        """Total number of elements in all components."""
+        """Total number of elements in all components.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.zeros((2, 3)), np.ones((4, 3))]).numel()  # 2 * 3 + 4 * 3
+        18
+        """
         return self._struct.numel
 
     def nested_size(self):
-        """The size table: one row per component, int64 (a torch tensor for torch data)."""
+        """The size table: one row per component, int64 (a torch tensor for torch data).
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.zeros((2, 3)), np.ones((4, 3))]).nested_size().tolist()
+        [[2, 3], [4, 3]]
+        """
         return self._index_array(self._struct.sizes)
 
     def nested_strides(self):
-        """Contiguous strides of every component, like :meth:`nested_size`."""
+        """Contiguous strides of every component, like :meth:`nested_size`.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([np.zeros((2, 3)), np.ones((4, 3))]).nested_strides().tolist()
+        [[3, 1], [3, 1]]
+        """
         sizes = self._struct.sizes
         strides = np.ones_like(sizes)
         if sizes.shape[1] > 1:
@@ -268,14 +297,30 @@ class NestedTensor:
         return getattr(self._buf, "grad_fn", None)
 
     def requires_grad_(self, requires_grad=True):
-        """Make this (torch, floating) leaf record operations; in place, returns self."""
+        """Make this (torch, floating) leaf record operations; in place, returns self.
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)]).requires_grad_()
+        >>> nt.requires_grad, nt.is_leaf
+        (True, True)
+        """
         check_requires_grad(self._buf, requires_grad, "requires_grad_()")
         if requires_grad or self.backend.requires_grad(self._buf):
             self._buf.requires_grad_(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure."""
+        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure.
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> x = ln.nested_tensor([torch.ones(2), torch.ones(1)], requires_grad=True)
+        >>> y = x * 3
+        >>> y.backward(ln.ones_like(y))
+        >>> x.grad.to_padded_tensor(0).tolist()
+        [[3.0, 3.0], [3.0, 0.0]]
+        """
         buf = self._buf
         if not self.backend.requires_grad(buf):
             raise TypeError(
