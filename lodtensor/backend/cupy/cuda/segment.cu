@@ -121,6 +121,19 @@ lt_segment_reduce_short(const T* __restrict__ x, const i64* __restrict__ off, A*
     }
 }
 
+// The j-th multi-piece sequence (every lane of a warp asks for the same j): its index, its pieces and
+// its first slot in the partials; the plan's third prefix sum numbers them.
+struct lt_multi {
+    i64 s, pieces, slot;
+};
+__device__ __forceinline__ lt_multi lt_find_multi(const i64* __restrict__ plan, i64 n, i64 j) {
+    lt_multi q;
+    q.s = lt_warp_find_segment(plan + 2 * (n + 1), n, j);
+    q.pieces = plan[q.s + 1] - plan[q.s];
+    q.slot = plan[n + 1 + q.s];
+    return q;
+}
+
 // Pass 2, only for sequences of several pieces: one block per (sequence, 32 columns).
 template <int OP, typename A>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
@@ -135,19 +148,17 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << 5) + lane;
         for (i64 j = blockIdx.x; j < multi[n]; j += gridDim.x) {  // uniform across the block
-            const i64 s = lt_warp_find_segment(multi, n, j);  // the j-th multi-piece sequence
-            const i64 pieces = plan[s + 1] - plan[s];
-            const i64 slot = plan[n + 1 + s];
+            const lt_multi q = lt_find_multi(plan, n, j);
             A acc = Op::identity();
             if (col < D)
-                for (i64 k = warp; k < pieces; k += LT_WARPS) acc = Op::combine(acc, partial[(slot + k) * D + col]);
+                for (i64 k = warp; k < q.pieces; k += LT_WARPS) acc = Op::combine(acc, partial[(q.slot + k) * D + col]);
             tree[warp][lane] = acc;
             __syncthreads();
             for (int h = LT_WARPS / 2; h > 0; h >>= 1) {
                 if (warp < h) tree[warp][lane] = Op::combine(tree[warp][lane], tree[warp + h][lane]);
                 __syncthreads();
             }
-            if (warp == 0 && col < D) out[s * D + col] = Op::finish(tree[0][lane], off[s + 1] - off[s], empty);
+            if (warp == 0 && col < D) out[q.s * D + col] = Op::finish(tree[0][lane], off[q.s + 1] - off[q.s], empty);
             __syncthreads();
         }
     }
@@ -234,13 +245,11 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = (tile << 5) + lane;
         for (i64 j = blockIdx.x; j < multi[n]; j += gridDim.x) {  // uniform across the block
-            const i64 s = lt_warp_find_segment(multi, n, j);  // the j-th multi-piece sequence
-            const i64 pieces = plan[s + 1] - plan[s];
-            const i64 slot = plan[n + 1 + s];
+            const lt_multi q = lt_find_multi(plan, n, j);
             lt_online<A> st;
             st.start();
             if (col < D)
-                for (i64 k = warp; k < pieces; k += LT_WARPS) st.merge(pm[(slot + k) * D + col], pz[(slot + k) * D + col]);
+                for (i64 k = warp; k < q.pieces; k += LT_WARPS) st.merge(pm[(q.slot + k) * D + col], pz[(q.slot + k) * D + col]);
             tm[warp][lane] = st.m;
             tz[warp][lane] = st.z;
             __syncthreads();
@@ -256,8 +265,8 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
                 __syncthreads();
             }
             if (warp == 0 && col < D) {
-                M[s * D + col] = tm[0][lane];
-                Z[s * D + col] = tz[0][lane];
+                M[q.s * D + col] = tm[0][lane];
+                Z[q.s * D + col] = tz[0][lane];
             }
             __syncthreads();
         }
