@@ -95,7 +95,8 @@ lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i
             if (lanes.row == 0 && col < Dv) {
                 lt_pack<A, V> res;
 #pragma unroll
-                for (int j = 0; j < V; ++j) res.v[j] = pieces == 1 ? Op::finish(acc[j], q.end - q.start, empty) : acc[j];
+                for (int j = 0; j < V; ++j)
+                    res.v[j] = pieces == 1 ? Op::finish(acc[j], q.end - q.start, empty) : acc[j];
                 const i64 at = pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D;
                 *reinterpret_cast<lt_pack<A, V>*>((pieces == 1 ? out : partial) + at + col * V) = res;
             }
@@ -249,7 +250,8 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
             lt_online<A> st;
             st.start();
             if (col < D)
-                for (i64 k = warp; k < q.pieces; k += LT_WARPS) st.merge(pm[(q.slot + k) * D + col], pz[(q.slot + k) * D + col]);
+                for (i64 k = warp; k < q.pieces; k += LT_WARPS)
+                    st.merge(pm[(q.slot + k) * D + col], pz[(q.slot + k) * D + col]);
             tm[warp][lane] = st.m;
             tz[warp][lane] = st.z;
             __syncthreads();
