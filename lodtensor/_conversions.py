@@ -1,10 +1,13 @@
 """LoDTensor's conversions: to another device or library, and to dense padded arrays (a mixin).
 
 The LoD travels unchanged (shared) in every move; only the data moves. The
-dense conversions are copies made by the row-moving kernels of ``_dense``.
+dense conversions are copies made by the row-moving kernels of ``_dense``;
+under ``torch.compile`` they run eagerly behind a graph break (their plans
+come from the host offsets).
 """
 
 from . import _dense
+from ._compile import compiling, eager, mark_rows_dynamic
 from ._data import to_place
 from .backend import backend_name_of, get_backend
 from .place import CPUPlace, CUDAPlace, as_place
@@ -85,6 +88,8 @@ class ConversionsMixin:
         >>> padded.tolist(), lengths.tolist()
         ([[1, 2, -1], [-1, -1, -1], [3, 4, 5]], [2, 0, 3])
         """
+        if compiling():  # the padding plan comes from the host offsets: eager, behind a graph break
+            return eager(_padded, self, level, pad_value, maxlen, out)
         data = self._check_fits("to_padded()")
         self._require_lod("to_padded()")
         return _dense.pad_level(self.backend, data, self._lod, level, pad_value, maxlen, out)
@@ -105,6 +110,22 @@ class ConversionsMixin:
         >>> [m.tolist() for m in masks]
         [[[True, True], [True, False]], [[[True, False], [True, True]], [[True, False], [False, False]]]]
         """
+        if compiling():  # the padding plan comes from the host offsets: eager, behind a graph break
+            return eager(_padded_all, self, pad_value)
         data = self._check_fits("to_padded_all()")
         self._require_lod("to_padded_all()")
         return _dense.pad_all(self.backend, data, self._lod, pad_value)
+
+
+def _padded(t, level, pad_value, maxlen, out):
+    """``t.to_padded(...)`` for a compiled caller: the sequence count and (unless given) the longest length
+    marked dynamic, so the graph after the break takes any batch."""
+    padded, lengths = t.to_padded(level, pad_value, maxlen, out=out)
+    return mark_rows_dynamic(padded, (0, 1) if maxlen is None else 0), mark_rows_dynamic(lengths)
+
+
+def _padded_all(t, pad_value):
+    """``t.to_padded_all(...)`` for a compiled caller, its counts and lengths marked dynamic."""
+    padded, masks = t.to_padded_all(pad_value)
+    dims = tuple(range(t.lod_level + 1))
+    return mark_rows_dynamic(padded, dims), [mark_rows_dynamic(m, dims[: m.ndim]) for m in masks]

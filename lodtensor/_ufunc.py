@@ -22,6 +22,11 @@ What NumPy users get otherwise:
 For gufuncs the rows are a loop dim of the operand matched by the result;
 ``np.matmul(t, w)`` keeps ``t``'s rows when ``t`` has at least 2 dims and ``w``
 no more than ``t``, and a stack of matrices ``w @ t3`` keeps ``t3``'s.
+
+Under ``torch.compile`` the operators do not go through NumPy (dynamo does not
+trace NumPy's mixin): while dynamo traces, each operator calls the traced form
+that the torch layer installs (``_compile.HOOKS["operator"]``, in
+``lodtensor.nested._lod_compile``), which applies the same rule to the torch data.
 """
 
 import re
@@ -29,6 +34,7 @@ import re
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from . import _compile
 from .backend import backend_of
 from .errors import LoDError
 
@@ -149,3 +155,26 @@ class UfuncMixin(NDArrayOperatorsMixin):
         if lod is not None and getattr(result, "ndim", 0) >= 1 and lod.fits(result.shape[0]):
             return self._new(result, lod)
         return result
+
+
+def _operator(name):
+    """Operator ``name`` of the NumPy mixin, with a traced form while ``torch.compile`` traces."""
+    eager = NDArrayOperatorsMixin.__dict__[name]
+
+    def method(self, *other):
+        if _compile.compiling():
+            traced = _compile.HOOKS.get("operator")
+            if traced is not None:
+                return traced(name, eager, self, *other)
+            return _compile.eager(eager, self, *other)
+        return eager(self, *other)
+
+    method.__name__ = name
+    method.__qualname__ = f"UfuncMixin.{name}"
+    method.__doc__ = eager.__doc__
+    return method
+
+
+for _name, _method in list(vars(NDArrayOperatorsMixin).items()):
+    if callable(_method):  # every operator the mixin defines (comparisons, arithmetic, reflected, in-place, unary)
+        setattr(UfuncMixin, _name, _operator(_name))

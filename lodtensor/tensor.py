@@ -8,6 +8,7 @@ rebased LoD; nothing is copied.
 import numpy as np
 
 from . import _indexing
+from ._compile import mark_rows_dynamic
 from ._conversions import ConversionsMixin
 from ._data import to_place
 from ._format import preview
@@ -75,6 +76,8 @@ def _wrap(data, lod, place):
     t._data = data
     t._lod = lod
     t._where = place
+    if type(data) is not _ndarray:  # torch data: its rows dynamic for torch.compile (once dynamo is loaded)
+        mark_rows_dynamic(data)
     return t
 
 
@@ -127,6 +130,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         else:
             array = coerce_data(data)
             self._data, self._where = to_place(array, place, copy=False)
+            mark_rows_dynamic(self._data)
             num_rows = int(self._data.shape[0])
         if recursive_sequence_lengths is not None:
             self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=num_rows)
@@ -203,7 +207,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         target = as_place(place)
         array = coerce_data(array, name="array")
         data, target = to_place(array, target, copy=not zero_copy)
-        self._data, self._where = data, target
+        self._data, self._where = mark_rows_dynamic(data), target
 
     def set_lod(self, lod):
         """Set the lod from offsets, e.g. ``[[0, 2, 5]]``; validated at once.

@@ -16,7 +16,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "lodtensor"
 #: it, never from one above. The private top-level modules (``lodtensor/_*.py``) sit in the lowest
 #: layer above everything they import.
 LAYERS = [
-    ("errors", "_format", "_cache", "_nested_list", "_level", "place"),
+    ("errors", "_format", "_cache", "_nested_list", "_level", "place", "_compile"),
     ("backend", "_validate", "_indexing"),
     ("lod", "_data", "_ufunc"),
     ("_dense", "_conversions"),

@@ -26,8 +26,10 @@ imports ``lodtensor.nested``, which attaches the method with
 ``LoDTensor._attach``.
 """
 
+from .._compile import compiling
 from ..backend import backend_name_of, get_backend
 from ..tensor import LoDTensor
+from . import _lod_compile
 from ._construct import from_lod_tensor
 from ._row_rules import decide
 from ._row_table import ADVICE
@@ -121,6 +123,12 @@ def _check_out(func, decision, args, kwargs):
 def lod_torch_function(cls, func, types, args=(), kwargs=None):
     """Run ``func`` on the data of the LoDTensor arguments; see the module docstring."""
     kwargs = kwargs or {}
+    if compiling():  # the traced form: no lod read, no host check in the graph (see _lod_compile)
+        return _lod_compile.torch_function(_eager_torch_function, cls, func, types, args, kwargs)
+    return _eager_torch_function(cls, func, types, args, kwargs)
+
+
+def _eager_torch_function(cls, func, types, args, kwargs):
     name = _name(func)
     decision = decide(func, args, kwargs)
     if decision.kind == "mix" and name in ADVICE and decision.carriers:

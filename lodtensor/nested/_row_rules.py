@@ -42,7 +42,7 @@ class Decision:
         if getattr(out, "ndim", 0) < 1 or not self.carriers:
             return False
         first = self.carriers[0]
-        if int(out.shape[0]) != int(first.data.shape[0]):
+        if out.shape[0] != first.data.shape[0]:  # no int(): under torch.compile both are one symbolic size
             return False
         if self.rank == "same":  # elementwise: a bigger operand broadcasting in front moves the rows
             return all(out.ndim == c.data.ndim for c in self.carriers)
@@ -112,7 +112,7 @@ def _default(default, first, args, kwargs, ndim):
     if default == "softmax":  # torch's legacy choice when softmax gets no dim
         return {0 if ndim in (0, 1, 3) else 1}
     if default == "size3":  # cross without dim: the first dim of size 3
-        return next(({i} for i, s in enumerate(first.data.shape) if int(s) == 3), set())
+        return next(({i} for i, s in enumerate(first.data.shape) if s == 3), set())
     if default == "fftn":  # every dim, or the last len(s) when s is given
         s = _arg(args, kwargs, "s", 1)
         return set(range(ndim)) if s in (_MISSING, None) else set(range(max(ndim - len(s), 0), ndim))
@@ -227,13 +227,19 @@ def _matmul(rule, args, kwargs, found):
     return Decision("keep", rule, carriers)
 
 
-def decide(func, args, kwargs):
-    """The :class:`Decision` for ``func(*args, **kwargs)`` whose arguments hold LoDTensors."""
+def decide(func, args, kwargs, *, traced=False):
+    """The :class:`Decision` for ``func(*args, **kwargs)`` whose arguments hold LoDTensors.
+
+    ``traced``: called while ``torch.compile`` traces, where the LoDTensors were built (and their lods
+    checked against their rows) in eager code; the fit is not read again, so the graph is not guarded on
+    one batch's row count. A rule reads only the data's rank and the call's arguments either way.
+    """
     name, rule = rule_of(func)
     found = _lod_tensors(list(args), [])
     _lod_tensors(list(kwargs.values()), found)
-    for t in found:  # data present, and a lod that fits it, before any rule reads a shape
-        t._check_fits(f"torch.{name}")
+    if not traced:
+        for t in found:  # data present, and a lod that fits it, before any rule reads a shape
+            t._check_fits(f"torch.{name}")
     if rule is None:
         return Decision("plain", rule, found)
     kind = rule[0]
@@ -253,9 +259,9 @@ def decide(func, args, kwargs):
     if kind == "matmul":
         return _matmul(rule, args, kwargs, found)
     carriers = _carriers(_slots(rule), args, kwargs)
-    carriers += [o for o in _lod_tensors([kwargs.get("out")], []) if o not in carriers]
-    ids = {id(c) for c in carriers}
-    if not carriers or any(id(f) not in ids for f in found):
+    carriers += [o for o in _lod_tensors([kwargs.get("out")], []) if all(o is not c for c in carriers)]
+    # identity, not id(): under torch.compile an id() is a guard on that one object (a recompile per batch)
+    if not carriers or any(all(f is not c for c in carriers) for f in found):
         return Decision("mix" if carriers else "plain", rule, found)
     if kind == "reshape":
         return Decision("reshape", rule, carriers)

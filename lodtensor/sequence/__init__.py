@@ -28,3 +28,17 @@ from ._topk import *  # noqa: F403
 from ._topk import __all__ as _topk_all
 
 __all__ = list(_basic_all) + list(_decode_all) + list(_beam_all) + list(_rank_all) + list(_topk_all)
+
+
+def _eager_under_torch_compile():
+    """Every op reads the LoD's host offsets: under torch.compile it runs eagerly behind a graph break."""
+    import inspect  # noqa: PLC0415 - used once, here
+
+    from .._compile import eager_under_compile  # noqa: PLC0415
+
+    for name in __all__:
+        if inspect.isfunction(globals()[name]):
+            globals()[name] = eager_under_compile(globals()[name])
+
+
+_eager_under_torch_compile()

@@ -1,0 +1,100 @@
+"""What the core does while ``torch.compile`` (dynamo) traces: the facts a traced LoDTensor path may read.
+
+A compiled function receives LoDTensors built outside it, in eager code, where
+their LoD passed the validation gate. While dynamo traces, LoDTensor code reads
+only what stays fixed from batch to batch (the data's rank and row shape, the
+LoD's depth, the identity of the LoD object two operands share), never the
+offsets or the row count: the LoD's arrays are NumPy, and a traced NumPy call
+on them would be wrong twice (torch would trace it as a graph of its own, and
+the graph would be guarded on one batch's offsets). The data's dim 0 is marked
+dynamic when a LoDTensor is built (once dynamo is loaded), so batches with new
+LoDs of the same depth and row shape run one graph.
+
+Code that needs the offsets (the sequence ops, padding, anything reading
+``t.lod``) runs eagerly behind a graph break: :func:`eager` runs a call with
+dynamo off (``torch._dynamo.disable``), the way torch's own unsupported calls
+break a graph. ``HOOKS`` is filled by the layer that speaks torch
+(``lodtensor.nested``): the traced forms of the operators live there, so the
+core imports neither torch nor the layers above it.
+
+Nothing here imports torch: each check looks in ``sys.modules`` first, so it
+costs a dictionary lookup in a process that never compiles.
+"""
+
+import functools
+import sys
+
+__all__ = ["HOOKS", "compiling", "mark_rows_dynamic", "eager", "eager_under_compile"]
+
+#: traced forms installed by the torch layer: "operator" -> ``fn(name, tensor, *other)``
+HOOKS = {}
+
+
+def compiling():
+    """True while dynamo traces; False in eager code and when dynamo was never loaded.
+
+    ``torch._dynamo.is_compiling`` is the form dynamo traces everywhere (it folds to True in a graph).
+
+    >>> compiling()
+    False
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    return dynamo is not None and dynamo.is_compiling()
+
+
+def mark_rows_dynamic(data, dims=0):
+    """Mark dim 0 (or ``dims``) of the torch tensor ``data`` dynamic for dynamo, so that graphs compiled for it
+    take any row count (``torch._dynamo.maybe_mark_dynamic``: a hint, specialised where a graph needs a fixed
+    size). Padded results mark their sequence count and longest length: ``dims=(0, 1)``.
+
+    Does nothing for other arrays, when dynamo is not loaded, and while it traces. Returns ``data``.
+
+    >>> import numpy as np
+    >>> mark_rows_dynamic(np.zeros(3)).shape
+    (3,)
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is not None and isinstance(data, sys.modules["torch"].Tensor) and not dynamo.is_compiling():
+        dynamo.maybe_mark_dynamic(data, dims)
+    return data
+
+
+def _call(fn, args, kwargs):
+    return fn(*args, **kwargs)
+
+
+def eager(fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` run eagerly; called while dynamo traces, a graph break around it.
+
+    ``torch._dynamo.disable`` of a module-level function: a wrapper made around ``fn`` itself while dynamo
+    traces would be traced. Outside a compiled function this is a plain call.
+
+    >>> eager(sorted, [3, 1, 2])
+    [1, 2, 3]
+    """
+    if not compiling():
+        return fn(*args, **kwargs)
+    return sys.modules["torch._dynamo"].disable(_call)(fn, args, kwargs)
+
+
+def eager_under_compile(fn):
+    """Decorator: ``fn`` runs eagerly behind a graph break when a compiled function calls it.
+
+    For ops that read the LoD's offsets (NumPy, on the host) or call NumPy kernels: dynamo does not trace
+    into them, so the LoD is never traced as NumPy and a graph is never guarded on one batch's offsets. In
+    eager code the wrapper costs one dictionary lookup.
+
+    >>> @eager_under_compile
+    ... def total(xs):
+    ...     return sum(xs)
+    >>> total([1, 2, 3]), total.__name__
+    (6, 'total')
+    """
+
+    @functools.wraps(fn)
+    def op(*args, **kwargs):
+        if compiling():
+            return sys.modules["torch._dynamo"].disable(_call)(fn, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return op
