@@ -293,6 +293,23 @@ def test_every_group_rule_and_skip_is_in_use():
         assert callable(_resolve(qualname)), qualname
 
 
+def test_api_page_names_every_public_name():
+    """docs/api.md names each name of every public module's ``__all__`` (and fluid's initializers)."""
+    pytest.importorskip("torch")
+    import os
+
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "api.md")) as f:
+        page = f.read()
+    missing = []
+    for modules in PACKAGES.values():
+        for module_name in modules:
+            module = importlib.import_module(module_name)
+            names = list(module.__all__)
+            names += [k for m, n in NAMESPACES if m == module_name for k in vars(getattr(module, n))]
+            missing += [f"{module_name}.{n}" for n in names if not re.search(rf"(?<![\w]){re.escape(n)}\b", page)]
+    assert not missing, "docs/api.md does not name: " + ", ".join(missing)
+
+
 def test_the_checker_finds_each_kind_of_missing_example():
     # defined here, inside a function: --doctest-modules never collects these docstrings
     def undocumented(x):

@@ -211,7 +211,7 @@ def all_gather(t, group=None, *, timeout=None):
 
     Parameters
     ----------
-    t : LoDTensor
+    t : lodtensor.LoDTensor
         This rank's tensor (NumPy, torch or CuPy data; results on this rank use
         the same library and device). Not modified; ``result[rank] is t``.
     group : ProcessGroup, optional

@@ -39,8 +39,8 @@ def sequence_topk_avg_pooling(input, row, col, topks, channel_num):  # noqa: A00
 
     Parameters
     ----------
-    input : LoDTensor, shape ``[N]`` or ``[N, 1]``, one lod level
-    row, col : LoDTensor
+    input : lodtensor.LoDTensor, shape ``[N]`` or ``[N, 1]``, one lod level
+    row, col : lodtensor.LoDTensor
         Their top lod level gives ``rows_i`` and ``cols_i``.
     topks : list of int
         Each >= 1 (Paddle needs them ascending; any order is fine here).
