@@ -131,7 +131,7 @@ def _recurrences(report, torch, device, where, dry):
     x = lt.from_torch(torch.from_numpy(host).to(where), [offsets])
     workload = (f"{count} sequences of 1..64 rows, [{host.shape[0]}, {RNN_WIDTH}] float32, hidden {RNN_WIDTH}"
                 + (" (dry run on CPU)" if dry else ""))
-    for kind, gates in (("lstm", 4), ("gru", 3)):
+    for kind in ("lstm", "gru"):
         w = {k: torch.from_numpy(v).to(where).requires_grad_() for k, v in
              _seqdata.layer_weights(kind, RNN_WIDTH, RNN_WIDTH).items()}
 

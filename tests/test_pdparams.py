@@ -176,7 +176,8 @@ def test_structured_dtype_with_a_huge_field_offset_is_refused():
         fields = (3, "|", None, ("a",), {"a": (np.dtype("i8"), 1 << 30)}, 8, 1, 16)
         for name in ("V8", "i8"):  # a void dtype, and a plain name with a structured state
             dtype = R(np.dtype, (name, False, True), fields)
-            arr = R(np.ndarray.__reduce__(np.zeros(1))[0], (np.ndarray, (0,), b"b"), (1, (1,), dtype, False, b"\\0" * 8))
+            arr = R(np.ndarray.__reduce__(np.zeros(1))[0], (np.ndarray, (0,), b"b"),
+                    (1, (1,), dtype, False, b"\\0" * 8))
             try:
                 print(load_pdparams(io.BytesIO(pickle.dumps({"w": arr}, protocol=2)))["w"]["a"])
             except ValueError as err:

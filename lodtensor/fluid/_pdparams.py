@@ -21,7 +21,8 @@ Nothing is allocated from a declared size, only from bytes present.
 >>> read_pdparams(pickle.dumps({"w": np.array(["a"])}, protocol=4), "m.pdparams")
 Traceback (most recent call last):
 ...
-ValueError: m.pdparams: dtype 'U1' is not a plain numeric or bool dtype (a .pdparams array holds one of b1, c16, c8, f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8)
+ValueError: m.pdparams: dtype 'U1' is not a plain numeric or bool dtype (a .pdparams array holds one of
+b1, c16, c8, f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8)
 """
 
 import numpy as np
@@ -231,7 +232,8 @@ def _join_big(out, info):
             raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: expected {{'OriginShape': shape, 'slices': names}}")
         shape, names = spec["OriginShape"], spec["slices"]
         if type(names) is not list or not names or not all(type(n) is str and n in out for n in names):
-            raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: slices {_short(names)} are not names of stored arrays")
+            raise _Refused(
+                f"{_BIG_PARAMS!r} entry {_short(key)}: slices {_short(names)} are not names of stored arrays")
         if key in out or used & set(names) or len(set(names)) != len(names):
             raise _Refused(f"{_BIG_PARAMS!r} entry {_short(key)}: the name or a slice is used twice")
         used.update(names)

@@ -19,7 +19,8 @@ read, and byte strings are zero-copy views of the input.
 >>> run(memoryview(b"\\x80\\x04\\x8c\\x02os\\x8c\\x06system\\x93."), table, ())
 Traceback (most recent call last):
 ...
-lodtensor.fluid._pickle_machine.Refused: refusing to load os.system: only the listed NumPy and container globals are admitted
+lodtensor.fluid._pickle_machine.Refused: refusing to load os.system: only the listed NumPy and container
+globals are admitted
 """
 
 import reprlib

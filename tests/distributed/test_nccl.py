@@ -25,7 +25,7 @@ def test_collectives_over_nccl_on_cuda_tensors(world, tmp_path):
     _nccl_world(world)
     results = values(run_ranks("tests.distributed._workers:cuda_collectives", world, tmp_path, backend="nccl"))
     held = [[random_tensor(7, r, k, *c) for k, c in enumerate(CONFIGS) if c[3] == "torch"] for r in range(world)]
-    for rank, out in enumerate(results):
+    for out in results:
         for k in range(len(held[0])):
             want = [(t[k].lod(), t[k].numpy().tolist()) for t in held]
             assert out[f"all_gather{k}"] == want

@@ -201,9 +201,9 @@ def test_save_combine_writes_what_save_vars_writes(tmp_path):
     fio.save_combine(values, str(tmp_path / "ours"))
     assert (tmp_path / "ours").read_bytes() == (tmp_path / "combined").read_bytes()
     ours = fio.load_program_state(str(tmp_path / "combined"), list(values))
-    for k in values:
+    for k, v in values.items():
         np.testing.assert_array_equal(ours[k], theirs[k])
-        np.testing.assert_array_equal(ours[k], values[k])
+        np.testing.assert_array_equal(ours[k], v)
     with pytest.raises(ValueError, match="'mid' is given twice"):
         fio.load_program_state(str(tmp_path / "combined"), ["mid", "zeta.w", "mid"])
 
