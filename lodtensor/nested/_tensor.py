@@ -17,7 +17,7 @@ from ..errors import ShapeError
 from ..lod import LoD
 from ..place import place_of
 from . import _dispatch
-from ._dtypes import check_requires_grad
+from ._autograd import AutogradMixin
 from ._permute import compose, logical_structure, normalize_perm, permute_view, permuted
 from ._structure import Structure, normalize_dim
 from ._symbolic import RaggedSize, Size, ragged_size
@@ -70,7 +70,7 @@ def _rop(name):
     return method
 
 
-class NestedTensor:
+class NestedTensor(AutogradMixin):
     """A list of arrays of equal rank and any sizes, stored in one flat buffer (torch.nested semantics).
 
     Build one with :func:`nested_tensor` or :func:`as_nested_tensor`. Dim 0
@@ -278,64 +278,13 @@ class NestedTensor:
     def backend(self):
         return backend_of(self._buf)
 
-    @property
-    def requires_grad(self):
-        return bool(getattr(self._buf, "requires_grad", False))
+    def _grad_view(self, grad):
+        """``grad`` (a buffer like this tensor's) as a nested tensor laid out as this one."""
+        return make_view(grad, self._st, self._perm, self._layout)
 
-    @property
-    def is_leaf(self):
-        return bool(getattr(self._buf, "is_leaf", True))
-
-    @property
-    def grad(self):
-        """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward)."""
-        grad = getattr(self._buf, "grad", None)
-        return None if grad is None else make_view(grad, self._st, self._perm, self._layout)
-
-    @property
-    def grad_fn(self):
-        return getattr(self._buf, "grad_fn", None)
-
-    def requires_grad_(self, requires_grad=True):
-        """Make this (torch, floating) leaf record operations; in place, returns self.
-
-        >>> import torch
-        >>> import lodtensor.nested as ln
-        >>> nt = ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)]).requires_grad_()
-        >>> nt.requires_grad, nt.is_leaf
-        (True, True)
-        """
-        check_requires_grad(self._buf, requires_grad, "requires_grad_()")
-        if requires_grad or self.backend.requires_grad(self._buf):
-            self._buf.requires_grad_(requires_grad)
-        return self
-
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure.
-
-        >>> import torch
-        >>> import lodtensor.nested as ln
-        >>> x = ln.nested_tensor([torch.ones(2), torch.ones(1)], requires_grad=True)
-        >>> y = x * 3
-        >>> y.backward(ln.ones_like(y))
-        >>> x.grad.to_padded_tensor(0).tolist()
-        [[3.0, 3.0], [3.0, 0.0]]
-        """
-        buf = self._buf
-        if not self.backend.requires_grad(buf):
-            raise TypeError(
-                "backward(): this nested tensor records no autograd history (NumPy and CuPy data never do; "
-                "torch data needs requires_grad=True on an input)"
-            )
-        if gradient is None:
-            if self.numel() != 1:
-                raise ShapeError("backward(): grad can be implicitly created only for scalar outputs")
-            grad = None
-        else:
-            if not isinstance(gradient, NestedTensor) or not self._struct.same_as(gradient._struct):
-                raise ShapeError("backward(): gradient must be a nested tensor with the same nested structure")
-            grad = gradient._buf if same_layout(self, gradient) else self._stored(gradient._buffer)
-        buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
+    def _buffer_like(self, other):
+        """The buffer of nested tensor ``other`` laid out as this one's (the same array when it is)."""
+        return other._buf if same_layout(self, other) else self._stored(other._buffer)
 
     # -- components --------------------------------------------------------------------------
     def unbind(self, dim=0):

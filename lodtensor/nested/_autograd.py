@@ -1,0 +1,76 @@
+"""The autograd surface of a NestedTensor (torch data): requires_grad, grad, backward.
+
+A mixin of :class:`~lodtensor.nested._tensor.NestedTensor`, which provides the buffer
+(``_buf``), the structure and the two layout helpers it calls (``_grad_view``,
+``_buffer_like``). NumPy and CuPy data record no history: ``requires_grad`` is False.
+"""
+
+from ..errors import ShapeError
+from ._dtypes import check_requires_grad
+
+__all__ = ["AutogradMixin"]
+
+
+class AutogradMixin:
+    """``requires_grad``, ``is_leaf``, ``grad``, ``grad_fn``, ``requires_grad_`` and ``backward``."""
+
+    __slots__ = ()
+
+    @property
+    def requires_grad(self):
+        return bool(getattr(self._buf, "requires_grad", False))
+
+    @property
+    def is_leaf(self):
+        return bool(getattr(self._buf, "is_leaf", True))
+
+    @property
+    def grad(self):
+        """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward)."""
+        grad = getattr(self._buf, "grad", None)
+        return None if grad is None else self._grad_view(grad)
+
+    @property
+    def grad_fn(self):
+        return getattr(self._buf, "grad_fn", None)
+
+    def requires_grad_(self, requires_grad=True):
+        """Make this (torch, floating) leaf record operations; in place, returns self.
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)]).requires_grad_()
+        >>> nt.requires_grad, nt.is_leaf
+        (True, True)
+        """
+        check_requires_grad(self._buf, requires_grad, "requires_grad_()")
+        if requires_grad or self.backend.requires_grad(self._buf):
+            self._buf.requires_grad_(requires_grad)
+        return self
+
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure.
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> x = ln.nested_tensor([torch.ones(2), torch.ones(1)], requires_grad=True)
+        >>> y = x * 3
+        >>> y.backward(ln.ones_like(y))
+        >>> x.grad.to_padded_tensor(0).tolist()
+        [[3.0, 3.0], [3.0, 0.0]]
+        """
+        buf = self._buf
+        if not self.backend.requires_grad(buf):
+            raise TypeError(
+                "backward(): this nested tensor records no autograd history (NumPy and CuPy data never do; "
+                "torch data needs requires_grad=True on an input)"
+            )
+        if gradient is None:
+            if self.numel() != 1:
+                raise ShapeError("backward(): grad can be implicitly created only for scalar outputs")
+            grad = None
+        else:
+            if not isinstance(gradient, type(self)) or not self._struct.same_as(gradient._struct):
+                raise ShapeError("backward(): gradient must be a nested tensor with the same nested structure")
+            grad = self._buffer_like(gradient)
+        buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
