@@ -14,7 +14,7 @@ import numpy as np
 
 from ._registry import get_backend
 
-__all__ = ["home_of", "move", "pinned_copy"]
+__all__ = ["home_of", "move", "pinned_copy", "torch_view", "from_torch_view"]
 
 
 def home_of(library, device):
@@ -41,6 +41,36 @@ def move(data, device, *, copy):
     if target.name == "numpy":
         return source.to_numpy(data)  # a device-to-host copy: always new memory
     return target.to_device(data, device, copy=copy)  # CuPy takes host NumPy data
+
+
+def torch_view(data):
+    """``data`` (an array of any backend) as a torch tensor over the same memory where the library
+    allows it (NumPy through the buffer protocol, CuPy through the CUDA array interface), else a copy
+    (a read-only NumPy array): what a torch transport (``torch.distributed``) sends.
+
+    >>> a = np.arange(3.0)
+    >>> t = torch_view(a); t[0] = 7.0
+    >>> a.tolist()
+    [7.0, 1.0, 2.0]
+    """
+    return get_backend("torch").asarray(data)
+
+
+def from_torch_view(library, t, device=None):
+    """Torch tensor ``t`` as an array of ``library`` (``"numpy"``, ``"cupy"``, ``"torch"``), on ``device``
+    (None: where ``t`` is; the host for NumPy), sharing ``t``'s memory where it stays on its device.
+
+    >>> import torch
+    >>> from_torch_view("numpy", torch.arange(3)).tolist(), from_torch_view("torch", torch.ones(1)).dtype
+    ([0, 1, 2], torch.float32)
+    """
+    if library == "torch":
+        return t if device is None or str(t.device) == str(device) else t.to(device)
+    if library == "numpy":
+        return t.detach().cpu().numpy()
+    import cupy  # noqa: PLC0415 - the CuPy backend is in use
+
+    return cupy.from_dlpack(t if t.is_cuda else t.cuda())
 
 
 def pinned_copy(array):

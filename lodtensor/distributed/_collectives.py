@@ -181,9 +181,8 @@ def _as_timedelta(timeout):
 
 def _lib_and_device(t):
     """The array library and torch device results on this rank follow: those of ``t``'s data."""
-    data = t.data
-    lib = type(data).__module__.split(".", 1)[0]
-    return lib, (data.device if lib == "torch" else None)
+    be = t.backend
+    return be.name, be.device_of(t.data)
 
 
 def _split_points(sizes):

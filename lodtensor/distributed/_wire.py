@@ -27,6 +27,7 @@ LoD goes through the validating ``LoD`` constructor.
 
 import numpy as np
 
+from ..backend._placement import from_torch_view, torch_view
 from ..errors import LoDError
 from ..lod import LoD
 from ..tensor import LoDTensor
@@ -209,19 +210,10 @@ def pack_into(buf, t):
         offsets = np.concatenate(levels) if len(levels) > 1 else levels[0]
         _copy_host(buf[: offsets.nbytes], offsets.view(np.uint8))
         start = align(offsets.nbytes)
-    data = t.data
-    lib = type(data).__module__.split(".", 1)[0]
-    if lib == "numpy":
-        raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
-        _copy_host(buf[start : start + raw.size], raw)
-        return
-    import torch
+    import torch  # noqa: PLC0415 - the transport is torch.distributed
 
-    if lib == "torch":
-        flat = data.detach().contiguous().reshape(-1)
-        raw = flat.view(torch.uint8) if flat.numel() else flat.new_empty(0, dtype=torch.uint8)
-    else:  # cupy
-        raw = torch.from_dlpack(data.ravel().view("uint8"))
+    flat = torch_view(t.data).detach().contiguous().reshape(-1)  # NumPy and CuPy data: a view, no copy
+    raw = flat.view(torch.uint8) if flat.numel() else flat.new_empty(0, dtype=torch.uint8)
     buf[start : start + raw.numel()].copy_(raw)
 
 
@@ -342,15 +334,7 @@ def unpack(chunk, item, lib, device):
             start += c + 1
     lod = LoD(levels, num_rows=item.rows)
     raw = chunk[item.offsets_bytes : item.offsets_bytes + item.data_bytes]
-    data = raw.view(_torch_dtype(item.dtype)).reshape((item.rows, *item.row_shape))
-    if lib == "numpy":
-        data = data.cpu().numpy()
-    elif lib == "cupy":
-        import cupy
-
-        data = cupy.from_dlpack(data.cuda() if not data.is_cuda else data)
-    elif device is not None and data.device != device:
-        data = data.to(device)
+    data = from_torch_view(lib, raw.view(_torch_dtype(item.dtype)).reshape((item.rows, *item.row_shape)), device)
     try:
         return LoDTensor(data, lod)
     except LoDError as err:  # pragma: no cover - the header's row count made both
