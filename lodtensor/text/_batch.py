@@ -308,7 +308,7 @@ class Collate:
 
     def _tensor(self, items, be):
         t = batch(items, vocab=self.vocab, lod_level=self.lod_level, dtype=self.dtype)
-        return t if be.name == "numpy" else t.with_data(be.asarray(t.data))
+        return t if t.backend is be else t.with_data(be.asarray(t.data))  # batches are built on the host
 
     def __repr__(self):
         return f"Collate(backend={self.backend!r}, dtype={self.dtype!r}, lod_level={self.lod_level!r})"
