@@ -21,9 +21,9 @@ from ._registry import _BACKENDS, get_backend  # noqa: F401 - _BACKENDS: tests r
 from .numpy._compiled import compiled_kernels, set_compiled_kernels
 from .numpy._pool import buffer_pool_info, get_buffer_pool, set_buffer_pool, trim_buffer_pool
 
-__all__ = ["Backend", "KERNELS", "backend_of", "dtype_kind", "get_backend", "backend_name_of", "available_backends",
-           "set_buffer_pool", "get_buffer_pool", "trim_buffer_pool", "buffer_pool_info", "compiled_kernels",
-           "set_compiled_kernels"]
+__all__ = ["Backend", "KERNELS", "backend_of", "dtype_kind", "dtype_name", "get_backend", "backend_name_of",
+           "available_backends", "set_buffer_pool", "get_buffer_pool", "trim_buffer_pool", "buffer_pool_info",
+           "compiled_kernels", "set_compiled_kernels"]
 
 _TYPE_CACHE = {}
 
@@ -92,6 +92,19 @@ def dtype_kind(dtype):
     if root in _MODULE_PREFIX and root != "numpy":
         return get_backend(root).dtype_kind(dtype)
     return np.dtype(dtype).kind
+
+
+def dtype_name(dtype):
+    """The name of a NumPy, CuPy or torch dtype (or a dtype name), without the library's prefix.
+
+    >>> import torch
+    >>> dtype_name(torch.bfloat16), dtype_name("f4"), dtype_name(np.int64)
+    ('bfloat16', 'float32', 'int64')
+    """
+    root = type(dtype).__module__.split(".", 1)[0]
+    if root in _MODULE_PREFIX and root != "numpy":
+        return str(dtype).rsplit(".", 1)[-1]
+    return np.dtype(dtype).name
 
 
 def available_backends():

@@ -49,6 +49,8 @@ class Backend(abc.ABC):
     follows_torch_promotion : bool
         Binary ops promote dtypes as torch does by themselves; else op code computes the result dtype
         and passes it to :meth:`binary`.
+    records_autograd : bool
+        Arrays of this library can record autograd history (``requires_grad``).
 
     Examples
     --------
@@ -105,6 +107,7 @@ class Backend(abc.ABC):
     uses_host_plans = False
     uses_segment_ids = False
     follows_torch_promotion = False
+    records_autograd = False
 
     def __repr__(self):
         return f"<lodtensor backend {self.name!r}>"
@@ -164,6 +167,11 @@ class Backend(abc.ABC):
     def dtype_kind(self, dtype):
         """NumPy's kind letter of ``dtype``: ``"b"`` bool, ``"i"`` signed, ``"u"`` unsigned, ``"f"`` float,
         ``"c"`` complex (``"O"``, ``"V"``... for other NumPy dtypes)."""
+
+    @abc.abstractmethod
+    def as_dtype(self, dtype):
+        """This library's dtype object for ``dtype`` given in any spelling (NumPy dtype, name, torch dtype);
+        TypeError where the library has no such dtype (bfloat16 in NumPy)."""
 
     @abc.abstractmethod
     def flat(self, x):
@@ -442,7 +450,7 @@ ACTIVATIONS = ("sigmoid", "tanh", "relu", "identity", "linear", "softmax", "leak
 DERIVED = ()
 
 #: Attributes every backend sets (see :class:`Backend`).
-ATTRIBUTES = ("name", "xp", "uses_host_plans", "uses_segment_ids", "follows_torch_promotion")
+ATTRIBUTES = ("name", "xp", "uses_host_plans", "uses_segment_ids", "follows_torch_promotion", "records_autograd")
 
 
 def groups():

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._registry import get_backend
 
-__all__ = ["home_of", "move", "pinned_copy", "torch_view", "from_torch_view"]
+__all__ = ["home_of", "move", "pinned_copy", "pin", "torch_view", "from_torch_view"]
 
 
 def home_of(library, device):
@@ -71,6 +71,17 @@ def from_torch_view(library, t, device=None):
     import cupy  # noqa: PLC0415 - the CuPy backend is in use
 
     return cupy.from_dlpack(t if t.is_cuda else t.cuda())
+
+
+def pin(array):
+    """``array`` in page-locked host memory: a torch tensor pinned by torch (it stays torch), any other
+    array as a pinned NumPy copy."""
+    from . import backend_of  # noqa: PLC0415 - the package imports this module
+
+    be = backend_of(array)
+    if be.name == "torch":
+        return array.pin_memory()
+    return pinned_copy(be.to_numpy(array))
 
 
 def pinned_copy(array):

@@ -6,8 +6,9 @@ import numbers
 
 import numpy as np
 
-from .._data import pinned_copy, to_place
+from .._data import to_place
 from ..backend import backend_name_of, get_backend
+from ..backend._placement import pin
 from ..errors import BackendMismatchError, ShapeError
 from ..lod import LoD
 from ..place import CUDAPinnedPlace, as_place
@@ -200,7 +201,7 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     buffer, structure = _from_list(tensor_list, dtype, device, layout, where, keep_history=False)
     check_requires_grad(buffer, requires_grad, where)
     if pin_memory:
-        buffer = _pin(buffer)
+        buffer = pin(buffer)
     if requires_grad:
         buffer.requires_grad_(True)
     return mark_dynamic(make(buffer, structure, layout))
@@ -229,12 +230,6 @@ def with_levels(inner, outer):
     """``inner``'s components under the outer LoD levels ``outer`` (valid, outermost first)."""
     st = inner._struct
     return make(inner._buffer, Structure(st.sizes, st.offsets, tuple(outer)), inner._layout)
-
-
-def _pin(buffer):
-    if backend_name_of(buffer) == "torch":  # backend-branch: torch pins its tensors; placement pins into NumPy
-        return buffer.pin_memory()
-    return pinned_copy(get_backend(backend_name_of(buffer)).to_numpy(buffer))
 
 
 def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):

@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 
-from ..backend import backend_name_of
+from ..backend import backend_of, dtype_kind, dtype_name, get_backend
 
-__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "is_torch_dtype", "check_requires_grad"]
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -37,32 +37,15 @@ _TORCH_NAMES = {
 _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
-def is_torch_dtype(dtype):
-    """True for a ``torch.dtype`` (never imports torch)."""
-    return type(dtype).__module__ == "torch" and type(dtype).__name__ == "dtype"  # backend-branch: parsing dtype=
-
-
-def _short_name(dtype):
-    return str(dtype).replace("torch.", "")
-
-
 def kind_of(dtype):
-    """NumPy kind letter of a NumPy or torch dtype: ``'b'``, ``'i'``, ``'u'``, ``'f'`` or ``'c'``."""
-    if is_torch_dtype(dtype):
-        if dtype.is_complex:
-            return "c"
-        if dtype.is_floating_point:
-            return "f"
-        name = _short_name(dtype)
-        if name == "bool":
-            return "b"
-        return "u" if name.startswith("uint") else "i"
-    return np.dtype(dtype).kind
+    """NumPy kind letter of a NumPy or torch dtype: ``'b'``, ``'i'``, ``'u'``, ``'f'`` or ``'c'`` (the
+    backend decides: :func:`lodtensor.backend.dtype_kind`)."""
+    return dtype_kind(dtype)
 
 
 def torch_name(dtype):
     """torch's C type name of a dtype (``'Long'`` for int64), as in its error messages."""
-    name = _short_name(dtype) if is_torch_dtype(dtype) else np.dtype(dtype).name
+    name = dtype_name(dtype)
     return _TORCH_NAMES.get(name, name)
 
 
@@ -74,32 +57,18 @@ def resolve_dtype(dtype, backend_name, name="dtype"):
     """
     if dtype is None:
         return None
-    if backend_name == "torch":  # backend-branch: torch's dtype objects for torch data
-        if is_torch_dtype(dtype):
-            return dtype
-        from ..backend.torch import torch_dtype  # noqa: PLC0415 - torch is loaded already here
-
-        return torch_dtype(_numpy_dtype(dtype, name))
-    if is_torch_dtype(dtype):
-        try:
-            return np.dtype(_short_name(dtype))
-        except TypeError:
-            raise TypeError(f"{name}: {dtype} has no NumPy equivalent; use torch data for it") from None
-    return _numpy_dtype(dtype, name)
-
-
-def _numpy_dtype(dtype, name):
-    if is_torch_dtype(dtype):
-        return np.dtype(_short_name(dtype))
     try:
-        dt = np.dtype(dtype)
+        kind = dtype_kind(dtype)
     except TypeError:
         raise TypeError(
             f"{name} must be a NumPy dtype, a dtype name or a torch dtype, got {type(dtype).__name__} {dtype!r}"
         ) from None
-    if dt.kind not in "biufc":
-        raise TypeError(f"{name} must be a numeric or bool dtype, got {dt}")
-    return dt
+    if kind not in "biufc":
+        raise TypeError(f"{name} must be a numeric or bool dtype, got {dtype_name(dtype)}")
+    try:
+        return get_backend(backend_name).as_dtype(dtype)  # the backend's own dtype object
+    except TypeError as err:
+        raise TypeError(f"{name}: {err}") from None
 
 
 def promote(a, b):
@@ -149,7 +118,7 @@ def check_requires_grad(buffer, requires_grad, where):
         return
     if kind_of(buffer.dtype) not in "fc":
         raise TypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
-    if backend_name_of(buffer) != "torch":  # backend-branch: only torch records autograd
+    if not backend_of(buffer).records_autograd:
         raise TypeError(
             f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "
             f"build the nested tensor from torch tensors, or call .to_torch() first"

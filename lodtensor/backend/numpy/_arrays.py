@@ -89,6 +89,14 @@ class ArrayKernels:
     def dtype_kind(self, dtype):
         return np.dtype(dtype).kind
 
+    def as_dtype(self, dtype):
+        from .. import dtype_name  # noqa: PLC0415 - the package imports this module
+
+        try:
+            return np.dtype(dtype_name(dtype))
+        except TypeError:
+            raise TypeError(f"{dtype} has no NumPy equivalent; use torch data for it") from None
+
     def flat(self, x):
         return x.reshape(-1)
 

@@ -72,6 +72,7 @@ class TorchArrayKernels:
     """The torch versions (CPU or CUDA; differentiable: autograd flows through every one)."""
 
     follows_torch_promotion = True
+    records_autograd = True
     torch = torch
     F = F
     _identity_affine = {}  # (width, dtype) -> (ones, zeros) for layer_norm on CPU
@@ -115,6 +116,9 @@ class TorchArrayKernels:
         if dtype == torch.bool:
             return "b"
         return "u" if dtype in _UNSIGNED else "i"
+
+    def as_dtype(self, dtype):
+        return dtype if isinstance(dtype, torch.dtype) else torch_dtype(dtype)
 
     def flat(self, x):
         return x.reshape(-1)
