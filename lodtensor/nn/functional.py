@@ -2,8 +2,8 @@
 
 Parameters have Paddle's shapes and gate order, so the arrays of a Paddle
 checkpoint (``lodtensor.fluid.io.load_program_state``) are passed unchanged.
-Inputs are LoDTensors on NumPy (forward only) or torch (autograd); outputs keep
-the lod. ``act`` is a Paddle activation name (``sigmoid``, ``tanh``, ``relu``,
+Inputs are LoDTensors on any backend (NumPy and CuPy compute the forward pass; torch,
+on CPU or CUDA, records autograd); outputs keep the lod and the input's backend and device. ``act`` is a Paddle activation name (``sigmoid``, ``tanh``, ``relu``,
 ``softmax``, ``identity``/``linear``) or None.
 
 >>> import numpy as np
