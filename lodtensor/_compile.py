@@ -24,6 +24,8 @@ costs a dictionary lookup in a process that never compiles.
 import functools
 import sys
 
+import numpy as np
+
 __all__ = ["HOOKS", "compiling", "mark_rows_dynamic", "eager", "eager_under_compile"]
 
 #: traced forms installed by the torch layer: "operator" -> ``fn(name, tensor, *other)``
@@ -60,7 +62,21 @@ def mark_rows_dynamic(data, dims=0):
 
 
 def _call(fn, args, kwargs):
-    return fn(*args, **kwargs)
+    return _for_graph(fn(*args, **kwargs))
+
+
+def _for_graph(result):
+    """An eager result as the traced code after the break receives it: NumPy views (the LoD's frozen offsets,
+    which dynamo cannot take as inputs) are copied, LoDTensors have their rows marked dynamic (the graph after
+    the break takes any batch); everything else is passed on as it is."""
+    if isinstance(result, np.ndarray) and result.base is not None:
+        return result.copy()
+    if type(result) in (tuple, list):
+        return type(result)(_for_graph(item) for item in result)
+    data = getattr(result, "_data", None)
+    if data is not None and hasattr(result, "_lod"):  # a LoDTensor (the core is below this module)
+        mark_rows_dynamic(data)
+    return result
 
 
 def eager(fn, *args, **kwargs):
@@ -93,8 +109,9 @@ def eager_under_compile(fn):
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
-        if compiling():
-            return sys.modules["torch._dynamo"].disable(_call)(fn, args, kwargs)
+        dynamo = sys.modules.get("torch._dynamo")  # compiling(), inlined: this runs on every eager call
+        if dynamo is not None and dynamo.is_compiling():
+            return dynamo.disable(_call)(fn, args, kwargs)
         return fn(*args, **kwargs)
 
     return op

@@ -32,7 +32,7 @@ class ConversionsMixin:
         if place == self._where:
             return self
         data, place = to_place(self._data, place, copy=False)
-        return self._new(data, self._lod, place)
+        return self._new(mark_rows_dynamic(data), self._lod, place)
 
     def cpu(self):
         """This tensor in host memory."""
@@ -49,7 +49,7 @@ class ConversionsMixin:
         be = get_backend("torch")
         if backend_name_of(data) == be.name:
             return self
-        return self._new(be.asarray(data), self._lod)
+        return self._new(mark_rows_dynamic(be.asarray(data)), self._lod)
 
     def cuda(self, device_id=0):
         """This tensor on GPU ``device_id`` (CuPy data, or torch CUDA for torch data)."""

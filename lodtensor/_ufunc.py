@@ -30,6 +30,7 @@ that the torch layer installs (``_compile.HOOKS["operator"]``, in
 """
 
 import re
+import sys
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
@@ -162,7 +163,8 @@ def _operator(name):
     eager = NDArrayOperatorsMixin.__dict__[name]
 
     def method(self, *other):
-        if _compile.compiling():
+        dynamo = sys.modules.get("torch._dynamo")  # _compile.compiling(), inlined: every eager operator runs this
+        if dynamo is not None and dynamo.is_compiling():
             traced = _compile.HOOKS.get("operator")
             if traced is not None:
                 return traced(name, eager, self, *other)

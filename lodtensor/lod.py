@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from ._cache import ByteLRU
+from ._compile import eager_under_compile
 from ._format import preview
 from ._level import concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
 from ._validate import _per_level, as_lengths, as_offsets, check_levels, freeze, offsets_from_lengths
@@ -376,6 +377,7 @@ class LoD:
             self._cache[key] = out
         return out
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def to_list(self):
         """Offsets as nested Python lists (Paddle's ``lod()``); fresh lists the caller may change.
 

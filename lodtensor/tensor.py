@@ -8,7 +8,7 @@ rebased LoD; nothing is copied.
 import numpy as np
 
 from . import _indexing
-from ._compile import mark_rows_dynamic
+from ._compile import eager, eager_under_compile, mark_rows_dynamic
 from ._conversions import ConversionsMixin
 from ._data import to_place
 from ._format import preview
@@ -76,8 +76,6 @@ def _wrap(data, lod, place):
     t._data = data
     t._lod = lod
     t._where = place
-    if type(data) is not _ndarray:  # torch data: its rows dynamic for torch.compile (once dynamo is loaded)
-        mark_rows_dynamic(data)
     return t
 
 
@@ -130,7 +128,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         else:
             array = coerce_data(data)
             self._data, self._where = to_place(array, place, copy=False)
-            mark_rows_dynamic(self._data)
+            mark_rows_dynamic(self._data)  # torch data: a graph compiled for it takes any row count
             num_rows = int(self._data.shape[0])
         if recursive_sequence_lengths is not None:
             self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=num_rows)
@@ -147,7 +145,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         >>> LoDTensor.from_offsets(np.arange(5), [0, 2, 2, 5]).tolist()
         [[0, 1], [], [2, 3, 4]]
         """
-        data = coerce_data(data)
+        data = mark_rows_dynamic(coerce_data(data))  # for torch.compile: a graph for any row count
         lod = LoD([offsets], num_rows=int(data.shape[0]))
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
@@ -164,7 +162,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         ...
         lodtensor.errors.LoDError: recursive_sequence_lengths level 0 must add up to len(data)=5, got sum=4
         """
-        data = coerce_data(data)
+        data = mark_rows_dynamic(coerce_data(data))  # for torch.compile: a graph for any row count
         lod = LoD.from_lengths([lengths], num_rows=int(data.shape[0]))
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
@@ -188,7 +186,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         elif not isinstance(lod, LoD):
             lod = LoD(lod, num_rows=rows)
         lod.check_rows(rows, where="with_data()")
-        return _wrap(data, lod, place_of(data, backend_of(data)))
+        return _wrap(mark_rows_dynamic(data), lod, place_of(data, backend_of(data)))  # dynamic rows: torch.compile
 
     # -- Paddle's methods --------------------------------------------------------------------
     def set(self, array, place=None, zero_copy=False):
@@ -239,6 +237,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         """
         self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
 
+    @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def recursive_sequence_lengths(self):
         """The lod as lengths, nested lists of int (Paddle).
 
@@ -326,6 +325,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
     def num_rows(self):
         return 0 if self._data is None else int(self._data.shape[0])
 
+    @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def offsets(self, level=-1):
         """Offsets of ``level`` (int64, indexing the level below).
 
@@ -336,6 +336,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         self._require_lod("offsets()")
         return self._lod.offsets(level)
 
+    @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def lengths(self, level=-1):
         """Sequence lengths of ``level`` (int64).
 
@@ -404,7 +405,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
                 t._lod = sublod if top else sublods[index]
                 t._where = self._where
                 return t
-        return _indexing.getitem(self, index)
+        return eager(_indexing.getitem, self, index)  # under torch.compile: eager, behind a graph break
 
     def _split_for_indexing(self):
         """The LoD's split for integer indexing, built once indexing has been repeated; else None."""
@@ -416,6 +417,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
     def __iter__(self):
         return iter(self.unbind())
 
+    @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def unbind(self):
         """All top-level sequences as a list of views (one level shorter each).
 
@@ -436,6 +438,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
         sublods, rows = self._lod.split_cached()
         return [_wrap(data[a:b], lod, place) for lod, a, b in zip(sublods, rows, rows[1:])]
 
+    @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def tolist(self):
         """Nested Python lists following the lod levels (rows become lists too).
 
@@ -450,6 +453,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin):
     to_list = tolist
 
     # -- python protocol ---------------------------------------------------------------------
+    @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def __repr__(self):
         name = type(self).__name__
         if self._data is None:

@@ -26,7 +26,7 @@ imports ``lodtensor.nested``, which attaches the method with
 ``LoDTensor._attach``.
 """
 
-from .._compile import compiling
+from .._compile import compiling, eager_under_compile
 from ..backend import backend_name_of, get_backend
 from ..tensor import LoDTensor
 from . import _lod_compile
@@ -147,6 +147,7 @@ def _eager_torch_function(cls, func, types, args, kwargs):
     return result
 
 
+@eager_under_compile  # the size table comes from the host offsets: under torch.compile, behind a graph break
 def to_nested(self, level=-1):
     """The sequences of ``level`` as a :class:`lodtensor.nested.NestedTensor`.
 
