@@ -21,6 +21,11 @@ NumPy-backed tensors take part too: their data goes to torch without a copy
 (``torch.from_numpy``). An ``out=`` LoDTensor is written only when the result
 keeps its lod; otherwise the call raises before torch runs.
 
+Under ``torch.compile`` the same rules run in the traced form of
+:mod:`._lod_compile` (on the data only, the input's LoD object kept, nothing
+read from the offsets); what it does not take runs this eager code behind a
+graph break.
+
 The core (``lodtensor.tensor``) imports nothing from here; ``lodtensor``
 imports ``lodtensor.nested``, which attaches the method with
 ``LoDTensor._attach``.
