@@ -110,7 +110,7 @@ _FLOAT_OPS = {
     "abs(t)": lambda t, u, w: abs(t),
     "t > 0": lambda t, u, w: t > 0,
     "t <= u": lambda t, u, w: t <= u,
-    "t == t": lambda t, u, w: t == t,
+    "t == u": lambda t, u, w: t == u,
     "t != 0.5": lambda t, u, w: t != 0.5,
     "0 < t": lambda t, u, w: 0 < t,
     "t >= w": lambda t, u, w: t >= w,
