@@ -31,8 +31,10 @@ imports ``lodtensor.nested``, which attaches the method with
 ``LoDTensor._attach``.
 """
 
+import sys
+
 from .._compile import compiling, eager_under_compile
-from ..backend import backend_name_of, get_backend
+from ..backend import get_backend
 from ..tensor import LoDTensor
 from . import _lod_compile
 from ._construct import from_lod_tensor
@@ -65,10 +67,15 @@ def _structural_error(func, t, advice, what):
     )
 
 
+def _tensor_type():
+    """``torch.Tensor``: this module is torch's ``__torch_function__`` protocol, so torch is loaded when it runs."""
+    return sys.modules["torch"].Tensor
+
+
 def _to_torch(data):
-    if backend_name_of(data) == "torch":
+    if isinstance(data, _tensor_type()):
         return data
-    return get_backend("torch").asarray(data)
+    return get_backend("torch").asarray(data)  # NumPy rows, shared with torch
 
 
 def _unwrap(x):
@@ -84,7 +91,7 @@ def _wrap(result, decision):
     if isinstance(result, (list, tuple)):
         items = [_wrap(r, decision) for r in result]
         return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
-    if backend_name_of(result) == "torch" and decision.fits(result):
+    if isinstance(result, _tensor_type()) and decision.fits(result):
         first = decision.carriers[0]
         return first._new(result, first._lod)
     return result
