@@ -95,10 +95,6 @@ def _backend_receivers(tree):
             yield node.attr, node.lineno
 
 
-# Files being moved onto the contract in this round (#23), each with what it still calls.
-_PENDING = {}
-
-
 def test_code_outside_backend_calls_only_the_contract():
     """Op code reaches a backend through the declared methods and attributes only (``xp``, the
     library's own namespace, stays inside ``backend/``)."""
@@ -106,7 +102,7 @@ def test_code_outside_backend_calls_only_the_contract():
     bad = []
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
-        if rel.startswith("backend/") or rel in _PENDING:
+        if rel.startswith("backend/"):
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         module_names = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
@@ -125,27 +121,22 @@ _BRANCH = re.compile(
     r"""|\bxp is (not )?np\b"""
 )
 _ALLOWED_BRANCHES = 5
-# Files still being moved onto the contract in this round (#23): their branches are counted apart.
-_PENDING_BRANCHES = ("nested/_lod_torch.py",)
-
-
 def _branches():
-    found, pending = [], []
+    found = []
     for path in sorted(ROOT.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         if rel.startswith(("backend/", "interop/")):
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if _BRANCH.search(line.split("#", 1)[0]):
-                entry = (f"lodtensor/{rel}:{number}", line.strip())
-                (pending if rel.startswith(_PENDING_BRANCHES) else found).append(entry)
-    return found, pending
+                found.append((f"lodtensor/{rel}:{number}", line.strip()))
+    return found
 
 
 def test_op_code_has_at_most_five_library_branches_each_explained():
     """Outside ``backend/`` and ``interop/`` library specifics are the backend's: at most five
     branches on a library remain, each with a ``# backend-branch:`` comment saying why."""
-    found, _ = _branches()
+    found = _branches()
     unexplained = [f"{where}: {line}" for where, line in found if "# backend-branch:" not in line]
     assert not unexplained, "per-library branches outside backend/:\n" + "\n".join(unexplained)
     assert len(found) <= _ALLOWED_BRANCHES, found
