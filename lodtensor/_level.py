@@ -5,6 +5,8 @@ already valid (a LoD's own levels, lengths computed from them). They are
 public as ``lodtensor.lod.<name>``; data from outside goes through ``LoD``.
 """
 
+import operator
+
 import numpy as np
 
 __all__ = ["lengths_to_offsets", "offsets_to_lengths", "offsets_to_segment_ids", "concat_ranges"]
@@ -55,3 +57,19 @@ def concat_ranges(starts, stops):
     total = int(counts.sum())
     shift = np.repeat(starts - lengths_to_offsets(counts)[:-1], counts)
     return np.arange(total, dtype=_INT64) + shift, counts
+
+
+def _normalize_level(level, num_levels):
+    """``level`` as 0..num_levels-1 (negative counts from the finest), with a clear error."""
+    try:
+        level = operator.index(level)
+    except TypeError:
+        raise TypeError(f"level must be an integer, got {type(level).__name__} {level!r}") from None
+    if not -num_levels <= level < num_levels:
+        raise IndexError(
+            f"level {level} is out of range for a LoD with {num_levels} level(s); "
+            f"expected -{num_levels} <= level < {num_levels}"
+            if num_levels
+            else f"level {level} is out of range: the LoD is empty (lod_level 0)"
+        )
+    return level % num_levels

@@ -19,7 +19,8 @@ import numpy as np
 from ._cache import ByteLRU
 from ._compile import eager_under_compile
 from ._format import preview
-from ._level import concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
+from ._level import _normalize_level, concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
+from ._lod_algebra import LevelAlgebra
 from ._validate import _per_level, as_lengths, as_offsets, check_levels, freeze, offsets_from_lengths
 from .errors import LoDError
 
@@ -86,22 +87,7 @@ def _frozen(arr):
     return freeze(np.asarray(arr))
 
 
-def _normalize_level(level, num_levels):
-    try:
-        level = operator.index(level)
-    except TypeError:
-        raise TypeError(f"level must be an integer, got {type(level).__name__} {level!r}") from None
-    if not -num_levels <= level < num_levels:
-        raise IndexError(
-            f"level {level} is out of range for a LoD with {num_levels} level(s); "
-            f"expected -{num_levels} <= level < {num_levels}"
-            if num_levels
-            else f"level {level} is out of range: the LoD is empty (lod_level 0)"
-        )
-    return level % num_levels
-
-
-class LoD:
+class LoD(LevelAlgebra):
     """Immutable multi-level offsets (Paddle's LoD), outermost level first.
 
     Calling a LoD returns its offsets as lists, so ``t.lod()`` reads as in Paddle.
@@ -166,6 +152,11 @@ class LoD:
     def _from_valid(cls, arrays):
         """Wrap int64 arrays that are valid by construction (no checks; frozen, so copied unless they are)."""
         return _make(tuple(_frozen(a) for a in arrays))
+
+    @classmethod
+    def _from_frozen(cls, arrays):
+        """Wrap frozen, valid int64 arrays as they are (no checks but the depth, no copies)."""
+        return _make(tuple(arrays))
 
     def _make_top(self):
         """The offsets of a one-level LoD as a list (False for other depths), kept for ``t[i]``."""
@@ -422,143 +413,6 @@ class LoD:
                 level=last,
                 index=self._levels[-1].size - 1,
             )
-
-    # -- level algebra -----------------------------------------------------------------------
-    def slice(self, start, stop):
-        """LoD of top-level sequences ``[start, stop)``, rebased to 0; a range of rows.
-
-        Returns ``(lod, row_start, row_stop)``. The caller has checked the range.
-
-        >>> lod, a, b = LoD([[0, 1, 3], [0, 2, 4, 5]]).slice(1, 2)
-        >>> lod(), a, b
-        ([[0, 2], [0, 2, 3]], 2, 5)
-        """
-        arrays = []
-        a, b = start, stop
-        for offs in self._levels:
-            piece = offs[a : b + 1]
-            base = piece[0]
-            arrays.append(piece - base if base else piece)
-            a, b = int(base), int(piece[-1])
-        return LoD._from_valid(arrays), a, b
-
-    def child(self, i):
-        """LoD of top-level sequence ``i`` without its top level, and its row range.
-
-        Returns ``(lod, row_start, row_stop)``; the caller has checked ``i``.
-
-        >>> lod, a, b = LoD([[0, 1, 3], [0, 2, 4, 5]]).child(1)
-        >>> lod(), a, b
-        ([[0, 2, 3]], 2, 5)
-        """
-        top = self.offsets_list(0)
-        a, b = top[i], top[i + 1]
-        arrays = []
-        for offs in self._levels[1:]:
-            piece = offs[a : b + 1]
-            base = piece[0]
-            arrays.append(piece - base if base else piece)
-            a, b = int(base), int(piece[-1])
-        return LoD._from_valid(arrays), a, b
-
-    def select(self, indices):
-        """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
-
-        Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather.
-
-        >>> lod, rows = LoD([[0, 2, 3], [0, 1, 1, 4]]).select([1, 0])
-        >>> lod(), rows.tolist()
-        ([[0, 1, 3], [0, 3, 4, 4]], [1, 2, 3, 0])
-        """
-        items = np.asarray(indices, dtype=_INT64)
-        arrays = []
-        for offs in self._levels:
-            starts, stops = offs[items], offs[items + 1]
-            arrays.append(lengths_to_offsets(stops - starts))
-            items, _ = concat_ranges(starts, stops)
-        return LoD._from_valid(arrays), items
-
-    def split(self):
-        """Sub-LoDs and row ranges of every top-level sequence, vectorised per level.
-
-        Returns ``(sublods, row_offsets)``: a list with one LoD (one level
-        shorter, its arrays views into one buffer per level) per top-level
-        sequence, and the rows each sequence spans as absolute offsets.
-
-        >>> sublods, rows = LoD([[0, 2, 3], [0, 1, 1, 4]]).split()
-        >>> [sub() for sub in sublods], rows.tolist()
-        ([[[0, 1, 1]], [[0, 3]]], [0, 1, 4])
-        """
-        n = self._levels[0].size - 1 if self._levels else 0
-        a = self._levels[0][:-1]
-        b = self._levels[0][1:]
-        per_level = []
-        for offs in self._levels[1:]:
-            idx, counts = concat_ranges(a, b + 1)
-            values = freeze(offs[idx] - np.repeat(offs[a], counts))
-            bounds = lengths_to_offsets(counts).tolist()
-            per_level.append((values, bounds))
-            a, b = offs[a], offs[b]
-        if not per_level:
-            empty = _make(())
-            return [empty] * n, self.absolute_offsets(0)
-        if len(per_level) == 1:
-            (values, bounds), = per_level
-            sublods = [_make((values[a:b],)) for a, b in zip(bounds, bounds[1:])]
-        else:
-            sublods = [
-                _make(tuple([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level])) for i in range(n)
-            ]
-        return sublods, self.absolute_offsets(0)
-
-    def split_cached(self):
-        """``split()`` cached on the LoD as ``(sublods, row offsets as a list)``.
-
-        ``sublods`` is None for a one-level LoD (every part has an empty LoD).
-
-        >>> lod = LoD([[0, 2, 3], [0, 1, 1, 4]])
-        >>> sublods, rows = lod.split_cached()
-        >>> [sub() for sub in sublods], rows, lod.split_cached()[0] is sublods
-        ([[[0, 1, 1]], [[0, 3]]], [0, 1, 4], True)
-        >>> LoD([[0, 2, 3]]).split_cached()
-        (None, [0, 2, 3])
-        """
-        cache = self._cached()
-        hit = cache.get("split")
-        if hit is None:
-            if len(self._levels) == 1:
-                hit = (None, self.offsets_list(0))
-            else:
-                sublods, rows = self.split()
-                hit = (sublods, rows.tolist())
-            cache["split"] = hit
-        return hit
-
-    def drop_level(self, level=-1):
-        """The LoD without ``level``: its sequences merge into their parents.
-
-        >>> LoD([[0, 2], [0, 2, 5]]).drop_level(-1)()
-        [[0, 5]]
-        >>> LoD([[0, 1, 2], [0, 2, 5]]).drop_level(0)()
-        [[0, 2, 5]]
-        """
-        level = _normalize_level(level, len(self._levels))
-        arrays = list(self._levels)
-        if level > 0:
-            arrays[level - 1] = arrays[level][arrays[level - 1]]
-        del arrays[level]
-        return LoD._from_valid(arrays)
-
-    def append_level(self, offsets, *, num_rows=None):
-        """A LoD with one more, finest level (Paddle's ``lod_append``); validated.
-
-        >>> LoD([[0, 2]]).append_level([0, 1, 3])()
-        [[0, 2], [0, 1, 3]]
-        """
-        new = as_offsets(offsets, level=len(self._levels))
-        arrays = self._levels + (new,)
-        check_levels(arrays, num_rows)
-        return LoD._from_valid(arrays)
 
     # -- python protocol ---------------------------------------------------------------------
     def __eq__(self, other):

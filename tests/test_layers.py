@@ -17,7 +17,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "lodtensor"
 #: layer above everything they import.
 LAYERS = [
     ("errors", "_format", "_cache", "_nested_list", "_level", "place", "_compile"),
-    ("backend", "_validate", "_indexing"),
+    ("backend", "_validate", "_indexing", "_lod_algebra"),
     ("lod", "_data", "_ufunc"),
     ("_dense", "_conversions"),
     ("tensor",),

@@ -1,5 +1,6 @@
 """Paddle's learnable sequence layers: :mod:`lodtensor.nn.functional` (explicit parameters,
-on every backend: NumPy, CuPy, torch on CPU or CUDA) and the matching ``torch.nn.Module`` s (``lodtensor.nn.DynamicLSTM``, ...),
+on every backend: NumPy, CuPy, torch on CPU or CUDA) and the matching ``torch.nn.Module`` s
+(``lodtensor.nn.DynamicLSTM``, ...),
 whose ``weight``/``bias`` Parameters have Paddle's shapes.
 
 The modules need torch; they are loaded on first access, so ``import lodtensor.nn`` costs

@@ -3,7 +3,8 @@
 Parameters have Paddle's shapes and gate order, so the arrays of a Paddle
 checkpoint (``lodtensor.fluid.io.load_program_state``) are passed unchanged.
 Inputs are LoDTensors on any backend (NumPy and CuPy compute the forward pass; torch,
-on CPU or CUDA, records autograd); outputs keep the lod and the input's backend and device. ``act`` is a Paddle activation name (``sigmoid``, ``tanh``, ``relu``,
+on CPU or CUDA, records autograd); outputs keep the lod and the input's backend and
+device. ``act`` is a Paddle activation name (``sigmoid``, ``tanh``, ``relu``,
 ``softmax``, ``identity``/``linear``) or None.
 
 >>> import numpy as np
