@@ -19,7 +19,7 @@ LAYERS = [
     ("errors", "_format", "_cache", "_nested_list", "_level", "place", "_compile"),
     ("backend", "_validate", "_indexing", "_lod_algebra"),
     ("lod", "_data", "_ufunc"),
-    ("_dense", "_conversions"),
+    ("_dense", "_conversions", "_paddle_methods"),
     ("tensor",),
     ("ops", "factories"),
     ("sequence", "nested", "interop"),
