@@ -57,3 +57,15 @@ def test_gelu_of_strided_float32():
 
     x = np.linspace(-2, 2, 24, dtype=np.float32)[::2]
     np.testing.assert_allclose(_special.gelu(x), _special.gelu(x.copy()), rtol=0)
+
+
+def test_pad_values_at_the_edge_of_the_dtype_round_as_a_cast(case):
+    """A float32 max that arrives as a slightly larger float64 (3.402823466385289e+38, from a
+    float32 round trip) fills as float32's max, as NumPy and a torch cast round it; the fuzzer
+    found torch's fill functions refusing it (found by the 30-minute `make fuzz`)."""
+    edge = 3.402823466385289e38
+    t = lt.LoDTensor(case.array(np.zeros((3, 2), np.float32)), [[0, 0, 3]])
+    pooled = _num(case, S.sequence_pool(t, "sum", pad_value=edge).data)
+    assert pooled[0, 0] == float(np.float32(edge)) and pooled[1, 0] == 0
+    padded = _num(case, t.to_padded(pad_value=edge)[0])
+    assert padded[0, 0, 0] == float(np.float32(edge))

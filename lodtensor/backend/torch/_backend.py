@@ -207,7 +207,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.dim() - 1)
         mask = (mask if isinstance(mask, torch.Tensor) else self.from_host(mask, like=x)).reshape(shape)
-        return x.masked_fill(mask, _host_scalar(value))  # a host scalar goes to the kernel by value: no copy
+        return x.masked_fill(mask, _host_scalar(value, x.dtype))  # a host scalar, passed by value: no copy
 
     def concat(self, arrays):
         return torch.cat(list(arrays), dim=0)
@@ -336,7 +336,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
                 fill = _pad_tensor(pad_value, data)
                 out = fill.expand(full).clone()  # no value read back: a device pad value stays there
             else:  # a host scalar: one fill kernel, nothing copied to the device first
-                out = torch.full(full, _host_scalar(pad_value), dtype=data.dtype, device=data.device)
+                out = torch.full(full, _host_scalar(pad_value, data.dtype), dtype=data.dtype, device=data.device)
             if data.shape[0]:
                 # in place on the fresh result (one write of the output, not two); autograd records
                 # it on this non-leaf tensor as it does any in-place op
@@ -346,7 +346,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             if isinstance(pad_value, torch.Tensor) or np.ndim(pad_value):
                 out[...] = _pad_tensor(pad_value, out)
             else:
-                out.fill_(_host_scalar(pad_value))
+                out.fill_(_host_scalar(pad_value, out.dtype))
             if data.shape[0]:
                 out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
         return out
@@ -355,7 +355,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         offsets = self._index(offsets, data)
         if out is None and _cuda.fits(data, words=True) and not isinstance(pad_value, torch.Tensor) \
                 and np.ndim(pad_value) == 0:
-            return _cuda.Pad.apply(data, offsets, int(maxlen), _host_scalar(pad_value))
+            return _cuda.Pad.apply(data, offsets, int(maxlen), _host_scalar(pad_value, data.dtype))
         if out is None and _numpy_moves(data, pad_value):
             # the NumPy kernel on the tensor's memory (threaded ``put``, tails only filled):
             # 1.6x faster than a fill + ``index_copy`` here; :class:`PadCPU` keeps the gradient
@@ -409,9 +409,12 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return fn(*args)
 
 
-def _host_scalar(value):
-    """A host number (Python, NumPy scalar or 0-d array) as a Python number."""
-    return value.item() if hasattr(value, "item") else value
+def _host_scalar(value, dtype):
+    """A host number (Python, NumPy scalar or 0-d array) as the Python number ``dtype`` holds for it,
+    rounded as a cast rounds (torch's fill functions refuse a float32 max that arrives as a slightly
+    larger float64, where a cast rounds it to the max; past the range: inf). On the host: no device
+    read."""
+    return torch.tensor(value.item() if hasattr(value, "item") else value, dtype=dtype).item()
 
 
 def _pad_tensor(pad_value, like):
