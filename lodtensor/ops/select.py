@@ -53,7 +53,10 @@ def expand(x, y, ref_level=-1, where="sequence_expand()"):
             level=k,
         )
     x._check_fits()
-    lod, rows = x.lod.select(picks)
+    try:
+        lod, rows = x.lod.select(picks)
+    except LoDError as err:
+        raise LoDError(f"{where}: {err}", level=k) from None
     return wrap(_gather(data, rows, be), lod)
 
 
