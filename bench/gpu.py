@@ -15,7 +15,8 @@ achieved bandwidth, ``(bytes read + bytes written) / time``, as a fraction of
 the copy's ``2 * input bytes / time``. Goals: at least 50% of the copy's
 bandwidth, and faster than ``torch.segment_reduce`` and torch.nested jagged.
 
-A second part (issue 14) runs sum, max and softmax on skewed LoDs: half the rows
+A last part times the host-side launch choices of ``backend/cupy/_tuning.py`` side by side
+(bench/_gpu_sweep.py). A second part (issue 14) runs sum, max and softmax on skewed LoDs: half the rows
 in many sequences of 0..16 rows (empty ones included), half in 16 sequences of
 thousands of rows, for row widths D = 1, 128 and 4096 (1 GiB of float32 each),
 against the same copy and ``torch.segment_reduce``.
@@ -311,3 +312,15 @@ def run(report):
                 theirs = table._best(other)
                 if theirs is not None:  # issue 24: at or under torch's own ops
                     report.goal(f"{op} ({name}): at or under {other}", mine <= theirs, f"{theirs / mine:.2f}x")
+
+    if cupy is not None:  # the host-side launch choices of _tuning.py, side by side
+        import _gpu_sweep  # noqa: PLC0415
+
+        workloads = [("uniform " + workload, ours["cupy"], tdata, toffsets, ("sum", "max", "softmax"))]
+        for width, ops in ((4096, ("sum", "max")), (128, ("sum",))):
+            sdata, slengths, soffsets = _skewed_workload(scale, width)
+            st = torch.from_numpy(sdata).to(where) if torch is not None else None
+            so = torch.from_numpy(soffsets).to(where) if torch is not None else None
+            workloads.append((f"skewed D={width}, {slengths.size} sequences", lt.LoDTensor(cupy.asarray(sdata), [soffsets]),
+                              st, so, ops))
+        _gpu_sweep.sweep(report, S, cupy, torch, device, workloads, GPU)

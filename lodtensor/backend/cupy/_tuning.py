@@ -22,3 +22,13 @@ MAX_SHORT_BLOCKS = 1 << 16
 #: D=1 workload ran at 2% of the copy's bandwidth).
 SHORT_ROW_BYTES = 16
 SHORT_ROWS = 32
+#: The piece -> sequence table (``lt_piece_owner``) is written where the sequences are at most this
+#: many (its kernel reads the plan of every sequence: 16.7M of them cost more than the search they
+#: save, most having no piece beside the short kernel) ...
+OWNER_MAX_SEQUENCES = 1 << 20
+#: ... and the rows make at most this many chunks (a thread writes its sequence's pieces in turn, so
+#: one sequence of a billion rows would leave one thread writing for long). With the table a warp
+#: finds its piece's sequence in one load instead of a log32(n)-deep search, which for pieces of a
+#: few rows (100K sequences of 1..159 rows; D = 4096 beside sequences of 0..16 rows) was a large
+#: part of each warp's time.
+OWNER_MAX_LONG_PIECES = 1 << 16

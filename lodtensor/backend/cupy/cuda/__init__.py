@@ -153,7 +153,7 @@ def name_expressions(module):
 
 
 #: Kernels declared extern "C" (found by their plain name, no name expression).
-EXTERN_C = {"segment": ("lt_piece_counts",), "dense": ()}
+EXTERN_C = {"segment": ("lt_piece_counts", "lt_piece_owner"), "dense": ()}
 
 
 def include_dir():
