@@ -2,8 +2,7 @@
 
     compute-sanitizer --tool memcheck python bench/_gpu_sanitize.py
 
-CuPy and torch CUDA data, skewed lengths (empty, short, long), packed and narrow rows, pieces found
-through the owner table and by the warp search.
+CuPy and torch CUDA data, skewed lengths (empty, short, long), packed and narrow rows.
 """
 
 import numpy as np
@@ -16,17 +15,6 @@ def main():
     import cupy  # noqa: PLC0415
     import torch  # noqa: PLC0415
 
-    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
-
-    for owner_max in (_tuning.OWNER_MAX_SEQUENCES, -1):  # the owner table, then the search
-        _tuning.OWNER_MAX_SEQUENCES = owner_max
-        _run(cupy, torch)
-    cupy.cuda.Device().synchronize()
-    torch.cuda.synchronize()
-    print("sanitize run: done")
-
-
-def _run(cupy, torch):
     rng = np.random.default_rng(0)
     lens = np.concatenate([rng.integers(0, 9, 300), [0, 40, 9000]])
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
@@ -39,6 +27,9 @@ def _run(cupy, torch):
             S.sequence_softmax(t)
             padded, lengths = S.sequence_pad(t, 0.0)
             S.sequence_unpad(padded, np.asarray(lens))
+    cupy.cuda.Device().synchronize()
+    torch.cuda.synchronize()
+    print("sanitize run: done")
 
 
 if __name__ == "__main__":

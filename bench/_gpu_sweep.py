@@ -1,38 +1,40 @@
 """The host-side launch choices of the CUDA piece kernels, measured side by side (part of bench/gpu.py).
 
-``lodtensor.backend.cupy._tuning`` holds the choices the host makes without recompiling a kernel:
-whether the piece -> sequence table is written (``OWNER_MAX_SEQUENCES``; without it every warp
-searches the plan for its piece's sequence) and how many blocks the piece kernels launch
-(``MAX_PIECE_BLOCKS``; fewer blocks means each warp strides over more pieces, which evens out the
-warps of a block when sequence lengths vary). Each configuration is timed on the workloads issue 24
-measures, in one table per op with ``torch.segment_reduce`` beside them, so the defaults in
-``_tuning.py`` come from this run's numbers.
+Two choices the host makes without recompiling a kernel: how many blocks the piece kernels launch
+(``_tuning.MAX_PIECE_BLOCKS``; fewer blocks means each warp strides over more pieces, which might
+even out the warps of a block when sequence lengths vary) and how many warp steps make a piece
+(``cuda.CHUNK_STEPS``: shorter pieces spread a long sequence over more warps, longer ones cost fewer
+partials). Each configuration is timed on the workloads issue 24 measures, in one table per op with
+``torch.segment_reduce`` beside them, so the defaults come from measured numbers (docs/gpu.md).
 """
 
 import contextlib
 
-#: (label, _tuning overrides). The first is the previous default (a5a25c6): a search per piece.
+#: (label, overrides of ``_tuning`` and ``cuda``). The second is the default.
 CONFIGS = (
-    ("search, 16384 blocks", {"OWNER_MAX_SEQUENCES": -1, "MAX_PIECE_BLOCKS": 1 << 14}),
-    ("owner table, 16384 blocks", {"MAX_PIECE_BLOCKS": 1 << 14}),
-    ("owner table, 2112 blocks", {"MAX_PIECE_BLOCKS": 2112}),
-    ("owner table, 528 blocks", {"MAX_PIECE_BLOCKS": 528}),
-    ("search, 2112 blocks", {"OWNER_MAX_SEQUENCES": -1, "MAX_PIECE_BLOCKS": 2112}),
+    ("2112 blocks", {"MAX_PIECE_BLOCKS": 2112}),
+    ("default: 16384 blocks, 256 steps a piece", {}),
+    ("528 blocks", {"MAX_PIECE_BLOCKS": 528}),
+    ("64 steps a piece", {"CHUNK_STEPS": 64}),
+    ("128 steps a piece", {"CHUNK_STEPS": 128}),
+    ("512 steps a piece", {"CHUNK_STEPS": 512}),
+    ("1024 steps a piece", {"CHUNK_STEPS": 1024}),
 )
 
 
 @contextlib.contextmanager
 def _tuned(overrides):
-    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning, cuda  # noqa: PLC0415
 
-    saved = {k: getattr(_tuning, k) for k in overrides}
+    where = {k: (cuda if k == "CHUNK_STEPS" else _tuning) for k in overrides}
+    saved = {k: getattr(where[k], k) for k in overrides}
     for k, v in overrides.items():
-        setattr(_tuning, k, v)
+        setattr(where[k], k, v)
     try:
         yield
     finally:
         for k, v in saved.items():
-            setattr(_tuning, k, v)
+            setattr(where[k], k, v)
 
 
 def _configured(fn, overrides):

@@ -54,7 +54,8 @@ def masked_fill(input, mask, value):
                 "masked_fill(): Expected both self and other to be nested, but got a nested self and "
                 "non-nested other; pass a nested bool mask of the same structure or a bool scalar"
             )
-    mdtype = getattr(m, "dtype", np.dtype(bool) if isinstance(m, (bool, np.bool_)) else np.asarray(m).dtype)
+    # (a device mask has a dtype: only a host scalar is asked, np.asarray would copy a device array)
+    mdtype = m.dtype if hasattr(m, "dtype") else np.asarray(m).dtype
     if kind_of(mdtype) != "b":
         raise TypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mdtype}")
     value = scalar_like(value)

@@ -53,22 +53,6 @@ def emulated(_library, monkeypatch):
     return EmulatedCase(cuda_emu.install(monkeypatch))
 
 
-@pytest.fixture(params=["owner", "search"])
-def piece_route(request, monkeypatch):
-    """A warp finds its piece's sequence in the table lt_piece_owner writes, or by the ballot search
-    of the plan (the host's choice, _tuning.OWNER_MAX_SEQUENCES): both routes, same results."""
-    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
-
-    if request.param == "search":
-        monkeypatch.setattr(_tuning, "OWNER_MAX_SEQUENCES", -1)
-    return request.param
-
-
-def _check_route(emulated, route):
-    names = [name for name, *_ in emulated.stub.launches]
-    assert ("lt_piece_owner" in names) == (route == "owner"), names
-
-
 @pytest.mark.parametrize("case", list(CASES))
 def test_sequence_op(emulated, case):
     check_op(emulated, case)
@@ -76,11 +60,10 @@ def test_sequence_op(emulated, case):
 
 @pytest.mark.parametrize("width", [1, 3, 32, 40])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "float16"])
-def test_skewed_segments(emulated, width, dtype, piece_route):
+def test_skewed_segments(emulated, width, dtype):
     check_skewed(emulated, width, dtype)
     names = {name for name, *_ in emulated.stub.launches}
     assert any(n.startswith("lt_segment_combine") for n in names)  # the long sequence took the combine pass
-    _check_route(emulated, piece_route)
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -100,7 +83,7 @@ def test_nan_and_infinities_follow_numpy(emulated):
         np.testing.assert_array_equal(got, getattr(ref, name)(host, offsets, **kw), err_msg=name)
 
 
-def test_many_sequences_and_wide_rows(emulated, piece_route):
+def test_many_sequences_and_wide_rows(emulated):
     """Over a thousand pieces (the warp search takes several ballot rounds) and rows wider than a warp."""
     from lodtensor import get_backend  # noqa: PLC0415
 
@@ -119,7 +102,6 @@ def test_many_sequences_and_wide_rows(emulated, piece_route):
         padded = emulated.be.pad(data, off, int(lens.max()), -1.0)
         np.testing.assert_array_equal(emulated.numpy(padded), ref.pad(host, offsets, int(lens.max()), -1.0))
         np.testing.assert_array_equal(emulated.numpy(emulated.be.unpad(padded, off)), host)
-    _check_route(emulated, piece_route)
 
 
 def test_long_softmax_takes_the_combine_pass(emulated):

@@ -84,6 +84,9 @@ OPS = {
     "last_step": lambda mk: seq.sequence_last_step(mk()),
     "index": lambda mk: mk()[1],
     "reshape": lambda mk: seq.sequence_reshape(mk(), 2),
+    # a nested mask made on the device (found on an H100: its dtype was asked of a host copy)
+    "nested_masked_fill": lambda mk: (lambda nt: nt.masked_fill(nt < 0, 0.0).values())(mk().to_nested()),
+    "nested_masked_fill_scalar": lambda mk: mk().to_nested().masked_fill(True, 1.0).values(),
 }
 
 

@@ -56,10 +56,6 @@ class Layout:
         warps = _cuda.BLOCK // 32
         planned = min(n, rows // (short_max + 1)) if short_max >= 0 else n  # sequences with pieces
         pieces = planned + rows // self.chunk + 1  # bound on their pieces
-        self.pieces = pieces
-        # the piece -> sequence table (lt_piece_owner) where it is cheap to write: its kernel reads
-        # the plan of every sequence and a thread writes each of its sequence's pieces in turn
-        self.owned = n <= _tuning.OWNER_MAX_SEQUENCES and rows // self.chunk <= _tuning.OWNER_MAX_LONG_PIECES
         self.grid = (blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS), int(min(-(-packs // cw), _MAX_GRID_Y)), 1)
         self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
         self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
@@ -79,27 +75,20 @@ def layout(x, n, pack=None):
     return Layout(rows, width, n, pack, _tuning.SHORT_ROWS if narrow else -1)
 
 
-def plan(xp, offsets, n, lay):
-    """The pieces of :class:`Layout` ``lay`` on the device, no sync: ``(plan, owner, owned)``.
+def plan(xp, offsets, n, chunk, short_max=-1):
+    """Device prefix sums of the pieces (see segment.cu): a count kernel and three 1-d scans, no sync.
 
-    ``plan`` holds the prefix sums of segment.cu (a count kernel and three 1-d scans: one per third
-    of the counts, each over one contiguous run, since a scan along an axis of a ``(3, n + 1)``
-    array is far slower for millions of sequences); ``owner`` the sequence of every piece where
-    ``lay.owned`` (else the plan stands in for it and the kernels search).
+    (One scan per third of the counts, each over one contiguous run: a scan along an axis of a
+    ``(3, n + 1)`` array is far slower for millions of sequences.)
     """
     counts = xp.empty(3 * (n + 1), dtype=np.int64)
     kernel(xp, "segment", "lt_piece_counts")(
         (blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,),
-        (offsets, np.int64(n), np.int64(lay.chunk), np.int64(lay.short_max), counts))
+        (offsets, np.int64(n), np.int64(chunk), np.int64(short_max), counts))
     out = xp.empty(3 * (n + 1), dtype=np.int64)
     for k in range(3):
         xp.cumsum(counts[k * (n + 1) : (k + 1) * (n + 1)], out=out[k * (n + 1) : (k + 1) * (n + 1)])
-    if not lay.owned:
-        return out, out, np.int32(0)
-    owner = xp.empty(lay.pieces, dtype=np.int64)
-    kernel(xp, "segment", "lt_piece_owner")(
-        (blocks(n, _cuda.BLOCK, 4096),), (_cuda.BLOCK,), (out, np.int64(n), owner))
-    return out, owner, np.int32(1)
+    return out
 
 
 def segment_reduce(xp, op, x, offsets, n, empty, alloc):
@@ -110,7 +99,7 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc):
     width = int(x.shape[1])
     out = alloc((n, width), acc)
     lay = layout(x, n)
-    pieces, owner, owned = plan(xp, offsets, n, lay)
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max)
     fill = acc.type(empty)
     if lay.short_max >= 0:
         kernel(xp, "segment", _cuda.kernel_name("reduce_short", op=op, dtype=native))(
@@ -119,7 +108,7 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc):
     partial = alloc((lay.slots if lay.multi else 1, width), acc)
     kernel(xp, "segment", _cuda.kernel_name("reduce", op=op, dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,),
-        (x, offsets, pieces, owner, owned, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
+        (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
          np.int64(lay.chunk), fill))
     if lay.multi:
         kernel(xp, "segment", _cuda.kernel_name("combine", op=op, dtype=native))(
@@ -134,7 +123,7 @@ def segment_softmax(xp, x, offsets, n, alloc):
     acc = np.dtype(_cuda.accumulator("softmax", native))
     rows, width = int(x.shape[0]), int(x.shape[1])
     lay = layout(x, n, _cuda.softmax_pack(native))
-    pieces, owner, owned = plan(xp, offsets, n, lay)
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max)
     out = alloc((rows, width), acc)
     if lay.short_max >= 0:
         kernel(xp, "segment", _cuda.kernel_name("softmax_short", dtype=native))(
@@ -143,13 +132,13 @@ def segment_softmax(xp, x, offsets, n, alloc):
     partial = alloc((2, lay.slots if lay.multi else 1, width), acc)
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk))
     kernel(xp, "segment", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, owner, owned, stats[0], stats[1], partial[0], partial[1]) + geometry)
+        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
     if lay.multi:
         kernel(xp, "segment", _cuda.kernel_name("softmax_combine", dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,),
             (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
     kernel(xp, "segment", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, owner, owned, stats[0], stats[1], out) + geometry)
+        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
     return out
 
 
@@ -171,9 +160,9 @@ def unpad(xp, padded, offsets, n, total, alloc):
     maxlen, width = int(padded.shape[1]), int(padded.shape[2])
     out = alloc((total, width), padded.dtype)
     lay = Layout(total, width, n)
-    pieces, owner, owned = plan(xp, offsets, n, lay)
+    pieces = plan(xp, offsets, n, lay.chunk)
     kernel(xp, "dense", _cuda.kernel_name("unpad", itemsize=padded.dtype.itemsize))(
         lay.grid, (_cuda.BLOCK,),
-        (padded, offsets, pieces, owner, owned, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(lay.log2cw),
+        (padded, offsets, pieces, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(lay.log2cw),
          np.int64(lay.chunk)))
     return out

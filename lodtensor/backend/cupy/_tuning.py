@@ -10,9 +10,15 @@ these are the host-side choices. "Measured" means one NVIDIA H100 80GB HBM3 (``b
 
 #: Blocks of the combine kernels, which stride over the sequences whose pieces they merge.
 COMBINE_BLOCKS = 4096
-#: The piece kernels stride over their pieces: at most this many blocks are launched (8 resident
-#: blocks of 256 threads on each of an H100's 132 SMs make 1,056; beyond ~16 waves more blocks only
-#: add launch work, and a loose bound on the pieces would launch mostly idle blocks).
+#: The piece kernels stride over their pieces: at most this many blocks are launched (4 resident
+#: blocks of 256 threads on each of an H100's 132 SMs make 528; beyond ~30 waves more blocks only
+#: add launch work, and a loose bound on the pieces would launch mostly idle blocks). Measured
+#: (bench/_gpu_sweep.py, H100, 2026-11-26): 2,112 or 528 blocks, each warp then striding over
+#: several pieces, were 2-9% slower on the uniform [8M, 128] sum/max/softmax and equal on the
+#: skewed D=128 and D=4096 sums. A piece -> sequence table that spared each warp its ballot search
+#: of the plan was tried the same day and measured equal within noise (uniform sum 1.78 vs 1.79 ms,
+#: D=4096 0.742 vs 0.719 ms): the search is not what separates the kernels from
+#: torch.segment_reduce, so it was not kept.
 MAX_PIECE_BLOCKS = 1 << 14
 #: The short kernels (a thread per sequence) stride over the sequences with at most this many blocks.
 MAX_SHORT_BLOCKS = 1 << 16
@@ -22,13 +28,3 @@ MAX_SHORT_BLOCKS = 1 << 16
 #: D=1 workload ran at 2% of the copy's bandwidth).
 SHORT_ROW_BYTES = 16
 SHORT_ROWS = 32
-#: The piece -> sequence table (``lt_piece_owner``) is written where the sequences are at most this
-#: many (its kernel reads the plan of every sequence: 16.7M of them cost more than the search they
-#: save, most having no piece beside the short kernel) ...
-OWNER_MAX_SEQUENCES = 1 << 20
-#: ... and the rows make at most this many chunks (a thread writes its sequence's pieces in turn, so
-#: one sequence of a billion rows would leave one thread writing for long). With the table a warp
-#: finds its piece's sequence in one load instead of a log32(n)-deep search, which for pieces of a
-#: few rows (100K sequences of 1..159 rows; D = 4096 beside sequences of 0..16 rows) was a large
-#: part of each warp's time.
-OWNER_MAX_LONG_PIECES = 1 << 16

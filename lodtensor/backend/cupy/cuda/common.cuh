@@ -80,7 +80,7 @@ __device__ __forceinline__ i64 lt_warp_find_segment(const i64* __restrict__ a, i
 //     for (i64 tile = blockIdx.y; tile < lanes.tiles(D); tile += gridDim.y) {
 //         const i64 col = lanes.col(tile);
 //         for (i64 p = lt_warp_id(); p < plan[n]; p += lt_warp_count()) {
-//             const lt_piece q = lt_find_piece(off, plan, owner, owned, n, p, chunk);
+//             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
 //             for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) ... x[r * D + col] ...
 
 // This lane's place in a warp that covers cw columns and 32 / cw rows.
@@ -111,14 +111,11 @@ struct lt_piece {
     i64 a, b;   // its rows: [a, b)
 };
 
-// Piece p. Every lane of the warp calls it with the same p. Its sequence is owner[p] where the
-// host had lt_piece_owner write that table (`owned`: one load), else a warp ballot search of the
-// plan (log32(n) dependent loads: 4 for 100K sequences, which a piece of a few rows waits on).
+// Piece p. Every lane of the warp calls it with the same p (the search is a warp ballot).
 __device__ __forceinline__ lt_piece lt_find_piece(const i64* __restrict__ off, const i64* __restrict__ plan,
-                                                  const i64* __restrict__ owner, int owned,
                                                   i64 n, i64 p, i64 chunk) {
     lt_piece q;
-    q.s = owned ? __ldg(owner + p) : lt_warp_find_segment(plan, n, p);
+    q.s = lt_warp_find_segment(plan, n, p);
     q.k = p - plan[q.s];
     q.start = off[q.s];
     q.end = off[q.s + 1];

@@ -31,19 +31,19 @@ lt_pad(const W* __restrict__ x, const i64* __restrict__ off, W* __restrict__ out
 
 // out[r, :] = padded[b, r - off[b], :] for the sequence b holding flat row r. Rows are
 // cut into the pieces of segment.cu (`plan`, from lt_piece_counts + a scan): one warp per
-// piece finds its sequence once (the owner table or a ballot search) and copies up to `chunk` rows, lanes
+// piece finds its sequence once (a ballot search) and copies up to `chunk` rows, lanes
 // over cw columns and 32 / cw rows, so no per-row search and coalesced for any D.
 template <typename W>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_unpad(const W* __restrict__ padded, const i64* __restrict__ off, const i64* __restrict__ plan,
-         const i64* __restrict__ owner, int owned, W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk) {
+         W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk) {
     const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
     const i64 tiles = lanes.tiles(D);
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
-            const lt_piece q = lt_find_piece(off, plan, owner, owned, n, p, chunk);
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             if (col >= D) continue;  // after the search: every lane takes part in its ballots
             const W* src = padded + (q.s * maxlen - q.start) * D + col;
 #pragma unroll 4

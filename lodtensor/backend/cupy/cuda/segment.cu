@@ -60,25 +60,12 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i6
     }
 }
 
-// The sequence of every piece, owner[plan[s] .. plan[s + 1]) = s, one thread per sequence (the
-// host builds it where the sequences are few beside the data and no sequence has very many pieces:
-// _tuning.OWNER_MAX_SEQUENCES, OWNER_MAX_LONG_PIECES), so the piece kernels skip their search.
-extern "C" __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_piece_owner(const i64* __restrict__ plan, i64 n, i64* __restrict__ owner) {
-    const i64 stride = (i64)gridDim.x * blockDim.x;
-    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += stride) {
-        const i64 b = plan[s + 1];
-        for (i64 p = plan[s]; p < b; ++p) owner[p] = s;
-    }
-}
-
 // Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs; out is
 // [n, D]; partial [slots, D].
 template <int OP, typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
-                  const i64* __restrict__ owner, int owned, A* __restrict__ out, A* __restrict__ partial,
-                  i64 n, i64 D, int log2cw, i64 chunk, A empty) {
+                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty) {
     typedef lt_reduce_op<OP, A> Op;
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
@@ -88,7 +75,7 @@ lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
-            const lt_piece q = lt_find_piece(off, plan, owner, owned, n, p, chunk);
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
             A acc[V];
 #pragma unroll
@@ -203,7 +190,7 @@ template <typename A> struct lt_online {
 template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
-                 const i64* __restrict__ owner, int owned, A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
+                 A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
                  i64 n, i64 D, int log2cw, i64 chunk) {
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
@@ -213,7 +200,7 @@ lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
-            const lt_piece q = lt_find_piece(off, plan, owner, owned, n, p, chunk);
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
             lt_online<A> st[V];
 #pragma unroll
@@ -292,7 +279,7 @@ lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const
 template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
-                 const i64* __restrict__ owner, int owned, const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
+                 const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
                  i64 n, i64 D, int log2cw, i64 chunk) {
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     lt_pack<A, V>* __restrict__ y = reinterpret_cast<lt_pack<A, V>*>(out);
@@ -303,7 +290,7 @@ lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
         const i64 col = lanes.col(tile);
         for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
-            const lt_piece q = lt_find_piece(off, plan, owner, owned, n, p, chunk);
+            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
             A m[V], inv[V];
 #pragma unroll
