@@ -49,6 +49,8 @@ ROWS = [
     ("linear", "2266 x 1-64 D=256"),
     ("softmax", "docs D=16"), ("softmax", "2.7M rows D=16"),
     ("unpad", "2266 x 1-64 D=256"),
+    # issue #27's small-batch rows: 256 documents, D=16, ~75K rows (a fixed cost per call shows here)
+    ("relu", "docs D=16"), ("linear", "docs D=16"), ("pad", "docs D=16"), ("unpad", "docs D=16"),
 ]
 
 
@@ -73,7 +75,7 @@ def _selected(rows, spec):
 
 
 PADDLE_OPS = {"sum": "sum", "mean": "average", "max": "max", "softmax": "softmax"}
-TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad"}
+TF_OPS = {"sum", "mean", "max", "relu", "linear", "unpad", "pad"}
 
 
 @contextlib.contextmanager
@@ -240,6 +242,23 @@ def _contenders(op, workload, data, offsets, torch, ak):
 
         out.append((OURS, lambda: S.sequence_softmax(scores).data, True))
         out.append(("NumPy by hand (reduceat, exp, repeat)", by_hand, False))
+    elif op == "pad":
+        _, mask = _cpudata.padded_of(data, offsets)
+
+        def by_hand():
+            out = np.zeros(mask.shape + data.shape[1:], dtype=data.dtype)
+            out[mask] = data
+            return out
+
+        out.append((OURS, lambda: t.to_padded(pad_value=0.0)[0], True))
+        out.append(("lodtensor (buffer pool off)", _pool_off(lambda: t.to_padded(pad_value=0.0)[0]), True))
+        out.append(("NumPy by hand (zeros, out[mask] = rows)", by_hand, False))
+        if torch is not None:
+            td, tm = torch.from_numpy(data), torch.from_numpy(mask)
+            out.append(("torch zeros + masked_scatter_",
+                        lambda: torch.zeros(tuple(mask.shape) + (width,)).masked_scatter_(tm[..., None], td), False))
+            parts = list(torch.split(td, lengths.tolist()))
+            out.append(("torch pad_sequence", lambda: torch.nn.utils.rnn.pad_sequence(parts, batch_first=True), False))
     elif op == "unpad":
         padded, mask = _cpudata.padded_of(data, offsets)
         out.append((OURS, lambda: lt.from_padded(padded, lengths).data, True))

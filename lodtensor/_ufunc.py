@@ -67,15 +67,15 @@ def _core_dims(signature):
     return count, len([d for d in re.findall(r"\(([^)]*)\)", outs)[0].split(",") if d.strip()])
 
 
-def _aligned(ufunc, j, shapes, result_shape):
+def _aligned(ufunc, j, args, result_shape):
     """Whether operand ``j``'s rows (its dim 0) are the rows of a result of ``result_shape``."""
-    shape = shapes[j]
+    shape = _shape(args[j])
     if not shape or not result_shape or int(shape[0]) != int(result_shape[0]):
         return False
     if ufunc.signature is None:
         return len(shape) == len(result_shape)
-    if ufunc.__name__ == "matmul" and len(shapes) == 2:
-        return matmul_rows(len(shapes[0]), len(shapes[1]))[j]
+    if ufunc.__name__ == "matmul" and len(args) == 2:
+        return matmul_rows(len(_shape(args[0])), len(_shape(args[1])))[j]
     core_in, core_out = _core_dims(ufunc.signature)
     loop = len(shape) - core_in[j]
     return loop >= 1 and loop == len(result_shape) - core_out
@@ -110,7 +110,6 @@ class UfuncMixin(NDArrayOperatorsMixin):
     @staticmethod
     def _row_lod(ufunc, inputs, args, result_shape):
         """The lod of a ``__call__`` result of ``result_shape``, or None when its rows are not the operands'."""
-        shapes = [_shape(a) for a in args]
         lod = None
         for j, x in enumerate(inputs):
             if not isinstance(x, UfuncMixin):
@@ -119,7 +118,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
             if not mine._levels:  # a LoDTensor without a lod is a plain array here
                 lod = mine if lod is None else lod
                 continue
-            if not _aligned(ufunc, j, shapes, result_shape):
+            if not _aligned(ufunc, j, args, result_shape):  # (shapes asked only of LoDTensor operands)
                 return None
             if lod is not None and lod._levels and lod is not mine and lod != mine:
                 raise LoDError(

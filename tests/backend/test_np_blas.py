@@ -146,3 +146,33 @@ def test_mismatched_or_read_only_arguments_are_refused(folded):
 
     with pytest.raises(ValueError, match="mismatch"):
         NumpyBackend().linear(x, w[:, :32], b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(0, 700), cols=st.integers(0, 40), add=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64, np.int64]))
+def test_broadcast_row_equals_numpys_broadcast(rows, cols, add, dtype):
+    """Narrow rows done as wide ones (the bias of a linear layer): NumPy's values, every row, any
+    row count (the remainder past the last whole tile included)."""
+    from lodtensor.backend.numpy._util import broadcast_row  # noqa: PLC0415
+
+    rng = np.random.default_rng(rows * 41 + cols)
+    out = (rng.standard_normal((rows, cols)) * 100).astype(dtype)
+    row = (rng.standard_normal(cols) * 100).astype(dtype)
+    want = out + row if add else np.broadcast_to(row, out.shape).copy()
+    broadcast_row(out, row, np.add if add else None)
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("fold", [True, False])
+def test_linear_with_a_narrow_bias_matches_two_steps(monkeypatch, fold):
+    """The D=16 linear of bench/cpu.py's small batch: the bias (folded into the GEMM or added by
+    broadcast_row) gives the bits of ``x @ w.T + b``."""
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((9000, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 16)).astype(np.float32)
+    b = rng.standard_normal(16).astype(np.float32)
+    monkeypatch.setattr(_np_compiled, "_enabled", fold)  # off: matmul, then the bias by broadcast_row
+    np.testing.assert_array_equal(get_backend("numpy").linear(x, w, b), x @ w.T + b)

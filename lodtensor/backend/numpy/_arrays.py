@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _blas, _pool, _recurrent, _special, _tuning, _ufunc
 from ._activations import IN_PLACE, OUT_OF_PLACE
+from ._util import broadcast_row
 
 __all__ = ["ArrayKernels"]
 
@@ -362,7 +363,7 @@ class ArrayKernels:
             return out  # the bias folded into the GEMM (beta=1)
         np.matmul(x, weight.T, out=out)
         if bias is not None:
-            out += bias  # (threads here only fight OpenBLAS's spinning workers: measured slower)
+            broadcast_row(out, bias, np.add)  # (threads here only fight OpenBLAS's spinning workers: measured slower)
         return out
 
     def layer_norm(self, x, eps, weight, bias):

@@ -30,6 +30,7 @@ import os
 import numpy as np
 
 from . import _compiled, _tuning
+from ._util import broadcast_row
 
 __all__ = ["gemm_bias"]
 
@@ -105,7 +106,7 @@ def _gemm(dtype):
 def _call(fn, x, weight, bias, out, lda, ldb):
     n, k = x.shape
     m = weight.shape[0]
-    np.copyto(out, bias)
+    broadcast_row(out, bias)
     fn(_ROW_MAJOR, _NO_TRANS, _TRANS, n, m, k, 1.0, x.ctypes.data, lda, weight.ctypes.data, ldb, 1.0,
        out.ctypes.data, m)
 

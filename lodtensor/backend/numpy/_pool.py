@@ -191,7 +191,7 @@ def empty(shape, dtype):
     """An uninitialised C-contiguous array, from the pool when it is large (see the module doc)."""
     dtype = np.dtype(dtype)
     shape = tuple(int(s) for s in (shape if isinstance(shape, tuple) else (shape,)))
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    nbytes = dtype.itemsize * math.prod(shape)  # (not np.prod: a reduction costs a microsecond a call)
     if nbytes < _tuning.POOL_MIN_BYTES or dtype.hasobject or get_buffer_pool() == 0:
         return np.empty(shape, dtype=dtype)
     size = -(-nbytes // _tuning.POOL_GRAIN) * _tuning.POOL_GRAIN

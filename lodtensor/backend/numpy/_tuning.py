@@ -60,6 +60,9 @@ COMPILED_PARALLEL_BYTES = 16 << 20
 #: Pointwise outputs of at least this many bytes use streaming (non-temporal) stores: no line of
 #: them would still be cached when read next, and a plain store reads each line first.
 STREAM_BYTES = 16 << 20
+#: Narrow rows broadcast onto many (a bias onto a linear layer's output) are done as rows of about
+#: this many values (``_util.broadcast_row``: 16 columns x 74K rows 344 -> 16 us).
+BROADCAST_ROW_VALUES = 4096
 #: The memory-bound compiled pointwise kernels split over threads from this many bytes; below,
 #: one call on one thread beats the hand-off (relu of 1 MB: 38 us against 166 with threads).
 RELU_PARALLEL_BYTES = 16 << 20
