@@ -65,6 +65,9 @@ STREAM_BYTES = 16 << 20
 BROADCAST_ROW_VALUES = 4096
 #: The memory-bound compiled pointwise kernels split over threads from this many bytes; below,
 #: one call on one thread beats the hand-off (relu of 1 MB: 38 us against 166 with threads).
+#: Threads the C kernel starts and joins per call (pthreads, tried 2026-11-26) cost 35-50 us to
+#: start here: relu of 4.7 MB took 96 us on two such threads against 76 us on one, of 8 MB 128
+#: against 132, of 15 MB 254 against 417, so they were not kept.
 RELU_PARALLEL_BYTES = 16 << 20
 #: From this many values the compiled relu beats NumPy's maximum, call costs included (1,024
 #: values: 1.7 us for NumPy's loop, 0.6 us for the kernel).
