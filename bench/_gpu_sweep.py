@@ -1,6 +1,7 @@
 """The host-side launch choices of the CUDA piece kernels, measured side by side (part of bench/gpu.py).
 
-Two choices the host makes without recompiling a kernel: how many blocks the piece kernels launch
+Three choices the host makes without recompiling a kernel: whether a LoD keeps its piece plan
+for the next op (``_tuning.CACHE_PLANS``), how many blocks the piece kernels launch
 (``_tuning.MAX_PIECE_BLOCKS``; fewer blocks means each warp strides over more pieces, which might
 even out the warps of a block when sequence lengths vary) and how many warp steps make a piece
 (``cuda.CHUNK_STEPS``: shorter pieces spread a long sequence over more warps, longer ones cost fewer
@@ -19,6 +20,7 @@ CONFIGS = (
     ("128 steps a piece", {"CHUNK_STEPS": 128}),
     ("512 steps a piece", {"CHUNK_STEPS": 512}),
     ("1024 steps a piece", {"CHUNK_STEPS": 1024}),
+    ("plan made every call", {"CACHE_PLANS": False}),
 )
 
 

@@ -22,6 +22,7 @@ from ._format import preview
 from ._level import _normalize_level, concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
 from ._lod_algebra import LevelAlgebra
 from ._validate import _per_level, as_lengths, as_offsets, check_levels, freeze, offsets_from_lengths
+from .backend._placement import mark_frozen
 from .errors import LoDError
 
 __all__ = [
@@ -350,6 +351,7 @@ class LoD(LevelAlgebra):
                 out = be.to_device(be.asarray(host, dtype=dtype), device)
             else:
                 out = be.from_host(host, like=like, dtype=dtype)
+            mark_frozen(out)  # the LoD's: kernels may cache plans made from its values
             cache[key] = out
         return out
 

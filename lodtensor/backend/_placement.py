@@ -10,11 +10,39 @@ host memory comes from whichever CUDA library is installed.
 (True, False)
 """
 
+import weakref
+
 import numpy as np
 
 from ._registry import get_backend
 
-__all__ = ["home_of", "move", "pinned_copy", "pin", "torch_view", "from_torch_view"]
+__all__ = ["home_of", "move", "pinned_copy", "pin", "torch_view", "from_torch_view", "mark_frozen", "is_frozen"]
+
+# id -> weak reference of the arrays marked frozen (their entries go with them)
+_FROZEN = {}
+
+
+def mark_frozen(a):
+    """Declare ``a`` (an array of any backend) never written again: what is derived from its values
+    may be cached against it. ``LoD.on`` marks the device copies of a LoD's host arrays it caches
+    (the LoD's own arrays are read-only; a copy a kernel reads is the LoD's too). Arrays that take
+    no weak reference are left unmarked.
+
+    >>> import numpy as np
+    >>> a = np.arange(3); mark_frozen(a); is_frozen(a), is_frozen(np.arange(3))
+    (True, False)
+    """
+    key = id(a)
+    try:
+        _FROZEN[key] = weakref.ref(a, lambda _ref, key=key: _FROZEN.pop(key, None))
+    except TypeError:
+        pass
+
+
+def is_frozen(a):
+    """Whether :func:`mark_frozen` declared ``a`` (this very object) never written again."""
+    ref = _FROZEN.get(id(a))
+    return ref is not None and ref() is a
 
 
 def home_of(library, device):

@@ -162,3 +162,55 @@ def test_unaligned_rows_are_read_one_value_at_a_time(emulated):
     got = emulated.numpy(emulated.be.segment_sum(data, emulated.array(offsets)))
     np.testing.assert_allclose(got, get_backend("numpy").segment_sum(np.asarray(data), offsets))
     assert "lt_segment_reduce<0, float, float, 1>" in {name for name, *_ in emulated.stub.launches}
+
+
+def _counted(stub):
+    return sum(name == "lt_piece_counts" for name, *_ in stub.launches)
+
+
+def test_a_lods_plan_is_kept_for_its_next_op(emulated):
+    """The piece plan (a count kernel, three scans) is made once per LoD and layout: a second op on
+    the same LoD launches none of it and computes the same; another layout gets its own plan."""
+    import gc  # noqa: PLC0415
+
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import sequence as S  # noqa: PLC0415
+    from lodtensor.backend.cupy import _launch  # noqa: PLC0415
+
+    rng = np.random.default_rng(11)
+    lens = [3, 0, 9000, 1, 40]  # the long one spans pieces (width 1: 8192 rows each)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = rng.standard_normal((int(offsets[-1]), 40))
+    t = lt.LoDTensor(emulated.array(host), [offsets.tolist()])
+    first = emulated.numpy(S.sequence_pool(t, "sum").data)
+    assert _counted(emulated.stub) == 1
+    again = emulated.numpy(S.sequence_pool(t, "max").data)  # same layout (width 40, float64)
+    assert _counted(emulated.stub) == 1
+    ref = lt.LoDTensor(host, [offsets.tolist()])
+    np.testing.assert_allclose(first, S.sequence_pool(ref, "sum").data)
+    np.testing.assert_allclose(again, S.sequence_pool(ref, "max").data)
+    np.testing.assert_allclose(emulated.numpy(S.sequence_pool(t, "sum").data), S.sequence_pool(ref, "sum").data)
+    assert _counted(emulated.stub) == 1
+    narrow = lt.LoDTensor(emulated.array(host[:, :1].copy()), t.lod())  # another layout: its own plan
+    np.testing.assert_allclose(emulated.numpy(S.sequence_softmax(narrow).data), S.sequence_softmax(
+        lt.LoDTensor(host[:, :1].copy(), t.lod())).data, rtol=1e-12)
+    assert _counted(emulated.stub) == 2
+    held = len(_launch._PLANS)
+    del t, narrow, ref
+    gc.collect()
+    assert len(_launch._PLANS) < held  # a plan goes with its LoD
+
+
+def test_offsets_a_caller_owns_are_planned_every_call(emulated):
+    """Offsets handed to the backend directly may be rewritten between calls: never a kept plan."""
+    from lodtensor import get_backend  # noqa: PLC0415
+
+    host = np.arange(24.0).reshape(12, 2)
+    off = emulated.array(np.array([0, 5, 12], np.int64))
+    data = emulated.array(host)
+    np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_sum(data, off)),
+                                  get_backend("numpy").segment_sum(host, np.array([0, 5, 12])))
+    off[1] = 2  # the caller's array, changed in place
+    np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_sum(data, off)),
+                                  get_backend("numpy").segment_sum(host, np.array([0, 2, 12])))
+    assert _counted(emulated.stub) == 2

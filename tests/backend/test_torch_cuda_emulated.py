@@ -105,3 +105,13 @@ def test_gradcheck_in_float64(route):
                lambda d: S.sequence_softmax(lt.LoDTensor(d, [offsets])).data,
                lambda d: S.sequence_pad(lt.LoDTensor(d, [offsets]), 0.0)[0].data):
         assert torch.autograd.gradcheck(fn, (x,))
+
+
+def test_a_lods_plan_is_kept_on_the_torch_route(route):
+    """torch tensors' LoDs keep their piece plan too (keyed by the LoD's frozen offsets tensor)."""
+    t = _tensor(8)
+    host = lt.LoDTensor(t.data.numpy(), t.lod())
+    for kind in ("sum", "max", "sum"):
+        np.testing.assert_allclose(S.sequence_pool(t, kind).data.numpy(), S.sequence_pool(host, kind).data,
+                                   rtol=1e-12, atol=1e-12)
+    assert sum(name == "lt_piece_counts" for name, *_ in route.launches) == 1

@@ -132,7 +132,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
             return self._reduce_here(op, data, offsets, empty)
 
     def _reduce_here(self, op, data, offsets, empty):
-        offsets = self._index(offsets)
+        owner, offsets = offsets, self._index(offsets)  # (a LoD's frozen copy keeps its plan: _launch.plan)
         n = int(offsets.size) - 1
         row_shape = tuple(data.shape[1:])
         native = _cuda.compute_dtype(data.dtype)
@@ -141,7 +141,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         if n <= 0 or width == 0:
             return cupy.empty((max(n, 0),) + row_shape, dtype=result)
         x = cupy.ascontiguousarray(data, dtype=native).reshape(rows, width)
-        out = _launch.segment_reduce(cupy, op, x, offsets, n, empty, _alloc)
+        out = _launch.segment_reduce(cupy, op, x, offsets, n, empty, _alloc, owner)
         return out.reshape((n,) + row_shape).astype(result, copy=False)
 
     def segment_sum(self, data, offsets, *, ids=None):
@@ -158,14 +158,14 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
 
     @_on_data_device
     def segment_softmax(self, data, offsets, *, ids=None):
-        offsets = self._index(offsets)
+        owner, offsets = offsets, self._index(offsets)
         n = int(offsets.size) - 1
         result = data.dtype if data.dtype.kind == "f" else np.result_type(data.dtype, np.float32)
         rows, width = int(data.shape[0]), int(np.prod(data.shape[1:], dtype=np.int64))
         if rows == 0 or width == 0 or n <= 0:
             return data.astype(result, copy=True)
         x = cupy.ascontiguousarray(data, dtype=_cuda.compute_dtype(data.dtype)).reshape(rows, width)
-        out = _launch.segment_softmax(cupy, x, offsets, n, _alloc)
+        out = _launch.segment_softmax(cupy, x, offsets, n, _alloc, owner)
         return out.reshape(data.shape).astype(result, copy=False)
 
     # -- dense <-> flat ----------------------------------------------------------------------
@@ -218,7 +218,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
 
     @_on_data_device
     def unpad(self, padded, offsets, *, plan=None, total=None):
-        offsets = self._index(offsets)
+        owner, offsets = offsets, self._index(offsets)
         n, maxlen = int(padded.shape[0]), int(padded.shape[1])
         row_shape = tuple(padded.shape[2:])
         # the row count: from a host plan when given, else one 8-byte read of the device offsets
@@ -234,7 +234,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
             return cupy.take(flat, index, axis=0)
         word, _ = words
         flat = cupy.ascontiguousarray(padded).reshape(n, maxlen, width).view(word)
-        out = _launch.unpad(cupy, flat, offsets, n, n_rows, _alloc)
+        out = _launch.unpad(cupy, flat, offsets, n, n_rows, _alloc, owner)
         return out.view(padded.dtype).reshape((n_rows,) + row_shape)
 
 

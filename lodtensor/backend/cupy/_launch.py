@@ -10,14 +10,19 @@ pieces of rows, one warp each; 16-byte packs of values where the row width allow
 few narrow rows one thread each.
 """
 
+import weakref
+
 import numpy as np
 
+from .._placement import is_frozen
 from . import _tuning
 from . import cuda as _cuda
 
 __all__ = ["kernel", "segment_reduce", "segment_softmax", "pad", "unpad", "pointer"]
 
 _MODULES = {}
+# (id(offsets owner), chunk, short_max) -> (weak reference of the owner, device plan)
+_PLANS = {}
 _MAX_GRID_X = 2**31 - 1
 _MAX_GRID_Y = 65535
 
@@ -75,12 +80,24 @@ def layout(x, n, pack=None):
     return Layout(rows, width, n, pack, _tuning.SHORT_ROWS if narrow else -1)
 
 
-def plan(xp, offsets, n, chunk, short_max=-1):
+def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
     """Device prefix sums of the pieces (see segment.cu): a count kernel and three 1-d scans, no sync.
 
     (One scan per third of the counts, each over one contiguous run: a scan along an axis of a
-    ``(3, n + 1)`` array is far slower for millions of sequences.)
+    ``(3, n + 1)`` array is far slower for millions of sequences.) Where ``owner`` (the offsets as
+    the caller holds them: a CuPy array, or the torch tensor ``offsets`` views) is a LoD's frozen
+    device copy (``_placement.is_frozen``), the plan is kept for it (``_tuning.CACHE_PLANS``): the
+    next op on the same LoD and layout launches none of these (a count kernel and three scans cost
+    a few launches of host time per call, and for millions of sequences more device time than the
+    reduction). A plan goes with its owner; it holds 24 bytes per sequence on the device (three
+    times the offsets) for each layout used, while the LoD lives.
     """
+    key = None
+    if owner is not None and _tuning.CACHE_PLANS and is_frozen(owner):
+        key = (id(owner), int(chunk), int(short_max))
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0]() is owner:
+            return hit[1]
     counts = xp.empty(3 * (n + 1), dtype=np.int64)
     kernel(xp, "segment", "lt_piece_counts")(
         (blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,),
@@ -88,18 +105,21 @@ def plan(xp, offsets, n, chunk, short_max=-1):
     out = xp.empty(3 * (n + 1), dtype=np.int64)
     for k in range(3):
         xp.cumsum(counts[k * (n + 1) : (k + 1) * (n + 1)], out=out[k * (n + 1) : (k + 1) * (n + 1)])
+    if key is not None:
+        _PLANS[key] = (weakref.ref(owner, lambda _ref, key=key: _PLANS.pop(key, None)), out)
     return out
 
 
-def segment_reduce(xp, op, x, offsets, n, empty, alloc):
+def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
     """``op`` ("sum", "mean", "max", "min") over the rows of each sequence of ``[rows, width]``
-    native-dtype ``x``: an ``[n, width]`` array of the accumulator dtype (empty sequences: ``empty``)."""
+    native-dtype ``x``: an ``[n, width]`` array of the accumulator dtype (empty sequences: ``empty``).
+    ``owner``: see :func:`plan`."""
     native = np.dtype(x.dtype).name
     acc = np.dtype(_cuda.accumulator(op, native))
     width = int(x.shape[1])
     out = alloc((n, width), acc)
     lay = layout(x, n)
-    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max)
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     fill = acc.type(empty)
     if lay.short_max >= 0:
         kernel(xp, "segment", _cuda.kernel_name("reduce_short", op=op, dtype=native))(
@@ -116,14 +136,14 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc):
     return out
 
 
-def segment_softmax(xp, x, offsets, n, alloc):
+def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     """Softmax over the rows of each sequence of ``[rows, width]`` native-dtype ``x``, per column:
-    a ``[rows, width]`` array of the accumulator dtype."""
+    a ``[rows, width]`` array of the accumulator dtype. ``owner``: see :func:`plan`."""
     native = np.dtype(x.dtype).name
     acc = np.dtype(_cuda.accumulator("softmax", native))
     rows, width = int(x.shape[0]), int(x.shape[1])
     lay = layout(x, n, _cuda.softmax_pack(native))
-    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max)
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     out = alloc((rows, width), acc)
     if lay.short_max >= 0:
         kernel(xp, "segment", _cuda.kernel_name("softmax_short", dtype=native))(
@@ -154,13 +174,13 @@ def pad(xp, words, offsets, n, maxlen, fill, out):
     return out
 
 
-def unpad(xp, padded, offsets, n, total, alloc):
+def unpad(xp, padded, offsets, n, total, alloc, owner=None):
     """The first rows of every padded sequence of ``padded`` (``[n, maxlen, width]`` words):
     ``[total, width]`` words."""
     maxlen, width = int(padded.shape[1]), int(padded.shape[2])
     out = alloc((total, width), padded.dtype)
     lay = Layout(total, width, n)
-    pieces = plan(xp, offsets, n, lay.chunk)
+    pieces = plan(xp, offsets, n, lay.chunk, owner=owner)
     kernel(xp, "dense", _cuda.kernel_name("unpad", itemsize=padded.dtype.itemsize))(
         lay.grid, (_cuda.BLOCK,),
         (padded, offsets, pieces, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(lay.log2cw),

@@ -28,3 +28,7 @@ MAX_SHORT_BLOCKS = 1 << 16
 #: D=1 workload ran at 2% of the copy's bandwidth).
 SHORT_ROW_BYTES = 16
 SHORT_ROWS = 32
+#: Keep each LoD's piece plan (a count kernel and three scans) for the next op on it with the same
+#: layout (``_launch.plan``: 24 bytes of device memory per sequence while the LoD lives);
+#: bench/_gpu_sweep.py times both. False: a plan per call, as before 2026-11-26.
+CACHE_PLANS = True

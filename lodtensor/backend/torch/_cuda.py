@@ -132,7 +132,8 @@ def _reduce(op, data, offsets, empty):
     dev = _Device(data.device)
     x = data.detach().to(_torch_dtype(_native(data.dtype))).contiguous().reshape(rows, width)
     with dev.launching():
-        out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.view(offsets.contiguous()), n, empty, dev.alloc)
+        out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.view(offsets.contiguous()), n, empty, dev.alloc,
+                                     owner=offsets)  # (a LoD's frozen copy keeps its plan: _launch.plan)
     return dev.tensor(out).reshape((n,) + row_shape).to(result)
 
 
@@ -183,7 +184,8 @@ class SegmentSoftmax(torch.autograd.Function):
         dev = _Device(data.device)
         x = data.detach().to(_torch_dtype(_native(data.dtype))).contiguous().reshape(rows, width)
         with dev.launching():
-            out = _launch.segment_softmax(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, dev.alloc)
+            out = _launch.segment_softmax(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, dev.alloc,
+                                          owner=offsets)
         y = dev.tensor(out).reshape(data.shape).to(result)
         ctx.save_for_backward(y, offsets, ids)
         return y
@@ -231,7 +233,7 @@ def _unpad(padded, offsets, total):
     dev = _Device(padded.device)
     flat = padded.detach().contiguous().reshape(n, maxlen, width).view(word)
     with dev.launching():
-        out = _launch.unpad(dev.xp, dev.view(flat), dev.view(offsets.contiguous()), n, total, dev.alloc)
+        out = _launch.unpad(dev.xp, dev.view(flat), dev.view(offsets.contiguous()), n, total, dev.alloc, owner=offsets)
     return dev.tensor(out).view(padded.dtype).reshape((total,) + row_shape)
 
 
