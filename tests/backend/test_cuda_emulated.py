@@ -214,3 +214,20 @@ def test_offsets_a_caller_owns_are_planned_every_call(emulated):
     np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_sum(data, off)),
                                   get_backend("numpy").segment_sum(host, np.array([0, 2, 12])))
     assert _counted(emulated.stub) == 2
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lens=st.lists(st.integers(0, 40), min_size=1, max_size=30), width=st.sampled_from([1, 3, 8, 40]),
+       ops=st.lists(st.sampled_from(["sum", "max", "average", "softmax"]), min_size=2, max_size=5))
+def test_kept_plans_give_what_fresh_plans_give(emulated, lens, width, ops):
+    """Any run of ops on one LoD, its plan made by the first and kept for the rest: NumPy's values."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import sequence as S  # noqa: PLC0415
+
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
+    host = np.random.default_rng(len(lens) * 7 + width).standard_normal((offsets[-1], width))
+    t, ref = lt.LoDTensor(emulated.array(host), [offsets]), lt.LoDTensor(host, [offsets])
+    for op in ops:
+        got = S.sequence_softmax(t) if op == "softmax" else S.sequence_pool(t, op)
+        want = S.sequence_softmax(ref) if op == "softmax" else S.sequence_pool(ref, op)
+        np.testing.assert_allclose(emulated.numpy(got.data), want.data, rtol=1e-12, atol=1e-12, err_msg=op)
