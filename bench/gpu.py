@@ -321,6 +321,6 @@ def run(report):
             sdata, slengths, soffsets = _skewed_workload(scale, width)
             st = torch.from_numpy(sdata).to(where) if torch is not None else None
             so = torch.from_numpy(soffsets).to(where) if torch is not None else None
-            workloads.append((f"skewed D={width}, {slengths.size} sequences", lt.LoDTensor(cupy.asarray(sdata), [soffsets]),
-                              st, so, ops))
+            st_cupy = lt.LoDTensor(cupy.asarray(sdata), [soffsets])
+            workloads.append((f"skewed D={width}, {slengths.size} sequences", st_cupy, st, so, ops))
         _gpu_sweep.sweep(report, S, cupy, torch, device, workloads, GPU)

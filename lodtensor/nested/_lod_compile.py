@@ -69,21 +69,24 @@ def _new(like, data):
     return t
 
 
-def _unwrap(x):
-    if isinstance(x, LoDTensor):
-        return x._data
+def map_items(x, leaf):
+    """``leaf`` of every item of ``x`` through nested lists and tuples (a namedtuple rebuilt as one),
+    or of ``x`` itself: the arguments and results of a torch function, in and out of LoDTensors."""
     if isinstance(x, (list, tuple)):
-        return type(x)(_unwrap(v) for v in x)
-    return x
+        items = [map_items(v, leaf) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    return leaf(x)
+
+
+def _unwrap(x):
+    return map_items(x, lambda v: v._data if isinstance(v, LoDTensor) else v)
 
 
 def _wrap(result, decision):
-    if isinstance(result, (list, tuple)):
-        items = [_wrap(r, decision) for r in result]
-        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
-    if isinstance(result, _torch().Tensor) and decision.fits(result):
-        return _new(decision.carriers[0], result)
-    return result
+    def leaf(r):
+        return _new(decision.carriers[0], r) if isinstance(r, _torch().Tensor) and decision.fits(r) else r
+
+    return map_items(result, leaf)
 
 
 def torch_function(eager, cls, func, types, args, kwargs):

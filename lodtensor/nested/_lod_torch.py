@@ -79,22 +79,19 @@ def _to_torch(data):
 
 
 def _unwrap(x):
-    if isinstance(x, LoDTensor):
-        return _to_torch(x._check_fits("torch function"))
-    if isinstance(x, (list, tuple)):
-        return type(x)(_unwrap(v) for v in x)
-    return x
+    return _lod_compile.map_items(
+        x, lambda v: _to_torch(v._check_fits("torch function")) if isinstance(v, LoDTensor) else v)
 
 
 def _wrap(result, decision):
     """Outputs with the carriers' rows get their lod back; anything else is returned as torch gave it."""
-    if isinstance(result, (list, tuple)):
-        items = [_wrap(r, decision) for r in result]
-        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
-    if isinstance(result, _tensor_type()) and decision.fits(result):
-        first = decision.carriers[0]
-        return first._new(result, first._lod)
-    return result
+    def leaf(r):
+        if isinstance(r, _tensor_type()) and decision.fits(r):
+            first = decision.carriers[0]
+            return first._new(r, first._lod)
+        return r
+
+    return _lod_compile.map_items(result, leaf)
 
 
 def _same_lods(name, carriers):

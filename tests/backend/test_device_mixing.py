@@ -59,6 +59,10 @@ def _tensor(device, width=4, dtype=torch.float32, lod=LOD):
     return lt.LoDTensor(_data(lod[-1][-1], width, dtype, device), lod)
 
 
+def _masked_fill_by_own_mask(nt):
+    return nt.masked_fill(nt < 0, 0.0).values()
+
+
 # name -> op(tensor builder) returning arrays or LoDTensors; each runs on CPU and on meta
 def _pool(kind):
     return lambda mk: seq.sequence_pool(mk(), kind)
@@ -85,7 +89,7 @@ OPS = {
     "index": lambda mk: mk()[1],
     "reshape": lambda mk: seq.sequence_reshape(mk(), 2),
     # a nested mask made on the device (found on an H100: its dtype was asked of a host copy)
-    "nested_masked_fill": lambda mk: (lambda nt: nt.masked_fill(nt < 0, 0.0).values())(mk().to_nested()),
+    "nested_masked_fill": lambda mk: _masked_fill_by_own_mask(mk().to_nested()),
     "nested_masked_fill_scalar": lambda mk: mk().to_nested().masked_fill(True, 1.0).values(),
 }
 

@@ -94,13 +94,17 @@ def broadcast_row(out, row, ufunc=None):
     >>> out[-1].tolist(), bool((out == [1, 2, 3]).all())
     ([1.0, 2.0, 3.0], True)
     """
+    def apply(target, values):
+        if ufunc is None:
+            np.copyto(target, values)
+        else:
+            ufunc(target, values, out=target)
+
     n, m = out.shape
     reps = _tuning.BROADCAST_ROW_VALUES // m if m else 0
     rest = out
     if reps >= 2 and n >= 2 * reps and out.flags.c_contiguous:
         head = n - n % reps
-        wide = out[:head].reshape(head // reps, reps * m)
-        tiled = np.tile(row, reps)
-        np.copyto(wide, tiled) if ufunc is None else ufunc(wide, tiled, out=wide)
+        apply(out[:head].reshape(head // reps, reps * m), np.tile(row, reps))
         rest = out[head:]
-    np.copyto(rest, row) if ufunc is None else ufunc(rest, row, out=rest)
+    apply(rest, row)
