@@ -1,7 +1,8 @@
 """The host-side launch choices of the CUDA piece kernels, measured side by side (part of bench/gpu.py).
 
-Three choices the host makes without recompiling a kernel: whether a LoD keeps its piece plan
-for the next op (``_tuning.CACHE_PLANS``), how many blocks the piece kernels launch
+The choices the host makes without recompiling a kernel: whether a LoD keeps its piece plan
+for the next op (``_tuning.CACHE_PLANS``), from what mean sequence length softmax goes by blocks
+(``_tuning.SOFTMAX_BLOCK_STEPS``; 0: three passes always), how many blocks the piece kernels launch
 (``_tuning.MAX_PIECE_BLOCKS``; fewer blocks means each warp strides over more pieces, which might
 even out the warps of a block when sequence lengths vary) and how many warp steps make a piece
 (``cuda.CHUNK_STEPS``: shorter pieces spread a long sequence over more warps, longer ones cost fewer
@@ -11,7 +12,7 @@ partials). Each configuration is timed on the workloads issue 24 measures, in on
 
 import contextlib
 
-#: (label, overrides of ``_tuning`` and ``cuda``). The second is the default.
+#: (label, overrides of ``_tuning`` and ``cuda``[, the ops it concerns]). The second is the default.
 CONFIGS = (
     ("2112 blocks", {"MAX_PIECE_BLOCKS": 2112}),
     ("default: 16384 blocks, 256 steps a piece", {}),
@@ -21,9 +22,9 @@ CONFIGS = (
     ("512 steps a piece", {"CHUNK_STEPS": 512}),
     ("1024 steps a piece", {"CHUNK_STEPS": 1024}),
     ("plan made every call", {"CACHE_PLANS": False}),
+    ("softmax in three passes", {"SOFTMAX_BLOCK_STEPS": 0}, ("softmax",)),
+    ("softmax by blocks from 1 block step", {"SOFTMAX_BLOCK_STEPS": 1}, ("softmax",)),
 )
-
-
 @contextlib.contextmanager
 def _tuned(overrides):
     from lodtensor.backend.cupy import _tuning, cuda  # noqa: PLC0415
@@ -55,8 +56,9 @@ def sweep(report, S, cupy, torch, device, workloads, timing):
                                  reference=f"lodtensor ({CONFIGS[1][0]})")
             fn = ((lambda t=t, op=op: S.sequence_pool(t, op).data) if op in ("sum", "max")
                   else (lambda t=t: S.sequence_softmax(t).data))
-            for name, overrides in CONFIGS:
-                table.add(f"lodtensor ({name})", device.timed(_configured(fn, overrides)), **timing)
+            for name, overrides, *concerns in CONFIGS:
+                if not concerns or op in concerns[0]:
+                    table.add(f"lodtensor ({name})", device.timed(_configured(fn, overrides)), **timing)
             if tdata is not None and op in ("sum", "max"):
                 table.add("torch.segment_reduce", device.timed(
                     lambda op=op, x=tdata, o=toffsets: torch.segment_reduce(x, op, offsets=o, axis=0)), **timing)

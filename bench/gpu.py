@@ -317,7 +317,7 @@ def run(report):
         import _gpu_sweep  # noqa: PLC0415
 
         workloads = [("uniform " + workload, ours["cupy"], tdata, toffsets, ("sum", "max", "softmax"))]
-        for width, ops in ((4096, ("sum", "max")), (128, ("sum",))):
+        for width, ops in ((4096, ("sum", "max")), (128, ("sum", "softmax"))):
             sdata, slengths, soffsets = _skewed_workload(scale, width)
             st = torch.from_numpy(sdata).to(where) if torch is not None else None
             so = torch.from_numpy(soffsets).to(where) if torch is not None else None

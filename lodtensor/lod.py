@@ -71,6 +71,11 @@ _ON_HOST = {
 }
 
 
+def _longest(offsets):
+    """The most rows between two neighbouring offsets (0 for none)."""
+    return int(np.diff(offsets).max()) if offsets.size > 1 else 0
+
+
 def _make(arrays):
     """A LoD over frozen, valid int64 arrays (no checks but the depth, no copies)."""
     _check_depth(len(arrays))
@@ -351,7 +356,9 @@ class LoD(LevelAlgebra):
                 out = be.to_device(be.asarray(host, dtype=dtype), device)
             else:
                 out = be.from_host(host, like=like, dtype=dtype)
-            mark_frozen(out)  # the LoD's: kernels may cache plans made from its values
+            # the LoD's: kernels may cache plans made from its values, and know its longest sequence
+            facts = {"longest": _longest(host)} if what in ("offsets", "absolute_offsets") else {}
+            mark_frozen(out, **facts)
             cache[key] = out
         return out
 

@@ -16,33 +16,52 @@ import numpy as np
 
 from ._registry import get_backend
 
-__all__ = ["home_of", "move", "pinned_copy", "pin", "torch_view", "from_torch_view", "mark_frozen", "is_frozen"]
+__all__ = ["home_of", "move", "pinned_copy", "pin", "torch_view", "from_torch_view", "mark_frozen", "is_frozen",
+           "frozen_fact"]
 
-# id -> weak reference of the arrays marked frozen (their entries go with them)
+# id -> weak reference of the arrays marked frozen (their entries go with them); id -> their host facts
 _FROZEN = {}
+_FACTS = {}
 
 
-def mark_frozen(a):
+def _forget(key):
+    _FROZEN.pop(key, None)
+    _FACTS.pop(key, None)
+
+
+def mark_frozen(a, **facts):
     """Declare ``a`` (an array of any backend) never written again: what is derived from its values
     may be cached against it. ``LoD.on`` marks the device copies of a LoD's host arrays it caches
-    (the LoD's own arrays are read-only; a copy a kernel reads is the LoD's too). Arrays that take
-    no weak reference are left unmarked.
+    (the LoD's own arrays are read-only; a copy a kernel reads is the LoD's too), with ``facts``
+    the host knows of their values (offsets: ``longest``, the most rows of a sequence), which
+    :func:`frozen_fact` gives back without reading the device. Arrays that take no weak reference
+    are left unmarked.
 
     >>> import numpy as np
-    >>> a = np.arange(3); mark_frozen(a); is_frozen(a), is_frozen(np.arange(3))
+    >>> a = np.arange(3); mark_frozen(a, longest=1); is_frozen(a), is_frozen(np.arange(3))
     (True, False)
+    >>> frozen_fact(a, "longest"), frozen_fact(np.arange(3), "longest")
+    (1, None)
     """
     key = id(a)
     try:
-        _FROZEN[key] = weakref.ref(a, lambda _ref, key=key: _FROZEN.pop(key, None))
+        _FROZEN[key] = weakref.ref(a, lambda _ref, key=key: _forget(key))
     except TypeError:
-        pass
+        return
+    _FACTS.pop(key, None)
+    if facts:
+        _FACTS[key] = dict(facts)
 
 
 def is_frozen(a):
     """Whether :func:`mark_frozen` declared ``a`` (this very object) never written again."""
     ref = _FROZEN.get(id(a))
     return ref is not None and ref() is a
+
+
+def frozen_fact(a, name):
+    """The host fact ``name`` :func:`mark_frozen` recorded with ``a``; None where it recorded none."""
+    return _FACTS.get(id(a), {}).get(name) if is_frozen(a) else None
 
 
 def home_of(library, device):

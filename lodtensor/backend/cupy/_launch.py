@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from .._placement import is_frozen
+from .._placement import frozen_fact, is_frozen
 from . import _tuning
 from . import cuda as _cuda
 
@@ -50,9 +50,11 @@ def pointer(a):
 
 class Layout:
     """Launch geometry of the piece kernels for ``rows`` x ``width`` values in ``n`` sequences, the
-    row read as ``width / pack`` packs, sequences of at most ``short_max`` rows left to a short kernel."""
+    row read as ``width / pack`` packs, sequences of at most ``short_max`` rows left to a short kernel.
+    ``longest``: the most rows of a sequence where the host knows it (a LoD's offsets:
+    ``_placement.frozen_fact``), so that no combine pass is launched when no sequence has two pieces."""
 
-    def __init__(self, rows, width, n, pack=1, short_max=-1):
+    def __init__(self, rows, width, n, pack=1, short_max=-1, longest=None):
         packs = width // pack
         self.pack, self.short_max = pack, short_max
         self.log2cw = _cuda.lanes_log2(packs)
@@ -62,22 +64,25 @@ class Layout:
         planned = min(n, rows // (short_max + 1)) if short_max >= 0 else n  # sequences with pieces
         pieces = planned + rows // self.chunk + 1  # bound on their pieces
         self.grid = (blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS), int(min(-(-packs // cw), _MAX_GRID_Y)), 1)
-        self.multi = rows > self.chunk  # else no sequence has two pieces: no combine pass
+        # else no sequence has two pieces: no combine pass
+        self.multi = rows > self.chunk and (longest is None or longest > self.chunk)
         self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
         multi = min(n, rows // (self.chunk + 1)) + 1  # bound on the multi-piece sequences
         self.combine_grid = (int(min(multi, _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
         self.short_grid = (blocks(n, _cuda.BLOCK, _tuning.MAX_SHORT_BLOCKS),)
 
 
-def layout(x, n, pack=None):
+def layout(x, n, pack=None, owner=None):
     """The :class:`Layout` for contiguous ``[rows, width]`` data ``x`` in ``n`` sequences (``pack``:
-    the widest pack the kernel has, by default :func:`cuda.pack_of` the dtype)."""
+    the widest pack the kernel has, by default :func:`cuda.pack_of` the dtype; ``owner``: the
+    offsets as the caller holds them, see :func:`plan`)."""
     rows, width = int(x.shape[0]), int(x.shape[1])
     pack = _cuda.pack_of(x.dtype) if pack is None else pack
     if width % pack or pointer(x) % 16:
         pack = 1
     narrow = width * x.dtype.itemsize <= _tuning.SHORT_ROW_BYTES
-    return Layout(rows, width, n, pack, _tuning.SHORT_ROWS if narrow else -1)
+    longest = frozen_fact(owner, "longest") if owner is not None else None
+    return Layout(rows, width, n, pack, _tuning.SHORT_ROWS if narrow else -1, longest)
 
 
 def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
@@ -118,7 +123,7 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
     acc = np.dtype(_cuda.accumulator(op, native))
     width = int(x.shape[1])
     out = alloc((n, width), acc)
-    lay = layout(x, n)
+    lay = layout(x, n, owner=owner)
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     fill = acc.type(empty)
     if lay.short_max >= 0:
@@ -138,19 +143,34 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
 
 def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     """Softmax over the rows of each sequence of ``[rows, width]`` native-dtype ``x``, per column:
-    a ``[rows, width]`` array of the accumulator dtype. ``owner``: see :func:`plan`."""
+    a ``[rows, width]`` array of the accumulator dtype. ``owner``: see :func:`plan`.
+
+    Where the sequences average at least ``_tuning.SOFTMAX_BLOCK_STEPS`` block steps (8 warp steps)
+    of rows, every one-piece sequence is one block's (``lt_softmax_block``: its rows read from HBM
+    once, the second read served by L2) and the three-pass kernels take only the multi-piece
+    sequences; else the three passes take every planned sequence (a block over a few rows would
+    leave most of its warps idle).
+    """
     native = np.dtype(x.dtype).name
     acc = np.dtype(_cuda.accumulator("softmax", native))
     rows, width = int(x.shape[0]), int(x.shape[1])
-    lay = layout(x, n, _cuda.softmax_pack(native))
+    lay = layout(x, n, _cuda.softmax_pack(native), owner)
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     out = alloc((rows, width), acc)
     if lay.short_max >= 0:
         kernel(xp, "segment", _cuda.kernel_name("softmax_short", dtype=native))(
             lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+    block_steps = _cuda.BLOCK // 32 * (32 >> lay.log2cw)  # rows per step of a block
+    by_block = bool(_tuning.SOFTMAX_BLOCK_STEPS) and rows >= _tuning.SOFTMAX_BLOCK_STEPS * block_steps * n
+    if by_block:
+        kernel(xp, "segment", _cuda.kernel_name("softmax_block", dtype=native, pack=lay.pack))(
+            (blocks(n, 1, _tuning.MAX_PIECE_BLOCKS), lay.grid[1], 1), (_cuda.BLOCK,),
+            (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw)))
+        if not lay.multi:
+            return out
     stats = alloc((2, n, width), acc)  # running max, sum of exp
     partial = alloc((2, lay.slots if lay.multi else 1, width), acc)
-    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk))
+    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block))
     kernel(xp, "segment", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
     if lay.multi:

@@ -32,3 +32,10 @@ SHORT_ROWS = 32
 #: layout (``_launch.plan``: 24 bytes of device memory per sequence while the LoD lives);
 #: bench/_gpu_sweep.py times both. False: a plan per call, as before 2026-11-26.
 CACHE_PLANS = True
+#: Softmax by blocks (``_launch.segment_softmax``, ``lt_softmax_block``) where the sequences average
+#: at least this many block steps of rows (a block step: 8 warps x 32 / cw rows; 8 rows for float32
+#: D >= 128): the one-piece sequences then cross HBM once each way instead of three times. 0: three
+#: passes always, as before 2026-11-26. Not yet measured on a device (bench/_gpu_sweep.py times
+#: both); the model: the uniform [8M, 128] softmax moves 2/3 of the bytes it did, the 52% of the
+#: copy's bandwidth measured for three passes could reach about 75%.
+SOFTMAX_BLOCK_STEPS = 4

@@ -131,7 +131,7 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
         return f"lt_softmax_combine<{acc}>"
     if kind == "softmax_short":
         return f"lt_softmax_short<{NATIVE[dtype]}, {acc}>"
-    return f"lt_{kind}<{NATIVE[dtype]}, {acc}, {pack}>"  # softmax_stats, softmax_apply
+    return f"lt_{kind}<{NATIVE[dtype]}, {acc}, {pack}>"  # softmax_stats, softmax_apply, softmax_block
 
 
 def name_expressions(module):
@@ -151,6 +151,7 @@ def name_expressions(module):
         for pack in (1, softmax_pack(dtype)):
             names.append(kernel_name("softmax_stats", dtype=dtype, pack=pack))
             names.append(kernel_name("softmax_apply", dtype=dtype, pack=pack))
+            names.append(kernel_name("softmax_block", dtype=dtype, pack=pack))
         names.append(kernel_name("softmax_combine", dtype=dtype))
         names.append(kernel_name("softmax_short", dtype=dtype))
     return list(dict.fromkeys(names))  # combine/softmax_combine repeat across input dtypes

@@ -111,12 +111,15 @@ struct lt_piece {
     i64 a, b;   // its rows: [a, b)
 };
 
-// Piece p. Every lane of the warp calls it with the same p (the search is a warp ballot).
-__device__ __forceinline__ lt_piece lt_find_piece(const i64* __restrict__ off, const i64* __restrict__ plan,
+// Piece p, numbered by `firsts` (n + 1 non-decreasing entries, firsts[s] the number of pieces before
+// sequence s): the plan's first third numbers every piece; its second (the partial slots) numbers
+// only the pieces of multi-piece sequences. Every lane of the warp calls it with the same p (the
+// search is a warp ballot).
+__device__ __forceinline__ lt_piece lt_find_piece(const i64* __restrict__ off, const i64* __restrict__ firsts,
                                                   i64 n, i64 p, i64 chunk) {
     lt_piece q;
-    q.s = lt_warp_find_segment(plan, n, p);
-    q.k = p - plan[q.s];
+    q.s = lt_warp_find_segment(firsts, n, p);
+    q.k = p - firsts[q.s];
     q.start = off[q.s];
     q.end = off[q.s + 1];
     q.a = q.start + q.k * chunk;
