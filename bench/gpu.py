@@ -155,12 +155,27 @@ def _recurrences(report, torch, device, where, dry):
 
         table = report.table(f"dynamic_{kind} forward+backward", workload, reference="lodtensor (torch)")
         table.add("lodtensor (torch)", device.timed(ours), **GPU)
+        if kind == "lstm":  # the steps' element-wise ops one by one (before the fused step kernels)
+            table.add("lodtensor (torch, unfused steps)", device.timed(_unfused(ours)), **GPU)
         table.add(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)", device.timed(cudnn), **GPU)
         table.finish()
         mine, theirs = table._best("lodtensor (torch)"), table._best(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)")
         if mine is not None and theirs is not None:
             report.goal(f"dynamic_{kind} forward+backward on CUDA: at or under nn.{kind.upper()} (cuDNN)",
                         mine <= theirs, f"{theirs / mine:.2f}x")
+
+
+def _unfused(fn):
+    from lodtensor.backend.torch import _tuning  # noqa: PLC0415
+
+    def call():
+        saved, _tuning.FUSED_STEPS = _tuning.FUSED_STEPS, False
+        try:
+            return fn()
+        finally:
+            _tuning.FUSED_STEPS = saved
+
+    return call
 
 
 def _workload(scale):

@@ -108,6 +108,36 @@ def test_cupy_softmax_routes_match_the_host(monkeypatch, by_block):
                                    atol=1e-6, err_msg=f"width {width}")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_cuda_lstm_fused_steps_match_the_unfused(monkeypatch, dtype):
+    """dynamic_lstm on CUDA tensors with one kernel per step each way (``_tuning.FUSED_STEPS``) gives
+    the outputs and gradients of the step's element-wise ops one by one."""
+    torch = _cuda_torch()
+    pytest.importorskip("cupy")
+    from lodtensor.backend.torch import _fused_steps, _tuning  # noqa: PLC0415
+    from lodtensor.nn import functional as F  # noqa: PLC0415
+
+    launched = []
+    real = _fused_steps.LSTMSteps.backward
+    monkeypatch.setattr(_fused_steps.LSTMSteps, "backward", lambda self, *a: (launched.append(1), real(self, *a))[1])
+    rng = np.random.default_rng(7)
+    lens = rng.integers(0, 40, 300)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).tolist()
+    d = 64
+    host = [rng.uniform(-0.8, 0.8, shape) for shape in ((offsets[-1], 4 * d), (d, 4 * d), (1, 7 * d), (300, d))]
+    results = []
+    for fused in (True, False):
+        monkeypatch.setattr(_tuning, "FUSED_STEPS", fused)
+        x, w, b, c0 = (torch.tensor(a, dtype=getattr(torch, dtype), device="cuda", requires_grad=True) for a in host)
+        h, c = F.dynamic_lstm(lt.LoDTensor(x, [offsets]), w, b, None, c0)
+        (h.data.sum() + (c.data * 0.5).sum()).backward()
+        results.append([h.data.detach(), c.data.detach(), x.grad, w.grad, b.grad, c0.grad])
+    assert launched
+    scale = 1e-4 if dtype == "float32" else 1e-12  # the gradients reach 1e4: rounding, relative to them
+    for got, want in zip(*results, strict=True):
+        torch.testing.assert_close(got, want, rtol=0, atol=scale * float(want.abs().max()))
+
+
 def test_torch_cuda_forward_paths_never_synchronise():
     """Pool, softmax, pad and unpad of CUDA tensors never make the host wait for the device
     (``torch.cuda.set_sync_debug_mode("error")``), a new LoD's first use included: its device

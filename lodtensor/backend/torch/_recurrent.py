@@ -12,8 +12,11 @@ fewer torch threads when a step is small (``_steps.StepThreads``).
 Double backward is refused with a clear error when attempted.
 """
 
+import contextlib
+
 import torch
 
+from ._fused_steps import LSTMSteps
 from ._steps import _ACT_, _GRAD_, StepThreads, _bounds, _once, _previous_rows, _rowdot, _take, _with_previous
 
 __all__ = ["lstm", "gru", "StepThreads"]
@@ -32,15 +35,22 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, threads, keep=False):
     cell_acts = gates.new_empty((total, d)) if keep else None
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
-    with threads:  # the per-step loop on the steps' thread counts
+    peep_w = b[0, 4 * d :] if peep else None
+    fused = LSTMSteps.of(gates, acts, (h, c, peep_w))  # CUDA: one kernel a step for what follows the GEMM
+    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         lo = 0
         for n in counts:
             hi = lo + n
             g = gates[lo:hi]
             if h is not None:
                 threads.gemm(g.addmm_, h[:n], w)
-            cand(g[:, :d], d)
             c_prev = None if c is None else c[:n]
+            if fused is not None:
+                c, h = cs[lo:hi], hs[lo:hi]
+                fused.forward(g, c_prev, peep_w, c, h, None if cell_acts is None else cell_acts[lo:hi])
+                lo = hi
+                continue
+            cand(g[:, :d], d)
             if peep and c_prev is not None:
                 g[:, d : 2 * d].addcmul_(c_prev, w_ic)
                 g[:, 2 * d : 3 * d].addcmul_(c_prev, w_fc)
@@ -79,11 +89,21 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs, threads):
     scratch = gates.new_empty((n0, d))
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
-    with threads:  # the per-step loop on the steps' thread counts
+    peep_w = b[0, 4 * d :] if peep else None
+    fused = LSTMSteps.of(gates, acts, (c0, peep_w, g_h, g_c))
+    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         for t in range(len(counts) - 1, -1, -1):
             n, lo = counts[t], bounds[t]
             hi = lo + n
             dhv, dcv = dh[:n], dc[:n]  # rows past the previous step's count are still zero
+            if fused is not None:
+                c_prev = cs[bounds[t - 1] : bounds[t - 1] + n] if t else c0
+                fused.backward(gates[lo:hi], cell_acts[lo:hi], c_prev, peep_w,
+                               None if g_h is None else g_h[lo:hi], None if g_c is None else g_c[lo:hi],
+                               dhv, dcv, dgates[lo:hi])
+                if t or h0 is not None:
+                    threads.gemm(torch.mm, dgates[lo:hi], w.t(), out=dhv)
+                continue
             if g_h is not None:
                 dhv += g_h[lo:hi]
             if g_c is not None:

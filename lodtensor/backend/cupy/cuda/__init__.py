@@ -34,7 +34,7 @@ import numpy as np
 __all__ = [
     "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS", "EXTERN_C",
     "accumulator", "source_text", "include_dir", "kernel_name", "name_expressions", "compute_dtype",
-    "lanes_log2", "pack_of", "softmax_pack",
+    "lanes_log2", "pack_of", "softmax_pack", "RNN_DTYPES", "RNN_ACTS",
 ]
 
 #: Threads per block of every kernel (``LT_BLOCK`` in common.cuh).
@@ -48,13 +48,17 @@ MIN_BLOCKS_PER_SM = 4
 #: and the skewed D=1 sum 1.61 / 1.57 / 1.56 / 1.55 / 1.54 ms: 256 is at the optimum.
 CHUNK_STEPS = 256
 #: Source file of each module.
-SOURCES = {"segment": "segment.cu", "dense": "dense.cu"}
+SOURCES = {"segment": "segment.cu", "dense": "dense.cu", "rnn": "rnn.cu"}
 #: dtypes the segment kernels take natively, with their C type.
 NATIVE = {
     "float32": "float", "float64": "double", "int32": "int", "int64": "long long", "uint64": "unsigned long long",
 }
 #: C word of each itemsize for pad/unpad (pure copies, any dtype of that size).
 WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+#: dtypes of the fused recurrence steps (rnn.cu).
+RNN_DTYPES = ("float32", "float64")
+#: Paddle's activation names the fused steps compute -> their code in rnn.cu (lt_act).
+RNN_ACTS = {"identity": 0, "linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3}
 #: op name -> template code in segment.cu.
 OPS = {"sum": 0, "max": 1, "min": 2, "mean": 3}
 
@@ -119,6 +123,8 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
         return f"lt_{kind}<{WORDS[itemsize]}>"
     if kind == "counts":
         return "lt_piece_counts"
+    if kind in ("lstm_step", "lstm_step_grad"):
+        return f"lt_{kind}<{NATIVE[dtype]}>"
     if kind in ("reduce", "combine", "reduce_short"):
         acc = NATIVE[accumulator(op, dtype)]
         if kind == "reduce":
@@ -135,8 +141,10 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
 
 
 def name_expressions(module):
-    """Every templated instantiation of ``module`` ("segment" or "dense"), in a fixed order."""
+    """Every templated instantiation of ``module`` ("segment", "dense" or "rnn"), in a fixed order."""
     names = []
+    if module == "rnn":
+        return [kernel_name(kind, dtype=dtype) for kind in ("lstm_step", "lstm_step_grad") for dtype in RNN_DTYPES]
     if module == "dense":
         for kind in ("pad", "unpad"):
             names += [kernel_name(kind, itemsize=size) for size in WORDS]
@@ -158,7 +166,7 @@ def name_expressions(module):
 
 
 #: Kernels declared extern "C" (found by their plain name, no name expression).
-EXTERN_C = {"segment": ("lt_piece_counts",), "dense": ()}
+EXTERN_C = {"segment": ("lt_piece_counts",), "dense": (), "rnn": ()}
 
 
 def include_dir():

@@ -37,6 +37,12 @@ template <> struct lt_limits<unsigned long long> {
     static __device__ __forceinline__ unsigned long long highest() { return 0xffffffffffffffffULL; }
 };
 
+// exp and tanh in the precision of their argument
+__device__ __forceinline__ float lt_exp(float v) { return expf(v); }
+__device__ __forceinline__ double lt_exp(double v) { return exp(v); }
+__device__ __forceinline__ float lt_tanh(float v) { return tanhf(v); }
+__device__ __forceinline__ double lt_tanh(double v) { return tanh(v); }
+
 // V consecutive values of type T read or written as one access (16 bytes for V = 16 / sizeof(T)):
 // the segment kernels move rows of D = V * k values as k packs, so a warp step covers 4x (float)
 // or 2x (double) the columns of scalar loads with the same instructions.

@@ -173,8 +173,6 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
 // plan's partial slots, which count only theirs).
 // double exp needs many registers: unrolling it would spill under the 64-register cap
 #define LT_EXP_UNROLL(A) (sizeof(A) == 4 ? 4 : 1)
-__device__ __forceinline__ float lt_exp(float v) { return expf(v); }
-__device__ __forceinline__ double lt_exp(double v) { return exp(v); }
 
 template <typename A> struct lt_online {
     A m, z;  // running max and sum of exp(x - m); z == 0 means nothing seen yet

@@ -1,0 +1,104 @@
+"""The fused LSTM steps (``backend/torch/_fused_steps.py``, ``cuda/rnn.cu``) on the torch-CUDA route
+without a GPU: CPU tensors sent down it (``_cuda._EMULATED``), the kernels emulated on the CPU
+(``cuda_emu``). Outputs and every gradient equal the unfused steps' (``_tuning.FUSED_STEPS``
+off) and NumPy's, for peepholes or none, reverse, initial states, each activation the kernels
+compute; activations they lack keep the unfused steps. Skipped without g++."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import lodtensor as lt  # noqa: E402
+from lodtensor.backend.torch import _backend as torch_backend  # noqa: E402
+from lodtensor.backend.torch import _cuda, _tuning  # noqa: E402
+from lodtensor.nn import functional as F  # noqa: E402
+
+from . import cuda_emu  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
+
+LOD = [[0, 5, 5, 7, 13, 14]]  # an empty sequence; lengths 5, 0, 2, 6, 1
+ROWS, SEQS = 14, 5
+
+
+@pytest.fixture
+def route(monkeypatch):
+    stub = cuda_emu.install(monkeypatch)
+    monkeypatch.setattr(_cuda, "_EMULATED", True)
+    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
+    return stub
+
+
+def _inputs(d, peep, states, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape):
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 1.6 - 0.8).to(dtype).requires_grad_()
+
+    x, w, b = rand(ROWS, 4 * d), rand(d, 4 * d), rand(1, (7 if peep else 4) * d)
+    h0 = rand(SEQS, d) if "h" in states else None
+    c0 = rand(SEQS, d) if "c" in states else None
+    return x, w, b, h0, c0
+
+
+def _run(inputs, peep, reverse, acts, monkeypatch, fused):
+    monkeypatch.setattr(_tuning, "FUSED_STEPS", fused)
+    x, w, b, h0, c0 = inputs
+    h, c = F.dynamic_lstm(lt.LoDTensor(x, LOD), w, b, h0, c0, use_peepholes=peep, is_reverse=reverse,
+                          gate_activation=acts[0], cell_activation=acts[1], candidate_activation=acts[2])
+    weights = torch.linspace(-1, 1, h.data.numel(), dtype=h.data.dtype).reshape(h.data.shape)
+    loss = (h.data * weights).sum() + (c.data * weights.flip(0)).sum() * 0.5
+    leaves = [t for t in inputs if t is not None]
+    grads = torch.autograd.grad(loss, leaves)
+    return [h.data.detach(), c.data.detach(), *grads]
+
+
+def _launched(stub):
+    return {name for name, *_ in stub.launches}
+
+
+@pytest.mark.parametrize("acts", [("sigmoid", "tanh", "tanh"), ("sigmoid", "relu", "identity"),
+                                  ("tanh", "identity", "relu")])
+@pytest.mark.parametrize("peep, reverse, states", [(True, False, "hc"), (False, True, ""), (True, True, "h"),
+                                                   (False, False, "c")])
+def test_fused_steps_give_the_unfused_values_and_gradients(route, monkeypatch, acts, peep, reverse, states):
+    inputs = _inputs(3, peep, states, torch.float64)
+    route.launches.clear()
+    fused = _run(inputs, peep, reverse, acts, monkeypatch, True)
+    assert {"lt_lstm_step<double>", "lt_lstm_step_grad<double>"} <= _launched(route)
+    route.launches.clear()
+    plain = _run(inputs, peep, reverse, acts, monkeypatch, False)
+    assert not any(name.startswith("lt_lstm") for name in _launched(route))
+    for got, want in zip(fused, plain, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_steps_in_float32_and_against_numpy(route, monkeypatch):
+    inputs = _inputs(8, True, "hc", torch.float32, seed=3)
+    h, c = _run(inputs, True, False, ("sigmoid", "tanh", "tanh"), monkeypatch, True)[:2]
+    assert "lt_lstm_step<float>" in _launched(route)
+    x, w, b, h0, c0 = (None if t is None else t.detach().double().numpy() for t in inputs)
+    hn, cn = F.dynamic_lstm(lt.LoDTensor(x, LOD), w, b, h0, c0)
+    np.testing.assert_allclose(h.double().numpy(), hn.data, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(c.double().numpy(), cn.data, rtol=1e-5, atol=1e-6)
+
+
+def test_activations_the_kernels_lack_keep_the_unfused_steps(route, monkeypatch):
+    inputs = _inputs(3, False, "", torch.float64)
+    _run(inputs, False, False, ("sigmoid", "softsign", "tanh"), monkeypatch, True)
+    assert not any(name.startswith("lt_lstm") for name in _launched(route))
+
+
+def test_gradcheck_through_the_fused_steps(route, monkeypatch):
+    monkeypatch.setattr(_tuning, "FUSED_STEPS", True)
+    x, w, b, h0, c0 = _inputs(2, True, "hc", torch.float64, seed=5)
+
+    def fn(x, w, b, h0, c0):
+        h, c = F.dynamic_lstm(lt.LoDTensor(x, LOD), w, b, h0, c0)
+        return h.data, c.data
+
+    assert torch.autograd.gradcheck(fn, (x, w, b, h0, c0))
+    assert "lt_lstm_step_grad<double>" in _launched(route)
