@@ -155,8 +155,8 @@ def _recurrences(report, torch, device, where, dry):
 
         table = report.table(f"dynamic_{kind} forward+backward", workload, reference="lodtensor (torch)")
         table.add("lodtensor (torch)", device.timed(ours), **GPU)
-        if kind == "lstm":  # the steps' element-wise ops one by one (before the fused step kernels)
-            table.add("lodtensor (torch, unfused steps)", device.timed(_unfused(ours)), **GPU)
+        # the steps' element-wise ops one by one (before the fused step kernels)
+        table.add("lodtensor (torch, unfused steps)", device.timed(_unfused(ours)), **GPU)
         table.add(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)", device.timed(cudnn), **GPU)
         table.finish()
         mine, theirs = table._best("lodtensor (torch)"), table._best(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)")

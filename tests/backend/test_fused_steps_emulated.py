@@ -102,3 +102,53 @@ def test_gradcheck_through_the_fused_steps(route, monkeypatch):
 
     assert torch.autograd.gradcheck(fn, (x, w, b, h0, c0))
     assert "lt_lstm_step_grad<double>" in _launched(route)
+
+
+def _run_gru(inputs, origin, reverse, acts, monkeypatch, fused):
+    monkeypatch.setattr(_tuning, "FUSED_STEPS", fused)
+    x, w, b, h0 = inputs
+    h = F.dynamic_gru(lt.LoDTensor(x, LOD), w, b, h0, is_reverse=reverse, origin_mode=origin,
+                      gate_activation=acts[0], candidate_activation=acts[1])
+    weights = torch.linspace(-1, 1, h.data.numel(), dtype=h.data.dtype).reshape(h.data.shape)
+    leaves = [t for t in inputs if t is not None]
+    return [h.data.detach(), *torch.autograd.grad((h.data * weights).sum(), leaves)]
+
+
+def _gru_inputs(d, with_h0, dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+
+    def rand(*shape):
+        return (torch.rand(shape, generator=g, dtype=torch.float64) * 1.6 - 0.8).to(dtype).requires_grad_()
+
+    return rand(ROWS, 3 * d), rand(d, 3 * d), rand(1, 3 * d), rand(SEQS, d) if with_h0 else None
+
+
+GRU_KERNELS = {"lt_gru_step_gates<double>", "lt_gru_step_out<double>", "lt_gru_step_grad_out<double>",
+               "lt_gru_step_grad_reset<double>"}
+
+
+@pytest.mark.parametrize("acts", [("sigmoid", "tanh"), ("tanh", "relu"), ("sigmoid", "identity")])
+@pytest.mark.parametrize("origin, reverse, with_h0", [(False, False, True), (True, False, False),
+                                                      (True, True, True), (False, True, False)])
+def test_fused_gru_steps_give_the_unfused_values_and_gradients(route, monkeypatch, acts, origin, reverse, with_h0):
+    inputs = _gru_inputs(3, with_h0, torch.float64)
+    route.launches.clear()
+    fused = _run_gru(inputs, origin, reverse, acts, monkeypatch, True)
+    assert GRU_KERNELS <= _launched(route)
+    route.launches.clear()
+    plain = _run_gru(inputs, origin, reverse, acts, monkeypatch, False)
+    assert not any(name.startswith("lt_gru") for name in _launched(route))
+    for got, want in zip(fused, plain, strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_fused_gru_against_numpy_and_gradcheck(route, monkeypatch):
+    inputs = _gru_inputs(8, True, torch.float32, seed=4)
+    h = _run_gru(inputs, False, False, ("sigmoid", "tanh"), monkeypatch, True)[0]
+    assert "lt_gru_step_out<float>" in _launched(route)
+    x, w, b, h0 = (t.detach().double().numpy() for t in inputs)
+    np.testing.assert_allclose(h.double().numpy(), F.dynamic_gru(lt.LoDTensor(x, LOD), w, b, h0).data,
+                               rtol=1e-5, atol=1e-6)
+    args = _gru_inputs(2, True, torch.float64, seed=6)
+    assert torch.autograd.gradcheck(
+        lambda x, w, b, h0: F.dynamic_gru(lt.LoDTensor(x, LOD), w, b, h0, origin_mode=True).data, args)

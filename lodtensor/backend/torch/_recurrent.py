@@ -16,7 +16,7 @@ import contextlib
 
 import torch
 
-from ._fused_steps import LSTMSteps
+from ._fused_steps import GRUSteps, LSTMSteps
 from ._steps import _ACT_, _GRAD_, StepThreads, _bounds, _once, _previous_rows, _rowdot, _take, _with_previous
 
 __all__ = ["lstm", "gru", "StepThreads"]
@@ -194,11 +194,23 @@ def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin, threads):
         gates += b
     total = int(gates.shape[0])
     hs, rh_all = gates.new_empty((total, d)), gates.new_empty((total, d))
-    with threads:  # the per-step loop on the steps' thread counts
+    fused = GRUSteps.of(gates, acts, (h,))  # CUDA: one kernel after each of a step's GEMMs
+    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         lo = 0
         for n in counts:
             hi = lo + n
             g, out = gates[lo:hi], hs[lo:hi]
+            if fused is not None:
+                h_prev = None if h is None else h[:n]
+                if h_prev is not None:
+                    threads.gemm(g[:, : 2 * d].addmm_, h_prev, w_gate)
+                    rh = rh_all[lo:hi]
+                    fused.gates(g, h_prev, rh)
+                    threads.gemm(g[:, 2 * d :].addmm_, rh, w_cand)
+                fused.out(g, h_prev, out, origin)
+                h = out
+                lo = hi
+                continue
             if h is None:
                 gate(g[:, :d], d)
                 c = g[:, 2 * d :]
@@ -238,11 +250,22 @@ def _gru_backward(saved, meta, grad_hidden, needs, threads):
     dgates = torch.empty_like(gates)
     dh = gates.new_zeros((n0, d))
     t1 = gates.new_empty((n0, d))
-    with threads:  # the per-step loop on the steps' thread counts
+    fused = GRUSteps.of(gates, acts, (h0, g_h))
+    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         for t in range(len(counts) - 1, -1, -1):
             n, lo = counts[t], bounds[t]
             hi = lo + n
             dhv = dh[:n]
+            if fused is not None:
+                g, dg = gates[lo:hi], dgates[lo:hi]
+                h_prev = hs[bounds[t - 1] : bounds[t - 1] + n] if t else h0
+                fused.grad_out(g, h_prev, g_h[lo:hi], dhv, dg, origin)
+                if h_prev is not None:
+                    drh = t1[:n]
+                    threads.gemm(torch.mm, dg[:, 2 * d :], w_cand.t(), out=drh)
+                    fused.grad_reset(g, h_prev, drh, dhv, dg)
+                    threads.gemm(dhv.addmm_, dg[:, : 2 * d], w_gate.t())
+                continue
             dhv += g_h[lo:hi]
             g, dg = gates[lo:hi], dgates[lo:hi]
             u, r, c = g[:, :d], g[:, d : 2 * d], g[:, 2 * d :]

@@ -34,7 +34,7 @@ import numpy as np
 __all__ = [
     "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS", "EXTERN_C",
     "accumulator", "source_text", "include_dir", "kernel_name", "name_expressions", "compute_dtype",
-    "lanes_log2", "pack_of", "softmax_pack", "RNN_DTYPES", "RNN_ACTS",
+    "lanes_log2", "pack_of", "softmax_pack", "RNN_KERNELS", "RNN_DTYPES", "RNN_ACTS",
 ]
 
 #: Threads per block of every kernel (``LT_BLOCK`` in common.cuh).
@@ -55,7 +55,9 @@ NATIVE = {
 }
 #: C word of each itemsize for pad/unpad (pure copies, any dtype of that size).
 WORDS = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
-#: dtypes of the fused recurrence steps (rnn.cu).
+#: The fused recurrence steps (rnn.cu), and their dtypes.
+RNN_KERNELS = ("lstm_step", "lstm_step_grad", "gru_step_gates", "gru_step_out", "gru_step_grad_out",
+               "gru_step_grad_reset")
 RNN_DTYPES = ("float32", "float64")
 #: Paddle's activation names the fused steps compute -> their code in rnn.cu (lt_act).
 RNN_ACTS = {"identity": 0, "linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3}
@@ -123,7 +125,7 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
         return f"lt_{kind}<{WORDS[itemsize]}>"
     if kind == "counts":
         return "lt_piece_counts"
-    if kind in ("lstm_step", "lstm_step_grad"):
+    if kind in RNN_KERNELS:
         return f"lt_{kind}<{NATIVE[dtype]}>"
     if kind in ("reduce", "combine", "reduce_short"):
         acc = NATIVE[accumulator(op, dtype)]
@@ -144,7 +146,7 @@ def name_expressions(module):
     """Every templated instantiation of ``module`` ("segment", "dense" or "rnn"), in a fixed order."""
     names = []
     if module == "rnn":
-        return [kernel_name(kind, dtype=dtype) for kind in ("lstm_step", "lstm_step_grad") for dtype in RNN_DTYPES]
+        return [kernel_name(kind, dtype=dtype) for kind in RNN_KERNELS for dtype in RNN_DTYPES]
     if module == "dense":
         for kind in ("pad", "unpad"):
             names += [kernel_name(kind, itemsize=size) for size in WORDS]

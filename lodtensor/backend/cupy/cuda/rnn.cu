@@ -1,4 +1,4 @@
-// The element-wise part of one step of Paddle's LSTM, forward and backward, fused: one launch per
+// The element-wise parts of one step of Paddle's LSTM and GRU, forward and backward, fused: one launch per
 // step beside the step's GEMM, instead of a dozen element-wise ops (the recurrences of
 // backend/torch/_recurrent.py on CUDA tensors; backend/torch/_fused_steps.py launches these).
 //
@@ -96,5 +96,111 @@ lt_lstm_step_grad(const T* __restrict__ g, const T* __restrict__ tc, const T* __
         dgr[D + j] = d_i;
         dgr[2 * D + j] = d_f;
         dgr[3 * D + j] = d_o;
+    }
+}
+
+// -- GRU: gates [n, 3D] in Paddle's order update, reset, candidate; acts = gate | candidate << 8 --
+// Forward, with a previous state: after the gates' GEMM, u and r activated in place and rh = r * h_prev
+// (the candidate GEMM's left operand) ...
+template <typename T>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_gru_step_gates(T* __restrict__ g, const T* __restrict__ h_prev, T* __restrict__ rh, i64 n, i64 D, int acts) {
+    const int gate = acts & 15;
+    const i64 total = n * D;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const i64 r = e / D, j = e - r * D;
+        T* __restrict__ gr = g + r * 3 * D;
+        gr[j] = lt_act(gate, gr[j]);
+        const T reset = lt_act(gate, gr[D + j]);
+        gr[D + j] = reset;
+        rh[e] = reset * h_prev[e];
+    }
+}
+
+// ... then, after the candidate's GEMM, c activated in place and the new state
+// h = h_prev + u * (c - h_prev) (origin: c + u * (h_prev - c)). Without a previous state (the first
+// step without h_0) this is the whole step: u activated here, r left as it is, h = u * c
+// (origin: c - u * c).
+template <typename T>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_gru_step_out(T* __restrict__ g, const T* __restrict__ h_prev, T* __restrict__ out, i64 n, i64 D, int acts,
+                int origin) {
+    const int gate = acts & 15, cand = (acts >> 8) & 15;
+    const i64 total = n * D;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const i64 r = e / D, j = e - r * D;
+        T* __restrict__ gr = g + r * 3 * D;
+        T u = gr[j];
+        if (!h_prev) {
+            u = lt_act(gate, u);
+            gr[j] = u;
+        }
+        const T c = lt_act(cand, gr[2 * D + j]);
+        gr[2 * D + j] = c;
+        if (h_prev) {
+            const T hp = h_prev[e];
+            out[e] = origin ? (hp - c) * u + c : (c - hp) * u + hp;
+        } else {
+            out[e] = origin ? c - u * c : u * c;
+        }
+    }
+}
+
+// Backward, first half: from dh (+ gh, this step's output gradient) the update's and the candidate's
+// gradients into dg, and dh becomes the direct part of the previous state's gradient (dh * (1 - u);
+// origin: dh * u). Without a previous state: the reset's gradient is 0 and dh is left alone.
+template <typename T>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_gru_step_grad_out(const T* __restrict__ g, const T* __restrict__ h_prev, const T* __restrict__ gh,
+                     T* __restrict__ dh, T* __restrict__ dg, i64 n, i64 D, int acts, int origin) {
+    const int gate = acts & 15, cand = (acts >> 8) & 15;
+    const i64 total = n * D;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const i64 r = e / D, j = e - r * D;
+        const T* __restrict__ gr = g + r * 3 * D;
+        T* __restrict__ dgr = dg + r * 3 * D;
+        const T u = gr[j], c = gr[2 * D + j];
+        const T dhv = gh ? dh[e] + gh[e] : dh[e];
+        T du, dc;
+        if (h_prev) {
+            const T hp = h_prev[e];
+            if (origin) {
+                du = (hp - c) * dhv;
+                const T t = dhv * u;
+                dc = dhv - t;
+                dh[e] = t;
+            } else {
+                du = (c - hp) * dhv;
+                dc = dhv * u;
+                dh[e] = dhv - dc;
+            }
+        } else {
+            du = origin ? -(dhv * c) : dhv * c;
+            dc = origin ? dhv - dhv * u : dhv * u;
+            dgr[D + j] = T(0);
+        }
+        dgr[j] = du * lt_act_grad(gate, u);
+        dgr[2 * D + j] = dc * lt_act_grad(cand, c);
+    }
+}
+
+// Backward, second half, after the candidate's GEMM gave drh (the gradient of r * h_prev): the
+// reset's gradient into dg, and dh += drh * r (the previous state's gradient through r * h_prev).
+template <typename T>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_gru_step_grad_reset(const T* __restrict__ g, const T* __restrict__ h_prev, const T* __restrict__ drh,
+                       T* __restrict__ dh, T* __restrict__ dg, i64 n, i64 D, int acts) {
+    const int gate = acts & 15;
+    const i64 total = n * D;
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 e = (i64)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += stride) {
+        const i64 r = e / D, j = e - r * D;
+        const T reset = g[r * 3 * D + D + j];
+        const T t = drh[e];
+        dg[r * 3 * D + D + j] = t * h_prev[e] * lt_act_grad(gate, reset);
+        dh[e] += t * reset;
     }
 }
