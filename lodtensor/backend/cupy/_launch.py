@@ -21,6 +21,8 @@ from . import cuda as _cuda
 __all__ = ["kernel", "segment_reduce", "segment_softmax", "pad", "unpad", "pointer"]
 
 _MODULES = {}
+# (id(cupy module), module, name expression, device id) -> the kernel
+_FUNCTIONS = {}
 # (id(offsets owner), chunk, short_max) -> (weak reference of the owner, device plan)
 _PLANS = {}
 _MAX_GRID_X = 2**31 - 1
@@ -28,14 +30,20 @@ _MAX_GRID_Y = 65535
 
 
 def kernel(xp, module, name):
-    """The kernel ``name`` (a name expression of ``module``), compiled once per process and cupy module."""
+    """The kernel ``name`` (a name expression of ``module``), compiled once per process and cupy module,
+    and looked up once per device (a recurrence launches a few kernels per time step)."""
+    device = xp.cuda.Device().id
+    fn = _FUNCTIONS.get((id(xp), module, name, device))
+    if fn is not None:
+        return fn
     key = (id(xp), module)
     mod = _MODULES.get(key)
     if mod is None:
         mod = xp.RawModule(code=_cuda.source_text(module), options=("-std=c++14",),
                            name_expressions=_cuda.name_expressions(module))
         _MODULES[key] = mod
-    return mod.get_function(name)
+    fn = _FUNCTIONS[(id(xp), module, name, device)] = mod.get_function(name)
+    return fn
 
 
 def blocks(items, per_block, cap=_MAX_GRID_X):
