@@ -166,7 +166,7 @@ def _recurrences(report, torch, device, where, dry):
 
 
 def _unfused(fn):
-    from lodtensor.backend.torch import _tuning  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
 
     def call():
         saved, _tuning.FUSED_STEPS = _tuning.FUSED_STEPS, False

@@ -12,8 +12,9 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import lodtensor as lt  # noqa: E402
+from lodtensor.backend.cupy import _tuning  # noqa: E402
 from lodtensor.backend.torch import _backend as torch_backend  # noqa: E402
-from lodtensor.backend.torch import _cuda, _tuning  # noqa: E402
+from lodtensor.backend.torch import _cuda  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
 
 from . import cuda_emu  # noqa: E402
@@ -152,3 +153,30 @@ def test_fused_gru_against_numpy_and_gradcheck(route, monkeypatch):
     args = _gru_inputs(2, True, torch.float64, seed=6)
     assert torch.autograd.gradcheck(
         lambda x, w, b, h0: F.dynamic_gru(lt.LoDTensor(x, LOD), w, b, h0, origin_mode=True).data, args)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_cupy_recurrences_take_the_fused_steps(monkeypatch, kind, dtype):
+    """The CuPy backend's forward recurrences (``numpy/_recurrent.py`` on CuPy) launch the same
+    kernels, with NumPy's values; with the switch off, none and the same values."""
+    stub = cuda_emu.install(monkeypatch)
+    rng = np.random.default_rng(9)
+    d = 4
+    gates = 4 if kind == "lstm" else 3
+    host = [rng.uniform(-0.8, 0.8, shape).astype(dtype) for shape in
+            ((ROWS, gates * d), (d, gates * d), (1, (7 if kind == "lstm" else 3) * d), (SEQS, d))]
+
+    def run(a):
+        x, w, b, h0 = (a(v) for v in host)
+        if kind == "lstm":
+            return F.dynamic_lstm(lt.LoDTensor(x, LOD), w, b, h0, a(host[3] * 0.5))[1].data
+        return F.dynamic_gru(lt.LoDTensor(x, LOD), w, b, h0, origin_mode=True).data
+
+    want = run(np.asarray)
+    for fused in (True, False):
+        monkeypatch.setattr(_tuning, "FUSED_STEPS", fused)
+        stub.launches.clear()
+        got = run(stub.asarray)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+        assert any(name.startswith(f"lt_{kind}_step") for name in _launched(stub)) is fused

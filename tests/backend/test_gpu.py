@@ -114,7 +114,8 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
     (``_tuning.FUSED_STEPS``) give the outputs and gradients of the step's ops one by one."""
     torch = _cuda_torch()
     pytest.importorskip("cupy")
-    from lodtensor.backend.torch import _fused_steps, _tuning  # noqa: PLC0415
+    from lodtensor.backend.cupy import _steps as _fused_steps  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
     from lodtensor.nn import functional as F  # noqa: PLC0415
 
     launched = []

@@ -8,7 +8,9 @@ CuPy's own random numbers and special functions.
 
 import numpy as np
 
+from ..numpy import _recurrent
 from ..numpy._arrays import ArrayKernels, _into
+from . import _launch, _steps, _tuning
 
 __all__ = ["CupyArrayKernels"]
 
@@ -20,6 +22,23 @@ class CupyArrayKernels(ArrayKernels):
 
     Not yet run on a GPU here; the CuPy backend's tests exercise it where one is present.
     """
+
+    def lstm(self, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes):
+        with x.device:
+            return _recurrent.lstm(self.xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations,
+                                   peepholes, steps=self._fused_steps)
+
+    def gru(self, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
+        with x.device:
+            return _recurrent.gru(self.xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations,
+                                  origin_mode, steps=self._fused_steps)
+
+    def _fused_steps(self, kind, gates, acts, operands):
+        """The recurrences' fused steps (``_steps``) where the kernels serve, else None."""
+        if not _tuning.FUSED_STEPS or not _steps.serves(gates.dtype, acts, operands):
+            return None
+        cls = _steps.LSTMSteps if kind == "lstm" else _steps.GRUSteps
+        return cls(self.xp, gates.dtype, acts, _launch.pointer)
 
     def randn(self, shape, dtype, like):
         return self.xp.random.standard_normal(shape).astype(dtype, copy=False)

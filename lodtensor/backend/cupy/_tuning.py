@@ -39,3 +39,10 @@ CACHE_PLANS = True
 #: both); the model: the uniform [8M, 128] softmax moves 2/3 of the bytes it did, the 52% of the
 #: copy's bandwidth measured for three passes could reach about 75%.
 SOFTMAX_BLOCK_STEPS = 4
+#: The LSTM and GRU recurrences run each element-wise part of a time step as one kernel, forward
+#: and backward (``_steps``, ``cuda/rnn.cu``), beside the step's GEMMs, on CuPy arrays and on torch
+#: CUDA tensors alike: on the H100 the unfused steps (a dozen element-wise launches each) made
+#: ``dynamic_lstm`` / ``dynamic_gru`` forward+backward on torch CUDA 25.4 / 23.3 ms against cuDNN's
+#: 5.64 / 7.18 ms on bench/gpu.py's batch, launch-bound. Not yet measured fused (bench/gpu.py times
+#: both). False: the unfused steps.
+FUSED_STEPS = True

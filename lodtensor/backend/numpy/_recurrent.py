@@ -35,8 +35,9 @@ def activation_(xp, name, x, width):
     return x
 
 
-def lstm(xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes):
-    """See ``Backend.lstm``: ``(hidden, cell)`` in ``x``'s row order."""
+def lstm(xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes, steps=None):
+    """See ``Backend.lstm``: ``(hidden, cell)`` in ``x``'s row order. ``steps``: a maker of the fused
+    steps (``cupy/_steps.py``: CuPy's), called with the gates and the operands; None where it gives none."""
     gate, cell, cand = activations
     d = int(weight.shape[0])
     counts = [int(n) for n in counts]
@@ -49,14 +50,21 @@ def lstm(xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peep
     tmp = xp.empty((width, d), dtype=gates.dtype)
     if peepholes:
         w_ic, w_fc, w_oc = bias[:, 4 * d : 5 * d], bias[:, 5 * d : 6 * d], bias[:, 6 * d : 7 * d]
+    peep = bias[0, 4 * d :] if peepholes else None
+    fused = None if steps is None else steps("lstm", gates, activations, (h_0, c_0, peep))
     h, c, lo = h_0, c_0, 0
     for n in counts:
         hi = lo + n
         g = gates[lo:hi]
         if h is not None:
             xp.add(g, xp.matmul(h[:n], weight, out=buf[:n]), out=g)
-        activation_(xp, cand, g[:, :d], d)
         c_prev = None if c is None else c[:n]
+        if fused is not None:  # the rest of the step in one kernel
+            c, h = cs[lo:hi], hs[lo:hi]
+            fused.forward(g, c_prev, peep, c, h, None)
+            lo = hi
+            continue
+        activation_(xp, cand, g[:, :d], d)
         if peepholes and c_prev is not None:
             g[:, d : 2 * d] += xp.multiply(c_prev, w_ic, out=tmp[:n])
             g[:, 2 * d : 3 * d] += xp.multiply(c_prev, w_fc, out=tmp[:n])
@@ -76,8 +84,8 @@ def lstm(xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peep
     return xp.take(hs, inverse, axis=0), xp.take(cs, inverse, axis=0)
 
 
-def gru(xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
-    """See ``Backend.gru``: the hidden states in ``x``'s row order."""
+def gru(xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode, steps=None):
+    """See ``Backend.gru``: the hidden states in ``x``'s row order (``steps``: as for :func:`lstm`)."""
     gate, cand = activations
     d = int(w_cand.shape[0])
     counts = [int(n) for n in counts]
@@ -89,10 +97,20 @@ def gru(xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, or
     buf = xp.empty((width, 2 * d), dtype=gates.dtype)
     tmp = xp.empty((width, d), dtype=gates.dtype)
     prod = xp.empty((width, d), dtype=gates.dtype)
+    fused = None if steps is None else steps("gru", gates, activations, (h_0,))
     h, lo = h_0, 0
     for n in counts:
         hi = lo + n
         g, out = gates[lo:hi], hs[lo:hi]
+        if fused is not None:  # one kernel after each GEMM
+            h_prev = None if h is None else h[:n]
+            if h_prev is not None:
+                xp.add(g[:, : 2 * d], xp.matmul(h_prev, w_gate, out=buf[:n]), out=g[:, : 2 * d])
+                fused.gates(g, h_prev, tmp[:n])
+                xp.add(g[:, 2 * d :], xp.matmul(tmp[:n], w_cand, out=prod[:n]), out=g[:, 2 * d :])
+            fused.out(g, h_prev, out, origin_mode)
+            h, lo = out, hi
+            continue
         if h is None:
             activation_(xp, gate, g[:, :d], d)
             c = activation_(xp, cand, g[:, 2 * d :], d)

@@ -16,7 +16,7 @@ import contextlib
 
 import torch
 
-from ._fused_steps import GRUSteps, LSTMSteps
+from ._fused_steps import steps as fused_steps
 from ._steps import _ACT_, _GRAD_, StepThreads, _bounds, _once, _previous_rows, _rowdot, _take, _with_previous
 
 __all__ = ["lstm", "gru", "StepThreads"]
@@ -36,7 +36,7 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, threads, keep=False):
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     peep_w = b[0, 4 * d :] if peep else None
-    fused = LSTMSteps.of(gates, acts, (h, c, peep_w))  # CUDA: one kernel a step for what follows the GEMM
+    fused = fused_steps("lstm", gates, acts, (h, c, peep_w))  # CUDA: one kernel a step for what follows the GEMM
     with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         lo = 0
         for n in counts:
@@ -90,7 +90,7 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs, threads):
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     peep_w = b[0, 4 * d :] if peep else None
-    fused = LSTMSteps.of(gates, acts, (c0, peep_w, g_h, g_c))
+    fused = fused_steps("lstm", gates, acts, (c0, peep_w, g_h, g_c))
     with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         for t in range(len(counts) - 1, -1, -1):
             n, lo = counts[t], bounds[t]
@@ -194,7 +194,7 @@ def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin, threads):
         gates += b
     total = int(gates.shape[0])
     hs, rh_all = gates.new_empty((total, d)), gates.new_empty((total, d))
-    fused = GRUSteps.of(gates, acts, (h,))  # CUDA: one kernel after each of a step's GEMMs
+    fused = fused_steps("gru", gates, acts, (h,))  # CUDA: one kernel after each of a step's GEMMs
     with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         lo = 0
         for n in counts:
@@ -250,7 +250,7 @@ def _gru_backward(saved, meta, grad_hidden, needs, threads):
     dgates = torch.empty_like(gates)
     dh = gates.new_zeros((n0, d))
     t1 = gates.new_empty((n0, d))
-    fused = GRUSteps.of(gates, acts, (h0, g_h))
+    fused = fused_steps("gru", gates, acts, (h0, g_h))
     with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
         for t in range(len(counts) - 1, -1, -1):
             n, lo = counts[t], bounds[t]

@@ -45,9 +45,3 @@ NUMPY_TANH = True
 #: pay off. On the loaded 2-core VM six element-wise ops of a [2266, 256] step took 0.62 ms on one
 #: thread and 4.8 ms on two (medians of 60 interleaved rounds; p90 3.4 and 25.8 ms).
 STEP_ELEMENTS_PER_THREAD = 1 << 20
-#: The LSTM and GRU recurrences on CUDA tensors (with CuPy) run each element-wise part of a step
-#: as one kernel, forward and backward (``_fused_steps``, ``cuda/rnn.cu``), beside the step's GEMMs:
-#: on the H100 the unfused steps (a dozen element-wise launches each) made ``dynamic_lstm`` /
-#: ``dynamic_gru`` forward+backward 25.4 / 23.3 ms against cuDNN's 5.64 / 7.18 ms on bench/gpu.py's
-#: batch, launch-bound. Not yet measured fused (bench/gpu.py times both). False: the unfused steps.
-FUSED_STEPS = True
