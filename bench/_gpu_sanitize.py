@@ -27,9 +27,36 @@ def main():
             S.sequence_softmax(t)
             padded, lengths = S.sequence_pad(t, 0.0)
             S.sequence_unpad(padded, np.asarray(lens))
+    # softmax by blocks (sequences of many rows) beside the three passes (a sequence of several pieces)
+    lens = np.concatenate([rng.integers(30, 300, 64), [0, 2000]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
+    for width in (8, 128, 130):
+        host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
+        for data in (cupy.asarray(host), torch.from_numpy(host).cuda()):
+            S.sequence_softmax(lt.LoDTensor(data, [offsets]))
+    _recurrences(cupy, torch, rng)
     cupy.cuda.Device().synchronize()
     torch.cuda.synchronize()
     print("sanitize run: done")
+
+
+def _recurrences(cupy, torch, rng):
+    """The fused LSTM and GRU steps: torch CUDA forward and backward, CuPy forward."""
+    from lodtensor.nn import functional as F  # noqa: PLC0415
+
+    lens = np.concatenate([rng.integers(1, 30, 40), [0]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
+    d, rows = 16, int(np.sum(lens))
+    for kind, gates, bias in (("lstm", 4, 7), ("gru", 3, 3)):
+        host = [rng.uniform(-0.5, 0.5, shape).astype(np.float32) for shape in
+                ((rows, gates * d), (d, gates * d), (1, bias * d), (lens.size, d))]
+        tensors = [torch.from_numpy(a).cuda().requires_grad_() for a in host]
+        for arrays in (tensors, [cupy.asarray(a) for a in host]):
+            x, w, b, h0 = arrays
+            t = lt.LoDTensor(x, [offsets])
+            out = F.dynamic_lstm(t, w, b, h0, h0)[0] if kind == "lstm" else F.dynamic_gru(t, w, b, h0)
+            if arrays is tensors:
+                out.data.sum().backward()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,39 @@
+"""bench/_gpu_sanitize.py, the small run ``compute-sanitizer`` watches on a GPU (bench/gpu_runbook.sh),
+run on the emulated kernels (tests/backend/cuda_emu.py): it finishes, and it launches every kernel
+the sources define (so memcheck sees each one). Skipped without g++."""
+
+import os
+import shutil
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from lodtensor.backend.cupy import cuda as kernels  # noqa: E402
+from lodtensor.backend.torch import _backend as torch_backend  # noqa: E402
+from lodtensor.backend.torch import _cuda  # noqa: E402
+
+from . import cuda_emu  # noqa: E402
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
+
+_BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
+
+
+def test_the_sanitizer_run_launches_every_kernel(monkeypatch, capsys):
+    stub = cuda_emu.install(monkeypatch)
+    monkeypatch.setattr(_cuda, "_EMULATED", True)  # CPU tensors stand in for CUDA ones
+    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.syspath_prepend(os.path.abspath(_BENCH))
+    monkeypatch.delitem(sys.modules, "_gpu_sanitize", raising=False)
+    import _gpu_sanitize  # noqa: PLC0415
+
+    _gpu_sanitize.main()
+    assert "sanitize run: done" in capsys.readouterr().out
+    launched = {name.split("<")[0] for name, *_ in stub.launches}
+    defined = {name.split("<")[0] for module in kernels.SOURCES
+               for name in kernels.name_expressions(module) + list(kernels.EXTERN_C[module])}
+    assert defined <= launched, sorted(defined - launched)
