@@ -2,7 +2,8 @@
 
 The choices the host makes without recompiling a kernel: whether a LoD keeps its piece plan
 for the next op (``_tuning.CACHE_PLANS``), from what mean sequence length softmax goes by blocks
-(``_tuning.SOFTMAX_BLOCK_STEPS``; 0: three passes always), how many blocks the piece kernels launch
+(``_tuning.SOFTMAX_BLOCK_STEPS``; 0: three passes always), in which order blocks cover the column
+tiles of wide rows (``_tuning.TILES_FIRST``), how many blocks the piece kernels launch
 (``_tuning.MAX_PIECE_BLOCKS``; fewer blocks means each warp strides over more pieces, which might
 even out the warps of a block when sequence lengths vary) and how many warp steps make a piece
 (``cuda.CHUNK_STEPS``: shorter pieces spread a long sequence over more warps, longer ones cost fewer
@@ -22,6 +23,7 @@ CONFIGS = (
     ("512 steps a piece", {"CHUNK_STEPS": 512}),
     ("1024 steps a piece", {"CHUNK_STEPS": 1024}),
     ("plan made every call", {"CACHE_PLANS": False}),
+    ("tiles first", {"TILES_FIRST": True}),
     ("softmax in three passes", {"SOFTMAX_BLOCK_STEPS": 0}, ("softmax",)),
     ("softmax by blocks from 1 block step", {"SOFTMAX_BLOCK_STEPS": 1}, ("softmax",)),
 )

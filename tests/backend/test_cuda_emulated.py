@@ -231,3 +231,36 @@ def test_kept_plans_give_what_fresh_plans_give(emulated, lens, width, ops):
         got = S.sequence_softmax(t) if op == "softmax" else S.sequence_pool(t, op)
         want = S.sequence_softmax(ref) if op == "softmax" else S.sequence_pool(ref, op)
         np.testing.assert_allclose(emulated.numpy(got.data), want.data, rtol=1e-12, atol=1e-12, err_msg=op)
+
+
+@pytest.mark.parametrize("tiles_first", [False, True])
+@pytest.mark.parametrize("width, dtype", [(300, "float32"), (160, "float32"), (70, "float64"), (33, "int32")])
+def test_both_tile_orders_give_numpys_values(emulated, monkeypatch, tiles_first, width, dtype):
+    """Rows of several column tiles, with the tiles along grid x (``_tuning.TILES_FIRST``) or along y:
+    sum, max, softmax (three passes and by blocks) and unpad, beside a sequence of several pieces."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import get_backend  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "TILES_FIRST", tiles_first)
+    ref = get_backend("numpy")
+    rng = np.random.default_rng(width)
+    lens = np.concatenate([rng.integers(0, 60, size=12), [0, 600]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = (rng.standard_normal((int(offsets[-1]), width)) * 5).astype(dtype)
+    data = emulated.array(host)
+    off = lt.LoD([offsets.tolist()]).on(emulated.be, "offsets", like=data)
+    emulated.stub.launches.clear()
+    np.testing.assert_allclose(emulated.numpy(emulated.be.segment_sum(data, off)), ref.segment_sum(host, offsets),
+                               rtol=1e-5, atol=1e-3)  # float32 sums of 600 values: their rounding
+    np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_max(data, off, empty=0)),
+                                  ref.segment_max(host, offsets, empty=0))
+    floats = host.astype(np.float64)
+    for steps in (0, 1):  # three passes; by blocks beside them
+        monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", steps)
+        np.testing.assert_allclose(emulated.numpy(emulated.be.segment_softmax(data, off)),
+                                   ref.segment_softmax(floats, offsets), rtol=1e-5, atol=1e-7)
+    padded = emulated.be.pad(data, off, int(lens.max()), 0)
+    np.testing.assert_array_equal(emulated.numpy(emulated.be.unpad(padded, off)), host)
+    grids = {grid for name, grid, *_ in emulated.stub.launches if name.startswith(("lt_segment_reduce<", "lt_unpad"))}
+    assert all((grid[0] > 1 and grid[1] >= 1) if tiles_first else grid[1] > 1 for grid in grids), grids

@@ -71,13 +71,22 @@ class Layout:
         warps = _cuda.BLOCK // 32
         planned = min(n, rows // (short_max + 1)) if short_max >= 0 else n  # sequences with pieces
         pieces = planned + rows // self.chunk + 1  # bound on their pieces
-        self.grid = (blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS), int(min(-(-packs // cw), _MAX_GRID_Y)), 1)
+        self.tiles = -(-packs // cw)
+        self.tiles_first = bool(_tuning.TILES_FIRST)
+        self.grid = self.over_tiles(blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS))
         # else no sequence has two pieces: no combine pass
         self.multi = rows > self.chunk and (longest is None or longest > self.chunk)
         self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
         multi = min(n, rows // (self.chunk + 1)) + 1  # bound on the multi-piece sequences
         self.combine_grid = (int(min(multi, _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
         self.short_grid = (blocks(n, _cuda.BLOCK, _tuning.MAX_SHORT_BLOCKS),)
+
+    def over_tiles(self, count):
+        """The grid of ``count`` blocks (over pieces or sequences) for each column tile: tiles along x
+        where ``tiles_first`` (``_tuning.TILES_FIRST``; the kernels' argument of that name), else along y."""
+        if self.tiles_first:
+            return (int(min(self.tiles, _MAX_GRID_X)), int(min(count, _MAX_GRID_Y)), 1)
+        return (int(count), int(min(self.tiles, _MAX_GRID_Y)), 1)
 
 
 def layout(x, n, pack=None, owner=None):
@@ -142,7 +151,7 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
     kernel(xp, "segment", _cuda.kernel_name("reduce", op=op, dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,),
         (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-         np.int64(lay.chunk), fill))
+         np.int64(lay.chunk), fill, np.int32(lay.tiles_first)))
     if lay.multi:
         kernel(xp, "segment", _cuda.kernel_name("combine", op=op, dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,), (offsets, pieces, partial, out, np.int64(n), np.int64(width), fill))
@@ -172,13 +181,14 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     by_block = bool(_tuning.SOFTMAX_BLOCK_STEPS) and rows >= _tuning.SOFTMAX_BLOCK_STEPS * block_steps * n
     if by_block:
         kernel(xp, "segment", _cuda.kernel_name("softmax_block", dtype=native, pack=lay.pack))(
-            (blocks(n, 1, _tuning.MAX_PIECE_BLOCKS), lay.grid[1], 1), (_cuda.BLOCK,),
-            (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw)))
+            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
+            (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int32(lay.tiles_first)))
         if not lay.multi:
             return out
     stats = alloc((2, n, width), acc)  # running max, sum of exp
     partial = alloc((2, lay.slots if lay.multi else 1, width), acc)
-    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block))
+    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
+                np.int32(lay.tiles_first))
     kernel(xp, "segment", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
     if lay.multi:
@@ -212,5 +222,5 @@ def unpad(xp, padded, offsets, n, total, alloc, owner=None):
     kernel(xp, "dense", _cuda.kernel_name("unpad", itemsize=padded.dtype.itemsize))(
         lay.grid, (_cuda.BLOCK,),
         (padded, offsets, pieces, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(lay.log2cw),
-         np.int64(lay.chunk)))
+         np.int64(lay.chunk), np.int32(lay.tiles_first)))
     return out

@@ -46,3 +46,10 @@ SOFTMAX_BLOCK_STEPS = 4
 #: 5.64 / 7.18 ms on bench/gpu.py's batch, launch-bound. Not yet measured fused (bench/gpu.py times
 #: both). False: the unfused steps.
 FUSED_STEPS = True
+#: Rows wider than one column tile (float32 D > 128, 32 packs): the piece kernels' blocks go tiles
+#: first (grid x over the tiles), so the blocks resident at one time read every tile of the same
+#: rows, whole rows streamed; False: one tile of many rows per wave of blocks (a 512-byte stripe of
+#: every 16 KiB row for float32 D = 4096, each row's DRAM pages opened once per tile), as measured
+#: on the H100 (skewed D=4096 sum 0.737 ms against torch.segment_reduce's 0.539). Not yet measured
+#: tiles first (bench/_gpu_sweep.py times both); rows of one tile launch the same grid either way.
+TILES_FIRST = False

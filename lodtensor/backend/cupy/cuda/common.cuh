@@ -79,13 +79,14 @@ __device__ __forceinline__ i64 lt_warp_find_segment(const i64* __restrict__ a, i
 // A sequence of len rows is max(1, ceil(len / chunk)) pieces of at most `chunk` rows;
 // plan[0..n] is the first piece of each sequence (lt_piece_counts, then a scan). One warp
 // takes one piece; its lanes cover cw = 2^log2cw consecutive columns (a tile of D) and
-// 32 / cw rows at a time. A kernel strides blockIdx.y over the tiles and its warps over
-// the pieces:
+// 32 / cw rows at a time. A kernel strides its blocks over the tiles (lt_grid) and its warps
+// over the pieces:
 //
 //     const lt_lanes lanes(log2cw);
-//     for (i64 tile = blockIdx.y; tile < lanes.tiles(D); tile += gridDim.y) {
+//     const lt_grid grid(tiles_first);
+//     for (i64 tile = grid.tile0; tile < lanes.tiles(D); tile += grid.tile_step) {
 //         const i64 col = lanes.col(tile);
-//         for (i64 p = lt_warp_id(); p < plan[n]; p += lt_warp_count()) {
+//         for (i64 p = grid.warp(); p < plan[n]; p += grid.warps()) {
 //             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
 //             for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) ... x[r * D + col] ...
 
@@ -105,9 +106,21 @@ struct lt_lanes {
     __device__ __forceinline__ i64 col(i64 tile) const { return (tile << log2cw) + lane_col; }
 };
 
-// This warp's index in the grid, and the number of warps: the stride over pieces.
-__device__ __forceinline__ i64 lt_warp_id() { return (i64)blockIdx.x * LT_WARPS + (threadIdx.x >> 5); }
-__device__ __forceinline__ i64 lt_warp_count() { return (i64)gridDim.x * LT_WARPS; }
+// Where a block of a piece kernel stands in its grid: the column tiles along one grid dimension, the
+// blocks over pieces (8 warps each) or sequences along the other. `tiles_first` puts the tiles along
+// x, which the GPU dispatches first, so the blocks resident at one time cover every tile of the same
+// rows (whole rows streamed); else along y, each wave of blocks reading one tile of many rows (a
+// 512-byte stripe of every 16 KiB row for float32 D = 4096).
+struct lt_grid {
+    i64 tile0, tile_step;  // this block's first tile, and the stride over tiles
+    i64 block, blocks;     // this block's index along the other dimension, and their number
+    __device__ __forceinline__ explicit lt_grid(int tiles_first)
+        : tile0(tiles_first ? blockIdx.x : blockIdx.y), tile_step(tiles_first ? gridDim.x : gridDim.y),
+          block(tiles_first ? blockIdx.y : blockIdx.x), blocks(tiles_first ? gridDim.y : gridDim.x) {}
+    // This warp's index among the warps over pieces, and their number: the stride over pieces.
+    __device__ __forceinline__ i64 warp() const { return block * LT_WARPS + (threadIdx.x >> 5); }
+    __device__ __forceinline__ i64 warps() const { return blocks * LT_WARPS; }
+};
 
 struct lt_piece {
     i64 s;      // its sequence

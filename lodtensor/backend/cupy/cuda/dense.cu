@@ -36,13 +36,14 @@ lt_pad(const W* __restrict__ x, const i64* __restrict__ off, W* __restrict__ out
 template <typename W>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_unpad(const W* __restrict__ padded, const i64* __restrict__ off, const i64* __restrict__ plan,
-         W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk) {
+         W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk, int tiles_first) {
     const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
     const i64 tiles = lanes.tiles(D);
-    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
         const i64 col = lanes.col(tile);
-        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             if (col >= D) continue;  // after the search: every lane takes part in its ballots
             const W* src = padded + (q.s * maxlen - q.start) * D + col;

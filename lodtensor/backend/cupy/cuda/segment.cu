@@ -65,16 +65,18 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i6
 template <int OP, typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
-                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty) {
+                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty,
+                  int tiles_first) {
     typedef lt_reduce_op<OP, A> Op;
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const i64 total = plan[n];
     const i64 tiles = lanes.tiles(Dv);
-    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
         const i64 col = lanes.col(tile);
-        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
             const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
             A acc[V];
@@ -194,16 +196,17 @@ template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
                  A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
-                 i64 n, i64 D, int log2cw, i64 chunk, int multi_only) {
+                 i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;  // see lt_softmax_block
     const i64 total = firsts[n];
     const i64 tiles = lanes.tiles(Dv);
-    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
         const i64 col = lanes.col(tile);
-        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
             const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
             lt_online<A> st[V];
@@ -284,7 +287,7 @@ template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
                  const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
-                 i64 n, i64 D, int log2cw, i64 chunk, int multi_only) {
+                 i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     lt_pack<A, V>* __restrict__ y = reinterpret_cast<lt_pack<A, V>*>(out);
     const i64 Dv = D / V;
@@ -292,9 +295,10 @@ lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
     const i64 total = firsts[n];
     const i64 tiles = lanes.tiles(Dv);
-    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
         const i64 col = lanes.col(tile);
-        for (i64 p = lt_warp_id(); p < total; p += lt_warp_count()) {
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
             const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
             if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
             A m[V], inv[V];
@@ -321,11 +325,11 @@ lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i6
 // the rows of the blocks resident at the time (at most 4 per SM x `chunk` rows: 4 x 132 x 128 KiB
 // for float32 D = 128 on an H100, about 21 MB for its mean of 80 rows), which fit the L2 cache: the
 // data crosses HBM once each way instead of twice in and once out. Blocks stride over the
-// sequences (no search), blockIdx.y over the column tiles as in the piece kernels.
+// sequences (no search), over the column tiles as the piece kernels do (lt_grid).
 template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
-                 A* __restrict__ out, i64 n, i64 D, int log2cw) {
+                 A* __restrict__ out, i64 n, i64 D, int log2cw, int tiles_first) {
     __shared__ A sm[LT_WARPS][32][V];
     __shared__ A sz[LT_WARPS][32][V];
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
@@ -336,9 +340,10 @@ lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     const i64 first = (i64)warp * lanes.rows + lanes.row;  // this lane's first row in a sequence
     const i64 step = (i64)LT_WARPS * lanes.rows;           // rows per block step
     const i64 tiles = lanes.tiles(Dv);
-    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
         const i64 col = lanes.col(tile);
-        for (i64 s = blockIdx.x; s < n; s += gridDim.x) {
+        for (i64 s = grid.block; s < n; s += grid.blocks) {
             if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
             const i64 a = off[s], b = off[s + 1];
             lt_online<A> st[V];
