@@ -31,4 +31,13 @@ PYTEST_ADDOPTS="-rs --durations=25" step test-gpu "${TEST_S:-240}" make test-gpu
 step bench-gpu "${BENCH_S:-280}" make bench-gpu PYTHON="$py"
 cp bench/results/gpu.json "$out/" 2>/dev/null
 PYTHONPATH=. step memcheck "${SANITIZE_S:-120}" compute-sanitizer --tool memcheck --error-exitcode 3 "$py" bench/_gpu_sanitize.py
+# Nsight Compute on one call of each kernel the figures hinge on (optional: ncu may be missing or
+# may need profiling permissions; then its log says so)
+if command -v ncu > /dev/null; then
+    PYTHONPATH=.:bench step ncu "${PROFILE_S:-150}" ncu --section SpeedOfLight --section Occupancy \
+        --section WarpStateStats --section MemoryWorkloadAnalysis -k 'regex:segment_reduce|lt_softmax' \
+        "$py" bench/_gpu_profile.py
+else
+    echo "ncu: not installed" >> "$summary"
+fi
 cat "$summary"
