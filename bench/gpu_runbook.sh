@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# The whole device run of issue 24 in one go, for a session lent a GPU (docs/gpu.md, "The runbook"):
+# The whole device run of issue 24, for a session lent a GPU (docs/gpu.md, "The runbook"):
 #
-#     bash bench/gpu_runbook.sh "$OUT"
+#     bash bench/gpu_runbook.sh "$OUT"                      # every part, about 9 minutes on an H100
+#     bash bench/gpu_runbook.sh "$OUT" build test           # some parts (a device call is at most 10 min)
 #
-# Uses the machine's own interpreter (GPU_PYTHON, default python3: torch, CuPy, pytest and
-# hypothesis installed, no package index needed). Writes the logs, bench/results/gpu.json and a
-# summary into the folder given (default gpu-run/). Each part has its own time limit (TEST_S,
-# BENCH_S, SANITIZE_S seconds), so a slow part cannot eat the others' time.
+# Parts: build (the C kernels in place), test (make test-gpu), bench (make bench-gpu), memcheck
+# (compute-sanitizer on bench/_gpu_sanitize.py), ncu (Nsight Compute on bench/_gpu_profile.py,
+# where installed). Uses the machine's own interpreter (GPU_PYTHON, default python3: torch, CuPy,
+# pytest and hypothesis installed, no package index needed). Writes each part's log, a summary
+# and bench/results/gpu.json into the folder given. Each part has its own time limit (TEST_S,
+# BENCH_S, SANITIZE_S, PROFILE_S seconds), so a slow part cannot eat the others' time.
 set -u
 out=${1:-gpu-run}
+shift
+parts=${*:-build test bench memcheck ncu}
 py=${GPU_PYTHON:-python3}
 mkdir -p "$out"
 summary="$out/summary.txt"
-: > "$summary"
 step() {  # step NAME SECONDS COMMAND...: run, log to $out/NAME.log, record the exit status and time
     local name=$1 limit=$2
     shift 2
@@ -22,22 +26,26 @@ step() {  # step NAME SECONDS COMMAND...: run, log to $out/NAME.log, record the 
     echo "$name: rc $rc, $((SECONDS - start)) s" >> "$summary"
     tail -n 4 "$out/$name.log" | sed 's/^/    /' >> "$summary"
 }
+wants() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   git log --oneline -1
   "$py" -c "import torch, cupy, numpy; print('torch', torch.__version__, 'cupy', cupy.__version__, 'numpy', numpy.__version__)"
 } >> "$summary" 2>&1
-step build 120 "$py" setup.py -q build_ext --inplace
-PYTEST_ADDOPTS="-rs --durations=25" step test-gpu "${TEST_S:-240}" make test-gpu PYTHON="$py"
-step bench-gpu "${BENCH_S:-280}" make bench-gpu PYTHON="$py"
-cp bench/results/gpu.json "$out/" 2>/dev/null
-PYTHONPATH=. step memcheck "${SANITIZE_S:-120}" compute-sanitizer --tool memcheck --error-exitcode 3 "$py" bench/_gpu_sanitize.py
-# Nsight Compute on one call of each kernel the figures hinge on (optional: ncu may be missing or
-# may need profiling permissions; then its log says so)
-if command -v ncu > /dev/null; then
-    PYTHONPATH=.:bench step ncu "${PROFILE_S:-150}" ncu --section SpeedOfLight --section Occupancy \
-        --section WarpStateStats --section MemoryWorkloadAnalysis -k 'regex:segment_reduce|lt_softmax' \
-        "$py" bench/_gpu_profile.py
-else
-    echo "ncu: not installed" >> "$summary"
+wants build && step build 60 "$py" setup.py -q build_ext --inplace
+wants test && PYTEST_ADDOPTS="-rs --durations=25" step test-gpu "${TEST_S:-240}" make test-gpu PYTHON="$py"
+if wants bench; then
+    step bench-gpu "${BENCH_S:-280}" make bench-gpu PYTHON="$py"
+    cp bench/results/gpu.json "$out/" 2>/dev/null
+fi
+wants memcheck && PYTHONPATH=. step memcheck "${SANITIZE_S:-90}" \
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$py" bench/_gpu_sanitize.py
+if wants ncu; then
+    if command -v ncu > /dev/null; then  # may need profiling permissions: then its log says so
+        PYTHONPATH=.:bench step ncu "${PROFILE_S:-120}" ncu --section SpeedOfLight --section Occupancy \
+            --section WarpStateStats --section MemoryWorkloadAnalysis -k 'regex:segment_reduce|lt_softmax' \
+            "$py" bench/_gpu_profile.py
+    else
+        echo "ncu: not installed" >> "$summary"
+    fi
 fi
 cat "$summary"
