@@ -27,13 +27,24 @@ def main():
             S.sequence_softmax(t)
             padded, lengths = S.sequence_pad(t, 0.0)
             S.sequence_unpad(padded, np.asarray(lens))
-    # softmax by blocks (sequences of many rows) beside the three passes (a sequence of several pieces)
+    # softmax and pools by blocks (sequences of many rows) beside the pieces (a sequence of several),
+    # in both tile orders
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
     lens = np.concatenate([rng.integers(30, 300, 64), [0, 2000]])
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
-    for width in (8, 128, 130):
-        host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
-        for data in (cupy.asarray(host), torch.from_numpy(host).cuda()):
-            S.sequence_softmax(lt.LoDTensor(data, [offsets]))
+    saved = _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST
+    _tuning.REDUCE_BLOCK_STEPS = 4
+    try:
+        for width, first in ((8, False), (128, False), (130, True), (300, False)):
+            _tuning.TILES_FIRST = first
+            host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
+            for data in (cupy.asarray(host), torch.from_numpy(host).cuda()):
+                t = lt.LoDTensor(data, [offsets])
+                S.sequence_softmax(t)
+                S.sequence_pool(t, "max")
+    finally:
+        _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST = saved
     _recurrences(cupy, torch, rng)
     cupy.cuda.Device().synchronize()
     torch.cuda.synchronize()

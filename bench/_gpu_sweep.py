@@ -24,6 +24,7 @@ CONFIGS = (
     ("512 steps a piece", {"CHUNK_STEPS": 512}),
     ("plan made every call", {"CACHE_PLANS": False}),
     ("tiles first", {"TILES_FIRST": True}),
+    ("sum and max by blocks", {"REDUCE_BLOCK_STEPS": 4}, ("sum", "max")),
     ("softmax in three passes", {"SOFTMAX_BLOCK_STEPS": 0}, ("softmax",)),
     ("softmax by blocks from 1 block step", {"SOFTMAX_BLOCK_STEPS": 1}, ("softmax",)),
 )

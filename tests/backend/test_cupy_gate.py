@@ -159,7 +159,7 @@ def test_valid_lods_do_launch(stub):
                                kernels.kernel_name("reduce", op="max", dtype="float32")]
     name, grid, block, args = stub.launches[-1]
     assert block == (kernels.BLOCK,) and grid[1] == 1  # width 3: one column tile
-    assert args[-5:-2] == (np.int64(3), np.int32(2), np.int64(kernels.CHUNK_STEPS * 8))  # D, log2cw, chunk
+    assert args[-6:-3] == (np.int64(3), np.int32(2), np.int64(kernels.CHUNK_STEPS * 8))  # D, log2cw, chunk
     stub.launches.clear()
     S.sequence_softmax(lt.LoDTensor(_data(stub, 5, 1)[:, 0].copy(), [[0, 2, 2, 5]]))
     assert _launched(stub) == ["lt_piece_counts", "lt_softmax_short<float, float>", "lt_softmax_stats<float, float, 1>",

@@ -88,24 +88,30 @@ def test_torch_cuda_runs_the_project_kernels_and_matches_the_host():
         assert torch.equal(back.data, x)
 
 
-@pytest.mark.parametrize("by_block", [0, 1, 4])
-def test_cupy_softmax_routes_match_the_host(monkeypatch, by_block):
-    """Softmax by blocks (every one-piece sequence one block's) beside the three passes (for the
-    multi-piece sequences), and the three passes alone (``SOFTMAX_BLOCK_STEPS`` 0): the host's values
-    for several widths, dtypes, empty sequences and sequences of several pieces."""
+@pytest.mark.parametrize("by_block, tiles_first", [(0, False), (1, True), (4, False)])
+def test_cupy_block_routes_match_the_host(monkeypatch, by_block, tiles_first):
+    """Softmax and pools by blocks (every one-piece sequence one block's) beside the piece kernels
+    (for the multi-piece sequences), and the piece kernels alone (``*_BLOCK_STEPS`` 0), in either
+    tile order: the host's values for several widths, dtypes, empty sequences and sequences of
+    several pieces."""
     cupy = pytest.importorskip("cupy")
     from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
 
     monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", by_block)
+    monkeypatch.setattr(_tuning, "REDUCE_BLOCK_STEPS", by_block)
+    monkeypatch.setattr(_tuning, "TILES_FIRST", tiles_first)
     rng = np.random.default_rng(by_block)
     lens = np.concatenate([rng.integers(0, 160, 3000), [0, 700, 9000, 40]])
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
     for width, dtype in ((128, np.float32), (160, np.float32), (3, np.float64), (1, np.float32), (40, np.float64)):
         host = (rng.standard_normal((offsets[-1], width)) * 6).astype(dtype)
-        got = S.sequence_softmax(lt.LoDTensor(cupy.asarray(host), [offsets])).data
-        want = S.sequence_softmax(lt.LoDTensor(host.astype(np.float64), [offsets])).data
-        np.testing.assert_allclose(cupy.asnumpy(got), want, rtol=1e-4 if dtype == np.float32 else 1e-12,
-                                   atol=1e-6, err_msg=f"width {width}")
+        t, h = lt.LoDTensor(cupy.asarray(host), [offsets]), lt.LoDTensor(host.astype(np.float64), [offsets])
+        tol = {"rtol": 1e-4 if dtype == np.float32 else 1e-12, "atol": 1e-6}
+        np.testing.assert_allclose(cupy.asnumpy(S.sequence_softmax(t).data), S.sequence_softmax(h).data,
+                                   err_msg=f"width {width}", **tol)
+        for kind in ("sum", "average", "max"):
+            np.testing.assert_allclose(cupy.asnumpy(S.sequence_pool(t, kind).data), S.sequence_pool(h, kind).data,
+                                       err_msg=f"{kind}, width {width}", rtol=tol["rtol"], atol=1e-3)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -56,7 +56,8 @@ def test_every_configuration_runs_and_agrees(monkeypatch):
     labels = {op: [row["name"] for row in table.rows] for op, table in zip(("sum", "softmax"), report.tables)}
     assert "lodtensor (softmax in three passes)" in labels["softmax"]
     assert "lodtensor (softmax in three passes)" not in labels["sum"]
-    assert len(labels["sum"]) == sum(1 for c in _gpu_sweep.CONFIGS if len(c) == 2)
+    assert len(labels["sum"]) == sum(1 for c in _gpu_sweep.CONFIGS if len(c) == 2 or "sum" in c[2])
+    assert "lodtensor (sum and max by blocks)" in labels["sum"]
     for op in ("sum", "softmax"):
         assert results[op]
         for got in results[op]:

@@ -135,7 +135,9 @@ def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
 def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
     """``op`` ("sum", "mean", "max", "min") over the rows of each sequence of ``[rows, width]``
     native-dtype ``x``: an ``[n, width]`` array of the accumulator dtype (empty sequences: ``empty``).
-    ``owner``: see :func:`plan`."""
+    ``owner``: see :func:`plan`. Where the sequences average ``_tuning.REDUCE_BLOCK_STEPS`` block
+    steps of rows or more (:func:`_by_block`), every one-piece sequence is one block's
+    (``lt_segment_reduce_block``) and the piece kernel takes only the multi-piece sequences."""
     native = np.dtype(x.dtype).name
     acc = np.dtype(_cuda.accumulator(op, native))
     width = int(x.shape[1])
@@ -147,15 +149,30 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
         kernel(xp, "segment", _cuda.kernel_name("reduce_short", op=op, dtype=native))(
             lay.short_grid, (_cuda.BLOCK,),
             (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max), fill))
+    by_block = _by_block(lay, int(x.shape[0]), n, _tuning.REDUCE_BLOCK_STEPS)
+    if by_block:
+        kernel(xp, "segment", _cuda.kernel_name("reduce_block", op=op, dtype=native, pack=lay.pack))(
+            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
+            (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), fill,
+             np.int32(lay.tiles_first)))
+        if not lay.multi:
+            return out
     partial = alloc((lay.slots if lay.multi else 1, width), acc)
     kernel(xp, "segment", _cuda.kernel_name("reduce", op=op, dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,),
         (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-         np.int64(lay.chunk), fill, np.int32(lay.tiles_first)))
+         np.int64(lay.chunk), fill, np.int32(by_block), np.int32(lay.tiles_first)))
     if lay.multi:
         kernel(xp, "segment", _cuda.kernel_name("combine", op=op, dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,), (offsets, pieces, partial, out, np.int64(n), np.int64(width), fill))
     return out
+
+
+def _by_block(lay, rows, n, steps):
+    """Whether the one-piece sequences go one per block: they average ``steps`` block steps of rows
+    or more (a block step: 8 warps x 32 / cw rows; 0 steps: never). A block over a few rows would
+    leave most of its warps idle."""
+    return bool(steps) and rows >= steps * (_cuda.BLOCK // 32) * (32 >> lay.log2cw) * n
 
 
 def segment_softmax(xp, x, offsets, n, alloc, owner=None):
@@ -177,8 +194,7 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     if lay.short_max >= 0:
         kernel(xp, "segment", _cuda.kernel_name("softmax_short", dtype=native))(
             lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
-    block_steps = _cuda.BLOCK // 32 * (32 >> lay.log2cw)  # rows per step of a block
-    by_block = bool(_tuning.SOFTMAX_BLOCK_STEPS) and rows >= _tuning.SOFTMAX_BLOCK_STEPS * block_steps * n
+    by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
         kernel(xp, "segment", _cuda.kernel_name("softmax_block", dtype=native, pack=lay.pack))(
             lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),

@@ -53,3 +53,10 @@ FUSED_STEPS = True
 #: on the H100 (skewed D=4096 sum 0.737 ms against torch.segment_reduce's 0.539). Not yet measured
 #: tiles first (bench/_gpu_sweep.py times both); rows of one tile launch the same grid either way.
 TILES_FIRST = False
+#: Segment sum/mean/max/min by blocks (``_launch.segment_reduce``, ``lt_segment_reduce_block``) where
+#: the sequences average at least this many block steps of rows; 0: a warp per piece always, as
+#: measured on the H100 (uniform [8M, 128] sum 1.67 ms against torch.segment_reduce's 1.44). A block
+#: per sequence needs no search of the plan and its warps end together, where 8 warps on 8
+#: sequences of 1..159 rows hold their block until the longest is done. Not yet measured
+#: (bench/_gpu_sweep.py times it: "sum and max by blocks").
+REDUCE_BLOCK_STEPS = 0

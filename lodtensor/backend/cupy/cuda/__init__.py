@@ -127,10 +127,11 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
         return "lt_piece_counts"
     if kind in RNN_KERNELS:
         return f"lt_{kind}<{NATIVE[dtype]}>"
-    if kind in ("reduce", "combine", "reduce_short"):
+    if kind in ("reduce", "reduce_block", "combine", "reduce_short"):
         acc = NATIVE[accumulator(op, dtype)]
-        if kind == "reduce":
-            return f"lt_segment_reduce<{OPS[op]}, {NATIVE[dtype]}, {acc}, {pack}>"
+        if kind in ("reduce", "reduce_block"):
+            suffix = "" if kind == "reduce" else "_block"
+            return f"lt_segment_reduce{suffix}<{OPS[op]}, {NATIVE[dtype]}, {acc}, {pack}>"
         if kind == "reduce_short":
             return f"lt_segment_reduce_short<{OPS[op]}, {NATIVE[dtype]}, {acc}>"
         return f"lt_segment_combine<{OPS[op]}, {acc}>"
@@ -155,6 +156,7 @@ def name_expressions(module):
         for dtype in NATIVE:
             for pack in (1, pack_of(dtype)):
                 names.append(kernel_name("reduce", op=op, dtype=dtype, pack=pack))
+                names.append(kernel_name("reduce_block", op=op, dtype=dtype, pack=pack))
             names.append(kernel_name("reduce_short", op=op, dtype=dtype))
             names.append(kernel_name("combine", op=op, dtype=dtype))
     for dtype in NATIVE:

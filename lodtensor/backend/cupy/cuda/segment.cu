@@ -66,18 +66,19 @@ template <int OP, typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
                   A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty,
-                  int tiles_first) {
+                  int multi_only, int tiles_first) {
     typedef lt_reduce_op<OP, A> Op;
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const i64 total = plan[n];
+    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;  // see lt_segment_reduce_block
+    const i64 total = firsts[n];
     const i64 tiles = lanes.tiles(Dv);
     const lt_grid grid(tiles_first);
     for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
         const i64 col = lanes.col(tile);
         for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
+            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
             const i64 pieces = plan[q.s + 1] - plan[q.s];
             A acc[V];
 #pragma unroll
@@ -102,6 +103,66 @@ lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i
                 const i64 at = pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D;
                 *reinterpret_cast<lt_pack<A, V>*>((pieces == 1 ? out : partial) + at + col * V) = res;
             }
+        }
+    }
+}
+
+// The reduction of each one-piece sequence by a whole block (the host's choice where the sequences
+// average enough rows: _launch.segment_reduce): its 8 warps split the rows, their results meet in
+// shared memory. Blocks stride over the sequences (no search of the plan) and a block's warps end
+// together (a warp per sequence leaves a block's slots idle until its longest sequence is done:
+// lengths 1..159 keep 8 warps busy about 57% of the time). Multi-piece sequences are left to
+// lt_segment_reduce (multi_only: pieces numbered by the plan's partial slots) and the combine pass.
+template <int OP, typename T, typename A, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
+                        A* __restrict__ out, i64 n, i64 D, int log2cw, A empty, int tiles_first) {
+    typedef lt_reduce_op<OP, A> Op;
+    __shared__ A tree[LT_WARPS][32][V];
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const int warp = threadIdx.x >> 5;
+    const i64 first = (i64)warp * lanes.rows + lanes.row;  // this lane's first row in a sequence
+    const i64 step = (i64)LT_WARPS * lanes.rows;           // rows per block step
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 s = grid.block; s < n; s += grid.blocks) {
+            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
+            const i64 a = off[s], b = off[s + 1];
+            A acc[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] = Op::identity();
+            if (col < Dv) {
+#pragma unroll 4
+                for (i64 r = a + first; r < b; r += step) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(v.v[j]));
+                }
+            }
+            for (int o = lanes.cw; o < 32; o <<= 1) {
+#pragma unroll
+                for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], __shfl_xor_sync(LT_FULL, acc[j], o));
+            }
+            if (lanes.row == 0) {
+#pragma unroll
+                for (int j = 0; j < V; ++j) tree[warp][lanes.lane_col][j] = acc[j];
+            }
+            __syncthreads();
+            if (warp == 0 && lanes.row == 0 && col < Dv) {
+                lt_pack<A, V> res;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    A total = tree[0][lanes.lane_col][j];
+                    for (int w = 1; w < LT_WARPS; ++w) total = Op::combine(total, tree[w][lanes.lane_col][j]);
+                    res.v[j] = Op::finish(total, b - a, empty);
+                }
+                *reinterpret_cast<lt_pack<A, V>*>(out + s * D + col * V) = res;
+            }
+            __syncthreads();  // the next sequence overwrites the tree
         }
     }
 }

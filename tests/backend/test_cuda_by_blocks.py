@@ -1,9 +1,11 @@
-"""Softmax by blocks (``lt_softmax_block``) beside the three-pass kernels, run on the CPU
-(tests/backend/cuda_emu.py) against NumPy: which route the host takes, and the values of both.
+"""Softmax and segment reductions by blocks (``lt_softmax_block``, ``lt_segment_reduce_block``) beside
+the piece kernels, run on the CPU (tests/backend/cuda_emu.py) against NumPy: which route the host
+takes, and the values of both.
 
 The host sends every one-piece sequence to one block when the sequences average at least
-``_tuning.SOFTMAX_BLOCK_STEPS`` block steps of rows; the three-pass kernels then take only the
-multi-piece sequences (their pieces numbered by the plan's partial slots). Skipped without g++.
+``_tuning.SOFTMAX_BLOCK_STEPS`` (``REDUCE_BLOCK_STEPS``) block steps of rows; the piece kernels
+then take only the multi-piece sequences (their pieces numbered by the plan's partial slots).
+Skipped without g++.
 """
 
 import shutil
@@ -156,3 +158,52 @@ def test_a_lods_longest_sequence_spares_the_combine_pass(emulated, via_lod):
     got = emulated.numpy(emulated.be.segment_sum(data, off))
     np.testing.assert_allclose(got, get_backend("numpy").segment_sum(host, offsets), rtol=1e-5, atol=1e-5)
     assert ("lt_segment_combine" in _kinds(emulated)) is not via_lod, _kinds(emulated)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lens=st.lists(st.integers(0, 300), min_size=1, max_size=12), width=st.sampled_from([1, 3, 8, 40, 132]),
+       dtype=st.sampled_from(["float32", "float64", "int32", "int64"]), steps=st.sampled_from([0, 1, 4]),
+       tiles_first=st.booleans())
+def test_reductions_by_blocks_give_numpys_values(emulated, monkeypatch, lens, width, dtype, steps, tiles_first):
+    """Sum, mean, max and min of any LoD and width, by blocks from 1 or 4 block steps or never, in
+    either tile order, on a LoD's offsets (the longest sequence known)."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "REDUCE_BLOCK_STEPS", steps)
+    monkeypatch.setattr(_tuning, "TILES_FIRST", tiles_first)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = (np.random.default_rng(len(lens) * 13 + width).standard_normal((int(offsets[-1]), width)) * 9).astype(dtype)
+    data = emulated.array(host)
+    off = lt.LoD([offsets.tolist()]).on(emulated.be, "offsets", like=data)
+    ref = get_backend("numpy")
+    emulated.stub.launches.clear()
+    exact = {"rtol": 0} if dtype.startswith("int") else {"rtol": 1e-5 if dtype == "float32" else 1e-12, "atol": 1e-3}
+    np.testing.assert_allclose(emulated.numpy(emulated.be.segment_sum(data, off)), ref.segment_sum(host, offsets),
+                               **exact)
+    np.testing.assert_allclose(emulated.numpy(emulated.be.segment_mean(data, off, empty=-1)),
+                               ref.segment_mean(host, offsets, empty=-1), rtol=1e-5, atol=1e-5)
+    for name in ("segment_max", "segment_min"):
+        np.testing.assert_array_equal(emulated.numpy(getattr(emulated.be, name)(data, off, empty=7)),
+                                      getattr(ref, name)(host, offsets, empty=7), err_msg=name)
+    if not steps:
+        assert "lt_segment_reduce_block" not in _kinds(emulated)
+
+
+def test_a_uniform_batch_of_long_sequences_goes_by_blocks_alone(emulated, monkeypatch):
+    """Sequences of 40..200 float32 rows of 128 and REDUCE_BLOCK_STEPS 4: one block kernel a reduction,
+    no piece kernel and no combine pass (the LoD's longest sequence is one piece)."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "REDUCE_BLOCK_STEPS", 4)
+    rng = np.random.default_rng(17)
+    lens = rng.integers(40, 200, size=16)
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = rng.standard_normal((int(offsets[-1]), 128)).astype(np.float32)
+    data = emulated.array(host)
+    off = lt.LoD([offsets.tolist()]).on(emulated.be, "offsets", like=data)
+    emulated.stub.launches.clear()
+    got = emulated.numpy(emulated.be.segment_max(data, off, empty=0))
+    np.testing.assert_array_equal(got, get_backend("numpy").segment_max(host, offsets, empty=0))
+    assert _kinds(emulated) == ["lt_piece_counts", "lt_segment_reduce_block"]
