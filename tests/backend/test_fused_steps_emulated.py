@@ -180,3 +180,37 @@ def test_cupy_recurrences_take_the_fused_steps(monkeypatch, kind, dtype):
         got = run(stub.asarray)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
         assert any(name.startswith(f"lt_{kind}_step") for name in _launched(stub)) is fused
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+@pytest.mark.parametrize("case", ["nan input", "infinite gradient"])
+def test_relu_steps_keep_nan_and_infinite_gradients_as_the_unfused(route, monkeypatch, kind, case):
+    """relu in the fused kernels as torch's: a NaN input stays NaN forward; an infinite output
+    gradient past the threshold gives 0 (a select, not a multiply by 0): fused as unfused."""
+    gates = 4 if kind == "lstm" else 3
+    results = []
+    for fused in (True, False):
+        monkeypatch.setattr(_tuning, "FUSED_STEPS", fused)
+        x = torch.linspace(-2, 2, ROWS * gates * 3, dtype=torch.float64).reshape(ROWS, gates * 3)
+        if case == "nan input":
+            x[0, 0] = float("nan")
+        x.requires_grad_()
+        w = torch.zeros(3, gates * 3, dtype=torch.float64)
+        t = lt.LoDTensor(x, LOD)
+        if kind == "lstm":
+            b = torch.zeros(1, 4 * 3, dtype=torch.float64)
+            out = F.dynamic_lstm(t, w, b, use_peepholes=False, cell_activation="relu",
+                                 candidate_activation="relu")[1].data
+        else:
+            out = F.dynamic_gru(t, w, None, candidate_activation="relu").data
+        if case == "nan input":
+            results.append(out.detach())
+            continue
+        grad = torch.ones_like(out)
+        grad[:, 0] = float("inf")
+        results.append(torch.autograd.grad(out, x, grad)[0])
+    torch.testing.assert_close(results[0], results[1], equal_nan=True)
+    if case == "nan input":
+        assert torch.isnan(results[0]).any()
+    else:
+        assert torch.isinf(results[0]).any()  # (and NaN where inf meets 0 in a product: in both alike)

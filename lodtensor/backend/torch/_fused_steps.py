@@ -27,4 +27,5 @@ def steps(kind, x, acts, operands):
         return None
     dev = _cuda._Device(x.device)
     cls = _steps.LSTMSteps if kind == "lstm" else _steps.GRUSteps
-    return cls(dev.xp, _DTYPES[x.dtype], acts, torch.Tensor.data_ptr, dev.launching)
+    with dev.launching():  # the kernels looked up (and their module loaded) on the tensors' device
+        return cls(dev.xp, _DTYPES[x.dtype], acts, torch.Tensor.data_ptr, dev.launching)

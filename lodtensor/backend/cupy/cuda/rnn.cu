@@ -13,16 +13,18 @@
 template <typename T> __device__ __forceinline__ T lt_act(int code, T v) {
     if (code == 1) return T(1) / (T(1) + lt_exp(-v));
     if (code == 2) return lt_tanh(v);
-    if (code == 3) return v > T(0) ? v : T(0);
+    if (code == 3) return (v > T(0) || v != v) ? v : T(0);  // NaN stays NaN, as torch's relu and np.maximum
     return v;
 }
 
-// The derivative of activation `code` from its output y.
-template <typename T> __device__ __forceinline__ T lt_act_grad(int code, T y) {
-    if (code == 1) return y * (T(1) - y);
-    if (code == 2) return T(1) - y * y;
-    if (code == 3) return y > T(0) ? T(1) : T(0);
-    return T(1);
+// The gradient g through activation `code`, from its output y (the formulas of torch's
+// sigmoid_backward, tanh_backward and threshold_backward: relu passes g where y > 0, else 0, so an
+// infinite g past the threshold gives 0, not NaN).
+template <typename T> __device__ __forceinline__ T lt_act_back(int code, T y, T g) {
+    if (code == 1) return g * (T(1) - y) * y;
+    if (code == 2) return g * (T(1) - y * y);
+    if (code == 3) return y > T(0) ? g : T(0);
+    return g;
 }
 
 // g (the step's gates, x_t + b + h_{t-1} @ W already in it) activated in place; c = cand * i + c_prev * f
@@ -80,14 +82,14 @@ lt_lstm_step_grad(const T* __restrict__ g, const T* __restrict__ tc, const T* __
         const T dhv = gh ? dh[e] + gh[e] : dh[e];
         T dcv = gc ? dc[e] + gc[e] : dc[e];
         const T t = tc[e];
-        const T d_o = dhv * t * lt_act_grad(gate, o);
-        dcv += dhv * o * lt_act_grad(cell, t);
+        const T d_o = lt_act_back(gate, o, dhv * t);
+        dcv += lt_act_back(cell, t, dhv * o);
         if (peep) dcv += d_o * peep[2 * D + j];
-        const T d_a = dcv * i * lt_act_grad(cand, a);
-        const T d_i = dcv * a * lt_act_grad(gate, i);
+        const T d_a = lt_act_back(cand, a, dcv * i);
+        const T d_i = lt_act_back(gate, i, dcv * a);
         T d_f = T(0);
         if (c_prev) {
-            d_f = dcv * c_prev[e] * lt_act_grad(gate, f);
+            d_f = lt_act_back(gate, f, dcv * c_prev[e]);
             T back = dcv * f;
             if (peep) back += d_i * peep[j] + d_f * peep[D + j];
             dc[e] = back;
@@ -182,8 +184,8 @@ lt_gru_step_grad_out(const T* __restrict__ g, const T* __restrict__ h_prev, cons
             dc = origin ? dhv - dhv * u : dhv * u;
             dgr[D + j] = T(0);
         }
-        dgr[j] = du * lt_act_grad(gate, u);
-        dgr[2 * D + j] = dc * lt_act_grad(cand, c);
+        dgr[j] = lt_act_back(gate, u, du);
+        dgr[2 * D + j] = lt_act_back(cand, c, dc);
     }
 }
 
@@ -200,7 +202,7 @@ lt_gru_step_grad_reset(const T* __restrict__ g, const T* __restrict__ h_prev, co
         const i64 r = e / D, j = e - r * D;
         const T reset = g[r * 3 * D + D + j];
         const T t = drh[e];
-        dg[r * 3 * D + D + j] = t * h_prev[e] * lt_act_grad(gate, reset);
+        dg[r * 3 * D + D + j] = lt_act_back(gate, reset, t * h_prev[e]);
         dh[e] += t * reset;
     }
 }
