@@ -357,7 +357,7 @@ class LoD(LevelAlgebra):
             else:
                 out = be.from_host(host, like=like, dtype=dtype)
             # the LoD's: kernels may cache plans made from its values, and know its longest sequence
-            facts = {"longest": _longest(host)} if what in ("offsets", "absolute_offsets") else {}
+            facts = {"longest": lambda: _longest(host)} if what in ("offsets", "absolute_offsets") else {}
             mark_frozen(out, **facts)
             cache[key] = out
         return out

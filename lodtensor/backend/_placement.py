@@ -34,11 +34,12 @@ def mark_frozen(a, **facts):
     may be cached against it. ``LoD.on`` marks the device copies of a LoD's host arrays it caches
     (the LoD's own arrays are read-only; a copy a kernel reads is the LoD's too), with ``facts``
     the host knows of their values (offsets: ``longest``, the most rows of a sequence), which
-    :func:`frozen_fact` gives back without reading the device. Arrays that take no weak reference
-    are left unmarked.
+    :func:`frozen_fact` gives back without reading the device; a fact given as a function of no
+    arguments is computed on first use (most arrays never need theirs). Arrays that take no weak
+    reference are left unmarked.
 
     >>> import numpy as np
-    >>> a = np.arange(3); mark_frozen(a, longest=1); is_frozen(a), is_frozen(np.arange(3))
+    >>> a = np.arange(3); mark_frozen(a, longest=lambda: 1); is_frozen(a), is_frozen(np.arange(3))
     (True, False)
     >>> frozen_fact(a, "longest"), frozen_fact(np.arange(3), "longest")
     (1, None)
@@ -61,7 +62,13 @@ def is_frozen(a):
 
 def frozen_fact(a, name):
     """The host fact ``name`` :func:`mark_frozen` recorded with ``a``; None where it recorded none."""
-    return _FACTS.get(id(a), {}).get(name) if is_frozen(a) else None
+    facts = _FACTS.get(id(a)) if is_frozen(a) else None
+    if not facts or name not in facts:
+        return None
+    value = facts[name]
+    if callable(value):
+        value = facts[name] = value()
+    return value
 
 
 def home_of(library, device):
