@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
 import lodtensor as lt  # noqa: E402
 from lodtensor.backend.cupy import _tuning  # noqa: E402
 from lodtensor.backend.torch import _backend as torch_backend  # noqa: E402
@@ -214,3 +216,44 @@ def test_relu_steps_keep_nan_and_infinite_gradients_as_the_unfused(route, monkey
         assert torch.isnan(results[0]).any()
     else:
         assert torch.isinf(results[0]).any()  # (and NaN where inf meets 0 in a product: in both alike)
+
+
+class _CountOps(TorchDispatchMode):
+    """Counts the torch ops that compute (on a GPU: launches), not views and allocations."""
+
+    _FREE = ("empty", "zeros", "new_empty", "new_zeros", "detach", "_to_copy", "lift_fresh", "alias", "_unsafe_view",
+             "clone")
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if not func.is_view and not func.__name__.startswith(self._FREE):
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pytest.mark.parametrize("kind, most, fewer", [("lstm", 4.5, 6), ("gru", 8.5, 2)])
+def test_fused_steps_launch_a_few_kernels_a_step(route, monkeypatch, kind, most, fewer):
+    """Forward and backward over 64 steps: torch ops (GEMMs) plus step kernels per step, fused, at
+    most ``most`` (LSTM: a GEMM and a kernel each way; GRU: two of each) and ``fewer`` times fewer
+    than the unfused steps' (measured: LSTM 4.2 against 27.1, GRU 8.1 against 19.0)."""
+    gates, steps = (4 if kind == "lstm" else 3), 64
+    offsets = list(range(0, 20 * steps + 1, steps))
+    per_step = {}
+    for fused in (True, False):
+        monkeypatch.setattr(_tuning, "FUSED_STEPS", fused)
+        g = torch.Generator().manual_seed(1)
+        x, w = (torch.rand(shape, generator=g, dtype=torch.float64, requires_grad=True) - 0.5
+                for shape in ((offsets[-1], gates * 8), (8, gates * 8)))
+        b = torch.zeros(1, (7 if kind == "lstm" else 3) * 8, dtype=torch.float64, requires_grad=True)
+        route.launches.clear()
+        counter = _CountOps()
+        with counter:
+            t = lt.LoDTensor(x, [offsets])
+            out = F.dynamic_lstm(t, w, b)[0] if kind == "lstm" else F.dynamic_gru(t, w, b)
+            out.data.sum().backward()
+        kernels = sum(1 for name, *_ in route.launches if name.startswith(f"lt_{kind}"))
+        per_step[fused] = (counter.count + kernels) / steps
+    assert per_step[True] <= most and per_step[False] >= fewer * per_step[True], per_step
