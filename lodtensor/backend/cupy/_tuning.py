@@ -34,7 +34,8 @@ SHORT_ROWS = 32
 CACHE_PLANS = True
 #: Softmax by blocks (``_launch.segment_softmax``, ``lt_softmax_block``) where the sequences average
 #: at least this many block steps of rows (a block step: 8 warps x 32 / cw rows; 8 rows for float32
-#: D >= 128): the one-piece sequences then cross HBM once each way instead of three times. 0: three
+#: D >= 128): the one-piece sequences then cross HBM once each way instead of twice in and once
+#: out (the second read comes from L2). 0: three
 #: passes always, as before 2026-11-26. Not yet measured on a device (bench/_gpu_sweep.py times
 #: both); the model: the uniform [8M, 128] softmax moves 2/3 of the bytes it did, the 52% of the
 #: copy's bandwidth measured for three passes could reach about 75%.
@@ -43,8 +44,10 @@ SOFTMAX_BLOCK_STEPS = 4
 #: and backward (``_steps``, ``cuda/rnn.cu``), beside the step's GEMMs, on CuPy arrays and on torch
 #: CUDA tensors alike: on the H100 the unfused steps (a dozen element-wise launches each) made
 #: ``dynamic_lstm`` / ``dynamic_gru`` forward+backward on torch CUDA 25.4 / 23.3 ms against cuDNN's
-#: 5.64 / 7.18 ms on bench/gpu.py's batch, launch-bound. Not yet measured fused (bench/gpu.py times
-#: both). False: the unfused steps.
+#: 5.64 / 7.18 ms on bench/gpu.py's batch, launch-bound. Fused, forward and backward make 4.2 (LSTM)
+#: and 8.1 (GRU) launches a step instead of 27.1 and 19.0 (counted on the emulated route:
+#: tests/backend/test_fused_steps_emulated.py). Not yet timed fused (bench/gpu.py times both).
+#: False: the unfused steps.
 FUSED_STEPS = True
 #: Rows wider than one column tile (float32 D > 128, 32 packs): the piece kernels' blocks go tiles
 #: first (grid x over the tiles), so the blocks resident at one time read every tile of the same
