@@ -192,11 +192,11 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     out = alloc((rows, width), acc)
     if lay.short_max >= 0:
-        kernel(xp, "segment", _cuda.kernel_name("softmax_short", dtype=native))(
+        kernel(xp, "softmax", _cuda.kernel_name("softmax_short", dtype=native))(
             lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
     by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
-        kernel(xp, "segment", _cuda.kernel_name("softmax_block", dtype=native, pack=lay.pack))(
+        kernel(xp, "softmax", _cuda.kernel_name("softmax_block", dtype=native, pack=lay.pack))(
             lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
             (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int32(lay.tiles_first)))
         if not lay.multi:
@@ -205,13 +205,13 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     partial = alloc((2, lay.slots if lay.multi else 1, width), acc)
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
                 np.int32(lay.tiles_first))
-    kernel(xp, "segment", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
+    kernel(xp, "softmax", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
     if lay.multi:
-        kernel(xp, "segment", _cuda.kernel_name("softmax_combine", dtype=native))(
+        kernel(xp, "softmax", _cuda.kernel_name("softmax_combine", dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,),
             (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
-    kernel(xp, "segment", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
+    kernel(xp, "softmax", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
     return out
 

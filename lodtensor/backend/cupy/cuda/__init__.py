@@ -48,7 +48,7 @@ MIN_BLOCKS_PER_SM = 4
 #: and the skewed D=1 sum 1.61 / 1.57 / 1.56 / 1.55 / 1.54 ms: 256 is at the optimum.
 CHUNK_STEPS = 256
 #: Source file of each module.
-SOURCES = {"segment": "segment.cu", "dense": "dense.cu", "rnn": "rnn.cu"}
+SOURCES = {"segment": "segment.cu", "softmax": "softmax.cu", "dense": "dense.cu", "rnn": "rnn.cu"}
 #: dtypes the segment kernels take natively, with their C type.
 NATIVE = {
     "float32": "float", "float64": "double", "int32": "int", "int64": "long long", "uint64": "unsigned long long",
@@ -144,33 +144,37 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
 
 
 def name_expressions(module):
-    """Every templated instantiation of ``module`` ("segment", "dense" or "rnn"), in a fixed order."""
+    """Every templated instantiation of ``module`` (a key of :data:`SOURCES`), in a fixed order."""
     names = []
+    if module not in SOURCES:
+        raise KeyError(f"no CUDA module {module!r}; the modules are {sorted(SOURCES)}")
     if module == "rnn":
         return [kernel_name(kind, dtype=dtype) for kind in RNN_KERNELS for dtype in RNN_DTYPES]
     if module == "dense":
         for kind in ("pad", "unpad"):
             names += [kernel_name(kind, itemsize=size) for size in WORDS]
         return names
-    for op in OPS:
+    if module == "segment":
+        for op in OPS:
+            for dtype in NATIVE:
+                for pack in (1, pack_of(dtype)):
+                    names.append(kernel_name("reduce", op=op, dtype=dtype, pack=pack))
+                    names.append(kernel_name("reduce_block", op=op, dtype=dtype, pack=pack))
+                names.append(kernel_name("reduce_short", op=op, dtype=dtype))
+                names.append(kernel_name("combine", op=op, dtype=dtype))
+    else:  # softmax
         for dtype in NATIVE:
-            for pack in (1, pack_of(dtype)):
-                names.append(kernel_name("reduce", op=op, dtype=dtype, pack=pack))
-                names.append(kernel_name("reduce_block", op=op, dtype=dtype, pack=pack))
-            names.append(kernel_name("reduce_short", op=op, dtype=dtype))
-            names.append(kernel_name("combine", op=op, dtype=dtype))
-    for dtype in NATIVE:
-        for pack in (1, softmax_pack(dtype)):
-            names.append(kernel_name("softmax_stats", dtype=dtype, pack=pack))
-            names.append(kernel_name("softmax_apply", dtype=dtype, pack=pack))
-            names.append(kernel_name("softmax_block", dtype=dtype, pack=pack))
-        names.append(kernel_name("softmax_combine", dtype=dtype))
-        names.append(kernel_name("softmax_short", dtype=dtype))
+            for pack in (1, softmax_pack(dtype)):
+                names.append(kernel_name("softmax_stats", dtype=dtype, pack=pack))
+                names.append(kernel_name("softmax_apply", dtype=dtype, pack=pack))
+                names.append(kernel_name("softmax_block", dtype=dtype, pack=pack))
+            names.append(kernel_name("softmax_combine", dtype=dtype))
+            names.append(kernel_name("softmax_short", dtype=dtype))
     return list(dict.fromkeys(names))  # combine/softmax_combine repeat across input dtypes
 
 
 #: Kernels declared extern "C" (found by their plain name, no name expression).
-EXTERN_C = {"segment": ("lt_piece_counts",), "dense": (), "rnn": ()}
+EXTERN_C = {"segment": ("lt_piece_counts",), "softmax": (), "dense": (), "rnn": ()}
 
 
 def include_dir():

@@ -145,3 +145,16 @@ __device__ __forceinline__ lt_piece lt_find_piece(const i64* __restrict__ off, c
     q.b = q.a + chunk < q.end ? q.a + chunk : q.end;
     return q;
 }
+
+// The j-th multi-piece sequence (every lane of a warp asks for the same j): its index, its pieces and
+// its first slot in the partials; the plan's third prefix sum numbers them.
+struct lt_multi {
+    i64 s, pieces, slot;
+};
+__device__ __forceinline__ lt_multi lt_find_multi(const i64* __restrict__ plan, i64 n, i64 j) {
+    lt_multi q;
+    q.s = lt_warp_find_segment(plan + 2 * (n + 1), n, j);
+    q.pieces = plan[q.s + 1] - plan[q.s];
+    q.slot = plan[n + 1 + q.s];
+    return q;
+}

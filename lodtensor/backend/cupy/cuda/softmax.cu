@@ -1,0 +1,254 @@
+// Segment softmax over the rows of each sequence, per column, on the pieces and the plan of
+// segment.cu (lt_piece_counts; the three prefix sums), for skewed LoDs: no device-to-host
+// synchronisation; an empty sequence writes nothing.
+#include "common.cuh"
+
+// One read for the running (max, sum of exp) per column, one read + write to apply.
+// Two ways. Three passes (stats, combine, apply), each warp a piece, for any LoD. And, where the
+// sequences are long enough to keep a block busy (the host decides: _launch.segment_softmax),
+// lt_softmax_block for every one-piece sequence, its second read served by L2, while the
+// three-pass kernels take only the multi-piece sequences (multi_only: pieces numbered by the
+// plan's partial slots, which count only theirs).
+// double exp needs many registers: unrolling it would spill under the 64-register cap
+#define LT_EXP_UNROLL(A) (sizeof(A) == 4 ? 4 : 1)
+
+template <typename A> struct lt_online {
+    A m, z;  // running max and sum of exp(x - m); z == 0 means nothing seen yet
+    __device__ __forceinline__ void start() { m = lt_limits<A>::lowest(); z = A(0); }
+    __device__ __forceinline__ void add(A v) {
+        if (v > m) { z = z * lt_exp(m - v) + A(1); m = v; }
+        else z += lt_exp(v - m);  // a NaN v (or -inf with m == -inf) makes z NaN, as in NumPy
+    }
+    __device__ __forceinline__ void merge(A m2, A z2) {
+        if (z2 == A(0)) return;
+        if (z == A(0)) { m = m2; z = z2; return; }
+        const A mm = m2 > m ? m2 : m;
+        z = z * lt_exp(m - mm) + z2 * lt_exp(m2 - mm);
+        m = mm;
+    }
+};
+
+template <typename T, typename A, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
+                 A* __restrict__ M, A* __restrict__ Z, A* __restrict__ pm, A* __restrict__ pz,
+                 i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;  // see lt_softmax_block
+    const i64 total = firsts[n];
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
+            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
+            const i64 pieces = plan[q.s + 1] - plan[q.s];
+            lt_online<A> st[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) st[j].start();
+            if (col < Dv) {
+#pragma unroll LT_EXP_UNROLL(A)
+                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
+                }
+            }
+            for (int o = lanes.cw; o < 32; o <<= 1) {
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const A m2 = __shfl_xor_sync(LT_FULL, st[j].m, o);
+                    const A z2 = __shfl_xor_sync(LT_FULL, st[j].z, o);
+                    st[j].merge(m2, z2);
+                }
+            }
+            if (lanes.row == 0 && col < Dv) {
+                const i64 at = (pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D) + col * V;
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    (pieces == 1 ? M : pm)[at + j] = st[j].m;
+                    (pieces == 1 ? Z : pz)[at + j] = st[j].z;
+                }
+            }
+        }
+    }
+}
+
+template <typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_combine(const i64* __restrict__ plan, const A* __restrict__ pm, const A* __restrict__ pz,
+                   A* __restrict__ M, A* __restrict__ Z, i64 n, i64 D) {
+    __shared__ A tm[LT_WARPS][32];
+    __shared__ A tz[LT_WARPS][32];
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const i64* __restrict__ multi = plan + 2 * (n + 1);
+    const i64 tiles = (D + 31) >> 5;
+    for (i64 tile = blockIdx.y; tile < tiles; tile += gridDim.y) {
+        const i64 col = (tile << 5) + lane;
+        for (i64 j = blockIdx.x; j < multi[n]; j += gridDim.x) {  // uniform across the block
+            const lt_multi q = lt_find_multi(plan, n, j);
+            lt_online<A> st;
+            st.start();
+            if (col < D)
+                for (i64 k = warp; k < q.pieces; k += LT_WARPS)
+                    st.merge(pm[(q.slot + k) * D + col], pz[(q.slot + k) * D + col]);
+            tm[warp][lane] = st.m;
+            tz[warp][lane] = st.z;
+            __syncthreads();
+            for (int h = LT_WARPS / 2; h > 0; h >>= 1) {
+                if (warp < h) {
+                    lt_online<A> t;
+                    t.m = tm[warp][lane];
+                    t.z = tz[warp][lane];
+                    t.merge(tm[warp + h][lane], tz[warp + h][lane]);
+                    tm[warp][lane] = t.m;
+                    tz[warp][lane] = t.z;
+                }
+                __syncthreads();
+            }
+            if (warp == 0 && col < D) {
+                M[q.s * D + col] = tm[0][lane];
+                Z[q.s * D + col] = tz[0][lane];
+            }
+            __syncthreads();
+        }
+    }
+}
+
+// out[r, c] = exp(x[r, c] - M[s, c]) / Z[s, c], one warp per piece as in pass 1.
+template <typename T, typename A, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
+                 const A* __restrict__ M, const A* __restrict__ Z, A* __restrict__ out,
+                 i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    lt_pack<A, V>* __restrict__ y = reinterpret_cast<lt_pack<A, V>*>(out);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
+    const i64 total = firsts[n];
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
+            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
+            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
+            A m[V], inv[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                m[j] = M[q.s * D + col * V + j];
+                inv[j] = A(1) / Z[q.s * D + col * V + j];
+            }
+#pragma unroll LT_EXP_UNROLL(A)
+            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                const lt_pack<T, V> v = x[r * Dv + col];
+                lt_pack<A, V> o;
+#pragma unroll
+                for (int j = 0; j < V; ++j) o.v[j] = lt_exp(A(v.v[j]) - m[j]) * inv[j];
+                y[r * Dv + col] = o;
+            }
+        }
+    }
+}
+
+// Softmax of each one-piece sequence (plan: exactly one piece) by a whole block: its 8 warps split the
+// rows, each warp's running (max, sum of exp) per column is merged in shared memory, then the same
+// warps apply the result to the rows they have just read. Between the two reads of a row lie only
+// the rows of the blocks resident at the time (at most 4 per SM x `chunk` rows: 4 x 132 x 128 KiB
+// for float32 D = 128 on an H100, about 21 MB for its mean of 80 rows), which fit the L2 cache: the
+// data crosses HBM once each way instead of twice in and once out. Blocks stride over the
+// sequences (no search), over the column tiles as the piece kernels do (lt_grid).
+template <typename T, typename A, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
+                 A* __restrict__ out, i64 n, i64 D, int log2cw, int tiles_first) {
+    __shared__ A sm[LT_WARPS][32][V];
+    __shared__ A sz[LT_WARPS][32][V];
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    lt_pack<A, V>* __restrict__ y = reinterpret_cast<lt_pack<A, V>*>(out);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const int warp = threadIdx.x >> 5;
+    const i64 first = (i64)warp * lanes.rows + lanes.row;  // this lane's first row in a sequence
+    const i64 step = (i64)LT_WARPS * lanes.rows;           // rows per block step
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 s = grid.block; s < n; s += grid.blocks) {
+            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
+            const i64 a = off[s], b = off[s + 1];
+            lt_online<A> st[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) st[j].start();
+            if (col < Dv) {
+#pragma unroll LT_EXP_UNROLL(A)
+                for (i64 r = a + first; r < b; r += step) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+#pragma unroll
+                    for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
+                }
+            }
+            for (int o = lanes.cw; o < 32; o <<= 1) {
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    const A m2 = __shfl_xor_sync(LT_FULL, st[j].m, o);
+                    const A z2 = __shfl_xor_sync(LT_FULL, st[j].z, o);
+                    st[j].merge(m2, z2);
+                }
+            }
+            if (lanes.row == 0) {
+#pragma unroll
+                for (int j = 0; j < V; ++j) {
+                    sm[warp][lanes.lane_col][j] = st[j].m;
+                    sz[warp][lanes.lane_col][j] = st[j].z;
+                }
+            }
+            __syncthreads();
+            A m[V], inv[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) {
+                lt_online<A> t;
+                t.start();
+                for (int w = 0; w < LT_WARPS; ++w) t.merge(sm[w][lanes.lane_col][j], sz[w][lanes.lane_col][j]);
+                m[j] = t.m;
+                inv[j] = A(1) / t.z;
+            }
+            __syncthreads();  // the next sequence overwrites sm, sz
+            if (col < Dv) {
+#pragma unroll LT_EXP_UNROLL(A)
+                for (i64 r = a + first; r < b; r += step) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+                    lt_pack<A, V> o;
+#pragma unroll
+                    for (int j = 0; j < V; ++j) o.v[j] = lt_exp(A(v.v[j]) - m[j]) * inv[j];
+                    y[r * Dv + col] = o;
+                }
+            }
+        }
+    }
+}
+
+// The softmax of each sequence of at most short_max rows, one thread each: the running (max, sum
+// of exp) over its rows, then exp(x - max) / sum (the rows stay in L1 between the two reads).
+template <typename T, typename A>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_short(const T* __restrict__ x, const i64* __restrict__ off, A* __restrict__ out,
+                 i64 n, i64 D, i64 short_max) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += stride) {
+        const i64 a = off[s], b = off[s + 1];
+        if (b - a > short_max) continue;
+        for (i64 c = 0; c < D; ++c) {
+            lt_online<A> st;
+            st.start();
+            for (i64 r = a; r < b; ++r) st.add(A(x[r * D + c]));
+            const A inv = A(1) / st.z;
+            for (i64 r = a; r < b; ++r) out[r * D + c] = lt_exp(A(x[r * D + c]) - st.m) * inv;
+        }
+    }
+}
