@@ -2,6 +2,8 @@
 
 import pytest
 
+from . import cuda_emu
+
 
 @pytest.fixture
 def uncompiled():
@@ -11,3 +13,28 @@ def uncompiled():
     saved = set_compiled_kernels(False)
     yield
     set_compiled_kernels(saved)
+
+
+@pytest.fixture(scope="module")
+def _emulator():
+    """The emulated CUDA kernels (tests/backend/cuda_emu.py), built once per module."""
+    return cuda_emu.library()
+
+
+@pytest.fixture
+def emulated(_emulator, monkeypatch):
+    """The CuPy backend on the cupy stub, its kernels emulated on the CPU (a BackendCase)."""
+    return cuda_emu.EmulatedCase(cuda_emu.install(monkeypatch))
+
+
+@pytest.fixture
+def route(_emulator, monkeypatch):
+    """The torch-CUDA route on: CPU tensors take the kernels (emulated); the CPU-only shortcuts off.
+    Returns the cupy stub (its ``launches``)."""
+    from lodtensor.backend.torch import _backend as torch_backend  # noqa: PLC0415
+    from lodtensor.backend.torch import _cuda  # noqa: PLC0415
+
+    stub = cuda_emu.install(monkeypatch)
+    monkeypatch.setattr(_cuda, "_EMULATED", True)
+    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
+    return stub

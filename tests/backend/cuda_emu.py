@@ -108,3 +108,26 @@ def install(monkeypatch):
     stub = cupy_stub.install(monkeypatch)
     stub.execute = lambda name, grid, block, args: _launch(table, name, grid, block, args)
     return stub
+
+
+class EmulatedCase:
+    """A BackendCase for the CuPy backend on the stub, kernels emulated."""
+
+    label = "cupy (emulated)"
+    device = "cuda"
+    generic = False
+
+    def __init__(self, stub):
+        from lodtensor import get_backend  # noqa: PLC0415
+
+        self.stub = stub
+        self.be = get_backend("cupy")
+
+    def array(self, values, dtype=None):
+        return self.stub.asarray(np.asarray(values, dtype=dtype).copy())
+
+    def numpy(self, x):
+        return np.asarray(self.be.to_numpy(x))
+
+    def __getattr__(self, name):
+        return getattr(self.be, name)

@@ -17,20 +17,7 @@ from hypothesis import strategies as st
 
 from lodtensor import get_backend
 
-from . import cuda_emu
-from .test_cuda_emulated import EmulatedCase
-
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
-
-
-@pytest.fixture(scope="module")
-def _library():
-    return cuda_emu.library()
-
-
-@pytest.fixture
-def emulated(_library, monkeypatch):
-    return EmulatedCase(cuda_emu.install(monkeypatch))
 
 
 def _softmax(emulated, host, lens, via_lod=True):

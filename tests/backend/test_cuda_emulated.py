@@ -13,44 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ..strategies import lengths
-from . import cuda_emu
 from .test_kernels import _kernels_agree
 from .test_ops_on_backends import CASES, check_op, check_skewed
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
-
-
-class EmulatedCase:
-    """A BackendCase for the CuPy backend on the stub, kernels emulated."""
-
-    label = "cupy (emulated)"
-    device = "cuda"
-    generic = False
-
-    def __init__(self, stub):
-        from lodtensor import get_backend  # noqa: PLC0415
-
-        self.stub = stub
-        self.be = get_backend("cupy")
-
-    def array(self, values, dtype=None):
-        return self.stub.asarray(np.asarray(values, dtype=dtype).copy())
-
-    def numpy(self, x):
-        return np.asarray(self.be.to_numpy(x))
-
-    def __getattr__(self, name):
-        return getattr(self.be, name)
-
-
-@pytest.fixture(scope="module")
-def _library():
-    return cuda_emu.library()
-
-
-@pytest.fixture
-def emulated(_library, monkeypatch):
-    return EmulatedCase(cuda_emu.install(monkeypatch))
 
 
 @pytest.mark.parametrize("case", list(CASES))

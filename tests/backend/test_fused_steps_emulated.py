@@ -15,8 +15,6 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
 from lodtensor.backend.cupy import _tuning  # noqa: E402
-from lodtensor.backend.torch import _backend as torch_backend  # noqa: E402
-from lodtensor.backend.torch import _cuda  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
 
 from . import cuda_emu  # noqa: E402
@@ -25,14 +23,6 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ t
 
 LOD = [[0, 5, 5, 7, 13, 14]]  # an empty sequence; lengths 5, 0, 2, 6, 1
 ROWS, SEQS = 14, 5
-
-
-@pytest.fixture
-def route(monkeypatch):
-    stub = cuda_emu.install(monkeypatch)
-    monkeypatch.setattr(_cuda, "_EMULATED", True)
-    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
-    return stub
 
 
 def _inputs(d, peep, states, dtype, seed=0):

@@ -14,21 +14,9 @@ torch = pytest.importorskip("torch")
 
 import lodtensor as lt  # noqa: E402
 from lodtensor import sequence as S  # noqa: E402
-from lodtensor.backend.torch import _backend as torch_backend  # noqa: E402
 from lodtensor.backend.torch import _cuda  # noqa: E402
 
-from . import cuda_emu  # noqa: E402
-
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
-
-
-@pytest.fixture
-def route(monkeypatch):
-    """The route on: CPU tensors take the kernels (emulated); the CPU-only shortcuts off."""
-    stub = cuda_emu.install(monkeypatch)
-    monkeypatch.setattr(_cuda, "_EMULATED", True)
-    monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
-    return stub
 
 
 def _launched(stub):

@@ -122,6 +122,24 @@ struct lt_grid {
     __device__ __forceinline__ i64 warps() const { return blocks * LT_WARPS; }
 };
 
+// Combine, with Op::combine, the values of the lanes of a warp that share a column (32 / cw rows of
+// a step, lanes cw apart): every lane ends with the fold of its column.
+template <class Op, typename A, int V>
+__device__ __forceinline__ void lt_warp_fold(A (&acc)[V], const lt_lanes& lanes) {
+    for (int o = lanes.cw; o < 32; o <<= 1) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], __shfl_xor_sync(LT_FULL, acc[j], o));
+    }
+}
+
+// The rows of a sequence a lane reads when a whole block takes the sequence (the *_block kernels):
+// its first row, and the rows per block step (8 warps x 32 / cw rows).
+struct lt_block_rows {
+    i64 first, step;
+    __device__ __forceinline__ explicit lt_block_rows(const lt_lanes& lanes)
+        : first((i64)(threadIdx.x >> 5) * lanes.rows + lanes.row), step((i64)LT_WARPS * lanes.rows) {}
+};
+
 struct lt_piece {
     i64 s;      // its sequence
     i64 k;      // its index among the pieces of sequence s

@@ -92,10 +92,7 @@ lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i
                     for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(v.v[j]));
                 }
             }
-            for (int o = lanes.cw; o < 32; o <<= 1) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], __shfl_xor_sync(LT_FULL, acc[j], o));
-            }
+            lt_warp_fold<Op>(acc, lanes);
             if (lanes.row == 0 && col < Dv) {
                 lt_pack<A, V> res;
 #pragma unroll
@@ -124,8 +121,7 @@ lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, c
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const int warp = threadIdx.x >> 5;
-    const i64 first = (i64)warp * lanes.rows + lanes.row;  // this lane's first row in a sequence
-    const i64 step = (i64)LT_WARPS * lanes.rows;           // rows per block step
+    const lt_block_rows rows(lanes);
     const i64 tiles = lanes.tiles(Dv);
     const lt_grid grid(tiles_first);
     for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
@@ -138,16 +134,13 @@ lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, c
             for (int j = 0; j < V; ++j) acc[j] = Op::identity();
             if (col < Dv) {
 #pragma unroll 4
-                for (i64 r = a + first; r < b; r += step) {
+                for (i64 r = a + rows.first; r < b; r += rows.step) {
                     const lt_pack<T, V> v = x[r * Dv + col];
 #pragma unroll
                     for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(v.v[j]));
                 }
             }
-            for (int o = lanes.cw; o < 32; o <<= 1) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], __shfl_xor_sync(LT_FULL, acc[j], o));
-            }
+            lt_warp_fold<Op>(acc, lanes);
             if (lanes.row == 0) {
 #pragma unroll
                 for (int j = 0; j < V; ++j) tree[warp][lanes.lane_col][j] = acc[j];

@@ -28,6 +28,19 @@ template <typename A> struct lt_online {
     }
 };
 
+// The running pairs of the lanes of a warp that share a column merged (as lt_warp_fold).
+template <typename A, int V>
+__device__ __forceinline__ void lt_online_warp_fold(lt_online<A> (&st)[V], const lt_lanes& lanes) {
+    for (int o = lanes.cw; o < 32; o <<= 1) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            const A m2 = __shfl_xor_sync(LT_FULL, st[j].m, o);
+            const A z2 = __shfl_xor_sync(LT_FULL, st[j].z, o);
+            st[j].merge(m2, z2);
+        }
+    }
+}
+
 template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
@@ -56,14 +69,7 @@ lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i6
                     for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
                 }
             }
-            for (int o = lanes.cw; o < 32; o <<= 1) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    const A m2 = __shfl_xor_sync(LT_FULL, st[j].m, o);
-                    const A z2 = __shfl_xor_sync(LT_FULL, st[j].z, o);
-                    st[j].merge(m2, z2);
-                }
-            }
+            lt_online_warp_fold(st, lanes);
             if (lanes.row == 0 && col < Dv) {
                 const i64 at = (pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D) + col * V;
 #pragma unroll
@@ -173,8 +179,7 @@ lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const int warp = threadIdx.x >> 5;
-    const i64 first = (i64)warp * lanes.rows + lanes.row;  // this lane's first row in a sequence
-    const i64 step = (i64)LT_WARPS * lanes.rows;           // rows per block step
+    const lt_block_rows rows(lanes);
     const i64 tiles = lanes.tiles(Dv);
     const lt_grid grid(tiles_first);
     for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
@@ -187,20 +192,13 @@ lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i6
             for (int j = 0; j < V; ++j) st[j].start();
             if (col < Dv) {
 #pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = a + first; r < b; r += step) {
+                for (i64 r = a + rows.first; r < b; r += rows.step) {
                     const lt_pack<T, V> v = x[r * Dv + col];
 #pragma unroll
                     for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
                 }
             }
-            for (int o = lanes.cw; o < 32; o <<= 1) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    const A m2 = __shfl_xor_sync(LT_FULL, st[j].m, o);
-                    const A z2 = __shfl_xor_sync(LT_FULL, st[j].z, o);
-                    st[j].merge(m2, z2);
-                }
-            }
+            lt_online_warp_fold(st, lanes);
             if (lanes.row == 0) {
 #pragma unroll
                 for (int j = 0; j < V; ++j) {
@@ -221,7 +219,7 @@ lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i6
             __syncthreads();  // the next sequence overwrites sm, sz
             if (col < Dv) {
 #pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = a + first; r < b; r += step) {
+                for (i64 r = a + rows.first; r < b; r += rows.step) {
                     const lt_pack<T, V> v = x[r * Dv + col];
                     lt_pack<A, V> o;
 #pragma unroll
