@@ -20,11 +20,11 @@ def main():
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
     for width in (1, 3, 8, 130):
         host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
-        for data in (cupy.asarray(host), torch.from_numpy(host).cuda()):
+        for data in (cupy.asarray(host), torch.from_numpy(host).cuda().requires_grad_()):
             t = lt.LoDTensor(data, [offsets])
             for kind in ("sum", "average", "max", "min"):
                 S.sequence_pool(t, kind)
-            S.sequence_softmax(t)
+            _softmax(t)
             padded, lengths = S.sequence_pad(t, 0.0)
             S.sequence_unpad(padded, np.asarray(lens))
     # softmax and pools by blocks (sequences of many rows) beside the pieces (a sequence of several),
@@ -39,9 +39,9 @@ def main():
         for width, first in ((8, False), (128, False), (130, True), (300, False)):
             _tuning.TILES_FIRST = first
             host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
-            for data in (cupy.asarray(host), torch.from_numpy(host).cuda()):
+            for data in (cupy.asarray(host), torch.from_numpy(host).cuda().requires_grad_()):
                 t = lt.LoDTensor(data, [offsets])
-                S.sequence_softmax(t)
+                _softmax(t)
                 S.sequence_pool(t, "max")
     finally:
         _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST = saved
@@ -49,6 +49,13 @@ def main():
     cupy.cuda.Device().synchronize()
     torch.cuda.synchronize()
     print("sanitize run: done")
+
+
+def _softmax(t):
+    """Segment softmax; on torch data also its backward (the fused kernels)."""
+    y = S.sequence_softmax(t).data
+    if getattr(y, "requires_grad", False):
+        (y * y.detach()).sum().backward()
 
 
 def _recurrences(cupy, torch, rng):

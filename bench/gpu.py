@@ -165,17 +165,47 @@ def _recurrences(report, torch, device, where, dry):
                         mine <= theirs, f"{theirs / mine:.2f}x")
 
 
-def _unfused(fn):
+def _unfused(fn, switch="FUSED_STEPS"):
     from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
 
     def call():
-        saved, _tuning.FUSED_STEPS = _tuning.FUSED_STEPS, False
+        saved = getattr(_tuning, switch)
+        setattr(_tuning, switch, False)
         try:
             return fn()
         finally:
-            _tuning.FUSED_STEPS = saved
+            setattr(_tuning, switch, saved)
 
     return call
+
+
+def _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, workload):
+    """Segment softmax forward+backward on torch CUDA (the fused backward beside the unfused ops,
+    ``_tuning.FUSED_SOFTMAX_GRAD``) against torch.nested jagged's softmax over the ragged dim."""
+    toffsets = torch.from_numpy(offsets).to(tdata.device)
+    weights = torch.randn_like(tdata)
+
+    def ours():
+        x = tdata.detach().requires_grad_()
+        (S.sequence_softmax(lt.LoDTensor(x, [offsets])).data * weights).sum().backward()
+        return x.grad
+
+    def njt():
+        x = tdata.detach().requires_grad_()
+        nt = torch.nested.nested_tensor_from_jagged(x, toffsets, min_seqlen=int(lengths.min()),
+                                                    max_seqlen=int(lengths.max()))
+        (torch.softmax(nt, dim=1).values() * weights).sum().backward()
+        return x.grad
+
+    table = report.table("softmax forward+backward", workload, reference="lodtensor (torch)")
+    table.add("lodtensor (torch)", device.timed(ours), **GPU)
+    table.add("lodtensor (torch, unfused backward)", device.timed(_unfused(ours, "FUSED_SOFTMAX_GRAD")), **GPU)
+    table.add("torch.nested jagged", device.timed(njt), **GPU)
+    table.finish()
+    mine, theirs = table._best("lodtensor (torch)"), table._best("torch.nested jagged")
+    if mine is not None and theirs is not None:
+        report.goal("softmax forward+backward (torch): at or under torch.nested jagged", mine <= theirs,
+                    f"{theirs / mine:.2f}x")
 
 
 def _workload(scale):
@@ -293,6 +323,7 @@ def run(report):
     _skewed(report, lt, S, torch if (has_cuda or dry) else None, cupy, device, where, scale, dry)
     if torch is not None and (dry or torch.cuda.is_available()):
         _recurrences(report, torch, device, where, dry)
+        _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, workload)
 
     for op in ("sum", "max", "mean", "softmax", "pad"):
         table = report.table(f"{op}", workload, reference=f"lodtensor ({next(iter(ours))})",

@@ -155,6 +155,37 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
         torch.testing.assert_close(got, want, rtol=0, atol=scale * float(want.abs().max()))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_torch_cuda_softmax_fused_backward_matches_the_unfused(monkeypatch, dtype):
+    """Segment softmax's backward on CUDA tensors by the fused kernels (``_tuning.FUSED_SOFTMAX_GRAD``)
+    gives the unfused ops' gradient, by blocks and over pieces (a sequence of 3000 rows), without
+    making the host wait."""
+    torch = _cuda_torch()
+    pytest.importorskip("cupy")
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    rng = np.random.default_rng(11)
+    lens = np.concatenate([rng.integers(0, 200, 400), [3000]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).tolist()
+    for width in (1, 3, 128, 130):
+        x = torch.tensor(rng.standard_normal((offsets[-1], width)) * 3, dtype=getattr(torch, dtype), device="cuda")
+        w = torch.randn_like(x)
+        grads = []
+        for fused in (True, False):
+            monkeypatch.setattr(_tuning, "FUSED_SOFTMAX_GRAD", fused)
+            v = x.clone().requires_grad_()
+            y = S.sequence_softmax(lt.from_torch(v, [offsets])).data
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error" if fused else 0)
+            try:
+                (y * w).sum().backward()
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+            grads.append(v.grad)
+        scale = 1e-5 if dtype == "float32" else 1e-12
+        torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=scale * float(grads[1].abs().max()))
+
+
 def test_torch_cuda_forward_paths_never_synchronise():
     """Pool, softmax, pad and unpad of CUDA tensors never make the host wait for the device
     (``torch.cuda.set_sync_debug_mode("error")``), a new LoD's first use included: its device

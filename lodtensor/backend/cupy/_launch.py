@@ -18,7 +18,7 @@ from .._placement import frozen_fact, is_frozen
 from . import _tuning
 from . import cuda as _cuda
 
-__all__ = ["kernel", "segment_reduce", "segment_softmax", "pad", "unpad", "pointer"]
+__all__ = ["kernel", "segment_reduce", "segment_softmax", "segment_softmax_grad", "pad", "unpad", "pointer"]
 
 _MODULES = {}
 # (id(cupy module), module, name expression, device id) -> the kernel
@@ -213,6 +213,49 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
             (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
     kernel(xp, "softmax", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
         lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
+    return out
+
+
+def segment_softmax_grad(xp, grad, y, offsets, n, alloc, owner=None):
+    """The gradient of segment softmax: ``y * (grad - dot)``, ``dot`` the sum over each sequence's
+    rows of ``grad * y``, for ``[rows, width]`` float32 or float64 ``grad`` and ``y`` (the softmax's
+    output) of one dtype: a ``[rows, width]`` array. ``owner``: see :func:`plan`.
+
+    The forward's routes (:func:`segment_softmax`): where the sequences average at least
+    ``_tuning.SOFTMAX_BLOCK_STEPS`` block steps, a block per one-piece sequence
+    (``lt_softmax_grad_block``: ``grad`` and ``y`` read from HBM once); else, and for the multi-piece
+    sequences, ``lt_segment_dot`` over the pieces (and the sum's combine pass), then
+    ``lt_softmax_grad_apply``; sequences of a few narrow rows one thread each.
+    """
+    native = np.dtype(y.dtype).name
+    rows, width = int(y.shape[0]), int(y.shape[1])
+    lay = layout(y, n, 1 if pointer(grad) % 16 else None, owner)  # both read in packs, or neither
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
+    out = alloc((rows, width), y.dtype)
+    if lay.short_max >= 0:
+        kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_short", dtype=native))(
+            lay.short_grid, (_cuda.BLOCK,),
+            (grad, y, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+    by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
+    if by_block:
+        kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_block", dtype=native, pack=lay.pack))(
+            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
+            (grad, y, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
+             np.int32(lay.tiles_first)))
+        if not lay.multi:
+            return out
+    dot = alloc((n, width), y.dtype)
+    partial = alloc((lay.slots if lay.multi else 1, width), y.dtype)
+    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
+                np.int32(lay.tiles_first))
+    kernel(xp, "segment", _cuda.kernel_name("dot", dtype=native, pack=lay.pack))(
+        lay.grid, (_cuda.BLOCK,), (grad, y, offsets, pieces, dot, partial) + geometry)
+    if lay.multi:
+        kernel(xp, "segment", _cuda.kernel_name("combine", op="sum", dtype=native))(
+            lay.combine_grid, (_cuda.BLOCK,),
+            (offsets, pieces, partial, dot, np.int64(n), np.int64(width), y.dtype.type(0)))
+    kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_apply", dtype=native, pack=lay.pack))(
+        lay.grid, (_cuda.BLOCK,), (grad, y, offsets, pieces, dot, out) + geometry)
     return out
 
 

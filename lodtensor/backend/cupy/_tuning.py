@@ -49,6 +49,13 @@ SOFTMAX_BLOCK_STEPS = 4
 #: tests/backend/test_fused_steps_emulated.py). Not yet timed fused (bench/gpu.py times both).
 #: False: the unfused steps.
 FUSED_STEPS = True
+#: Segment softmax's backward on torch CUDA tensors as one kernel route (``_launch.segment_softmax_grad``:
+#: by blocks or over the pieces, as the forward), reading grad and y once each from HBM and writing
+#: once, where the unfused ops (a product, a segment sum, a gather by segment ids, a difference, a
+#: product) read 7 and write 4 arrays of the data's size (the model: about 3.7x less traffic). Not
+#: yet measured on a device (bench/gpu.py times both: "softmax forward+backward"). False: the
+#: unfused ops.
+FUSED_SOFTMAX_GRAD = True
 #: Rows wider than one column tile (float32 D > 128, 32 packs): the piece kernels' blocks go tiles
 #: first (grid x over the tiles), so the blocks resident at one time read every tile of the same
 #: rows, whole rows streamed; False: one tile of many rows per wave of blocks (a 512-byte stripe of

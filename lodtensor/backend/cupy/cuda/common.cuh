@@ -132,6 +132,28 @@ __device__ __forceinline__ void lt_warp_fold(A (&acc)[V], const lt_lanes& lanes)
     }
 }
 
+// One lane's fold, with Op, of column `col` (of Dv packs) over rows r, r + step, ... < end into acc (as
+// accumulator values): x's packs, or where PRODUCT the products of x's and y's packs (softmax's
+// backward sums grad * y over a sequence's rows). The loop is unrolled 4 deep with a remainder, so a
+// warp keeps four loads in flight (a loop that calls a function, even an inlined one, is unrolled
+// with a branch after each load: one load in flight).
+template <class Op, bool PRODUCT, typename T, typename A, int V>
+__device__ __forceinline__ void lt_fold_rows(const lt_pack<T, V>* __restrict__ x, const lt_pack<T, V>* __restrict__ y,
+                                             i64 r, i64 end, i64 step, i64 Dv, i64 col, A (&acc)[V]) {
+#pragma unroll 4
+    for (; r < end; r += step) {
+        const lt_pack<T, V> p = x[r * Dv + col];
+        if (PRODUCT) {
+            const lt_pack<T, V> q = y[r * Dv + col];
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(p.v[j]) * A(q.v[j]));
+        } else {
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(p.v[j]));
+        }
+    }
+}
+
 // The rows of a sequence a lane reads when a whole block takes the sequence (the *_block kernels):
 // its first row, and the rows per block step (8 warps x 32 / cw rows).
 struct lt_block_rows {
@@ -139,6 +161,33 @@ struct lt_block_rows {
     __device__ __forceinline__ explicit lt_block_rows(const lt_lanes& lanes)
         : first((i64)(threadIdx.x >> 5) * lanes.rows + lanes.row), step((i64)LT_WARPS * lanes.rows) {}
 };
+
+// The fold that adds (lt_warp_fold, lt_block_fold), for kernels without segment.cu's ops.
+struct lt_add {
+    template <typename A> static __device__ __forceinline__ A combine(A a, A b) { return a + b; }
+};
+
+// The fold of each column over a block's 8 warps (as lt_warp_fold, then through `tree` in shared
+// memory, warp 0's value first): the lanes of warp 0, or where ALL of every warp, end with their
+// column's total. Every thread of the block must call it (two barriers).
+template <class Op, bool ALL, typename A, int V>
+__device__ __forceinline__ void lt_block_fold(A (&acc)[V], A (&tree)[LT_WARPS][32][V], const lt_lanes& lanes) {
+    lt_warp_fold<Op>(acc, lanes);
+    if (lanes.row == 0) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) tree[threadIdx.x >> 5][lanes.lane_col][j] = acc[j];
+    }
+    __syncthreads();
+    if (ALL || threadIdx.x < 32) {
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            A total = tree[0][lanes.lane_col][j];
+            for (int w = 1; w < LT_WARPS; ++w) total = Op::combine(total, tree[w][lanes.lane_col][j]);
+            acc[j] = total;
+        }
+    }
+    __syncthreads();  // the block's next use overwrites the tree
+}
 
 struct lt_piece {
     i64 s;      // its sequence

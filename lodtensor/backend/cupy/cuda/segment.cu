@@ -61,15 +61,15 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i6
     }
 }
 
-// Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs; out is
-// [n, D]; partial [slots, D].
-template <int OP, typename T, typename A, int V>
-__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
-lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
-                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty,
-                  int multi_only, int tiles_first) {
-    typedef lt_reduce_op<OP, A> Op;
+// Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs (with y, the
+// products of x's and y's: lt_fold_rows); out is [n, D]; partial [slots, D].
+template <class Op, bool PRODUCT, typename T, typename A, int V>
+__device__ __forceinline__ void lt_reduce_pieces(const T* __restrict__ x_, const T* __restrict__ y_,
+                                                 const i64* __restrict__ off, const i64* __restrict__ plan,
+                                                 A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D,
+                                                 int log2cw, i64 chunk, A empty, int multi_only, int tiles_first) {
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    const lt_pack<T, V>* __restrict__ y = reinterpret_cast<const lt_pack<T, V>*>(y_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;  // see lt_segment_reduce_block
@@ -84,14 +84,7 @@ lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i
             A acc[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) acc[j] = Op::identity();
-            if (col < Dv) {
-#pragma unroll 4
-                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
-                    const lt_pack<T, V> v = x[r * Dv + col];
-#pragma unroll
-                    for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(v.v[j]));
-                }
-            }
+            if (col < Dv) lt_fold_rows<Op, PRODUCT>(x, y, q.a + lanes.row, q.b, lanes.rows, Dv, col, acc);
             lt_warp_fold<Op>(acc, lanes);
             if (lanes.row == 0 && col < Dv) {
                 lt_pack<A, V> res;
@@ -103,6 +96,26 @@ lt_segment_reduce(const T* __restrict__ x_, const i64* __restrict__ off, const i
             }
         }
     }
+}
+
+template <int OP, typename T, typename A, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_reduce(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
+                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty,
+                  int multi_only, int tiles_first) {
+    lt_reduce_pieces<lt_reduce_op<OP, A>, false, T, A, V>(x, x, off, plan, out, partial, n, D, log2cw, chunk, empty,
+                                                          multi_only, tiles_first);
+}
+
+// The sum over each sequence's rows of x * y, per column (softmax's backward: grad * y), as
+// lt_segment_reduce sums; the combine pass is lt_segment_combine's sum.
+template <typename T, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_dot(const T* __restrict__ x, const T* __restrict__ y, const i64* __restrict__ off,
+               const i64* __restrict__ plan, T* __restrict__ out, T* __restrict__ partial, i64 n, i64 D, int log2cw,
+               i64 chunk, int multi_only, int tiles_first) {
+    lt_reduce_pieces<lt_reduce_op<OP_SUM, T>, true, T, T, V>(x, y, off, plan, out, partial, n, D, log2cw, chunk, T(0),
+                                                             multi_only, tiles_first);
 }
 
 // The reduction of each one-piece sequence by a whole block (the host's choice where the sequences
@@ -120,7 +133,6 @@ lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, c
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const int warp = threadIdx.x >> 5;
     const lt_block_rows rows(lanes);
     const i64 tiles = lanes.tiles(Dv);
     const lt_grid grid(tiles_first);
@@ -132,31 +144,14 @@ lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, c
             A acc[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) acc[j] = Op::identity();
-            if (col < Dv) {
-#pragma unroll 4
-                for (i64 r = a + rows.first; r < b; r += rows.step) {
-                    const lt_pack<T, V> v = x[r * Dv + col];
-#pragma unroll
-                    for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(v.v[j]));
-                }
-            }
-            lt_warp_fold<Op>(acc, lanes);
-            if (lanes.row == 0) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) tree[warp][lanes.lane_col][j] = acc[j];
-            }
-            __syncthreads();
-            if (warp == 0 && lanes.row == 0 && col < Dv) {
+            if (col < Dv) lt_fold_rows<Op, false>(x, x, a + rows.first, b, rows.step, Dv, col, acc);
+            lt_block_fold<Op, false>(acc, tree, lanes);
+            if (threadIdx.x < 32 && lanes.row == 0 && col < Dv) {
                 lt_pack<A, V> res;
 #pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    A total = tree[0][lanes.lane_col][j];
-                    for (int w = 1; w < LT_WARPS; ++w) total = Op::combine(total, tree[w][lanes.lane_col][j]);
-                    res.v[j] = Op::finish(total, b - a, empty);
-                }
+                for (int j = 0; j < V; ++j) res.v[j] = Op::finish(acc[j], b - a, empty);
                 *reinterpret_cast<lt_pack<A, V>*>(out + s * D + col * V) = res;
             }
-            __syncthreads();  // the next sequence overwrites the tree
         }
     }
 }

@@ -1,5 +1,5 @@
-// Segment softmax over the rows of each sequence, per column, on the pieces and the plan of
-// segment.cu (lt_piece_counts; the three prefix sums), for skewed LoDs: no device-to-host
+// Segment softmax over the rows of each sequence, per column, and its backward, on the pieces and
+// the plan of segment.cu (lt_piece_counts; the three prefix sums), for skewed LoDs: no device-to-host
 // synchronisation; an empty sequence writes nothing.
 #include "common.cuh"
 
@@ -247,6 +247,104 @@ lt_softmax_short(const T* __restrict__ x, const i64* __restrict__ off, A* __rest
             for (i64 r = a; r < b; ++r) st.add(A(x[r * D + c]));
             const A inv = A(1) / st.z;
             for (i64 r = a; r < b; ++r) out[r * D + c] = lt_exp(A(x[r * D + c]) - st.m) * inv;
+        }
+    }
+}
+
+// -- backward: dx = y * (g - dot), dot[s, c] the sum over sequence s's rows of g * y -----------------
+// The same two routes as the forward: a block per one-piece sequence (lt_softmax_grad_block: the
+// second read of g and y from L2), or the pieces (segment.cu's lt_segment_dot, its combine pass, then
+// lt_softmax_grad_apply); sequences of a few narrow rows one thread each (lt_softmax_grad_short).
+// The unfused backward (products, a segment sum, a gather by segment ids, a difference, a product)
+// reads 7 and writes 4 arrays of the data's size; these read 2 (from HBM) and write 1.
+
+// out[r, c] = y[r, c] * (g[r, c] - dot[s, c]) over the pieces, one warp each, as lt_softmax_apply.
+template <typename T, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_grad_apply(const T* __restrict__ g_, const T* __restrict__ y_, const i64* __restrict__ off,
+                      const i64* __restrict__ plan, const T* __restrict__ dot, T* __restrict__ out_,
+                      i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
+    const lt_pack<T, V>* __restrict__ g = reinterpret_cast<const lt_pack<T, V>*>(g_);
+    const lt_pack<T, V>* __restrict__ y = reinterpret_cast<const lt_pack<T, V>*>(y_);
+    lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
+    const i64 total = firsts[n];
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
+            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
+            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
+            const lt_pack<T, V> d = *reinterpret_cast<const lt_pack<T, V>*>(dot + q.s * D + col * V);
+#pragma unroll 4
+            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                const lt_pack<T, V> gv = g[r * Dv + col], yv = y[r * Dv + col];
+                lt_pack<T, V> o;
+#pragma unroll
+                for (int j = 0; j < V; ++j) o.v[j] = yv.v[j] * (gv.v[j] - d.v[j]);
+                out[r * Dv + col] = o;
+            }
+        }
+    }
+}
+
+// The backward of each one-piece sequence by a whole block, as lt_softmax_block: the 8 warps sum
+// g * y over its rows, the sums meet in shared memory (lt_block_fold), then each warp writes the rows
+// it has just read, their second read served by L2.
+template <typename T, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_grad_block(const T* __restrict__ g_, const T* __restrict__ y_, const i64* __restrict__ off,
+                      const i64* __restrict__ plan, T* __restrict__ out_, i64 n, i64 D, int log2cw, int tiles_first) {
+    __shared__ T tree[LT_WARPS][32][V];
+    const lt_pack<T, V>* __restrict__ g = reinterpret_cast<const lt_pack<T, V>*>(g_);
+    const lt_pack<T, V>* __restrict__ y = reinterpret_cast<const lt_pack<T, V>*>(y_);
+    lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const lt_block_rows rows(lanes);
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 s = grid.block; s < n; s += grid.blocks) {
+            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
+            const i64 a = off[s], b = off[s + 1];
+            T dot[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) dot[j] = T(0);
+            if (col < Dv) lt_fold_rows<lt_add, true>(g, y, a + rows.first, b, rows.step, Dv, col, dot);
+            lt_block_fold<lt_add, true>(dot, tree, lanes);
+            if (col < Dv) {
+#pragma unroll 4
+                for (i64 r = a + rows.first; r < b; r += rows.step) {
+                    const lt_pack<T, V> gv = g[r * Dv + col], yv = y[r * Dv + col];
+                    lt_pack<T, V> o;
+#pragma unroll
+                    for (int j = 0; j < V; ++j) o.v[j] = yv.v[j] * (gv.v[j] - dot[j]);
+                    out[r * Dv + col] = o;
+                }
+            }
+        }
+    }
+}
+
+// The backward of each sequence of at most short_max rows, one thread each (the rows stay in L1
+// between the two reads).
+template <typename T>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_softmax_grad_short(const T* __restrict__ g, const T* __restrict__ y, const i64* __restrict__ off,
+                      T* __restrict__ out, i64 n, i64 D, i64 short_max) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += stride) {
+        const i64 a = off[s], b = off[s + 1];
+        if (b - a > short_max) continue;
+        for (i64 c = 0; c < D; ++c) {
+            T dot = T(0);
+            for (i64 r = a; r < b; ++r) dot += g[r * D + c] * y[r * D + c];
+            for (i64 r = a; r < b; ++r) out[r * D + c] = y[r * D + c] * (g[r * D + c] - dot);
         }
     }
 }
