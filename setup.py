@@ -6,7 +6,7 @@ without them and the NumPy backend uses its NumPy-only kernels.
 
 from setuptools import Extension, setup
 
-KERNELS = ("_csegment", "_cpointwise")  # segment sum, max and min; GELU and relu
+KERNELS = ("_csegment", "_cpointwise")  # segment sum, max, min and softmax backward; GELU and relu
 
 setup(
     ext_modules=[

@@ -1,5 +1,6 @@
 """The compiled kernels of the NumPy backend: segment sum, max and min over each sequence's rows in one
-read (``_csegment.c``), and GELU of float32 and relu of float32/float64 values in one pass
+read, and segment softmax's backward (for the torch backend's CPU autograd) in one read of its inputs
+(``_csegment.c``), and GELU of float32 and relu of float32/float64 values in one pass
 (``_cpointwise.c``).
 
 Both are built from C when the package is installed (they need only a C
@@ -25,12 +26,16 @@ import os
 import numpy as np
 
 from .._threads import run_split
-from . import _tuning
+from . import _pool, _tuning
 
 try:
     from ._csegment import segment_reduce as _kernel
 except ImportError:  # installed without a C compiler: the NumPy kernels serve
     _kernel = None
+try:
+    from ._csegment import softmax_grad as _softmax_grad
+except ImportError:  # an extension built before it had the softmax backward
+    _softmax_grad = None
 try:
     from ._cpointwise import gelu_f32 as _gelu_f32
     from ._cpointwise import relu as _relu
@@ -42,7 +47,8 @@ except ImportError:
 # took 4.5 against 5.8 ms.
 _POINTWISE = {"gelu_f32": (_gelu_f32, False), "relu": (_relu, True), "relu_torch": (_relu_torch, True)}
 
-__all__ = ["compiled_fits", "compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels"]
+__all__ = ["compiled_fits", "compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels",
+           "compiled_softmax_grad"]
 
 _OPS = {np.add: 0, np.maximum: 1, np.minimum: 2}
 # (dtype kind, item size) -> the kernel's type code; unsigned ints for sums only (a wrapping sum has
@@ -145,3 +151,31 @@ def compiled_reduce(ufunc, data, offsets, fill, *, checked=False):
     run_split(lambda lo, hi: _kernel(op, kind, rows, offsets, out, width, lo, hi), offsets,
               rows.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
     return out.reshape((n,) + data.shape[1:])
+
+
+def compiled_softmax_grad(grad, y, offsets):
+    """Segment softmax's backward, ``y * (grad - dot)`` with ``dot`` the sum over each sequence's rows
+    of ``grad * y``, by the compiled kernel: each sequence's rows read in address order, a second time
+    from cache, into one output (from the buffer pool). ``y`` the softmax's float32 or float64 output
+    and ``grad`` alike; None where the kernel does not apply (not built or off, another dtype, no
+    rows or columns).
+
+    >>> y = np.full((3, 2), 0.5)
+    >>> out = compiled_softmax_grad(np.array([[1.0, 0.0], [3.0, 0.0], [2.0, 4.0]]), y, np.array([0, 2, 3]))
+    >>> out.tolist() if compiled_kernels() else "not built"
+    [[-0.5, 0.0], [0.5, 0.0], [0.5, 1.0]]
+    """
+    kind = {"f4": 0, "f8": 1}.get(y.dtype.str[1:])
+    width = math.prod(y.shape[1:])
+    rows = y.shape[0] if y.ndim else 0
+    if (not _enabled or _softmax_grad is None or kind is None or grad.dtype != y.dtype or grad.shape != y.shape
+            or not y.dtype.isnative or rows == 0 or width == 0):
+        return None
+    g = np.ascontiguousarray(grad).reshape(rows, width)
+    ys = np.ascontiguousarray(y).reshape(rows, width)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = _pool.empty(y.shape, y.dtype)
+    flat = out.reshape(rows, width)
+    run_split(lambda lo, hi: _softmax_grad(kind, g, ys, offsets, flat, width, lo, hi), offsets,
+              ys.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
+    return out

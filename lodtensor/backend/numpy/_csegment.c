@@ -1,4 +1,5 @@
-/* Segment reductions over rows, in one read: the compiled kernel of the NumPy backend.
+/* Segment reductions over rows, in one read: the compiled kernel of the NumPy backend (and segment
+ * softmax's backward, softmax_grad, below).
  *
  * segment_reduce(op, kind, data, offsets, out, width, lo, hi)
  *   op      0 sum, 1 max, 2 min (max and min propagate NaN and take the later of two equal
@@ -203,9 +204,57 @@ typedef uint64_t u64;
 
 typedef void (*kernel_fn)(const void *, const int64_t *, void *, int64_t, int64_t, int64_t);
 
-/* Every kernel on W-byte vectors, and their table [kind][op]. */
+/* Segment softmax's backward, out = y * (g - dot), dot the sum over the sequence's rows of g * y per
+ * column: two passes over each sequence's rows in address order, the first adding g * y into `dot`
+ * (one row of w values, in L1), the second writing out (the sequence's rows read again from cache
+ * where they fit). Each column adds in row order. */
+#define DEFINE_SOFTMAX_GRAD(W, ATTR, T)                                                                    \
+    ATTR static void softmax_grad##W##_##T(const T *g, const T *y, const int64_t *off, T *out, T *dot,    \
+                                           int64_t lo, int64_t hi, int64_t w)                             \
+    {                                                                                                    \
+        const int64_t lanes = (int64_t)(sizeof(v##W##_##T) / sizeof(T));                                \
+        v##W##_##T a, b, d;                                                                              \
+        for (int64_t j = lo; j < hi; j++) {                                                              \
+            const int64_t s = off[j], e = off[j + 1];                                                    \
+            if (e == s) continue;                                                                        \
+            memset(dot, 0, (size_t)w * sizeof(T));                                                       \
+            for (int64_t r = s; r < e; r++) {                                                            \
+                const T *gr = g + r * w, *yr = y + r * w;                                                \
+                int64_t c = 0;                                                                           \
+                for (; c + lanes <= w; c += lanes) {                                                     \
+                    __builtin_memcpy(&a, gr + c, sizeof(a));                                             \
+                    __builtin_memcpy(&b, yr + c, sizeof(b));                                             \
+                    __builtin_memcpy(&d, dot + c, sizeof(d));                                            \
+                    d += a * b;                                                                          \
+                    __builtin_memcpy(dot + c, &d, sizeof(d));                                            \
+                }                                                                                        \
+                for (; c < w; c++) dot[c] += gr[c] * yr[c];                                              \
+            }                                                                                            \
+            for (int64_t r = s; r < e; r++) {                                                            \
+                const T *gr = g + r * w, *yr = y + r * w;                                                \
+                T *o = out + r * w;                                                                      \
+                int64_t c = 0;                                                                           \
+                for (; c + lanes <= w; c += lanes) {                                                     \
+                    __builtin_memcpy(&a, gr + c, sizeof(a));                                             \
+                    __builtin_memcpy(&b, yr + c, sizeof(b));                                             \
+                    __builtin_memcpy(&d, dot + c, sizeof(d));                                            \
+                    a = b * (a - d);                                                                     \
+                    __builtin_memcpy(o + c, &a, sizeof(a));                                              \
+                }                                                                                        \
+                for (; c < w; c++) o[c] = yr[c] * (gr[c] - dot[c]);                                      \
+            }                                                                                            \
+        }                                                                                                \
+    }
+
+typedef void (*grad_fn)(const void *, const void *, const int64_t *, void *, void *, int64_t, int64_t, int64_t);
+
+/* Every kernel on W-byte vectors, and their tables: [kind][op] of the reductions, [kind] of the
+ * softmax backward (float32, float64). */
 #define DEFINE_WIDTH(W, ATTR)                                            \
     DEFINE_VECTORS(W)                                                    \
+    DEFINE_SOFTMAX_GRAD(W, ATTR, f32)                                    \
+    DEFINE_SOFTMAX_GRAD(W, ATTR, f64)                                    \
+    static const grad_fn GRADS##W[2] = {(grad_fn)softmax_grad##W##_f32, (grad_fn)softmax_grad##W##_f64}; \
     DEFINE_TYPE(W, ATTR, f32, i32, f32, i32, MAXF, MINF)                 \
     DEFINE_TYPE(W, ATTR, f64, i64, f64, i64, MAXF, MINF)                 \
     DEFINE_TYPE(W, ATTR, i32, i32, u32, u32, MAXI, MINI)                 \
@@ -223,22 +272,81 @@ DEFINE_WIDTH(16, )
 DEFINE_WIDTH(32, TARGET_AVX2)
 static const char *const NAMES[] = {"avx2", "baseline"};
 static const kernel_fn (*const TABLES[])[3] = {KERNELS32, KERNELS16};
+static const grad_fn *const GRAD_TABLES[] = {GRADS32, GRADS16};
 #else
 static const char *const NAMES[] = {"baseline"};
 static const kernel_fn (*const TABLES[])[3] = {KERNELS16};
+static const grad_fn *const GRAD_TABLES[] = {GRADS16};
 #endif
 #define N_VARIANTS ((int)(sizeof(NAMES) / sizeof(NAMES[0])))
 
 static int active = 0; /* the widest this CPU runs, set at import */
 static const Py_ssize_t ITEMSIZE[4] = {4, 8, 4, 8};
 
+/* A private copy of offsets[lo..hi] once checked (int64, lo:hi in range, in order, within `rows`
+ * rows): the kernels run on it, so neither an output sharing the offsets' memory nor another thread
+ * (the GIL is released) can change them under a kernel. NULL with an exception set otherwise. */
+static int64_t *checked_offsets(const char *fn, const Py_buffer *offsets, long long lo, long long hi, int64_t rows)
+{
+    int64_t n_off = offsets->len / 8;
+    if (offsets->itemsize != 8) {
+        PyErr_Format(PyExc_ValueError, "%s: offsets must be int64, got %zd-byte items", fn, offsets->itemsize);
+        return NULL;
+    }
+    if (lo < 0 || hi < lo || hi >= n_off) {
+        PyErr_Format(PyExc_ValueError, "%s: sequences %lld:%lld out of range for %lld offsets", fn, lo, hi,
+                     (long long)n_off);
+        return NULL;
+    }
+    int64_t *off = PyMem_Malloc((size_t)(hi + 1) * sizeof(int64_t));
+    if (off == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    memcpy(off, offsets->buf, (size_t)(hi + 1) * sizeof(int64_t));
+    if (off[lo] < 0 || off[hi] > rows) {
+        PyErr_Format(PyExc_ValueError, "%s: offsets span rows %lld:%lld, data has %lld rows", fn,
+                     (long long)off[lo], (long long)off[hi], (long long)rows);
+        PyMem_Free(off);
+        return NULL;
+    }
+    for (int64_t j = lo; j < hi; j++) {
+        if (off[j + 1] < off[j]) {
+            PyErr_Format(PyExc_ValueError, "%s: offsets must not decrease, got %lld then %lld at %lld", fn,
+                         (long long)off[j], (long long)off[j + 1], (long long)j);
+            PyMem_Free(off);
+            return NULL;
+        }
+    }
+    return off;
+}
+
+/* The buffers of `count` objects (C-contiguous; the last `writable` of them writable), or -1 with an
+ * exception set and none held. */
+static int get_buffers(PyObject *const *objs, Py_buffer *views, int count, int writable)
+{
+    for (int i = 0; i < count; i++) {
+        int flags = PyBUF_C_CONTIGUOUS | (i >= count - writable ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[i], &views[i], flags) < 0) {
+            while (i-- > 0) PyBuffer_Release(&views[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void release_buffers(Py_buffer *views, int count)
+{
+    for (int i = 0; i < count; i++) PyBuffer_Release(&views[i]);
+}
+
 static PyObject *segment_reduce(PyObject *self, PyObject *args)
 {
     int op, kind;
-    PyObject *data_obj, *offsets_obj, *out_obj;
+    PyObject *objs[3]; /* data, offsets, out */
     long long width, lo, hi;
-    if (!PyArg_ParseTuple(args, "iiOOOLLL:segment_reduce", &op, &kind, &data_obj, &offsets_obj, &out_obj,
-                          &width, &lo, &hi))
+    if (!PyArg_ParseTuple(args, "iiOOOLLL:segment_reduce", &op, &kind, &objs[0], &objs[1], &objs[2], &width, &lo,
+                          &hi))
         return NULL;
     if (op < 0 || op > 2) return PyErr_Format(PyExc_ValueError, "segment_reduce: op must be 0, 1 or 2, got %d", op);
     if (kind < 0 || kind > 3)
@@ -246,74 +354,80 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
     if (width < 1 || width > PY_SSIZE_T_MAX / 8)
         return PyErr_Format(PyExc_ValueError, "segment_reduce: width must be in 1..%lld, got %lld",
                             (long long)(PY_SSIZE_T_MAX / 8), width);
-    Py_buffer data, offsets, out;
-    if (PyObject_GetBuffer(data_obj, &data, PyBUF_C_CONTIGUOUS) < 0) return NULL;
-    if (PyObject_GetBuffer(offsets_obj, &offsets, PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&data);
-        return NULL;
-    }
-    if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-        PyBuffer_Release(&data);
-        PyBuffer_Release(&offsets);
-        return NULL;
-    }
+    Py_buffer views[3];
+    if (get_buffers(objs, views, 3, 1) < 0) return NULL;
+    Py_buffer *data = &views[0], *offsets = &views[1], *out = &views[2];
     PyObject *result = NULL;
-    int64_t *copy = NULL;
+    int64_t *off = NULL;
     Py_ssize_t size = ITEMSIZE[kind];
-    int64_t n_off = offsets.len / 8;
-    const int64_t *off = (const int64_t *)offsets.buf;
-    if (data.itemsize != size || out.itemsize != size) {
+    if (data->itemsize != size || out->itemsize != size) {
         PyErr_Format(PyExc_ValueError, "segment_reduce: data and out must have %zd-byte items, got %zd and %zd",
-                     size, data.itemsize, out.itemsize);
+                     size, data->itemsize, out->itemsize);
         goto done;
     }
-    if (offsets.itemsize != 8) {
-        PyErr_Format(PyExc_ValueError, "segment_reduce: offsets must be int64, got %zd-byte items", offsets.itemsize);
-        goto done;
-    }
-    if (lo < 0 || hi < lo || hi >= n_off) {
-        PyErr_Format(PyExc_ValueError, "segment_reduce: sequences %lld:%lld out of range for %lld offsets", lo, hi,
-                     (long long)n_off);
-        goto done;
-    }
-    if ((long long)(out.len / size / width) < hi) {
+    off = checked_offsets("segment_reduce", offsets, lo, hi, (int64_t)(data->len / size / width));
+    if (off == NULL) goto done;
+    if ((long long)(out->len / size / width) < hi) {
         PyErr_Format(PyExc_ValueError, "segment_reduce: out holds %lld rows of %lld values, needs %lld",
-                     (long long)(out.len / size / width), width, hi);
+                     (long long)(out->len / size / width), width, hi);
         goto done;
-    }
-    /* the kernel runs on a private copy of the offsets it checked: neither `out` (which may share
-     * their memory) nor another thread (the GIL is released) can change them under it */
-    copy = PyMem_Malloc((size_t)(hi + 1) * sizeof(int64_t));
-    if (copy == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    memcpy(copy, off, (size_t)(hi + 1) * sizeof(int64_t));
-    off = copy;
-    int64_t rows = (int64_t)(data.len / size / width);
-    if (off[lo] < 0 || off[hi] > rows) {
-        PyErr_Format(PyExc_ValueError, "segment_reduce: offsets span rows %lld:%lld, data has %lld rows",
-                     (long long)off[lo], (long long)off[hi], (long long)rows);
-        goto done;
-    }
-    for (int64_t j = lo; j < hi; j++) {
-        if (off[j + 1] < off[j]) {
-            PyErr_Format(PyExc_ValueError, "segment_reduce: offsets must not decrease, got %lld then %lld at %lld",
-                         (long long)off[j], (long long)off[j + 1], (long long)j);
-            goto done;
-        }
     }
     kernel_fn fn = TABLES[active][kind][op];
     Py_BEGIN_ALLOW_THREADS
-    fn(data.buf, off, out.buf, lo, hi, width);
+    fn(data->buf, off, out->buf, lo, hi, width);
     Py_END_ALLOW_THREADS
     result = Py_None;
     Py_INCREF(result);
 done:
-    PyMem_Free(copy);
-    PyBuffer_Release(&data);
-    PyBuffer_Release(&offsets);
-    PyBuffer_Release(&out);
+    PyMem_Free(off);
+    release_buffers(views, 3);
+    return result;
+}
+
+static PyObject *softmax_grad(PyObject *self, PyObject *args)
+{
+    int kind;
+    PyObject *objs[4]; /* g, y, offsets, out */
+    long long width, lo, hi;
+    if (!PyArg_ParseTuple(args, "iOOOOLLL:softmax_grad", &kind, &objs[0], &objs[1], &objs[2], &objs[3], &width, &lo,
+                          &hi))
+        return NULL;
+    if (kind < 0 || kind > 1) return PyErr_Format(PyExc_ValueError, "softmax_grad: kind must be 0 or 1, got %d", kind);
+    if (width < 1 || width > PY_SSIZE_T_MAX / 8)
+        return PyErr_Format(PyExc_ValueError, "softmax_grad: width must be in 1..%lld, got %lld",
+                            (long long)(PY_SSIZE_T_MAX / 8), width);
+    Py_buffer views[4];
+    if (get_buffers(objs, views, 4, 1) < 0) return NULL;
+    Py_buffer *g = &views[0], *y = &views[1], *offsets = &views[2], *out = &views[3];
+    PyObject *result = NULL;
+    int64_t *off = NULL;
+    void *dot = NULL;
+    Py_ssize_t size = ITEMSIZE[kind];
+    if (g->itemsize != size || y->itemsize != size || out->itemsize != size || g->len != y->len ||
+        out->len != y->len) {
+        PyErr_Format(PyExc_ValueError,
+                     "softmax_grad: g, y and out must be alike, %zd-byte items, got %zd, %zd and %zd bytes of "
+                     "%zd, %zd and %zd-byte items", size, g->len, y->len, out->len, g->itemsize, y->itemsize,
+                     out->itemsize);
+        goto done;
+    }
+    off = checked_offsets("softmax_grad", offsets, lo, hi, (int64_t)(y->len / size / width));
+    if (off == NULL) goto done;
+    dot = PyMem_Malloc((size_t)width * (size_t)size);
+    if (dot == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    grad_fn fn = GRAD_TABLES[active][kind];
+    Py_BEGIN_ALLOW_THREADS
+    fn(g->buf, y->buf, off, out->buf, dot, lo, hi, width);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(dot);
+    PyMem_Free(off);
+    release_buffers(views, 4);
     return result;
 }
 
@@ -322,6 +436,8 @@ DEFINE_SIMD_FUNCTIONS(NAMES, N_VARIANTS, active)
 static PyMethodDef METHODS[] = {
     {"segment_reduce", segment_reduce, METH_VARARGS,
      "segment_reduce(op, kind, data, offsets, out, width, lo, hi): reduce each sequence's rows in place."},
+    {"softmax_grad", softmax_grad, METH_VARARGS,
+     "softmax_grad(kind, g, y, offsets, out, width, lo, hi): out = y * (g - segment_sum(g * y)) over lo:hi."},
     SIMD_METHODS,
     {NULL, NULL, 0, NULL},
 };
