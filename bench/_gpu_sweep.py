@@ -3,7 +3,8 @@
 The choices the host makes without recompiling a kernel: whether a LoD keeps its piece plan
 for the next op (``_tuning.CACHE_PLANS``), from what mean sequence length softmax goes by blocks
 (``_tuning.SOFTMAX_BLOCK_STEPS``; 0: three passes always), in which order blocks cover the column
-tiles of wide rows (``_tuning.TILES_FIRST``), how many blocks the piece kernels launch
+tiles of wide rows (``_tuning.TILES_FIRST``), how many threads a block of the piece kernels has
+(``_tuning.PIECE_THREADS``: a block's warp slots free together), how many blocks the piece kernels launch
 (``_tuning.MAX_PIECE_BLOCKS``; fewer blocks means each warp strides over more pieces, which might
 even out the warps of a block when sequence lengths vary) and how many warp steps make a piece
 (``cuda.CHUNK_STEPS``: shorter pieces spread a long sequence over more warps, longer ones cost fewer
@@ -23,6 +24,8 @@ CONFIGS = (
     ("128 steps a piece", {"CHUNK_STEPS": 128}),
     ("512 steps a piece", {"CHUNK_STEPS": 512}),
     ("plan made every call", {"CACHE_PLANS": False}),
+    ("64 threads a block", {"PIECE_THREADS": 64}),
+    ("128 threads a block", {"PIECE_THREADS": 128}),
     ("tiles first", {"TILES_FIRST": True}),
     ("sum and max by blocks", {"REDUCE_BLOCK_STEPS": 4}, ("sum", "max")),
     ("softmax in three passes", {"SOFTMAX_BLOCK_STEPS": 0}, ("softmax",)),

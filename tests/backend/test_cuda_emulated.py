@@ -230,3 +230,59 @@ def test_both_tile_orders_give_numpys_values(emulated, monkeypatch, tiles_first,
     np.testing.assert_array_equal(emulated.numpy(emulated.be.unpad(padded, off)), host)
     grids = {grid for name, grid, *_ in emulated.stub.launches if name.startswith(("lt_segment_reduce<", "lt_unpad"))}
     assert all((grid[0] > 1 and grid[1] >= 1) if tiles_first else grid[1] > 1 for grid in grids), grids
+
+
+@pytest.mark.parametrize("threads", [32, 64, 128])
+def test_piece_kernels_take_any_threads_per_block(emulated, monkeypatch, threads):
+    """The piece kernels launched with 1, 2 or 4 warps a block (``_tuning.PIECE_THREADS``): sum, max,
+    softmax in three passes, its backward over pieces and unpad give NumPy's values beside a sequence of
+    several pieces; the launches have that many threads, and the warps over pieces are as many as with 256."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import get_backend  # noqa: PLC0415
+    from lodtensor.backend.cupy import _launch, _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", 0)
+    ref = get_backend("numpy")
+    rng = np.random.default_rng(threads)
+    lens = np.concatenate([rng.integers(0, 60, size=40), [0, 700]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    host = rng.standard_normal((int(offsets[-1]), 40)).astype(np.float32)
+    data = emulated.array(host)
+    off = lt.LoD([offsets.tolist()]).on(emulated.be, "offsets", like=data)
+    monkeypatch.setattr(_tuning, "PIECE_THREADS", threads)
+    emulated.stub.launches.clear()
+    np.testing.assert_allclose(emulated.numpy(emulated.be.segment_sum(data, off)), ref.segment_sum(host, offsets),
+                               rtol=1e-5, atol=1e-4)
+    np.testing.assert_array_equal(emulated.numpy(emulated.be.segment_max(data, off, empty=0)),
+                                  ref.segment_max(host, offsets, empty=0))
+    y = ref.segment_softmax(host.astype(np.float64), offsets)
+    np.testing.assert_allclose(emulated.numpy(emulated.be.segment_softmax(data, off)), y, rtol=1e-5, atol=1e-7)
+    g = rng.standard_normal(host.shape)
+    got = _launch.segment_softmax_grad(emulated.stub, emulated.array(g), emulated.array(y), off, lens.size,
+                                       emulated.stub.empty, off)
+    dot = ref.segment_sum(g * y, offsets)
+    np.testing.assert_allclose(emulated.numpy(got), y * (g - np.repeat(dot, lens, axis=0)), rtol=1e-10, atol=1e-12)
+    padded = emulated.be.pad(data, off, int(lens.max()), 0)
+    np.testing.assert_array_equal(emulated.numpy(emulated.be.unpad(padded, off)), host)
+    pieces = [(name, grid, block) for name, grid, block, _ in emulated.stub.launches
+              if name.startswith(("lt_segment_reduce<", "lt_softmax_stats", "lt_softmax_apply", "lt_segment_dot",
+                                  "lt_softmax_grad_apply", "lt_unpad"))]
+    assert len({name.split("<")[0] for name, *_ in pieces}) == 6, pieces
+    assert all(block == (threads,) for *_, block in pieces), pieces
+    monkeypatch.setattr(_tuning, "PIECE_THREADS", 256)
+    wide = _launch.Layout(int(offsets[-1]), 40, lens.size)
+    monkeypatch.setattr(_tuning, "PIECE_THREADS", threads)
+    narrow = _launch.Layout(int(offsets[-1]), 40, lens.size)
+    assert 0 <= wide.grid[0] * 256 - narrow.grid[0] * threads < 256  # the same warps, to within a block
+
+
+@pytest.mark.parametrize("threads", [0, 48, 512, "64"])
+def test_piece_threads_must_be_whole_warps(monkeypatch, threads):
+    from lodtensor.backend.cupy import _launch, _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "PIECE_THREADS", threads)
+    if threads == "64":  # a string of a valid count is read as it
+        assert _launch.Layout(100, 8, 4).threads == 64
+        return
+    with pytest.raises(ValueError, match=f"PIECE_THREADS must be a multiple of 32 from 32 to 256, got {threads}"):
+        _launch.Layout(100, 8, 4)

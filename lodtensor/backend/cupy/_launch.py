@@ -68,12 +68,17 @@ class Layout:
         self.log2cw = _cuda.lanes_log2(packs)
         cw = 1 << self.log2cw
         self.chunk = _cuda.CHUNK_STEPS * (32 >> self.log2cw)  # rows per piece (one warp)
-        warps = _cuda.BLOCK // 32
+        # threads per block of the piece kernels (``grid``): a block's warp slots free together
+        self.threads = int(_tuning.PIECE_THREADS)
+        if self.threads % 32 or not 32 <= self.threads <= _cuda.BLOCK:
+            raise ValueError(f"_tuning.PIECE_THREADS must be a multiple of 32 from 32 to {_cuda.BLOCK}, "
+                             f"got {_tuning.PIECE_THREADS!r}")
+        warps = self.threads // 32
         planned = min(n, rows // (short_max + 1)) if short_max >= 0 else n  # sequences with pieces
         pieces = planned + rows // self.chunk + 1  # bound on their pieces
         self.tiles = -(-packs // cw)
         self.tiles_first = bool(_tuning.TILES_FIRST)
-        self.grid = self.over_tiles(blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS))
+        self.grid = self.over_tiles(blocks(pieces, warps, _tuning.MAX_PIECE_BLOCKS * (_cuda.BLOCK // self.threads)))
         # else no sequence has two pieces: no combine pass
         self.multi = rows > self.chunk and (longest is None or longest > self.chunk)
         self.slots = 2 * (rows // self.chunk) + 1  # bound on the pieces of multi-piece sequences
@@ -159,7 +164,7 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
             return out
     partial = alloc((lay.slots if lay.multi else 1, width), acc)
     kernel(xp, "segment", _cuda.kernel_name("reduce", op=op, dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,),
+        lay.grid, (lay.threads,),
         (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
          np.int64(lay.chunk), fill, np.int32(by_block), np.int32(lay.tiles_first)))
     if lay.multi:
@@ -206,13 +211,13 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
                 np.int32(lay.tiles_first))
     kernel(xp, "softmax", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
+        lay.grid, (lay.threads,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
     if lay.multi:
         kernel(xp, "softmax", _cuda.kernel_name("softmax_combine", dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,),
             (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
     kernel(xp, "softmax", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
+        lay.grid, (lay.threads,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
     return out
 
 
@@ -249,13 +254,13 @@ def segment_softmax_grad(xp, grad, y, offsets, n, alloc, owner=None):
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
                 np.int32(lay.tiles_first))
     kernel(xp, "segment", _cuda.kernel_name("dot", dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,), (grad, y, offsets, pieces, dot, partial) + geometry)
+        lay.grid, (lay.threads,), (grad, y, offsets, pieces, dot, partial) + geometry)
     if lay.multi:
         kernel(xp, "segment", _cuda.kernel_name("combine", op="sum", dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,),
             (offsets, pieces, partial, dot, np.int64(n), np.int64(width), y.dtype.type(0)))
     kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_apply", dtype=native, pack=lay.pack))(
-        lay.grid, (_cuda.BLOCK,), (grad, y, offsets, pieces, dot, out) + geometry)
+        lay.grid, (lay.threads,), (grad, y, offsets, pieces, dot, out) + geometry)
     return out
 
 
@@ -279,7 +284,7 @@ def unpad(xp, padded, offsets, n, total, alloc, owner=None):
     lay = Layout(total, width, n)
     pieces = plan(xp, offsets, n, lay.chunk, owner=owner)
     kernel(xp, "dense", _cuda.kernel_name("unpad", itemsize=padded.dtype.itemsize))(
-        lay.grid, (_cuda.BLOCK,),
+        lay.grid, (lay.threads,),
         (padded, offsets, pieces, out, np.int64(n), np.int64(maxlen), np.int64(width), np.int32(lay.log2cw),
          np.int64(lay.chunk), np.int32(lay.tiles_first)))
     return out

@@ -20,6 +20,13 @@ COMBINE_BLOCKS = 4096
 #: D=4096 0.742 vs 0.719 ms): the search is not what separates the kernels from
 #: torch.segment_reduce, so it was not kept.
 MAX_PIECE_BLOCKS = 1 << 14
+#: Threads per block of the piece kernels (a warp per piece: lt_segment_reduce, the softmax passes,
+#: lt_segment_dot, lt_softmax_grad_apply, lt_unpad; they use no shared memory), a multiple of 32 up to
+#: 256. A block's warp slots are freed only when its last warp is done: 8 warps on 8 sequences of
+#: 1..159 rows are busy about 57% of the block's time (the expected longest of 8 lengths), 2 warps
+#: about 75%. 256: as measured on the H100 (2026-11-26). Not yet measured smaller (bench/_gpu_sweep.py:
+#: "64 threads a block", "128 threads a block"); MAX_PIECE_BLOCKS scales so the warps stay as many.
+PIECE_THREADS = 256
 #: The short kernels (a thread per sequence) stride over the sequences with at most this many blocks.
 MAX_SHORT_BLOCKS = 1 << 16
 #: Rows of at most this many bytes (float32 D <= 4, float64 D <= 2) are "narrow": there, sequences

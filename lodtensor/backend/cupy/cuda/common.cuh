@@ -117,9 +117,10 @@ struct lt_grid {
     __device__ __forceinline__ explicit lt_grid(int tiles_first)
         : tile0(tiles_first ? blockIdx.x : blockIdx.y), tile_step(tiles_first ? gridDim.x : gridDim.y),
           block(tiles_first ? blockIdx.y : blockIdx.x), blocks(tiles_first ? gridDim.y : gridDim.x) {}
-    // This warp's index among the warps over pieces, and their number: the stride over pieces.
-    __device__ __forceinline__ i64 warp() const { return block * LT_WARPS + (threadIdx.x >> 5); }
-    __device__ __forceinline__ i64 warps() const { return blocks * LT_WARPS; }
+    // This warp's index among the warps over pieces, and their number: the stride over pieces. (The
+    // piece kernels use no shared memory: the host picks their threads per block, up to LT_BLOCK.)
+    __device__ __forceinline__ i64 warp() const { return block * (blockDim.x >> 5) + (threadIdx.x >> 5); }
+    __device__ __forceinline__ i64 warps() const { return blocks * (blockDim.x >> 5); }
 };
 
 // Combine, with Op::combine, the values of the lanes of a warp that share a column (32 / cw rows of
@@ -134,13 +135,13 @@ __device__ __forceinline__ void lt_warp_fold(A (&acc)[V], const lt_lanes& lanes)
 
 // One lane's fold, with Op, of column `col` (of Dv packs) over rows r, r + step, ... < end into acc (as
 // accumulator values): x's packs, or where PRODUCT the products of x's and y's packs (softmax's
-// backward sums grad * y over a sequence's rows). The loop is unrolled 4 deep with a remainder, so a
-// warp keeps four loads in flight (a loop that calls a function, even an inlined one, is unrolled
-// with a branch after each load: one load in flight).
+// backward sums grad * y over a sequence's rows). The loop is unrolled with a remainder, 4 rows deep
+// (2 for products: two loads a row), so a warp keeps four loads in flight (a loop that calls a
+// function, even an inlined one, is unrolled with a branch after each load: one load in flight).
 template <class Op, bool PRODUCT, typename T, typename A, int V>
 __device__ __forceinline__ void lt_fold_rows(const lt_pack<T, V>* __restrict__ x, const lt_pack<T, V>* __restrict__ y,
                                              i64 r, i64 end, i64 step, i64 Dv, i64 col, A (&acc)[V]) {
-#pragma unroll 4
+#pragma unroll(PRODUCT ? 2 : 4)
     for (; r < end; r += step) {
         const lt_pack<T, V> p = x[r * Dv + col];
         if (PRODUCT) {
