@@ -6,12 +6,13 @@ without them and the NumPy backend uses its NumPy-only kernels.
 
 from setuptools import Extension, setup
 
-KERNELS = ("_csegment", "_cpointwise")  # segment sum, max, min and softmax backward; GELU and relu
+KERNELS = ("_csegment", "_cpointwise")  # segment sum, max, min, backward of softmax, max, min; GELU, relu
 
 setup(
     ext_modules=[
         Extension(f"lodtensor.backend.numpy.{name}", [f"lodtensor/backend/numpy/{name}.c"], extra_compile_args=["-O3"],
-                  depends=["lodtensor/backend/numpy/_csimd.h"], optional=True)  # the instruction-set dispatch
+                  # the instruction-set dispatch, and the backward kernels of _csegment.c
+                  depends=["lodtensor/backend/numpy/_csimd.h", "lodtensor/backend/numpy/_cbackward.h"], optional=True)
         for name in KERNELS
     ]
 )

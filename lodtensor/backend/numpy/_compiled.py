@@ -1,7 +1,7 @@
 """The compiled kernels of the NumPy backend: segment sum, max and min over each sequence's rows in one
-read, and segment softmax's backward (for the torch backend's CPU autograd) in one read of its inputs
-(``_csegment.c``), and GELU of float32 and relu of float32/float64 values in one pass
-(``_cpointwise.c``).
+read, and the backward passes of segment softmax, max and min (for the torch backend's CPU autograd) in
+one read of their inputs (``_csegment.c``, ``_cbackward.h``), and GELU of float32 and relu of
+float32/float64 values in one pass (``_cpointwise.c``).
 
 Both are built from C when the package is installed (they need only a C
 compiler and Python's headers; no library beyond NumPy). The segment kernel
@@ -33,9 +33,10 @@ try:
 except ImportError:  # installed without a C compiler: the NumPy kernels serve
     _kernel = None
 try:
+    from ._csegment import extreme_grad as _extreme_grad
     from ._csegment import softmax_grad as _softmax_grad
-except ImportError:  # an extension built before it had the softmax backward
-    _softmax_grad = None
+except ImportError:  # an extension built before it had the backward kernels
+    _softmax_grad = _extreme_grad = None
 try:
     from ._cpointwise import gelu_f32 as _gelu_f32
     from ._cpointwise import relu as _relu
@@ -48,7 +49,7 @@ except ImportError:
 _POINTWISE = {"gelu_f32": (_gelu_f32, False), "relu": (_relu, True), "relu_torch": (_relu_torch, True)}
 
 __all__ = ["compiled_fits", "compiled_reduce", "compiled_pointwise", "compiled_kernels", "set_compiled_kernels",
-           "compiled_softmax_grad"]
+           "compiled_softmax_grad", "compiled_extreme_grad"]
 
 _OPS = {np.add: 0, np.maximum: 1, np.minimum: 2}
 # (dtype kind, item size) -> the kernel's type code; unsigned ints for sums only (a wrapping sum has
@@ -178,4 +179,35 @@ def compiled_softmax_grad(grad, y, offsets):
     flat = out.reshape(rows, width)
     run_split(lambda lo, hi: _softmax_grad(kind, g, ys, offsets, flat, width, lo, hi), offsets,
               ys.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
+    return out
+
+
+def compiled_extreme_grad(data, result, grad, offsets):
+    """Segment max's or min's backward, as ``scatter_reduce``'s: each sequence's ``grad`` shared evenly,
+    per column, among its rows of ``data`` equal to its ``result`` (a NaN result matches none), by the
+    compiled kernel: each sequence's rows read twice in address order (the second time from cache), into
+    one output (from the buffer pool). float32 or float64 ``data``, ``result`` and ``grad`` alike; None
+    where the kernel does not apply (not built or off, another dtype, no rows or columns).
+
+    >>> data = np.array([[1.0, 5.0], [3.0, 5.0], [3.0, 2.0], [7.0, 7.0]])
+    >>> out = compiled_extreme_grad(data, np.array([[3.0, 5.0], [7.0, 7.0]]), np.full((2, 2), 6.0),
+    ...                             np.array([0, 3, 4]))
+    >>> out.tolist() if compiled_kernels() else "not built"
+    [[0.0, 3.0], [3.0, 3.0], [3.0, 0.0], [6.0, 6.0]]
+    """
+    kind = {"f4": 0, "f8": 1}.get(data.dtype.str[1:])
+    width = math.prod(data.shape[1:])
+    rows, n = (data.shape[0] if data.ndim else 0), offsets.size - 1
+    if (not _enabled or _extreme_grad is None or kind is None or not data.dtype.isnative or rows == 0 or width == 0
+            or result.dtype != data.dtype or grad.dtype != data.dtype or result.shape != grad.shape
+            or result.shape != (n,) + data.shape[1:]):
+        return None
+    x = np.ascontiguousarray(data).reshape(rows, width)
+    m = np.ascontiguousarray(result).reshape(n, width)
+    g = np.ascontiguousarray(grad).reshape(n, width)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    out = _pool.empty(data.shape, data.dtype)
+    flat = out.reshape(rows, width)
+    run_split(lambda lo, hi: _extreme_grad(kind, x, m, g, offsets, flat, width, lo, hi), offsets,
+              x.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
     return out

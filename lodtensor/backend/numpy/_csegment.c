@@ -1,5 +1,5 @@
-/* Segment reductions over rows, in one read: the compiled kernel of the NumPy backend (and segment
- * softmax's backward, softmax_grad, below).
+/* Segment reductions over rows, in one read: the compiled kernel of the NumPy backend (and the
+ * backward passes of segment softmax, max and min, softmax_grad and extreme_grad, below).
  *
  * segment_reduce(op, kind, data, offsets, out, width, lo, hi)
  *   op      0 sum, 1 max, 2 min (max and min propagate NaN and take the later of two equal
@@ -204,49 +204,7 @@ typedef uint64_t u64;
 
 typedef void (*kernel_fn)(const void *, const int64_t *, void *, int64_t, int64_t, int64_t);
 
-/* Segment softmax's backward, out = y * (g - dot), dot the sum over the sequence's rows of g * y per
- * column: two passes over each sequence's rows in address order, the first adding g * y into `dot`
- * (one row of w values, in L1), the second writing out (the sequence's rows read again from cache
- * where they fit). Each column adds in row order. */
-#define DEFINE_SOFTMAX_GRAD(W, ATTR, T)                                                                    \
-    ATTR static void softmax_grad##W##_##T(const T *g, const T *y, const int64_t *off, T *out, T *dot,    \
-                                           int64_t lo, int64_t hi, int64_t w)                             \
-    {                                                                                                    \
-        const int64_t lanes = (int64_t)(sizeof(v##W##_##T) / sizeof(T));                                \
-        v##W##_##T a, b, d;                                                                              \
-        for (int64_t j = lo; j < hi; j++) {                                                              \
-            const int64_t s = off[j], e = off[j + 1];                                                    \
-            if (e == s) continue;                                                                        \
-            memset(dot, 0, (size_t)w * sizeof(T));                                                       \
-            for (int64_t r = s; r < e; r++) {                                                            \
-                const T *gr = g + r * w, *yr = y + r * w;                                                \
-                int64_t c = 0;                                                                           \
-                for (; c + lanes <= w; c += lanes) {                                                     \
-                    __builtin_memcpy(&a, gr + c, sizeof(a));                                             \
-                    __builtin_memcpy(&b, yr + c, sizeof(b));                                             \
-                    __builtin_memcpy(&d, dot + c, sizeof(d));                                            \
-                    d += a * b;                                                                          \
-                    __builtin_memcpy(dot + c, &d, sizeof(d));                                            \
-                }                                                                                        \
-                for (; c < w; c++) dot[c] += gr[c] * yr[c];                                              \
-            }                                                                                            \
-            for (int64_t r = s; r < e; r++) {                                                            \
-                const T *gr = g + r * w, *yr = y + r * w;                                                \
-                T *o = out + r * w;                                                                      \
-                int64_t c = 0;                                                                           \
-                for (; c + lanes <= w; c += lanes) {                                                     \
-                    __builtin_memcpy(&a, gr + c, sizeof(a));                                             \
-                    __builtin_memcpy(&b, yr + c, sizeof(b));                                             \
-                    __builtin_memcpy(&d, dot + c, sizeof(d));                                            \
-                    a = b * (a - d);                                                                     \
-                    __builtin_memcpy(o + c, &a, sizeof(a));                                              \
-                }                                                                                        \
-                for (; c < w; c++) o[c] = yr[c] * (gr[c] - dot[c]);                                      \
-            }                                                                                            \
-        }                                                                                                \
-    }
-
-typedef void (*grad_fn)(const void *, const void *, const int64_t *, void *, void *, int64_t, int64_t, int64_t);
+#include "_cbackward.h" /* the backward kernels: DEFINE_SOFTMAX_GRAD, DEFINE_EXTREME_GRAD */
 
 /* Every kernel on W-byte vectors, and their tables: [kind][op] of the reductions, [kind] of the
  * softmax backward (float32, float64). */
@@ -255,6 +213,10 @@ typedef void (*grad_fn)(const void *, const void *, const int64_t *, void *, voi
     DEFINE_SOFTMAX_GRAD(W, ATTR, f32)                                    \
     DEFINE_SOFTMAX_GRAD(W, ATTR, f64)                                    \
     static const grad_fn GRADS##W[2] = {(grad_fn)softmax_grad##W##_f32, (grad_fn)softmax_grad##W##_f64}; \
+    DEFINE_EXTREME_GRAD(W, ATTR, f32, i32)                               \
+    DEFINE_EXTREME_GRAD(W, ATTR, f64, i64)                               \
+    static const extreme_grad_fn EXTREME_GRADS##W[2] = {(extreme_grad_fn)extreme_grad##W##_f32,           \
+                                                        (extreme_grad_fn)extreme_grad##W##_f64};          \
     DEFINE_TYPE(W, ATTR, f32, i32, f32, i32, MAXF, MINF)                 \
     DEFINE_TYPE(W, ATTR, f64, i64, f64, i64, MAXF, MINF)                 \
     DEFINE_TYPE(W, ATTR, i32, i32, u32, u32, MAXI, MINI)                 \
@@ -273,10 +235,12 @@ DEFINE_WIDTH(32, TARGET_AVX2)
 static const char *const NAMES[] = {"avx2", "baseline"};
 static const kernel_fn (*const TABLES[])[3] = {KERNELS32, KERNELS16};
 static const grad_fn *const GRAD_TABLES[] = {GRADS32, GRADS16};
+static const extreme_grad_fn *const EXTREME_GRAD_TABLES[] = {EXTREME_GRADS32, EXTREME_GRADS16};
 #else
 static const char *const NAMES[] = {"baseline"};
 static const kernel_fn (*const TABLES[])[3] = {KERNELS16};
 static const grad_fn *const GRAD_TABLES[] = {GRADS16};
+static const extreme_grad_fn *const EXTREME_GRAD_TABLES[] = {EXTREME_GRADS16};
 #endif
 #define N_VARIANTS ((int)(sizeof(NAMES) / sizeof(NAMES[0])))
 
@@ -431,6 +395,57 @@ done:
     return result;
 }
 
+static PyObject *extreme_grad(PyObject *self, PyObject *args)
+{
+    int kind;
+    PyObject *objs[5]; /* x, m, g, offsets, out */
+    long long width, lo, hi;
+    if (!PyArg_ParseTuple(args, "iOOOOOLLL:extreme_grad", &kind, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &width, &lo, &hi))
+        return NULL;
+    if (kind < 0 || kind > 1) return PyErr_Format(PyExc_ValueError, "extreme_grad: kind must be 0 or 1, got %d", kind);
+    if (width < 1 || width > PY_SSIZE_T_MAX / 8)
+        return PyErr_Format(PyExc_ValueError, "extreme_grad: width must be in 1..%lld, got %lld",
+                            (long long)(PY_SSIZE_T_MAX / 8), width);
+    Py_buffer views[5];
+    if (get_buffers(objs, views, 5, 1) < 0) return NULL;
+    Py_buffer *x = &views[0], *m = &views[1], *g = &views[2], *offsets = &views[3], *out = &views[4];
+    PyObject *result = NULL;
+    int64_t *off = NULL;
+    void *share = NULL;
+    Py_ssize_t size = ITEMSIZE[kind];
+    if (x->itemsize != size || m->itemsize != size || g->itemsize != size || out->itemsize != size ||
+        out->len != x->len || g->len != m->len) {
+        PyErr_Format(PyExc_ValueError,
+                     "extreme_grad: x and out (rows), m and g (sequences) must be alike, %zd-byte items, got "
+                     "%zd, %zd, %zd and %zd bytes", size, x->len, out->len, m->len, g->len);
+        goto done;
+    }
+    off = checked_offsets("extreme_grad", offsets, lo, hi, (int64_t)(x->len / size / width));
+    if (off == NULL) goto done;
+    if ((long long)(m->len / size / width) < hi) {
+        PyErr_Format(PyExc_ValueError, "extreme_grad: m holds %lld rows of %lld values, needs %lld",
+                     (long long)(m->len / size / width), width, hi);
+        goto done;
+    }
+    share = PyMem_Malloc((size_t)width * (size_t)size);
+    if (share == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    extreme_grad_fn fn = EXTREME_GRAD_TABLES[active][kind];
+    Py_BEGIN_ALLOW_THREADS
+    fn(x->buf, m->buf, g->buf, off, out->buf, share, lo, hi, width);
+    Py_END_ALLOW_THREADS
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(share);
+    PyMem_Free(off);
+    release_buffers(views, 5);
+    return result;
+}
+
 DEFINE_SIMD_FUNCTIONS(NAMES, N_VARIANTS, active)
 
 static PyMethodDef METHODS[] = {
@@ -438,6 +453,8 @@ static PyMethodDef METHODS[] = {
      "segment_reduce(op, kind, data, offsets, out, width, lo, hi): reduce each sequence's rows in place."},
     {"softmax_grad", softmax_grad, METH_VARARGS,
      "softmax_grad(kind, g, y, offsets, out, width, lo, hi): out = y * (g - segment_sum(g * y)) over lo:hi."},
+    {"extreme_grad", extreme_grad, METH_VARARGS,
+     "extreme_grad(kind, x, m, g, offsets, out, width, lo, hi): segment max/min's gradient over lo:hi."},
     SIMD_METHODS,
     {NULL, NULL, 0, NULL},
 };

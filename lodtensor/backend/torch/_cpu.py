@@ -14,7 +14,13 @@ import torch
 
 from ..numpy import _pool
 from ..numpy._backend import NumpyBackend
-from ..numpy._compiled import compiled_kernels, compiled_pointwise, compiled_reduce, compiled_softmax_grad
+from ..numpy._compiled import (
+    compiled_extreme_grad,
+    compiled_kernels,
+    compiled_pointwise,
+    compiled_reduce,
+    compiled_softmax_grad,
+)
 from ..numpy._special import run_compiled
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
@@ -29,7 +35,9 @@ class SegmentExtreme(torch.autograd.Function):
     Forward: the NumPy backend's kernel on the tensor's memory (its plan is
     cached per offsets tensor). Backward: as ``scatter_reduce``'s, each
     segment's gradient is shared evenly among the rows that reach its extreme,
-    per column; it is built from differentiable ops, so double backward works.
+    per column; by the compiled kernel (``compiled_extreme_grad``) unless a graph
+    of the backward is wanted (``create_graph=True``), then by differentiable
+    ops, so double backward works.
     """
 
     @staticmethod
@@ -44,6 +52,10 @@ class SegmentExtreme(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         data, out, offsets, ids = ctx.saved_tensors
+        if not torch.is_grad_enabled():  # no graph of the backward wanted: the compiled kernel
+            host = compiled_extreme_grad(_host(data), _host(out), _host(grad), offsets.numpy())
+            if host is not None:
+                return torch.from_numpy(host), None, None, None, None
         if not ctx.has_ids:
             lengths = offsets[1:] - offsets[:-1]
             ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=data.shape[0])
