@@ -262,3 +262,32 @@ def test_torch_cpu_gradcheck_and_double_backward():
     pool = lambda d: S.sequence_pool(lt.LoDTensor(d, [offsets]), "max").data  # noqa: E731 - distinct values
     assert torch.autograd.gradcheck(pool, (x,))
     assert torch.autograd.gradgradcheck(pool, (x,))
+
+
+@pytest.mark.parametrize("kind", ["sum", "average", "pad"])
+def test_torch_cpu_row_gathers_go_to_the_buffer_pool(monkeypatch, kind):
+    """Sum, mean and pad's backward copy each segment's gradient to its rows into a buffer-pool output
+    (no page faults on a fresh one) unless a graph of the backward is wanted; the same values."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import sequence as S  # noqa: PLC0415
+    from lodtensor.backend.torch import _cpu  # noqa: PLC0415
+
+    shapes = []
+    real = _cpu._pool.empty
+    monkeypatch.setattr(_cpu._pool, "empty", lambda shape, dtype: shapes.append(shape) or real(shape, dtype))
+    offsets = [0, 3, 3, 40, 41, 300]
+    base = torch.randn(300, 16, dtype=torch.float64)
+
+    def grad(**kw):
+        x = base.clone().requires_grad_()
+        t = lt.LoDTensor(x, [offsets])
+        out = S.sequence_pad(t, 0.0)[0].data if kind == "pad" else S.sequence_pool(t, kind).data
+        weights = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).reshape(out.shape)
+        return torch.autograd.grad((out * weights).sum(), x, **kw)[0]
+
+    pooled = grad()
+    assert (300, 16) in shapes
+    shapes.clear()
+    recorded = grad(create_graph=True)
+    assert (300, 16) not in shapes
+    torch.testing.assert_close(pooled, recorded.detach(), rtol=0, atol=0)
