@@ -69,6 +69,36 @@ def _paddle_row(table, paddle, op):
     table.add_result("Paddle 2.6.2", t["best"], t["median"], t["n"], note="static Program + Executor, subprocess")
 
 
+def _pool_training(report, torch, name, workload, tt, toffs):
+    """sequence_pool forward + backward on torch CPU tensors (the backward passes by the compiled kernels
+    and into pooled outputs) against torch.segment_reduce's autograd, the gradients checked against it."""
+    weights = torch.randn(toffs.numel() - 1, tt.data.shape[1], generator=torch.Generator().manual_seed(3))
+    for kind in POOLS:
+        reduce = {"sum": "sum", "average": "mean", "max": "max"}[kind]
+
+        def ours(k=kind):
+            x = tt.data.detach().requires_grad_()
+            (S.sequence_pool(lt.LoDTensor(x, tt.lod), k).data * weights).sum().backward()
+            return x.grad
+
+        def theirs(r=reduce):
+            x = tt.data.detach().requires_grad_()
+            (torch.segment_reduce(x, r, offsets=toffs, axis=0) * weights).sum().backward()
+            return x.grad
+
+        want = theirs().numpy()
+        close = lambda out, w=want: np.testing.assert_allclose(out.numpy(), w, rtol=1e-5, atol=1e-6)  # noqa: E731
+        table = report.table(f"sequence_pool {kind!r} forward + backward (torch autograd)", workload,
+                             reference="lodtensor (torch)")
+        table.add("lodtensor (torch)", ours, check=close)
+        table.add("torch.segment_reduce", theirs, check=close)
+        table.finish()
+        mine, other = table._best("lodtensor (torch)"), table._best("torch.segment_reduce")
+        if mine is not None and other is not None:
+            report.goal(f"{name}: sequence_pool {kind} forward+backward at or under torch.segment_reduce",
+                        mine <= other, f"{other / mine:.2f}x")
+
+
 def bench_workload(report, name, paddle_all, paddle_reason):
     data, lengths = _seqdata.WORKLOADS[name]()
     t = lt.LoDTensor(data, recursive_sequence_lengths=lengths)
@@ -116,6 +146,9 @@ def bench_workload(report, name, paddle_all, paddle_reason):
         if pp is not None:
             mine = table._best("lodtensor (numpy)")
             report.goal(f"{name}: sequence_pool {kind} faster than Paddle", mine < pp, f"{mine / pp:.2f}x Paddle")
+
+    if torch is not None:
+        _pool_training(report, torch, name, workload, tt, toffs)
 
     scores = lt.LoDTensor(np.ascontiguousarray(data[:, :1]), t.lod)
     table = report.table("sequence_softmax (one score per row)", workload, reference="lodtensor (numpy)")
