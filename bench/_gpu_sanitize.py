@@ -24,7 +24,7 @@ def main():
             t = lt.LoDTensor(data, [offsets])
             for kind in ("sum", "average", "max", "min"):
                 S.sequence_pool(t, kind)
-            _softmax(t)
+            _train(t)
             padded, lengths = S.sequence_pad(t, 0.0)
             S.sequence_unpad(padded, np.asarray(lens))
     # softmax and pools by blocks (sequences of many rows) beside the pieces (a sequence of several),
@@ -41,7 +41,7 @@ def main():
             host = rng.standard_normal((offsets[-1], width)).astype(np.float32)
             for data in (cupy.asarray(host), torch.from_numpy(host).cuda().requires_grad_()):
                 t = lt.LoDTensor(data, [offsets])
-                _softmax(t)
+                _train(t)
                 S.sequence_pool(t, "max")
     finally:
         _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST = saved
@@ -51,11 +51,11 @@ def main():
     print("sanitize run: done")
 
 
-def _softmax(t):
-    """Segment softmax; on torch data also its backward (the fused kernels)."""
-    y = S.sequence_softmax(t).data
-    if getattr(y, "requires_grad", False):
-        (y * y.detach()).sum().backward()
+def _train(t):
+    """Segment softmax and max; on torch data also their backward passes (the fused kernels)."""
+    for y in (S.sequence_softmax(t).data, S.sequence_pool(t, "max").data):
+        if getattr(y, "requires_grad", False):
+            (y * y.detach()).sum().backward()
 
 
 def _recurrences(cupy, torch, rng):

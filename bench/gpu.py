@@ -197,6 +197,7 @@ def _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, wor
         (torch.softmax(nt, dim=1).values() * weights).sum().backward()
         return x.grad
 
+    _max_training(report, lt, S, torch, device, tdata, offsets, toffsets, workload)
     table = report.table("softmax forward+backward", workload, reference="lodtensor (torch)")
     table.add("lodtensor (torch)", device.timed(ours), **GPU)
     table.add("lodtensor (torch, unfused backward)", device.timed(_unfused(ours, "FUSED_SOFTMAX_GRAD")), **GPU)
@@ -207,6 +208,32 @@ def _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, wor
     if mine is not None and theirs is not None:
         report.goal("softmax forward+backward (torch): at or under torch.nested jagged", mine <= theirs,
                     f"{theirs / mine:.2f}x")
+
+
+def _max_training(report, lt, S, torch, device, tdata, offsets, toffsets, workload):
+    """Segment max forward+backward on torch CUDA (the fused backward beside the unfused ops,
+    ``_tuning.FUSED_EXTREME_GRAD``) against ``torch.segment_reduce``'s autograd."""
+    weights = torch.randn((offsets.size - 1, tdata.shape[1]), device=tdata.device)
+
+    def ours():
+        x = tdata.detach().requires_grad_()
+        (S.sequence_pool(lt.LoDTensor(x, [offsets]), "max").data * weights).sum().backward()
+        return x.grad
+
+    def theirs():
+        x = tdata.detach().requires_grad_()
+        (torch.segment_reduce(x, "max", offsets=toffsets, axis=0) * weights).sum().backward()
+        return x.grad
+
+    table = report.table("max forward+backward", workload, reference="lodtensor (torch)")
+    table.add("lodtensor (torch)", device.timed(ours), **GPU)
+    table.add("lodtensor (torch, unfused backward)", device.timed(_unfused(ours, "FUSED_EXTREME_GRAD")), **GPU)
+    table.add("torch.segment_reduce", device.timed(theirs), **GPU)
+    table.finish()
+    mine, other = table._best("lodtensor (torch)"), table._best("torch.segment_reduce")
+    if mine is not None and other is not None:
+        report.goal("max forward+backward (torch): at or under torch.segment_reduce", mine <= other,
+                    f"{other / mine:.2f}x")
 
 
 def _workload(scale):

@@ -186,6 +186,35 @@ def test_torch_cuda_softmax_fused_backward_matches_the_unfused(monkeypatch, dtyp
         torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=scale * float(grads[1].abs().max()))
 
 
+@pytest.mark.parametrize("op", ["max", "min"])
+def test_torch_cuda_pool_fused_backward_matches_the_unfused(monkeypatch, op):
+    """sequence_pool max/min's backward on CUDA tensors by the fused kernels (``_tuning.FUSED_EXTREME_GRAD``)
+    gives the unfused ops' gradient, ties included, by blocks and over pieces, without a sync."""
+    torch = _cuda_torch()
+    pytest.importorskip("cupy")
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    rng = np.random.default_rng(12)
+    lens = np.concatenate([rng.integers(0, 200, 400), [3000]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).tolist()
+    for width, dtype in ((1, torch.float32), (3, torch.float64), (128, torch.float32), (130, torch.float64)):
+        x = torch.tensor(rng.integers(-3, 4, (offsets[-1], width)), dtype=dtype, device="cuda")
+        w = torch.randn((lens.size, width), dtype=dtype, device="cuda")
+        grads = []
+        for fused in (True, False):
+            monkeypatch.setattr(_tuning, "FUSED_EXTREME_GRAD", fused)
+            v = x.clone().requires_grad_()
+            y = S.sequence_pool(lt.from_torch(v, [offsets]), op).data
+            torch.cuda.synchronize()
+            torch.cuda.set_sync_debug_mode("error" if fused else 0)
+            try:
+                (y * w).sum().backward()
+            finally:
+                torch.cuda.set_sync_debug_mode(0)
+            grads.append(v.grad)
+        torch.testing.assert_close(grads[0], grads[1], rtol=1e-6, atol=1e-6)
+
+
 def test_torch_cuda_forward_paths_never_synchronise():
     """Pool, softmax, pad and unpad of CUDA tensors never make the host wait for the device
     (``torch.cuda.set_sync_debug_mode("error")``), a new LoD's first use included: its device

@@ -18,7 +18,8 @@ from .._placement import frozen_fact, is_frozen
 from . import _tuning
 from . import cuda as _cuda
 
-__all__ = ["kernel", "segment_reduce", "segment_softmax", "segment_softmax_grad", "pad", "unpad", "pointer"]
+__all__ = ["kernel", "segment_reduce", "segment_softmax", "segment_softmax_grad", "segment_extreme_grad", "pad",
+           "unpad", "pointer"]
 
 _MODULES = {}
 # (id(cupy module), module, name expression, device id) -> the kernel
@@ -261,6 +262,47 @@ def segment_softmax_grad(xp, grad, y, offsets, n, alloc, owner=None):
             (offsets, pieces, partial, dot, np.int64(n), np.int64(width), y.dtype.type(0)))
     kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_apply", dtype=native, pack=lay.pack))(
         lay.grid, (lay.threads,), (grad, y, offsets, pieces, dot, out) + geometry)
+    return out
+
+
+def segment_extreme_grad(xp, x, m, grad, offsets, n, alloc, owner=None):
+    """The gradient of segment max or min: each sequence's ``grad`` (``[n, width]``) shared evenly, per
+    column, among its rows of ``x`` (``[rows, width]``) equal to its result ``m`` (``[n, width]``), as
+    ``scatter_reduce``'s; zeros elsewhere. float32 or float64, all of one dtype: a ``[rows, width]``
+    array. ``owner``: see :func:`plan`. The routes of :func:`segment_softmax_grad` (the same two reads
+    of the rows): by blocks where the sequences average ``_tuning.SOFTMAX_BLOCK_STEPS`` block steps
+    (``lt_extreme_grad_block``), else ``lt_segment_hits`` over the pieces (and the sum's combine
+    pass), then ``lt_extreme_grad_apply``; a thread per sequence of a few narrow rows."""
+    native = np.dtype(x.dtype).name
+    rows, width = int(x.shape[0]), int(x.shape[1])
+    aligned = all(pointer(a) % 16 == 0 for a in (m, grad))
+    lay = layout(x, n, None if aligned else 1, owner)  # every operand read in packs, or none
+    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
+    out = alloc((rows, width), x.dtype)
+    if lay.short_max >= 0:
+        kernel(xp, "segment", _cuda.kernel_name("extreme_grad_short", dtype=native))(
+            lay.short_grid, (_cuda.BLOCK,),
+            (x, m, grad, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+    by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
+    if by_block:
+        kernel(xp, "segment", _cuda.kernel_name("extreme_grad_block", dtype=native, pack=lay.pack))(
+            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
+            (x, m, grad, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
+             np.int32(lay.tiles_first)))
+        if not lay.multi:
+            return out
+    count = alloc((n, width), x.dtype)
+    partial = alloc((lay.slots if lay.multi else 1, width), x.dtype)
+    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
+                np.int32(lay.tiles_first))
+    kernel(xp, "segment", _cuda.kernel_name("hits", dtype=native, pack=lay.pack))(
+        lay.grid, (lay.threads,), (x, m, offsets, pieces, count, partial) + geometry)
+    if lay.multi:
+        kernel(xp, "segment", _cuda.kernel_name("combine", op="sum", dtype=native))(
+            lay.combine_grid, (_cuda.BLOCK,),
+            (offsets, pieces, partial, count, np.int64(n), np.int64(width), x.dtype.type(0)))
+    kernel(xp, "segment", _cuda.kernel_name("extreme_grad_apply", dtype=native, pack=lay.pack))(
+        lay.grid, (lay.threads,), (x, m, grad, count, offsets, pieces, out) + geometry)
     return out
 
 

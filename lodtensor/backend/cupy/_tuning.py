@@ -63,6 +63,13 @@ FUSED_STEPS = True
 #: yet measured on a device (bench/gpu.py times both: "softmax forward+backward"). False: the
 #: unfused ops.
 FUSED_SOFTMAX_GRAD = True
+#: Segment max's and min's backward on torch CUDA tensors as one kernel route
+#: (``_launch.segment_extreme_grad``: count the rows equal to the result, then write each row's share),
+#: reading the rows twice (the second time from L2 by blocks) and writing once, where the unfused ops
+#: (a gather of the result, a comparison, a cast, a segment count, a division, a gather, a product)
+#: read 6 and write 5 arrays of the data's size. Not yet measured on a device (bench/gpu.py times
+#: both: "max forward+backward"). False: the unfused ops.
+FUSED_EXTREME_GRAD = True
 #: Rows wider than one column tile (float32 D > 128, 32 packs): the piece kernels' blocks go tiles
 #: first (grid x over the tiles), so the blocks resident at one time read every tile of the same
 #: rows, whole rows streamed; False: one tile of many rows per wave of blocks (a 512-byte stripe of

@@ -34,7 +34,7 @@ import numpy as np
 __all__ = [
     "BLOCK", "MIN_BLOCKS_PER_SM", "CHUNK_STEPS", "SOURCES", "NATIVE", "WORDS", "OPS", "EXTERN_C",
     "accumulator", "source_text", "include_dir", "kernel_name", "name_expressions", "compute_dtype",
-    "lanes_log2", "pack_of", "softmax_pack", "RNN_KERNELS", "RNN_DTYPES", "RNN_ACTS", "SOFTMAX_GRAD_DTYPES",
+    "lanes_log2", "pack_of", "softmax_pack", "RNN_KERNELS", "RNN_DTYPES", "RNN_ACTS", "GRAD_DTYPES",
 ]
 
 #: Threads per block of every kernel (``LT_BLOCK`` in common.cuh).
@@ -61,8 +61,9 @@ RNN_KERNELS = ("lstm_step", "lstm_step_grad", "gru_step_gates", "gru_step_out", 
 RNN_DTYPES = ("float32", "float64")
 #: Paddle's activation names the fused steps compute -> their code in rnn.cu (lt_act).
 RNN_ACTS = {"identity": 0, "linear": 0, "sigmoid": 1, "tanh": 2, "relu": 3}
-#: dtypes of softmax's backward kernels (lt_segment_dot, lt_softmax_grad_*): floating data only.
-SOFTMAX_GRAD_DTYPES = ("float32", "float64")
+#: dtypes of the backward kernels (softmax's: lt_segment_dot, lt_softmax_grad_*; max's and min's:
+#: lt_segment_hits, lt_extreme_grad_*): floating data only.
+GRAD_DTYPES = ("float32", "float64")
 #: op name -> template code in segment.cu.
 OPS = {"sum": 0, "max": 1, "min": 2, "mean": 3}
 
@@ -129,12 +130,12 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
         return "lt_piece_counts"
     if kind in RNN_KERNELS:
         return f"lt_{kind}<{NATIVE[dtype]}>"
-    if kind == "dot":
-        return f"lt_segment_dot<{NATIVE[dtype]}, {pack}>"
-    if kind in ("softmax_grad_apply", "softmax_grad_block"):
+    if kind in ("dot", "hits"):
+        return f"lt_segment_{kind}<{NATIVE[dtype]}, {pack}>"
+    if kind in ("softmax_grad_apply", "softmax_grad_block", "extreme_grad_apply", "extreme_grad_block"):
         return f"lt_{kind}<{NATIVE[dtype]}, {pack}>"
-    if kind == "softmax_grad_short":
-        return f"lt_softmax_grad_short<{NATIVE[dtype]}>"
+    if kind in ("softmax_grad_short", "extreme_grad_short"):
+        return f"lt_{kind}<{NATIVE[dtype]}>"
     if kind in ("reduce", "reduce_block", "combine", "reduce_short"):
         acc = NATIVE[accumulator(op, dtype)]
         if kind in ("reduce", "reduce_block"):
@@ -170,8 +171,11 @@ def name_expressions(module):
                     names.append(kernel_name("reduce_block", op=op, dtype=dtype, pack=pack))
                 names.append(kernel_name("reduce_short", op=op, dtype=dtype))
                 names.append(kernel_name("combine", op=op, dtype=dtype))
-        names += [kernel_name("dot", dtype=dtype, pack=pack) for dtype in SOFTMAX_GRAD_DTYPES
-                  for pack in (1, pack_of(dtype))]
+        for dtype in GRAD_DTYPES:
+            for pack in (1, pack_of(dtype)):
+                names += [kernel_name(kind, dtype=dtype, pack=pack)
+                          for kind in ("dot", "hits", "extreme_grad_apply", "extreme_grad_block")]
+            names.append(kernel_name("extreme_grad_short", dtype=dtype))
     else:  # softmax
         for dtype in NATIVE:
             for pack in (1, softmax_pack(dtype)):
@@ -180,7 +184,7 @@ def name_expressions(module):
                 names.append(kernel_name("softmax_block", dtype=dtype, pack=pack))
             names.append(kernel_name("softmax_combine", dtype=dtype))
             names.append(kernel_name("softmax_short", dtype=dtype))
-        for dtype in SOFTMAX_GRAD_DTYPES:
+        for dtype in GRAD_DTYPES:
             for pack in (1, pack_of(dtype)):
                 names.append(kernel_name("softmax_grad_apply", dtype=dtype, pack=pack))
                 names.append(kernel_name("softmax_grad_block", dtype=dtype, pack=pack))

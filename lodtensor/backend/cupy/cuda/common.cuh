@@ -134,20 +134,30 @@ __device__ __forceinline__ void lt_warp_fold(A (&acc)[V], const lt_lanes& lanes)
 }
 
 // One lane's fold, with Op, of column `col` (of Dv packs) over rows r, r + step, ... < end into acc (as
-// accumulator values): x's packs, or where PRODUCT the products of x's and y's packs (softmax's
-// backward sums grad * y over a sequence's rows). The loop is unrolled with a remainder, 4 rows deep
+// accumulator values), by MODE: LT_ROWS x's packs; LT_PRODUCTS the products of x's and y's packs
+// (softmax's backward sums grad * y over a sequence's rows); LT_HITS 1 where x's value equals y's of
+// the same column in pack `col` of y (segment max's / min's backward counts the rows equal to the
+// result: y points at the sequence's result row). The loop is unrolled with a remainder, 4 rows deep
 // (2 for products: two loads a row), so a warp keeps four loads in flight (a loop that calls a
 // function, even an inlined one, is unrolled with a branch after each load: one load in flight).
-template <class Op, bool PRODUCT, typename T, typename A, int V>
+#define LT_ROWS 0
+#define LT_PRODUCTS 1
+#define LT_HITS 2
+template <class Op, int MODE, typename T, typename A, int V>
 __device__ __forceinline__ void lt_fold_rows(const lt_pack<T, V>* __restrict__ x, const lt_pack<T, V>* __restrict__ y,
                                              i64 r, i64 end, i64 step, i64 Dv, i64 col, A (&acc)[V]) {
-#pragma unroll(PRODUCT ? 2 : 4)
+    lt_pack<T, V> h;
+    if (MODE == LT_HITS) h = y[col];
+#pragma unroll(MODE == LT_PRODUCTS ? 2 : 4)
     for (; r < end; r += step) {
         const lt_pack<T, V> p = x[r * Dv + col];
-        if (PRODUCT) {
+        if (MODE == LT_PRODUCTS) {
             const lt_pack<T, V> q = y[r * Dv + col];
 #pragma unroll
             for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(p.v[j]) * A(q.v[j]));
+        } else if (MODE == LT_HITS) {
+#pragma unroll
+            for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], p.v[j] == h.v[j] ? A(1) : A(0));
         } else {
 #pragma unroll
             for (int j = 0; j < V; ++j) acc[j] = Op::combine(acc[j], A(p.v[j]));

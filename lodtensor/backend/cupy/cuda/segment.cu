@@ -61,9 +61,9 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i6
     }
 }
 
-// Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs (with y, the
-// products of x's and y's: lt_fold_rows); out is [n, D]; partial [slots, D].
-template <class Op, bool PRODUCT, typename T, typename A, int V>
+// Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs (with y, by MODE:
+// lt_fold_rows; for LT_HITS y is [n, D], each sequence's row); out is [n, D]; partial [slots, D].
+template <class Op, int MODE, typename T, typename A, int V>
 __device__ __forceinline__ void lt_reduce_pieces(const T* __restrict__ x_, const T* __restrict__ y_,
                                                  const i64* __restrict__ off, const i64* __restrict__ plan,
                                                  A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D,
@@ -84,7 +84,9 @@ __device__ __forceinline__ void lt_reduce_pieces(const T* __restrict__ x_, const
             A acc[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) acc[j] = Op::identity();
-            if (col < Dv) lt_fold_rows<Op, PRODUCT>(x, y, q.a + lanes.row, q.b, lanes.rows, Dv, col, acc);
+            if (col < Dv)
+                lt_fold_rows<Op, MODE>(x, MODE == LT_HITS ? y + q.s * Dv : y, q.a + lanes.row, q.b, lanes.rows, Dv,
+                                       col, acc);
             lt_warp_fold<Op>(acc, lanes);
             if (lanes.row == 0 && col < Dv) {
                 lt_pack<A, V> res;
@@ -103,7 +105,7 @@ __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_segment_reduce(const T* __restrict__ x, const i64* __restrict__ off, const i64* __restrict__ plan,
                   A* __restrict__ out, A* __restrict__ partial, i64 n, i64 D, int log2cw, i64 chunk, A empty,
                   int multi_only, int tiles_first) {
-    lt_reduce_pieces<lt_reduce_op<OP, A>, false, T, A, V>(x, x, off, plan, out, partial, n, D, log2cw, chunk, empty,
+    lt_reduce_pieces<lt_reduce_op<OP, A>, LT_ROWS, T, A, V>(x, x, off, plan, out, partial, n, D, log2cw, chunk, empty,
                                                           multi_only, tiles_first);
 }
 
@@ -114,8 +116,20 @@ __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_segment_dot(const T* __restrict__ x, const T* __restrict__ y, const i64* __restrict__ off,
                const i64* __restrict__ plan, T* __restrict__ out, T* __restrict__ partial, i64 n, i64 D, int log2cw,
                i64 chunk, int multi_only, int tiles_first) {
-    lt_reduce_pieces<lt_reduce_op<OP_SUM, T>, true, T, T, V>(x, y, off, plan, out, partial, n, D, log2cw, chunk, T(0),
+    lt_reduce_pieces<lt_reduce_op<OP_SUM, T>, LT_PRODUCTS, T, T, V>(x, y, off, plan, out, partial, n, D, log2cw, chunk, T(0),
                                                              multi_only, tiles_first);
+}
+
+// The rows of each sequence equal to m's row of it, counted per column (segment max's and min's
+// backward: their gradient is shared among those rows), as lt_segment_reduce sums; the combine pass
+// is lt_segment_combine's sum. Counts are T values.
+template <typename T, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_segment_hits(const T* __restrict__ x, const T* __restrict__ m, const i64* __restrict__ off,
+                const i64* __restrict__ plan, T* __restrict__ out, T* __restrict__ partial, i64 n, i64 D, int log2cw,
+                i64 chunk, int multi_only, int tiles_first) {
+    lt_reduce_pieces<lt_reduce_op<OP_SUM, T>, LT_HITS, T, T, V>(x, m, off, plan, out, partial, n, D, log2cw, chunk,
+                                                                T(0), multi_only, tiles_first);
 }
 
 // The reduction of each one-piece sequence by a whole block (the host's choice where the sequences
@@ -144,7 +158,7 @@ lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, c
             A acc[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) acc[j] = Op::identity();
-            if (col < Dv) lt_fold_rows<Op, false>(x, x, a + rows.first, b, rows.step, Dv, col, acc);
+            if (col < Dv) lt_fold_rows<Op, LT_ROWS>(x, x, a + rows.first, b, rows.step, Dv, col, acc);
             lt_block_fold<Op, false>(acc, tree, lanes);
             if (threadIdx.x < 32 && lanes.row == 0 && col < Dv) {
                 lt_pack<A, V> res;
@@ -200,6 +214,115 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
             }
             if (warp == 0 && col < D) out[q.s * D + col] = Op::finish(tree[0][lane], off[q.s + 1] - off[q.s], empty);
             __syncthreads();
+        }
+    }
+}
+
+// -- segment max's and min's backward: each sequence's gradient g[s] shared evenly, per column, among
+// its rows equal to its result m[s] (as scatter_reduce's; a NaN result matches no row: zeros). Two
+// routes as softmax's backward: a block per one-piece sequence (lt_extreme_grad_block: count, then
+// write, the rows' second read from L2), or the pieces (lt_segment_hits, its combine pass, then
+// lt_extreme_grad_apply); sequences of a few narrow rows one thread each (lt_extreme_grad_short).
+
+// out[r, c] = x[r, c] == m[s, c] ? g[s, c] / max(count[s, c], 1) : 0 over the pieces, one warp each.
+template <typename T, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_extreme_grad_apply(const T* __restrict__ x_, const T* __restrict__ m_, const T* __restrict__ g_,
+                      const T* __restrict__ count_, const i64* __restrict__ off, const i64* __restrict__ plan,
+                      T* __restrict__ out_, i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
+    const i64 total = firsts[n];
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
+            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
+            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
+            const i64 at = q.s * Dv + col;
+            const lt_pack<T, V> m = reinterpret_cast<const lt_pack<T, V>*>(m_)[at];
+            const lt_pack<T, V> g = reinterpret_cast<const lt_pack<T, V>*>(g_)[at];
+            const lt_pack<T, V> c = reinterpret_cast<const lt_pack<T, V>*>(count_)[at];
+            T share[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) share[j] = g.v[j] / (c.v[j] > T(1) ? c.v[j] : T(1));
+#pragma unroll 4
+            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
+                const lt_pack<T, V> v = x[r * Dv + col];
+                lt_pack<T, V> o;
+#pragma unroll
+                for (int j = 0; j < V; ++j) o.v[j] = v.v[j] == m.v[j] ? share[j] : T(0);
+                out[r * Dv + col] = o;
+            }
+        }
+    }
+}
+
+// The backward of each one-piece sequence by a whole block: its 8 warps count the rows equal to the
+// result, the counts meet in shared memory (lt_block_fold), then each warp writes the rows it has just
+// read.
+template <typename T, int V>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_extreme_grad_block(const T* __restrict__ x_, const T* __restrict__ m_, const T* __restrict__ g_,
+                      const i64* __restrict__ off, const i64* __restrict__ plan, T* __restrict__ out_, i64 n, i64 D,
+                      int log2cw, int tiles_first) {
+    __shared__ T tree[LT_WARPS][32][V];
+    const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
+    const lt_pack<T, V>* __restrict__ m = reinterpret_cast<const lt_pack<T, V>*>(m_);
+    lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
+    const i64 Dv = D / V;
+    const lt_lanes lanes(log2cw);
+    const lt_block_rows rows(lanes);
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 s = grid.block; s < n; s += grid.blocks) {
+            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
+            const i64 a = off[s], b = off[s + 1];
+            T count[V];
+#pragma unroll
+            for (int j = 0; j < V; ++j) count[j] = T(0);
+            if (col < Dv) lt_fold_rows<lt_add, LT_HITS>(x, m + s * Dv, a + rows.first, b, rows.step, Dv, col, count);
+            lt_block_fold<lt_add, true>(count, tree, lanes);
+            if (col < Dv) {
+                const lt_pack<T, V> mv = m[s * Dv + col];
+                const lt_pack<T, V> g = reinterpret_cast<const lt_pack<T, V>*>(g_)[s * Dv + col];
+                T share[V];
+#pragma unroll
+                for (int j = 0; j < V; ++j) share[j] = g.v[j] / (count[j] > T(1) ? count[j] : T(1));
+#pragma unroll 4
+                for (i64 r = a + rows.first; r < b; r += rows.step) {
+                    const lt_pack<T, V> v = x[r * Dv + col];
+                    lt_pack<T, V> o;
+#pragma unroll
+                    for (int j = 0; j < V; ++j) o.v[j] = v.v[j] == mv.v[j] ? share[j] : T(0);
+                    out[r * Dv + col] = o;
+                }
+            }
+        }
+    }
+}
+
+// The backward of each sequence of at most short_max rows, one thread each.
+template <typename T>
+__global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_extreme_grad_short(const T* __restrict__ x, const T* __restrict__ m, const T* __restrict__ g,
+                      const i64* __restrict__ off, T* __restrict__ out, i64 n, i64 D, i64 short_max) {
+    const i64 stride = (i64)gridDim.x * blockDim.x;
+    for (i64 s = (i64)blockIdx.x * blockDim.x + threadIdx.x; s < n; s += stride) {
+        const i64 a = off[s], b = off[s + 1];
+        if (b - a > short_max) continue;
+        for (i64 c = 0; c < D; ++c) {
+            const T mc = m[s * D + c];
+            T count = T(0);
+            for (i64 r = a; r < b; ++r) count += x[r * D + c] == mc ? T(1) : T(0);
+            const T share = g[s * D + c] / (count > T(1) ? count : T(1));
+            for (i64 r = a; r < b; ++r) out[r * D + c] = x[r * D + c] == mc ? share : T(0);
         }
     }
 }

@@ -315,7 +315,7 @@ lt_softmax_grad_block(const T* __restrict__ g_, const T* __restrict__ y_, const 
             T dot[V];
 #pragma unroll
             for (int j = 0; j < V; ++j) dot[j] = T(0);
-            if (col < Dv) lt_fold_rows<lt_add, true>(g, y, a + rows.first, b, rows.step, Dv, col, dot);
+            if (col < Dv) lt_fold_rows<lt_add, LT_PRODUCTS>(g, y, a + rows.first, b, rows.step, Dv, col, dot);
             lt_block_fold<lt_add, true>(dot, tree, lanes);
             if (col < Dv) {
 #pragma unroll 4

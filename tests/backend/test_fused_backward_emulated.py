@@ -1,7 +1,10 @@
-"""Segment softmax's fused backward (``_launch.segment_softmax_grad``: ``lt_softmax_grad_block``,
-``lt_segment_dot`` + ``lt_softmax_grad_apply``, ``lt_softmax_grad_short``) run on the CPU
-(tests/backend/cuda_emu.py): against NumPy's ``y * (g - segsum(g * y))`` on every route, and on the
-torch-CUDA route against the unfused backward and ``gradcheck``. Skipped without g++.
+"""The fused backward kernels run on the CPU (tests/backend/cuda_emu.py): segment softmax's
+(``_launch.segment_softmax_grad``: ``lt_softmax_grad_block``, ``lt_segment_dot`` +
+``lt_softmax_grad_apply``, ``lt_softmax_grad_short``) against NumPy's ``y * (g - segsum(g * y))``,
+and segment max's and min's (``_launch.segment_extreme_grad``: ``lt_extreme_grad_block``,
+``lt_segment_hits`` + ``lt_extreme_grad_apply``, ``lt_extreme_grad_short``) against the gradient
+shared among the rows equal to the result, on every route; and on the torch-CUDA route against the
+unfused backward and ``gradcheck``. Skipped without g++.
 """
 
 import shutil
@@ -104,6 +107,76 @@ def test_the_routes_each_launch_what_they_should(emulated, monkeypatch):
     assert "lt_softmax_grad_short" in _kinds(emulated)
 
 
+# -- max and min --------------------------------------------------------------------------------------
+
+def _extreme_inputs(rng, lens, width, dtype, op, nan=False):
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    x = rng.integers(-2, 3, size=(int(offsets[-1]), width)).astype(dtype)  # a few levels: ties
+    if nan and x.size:
+        x.flat[rng.integers(0, x.size)] = np.nan
+    ref = get_backend("numpy")
+    m = (ref.segment_max if op == "max" else ref.segment_min)(x, offsets, empty=0).astype(dtype)
+    return x, m, rng.standard_normal(m.shape).astype(dtype), offsets
+
+
+def _extreme_want(x, m, g, offsets):
+    lengths = np.diff(offsets)
+    ids = np.repeat(np.arange(lengths.size), lengths)
+    hit = x == m[ids]
+    count = np.zeros(m.shape)
+    np.add.at(count, ids, hit)
+    return np.where(hit, g[ids] / np.maximum(count, 1)[ids], 0)
+
+
+def _extreme(emulated, x, m, g, offsets, via_lod=True):
+    from lodtensor.backend.cupy import _launch  # noqa: PLC0415
+
+    xd = emulated.array(x)
+    off = lt.LoD([offsets.tolist()]).on(emulated.be, "offsets", like=xd) if via_lod else emulated.array(offsets)
+    emulated.stub.launches.clear()
+    got = _launch.segment_extreme_grad(emulated.stub, xd, emulated.array(m), emulated.array(g), off,
+                                       offsets.size - 1, emulated.stub.empty, off if via_lod else None)
+    return emulated.numpy(got)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(lens=st.lists(st.integers(0, 600), min_size=1, max_size=10), width=st.sampled_from([1, 3, 8, 40, 132]),
+       dtype=st.sampled_from(["float32", "float64"]), op=st.sampled_from(["max", "min"]),
+       steps=st.sampled_from([0, 1, 4]), tiles_first=st.booleans(), via_lod=st.booleans(), nan=st.booleans())
+def test_extreme_routes_share_the_gradient_among_ties(emulated, monkeypatch, lens, width, dtype, op, steps,
+                                                      tiles_first, via_lod, nan):
+    """Max and min over values of a few levels (ties in most columns), a NaN somewhere or not, any LoD
+    (sequences over several pieces), by blocks from 1 or 4 block steps or never, either tile order."""
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", steps)
+    monkeypatch.setattr(_tuning, "TILES_FIRST", tiles_first)
+    x, m, g, offsets = _extreme_inputs(np.random.default_rng(len(lens) * 5 + width), lens, width, dtype, op, nan)
+    got = _extreme(emulated, x, m, g, offsets, via_lod)
+    np.testing.assert_allclose(got, _extreme_want(x, m, g, offsets), rtol=1e-6, atol=0)
+    if not steps:
+        assert "lt_extreme_grad_block" not in _kinds(emulated)
+
+
+def test_extreme_routes_each_launch_what_they_should(emulated, monkeypatch):
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", 4)
+    rng = np.random.default_rng(9)
+    lens = rng.integers(40, 200, size=9)
+    for long, kinds in ((None, ["lt_piece_counts", "lt_extreme_grad_block"]),
+                        (700, ["lt_piece_counts", "lt_extreme_grad_block", "lt_segment_hits", "lt_segment_combine",
+                               "lt_extreme_grad_apply"])):
+        if long:
+            lens[4] = long
+        x, m, g, offsets = _extreme_inputs(rng, lens, 128, "float32", "max")
+        np.testing.assert_allclose(_extreme(emulated, x, m, g, offsets), _extreme_want(x, m, g, offsets), rtol=1e-6)
+        assert _kinds(emulated) == kinds
+    x, m, g, offsets = _extreme_inputs(rng, rng.integers(0, 9, size=50), 2, "float64", "min")
+    np.testing.assert_allclose(_extreme(emulated, x, m, g, offsets), _extreme_want(x, m, g, offsets), rtol=1e-12)
+    assert "lt_extreme_grad_short" in _kinds(emulated)
+
+
 # -- the torch-CUDA route --------------------------------------------------------------------------
 
 torch = pytest.importorskip("torch")
@@ -165,3 +238,35 @@ def test_torch_route_gradcheck_through_the_fused_backward(route):
     x = torch.randn(40, 3, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda d: S.sequence_softmax(lt.LoDTensor(d, [offsets])).data, (x,))
     assert any(name.startswith("lt_softmax_grad") for name, *_ in route.launches)
+
+
+@pytest.mark.parametrize("op", ["max", "min"])
+@pytest.mark.parametrize("width, dtype", [(5, torch.float64), (128, torch.float32), (2, torch.float32),
+                                          (16, torch.float16)])
+def test_torch_route_fused_pool_backward_matches_the_unfused(route, monkeypatch, op, width, dtype):
+    """sequence_pool max/min's fused backward against the unfused ops, ties included (values of a few
+    levels), on both block-step settings; create_graph keeps the unfused ops."""
+    from lodtensor import sequence as S  # noqa: PLC0415
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    gen = torch.Generator().manual_seed(width)
+    x = torch.randint(-2, 3, (sum(LENGTHS), width), generator=gen).to(dtype)
+    weights = torch.randn((len(LENGTHS), width), generator=gen, dtype=torch.float64).to(dtype)
+
+    def grad(**kw):
+        v = x.clone().requires_grad_(True)
+        out = S.sequence_pool(lt.LoDTensor(v, [_offsets()]), op).data
+        return torch.autograd.grad((out * weights).sum(), v, **kw)[0]
+
+    for steps in (4, 1):
+        monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", steps)
+        route.launches.clear()
+        fused = grad()
+        names = {name.split("<")[0] for name, *_ in route.launches}
+        assert names & {"lt_extreme_grad_block", "lt_extreme_grad_apply", "lt_extreme_grad_short"}, names
+        route.launches.clear()
+        unfused = grad(create_graph=True)
+        assert not any(name.startswith("lt_extreme_grad") for name, *_ in route.launches)
+        assert fused.dtype == unfused.dtype == dtype
+        tol = {torch.float64: 1e-12, torch.float32: 1e-6, torch.float16: 1e-3}[dtype]
+        np.testing.assert_allclose(fused.double().numpy(), unfused.detach().double().numpy(), rtol=tol, atol=tol)
