@@ -110,7 +110,7 @@ def test_the_extreme_kernel_shares_the_gradient_among_ties(lens, width, dtype, o
     hit = x == m[ids]
     count = np.zeros(m.shape)
     np.add.at(count, ids, hit)
-    want = np.where(hit, g[ids] / np.maximum(count, 1)[ids], 0)
+    want = hit * (g[ids] / np.maximum(count, 1)[ids])  # a product, as torch's ops: inf * 0 is NaN
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
 
 
@@ -291,3 +291,17 @@ def test_torch_cpu_row_gathers_go_to_the_buffer_pool(monkeypatch, kind):
     recorded = grad(create_graph=True)
     assert (300, 16) not in shapes
     torch.testing.assert_close(pooled, recorded.detach(), rtol=0, atol=0)
+
+
+def test_torch_cpu_pool_backward_keeps_an_inf_or_nan_gradient_as_the_ops():
+    """An inf or NaN incoming gradient: the rows off the maximum get 0 * inf = NaN, as the ops' (and
+    scatter_reduce's) product gives, not a 0."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import sequence as S  # noqa: PLC0415
+
+    x = torch.tensor([[1.0, 2.0], [3.0, 0.0]], requires_grad=True)
+    g = torch.tensor([[float("inf"), float("nan")]])
+    fused = torch.autograd.grad(S.sequence_pool(lt.LoDTensor(x, [[0, 2]]), "max").data, x, g)[0]
+    ops = torch.autograd.grad(S.sequence_pool(lt.LoDTensor(x, [[0, 2]]), "max").data, x, g, create_graph=True)[0]
+    torch.testing.assert_close(fused, ops.detach(), equal_nan=True)
+    assert fused.isnan().tolist() == [[True, True], [False, True]]

@@ -33,7 +33,7 @@ def _grad(emulated, g, y, lens, via_lod=True, skew=False):
 
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     yd = emulated.array(y)
-    if skew:
+    if skew and g.size:  # (an empty array's view may sit anywhere)
         flat = emulated.array(np.concatenate([np.zeros(1, g.dtype), g.ravel()]))
         gd = flat[1:].reshape(g.shape)
         assert _launch.pointer(gd) % 16
@@ -125,7 +125,7 @@ def _extreme_want(x, m, g, offsets):
     hit = x == m[ids]
     count = np.zeros(m.shape)
     np.add.at(count, ids, hit)
-    return np.where(hit, g[ids] / np.maximum(count, 1)[ids], 0)
+    return hit * (g[ids] / np.maximum(count, 1)[ids])  # a product, as torch's ops: inf * 0 is NaN
 
 
 def _extreme(emulated, x, m, g, offsets, via_lod=True):
@@ -156,6 +156,20 @@ def test_extreme_routes_share_the_gradient_among_ties(emulated, monkeypatch, len
     np.testing.assert_allclose(got, _extreme_want(x, m, g, offsets), rtol=1e-6, atol=0)
     if not steps:
         assert "lt_extreme_grad_block" not in _kinds(emulated)
+
+
+@pytest.mark.parametrize("steps", [0, 4])
+def test_extreme_routes_keep_an_inf_or_nan_gradient_as_the_ops(emulated, monkeypatch, steps):
+    """An inf or NaN gradient: (x == m) * share makes NaN on the other rows, as the unfused ops'."""
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", steps)
+    rng = np.random.default_rng(4)
+    x, m, g, offsets = _extreme_inputs(rng, [50, 0, 70, 3], 8, "float32", "max")
+    g[0, :2] = [np.inf, np.nan]
+    got = _extreme(emulated, x, m, g, offsets)
+    np.testing.assert_allclose(got, _extreme_want(x, m, g, offsets), rtol=1e-6)
+    assert np.isnan(got[:50, :2]).sum() >= 50
 
 
 def test_extreme_routes_each_launch_what_they_should(emulated, monkeypatch):

@@ -86,10 +86,10 @@ typedef void (*grad_fn)(const void *, const void *, const int64_t *, void *, voi
                     __builtin_memcpy(&a, xr + k, sizeof(a));                                             \
                     __builtin_memcpy(&b, mj + k, sizeof(b));                                             \
                     __builtin_memcpy(&c, share + k, sizeof(c));                                          \
-                    c = SELECT(v##W##_##T, v##W##_##M, (v##W##_##M)(a == b), c, zero);                   \
+                    c *= SELECT(v##W##_##T, v##W##_##M, (v##W##_##M)(a == b), one, zero);                \
                     __builtin_memcpy(o + k, &c, sizeof(c));                                              \
                 }                                                                                        \
-                for (; k < w; k++) o[k] = xr[k] == mj[k] ? share[k] : (T)0;                              \
+                for (; k < w; k++) o[k] = (xr[k] == mj[k] ? (T)1 : (T)0) * share[k];                    \
             }                                                                                            \
         }                                                                                                \
     }

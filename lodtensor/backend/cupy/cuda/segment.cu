@@ -224,7 +224,8 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
 // write, the rows' second read from L2), or the pieces (lt_segment_hits, its combine pass, then
 // lt_extreme_grad_apply); sequences of a few narrow rows one thread each (lt_extreme_grad_short).
 
-// out[r, c] = x[r, c] == m[s, c] ? g[s, c] / max(count[s, c], 1) : 0 over the pieces, one warp each.
+// out[r, c] = (x[r, c] == m[s, c]) * g[s, c] / max(count[s, c], 1) over the pieces, one warp each (a
+// product, as the unfused ops': an inf or NaN gradient makes NaN on the sequence's other rows too).
 template <typename T, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_extreme_grad_apply(const T* __restrict__ x_, const T* __restrict__ m_, const T* __restrict__ g_,
@@ -255,7 +256,7 @@ lt_extreme_grad_apply(const T* __restrict__ x_, const T* __restrict__ m_, const 
                 const lt_pack<T, V> v = x[r * Dv + col];
                 lt_pack<T, V> o;
 #pragma unroll
-                for (int j = 0; j < V; ++j) o.v[j] = v.v[j] == m.v[j] ? share[j] : T(0);
+                for (int j = 0; j < V; ++j) o.v[j] = (v.v[j] == m.v[j] ? T(1) : T(0)) * share[j];
                 out[r * Dv + col] = o;
             }
         }
@@ -300,7 +301,7 @@ lt_extreme_grad_block(const T* __restrict__ x_, const T* __restrict__ m_, const 
                     const lt_pack<T, V> v = x[r * Dv + col];
                     lt_pack<T, V> o;
 #pragma unroll
-                    for (int j = 0; j < V; ++j) o.v[j] = v.v[j] == mv.v[j] ? share[j] : T(0);
+                    for (int j = 0; j < V; ++j) o.v[j] = (v.v[j] == mv.v[j] ? T(1) : T(0)) * share[j];
                     out[r * Dv + col] = o;
                 }
             }
@@ -322,7 +323,7 @@ lt_extreme_grad_short(const T* __restrict__ x, const T* __restrict__ m, const T*
             T count = T(0);
             for (i64 r = a; r < b; ++r) count += x[r * D + c] == mc ? T(1) : T(0);
             const T share = g[s * D + c] / (count > T(1) ? count : T(1));
-            for (i64 r = a; r < b; ++r) out[r * D + c] = x[r * D + c] == mc ? share : T(0);
+            for (i64 r = a; r < b; ++r) out[r * D + c] = (x[r * D + c] == mc ? T(1) : T(0)) * share;
         }
     }
 }
