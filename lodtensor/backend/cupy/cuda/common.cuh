@@ -224,6 +224,39 @@ __device__ __forceinline__ lt_piece lt_find_piece(const i64* __restrict__ off, c
     return q;
 }
 
+// The two loops of the kernels. lt_each_piece: this warp's pieces (numbered by the plan's first third,
+// or where multi_only by its partial slots: only the multi-piece sequences), over the column tiles,
+// calling body(q, col) with every lane of the warp (col >= Dv in the last tile's spare lanes, which
+// must still take part in the warp's shuffles). lt_each_sequence: this block's one-piece sequences
+// (blocks stride over them, no search), calling body(s, a, b, col) with every thread of the block
+// (uniform control flow: the body may hold barriers). The bodies keep their row loops (and their
+// unroll pragmas) inside: called once a piece or sequence, not from an unrolled loop.
+template <class Body>
+__device__ __forceinline__ void lt_each_piece(const i64* __restrict__ off, const i64* __restrict__ plan, i64 n,
+                                              i64 Dv, const lt_lanes& lanes, i64 chunk, int multi_only,
+                                              int tiles_first, Body body) {
+    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
+    const i64 total = firsts[n];
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 p = grid.warp(); p < total; p += grid.warps()) body(lt_find_piece(off, firsts, n, p, chunk), col);
+    }
+}
+
+template <class Body>
+__device__ __forceinline__ void lt_each_sequence(const i64* __restrict__ off, const i64* __restrict__ plan, i64 n,
+                                                 i64 Dv, const lt_lanes& lanes, int tiles_first, Body body) {
+    const i64 tiles = lanes.tiles(Dv);
+    const lt_grid grid(tiles_first);
+    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
+        const i64 col = lanes.col(tile);
+        for (i64 s = grid.block; s < n; s += grid.blocks)
+            if (plan[s + 1] - plan[s] == 1) body(s, off[s], off[s + 1], col);  // uniform across the block
+    }
+}
+
 // The j-th multi-piece sequence (every lane of a warp asks for the same j): its index, its pieces and
 // its first slot in the partials; the plan's third prefix sum numbers them.
 struct lt_multi {

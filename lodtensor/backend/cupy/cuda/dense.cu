@@ -38,17 +38,10 @@ __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_unpad(const W* __restrict__ padded, const i64* __restrict__ off, const i64* __restrict__ plan,
          W* __restrict__ out, i64 n, i64 maxlen, i64 D, int log2cw, i64 chunk, int tiles_first) {
     const lt_lanes lanes(log2cw);
-    const i64 total = plan[n];
-    const i64 tiles = lanes.tiles(D);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, plan, n, p, chunk);
-            if (col >= D) continue;  // after the search: every lane takes part in its ballots
-            const W* src = padded + (q.s * maxlen - q.start) * D + col;
+    lt_each_piece(off, plan, n, D, lanes, chunk, 0, tiles_first, [&](const lt_piece& q, i64 col) {
+        if (col >= D) return;  // after the search: every lane took part in its ballots
+        const W* src = padded + (q.s * maxlen - q.start) * D + col;
 #pragma unroll 4
-            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) out[r * D + col] = src[r * D];
-        }
-    }
+        for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) out[r * D + col] = src[r * D];
+    });
 }

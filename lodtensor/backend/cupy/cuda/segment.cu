@@ -72,32 +72,24 @@ __device__ __forceinline__ void lt_reduce_pieces(const T* __restrict__ x_, const
     const lt_pack<T, V>* __restrict__ y = reinterpret_cast<const lt_pack<T, V>*>(y_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;  // see lt_segment_reduce_block
-    const i64 total = firsts[n];
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
-            const i64 pieces = plan[q.s + 1] - plan[q.s];
-            A acc[V];
+    // multi_only: see lt_segment_reduce_block
+    lt_each_piece(off, plan, n, Dv, lanes, chunk, multi_only, tiles_first, [&](const lt_piece& q, i64 col) {
+        const i64 pieces = plan[q.s + 1] - plan[q.s];
+        A acc[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) acc[j] = Op::identity();
-            if (col < Dv)
-                lt_fold_rows<Op, MODE>(x, MODE == LT_HITS ? y + q.s * Dv : y, q.a + lanes.row, q.b, lanes.rows, Dv,
-                                       col, acc);
-            lt_warp_fold<Op>(acc, lanes);
-            if (lanes.row == 0 && col < Dv) {
-                lt_pack<A, V> res;
+        for (int j = 0; j < V; ++j) acc[j] = Op::identity();
+        if (col < Dv)
+            lt_fold_rows<Op, MODE>(x, MODE == LT_HITS ? y + q.s * Dv : y, q.a + lanes.row, q.b, lanes.rows, Dv, col,
+                                   acc);
+        lt_warp_fold<Op>(acc, lanes);
+        if (lanes.row == 0 && col < Dv) {
+            lt_pack<A, V> res;
 #pragma unroll
-                for (int j = 0; j < V; ++j)
-                    res.v[j] = pieces == 1 ? Op::finish(acc[j], q.end - q.start, empty) : acc[j];
-                const i64 at = pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D;
-                *reinterpret_cast<lt_pack<A, V>*>((pieces == 1 ? out : partial) + at + col * V) = res;
-            }
+            for (int j = 0; j < V; ++j) res.v[j] = pieces == 1 ? Op::finish(acc[j], q.end - q.start, empty) : acc[j];
+            const i64 at = pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D;
+            *reinterpret_cast<lt_pack<A, V>*>((pieces == 1 ? out : partial) + at + col * V) = res;
         }
-    }
+    });
 }
 
 template <int OP, typename T, typename A, int V>
@@ -148,26 +140,19 @@ lt_segment_reduce_block(const T* __restrict__ x_, const i64* __restrict__ off, c
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const lt_block_rows rows(lanes);
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 s = grid.block; s < n; s += grid.blocks) {
-            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
-            const i64 a = off[s], b = off[s + 1];
-            A acc[V];
+    lt_each_sequence(off, plan, n, Dv, lanes, tiles_first, [&](i64 s, i64 a, i64 b, i64 col) {
+        A acc[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) acc[j] = Op::identity();
-            if (col < Dv) lt_fold_rows<Op, LT_ROWS>(x, x, a + rows.first, b, rows.step, Dv, col, acc);
-            lt_block_fold<Op, false>(acc, tree, lanes);
-            if (threadIdx.x < 32 && lanes.row == 0 && col < Dv) {
-                lt_pack<A, V> res;
+        for (int j = 0; j < V; ++j) acc[j] = Op::identity();
+        if (col < Dv) lt_fold_rows<Op, LT_ROWS>(x, x, a + rows.first, b, rows.step, Dv, col, acc);
+        lt_block_fold<Op, false>(acc, tree, lanes);
+        if (threadIdx.x < 32 && lanes.row == 0 && col < Dv) {
+            lt_pack<A, V> res;
 #pragma unroll
-                for (int j = 0; j < V; ++j) res.v[j] = Op::finish(acc[j], b - a, empty);
-                *reinterpret_cast<lt_pack<A, V>*>(out + s * D + col * V) = res;
-            }
+            for (int j = 0; j < V; ++j) res.v[j] = Op::finish(acc[j], b - a, empty);
+            *reinterpret_cast<lt_pack<A, V>*>(out + s * D + col * V) = res;
         }
-    }
+    });
 }
 
 // The sequences of at most short_max rows, one thread each (narrow rows: see the top).
@@ -224,8 +209,30 @@ lt_segment_combine(const i64* __restrict__ off, const i64* __restrict__ plan, co
 // write, the rows' second read from L2), or the pieces (lt_segment_hits, its combine pass, then
 // lt_extreme_grad_apply); sequences of a few narrow rows one thread each (lt_extreme_grad_short).
 
-// out[r, c] = (x[r, c] == m[s, c]) * g[s, c] / max(count[s, c], 1) over the pieces, one warp each (a
-// product, as the unfused ops': an inf or NaN gradient makes NaN on the sequence's other rows too).
+// A sequence's share of its gradient per column: g / max(count, 1).
+template <typename T, int V>
+__device__ __forceinline__ void lt_share(const lt_pack<T, V>& g, const T (&count)[V], T (&share)[V]) {
+#pragma unroll
+    for (int j = 0; j < V; ++j) share[j] = g.v[j] / (count[j] > T(1) ? count[j] : T(1));
+}
+
+// out[r] = (x[r] == m) * share for one lane's column over rows r, r + step, ... < end (a product, as
+// the unfused ops': an inf or NaN gradient makes NaN on the sequence's other rows too).
+template <typename T, int V>
+__device__ __forceinline__ void lt_write_shares(const lt_pack<T, V>* __restrict__ x, const lt_pack<T, V> m,
+                                                const T (&share)[V], i64 r, i64 end, i64 step, i64 Dv, i64 col,
+                                                lt_pack<T, V>* __restrict__ out) {
+#pragma unroll 4
+    for (; r < end; r += step) {
+        const lt_pack<T, V> v = x[r * Dv + col];
+        lt_pack<T, V> o;
+#pragma unroll
+        for (int j = 0; j < V; ++j) o.v[j] = (v.v[j] == m.v[j] ? T(1) : T(0)) * share[j];
+        out[r * Dv + col] = o;
+    }
+}
+
+// out[r, c] = (x[r, c] == m[s, c]) * g[s, c] / max(count[s, c], 1) over the pieces, one warp each.
 template <typename T, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_extreme_grad_apply(const T* __restrict__ x_, const T* __restrict__ m_, const T* __restrict__ g_,
@@ -235,32 +242,15 @@ lt_extreme_grad_apply(const T* __restrict__ x_, const T* __restrict__ m_, const 
     lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
-    const i64 total = firsts[n];
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
-            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
-            const i64 at = q.s * Dv + col;
-            const lt_pack<T, V> m = reinterpret_cast<const lt_pack<T, V>*>(m_)[at];
-            const lt_pack<T, V> g = reinterpret_cast<const lt_pack<T, V>*>(g_)[at];
-            const lt_pack<T, V> c = reinterpret_cast<const lt_pack<T, V>*>(count_)[at];
-            T share[V];
-#pragma unroll
-            for (int j = 0; j < V; ++j) share[j] = g.v[j] / (c.v[j] > T(1) ? c.v[j] : T(1));
-#pragma unroll 4
-            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
-                const lt_pack<T, V> v = x[r * Dv + col];
-                lt_pack<T, V> o;
-#pragma unroll
-                for (int j = 0; j < V; ++j) o.v[j] = (v.v[j] == m.v[j] ? T(1) : T(0)) * share[j];
-                out[r * Dv + col] = o;
-            }
-        }
-    }
+    lt_each_piece(off, plan, n, Dv, lanes, chunk, multi_only, tiles_first, [&](const lt_piece& q, i64 col) {
+        if (col >= Dv) return;  // after the warp's search: every lane took part in its ballots
+        const i64 at = q.s * Dv + col;
+        const lt_pack<T, V> m = reinterpret_cast<const lt_pack<T, V>*>(m_)[at];
+        T share[V];
+        lt_share(reinterpret_cast<const lt_pack<T, V>*>(g_)[at], reinterpret_cast<const lt_pack<T, V>*>(count_)[at].v,
+                 share);
+        lt_write_shares(x, m, share, q.a + lanes.row, q.b, lanes.rows, Dv, col, out);
+    });
 }
 
 // The backward of each one-piece sequence by a whole block: its 8 warps count the rows equal to the
@@ -278,35 +268,17 @@ lt_extreme_grad_block(const T* __restrict__ x_, const T* __restrict__ m_, const 
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const lt_block_rows rows(lanes);
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 s = grid.block; s < n; s += grid.blocks) {
-            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
-            const i64 a = off[s], b = off[s + 1];
-            T count[V];
+    lt_each_sequence(off, plan, n, Dv, lanes, tiles_first, [&](i64 s, i64 a, i64 b, i64 col) {
+        T count[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) count[j] = T(0);
-            if (col < Dv) lt_fold_rows<lt_add, LT_HITS>(x, m + s * Dv, a + rows.first, b, rows.step, Dv, col, count);
-            lt_block_fold<lt_add, true>(count, tree, lanes);
-            if (col < Dv) {
-                const lt_pack<T, V> mv = m[s * Dv + col];
-                const lt_pack<T, V> g = reinterpret_cast<const lt_pack<T, V>*>(g_)[s * Dv + col];
-                T share[V];
-#pragma unroll
-                for (int j = 0; j < V; ++j) share[j] = g.v[j] / (count[j] > T(1) ? count[j] : T(1));
-#pragma unroll 4
-                for (i64 r = a + rows.first; r < b; r += rows.step) {
-                    const lt_pack<T, V> v = x[r * Dv + col];
-                    lt_pack<T, V> o;
-#pragma unroll
-                    for (int j = 0; j < V; ++j) o.v[j] = (v.v[j] == mv.v[j] ? T(1) : T(0)) * share[j];
-                    out[r * Dv + col] = o;
-                }
-            }
-        }
-    }
+        for (int j = 0; j < V; ++j) count[j] = T(0);
+        if (col < Dv) lt_fold_rows<lt_add, LT_HITS>(x, m + s * Dv, a + rows.first, b, rows.step, Dv, col, count);
+        lt_block_fold<lt_add, true>(count, tree, lanes);
+        if (col >= Dv) return;
+        T share[V];
+        lt_share(reinterpret_cast<const lt_pack<T, V>*>(g_)[s * Dv + col], count, share);
+        lt_write_shares(x, m[s * Dv + col], share, a + rows.first, b, rows.step, Dv, col, out);
+    });
 }
 
 // The backward of each sequence of at most short_max rows, one thread each.

@@ -41,6 +41,33 @@ __device__ __forceinline__ void lt_online_warp_fold(lt_online<A> (&st)[V], const
     }
 }
 
+// out[r] = exp(x[r] - m) * inv for one lane's column over rows r, r + step, ... < end.
+template <typename T, typename A, int V>
+__device__ __forceinline__ void lt_write_softmax(const lt_pack<T, V>* __restrict__ x, const A (&m)[V],
+                                                 const A (&inv)[V], i64 r, i64 end, i64 step, i64 Dv, i64 col,
+                                                 lt_pack<A, V>* __restrict__ out) {
+#pragma unroll LT_EXP_UNROLL(A)
+    for (; r < end; r += step) {
+        const lt_pack<T, V> v = x[r * Dv + col];
+        lt_pack<A, V> o;
+#pragma unroll
+        for (int j = 0; j < V; ++j) o.v[j] = lt_exp(A(v.v[j]) - m[j]) * inv[j];
+        out[r * Dv + col] = o;
+    }
+}
+
+// The running (max, sum of exp) of one lane's column over rows r, r + step, ... < end.
+template <typename T, typename A, int V>
+__device__ __forceinline__ void lt_online_rows(const lt_pack<T, V>* __restrict__ x, i64 r, i64 end, i64 step, i64 Dv,
+                                               i64 col, lt_online<A> (&st)[V]) {
+#pragma unroll LT_EXP_UNROLL(A)
+    for (; r < end; r += step) {
+        const lt_pack<T, V> v = x[r * Dv + col];
+#pragma unroll
+        for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
+    }
+}
+
 template <typename T, typename A, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i64* __restrict__ plan,
@@ -49,37 +76,23 @@ lt_softmax_stats(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;  // see lt_softmax_block
-    const i64 total = firsts[n];
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
-            const i64 pieces = plan[q.s + 1] - plan[q.s];
-            lt_online<A> st[V];
+    // multi_only: see lt_softmax_block
+    lt_each_piece(off, plan, n, Dv, lanes, chunk, multi_only, tiles_first, [&](const lt_piece& q, i64 col) {
+        const i64 pieces = plan[q.s + 1] - plan[q.s];
+        lt_online<A> st[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) st[j].start();
-            if (col < Dv) {
-#pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
-                    const lt_pack<T, V> v = x[r * Dv + col];
+        for (int j = 0; j < V; ++j) st[j].start();
+        if (col < Dv) lt_online_rows(x, q.a + lanes.row, q.b, lanes.rows, Dv, col, st);
+        lt_online_warp_fold(st, lanes);
+        if (lanes.row == 0 && col < Dv) {
+            const i64 at = (pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D) + col * V;
 #pragma unroll
-                    for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
-                }
-            }
-            lt_online_warp_fold(st, lanes);
-            if (lanes.row == 0 && col < Dv) {
-                const i64 at = (pieces == 1 ? q.s * D : (plan[n + 1 + q.s] + q.k) * D) + col * V;
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    (pieces == 1 ? M : pm)[at + j] = st[j].m;
-                    (pieces == 1 ? Z : pz)[at + j] = st[j].z;
-                }
+            for (int j = 0; j < V; ++j) {
+                (pieces == 1 ? M : pm)[at + j] = st[j].m;
+                (pieces == 1 ? Z : pz)[at + j] = st[j].z;
             }
         }
-    }
+    });
 }
 
 template <typename A>
@@ -134,31 +147,16 @@ lt_softmax_apply(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     lt_pack<A, V>* __restrict__ y = reinterpret_cast<lt_pack<A, V>*>(out);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
-    const i64 total = firsts[n];
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
-            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
-            A m[V], inv[V];
+    lt_each_piece(off, plan, n, Dv, lanes, chunk, multi_only, tiles_first, [&](const lt_piece& q, i64 col) {
+        if (col >= Dv) return;  // after the warp's search: every lane took part in its ballots
+        A m[V], inv[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) {
-                m[j] = M[q.s * D + col * V + j];
-                inv[j] = A(1) / Z[q.s * D + col * V + j];
-            }
-#pragma unroll LT_EXP_UNROLL(A)
-            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
-                const lt_pack<T, V> v = x[r * Dv + col];
-                lt_pack<A, V> o;
-#pragma unroll
-                for (int j = 0; j < V; ++j) o.v[j] = lt_exp(A(v.v[j]) - m[j]) * inv[j];
-                y[r * Dv + col] = o;
-            }
+        for (int j = 0; j < V; ++j) {
+            m[j] = M[q.s * D + col * V + j];
+            inv[j] = A(1) / Z[q.s * D + col * V + j];
         }
-    }
+        lt_write_softmax(x, m, inv, q.a + lanes.row, q.b, lanes.rows, Dv, col, y);
+    });
 }
 
 // Softmax of each one-piece sequence (plan: exactly one piece) by a whole block: its 8 warps split the
@@ -180,55 +178,32 @@ lt_softmax_block(const T* __restrict__ x_, const i64* __restrict__ off, const i6
     const lt_lanes lanes(log2cw);
     const int warp = threadIdx.x >> 5;
     const lt_block_rows rows(lanes);
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 s = grid.block; s < n; s += grid.blocks) {
-            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
-            const i64 a = off[s], b = off[s + 1];
-            lt_online<A> st[V];
+    lt_each_sequence(off, plan, n, Dv, lanes, tiles_first, [&](i64 s, i64 a, i64 b, i64 col) {
+        lt_online<A> st[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) st[j].start();
-            if (col < Dv) {
-#pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = a + rows.first; r < b; r += rows.step) {
-                    const lt_pack<T, V> v = x[r * Dv + col];
-#pragma unroll
-                    for (int j = 0; j < V; ++j) st[j].add(A(v.v[j]));
-                }
-            }
-            lt_online_warp_fold(st, lanes);
-            if (lanes.row == 0) {
-#pragma unroll
-                for (int j = 0; j < V; ++j) {
-                    sm[warp][lanes.lane_col][j] = st[j].m;
-                    sz[warp][lanes.lane_col][j] = st[j].z;
-                }
-            }
-            __syncthreads();
-            A m[V], inv[V];
+        for (int j = 0; j < V; ++j) st[j].start();
+        if (col < Dv) lt_online_rows(x, a + rows.first, b, rows.step, Dv, col, st);
+        lt_online_warp_fold(st, lanes);
+        if (lanes.row == 0) {
 #pragma unroll
             for (int j = 0; j < V; ++j) {
-                lt_online<A> t;
-                t.start();
-                for (int w = 0; w < LT_WARPS; ++w) t.merge(sm[w][lanes.lane_col][j], sz[w][lanes.lane_col][j]);
-                m[j] = t.m;
-                inv[j] = A(1) / t.z;
-            }
-            __syncthreads();  // the next sequence overwrites sm, sz
-            if (col < Dv) {
-#pragma unroll LT_EXP_UNROLL(A)
-                for (i64 r = a + rows.first; r < b; r += rows.step) {
-                    const lt_pack<T, V> v = x[r * Dv + col];
-                    lt_pack<A, V> o;
-#pragma unroll
-                    for (int j = 0; j < V; ++j) o.v[j] = lt_exp(A(v.v[j]) - m[j]) * inv[j];
-                    y[r * Dv + col] = o;
-                }
+                sm[warp][lanes.lane_col][j] = st[j].m;
+                sz[warp][lanes.lane_col][j] = st[j].z;
             }
         }
-    }
+        __syncthreads();
+        A m[V], inv[V];
+#pragma unroll
+        for (int j = 0; j < V; ++j) {
+            lt_online<A> t;
+            t.start();
+            for (int w = 0; w < LT_WARPS; ++w) t.merge(sm[w][lanes.lane_col][j], sz[w][lanes.lane_col][j]);
+            m[j] = t.m;
+            inv[j] = A(1) / t.z;
+        }
+        __syncthreads();  // the next sequence overwrites sm, sz
+        if (col < Dv) lt_write_softmax(x, m, inv, a + rows.first, b, rows.step, Dv, col, y);
+    });
 }
 
 // The softmax of each sequence of at most short_max rows, one thread each: the running (max, sum
@@ -258,6 +233,21 @@ lt_softmax_short(const T* __restrict__ x, const i64* __restrict__ off, A* __rest
 // The unfused backward (products, a segment sum, a gather by segment ids, a difference, a product)
 // reads 7 and writes 4 arrays of the data's size; these read 2 (from HBM) and write 1.
 
+// out[r] = y[r] * (g[r] - dot) for one lane's column over rows r, r + step, ... < end.
+template <typename T, int V>
+__device__ __forceinline__ void lt_write_grads(const lt_pack<T, V>* __restrict__ g, const lt_pack<T, V>* __restrict__ y,
+                                               const T (&dot)[V], i64 r, i64 end, i64 step, i64 Dv, i64 col,
+                                               lt_pack<T, V>* __restrict__ out) {
+#pragma unroll 4
+    for (; r < end; r += step) {
+        const lt_pack<T, V> gv = g[r * Dv + col], yv = y[r * Dv + col];
+        lt_pack<T, V> o;
+#pragma unroll
+        for (int j = 0; j < V; ++j) o.v[j] = yv.v[j] * (gv.v[j] - dot[j]);
+        out[r * Dv + col] = o;
+    }
+}
+
 // out[r, c] = y[r, c] * (g[r, c] - dot[s, c]) over the pieces, one warp each, as lt_softmax_apply.
 template <typename T, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
@@ -269,26 +259,11 @@ lt_softmax_grad_apply(const T* __restrict__ g_, const T* __restrict__ y_, const 
     lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
-    const i64* __restrict__ firsts = multi_only ? plan + n + 1 : plan;
-    const i64 total = firsts[n];
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 p = grid.warp(); p < total; p += grid.warps()) {
-            const lt_piece q = lt_find_piece(off, firsts, n, p, chunk);
-            if (col >= Dv) continue;  // after the warp's search: every lane takes part in its ballots
-            const lt_pack<T, V> d = *reinterpret_cast<const lt_pack<T, V>*>(dot + q.s * D + col * V);
-#pragma unroll 4
-            for (i64 r = q.a + lanes.row; r < q.b; r += lanes.rows) {
-                const lt_pack<T, V> gv = g[r * Dv + col], yv = y[r * Dv + col];
-                lt_pack<T, V> o;
-#pragma unroll
-                for (int j = 0; j < V; ++j) o.v[j] = yv.v[j] * (gv.v[j] - d.v[j]);
-                out[r * Dv + col] = o;
-            }
-        }
-    }
+    lt_each_piece(off, plan, n, Dv, lanes, chunk, multi_only, tiles_first, [&](const lt_piece& q, i64 col) {
+        if (col >= Dv) return;  // after the warp's search: every lane took part in its ballots
+        const lt_pack<T, V> d = reinterpret_cast<const lt_pack<T, V>*>(dot)[q.s * Dv + col];
+        lt_write_grads(g, y, d.v, q.a + lanes.row, q.b, lanes.rows, Dv, col, out);
+    });
 }
 
 // The backward of each one-piece sequence by a whole block, as lt_softmax_block: the 8 warps sum
@@ -305,30 +280,14 @@ lt_softmax_grad_block(const T* __restrict__ g_, const T* __restrict__ y_, const 
     const i64 Dv = D / V;
     const lt_lanes lanes(log2cw);
     const lt_block_rows rows(lanes);
-    const i64 tiles = lanes.tiles(Dv);
-    const lt_grid grid(tiles_first);
-    for (i64 tile = grid.tile0; tile < tiles; tile += grid.tile_step) {
-        const i64 col = lanes.col(tile);
-        for (i64 s = grid.block; s < n; s += grid.blocks) {
-            if (plan[s + 1] - plan[s] != 1) continue;  // uniform across the block
-            const i64 a = off[s], b = off[s + 1];
-            T dot[V];
+    lt_each_sequence(off, plan, n, Dv, lanes, tiles_first, [&](i64, i64 a, i64 b, i64 col) {
+        T dot[V];
 #pragma unroll
-            for (int j = 0; j < V; ++j) dot[j] = T(0);
-            if (col < Dv) lt_fold_rows<lt_add, LT_PRODUCTS>(g, y, a + rows.first, b, rows.step, Dv, col, dot);
-            lt_block_fold<lt_add, true>(dot, tree, lanes);
-            if (col < Dv) {
-#pragma unroll 4
-                for (i64 r = a + rows.first; r < b; r += rows.step) {
-                    const lt_pack<T, V> gv = g[r * Dv + col], yv = y[r * Dv + col];
-                    lt_pack<T, V> o;
-#pragma unroll
-                    for (int j = 0; j < V; ++j) o.v[j] = yv.v[j] * (gv.v[j] - dot[j]);
-                    out[r * Dv + col] = o;
-                }
-            }
-        }
-    }
+        for (int j = 0; j < V; ++j) dot[j] = T(0);
+        if (col < Dv) lt_fold_rows<lt_add, LT_PRODUCTS>(g, y, a + rows.first, b, rows.step, Dv, col, dot);
+        lt_block_fold<lt_add, true>(dot, tree, lanes);
+        if (col < Dv) lt_write_grads(g, y, dot, a + rows.first, b, rows.step, Dv, col, out);
+    });
 }
 
 // The backward of each sequence of at most short_max rows, one thread each (the rows stay in L1
