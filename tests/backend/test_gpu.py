@@ -155,6 +155,33 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
         torch.testing.assert_close(got, want, rtol=0, atol=scale * float(want.abs().max()))
 
 
+def _fused_and_unfused_grads(monkeypatch, switch, op, x, offsets, weights):
+    """The gradient of ``(op(x) * weights).sum()`` on CUDA with ``_tuning.<switch>`` on (its backward
+    made under ``torch.cuda.set_sync_debug_mode("error")``: no sync) and off."""
+    torch = _cuda_torch()
+    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
+
+    grads = []
+    for fused in (True, False):
+        monkeypatch.setattr(_tuning, switch, fused)
+        v = x.clone().requires_grad_()
+        y = op(lt.from_torch(v, [offsets])).data
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error" if fused else 0)
+        try:
+            (y * weights).sum().backward()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        grads.append(v.grad)
+    return grads
+
+
+def _long_and_short_offsets(seed):
+    rng = np.random.default_rng(seed)
+    lens = np.concatenate([rng.integers(0, 200, 400), [3000]])  # by blocks, and a sequence over pieces
+    return rng, lens, np.concatenate([[0], np.cumsum(lens)]).tolist()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_torch_cuda_softmax_fused_backward_matches_the_unfused(monkeypatch, dtype):
     """Segment softmax's backward on CUDA tensors by the fused kernels (``_tuning.FUSED_SOFTMAX_GRAD``)
@@ -162,28 +189,13 @@ def test_torch_cuda_softmax_fused_backward_matches_the_unfused(monkeypatch, dtyp
     making the host wait."""
     torch = _cuda_torch()
     pytest.importorskip("cupy")
-    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
-
-    rng = np.random.default_rng(11)
-    lens = np.concatenate([rng.integers(0, 200, 400), [3000]])
-    offsets = np.concatenate([[0], np.cumsum(lens)]).tolist()
+    rng, _, offsets = _long_and_short_offsets(11)
     for width in (1, 3, 128, 130):
         x = torch.tensor(rng.standard_normal((offsets[-1], width)) * 3, dtype=getattr(torch, dtype), device="cuda")
-        w = torch.randn_like(x)
-        grads = []
-        for fused in (True, False):
-            monkeypatch.setattr(_tuning, "FUSED_SOFTMAX_GRAD", fused)
-            v = x.clone().requires_grad_()
-            y = S.sequence_softmax(lt.from_torch(v, [offsets])).data
-            torch.cuda.synchronize()
-            torch.cuda.set_sync_debug_mode("error" if fused else 0)
-            try:
-                (y * w).sum().backward()
-            finally:
-                torch.cuda.set_sync_debug_mode(0)
-            grads.append(v.grad)
+        fused, unfused = _fused_and_unfused_grads(monkeypatch, "FUSED_SOFTMAX_GRAD", S.sequence_softmax, x, offsets,
+                                                  torch.randn_like(x))
         scale = 1e-5 if dtype == "float32" else 1e-12
-        torch.testing.assert_close(grads[0], grads[1], rtol=0, atol=scale * float(grads[1].abs().max()))
+        torch.testing.assert_close(fused, unfused, rtol=0, atol=scale * float(unfused.abs().max()))
 
 
 @pytest.mark.parametrize("op", ["max", "min"])
@@ -192,27 +204,13 @@ def test_torch_cuda_pool_fused_backward_matches_the_unfused(monkeypatch, op):
     gives the unfused ops' gradient, ties included, by blocks and over pieces, without a sync."""
     torch = _cuda_torch()
     pytest.importorskip("cupy")
-    from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
-
-    rng = np.random.default_rng(12)
-    lens = np.concatenate([rng.integers(0, 200, 400), [3000]])
-    offsets = np.concatenate([[0], np.cumsum(lens)]).tolist()
+    rng, lens, offsets = _long_and_short_offsets(12)
     for width, dtype in ((1, torch.float32), (3, torch.float64), (128, torch.float32), (130, torch.float64)):
         x = torch.tensor(rng.integers(-3, 4, (offsets[-1], width)), dtype=dtype, device="cuda")
-        w = torch.randn((lens.size, width), dtype=dtype, device="cuda")
-        grads = []
-        for fused in (True, False):
-            monkeypatch.setattr(_tuning, "FUSED_EXTREME_GRAD", fused)
-            v = x.clone().requires_grad_()
-            y = S.sequence_pool(lt.from_torch(v, [offsets]), op).data
-            torch.cuda.synchronize()
-            torch.cuda.set_sync_debug_mode("error" if fused else 0)
-            try:
-                (y * w).sum().backward()
-            finally:
-                torch.cuda.set_sync_debug_mode(0)
-            grads.append(v.grad)
-        torch.testing.assert_close(grads[0], grads[1], rtol=1e-6, atol=1e-6)
+        weights = torch.randn((lens.size, width), dtype=dtype, device="cuda")
+        fused, unfused = _fused_and_unfused_grads(monkeypatch, "FUSED_EXTREME_GRAD",
+                                                  lambda t: S.sequence_pool(t, op), x, offsets, weights)
+        torch.testing.assert_close(fused, unfused, rtol=1e-6, atol=1e-6)
 
 
 def test_torch_cuda_forward_paths_never_synchronise():

@@ -225,84 +225,66 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
 def segment_softmax_grad(xp, grad, y, offsets, n, alloc, owner=None):
     """The gradient of segment softmax: ``y * (grad - dot)``, ``dot`` the sum over each sequence's
     rows of ``grad * y``, for ``[rows, width]`` float32 or float64 ``grad`` and ``y`` (the softmax's
-    output) of one dtype: a ``[rows, width]`` array. ``owner``: see :func:`plan`.
-
-    The forward's routes (:func:`segment_softmax`): where the sequences average at least
-    ``_tuning.SOFTMAX_BLOCK_STEPS`` block steps, a block per one-piece sequence
-    (``lt_softmax_grad_block``: ``grad`` and ``y`` read from HBM once); else, and for the multi-piece
-    sequences, ``lt_segment_dot`` over the pieces (and the sum's combine pass), then
-    ``lt_softmax_grad_apply``; sequences of a few narrow rows one thread each.
-    """
-    native = np.dtype(y.dtype).name
-    rows, width = int(y.shape[0]), int(y.shape[1])
-    lay = layout(y, n, 1 if pointer(grad) % 16 else None, owner)  # both read in packs, or neither
-    pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
-    out = alloc((rows, width), y.dtype)
-    if lay.short_max >= 0:
-        kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_short", dtype=native))(
-            lay.short_grid, (_cuda.BLOCK,),
-            (grad, y, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
-    by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
-    if by_block:
-        kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_block", dtype=native, pack=lay.pack))(
-            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
-            (grad, y, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-             np.int32(lay.tiles_first)))
-        if not lay.multi:
-            return out
-    dot = alloc((n, width), y.dtype)
-    partial = alloc((lay.slots if lay.multi else 1, width), y.dtype)
-    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
-                np.int32(lay.tiles_first))
-    kernel(xp, "segment", _cuda.kernel_name("dot", dtype=native, pack=lay.pack))(
-        lay.grid, (lay.threads,), (grad, y, offsets, pieces, dot, partial) + geometry)
-    if lay.multi:
-        kernel(xp, "segment", _cuda.kernel_name("combine", op="sum", dtype=native))(
-            lay.combine_grid, (_cuda.BLOCK,),
-            (offsets, pieces, partial, dot, np.int64(n), np.int64(width), y.dtype.type(0)))
-    kernel(xp, "softmax", _cuda.kernel_name("softmax_grad_apply", dtype=native, pack=lay.pack))(
-        lay.grid, (lay.threads,), (grad, y, offsets, pieces, dot, out) + geometry)
-    return out
+    output) of one dtype: a ``[rows, width]`` array. ``owner``: see :func:`plan`. The routes of
+    :func:`_backward`: ``lt_softmax_grad_block`` (``grad`` and ``y`` read from HBM once), or
+    ``lt_segment_dot`` then ``lt_softmax_grad_apply``, and ``lt_softmax_grad_short``."""
+    return _backward(xp, ("softmax", "softmax_grad", "dot"), (grad, y), (grad, y), offsets, n, alloc, owner)
 
 
 def segment_extreme_grad(xp, x, m, grad, offsets, n, alloc, owner=None):
     """The gradient of segment max or min: each sequence's ``grad`` (``[n, width]``) shared evenly, per
     column, among its rows of ``x`` (``[rows, width]``) equal to its result ``m`` (``[n, width]``), as
     ``scatter_reduce``'s; zeros elsewhere. float32 or float64, all of one dtype: a ``[rows, width]``
-    array. ``owner``: see :func:`plan`. The routes of :func:`segment_softmax_grad` (the same two reads
-    of the rows): by blocks where the sequences average ``_tuning.SOFTMAX_BLOCK_STEPS`` block steps
-    (``lt_extreme_grad_block``), else ``lt_segment_hits`` over the pieces (and the sum's combine
-    pass), then ``lt_extreme_grad_apply``; a thread per sequence of a few narrow rows."""
+    array. ``owner``: see :func:`plan`. The routes of :func:`_backward`: ``lt_extreme_grad_block``, or
+    ``lt_segment_hits`` (the rows equal to the result, counted) then ``lt_extreme_grad_apply``, and
+    ``lt_extreme_grad_short``."""
+    return _backward(xp, ("segment", "extreme_grad", "hits"), (x, m, grad), (x, m), offsets, n, alloc, owner)
+
+
+def _backward(xp, kernels, operands, counted, offsets, n, alloc, owner):
+    """A backward pass that reads each sequence's rows twice and writes them once: a per-column sum over
+    the rows (of ``counted``, by the segment module's ``kernels[2]`` kernel), then each row's result.
+    ``kernels``: (module, prefix of the ``_block`` / ``_apply`` / ``_short`` kernels, the sum's kernel);
+    ``operands``: the kernels' array arguments, the first ``[rows, width]`` (the output's shape and
+    dtype; float32 or float64).
+
+    The routes of :func:`segment_softmax`: where the sequences average at least
+    ``_tuning.SOFTMAX_BLOCK_STEPS`` block steps, a block per one-piece sequence (the sum, then the
+    rows again from L2); else, and for the multi-piece sequences, the sum over the pieces (and the
+    sum's combine pass), then the apply kernel; sequences of a few narrow rows one thread each.
+    """
+    module, prefix, summed = kernels
+    x = operands[0]
     native = np.dtype(x.dtype).name
     rows, width = int(x.shape[0]), int(x.shape[1])
-    aligned = all(pointer(a) % 16 == 0 for a in (m, grad))
+    aligned = all(pointer(a) % 16 == 0 for a in operands)
     lay = layout(x, n, None if aligned else 1, owner)  # every operand read in packs, or none
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     out = alloc((rows, width), x.dtype)
     if lay.short_max >= 0:
-        kernel(xp, "segment", _cuda.kernel_name("extreme_grad_short", dtype=native))(
+        kernel(xp, module, _cuda.kernel_name(f"{prefix}_short", dtype=native))(
             lay.short_grid, (_cuda.BLOCK,),
-            (x, m, grad, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+            operands + (offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
     by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
-        kernel(xp, "segment", _cuda.kernel_name("extreme_grad_block", dtype=native, pack=lay.pack))(
+        kernel(xp, module, _cuda.kernel_name(f"{prefix}_block", dtype=native, pack=lay.pack))(
             lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
-            (x, m, grad, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-             np.int32(lay.tiles_first)))
+            operands + (offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
+                        np.int32(lay.tiles_first)))
         if not lay.multi:
             return out
-    count = alloc((n, width), x.dtype)
+    total = alloc((n, width), x.dtype)
     partial = alloc((lay.slots if lay.multi else 1, width), x.dtype)
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
                 np.int32(lay.tiles_first))
-    kernel(xp, "segment", _cuda.kernel_name("hits", dtype=native, pack=lay.pack))(
-        lay.grid, (lay.threads,), (x, m, offsets, pieces, count, partial) + geometry)
+    kernel(xp, "segment", _cuda.kernel_name(summed, dtype=native, pack=lay.pack))(
+        lay.grid, (lay.threads,), counted + (offsets, pieces, total, partial) + geometry)
     if lay.multi:
         kernel(xp, "segment", _cuda.kernel_name("combine", op="sum", dtype=native))(
             lay.combine_grid, (_cuda.BLOCK,),
-            (offsets, pieces, partial, count, np.int64(n), np.int64(width), x.dtype.type(0)))
-    kernel(xp, "segment", _cuda.kernel_name("extreme_grad_apply", dtype=native, pack=lay.pack))(
-        lay.grid, (lay.threads,), (x, m, grad, count, offsets, pieces, out) + geometry)
+            (offsets, pieces, partial, total, np.int64(n), np.int64(width), x.dtype.type(0)))
+    kernel(xp, module, _cuda.kernel_name(f"{prefix}_apply", dtype=native, pack=lay.pack))(
+        lay.grid, (lay.threads,), operands + (offsets, pieces, total, out) + geometry)
     return out
 
 

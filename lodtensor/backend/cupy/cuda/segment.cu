@@ -236,7 +236,7 @@ __device__ __forceinline__ void lt_write_shares(const lt_pack<T, V>* __restrict_
 template <typename T, int V>
 __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
 lt_extreme_grad_apply(const T* __restrict__ x_, const T* __restrict__ m_, const T* __restrict__ g_,
-                      const T* __restrict__ count_, const i64* __restrict__ off, const i64* __restrict__ plan,
+                      const i64* __restrict__ off, const i64* __restrict__ plan, const T* __restrict__ count_,
                       T* __restrict__ out_, i64 n, i64 D, int log2cw, i64 chunk, int multi_only, int tiles_first) {
     const lt_pack<T, V>* __restrict__ x = reinterpret_cast<const lt_pack<T, V>*>(x_);
     lt_pack<T, V>* __restrict__ out = reinterpret_cast<lt_pack<T, V>*>(out_);
