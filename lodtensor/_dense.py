@@ -4,14 +4,15 @@ The positions are computed on the host from the LoD (vectorised, one pass per
 level); the backend's ``place_rows`` kernel then moves every row once.
 """
 
+import numbers
 import operator
 
 import numpy as np
 
-from .backend import backend_name_of
+from .backend import backend_name_of, dtype_kind, dtype_name
 from .lod import LoD, offsets_to_segment_ids
 
-__all__ = ["pad_level", "pad_all", "pad_plan", "check_pad_value"]
+__all__ = ["pad_level", "pad_all", "pad_plan", "check_pad_value", "check_fill"]
 
 
 def pad_plan(lod, level, maxlen):
@@ -48,15 +49,89 @@ def lod_level(lod, level):
     return level % lod.num_levels if level < 0 else level
 
 
-def check_pad_value(pad_value, row_shape, where):
-    shape = np.shape(pad_value)
-    if shape and (len(shape) > len(row_shape) or any(
+def check_pad_value(pad_value, row_shape, where, dtype=None):
+    """Raise unless ``pad_value`` broadcasts to ``row_shape`` and, where ``dtype`` is given, can be stored
+    in it exactly (:func:`check_fill`)."""
+    shape = tuple(np.shape(pad_value))
+    if shape and any(s != 1 for s in shape) and (len(shape) > len(row_shape) or any(
         s not in (1, r) for s, r in zip(shape[::-1], row_shape[::-1])
     )):
         raise ValueError(
             f"{where}: pad_value must be a scalar or broadcast to the row shape "
             f"{tuple(row_shape)}, got shape {shape}"
         )
+    if dtype is not None:
+        check_fill(pad_value, dtype, where)
+
+
+def _limits(dtype):
+    info = np.iinfo(np.dtype(str(dtype).replace("torch.", "")))
+    return int(info.min), int(info.max)
+
+
+def _host_values(value):
+    """``value`` (an array) as a host array, or None for a device array (its values are not read: that
+    would wait for the device)."""
+    device = getattr(value, "device", None)
+    if device is not None and getattr(device, "type", device) != "cpu":
+        return None
+    try:
+        return np.asarray(value.detach() if hasattr(value, "detach") else value)
+    except (TypeError, ValueError, RuntimeError):  # CuPy and other device arrays refuse to convert
+        return None
+
+
+def check_fill(value, dtype, where, name="pad_value"):
+    """Raise unless ``value`` (a number, or an array of numbers) can be stored in ``dtype`` exactly:
+    integer and bool results hold no NaN, fractions or out-of-range numbers, and nothing holds None
+    or a string. A device array's values stay unread: its dtype must then be one ``dtype`` holds."""
+    if value is None or isinstance(value, (str, bytes)):
+        raise TypeError(f"{where}: {name} must be a number or an array of numbers, got {type(value).__name__} "
+                        f"{value!r}")
+    kind = dtype_kind(dtype)
+    dtype = dtype_name(dtype)  # "int64" for NumPy, torch and CuPy alike
+    if isinstance(value, numbers.Integral):  # exact, however large
+        low, high = (0, 1) if kind == "b" else _limits(dtype) if kind in "iu" else (int(value), int(value))
+        if not low <= int(value) <= high:
+            raise ValueError(f"{where}: {name}={value!r} is out of range for the {dtype} result ({low}..{high})")
+        return
+    if isinstance(value, (numbers.Number, np.generic)):
+        try:
+            number = complex(value)
+        except (TypeError, ValueError):
+            raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}") from None
+        host = np.asarray(number.real if not number.imag else number)
+    else:
+        host = _host_values(value)
+    if host is None:
+        source = dtype_kind(value.dtype)
+        if kind not in "fc" and (source in "fc" or (kind == "b" and source != "b")):
+            raise TypeError(f"{where}: {name} of dtype {value.dtype} cannot be stored in the {dtype} result; "
+                            f"pass a scalar or an array of the data's dtype")
+        return
+    if host.dtype.kind not in "biufc":
+        raise TypeError(f"{where}: {name} must hold numbers of a NumPy dtype, got {host.dtype} "
+                        f"{host.ravel()[:4].tolist()}")
+    if kind in "fc" or host.dtype.kind == "b" or not host.size:
+        return
+    real = host.real if host.dtype.kind == "c" else host
+    low, high = (0, 1) if kind == "b" else _limits(dtype)
+    if host.dtype.kind in "fc":
+        bad = (np.imag(host) != 0) | ~np.isfinite(real) | (real != np.floor(real))
+        if bad.any():
+            raise ValueError(
+                f"{where}: {name}={_first(value, host, bad)} cannot be stored in the {dtype} result; pass an "
+                f"integer {'0 or 1' if kind == 'b' else 'value'} (or convert the input to a floating dtype first)"
+            )
+    bad = (real < low) | (real > high)
+    if bad.any():
+        raise ValueError(f"{where}: {name}={_first(value, host, bad)} is out of range for the {dtype} result "
+                         f"({low}..{high})")
+
+
+def _first(value, host, bad):
+    """``value`` itself where it is one number, else its first offending element."""
+    return repr(value) if host.ndim == 0 else f"{host.ravel()[np.flatnonzero(np.ravel(bad))[0]].item()!r} (an element)"
 
 
 def _check_out(be, out, shape, dtype, where):
@@ -70,8 +145,10 @@ def _check_out(be, out, shape, dtype, where):
         raise ValueError(f"{where}: out must be C-contiguous")
 
 
-def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()"):
-    """``(padded, lengths)`` for the sequences of ``level`` (counted in rows)."""
+def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()", exact=True):
+    """``(padded, lengths)`` for the sequences of ``level`` (counted in rows). ``exact``: refuse a
+    ``pad_value`` the data's dtype cannot hold (:func:`check_fill`); else it is cast, as torch casts
+    ``to_padded_tensor``'s padding."""
     offsets = lod.absolute_offsets(level)
     lengths = np.diff(offsets)
     longest = int(lengths.max()) if lengths.size else 0
@@ -90,7 +167,7 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()")
                 f"truncation is not supported"
             )
     row_shape = tuple(data.shape[1:])
-    check_pad_value(pad_value, row_shape, where)
+    check_pad_value(pad_value, row_shape, where, data.dtype if exact else None)
     shape = (lengths.size, maxlen) + row_shape
     if out is not None:
         _check_out(be, out, shape, data.dtype, where)
@@ -104,7 +181,7 @@ def pad_all(be, data, lod, pad_value):
     """Dense array over every level and one boolean mask per level."""
     levels = lod.levels
     row_shape = tuple(data.shape[1:])
-    check_pad_value(pad_value, row_shape, "to_padded_all()")
+    check_pad_value(pad_value, row_shape, "to_padded_all()", data.dtype)
     dims = [levels[0].size - 1]
     flat = np.arange(dims[0], dtype=np.int64)  # flat position of each level-0 sequence
     masks = []

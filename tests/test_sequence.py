@@ -168,6 +168,7 @@ def test_fluid_layers_has_every_op():
     assert layers.sequence_pool is S.sequence_pool
 
 
+INDEX2 = lt.LoDTensor(np.array([0, 1]), [[0, 1, 2]])
 BAD = [
     ("pool-type", lambda: S.sequence_pool(col(*X1), "median"), ValueError, "pool_type must be one of sum, average"),
     ("pool-no-lod", lambda: S.sequence_pool(lt.LoDTensor(np.zeros(3)), "sum"), ValueError,
@@ -201,6 +202,40 @@ BAD = [
      "lod_reset\\(\\): lod level 0 must end at len\\(data\\)=5, got offsets\\[-1\\]=4"),
     ("append-fit", lambda: S.lod_append(col(*X1), [0, 2, 5]), LoDError, "lod_append\\(\\): lod level 0 must end"),
     ("pad-maxlen-type", lambda: S.sequence_pad(col(*X1), 0.0, maxlen=2.5), TypeError, "maxlen must be an integer"),
+    ("scatter-updates-width", lambda: S.sequence_scatter(np.zeros((2, 4)), INDEX2, INDEX2.with_data(np.ones((2, 2)))),
+     ValueError,
+     "updates must hold one value per index row, shape \\(2, 1\\), got \\(2, 2\\)"),
+    ("scatter-updates-rows", lambda: S.sequence_scatter(np.zeros((2, 4, 2)), INDEX2, INDEX2.with_data(np.ones((2, 1)))),
+     ValueError,
+     "one row of input's row shape \\(2,\\) per index row, shape \\(2, 2\\), got \\(2, 1\\)"),
+]
+
+# pad_value that the result's dtype cannot hold exactly: Paddle raises (sequence_pad refuses a pad_value
+# of another dtype, sequence_enumerate and sequence_pool a non-integer one); a cast would pad silently wrong
+BAD_FILLS = [
+    ("pad-fraction", lambda v: S.sequence_pad(col([1, 2, 3], [[0, 2, 3]], dtype="int64"), v), 0.5, ValueError,
+     "sequence_pad\\(\\): pad_value=0.5 cannot be stored in the int64 result"),
+    ("pad-fraction-array", lambda v: S.sequence_pad(col([1, 2, 3], [[0, 2, 3]], dtype="int64"), v),
+     np.array([0.5], "float32"), ValueError, "pad_value=0.5 \\(an element\\) cannot be stored in the int64"),
+    ("pad-range", lambda v: S.sequence_pad(col([1, 2, 3], [[0, 2, 3]], dtype="int32"), v), 2**40, ValueError,
+     "pad_value=1099511627776 is out of range for the int32 result"),
+    ("pad-range-array", lambda v: S.sequence_pad(col([1, 2, 3], [[0, 2, 3]], dtype="int32"), v),
+     np.array([2**40]), ValueError, "out of range for the int32 result"),
+    ("pad-negative-uint8", lambda v: S.sequence_pad(col([1, 2, 3], [[0, 2, 3]], dtype="uint8"), v), -1, ValueError,
+     "pad_value=-1 is out of range for the uint8 result \\(0..255\\)"),
+    ("pad-none", lambda v: S.sequence_pad(col(*X1), v), None, TypeError,
+     "pad_value must be a number or an array of numbers, got NoneType None"),
+    ("pad-string", lambda v: S.sequence_pad(col(*X1), v), "a", TypeError, "pad_value must be a number .* got str 'a'"),
+    ("enumerate-fraction", lambda v: S.sequence_enumerate(col(*X1, dtype="int64"), 2, pad_value=v), 0.5, ValueError,
+     "sequence_enumerate\\(\\): pad_value=0.5 cannot be stored in the int64 result"),
+    ("enumerate-range", lambda v: S.sequence_enumerate(col(*X1, dtype="int32"), 2, pad_value=v), 2**32 + 7,
+     ValueError, "pad_value=4294967303 is out of range for the int32 result"),
+    ("pool-string", lambda v: S.sequence_pool(col(*X1), "sum", pad_value=v), "1.5", TypeError,
+     "sequence_pool\\(\\): pad_value must be a number .* got str '1.5'"),
+    ("to-padded-fraction", lambda v: col([1, 2, 3], [[0, 2, 3]], dtype="int64").to_padded(pad_value=v), 0.5,
+     ValueError, "to_padded\\(\\): pad_value=0.5 cannot be stored in the int64 result"),
+    ("to-padded-all-range", lambda v: col([1, 2, 3], [[0, 2, 3]], dtype="int8").to_padded_all(pad_value=v), 300,
+     ValueError, "to_padded_all\\(\\): pad_value=300 is out of range for the int8 result"),
 ]
 
 
@@ -208,6 +243,42 @@ BAD = [
 def test_bad_input(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()
+
+
+@pytest.mark.parametrize("call, value, exc, pattern", [case[1:] for case in BAD_FILLS],
+                         ids=[case[0] for case in BAD_FILLS])
+def test_fill_values_the_dtype_cannot_hold_raise(call, value, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call(value)
+
+
+def test_fill_values_the_dtype_holds_are_taken():
+    ints = col([1, 2, 3], [[0, 2, 3]], dtype="int32")
+    for value in (-1, -1.0, np.array([-1.0]), np.int64(-1), np.array([-1], "int64")):  # exact in int32: no error
+        assert S.sequence_pad(ints, value)[0].data.tolist() == [[[1], [2]], [[3], [-1]]]
+    assert S.sequence_enumerate(ints, 2, pad_value=2.0).data.tolist() == [[1, 2], [2, 2], [3, 2]]
+    empty = col([1.0, 2.0], [[0, 0, 2]])
+    assert S.sequence_pool(empty, "sum", pad_value=None).data.ravel().tolist() == [0.0, 3.0]  # Paddle's default
+    torch = pytest.importorskip("torch")
+    nested = lt.nested.nested_tensor([torch.tensor([1, 2]), torch.tensor([3])])
+    # torch.nested.to_padded_tensor casts the padding to the dtype, and so does lodtensor.nested
+    assert lt.nested.to_padded_tensor(nested, 0.5).tolist() == [[1, 2], [3, 0]]
+    on_torch = lt.LoDTensor(torch.tensor([1, 2, 3]), [[0, 2, 3]])
+    assert S.sequence_pad(on_torch, torch.tensor([7.0]))[0].data.ravel().tolist() == [1, 2, 3, 7]
+    with pytest.raises(ValueError, match="pad_value=7.5 \\(an element\\) cannot be stored in the int64 result"):
+        S.sequence_pad(on_torch, torch.tensor([7.5]))
+
+
+def test_fill_values_on_a_device_are_judged_by_dtype_without_reading_them():
+    torch = pytest.importorskip("torch")
+    from lodtensor._dense import check_fill
+
+    check_fill(torch.zeros(1, dtype=torch.int64, device="meta"), np.int32, "f()")  # values unread: no sync
+    check_fill(torch.zeros(1, dtype=torch.float16, device="meta"), np.float64, "f()")
+    with pytest.raises(TypeError, match="f\\(\\): pad_value of dtype torch.float32 cannot be stored in the int64"):
+        check_fill(torch.zeros(1, device="meta"), np.int64, "f()")
+    with pytest.raises(TypeError, match="pad_value of dtype torch.int64 cannot be stored in the bool result"):
+        check_fill(torch.zeros(1, dtype=torch.int64, device="meta"), np.bool_, "f()")
 
 
 def test_inputs_untouched():

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..nn import functional as F
 from ..nn._common import as_torch
+from ..ops._common import int_arg
 from ..tensor import LoDTensor
 from ._param_attr import Constant, ParamAttr
 
@@ -208,14 +209,14 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=Tr
     if not isinstance(x, LoDTensor) or d.dim() != 2:
         raise ValueError(f"{where}: input must be a LoDTensor of rows [N, D]")
     base = _base(frame, "sequence_conv", name)
-    size = int(filter_size)
+    size = int_arg(filter_size, where, "filter_size", 1)
     w = _param(frame, base, "w", ParamAttr._to_attr(param_attr, where), [size * int(d.shape[1]), int(num_filters)],
                d, where)
     battr = ParamAttr._to_attr(bias_attr, where, "bias_attr")
     b = None if battr is False else _param(frame, base, "b", battr, [int(num_filters)], d, where, is_bias=True)
     pad = None
     if padding_trainable:
-        start = -(size // 2) if padding_start is None else int(padding_start)
+        start = -(size // 2) if padding_start is None else int_arg(padding_start, where, "padding_start")
         rows = max(0, -start) + max(0, start + size - 1)
         pad = _param(frame, base, "w", ParamAttr(initializer=Constant(0.0)), [rows, int(d.shape[1])], d, where)
     return F.sequence_conv(x, w, b, filter_size=size, filter_stride=filter_stride, padding_start=padding_start,

@@ -403,7 +403,8 @@ def to_padded_tensor(input, padding, output_size=None):
         offsets, row_shape = st.rows()
         rows = buf.reshape((int(offsets[-1]),) + row_shape)
         if tuple(shape[2:]) == row_shape:  # the LoD core's padding (its index plan is cached on the structure)
-            padded, _ = pad_level(be, rows, st.lod(), 0, padding, shape[1], None, where="to_padded_tensor()")
+            padded, _ = pad_level(be, rows, st.lod(), 0, padding, shape[1], None, where="to_padded_tensor()",
+                                  exact=False)  # torch casts the padding
             if shape[0] > st.n:
                 extra = ops.full((shape[0] - st.n,) + tuple(shape[1:]), padding, buf.dtype, buf)
                 padded = ops.concat_flat([padded, extra])
@@ -430,7 +431,7 @@ def _padded_levels(nt, padding, output_size):
     be = nt.backend
     for offsets in reversed(st.outer):
         out, _ = pad_level(be, out, LoD([offsets], num_rows=int(out.shape[0])), 0, padding, None, None,
-                           where="to_padded_tensor()")
+                           where="to_padded_tensor()", exact=False)
     if output_size is not None and tuple(output_size) != tuple(out.shape):
         raise ShapeError(f"to_padded_tensor(): output_size {tuple(output_size)} must be {tuple(out.shape)} here")
     return out

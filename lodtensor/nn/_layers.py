@@ -5,6 +5,7 @@ import numpy as np
 
 from ..backend import backend_name_of, backend_of
 from ..lod import offsets_to_segment_ids
+from ..ops._common import int_arg
 from ..sequence import sequence_pool
 from ..tensor import LoDTensor
 from ._common import act_name, lod_input, on_device, out_like, param
@@ -185,12 +186,10 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     """
     where = "sequence_conv()"
     x, be = lod_input(input, where)
-    if int(filter_stride) != 1:
+    if int_arg(filter_stride, where, "filter_stride") != 1:
         raise ValueError(f"{where}: filter_stride must be 1 (Paddle supports only 1), got {filter_stride}")
-    size = int(filter_size)
-    if size < 1:
-        raise ValueError(f"{where}: filter_size must be >= 1, got {filter_size}")
-    start = -(size // 2) if padding_start is None else int(padding_start)
+    size = int_arg(filter_size, where, "filter_size", 1)
+    start = -(size // 2) if padding_start is None else int_arg(padding_start, where, "padding_start")
     data = x.data
     d = int(data.shape[1])
     w = param(weight, data, where, "weight", (size * d, None))

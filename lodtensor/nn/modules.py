@@ -23,6 +23,7 @@ import math
 
 import torch
 
+from ..ops._common import int_arg
 from ..tensor import LoDTensor
 from . import functional as F
 from ._common import as_torch
@@ -153,10 +154,13 @@ class SequenceConv(torch.nn.Module):
     def __init__(self, input_dim, num_filters, filter_size=3, padding_start=None, act=None, bias=True,
                  padding_trainable=False):
         super().__init__()
+        where = "SequenceConv()"
+        filter_size = int_arg(filter_size, where, "filter_size", 1)
+        padding_start = None if padding_start is None else int_arg(padding_start, where, "padding_start")
         self.filter_size, self.padding_start, self.act = filter_size, padding_start, act
         self.weight = _xavier(filter_size * input_dim, num_filters)
         self.bias = _zeros(num_filters) if bias else None
-        start = -(filter_size // 2) if padding_start is None else int(padding_start)
+        start = -(filter_size // 2) if padding_start is None else padding_start
         rows = max(0, -start) + max(0, start + filter_size - 1)
         self.padding_trainable = bool(padding_trainable)
         self.padding = _zeros(rows, input_dim) if padding_trainable else None

@@ -4,7 +4,7 @@ import operator
 
 import numpy as np
 
-from ..backend import backend_of, dtype_kind
+from ..backend import backend_of
 from ..lod import LoD
 from ..place import place_of
 from ..tensor import LoDTensor, _wrap, coerce_data
@@ -35,6 +35,18 @@ def level_index(x, level, where):
     return level % n
 
 
+def int_arg(value, where, name, minimum=None):
+    """``value`` as a Python int (a NumPy or 0-d integer too; not a float or a string), at least
+    ``minimum`` where given, with a clear error."""
+    try:
+        value = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{where}: {name} must be an integer, got {type(value).__name__} {value!r}") from None
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{where}: {name} must be >= {minimum}, got {value}")
+    return value
+
+
 def host_ints(values, where, name):
     """Integer values (list, array, LoDTensor) as a flat host int64 array."""
     if isinstance(values, LoDTensor):
@@ -48,33 +60,6 @@ def host_ints(values, where, name):
     if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iu"):
         raise TypeError(f"{where}: {name} must hold integers, got {arr.dtype} {arr.ravel()[:8].tolist()}")
     return arr.astype(np.int64).ravel()
-
-
-def _limits(dtype):
-    name = str(dtype).replace("torch.", "")
-    info = np.iinfo(np.dtype(name))
-    return int(info.min), int(info.max)
-
-
-def check_fill(value, dtype, where, name="pad_value"):
-    """Raise unless the scalar ``value`` can be stored in ``dtype`` exactly (integer and bool
-    results cannot hold NaN, fractions or out-of-range numbers)."""
-    kind = dtype_kind(dtype)
-    if kind in "fc":
-        return
-    try:
-        number = complex(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{where}: {name} must be a number, got {type(value).__name__} {value!r}") from None
-    real = number.real
-    if number.imag or not np.isfinite(real) or real != int(real):
-        raise ValueError(
-            f"{where}: {name}={value!r} cannot be stored in the {dtype} result; pass an integer "
-            f"{'0 or 1' if kind == 'b' else 'value'} (or convert the input to a floating dtype first)"
-        )
-    low, high = (0, 1) if kind == "b" else _limits(dtype)
-    if not low <= int(real) <= high:
-        raise ValueError(f"{where}: {name}={value!r} is out of range for the {dtype} result ({low}..{high})")
 
 
 def wrap(data, lod_arrays):

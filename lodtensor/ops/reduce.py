@@ -2,8 +2,9 @@
 
 import numpy as np
 
+from .._dense import check_fill
 from ..backend import dtype_kind
-from ._common import check_fill, level_index, require_lod, wrap
+from ._common import level_index, require_lod, wrap
 
 __all__ = ["pool", "softmax", "POOL_TYPES"]
 

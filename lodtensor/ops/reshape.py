@@ -1,29 +1,18 @@
 """Ops that change the shape of the rows or of the sequences: pad, unpad,
 reshape, enumerate, mask."""
 
-import operator
-
 import numpy as np
 
 from .. import _dense
+from .._dense import check_fill
 from ..backend import backend_of
 from ..errors import LoDError
 from ..factories import from_padded
 from ..lod import LoD, as_lengths, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
-from ._common import as_data, host_ints, require_lod, wrap
+from ._common import as_data, host_ints, int_arg, require_lod, wrap
 
 __all__ = ["pad", "unpad", "reshape_rows", "enumerate_windows", "mask"]
-
-
-def _positive(value, where, name, minimum=1):
-    try:
-        value = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{where}: {name} must be an integer, got {type(value).__name__} {value!r}") from None
-    if value < minimum:
-        raise ValueError(f"{where}: {name} must be >= {minimum}, got {value}")
-    return value
 
 
 def pad(x, pad_value=0, maxlen=None, where="sequence_pad()"):
@@ -55,7 +44,7 @@ def reshape_rows(x, new_dim, where="sequence_reshape()"):
     must hold a multiple of ``new_dim`` values.
     """
     require_lod(x, where)
-    new_dim = _positive(new_dim, where, "new_dim")
+    new_dim = int_arg(new_dim, where, "new_dim", 1)
     if x.data.ndim != 2:
         raise ValueError(f"{where}: input must be 2-D (rows, width), got shape {tuple(x.data.shape)}")
     width = int(x.data.shape[1])
@@ -75,10 +64,11 @@ def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
     """Row ``r`` becomes the ``win_size`` ids starting at ``r`` within its sequence,
     ``pad_value`` past the end; same lod."""
     require_lod(x, where)
-    win_size = _positive(win_size, where, "win_size")
+    win_size = int_arg(win_size, where, "win_size", 1)
     data = x.data
     if data.ndim > 2 or (data.ndim == 2 and data.shape[1] != 1):
         raise ValueError(f"{where}: input must have shape (rows,) or (rows, 1), got {tuple(data.shape)}")
+    check_fill(pad_value, data.dtype, where)
     n = int(data.shape[0])
     be = x.backend
     flat = data.reshape(-1)
@@ -104,7 +94,7 @@ def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):
     if maxlen is None:
         maxlen = int(host.max()) if host.size else 0
     else:
-        maxlen = _positive(maxlen, where, "maxlen", minimum=0)
+        maxlen = int_arg(maxlen, where, "maxlen", 0)
     out = be.astype(be.arange(maxlen, like=data) < data[..., None], dtype)
     if isinstance(x, LoDTensor):
         return x.with_data(out)

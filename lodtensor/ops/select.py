@@ -177,6 +177,12 @@ def scatter(x, index, updates, where="sequence_scatter()"):
     be = backend_of(data, updates.data)
     flat_index = index.lod.segment_ids(-1) * width + cols
     row_shape = tuple(data.shape[2:])
+    shape = tuple(updates.data.shape)
+    if not shape or shape[0] != cols.size or int(np.prod(shape[1:], dtype=np.int64)) != int(
+            np.prod(row_shape, dtype=np.int64)):
+        what = f"one row of input's row shape {row_shape}" if row_shape else "one value"
+        expected = (cols.size,) + (row_shape or (1,))
+        raise ValueError(f"{where}: updates must hold {what} per index row, shape {expected}, got {shape}")
     values = updates.data.reshape((cols.size,) + row_shape)
     flat = data.reshape((n * width,) + row_shape)
     out = be.scatter_add(flat, be.from_host(flat_index, like=flat), values)

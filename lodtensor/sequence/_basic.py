@@ -51,7 +51,8 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, *, level=-1): 
     is_test : bool
         Accepted for Paddle compatibility; no effect.
     pad_value : float
-        The result for an empty sequence.
+        The result for an empty sequence; None means the default 0.0, as in Paddle.
+        It must be a number the result's dtype holds exactly.
     level : int, keyword-only
         Which lod level to pool (lodtensor extension; Paddle: always the last).
 
@@ -78,7 +79,7 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, *, level=-1): 
     >>> sequence_pool(x, "sum", level=0).data.ravel().tolist()
     [6.0, 15.0]
     """
-    return _reduce.pool(input, pool_type, level=level, pad_value=pad_value)
+    return _reduce.pool(input, pool_type, level=level, pad_value=0.0 if pad_value is None else pad_value)
 
 
 def sequence_first_step(input):  # noqa: A002
@@ -186,8 +187,9 @@ def sequence_pad(x, pad_value, maxlen=None, name=None):
 
     Returns ``(out, length)``; both keep the outer lod levels of ``x`` (none
     for a 1-level input, as in Paddle). ``pad_value`` is a scalar, a
-    one-element array or an array of the row shape. ``maxlen`` defaults to the
-    longest sequence; a shorter one raises.
+    one-element array or an array of the row shape, whose values the data's
+    dtype holds exactly (``0.5`` for integer data raises, where a cast would
+    pad with 0). ``maxlen`` defaults to the longest sequence; a shorter one raises.
 
     See Also
     --------
@@ -294,6 +296,7 @@ def sequence_enumerate(input, win_size, pad_value=0, name=None):  # noqa: A002
     """Sliding windows of ``win_size`` ids inside every sequence, ``pad_value`` past its end.
 
     Input shape ``(rows, 1)`` or ``(rows,)`` of ids; output ``(rows, win_size)``, same lod.
+    ``pad_value`` must be a number the ids' dtype holds exactly.
 
     See Also
     --------

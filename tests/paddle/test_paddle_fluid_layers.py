@@ -424,3 +424,31 @@ def test_difference_paddle_float32_lstm_backward():
     # nothing through the cell state: the candidate, input and forget gates and their peepholes get 0
     assert not x32[:, : 3 * d].any() and not b32[:, : 3 * d].any() and not b32[:, 4 * d : 6 * d].any()
     assert x32[:, 3 * d :].all() and grads["float64"][1].all()
+
+
+def test_difference_paddle_sequence_conv_filter_gradient_past_the_end():
+    """Paddle 2.6.2's ``sequence_conv_grad`` without trainable padding gives the filter a gradient
+    from a window that lies wholly past its sequence (``contextStart`` 1, one 1-row sequence), though
+    its own forward reads zeros there and gives 0; lodtensor's gradient is 0, as its forward says
+    (checked here against central differences of the forward)."""
+    from _raw import run  # noqa: PLC0415
+
+    from lodtensor.nn import functional as F  # noqa: PLC0415
+
+    x = lt.LoDTensor(np.array([[0.5, -1.0, 2.0]]), [[0, 1]])
+    w = np.ones((6, 1))
+    attrs = {"contextLength": 2, "contextStart": 1, "contextStride": 1, "paddingTrainable": False}
+
+    def build(v, op):
+        return op("sequence_conv", {"X": v["x"], "Filter": v["w"]}, {"Out": "float64"}, attrs)["Out"]
+
+    got = run(build, {"x": x}, {"w": w}, grads_of=["w"], weights=np.ones((1, 1)))
+    wt = torch.tensor(w, requires_grad=True)
+    out = F.sequence_conv(x.with_data(torch.tensor(x.numpy())), wt, filter_size=2, padding_start=1)
+    np.testing.assert_array_equal(got[0][0].ravel(), out.data.detach().numpy().ravel())  # the same forward: 0
+    out.data.sum().backward()
+    assert not wt.grad.any()
+    assert torch.autograd.gradcheck(
+        lambda k: F.sequence_conv(x.with_data(torch.tensor(x.numpy())), k, filter_size=2, padding_start=1).data,
+        (torch.tensor(w, requires_grad=True),))
+    assert np.all(got[1][0] == 1.0)  # Paddle's: every filter entry 1

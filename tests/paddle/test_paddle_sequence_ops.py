@@ -192,6 +192,7 @@ def _float_cases(dtype):
                           {"pool_type": pool_type, "pad_value": -2.5}, {}))
     cases += [
         ("pool-sum-default-pad", "sequence_pool", {"input": x1}, {"pool_type": "sum"}, {}),
+        ("pool-sum-pad-none", "sequence_pool", {"input": x1}, {"pool_type": "sum", "pad_value": None}, {}),
         ("pool-MAX-uppercase", "sequence_pool", {"input": x2}, {"pool_type": "MAX", "pad_value": 1.0}, {}),
         ("pool-max-is_test", "sequence_pool", {"input": x1w}, {"pool_type": "max", "is_test": True}, {}),
         ("pool-first-rows-3d", "sequence_pool", {"input": x1_3d}, {"pool_type": "first", "pad_value": 3.0}, {}),
@@ -404,6 +405,16 @@ BOTH_RAISE = [
     ("lod_append-decreasing", "lod_append", {"x": T(np.zeros((6, 1)))}, {"level": [0, 3, 2, 6]}),
     ("lod_append-lengths-not-offsets", "lod_append", {"x": T(np.zeros((6, 1)))}, {"level": [2, 4]}),
     ("lod_append-one-offset", "lod_append", {"x": T(np.zeros((6, 1)))}, {"level": [0]}),
+    # a pad_value the result's dtype cannot hold: a cast would pad with another number
+    ("enumerate-fractional-pad", "sequence_enumerate", {"input": I64([[1], [2], [3]], [[0, 2, 3]])},
+     {"win_size": 2, "pad_value": 0.5}),
+    ("enumerate-pad-out-of-int32", "sequence_enumerate", {"input": I32([[1], [2], [3]], [[0, 2, 3]])},
+     {"win_size": 2, "pad_value": 2**32 + 7}),
+    ("pad-fractional-pad-value", "sequence_pad",
+     {"x": I64([[1], [2], [3]], [[0, 2, 3]]), "pad_value": np.array([0.5], "float32")}, {}),
+    ("pad-pad-value-out-of-int32", "sequence_pad",
+     {"x": I32([[1], [2], [3]], [[0, 2, 3]]), "pad_value": np.array([2**40])}, {}),
+    ("pool-string-pad-value", "sequence_pool", {"input": X1}, {"pool_type": "sum", "pad_value": "1.5"}),
 ]
 
 
