@@ -8,9 +8,11 @@ Validated offsets are *frozen*: copied once into memory owned by an immutable
 ``bytes`` object, so no NumPy call (``setflags(write=True)`` on the array or
 on any of its bases included) can make them writable again. A frozen level is
 remembered by its address, so handing it back (``from_arrow(t.to_arrow())``,
-``from_torch(t.to_nested_jagged())``) is recognised in O(1) instead of being
-checked again: the memory is the very memory that was checked, and nobody can
-have written it since.
+whose buffers Arrow keeps immutable) is recognised in O(1) instead of being
+checked again: the memory is the very memory that was checked. (torch ignores
+read-only memory: ``torch.from_numpy`` and ``torch.from_dlpack`` of a frozen
+level give a writable tensor. So lodtensor never hands a frozen level to torch
+or to a DLPack consumer; they get copies.)
 """
 
 import weakref

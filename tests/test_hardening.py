@@ -297,3 +297,30 @@ def test_pickles_never_reach_the_array_libraries_loaders():
         array_from_bytes("torch", b"", "float32", (-1,), "cpu", False)
     with pytest.raises(TypeError, match="must name a torch dtype"):
         array_from_bytes("torch", b"", "Tensor", (0,), "cpu", False)
+
+
+def test_torch_never_gets_a_writable_alias_of_a_lod():
+    """torch ignores read-only memory (``from_numpy``, and DLPack 1.0's read-only flag in
+    ``from_dlpack``), so every export to torch hands over copies of the LoD's levels: writing them
+    cannot reach the LoD, the tensors sharing it, or what the gate recognises without a check."""
+    torch = pytest.importorskip("torch")
+    from lodtensor.interop.dlpack import _Producer
+
+    t = lt.LoDTensor(np.arange(500.0), recursive_sequence_lengths=[[5] * 100])
+    lod = t.lod()
+    _, (capsule,) = t.__dlpack_ragged__(max_version=(1, 0))
+    torch.from_dlpack(_Producer(capsule, (1, 0)))[1] = 70
+    njt = t.to_nested_jagged()
+    njt.offsets()[1] = 71
+    csr = t.to_sparse_csr()
+    csr.crow_indices()[1] = 72
+    csr.col_indices()[0] = 73
+    assert t.lod() == lod and t.to_sparse_csr().col_indices()[0] == 0
+    assert t.to_nested_jagged().offsets()[:3].tolist() == [0, 5, 10]  # made anew: the written copy is not reused
+    njt.offsets()[2] = 3  # now decreasing: the written offsets are checked again, not recognised
+    with pytest.raises(lt.LoDError, match="non-decreasing|decreas"):
+        lt.from_torch(njt)
+    again = lt.from_torch(t.to_nested_jagged())  # unwritten: known in O(1), the LoD's own level
+    assert again.lod.levels[0] is t.lod.levels[0]
+    with torch.inference_mode():  # inference tensors keep no version: converted and checked every time
+        assert lt.from_torch(t.to_nested_jagged()).lod() == lod

@@ -61,18 +61,21 @@ def dlpack_device(t):
 
 
 def _offsets_capsule(offsets, kwargs):
+    """A capsule over a small copy of a LoD level: consumers that ignore DLPack 1.0's read-only flag
+    (torch 2.13 does) would otherwise write the LoD's own memory."""
     max_version = kwargs.get("max_version")
+    copy = np.array(offsets)
     if max_version is not None and tuple(max_version) >= (1, 0):
-        return offsets.__dlpack__(max_version=(1, 0))  # read-only flag: the LoD's frozen memory, shared
-    return offsets.copy().__dlpack__()  # a pre-1.0 consumer cannot be told "read-only": a small copy
+        return copy.__dlpack__(max_version=(1, 0))
+    return copy.__dlpack__()
 
 
 def dlpack_ragged(t, **kwargs):
     """``t.__dlpack_ragged__(...)``: ``(values_capsule, (offsets_capsule, ...))`` (the ragged convention).
 
     The values capsule is the data's (shared); each offsets capsule is one
-    int64 host level, outermost first (shared with ``max_version >= (1, 0)``,
-    else a small copy).
+    int64 host level, outermost first: a small copy, so a consumer that writes
+    it cannot reach the LoD.
 
     >>> from torch.utils.dlpack import from_dlpack as torch_from_capsule
     >>> import lodtensor as lt

@@ -2,7 +2,8 @@
 
 Sequence ``i`` of the last lod level is row ``i`` of the matrix and its rows
 fill columns ``0..len-1``; trailing dims of the data are the dense dims of
-each entry. The CSR row pointers are the last level's offsets (shared), the
+each entry. The CSR row pointers are the last level's offsets (shared with
+SciPy, which keeps them read-only; copied for torch, which would not), the
 values are ``data`` (shared). Dense shape: ``(sequences, longest, *row_shape)``.
 
 >>> import lodtensor as lt
@@ -108,10 +109,10 @@ def to_sparse_csr(t, format="torch"):
     dev = values.device
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # torch's "beta" notice, and "offsets not writable"
-        crow = torch.from_numpy(offsets)  # the LoD's frozen memory, shared on the CPU
-        return torch.sparse_csr_tensor(
-            crow.to(dev), torch.from_numpy(positions).to(dev), values, size=shape, check_invariants=False
-        )
+        # torch's own copies: a tensor over the LoD's frozen memory (or its cached positions) would be
+        # writable, since torch ignores read-only memory
+        crow, cols = (torch.from_numpy(a).to(dev, copy=True) for a in (offsets, positions))
+        return torch.sparse_csr_tensor(crow, cols, values, size=shape, check_invariants=False)
 
 
 def to_sparse_coo(t, format="torch"):

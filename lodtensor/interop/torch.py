@@ -15,6 +15,7 @@ attention kernels; a PackedSequence is the same rows reordered time-major.
 """
 
 import warnings
+import weakref
 
 import numpy as np
 
@@ -39,17 +40,37 @@ def _torch(what):
     return require("torch", "torch", what)
 
 
-def _host_view(torch, offsets):
-    """A torch int64 CPU tensor viewing frozen host offsets (shared, never written by lodtensor)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # "not writable": the LoD's memory is read-only by design
-        return torch.from_numpy(offsets)
+# id(offsets tensor made by to_nested_jagged) -> (weak reference, the frozen host level it copies, its version)
+_OWN_OFFSETS = {}
 
 
 def _offsets_on(torch, offsets, device):
-    """The offsets as a torch int64 tensor on ``device``: shared on the CPU, a small copy on a GPU."""
-    host = _host_view(torch, offsets)
-    return host if device.type == "cpu" else host.to(device)
+    """The frozen host ``offsets`` as a torch int64 tensor on ``device``: torch's own copy (torch ignores
+    read-only memory, so a tensor sharing the LoD's would let a write in place reach the LoD),
+    remembered with its version so that :func:`_own_level` knows it again while nothing wrote it."""
+    tensor = torch.from_numpy(np.array(offsets)).to(device)
+    version = _version(tensor)
+    if version is not None:
+        key = id(tensor)
+        _OWN_OFFSETS[key] = (weakref.ref(tensor, lambda _ref, key=key: _OWN_OFFSETS.pop(key, None)), offsets, version)
+    return tensor
+
+
+def _version(tensor):
+    """torch's count of the writes in place into ``tensor``; None for an inference tensor (none kept)."""
+    try:
+        return tensor._version
+    except RuntimeError:
+        return None
+
+
+def _own_level(offsets):
+    """The frozen host level that ``offsets`` (a tensor :func:`_offsets_on` made) copies, while no write
+    in place has changed it (torch's version counter, shared by its views); else None."""
+    hit = _OWN_OFFSETS.get(id(offsets))
+    if hit is None or hit[0]() is not offsets or _version(offsets) != hit[2]:
+        return None
+    return hit[1]
 
 
 def _torch_data(t, what):
@@ -65,9 +86,10 @@ def to_nested_jagged(t, level=None):
     """A ``layout=torch.jagged`` nested tensor whose values and offsets are this tensor's buffers.
 
     The values are ``t.data`` (a torch tensor sharing NumPy data; autograd kept
-    for torch data) and the offsets view the LoD's own memory on the CPU (a
-    small copy on a GPU). Do not write into ``njt.offsets()``: it is the LoD's
-    frozen memory. Components have shape ``(length, *row_shape)``.
+    for torch data); the offsets are torch's own small copy of the LoD's, kept
+    with the LoD for the next conversion and known again by :func:`from_torch`
+    in O(1) while nothing has written into it. Components have shape
+    ``(length, *row_shape)``.
 
     Parameters
     ----------
@@ -117,7 +139,7 @@ def to_nested_jagged(t, level=None):
     cache = t.lod._cached()
     key = ("interop.jagged", str(values.device), level)
     hit = cache.get(key)
-    if hit is None:
+    if hit is None or _own_level(hit[0]) is None:  # (a caller wrote into an earlier njt.offsets(): made anew)
         rows = t.lod.absolute_offsets(level)
         lengths = np.diff(rows)
         offsets = _offsets_on(torch, rows, values.device)
@@ -226,16 +248,16 @@ def _from_jagged(nt, torch):
             "are not contiguous in values); a LoD has none. Compact it first: "
             "torch.nested.as_nested_tensor(list(njt.unbind()), layout=torch.jagged)"
         )
-    offsets = nt.offsets().detach()
-    if offsets.device.type != "cpu":
-        offsets = offsets.cpu()  # the LoD lives on the host: a small copy
+    offsets = nt.offsets()
+    level = _own_level(offsets)  # to_nested_jagged()'s own, unwritten: the LoD's frozen level, O(1)
+    if level is None:
+        level = offsets.detach().cpu().numpy()  # the LoD lives on the host: foreign offsets copied and checked
     # values(): the differentiable view; without autograd the buffer itself is the same memory
     # and skips torch's dispatch (the private attribute, where this torch version has it)
     inner = getattr(nt, "_values", None)
     values = inner if inner is not None and not nt.requires_grad else nt.values()
-    # the gate: offsets from to_nested_jagged() are recognised by address (shared, O(1)),
-    # foreign ones are copied into frozen memory and checked
-    return LoDTensor(values, LoD([offsets.numpy()], num_rows=int(values.shape[0])))
+    # the gate: a frozen level is recognised by address (O(1)), foreign offsets are copied and checked
+    return LoDTensor(values, LoD([level], num_rows=int(values.shape[0])))
 
 
 def _from_torch_nested(nt, torch):
