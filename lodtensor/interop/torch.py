@@ -14,7 +14,6 @@ attention kernels; a PackedSequence is the same rows reordered time-major.
 [[0, 2, 5]]
 """
 
-import warnings
 import weakref
 
 import numpy as np
