@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from .backend import backend_name_of, dtype_kind, dtype_name
+from .backend import backend_name_of, dtype_kind, dtype_name, get_backend
 from .lod import LoD, offsets_to_segment_ids
 
 __all__ = ["pad_level", "pad_all", "pad_plan", "check_pad_value", "check_fill"]
@@ -70,15 +70,16 @@ def _limits(dtype):
 
 
 def _host_values(value):
-    """``value`` (an array) as a host array, or None for a device array (its values are not read: that
-    would wait for the device)."""
-    device = getattr(value, "device", None)
-    if device is not None and getattr(device, "type", device) != "cpu":
-        return None
-    try:
-        return np.asarray(value.detach() if hasattr(value, "detach") else value)
-    except (TypeError, ValueError, RuntimeError):  # CuPy and other device arrays refuse to convert
-        return None
+    """``value`` (an array or array-like) as a host array, or None for an array on a device (its values
+    are not read: that would wait for the device)."""
+    name = backend_name_of(value)
+    if name is None:
+        try:
+            return np.asarray(value)
+        except (TypeError, ValueError, RuntimeError):  # an array of an unknown library on a device
+            return None
+    be = get_backend(name)
+    return be.to_numpy(value) if be.device_of(value) == "cpu" else None
 
 
 def check_fill(value, dtype, where, name="pad_value"):

@@ -97,8 +97,11 @@ def _integer_array(values, name):
     else:
         try:
             arr = np.asarray(values)
-        except ValueError:
+        except (ValueError, OverflowError):
             arr = None
+        if isinstance(values, (list, tuple)) and (arr is None or arr.dtype.kind in "fO") and values and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+            raise ValueError(f"{name} holds values beyond int64: {_short(values)}")  # (NumPy made floats or objects)
         if arr is None or arr.dtype == object:
             raise TypeError(
                 f"{name} must be a flat sequence of integers, got the ragged or mixed "
@@ -106,7 +109,7 @@ def _integer_array(values, name):
             ) from None
         if arr.size == 0:
             arr = arr.astype(_INT64)
-    if isinstance(values, (list, tuple)) and bool in set(map(type, values)):
+    if isinstance(values, (list, tuple)) and not {bool, np.bool_}.isdisjoint(map(type, values)):
         raise TypeError(f"{name} must hold integers, got booleans in {_short(values)}")
     if arr.ndim != 1:
         raise ValueError(

@@ -295,7 +295,7 @@ def test_pickles_never_reach_the_array_libraries_loaders():
         array_from_bytes("numpy", b"\0" * 8, "<i8", (2,), "cpu", False)
     with pytest.raises(ValueError, match="shape must be a tuple of non-negative ints"):
         array_from_bytes("torch", b"", "float32", (-1,), "cpu", False)
-    with pytest.raises(TypeError, match="must name a torch dtype"):
+    with pytest.raises(TypeError, match="must name a numeric or bool torch dtype"):
         array_from_bytes("torch", b"", "Tensor", (0,), "cpu", False)
 
 
@@ -324,3 +324,59 @@ def test_torch_never_gets_a_writable_alias_of_a_lod():
     assert again.lod.levels[0] is t.lod.levels[0]
     with torch.inference_mode():  # inference tensors keep no version: converted and checked every time
         assert lt.from_torch(t.to_nested_jagged()).lod() == lod
+
+
+def test_torch_dtypes_that_hold_no_numbers_are_refused():
+    """qint8, bits8 and sub-byte dtypes: no op computes with them (repr, tolist and the kernels fail
+    inside torch), so the LoDTensor gate refuses them, as NumPy's void and object dtypes."""
+    torch = pytest.importorskip("torch")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        odd = [torch.empty(2, dtype=torch.qint8), torch.zeros(2, dtype=torch.uint8).view(torch.bits8)]
+        odd += [torch.empty(2, dtype=getattr(torch, name)) for name in ("uint1", "int4") if hasattr(torch, name)]
+    for x in odd:
+        with pytest.raises(TypeError, match=f"data must have a numeric or bool dtype .* got {x.dtype}"):
+            lt.LoDTensor(x, [[0, 2]])
+    for dtype in (torch.int8, torch.int64, torch.uint8, torch.bool, torch.float16, torch.complex64):
+        assert lt.LoDTensor(torch.zeros(2, dtype=dtype), [[0, 2]]).dtype == dtype
+
+
+def test_unpickled_nested_buffers_pass_the_dtype_gate():
+    from lodtensor.nested._tensor import _rebuild
+
+    for buf in (np.array([1, "a", None], dtype=object), np.array(["a", "b", "c"]), np.zeros(3, "V8")):
+        with pytest.raises(TypeError, match="unpickling a NestedTensor: the buffer must have a numeric or bool"):
+            _rebuild(buf, np.array([[1], [2]]), "strided")
+    assert _rebuild(np.arange(3.0), np.array([[1], [2]]), "strided").to_lod_tensor().lod() == [[0, 1, 3]]
+
+
+def test_writers_refuse_a_lod_that_does_not_fit_the_rows(tmp_path):
+    from lodtensor.fluid import io
+
+    t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+    t.set(np.arange(3.0))  # three rows under a lod of five
+    for call, where in ((lambda: io.save_lod_tensor(t, tmp_path / "a"), "save_lod_tensor"),
+                        (lambda: io.save_combine({"w": t}, tmp_path / "b"), "save_combine\\(\\): 'w'"),
+                        (t.__dlpack_ragged__, "__dlpack_ragged__")):
+        with pytest.raises(lt.LoDError, match=f"{where}.*the lod does not fit the data"):
+            call()
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_unpickled_torch_arrays_name_what_is_wrong():
+    torch = pytest.importorskip("torch")
+    from lodtensor.backend._pickle import array_from_bytes
+
+    cases = [(("torch", b"\0" * 2, "qint8", (2,), "cpu", False), TypeError, "numeric or bool torch dtype, got 'qint8'"),
+             (("torch", b"\0" * 8, "int32", (2,), "cpu", True), ValueError,
+              "requires_grad=True needs a floating or complex dtype, got 'int32'"),
+             (("torch", b"\0" * 2, "int8", (2,), "meta", False), ValueError, "device 'meta' holds no data")]
+    if not torch.cuda.is_available():
+        cases.append((("torch", b"\0" * 2, "int8", (2,), "cuda", False), ValueError,
+                      "device 'cuda' is not available here"))
+    for args, exc, message in cases:
+        with pytest.raises(exc, match=message):
+            array_from_bytes(*args)
+    assert array_from_bytes("torch", b"\0" * 8, "float32", (2,), "cpu", True).requires_grad

@@ -59,14 +59,18 @@ def test_empty_lod():
          r"level 0 must end at the number of sequences in level 1 \(2\), got offsets\[-1\]=1"),
         ([[0, 2.0, 5]], TypeError, r"integer dtype .* got float64"),
         ([[0, True]], TypeError, r"booleans"),
+        ([[0, np.True_, 2]], TypeError, r"booleans"),  # NumPy's bool too: np.asarray would make it 1
+        ([[0, 2**63]], ValueError, r"holds values beyond int64: \[0, 9223372036854775808\]"),
+        ([[0, 2**64]], ValueError, r"holds values beyond int64"),
+        ([[0, 10**30]], ValueError, r"holds values beyond int64"),
         ([[0, [1], 2]], TypeError, r"ragged"),
         ([[[0, 1], [0, 1]]], ValueError, r"must be 1-D"),
         ([0, 2, 5], TypeError, r"did you mean \[\[0, 2, 5\]\]"),
         ("abc", TypeError, r"integer dtype|flat list|offset lists"),
         (5, TypeError, r"list of offset lists"),
     ],
-    ids=["not-zero", "decreasing", "one-entry", "no-entry", "level-mismatch", "float", "bool",
-         "ragged", "2d-level", "flat", "string", "int"],
+    ids=["not-zero", "decreasing", "one-entry", "no-entry", "level-mismatch", "float", "bool", "numpy-bool",
+         "int64-max-plus-one", "uint64-overflow", "huge", "ragged", "2d-level", "flat", "string", "int"],
 )
 def test_invalid_offsets(levels, exc, pattern):
     with pytest.raises(exc, match=pattern):
@@ -89,11 +93,13 @@ def test_error_attributes():
         ([[2, -1]], LoDError, r"non-negative, got lengths\[1\]=-1"),
         ([[2.5, 2]], TypeError, r"integer dtype"),
         ([[True, False]], TypeError, r"booleans"),
+        ([[np.True_, 1]], TypeError, r"booleans"),
+        ([[1, 2**64]], ValueError, r"holds values beyond int64"),
         ([[]], LoDError, r"at least one sequence"),
         ([[1, 1], [2, 3, 4]], LoDError, r"level 0 must add up to the number of sequences in level 1 \(3\), got sum=2"),
         ([[2, [1]]], TypeError, r"ragged"),
     ],
-    ids=["negative", "float", "bool", "empty", "mismatch", "ragged"],
+    ids=["negative", "float", "bool", "numpy-bool", "beyond-int64", "empty", "mismatch", "ragged"],
 )
 def test_invalid_lengths(lengths, exc, pattern):
     with pytest.raises(exc, match=pattern):

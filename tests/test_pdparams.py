@@ -364,3 +364,32 @@ def test_messages_stay_short_whatever_the_file_built():
     with pytest.raises(ValueError, match="is a list, expected an array") as err:
         load(long_key)
     assert len(str(err.value)) < 200
+
+
+def _memo_shared_bytes(arrays, size):
+    """A pickle whose one byte string (memo 1) is the data of ``arrays`` arrays of ``size`` uint8."""
+    import struct
+
+    def text(x):  # SHORT_BINUNICODE
+        return b"\x8c" + bytes([len(x)]) + x.encode()
+
+    out = bytearray(b"\x80\x05")
+    out += text("numpy._core.numeric") + text("_frombuffer") + b"\x93\x940"  # memo 0: the global (popped)
+    out += b"\x8e" + struct.pack("<Q", size) + b"\0" * size + b"\x940"  # memo 1: BINBYTES8
+    out += text("numpy") + text("dtype") + b"\x93" + text("u1") + b"\x89\x88\x87R\x940"  # memo 2: dtype('u1')
+    out += b"(J" + struct.pack("<i", size) + b"t\x940"  # memo 3: the shape (size,)
+    out += b"}("
+    for i in range(arrays):
+        out += text(f"w{i}") + b"h\x00(h\x01h\x02h\x03" + text("C") + b"tR"  # _frombuffer(bytes, dtype, shape, 'C')
+    return bytes(out + b"u.")
+
+
+def test_a_byte_string_shared_by_many_arrays_cannot_amplify_the_file():
+    """Each array's bytes stand in a file once: a pickle memo entry handed to many arrays (1 MiB to
+    5,000 of them: 5 GiB from a 1 MiB file) is refused before the memory is taken."""
+    blob = _memo_shared_bytes(5000, 1 << 20)
+    with pytest.raises(ValueError, match="the arrays would hold more bytes than the file"):
+        fio.load_pdparams(io.BytesIO(blob))
+    # the same byte string twice, tiny (CPython shares one-byte and empty strings between arrays): taken
+    state = fio.load_pdparams(io.BytesIO(_memo_shared_bytes(3, 1)))
+    assert [a.tolist() for a in state.values()] == [[0], [0], [0]]

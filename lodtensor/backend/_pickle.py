@@ -92,18 +92,27 @@ def array_from_bytes(lib, raw, dtype, shape, device, requires_grad):
         raise ValueError(f"{_WHERE}: the array library must be 'numpy' or 'torch', got {lib!r}")
     import torch  # noqa: PLC0415
 
+    from . import dtype_kind  # noqa: PLC0415 - the package's gate of dtypes (it imports this module)
+
     kind = getattr(torch, dtype, None) if isinstance(dtype, str) else None
-    if not isinstance(kind, torch.dtype):
-        raise TypeError(f"{_WHERE}: dtype must name a torch dtype, got {dtype!r}")
+    if not isinstance(kind, torch.dtype) or dtype_kind(kind) not in _NUMPY_KINDS:
+        raise TypeError(f"{_WHERE}: dtype must name a numeric or bool torch dtype, got {dtype!r}")
+    if requires_grad and not (kind.is_floating_point or kind.is_complex):
+        raise ValueError(f"{_WHERE}: requires_grad=True needs a floating or complex dtype, got {dtype!r}")
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"{_WHERE}: device must name a torch device, got {device!r}") from err
+    if dev.type == "meta":
+        raise ValueError(f"{_WHERE}: device 'meta' holds no data; expected a device with memory, such as 'cpu'")
     _expect(raw, shape, torch.empty((), dtype=kind).element_size(), dtype)
     if raw:
         out = torch.from_numpy(np.frombuffer(raw, dtype=np.uint8).copy()).view(kind).reshape(shape)
     else:
         out = torch.empty(shape, dtype=kind)
     if dev.type != "cpu":
-        out = out.to(dev)
+        try:
+            out = out.to(dev)
+        except (RuntimeError, AssertionError) as err:  # torch asserts where it was built without CUDA
+            raise ValueError(f"{_WHERE}: device {device!r} is not available here: {err}") from None
     return out.requires_grad_(requires_grad) if requires_grad else out

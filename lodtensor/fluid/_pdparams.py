@@ -25,6 +25,8 @@ ValueError: m.pdparams: dtype 'U1' is not a plain numeric or bool dtype (a .pdpa
 b1, c16, c8, f2, f4, f8, i1, i2, i4, i8, u1, u2, u4, u8)
 """
 
+import contextvars
+
 import numpy as np
 
 from ._pickle_machine import Global as _Global
@@ -38,6 +40,12 @@ __all__ = ["read_pdparams"]
 _DTYPES = {name: np.dtype(name) for name in
            ("b1", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8", "f2", "f4", "f8", "c8", "c16")}
 _MAX_RANK = 32  # NumPy 1.x's limit (2.x takes 64); Paddle's is 9
+# The bytes the arrays of the file being read may still take: each array's bytes stand in the file
+# once, so all of them fit in its length (plus room for the one-byte and empty strings CPython
+# shares between arrays). A byte string that the pickle memo hands to many arrays would otherwise
+# make gigabytes from a small file.
+_BUDGET = contextvars.ContextVar("pdparams_budget")
+_SHARED_SLACK = 1 << 16
 _NAME_TABLE = "StructuredToParameterName@@"
 _BIG_PARAMS = "UnpackBigParamInfor@@"  # protocol 2/3 files split arrays over 1 GiB into slices
 
@@ -129,6 +137,12 @@ def _make_array(raw, dtype, shape, order):
     if raw.nbytes != count * dtype.itemsize:
         raise _Refused(f"an array of shape {shape} and dtype {dtype} needs {count * dtype.itemsize} bytes, "
                        f"the file holds {raw.nbytes}")
+    budget = _BUDGET.get(None)
+    if budget is not None:
+        budget[0] -= raw.nbytes
+        if budget[0] < 0:
+            raise _Refused(f"the arrays would hold more bytes than the file ({budget[1]}): a byte string is "
+                           f"used by several arrays")
     flat = np.frombuffer(raw, dtype=dtype) if count else np.empty(0, dtype=dtype)
     shaped = flat.reshape(shape, order=order)
     if dtype.kind == "b":  # a bool is 0 or 1: other byte values are normalised
@@ -268,8 +282,10 @@ def read_pdparams(buf, where):
     ...
     ValueError: m.pdparams: truncated or corrupted .pdparams file: SHORT_BINBYTES at offset 243 needs 24 bytes, 23 left
     """
+    view = memoryview(buf).cast("B")
+    token = _BUDGET.set([view.nbytes + _SHARED_SLACK, view.nbytes])
     try:
-        obj = _run(memoryview(buf).cast("B"), _GLOBALS, (_Array, _Dtype))
+        obj = _run(view, _GLOBALS, (_Array, _Dtype))
         if type(obj) is not dict:
             raise _Refused(f"a .pdparams file holds a dict, got {type(obj).__name__}")
         out = {}
@@ -286,3 +302,5 @@ def read_pdparams(buf, where):
     except (ValueError, TypeError, OverflowError, IndexError, KeyError, RecursionError) as err:
         # not expected (every check above raises _Refused); kept so that no file can break the contract
         raise ValueError(f"{where}: corrupted .pdparams file: {type(err).__name__}: {err}") from None
+    finally:
+        _BUDGET.reset(token)

@@ -200,9 +200,9 @@ def _read_record(reader, arrays=False):
     return data if arrays else t
 
 
-def _record(t):
+def _record(t, where="save_lod_tensor()"):
     if isinstance(t, LoDTensor):
-        t._require_data("save_lod_tensor()")
+        t._check_fits(where)  # a lod that does not fit the rows would make a file no reader takes
         data, lod = t.numpy(), t.lod()
     else:
         data, lod = np.asarray(t), []
@@ -366,7 +366,7 @@ def save_combine(tensors, file, *, order="sorted"):
     [[1], [0, 0]]
     """
     names = _ordered(_names(list(tensors), "save_combine()"), order, "save_combine()")
-    _write_bytes(file, b"".join(_record(tensors[n]) for n in names))
+    _write_bytes(file, b"".join(_record(tensors[n], f"save_combine(): {n!r}") for n in names))
 
 
 def load_pdparams(file):

@@ -83,6 +83,7 @@ def dlpack_ragged(t, **kwargs):
     >>> torch_from_capsule(values).tolist(), torch_from_capsule(offsets).tolist()
     ([0.0, 1.0, 2.0, 3.0, 4.0], [0, 2, 5])
     """
+    t._check_fits("__dlpack_ragged__()")  # the offsets must describe the values' rows
     values = dlpack(t, **kwargs)
     return values, tuple(_offsets_capsule(level, kwargs) for level in t.lod.levels)
 

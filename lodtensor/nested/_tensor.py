@@ -16,6 +16,7 @@ from ..backend._pickle import portable
 from ..errors import ShapeError
 from ..lod import LoD
 from ..place import place_of
+from ..tensor import coerce_data
 from . import _dispatch
 from ._autograd import AutogradMixin
 from ._permute import compose, logical_structure, normalize_perm, permute_view, permuted
@@ -471,6 +472,7 @@ def _rebuild(buffer, sizes, layout, outer=()):
         raise ShapeError(f"{where}: layout must be 'strided' or 'jagged', got {layout!r}")
     if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
         raise TypeError(f"{where}: the buffer must be a 1-D array, got {type(buffer).__name__}")
+    buffer = coerce_data(buffer, f"{where}: the buffer")  # an array library's, of a numeric or bool dtype
     st = Structure.checked(sizes, int(buffer.shape[0]), where)
     if outer:  # the LoD gate: the levels must nest and end at the number of components
         st.outer = tuple(LoD([np.asarray(level) for level in outer], num_rows=st.n).levels)

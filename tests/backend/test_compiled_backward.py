@@ -136,10 +136,12 @@ def test_it_declines_what_it_does_not_compute():
         ({"width": 0}, "width must be"),
         ({"offsets": np.array([0, 4, 2], np.int64)}, "must not decrease"),
         ({"offsets": np.array([0, 2, 9], np.int64)}, "data has 5 rows"),
-        ({"offsets": np.array([0, 2, 5], np.int32)}, "offsets must be int64"),
+        ({"offsets": np.array([0, 2, 5], np.int32)}, "offsets must be native int64"),
+        ({"offsets": np.array([0.0, 1e-323, 2.5e-323])}, "offsets must be native int64, .* format 'd'"),
         ({"hi": 3}, "out of range"),
         ({"y": np.ones((4, 8), np.float32)}, "must be alike"),
-        ({"out": np.zeros((5, 8), np.float64)}, "must be alike"),
+        ({"y": np.ones((5, 8), np.int32)}, "y must be native float32, got 4-byte items of format"),
+        ({"out": np.zeros((5, 8), np.float64)}, "out must be native float32, got 8-byte items"),
     ],
 )
 def test_the_kernel_checks_its_arguments(change, message):
@@ -164,7 +166,9 @@ def test_the_kernel_checks_its_arguments(change, message):
         ({"offsets": np.array([0, 2, 9], np.int64)}, "data has 5 rows"),
         ({"m": np.ones((1, 8), np.float32), "g": np.ones((1, 8), np.float32)}, "m holds 1 rows"),
         ({"g": np.ones((1, 8), np.float32)}, "must be alike"),
-        ({"out": np.zeros((5, 8), np.float64)}, "must be alike"),
+        ({"out": np.zeros((5, 8), np.float64)}, "out must be native float32, got 8-byte items"),
+        ({"x": np.ones((5, 8), np.int32)}, "x must be native float32, got 4-byte items of format"),
+        ({"m": np.ones((2, 8), ">f4")}, "m must be native float32, .* format '>f'"),
     ],
 )
 def test_the_extreme_kernel_checks_its_arguments(change, message):

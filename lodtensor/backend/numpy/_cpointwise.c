@@ -216,17 +216,6 @@ static const variant VARIANTS[] = {VARIANT(16)};
 
 static int active = 0; /* the widest this CPU runs, set at import */
 
-/* The type code of a struct-module format in native byte order ("f", "=f" (NumPy's spelling for an
- * unaligned array), "@f", or "<f" on a little-endian machine), or NULL for another byte order. */
-static const char *native_type(const char *format)
-{
-    const uint16_t probe = 1;
-    const char own = *(const char *)&probe ? '<' : '>';
-    if (format[0] == '@' || format[0] == '=' || format[0] == own) return format + 1;
-    if (format[0] == '<' || format[0] == '>' || format[0] == '!') return NULL;
-    return format;
-}
-
 /* Parses (x, out, stream), checks both are C-contiguous native float buffers of one type
  * (float32 for f32, float64 for f64; any alignment: the loops copy through memcpy) and one length,
  * and runs the loop of that type without the GIL. */

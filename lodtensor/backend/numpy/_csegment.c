@@ -253,8 +253,9 @@ static const Py_ssize_t ITEMSIZE[4] = {4, 8, 4, 8};
 static int64_t *checked_offsets(const char *fn, const Py_buffer *offsets, long long lo, long long hi, int64_t rows)
 {
     int64_t n_off = offsets->len / 8;
-    if (offsets->itemsize != 8) {
-        PyErr_Format(PyExc_ValueError, "%s: offsets must be int64, got %zd-byte items", fn, offsets->itemsize);
+    if (offsets->itemsize != 8 || !holds_numbers(offsets, 'i')) {
+        PyErr_Format(PyExc_ValueError, "%s: offsets must be native int64, got %zd-byte items of format '%s'", fn,
+                     offsets->itemsize, offsets->format ? offsets->format : "B");
         return NULL;
     }
     if (lo < 0 || hi < lo || hi >= n_off) {
@@ -285,18 +286,34 @@ static int64_t *checked_offsets(const char *fn, const Py_buffer *offsets, long l
     return off;
 }
 
-/* The buffers of `count` objects (C-contiguous; the last `writable` of them writable), or -1 with an
- * exception set and none held. */
+/* The buffers of `count` objects (C-contiguous, with their formats; the last `writable` of them
+ * writable), or -1 with an exception set and none held. */
 static int get_buffers(PyObject *const *objs, Py_buffer *views, int count, int writable)
 {
     for (int i = 0; i < count; i++) {
-        int flags = PyBUF_C_CONTIGUOUS | (i >= count - writable ? PyBUF_WRITABLE : 0);
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (i >= count - writable ? PyBUF_WRITABLE : 0);
         if (PyObject_GetBuffer(objs[i], &views[i], flags) < 0) {
             while (i-- > 0) PyBuffer_Release(&views[i]);
             return -1;
         }
     }
     return 0;
+}
+
+/* Whether the `count` buffers `views` hold native numbers of `kind` (0 float32, 1 float64, 2 int32,
+ * 3 int64) by item size and format; else 0 with a ValueError naming `names` (one per buffer). */
+static int check_items(const char *fn, int kind, int count, Py_buffer *const *views, const char *const *names)
+{
+    static const char *const KIND_NAMES[4] = {"float32", "float64", "int32", "int64"};
+    for (int i = 0; i < count; i++) {
+        const Py_buffer *v = views[i];
+        if (v->itemsize != ITEMSIZE[kind] || !holds_numbers(v, kind < 2 ? 'f' : 'i')) {
+            PyErr_Format(PyExc_ValueError, "%s: %s must be native %s, got %zd-byte items of format '%s'", fn,
+                         names[i], KIND_NAMES[kind], v->itemsize, v->format ? v->format : "B");
+            return 0;
+        }
+    }
+    return 1;
 }
 
 static void release_buffers(Py_buffer *views, int count)
@@ -324,11 +341,8 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
     PyObject *result = NULL;
     int64_t *off = NULL;
     Py_ssize_t size = ITEMSIZE[kind];
-    if (data->itemsize != size || out->itemsize != size) {
-        PyErr_Format(PyExc_ValueError, "segment_reduce: data and out must have %zd-byte items, got %zd and %zd",
-                     size, data->itemsize, out->itemsize);
+    if (!check_items("segment_reduce", kind, 2, (Py_buffer *[]){data, out}, (const char *[]){"data", "out"}))
         goto done;
-    }
     off = checked_offsets("segment_reduce", offsets, lo, hi, (int64_t)(data->len / size / width));
     if (off == NULL) goto done;
     if ((long long)(out->len / size / width) < hi) {
@@ -367,12 +381,11 @@ static PyObject *softmax_grad(PyObject *self, PyObject *args)
     int64_t *off = NULL;
     void *dot = NULL;
     Py_ssize_t size = ITEMSIZE[kind];
-    if (g->itemsize != size || y->itemsize != size || out->itemsize != size || g->len != y->len ||
-        out->len != y->len) {
-        PyErr_Format(PyExc_ValueError,
-                     "softmax_grad: g, y and out must be alike, %zd-byte items, got %zd, %zd and %zd bytes of "
-                     "%zd, %zd and %zd-byte items", size, g->len, y->len, out->len, g->itemsize, y->itemsize,
-                     out->itemsize);
+    if (!check_items("softmax_grad", kind, 3, (Py_buffer *[]){g, y, out}, (const char *[]){"g", "y", "out"}))
+        goto done;
+    if (g->len != y->len || out->len != y->len) {
+        PyErr_Format(PyExc_ValueError, "softmax_grad: g, y and out must be alike, got %zd, %zd and %zd bytes",
+                     g->len, y->len, out->len);
         goto done;
     }
     off = checked_offsets("softmax_grad", offsets, lo, hi, (int64_t)(y->len / size / width));
@@ -414,11 +427,12 @@ static PyObject *extreme_grad(PyObject *self, PyObject *args)
     int64_t *off = NULL;
     void *share = NULL;
     Py_ssize_t size = ITEMSIZE[kind];
-    if (x->itemsize != size || m->itemsize != size || g->itemsize != size || out->itemsize != size ||
-        out->len != x->len || g->len != m->len) {
+    if (!check_items("extreme_grad", kind, 4, (Py_buffer *[]){x, m, g, out}, (const char *[]){"x", "m", "g", "out"}))
+        goto done;
+    if (out->len != x->len || g->len != m->len) {
         PyErr_Format(PyExc_ValueError,
-                     "extreme_grad: x and out (rows), m and g (sequences) must be alike, %zd-byte items, got "
-                     "%zd, %zd, %zd and %zd bytes", size, x->len, out->len, m->len, g->len);
+                     "extreme_grad: x and out (rows), m and g (sequences) must be alike, got %zd, %zd, %zd and %zd "
+                     "bytes", x->len, out->len, m->len, g->len);
         goto done;
     }
     off = checked_offsets("extreme_grad", offsets, lo, hi, (int64_t)(x->len / size / width));

@@ -4,10 +4,12 @@
  * width: vectors wider than the registers are lowered to scalar code for compares and selects
  * (measured: relu 8x, segment max 10x slower). The module picks the widest set the CPU supports at
  * import; `simd()` names it and the sets available, `select_simd(name)` switches (for tests).
+ * Also the check of a buffer's number format (`native_type`, `holds_numbers`), for both modules.
  */
 #ifndef LODTENSOR_CSIMD_H
 #define LODTENSOR_CSIMD_H
 #include <Python.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -75,6 +77,26 @@ static int simd_index(const char *name, const char *const *names, int n)
     {"simd", simd, METH_NOARGS, "simd() -> (the instruction set in use, those this build and CPU can run)."}, \
     {"select_simd", select_simd, METH_VARARGS,                                                     \
      "select_simd(name) -> the previous one: run the kernels of another instruction set (for tests)."}
+
+/* The type code of a struct-module format in native byte order ("f", "=f" (NumPy's spelling for an
+ * unaligned array), "@f", or "<f" on a little-endian machine), or NULL for another byte order. */
+static inline const char *native_type(const char *format)
+{
+    const uint16_t probe = 1;
+    const char own = *(const char *)&probe ? '<' : '>';
+    if (format[0] == '@' || format[0] == '=' || format[0] == own) return format + 1;
+    if (format[0] == '<' || format[0] == '>' || format[0] == '!') return NULL;
+    return format;
+}
+
+/* Whether buffer `v` (got with PyBUF_FORMAT) holds native single numbers of class `cls`: 'f' a float,
+ * 'i' an integer (signed or not: a wrapping sum has the same bits; the callers check the item size). */
+static inline int holds_numbers(const Py_buffer *v, char cls)
+{
+    const char *t = native_type(v->format ? v->format : "B");
+    if (t == NULL || t[0] == 0 || t[1] != 0) return 0;
+    return strchr(cls == 'f' ? "efd" : "bBhHiIlLqQnN", t[0]) != NULL;
+}
 
 /* The first (widest) of `names` this CPU runs; the last is always "baseline". */
 static int simd_widest(const char *const *names, int n)

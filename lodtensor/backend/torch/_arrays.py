@@ -32,6 +32,7 @@ _PYOPS = {
 
 # torch's kind of a dtype, by its flags (``is_floating_point``/``is_complex``/``is_signed``)
 _UNSIGNED = {torch.uint8, *(getattr(torch, f"uint{n}") for n in (16, 32, 64) if hasattr(torch, f"uint{n}"))}
+_SIGNED = {torch.int8, torch.int16, torch.int32, torch.int64}
 
 
 def torch_dtype(dtype):
@@ -115,7 +116,10 @@ class TorchArrayKernels:
             return "f"
         if dtype == torch.bool:
             return "b"
-        return "u" if dtype in _UNSIGNED else "i"
+        if dtype in _SIGNED:
+            return "i"
+        # quantized (qint8), bit (bits8) and sub-byte (uint1, int4) dtypes: numbers no op computes with
+        return "u" if dtype in _UNSIGNED else "V"
 
     def as_dtype(self, dtype):
         return dtype if isinstance(dtype, torch.dtype) else torch_dtype(dtype)
