@@ -64,7 +64,7 @@ from ._ops import (
 from ._pointwise import BINARY, UNARY
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, sum
 from ._registry import OP_TABLE
-from ._shape import getitem, reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
+from ._shape import getitem, permute, reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
 from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
@@ -92,6 +92,7 @@ __all__ = [
     "view",
     "reshape_as",
     "transpose",
+    "permute",
     "empty_like",
     "zeros_like",
     "randn_like",

@@ -5,7 +5,7 @@
 import numpy as np  # noqa: F401 - the doctests use it
 
 from ..errors import ShapeError
-from ._tensor import NestedTensor
+from ._tensor import NestedTensor, make
 
 __all__ = ["JaggedAccessors"]
 
@@ -14,16 +14,17 @@ class JaggedAccessors:
     """The methods; see each one."""
 
     def is_contiguous(self):
-        """True unless built with holes (``offsets`` and ``lengths``), as torch reports; the buffer
-        itself is always contiguous here.
+        """True unless built with holes (``offsets`` and ``lengths``) or a transposed view of another
+        tensor's buffer, as torch reports (``contiguous()`` copies such a view into order).
 
         >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([[1, 2], [3]]).is_contiguous()
-        True
+        >>> nt = ln.nested_tensor([[[1, 2]], [[3, 4], [5, 6]]])
+        >>> nt.is_contiguous(), nt.transpose(1, 2).is_contiguous()
+        (True, False)
         >>> ln.nested_tensor_from_jagged(np.arange(6.0), np.array([0, 2, 6]), lengths=np.array([1, 3])).is_contiguous()
         False
         """
-        return getattr(self, "_holes", None) is None
+        return getattr(self, "_holes", None) is None and self._perm is None
 
     def lengths(self):
         """Component lengths (int64) when built with holes (``offsets`` and ``lengths``), else None, as torch.
@@ -49,14 +50,17 @@ class JaggedAccessors:
         return irregular[0] if irregular else 1
 
     def contiguous(self):
-        """This nested tensor: its components always lie one after another in one buffer.
+        """This nested tensor, whose components lie one after another in one buffer; a transposed view
+        is copied into that order (once: the copy is cached on the view).
 
         >>> import lodtensor.nested as ln
-        >>> nt = ln.nested_tensor([[1, 2], [3]])
-        >>> nt.contiguous() is nt
-        True
+        >>> nt = ln.nested_tensor([[[1, 2]], [[3, 4], [5, 6]]])
+        >>> nt.contiguous() is nt, nt.transpose(1, 2).contiguous().is_contiguous()
+        (True, True)
         """
-        return self
+        if self._perm is None:
+            return self
+        return make(self._buffer, self._struct, self._layout)
 
     def values(self):
         """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged

@@ -3,7 +3,8 @@
 Nested operands must have equal structures (by value: torch insists on one
 shared offsets object). Scalars pass through. A dense array broadcasts as torch
 allows it on the jagged layout: against the trailing regular dims of every
-component (``nt + bias``), with size 1 in the ragged dims, and with an
+component (``nt + bias``; a size-1 regular dim of the components grows to the
+dense operand's size there), with size 1 in the ragged dims, and with an
 optional leading batch dim of size 1 or the number of components
 (``nt * dense[:, None, :]``). The nested buffers are then viewed as
 ``(rows, *regular tail)`` and a batch-dim operand gathered to one row per
@@ -70,14 +71,22 @@ class Aligned:
     ``out=``); ``wrap(result)`` makes the result a nested tensor again.
     """
 
-    __slots__ = ("nt", "arrays", "_axis", "_dense", "_stored")
+    __slots__ = ("nt", "arrays", "_axis", "_dense", "_stored", "_struct")
 
-    def __init__(self, nt, arrays, axis, dense, stored=False):
+    def __init__(self, nt, arrays, axis, dense, stored=False, struct=None):
         self.nt, self.arrays, self._axis, self._dense, self._stored = nt, arrays, axis, dense, stored
+        # the result's structure: the nested operands', or theirs with size-1 regular dims grown to a
+        # dense operand's sizes
+        self._struct = nt._struct if struct is None else struct
 
     @property
     def backend(self):
         return self.nt.backend
+
+    @property
+    def struct(self):
+        """The result's structure (the nested operands', grown where a dense operand broadcast it)."""
+        return self._struct
 
     def view(self, out):
         """The buffer of the nested tensor ``out`` (``out=``) lined up as the operands are."""
@@ -88,7 +97,10 @@ class Aligned:
             return out._buf
         if not self._dense:
             return out._buffer
-        return self.nt._struct.tail_view(out._buffer, self._axis)
+        if not out._struct.same_as(self._struct):
+            raise ShapeError(f"out=: the result has sizes {self._struct.sizes.tolist()}, out has "
+                             f"{out._struct.sizes.tolist()}")
+        return self._struct.tail_view(out._buffer, self._axis)
 
     def wrap(self, result, layout=None):
         nt = self.nt
@@ -96,7 +108,7 @@ class Aligned:
         if self._stored:  # operands of one transposed layout: the result reads the same way
             return make_view(result, nt._st, nt._perm, layout)
         flat = result.reshape(-1) if self._dense else result
-        return make(flat, nt._struct, layout)
+        return make(flat, self._struct, layout)
 
 
 def align(where, operands, *, dense=True):
@@ -141,6 +153,8 @@ def align(where, operands, *, dense=True):
         return Aligned(ref, arrays, 0, False, stored)
     axis = _regular_suffix(st)
     arrays = []
+    own = tuple(int(s) for s in st.sizes[0, axis:]) if st.n else None
+    grown = own
     for x in operands:
         if isinstance(x, NestedTensor):
             arrays.append(st.tail_view(x._buffer, axis))
@@ -148,8 +162,16 @@ def align(where, operands, *, dense=True):
             arrays.append(_weak(x))
         else:
             same_backend(where, ref._buffer, x)
-            arrays.append(_dense(where, ref, axis, x))
-    return Aligned(ref, arrays, axis, True)
+            lined = _dense(where, ref, axis, x)
+            arrays.append(lined)
+            if grown is not None:
+                grown = tuple(max(g, int(d)) for g, d in zip(grown, lined.shape[1:]))
+    struct = None
+    if grown != own:  # size-1 regular dims of the components broadcast up, as on dense tensors
+        sizes = st.sizes.copy()
+        sizes[:, axis:] = grown
+        struct = st.derive(sizes)
+    return Aligned(ref, arrays, axis, True, struct=struct)
 
 
 def _weak(x):
@@ -201,7 +223,7 @@ def _dense(where, nt, axis, dense):
     tail = comp[axis:]
     own = tuple(int(s) for s in st.sizes[0, axis:]) if st.n else tail
     for d, (a, b) in enumerate(zip(tail, own)):
-        if a not in (1, b):
+        if a not in (1, b) and b != 1:  # (a size-1 dim of the components grows to the dense operand's)
             raise ShapeError(
                 f"{where}: the dense operand's size {a} must match the nested tensor's size {b} at "
                 f"dim {axis + d + 1} (or be 1); dense shape {shape}"

@@ -16,7 +16,7 @@ __all__ = ["Conversions"]
 
 
 class Conversions:
-    """``to``, ``to_torch``, ``numpy``, ``double``/``float``/``half`` and ``__array__`` of NestedTensor."""
+    """``to``, ``to_torch``, ``numpy``, the casts (``double``, ``float``, ``long``, ...) and ``__array__``."""
 
     def to_torch(self):
         """This nested tensor with torch data, sharing memory with NumPy/CuPy buffers.
@@ -86,6 +86,19 @@ class Conversions:
         """
         return self.to(dtype=np.float16)
 
+    def type(self, dtype=None):
+        """The dtype's name without ``dtype``; else a copy of that dtype, as ``to(dtype)`` (torch's
+        ``Tensor.type``).
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([[1, 2], [3]])
+        >>> nt.type(), nt.type(np.float64).dtype
+        ('int64', dtype('float64'))
+        """
+        if dtype is None:
+            return str(self.dtype).replace("torch.", "")
+        return self.to(dtype=dtype)
+
     def numpy(self):
         """This nested tensor with NumPy data (a view of host memory where possible).
 
@@ -120,5 +133,24 @@ def _is_dtype(x):
     return False
 
 
+def _cast(name, dtype):
+    """torch's ``Tensor.<name>()``: a copy of ``dtype`` (self when already of it)."""
+    label = np.dtype(dtype).name
+
+    def method(self):
+        return self.to(dtype=dtype)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (f"A {label} copy (self when already {label}), as torch's ``Tensor.{name}()``.\n\n"
+                      f">>> import lodtensor.nested as ln\n"
+                      f">>> ln.nested_tensor([[1.5, -2.0], [3.0]]).{name}().dtype\ndtype('{label}')\n")
+    return method
+
+
+_CASTS = {"long": np.int64, "int": np.int32, "short": np.int16, "char": np.int8, "byte": np.uint8, "bool": np.bool_}
+
 NestedTensor._attach(**{name: Conversions.__dict__[name] for name in (
-    "to_torch", "to", "double", "float", "half", "numpy", "__array__")})
+    "to_torch", "to", "double", "float", "half", "type", "numpy", "__array__")})
+_CAST_METHODS = {name: _cast(name, dtype) for name, dtype in _CASTS.items()}
+NestedTensor._attach(**_CAST_METHODS)
+__test__ = {f"NestedTensor.{name}": method for name, method in _CAST_METHODS.items()}  # their doctests

@@ -31,7 +31,7 @@ _F = "torch.nn.functional."
 @implements("masked_fill", "torch.masked_fill", _T + "masked_fill")
 def masked_fill(input, mask, value):
     """A copy of ``input`` with ``value`` where ``mask`` (a bool nested tensor of the same structure,
-    or a bool scalar) is True.
+    a bool scalar, or a dense bool array that broadcasts as a dense pointwise operand does) is True.
 
     >>> import lodtensor.nested as ln
     >>> nt = ln.nested_tensor([[1.0, -2.0], [-3.0]])
@@ -49,11 +49,11 @@ def masked_fill(input, mask, value):
         same_backend("masked_fill()", input._buffer, m)
     else:
         m = scalar_like(mask)
+        if m is None and hasattr(mask, "dtype"):
+            return _masked_fill_dense(input, mask, value)
         if m is None:
-            raise ShapeError(
-                "masked_fill(): Expected both self and other to be nested, but got a nested self and "
-                "non-nested other; pass a nested bool mask of the same structure or a bool scalar"
-            )
+            raise TypeError(f"masked_fill(): mask must be a bool NestedTensor, array or scalar, got "
+                            f"{type(mask).__name__}")
     # (a device mask has a dtype: only a host scalar is asked, np.asarray would copy a device array)
     mdtype = m.dtype if hasattr(m, "dtype") else np.asarray(m).dtype
     if kind_of(mdtype) != "b":
@@ -71,6 +71,22 @@ def masked_fill(input, mask, value):
     return make(out, input._struct, input._layout)
 
 
+def _masked_fill_dense(input, mask, value):
+    """``masked_fill`` with a dense ``mask`` broadcast against every component (``(D,)``: per column)."""
+    if kind_of(mask.dtype) != "b":
+        raise TypeError(f"masked_fill_ only supports boolean masks, but got mask with dtype {mask.dtype}")
+    value = scalar_like(value)
+    if value is None:
+        raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
+    aligned = align("masked_fill()", (input, mask))
+    if not aligned.struct.same_as(input._struct):
+        raise ShapeError(f"masked_fill(): a mask of shape {tuple(mask.shape)} would grow the components' sizes "
+                         f"{input._struct.sizes[0].tolist()}; the result keeps the input's shape")
+    buf, m = aligned.arrays
+    ops = input.backend
+    return aligned.wrap(ops.astype(ops.where(m, value, buf), buf.dtype))
+
+
 @implements("dropout", _F + "dropout", "torch.dropout")
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when training).
@@ -85,9 +101,11 @@ def dropout(input, p=0.5, training=True, inplace=False):
     check_nested(input, "dropout()")
     if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training:  # any dtype, as torch's
+        return input
     if kind_of(input._buffer.dtype) not in "fc":
         raise not_implemented("dropout", input)
-    if not training or p == 0:
+    if p == 0:
         return input
     out = input.backend.dropout(input._buffer, p, inplace)
     return input if inplace else make(out, input._struct, input._layout)

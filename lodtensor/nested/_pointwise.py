@@ -77,6 +77,8 @@ def _unary_input(name, rule, nt):
         raise _refuse(name, buf.dtype, "numeric (not bool)")
     if rule == "fp" and kind not in "fc":
         raise _refuse(name, buf.dtype, "floating point")
+    if rule == "bits" and kind in "fc":
+        raise _refuse(name, buf.dtype, "integer or bool")
     be = nt.backend
     if be.follows_torch_promotion:
         return buf
@@ -93,6 +95,9 @@ def write_into(nt, result, where):
     """The nested tensor ``result`` (``nt``'s structure) written into ``nt``'s buffer (torch's in-place
     rules: no casting to a lower category); a transposed view writes through to its storage."""
     buf = nt._buf
+    if not result._struct.same_as(nt._struct):  # a dense operand broadcast the components' size-1 dims up
+        raise RuntimeError(f"{where}: the result's component sizes {result._struct.sizes.tolist()} do not match "
+                           f"the sizes {nt._struct.sizes.tolist()} of the tensor written in place")
     if _CATEGORY[kind_of(result.dtype)] > _CATEGORY[kind_of(buf.dtype)]:
         raise RuntimeError(
             f"{where}: result type {torch_name(result.dtype)} can't be cast to the desired output type "
@@ -131,7 +136,8 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         f"``{sig}``: elementwise ``torch.{torch_path}`` on every component, one call on the flat buffer "
         f"(NumPy: ``{np_name}``). Dtype rule: {rule!r} (see ``lodtensor.nested._pointwise``).\n\n"
         f">>> import lodtensor.nested as ln\n"
-        f">>> ln.{name}(ln.nested_tensor([[0.5, 0.25], [0.75]])).nested_size().tolist()\n[[2], [1]]\n"
+        f">>> ln.{name}(ln.nested_tensor({'[[1, 2], [3]]' if rule == 'bits' else '[[0.5, 0.25], [0.75]]'}))"
+        f".nested_size().tolist()\n[[2], [1]]\n"
     )
     return op
 
@@ -158,7 +164,8 @@ def _cast(be, x, dtype):
     return x
 
 
-_NO_BOOL = {"fmod", "remainder", "pow", "div_trunc", "div_floor"}  # torch has no bool kernel for these
+# torch has no bool kernel for these
+_NO_BOOL = {"fmod", "remainder", "pow", "div_trunc", "div_floor", "bitwise_left_shift", "bitwise_right_shift"}
 
 
 def binary(name, a, b, **kwargs):
@@ -187,6 +194,9 @@ def binary(name, a, b, **kwargs):
         raise _refuse(f"{name}_cpu", np.dtype(bool), "numeric (not bool)")
     if rule == "fp" and all(k in "biu" for k in kinds):
         raise _refuse(name, a.dtype if isinstance(a, NestedTensor) else b.dtype, "floating point")
+    if rule == "bits" and any(k in "fc" for k in kinds):
+        bad = next(x for x, k in zip(arrays, kinds) if k in "fc")
+        raise _refuse(name, getattr(bad, "dtype", np.dtype(float)), "integer or bool")
     if name == "sub" and all(isinstance(x, bool) or kind_of(getattr(x, "dtype", "f")) == "b" for x in arrays):
         raise TypeError(
             "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "

@@ -1,4 +1,4 @@
-"""Shape ops: reshape, view, reshape_as, transpose, select, unbind and to_padded_tensor.
+"""Shape ops: reshape, view, reshape_as, transpose, permute, select, unbind and to_padded_tensor.
 
 Reshapes only rewrite the size table (the components are contiguous, so the
 buffer is shared); ``transpose`` is a view through a permutation of the
@@ -25,7 +25,7 @@ from ._structure import one_level, op_dim
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
-__all__ = ["reshape", "view", "reshape_as", "transpose", "select", "unbind", "to_padded_tensor"]
+__all__ = ["reshape", "view", "reshape_as", "transpose", "permute", "select", "unbind", "to_padded_tensor"]
 
 _T = "torch.Tensor."
 
@@ -171,6 +171,32 @@ def transpose(input, dim0, dim1):
     a, b = d0 - 1, d1 - 1
     perm[a], perm[b] = perm[b], perm[a]
     return make_view(input._buf, input._st, perm, input._layout)
+
+
+@implements("permute", "torch.permute", _T + "permute")
+def permute(input, *dims):
+    """Reorder the component dims (dim 0, and the outer ragged dims, stay first); a view, as transpose.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.zeros((2, 3, 4)), np.zeros((5, 3, 4))])
+    >>> nt.permute(0, 3, 1, 2).nested_size().tolist()
+    [[4, 2, 3], [4, 5, 3]]
+    """
+    check_nested(input, "permute()")
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    n, levels = input.dim(), len(input._st.outer)
+    if len(dims) != n:
+        raise ShapeError(f"permute(sizes): number of dims don't match in permute: got {len(dims)} dims for a "
+                         f"{n}-dim nested tensor")
+    norm = [normalize_dim(d, n) for d in dims]
+    if sorted(norm) != list(range(n)):
+        raise ShapeError(f"permute(): repeated dim in {tuple(dims)}")
+    if norm[: levels + 1] != list(range(levels + 1)):
+        kept = "dim 0 (the batch dim)" if not levels else f"dims 0..{levels} (the batch and outer ragged dims)"
+        raise ShapeError(f"permute(): {kept} must stay in place, got {tuple(dims)}")
+    perm = compose(input._perm, input._st.rank)
+    return make_view(input._buf, input._st, [perm[d - levels - 1] for d in norm[levels + 1 :]], input._layout)
 
 
 @implements("select", "torch.select", _T + "select")

@@ -15,6 +15,7 @@ __all__ = ["UNARY", "BINARY", "ALIASES"]
 #   fp     floating inputs only
 #   fpi    integers compute in float32, bool refused
 #   sq     keeps integers, bool becomes int64
+#   bits   integers and bools only, dtype kept (bitwise ops; floats refused)
 
 #: name: (NumPy name, torch path from ``torch``, dtype rule, parameters after the input)
 UNARY = {
@@ -26,6 +27,7 @@ UNARY = {
     "asinh": ("arcsinh", "asinh", "float", ""),
     "atan": ("arctan", "atan", "float", ""),
     "atanh": ("arctanh", "atanh", "float", ""),
+    "bitwise_not": ("invert", "bitwise_not", "bits", ""),
     "ceil": ("ceil", "ceil", "int", ""),
     "conj": ("conj", "conj", "any", ""),
     "cos": ("cos", "cos", "float", ""),
@@ -93,7 +95,8 @@ UNARY = {
 }
 
 # Binary dtype rules: promote (torch's promotion), float (then integers -> float32), compare (bool
-# result of promoted operands), bool (logical: bool result), fp (floating operands only).
+# result of promoted operands), bool (logical: bool result), fp (floating operands only), bits
+# (integer or bool operands only, promoted).
 #: name: (NumPy name, torch path, dtype rule, scalar operand allowed)
 BINARY = {
     "add": ("add", "add", "promote", True),
@@ -123,9 +126,11 @@ BINARY = {
     "logical_and": ("logical_and", "logical_and", "bool", False),
     "logical_or": ("logical_or", "logical_or", "bool", False),
     "logical_xor": ("logical_xor", "logical_xor", "bool", False),
-    "bitwise_and": ("bitwise_and", "bitwise_and", "promote", True),
-    "bitwise_or": ("bitwise_or", "bitwise_or", "promote", True),
-    "bitwise_xor": ("bitwise_xor", "bitwise_xor", "promote", True),
+    "bitwise_and": ("bitwise_and", "bitwise_and", "bits", True),
+    "bitwise_or": ("bitwise_or", "bitwise_or", "bits", True),
+    "bitwise_xor": ("bitwise_xor", "bitwise_xor", "bits", True),
+    "bitwise_left_shift": ("left_shift", "bitwise_left_shift", "bits", True),
+    "bitwise_right_shift": ("right_shift", "bitwise_right_shift", "bits", True),
 }
 
 #: torch.div with a rounding mode: the promoted dtype, not float (not registered on their own).
@@ -144,6 +149,7 @@ ALIASES = {
     "clamp": ("clip",), "sigmoid": ("special.expit",), "logit": ("special.logit",),
     "eq": ("__eq__",), "ne": ("__ne__",), "lt": ("__lt__", "less"), "le": ("__le__", "less_equal"),
     "gt": ("__gt__", "greater"), "ge": ("__ge__", "greater_equal"),
-    "logical_not": ("__invert__",), "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_not": ("__invert__",), "bitwise_and": ("__and__", "__rand__"),
+    "bitwise_left_shift": ("__lshift__",), "bitwise_right_shift": ("__rshift__",),
     "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"), "remainder": ("__mod__",),
 }  # fmt: skip

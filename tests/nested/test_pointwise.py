@@ -95,7 +95,7 @@ def test_unary_table_matches_jagged(name, dtype, lib):
     rtol = 2e-4 if name in _LOOSE else 2e-5
     _compare(lambda: getattr(ln, name)(_ours(arrays, lib)), lambda: fn(_jagged(arrays)), rtol)
     # the method and torch.<op> through __torch_function__ agree with the function
-    if dtype == "float64":
+    if dtype == "float64" and _run(lambda: fn(_jagged(arrays)))[1] is None:  # (bitwise_not refuses floats)
         nt = _ours(arrays, lib)
         _same(getattr(nt, name)(), fn(_jagged(arrays)), rtol)
         if lib == "torch":
@@ -339,8 +339,8 @@ def test_binary_gradcheck_with_dense(name):
 
 
 # every differentiable table op, through the nested wrapper, in float64 on torch
-_NO_GRAD = {"isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_not", "angle", "conj",
-            "hardshrink", "softshrink", "round", "floor", "ceil", "trunc", "fix", "sign", "sgn"}  # fmt: skip
+_NO_GRAD = {"isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "logical_not", "bitwise_not", "angle",
+            "conj", "hardshrink", "softshrink", "round", "floor", "ceil", "trunc", "fix", "sign", "sgn"}  # fmt: skip
 _SHIFT = {"acosh": 1.5}  # inputs in the op's domain
 
 

@@ -407,8 +407,8 @@ def fmod(a, b):
 
 
 def div_trunc(a, b, rounding_mode=None):
-    if _int_divisor(a, b):
-        return np.abs(a) // np.abs(b) * (np.sign(a) * np.sign(b))
+    if _int_divisor(a, b):  # np.abs of a Python int is an int64 scalar: the operands' dtype kept
+        return (np.abs(a) // np.abs(b) * (np.sign(a) * np.sign(b))).astype(np.result_type(a, b), copy=False)
     return np.trunc(np.true_divide(a, b))
 
 
