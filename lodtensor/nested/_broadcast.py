@@ -18,6 +18,7 @@ import numpy as np
 from ..backend import backend_name_of, backend_of
 from ..errors import BackendMismatchError, ShapeError
 from ._dtypes import torch_name
+from ._structure import same_levels
 from ._tensor import NestedTensor, make, make_view, same_layout
 
 __all__ = ["Aligned", "align", "scalar_like", "same_backend", "check_nested", "not_implemented", "describe"]
@@ -122,13 +123,18 @@ def align(where, operands, *, dense=True):
         raise TypeError(f"{where}: expected at least one NestedTensor operand")
     ref = nested[0]
     st = ref._struct
+    grown = st
     for other in nested[1:]:
         if not st.same_as(other._struct):
-            raise ShapeError(
-                f"{where} does not support broadcasting when given a NestedTensor: the nested "
-                f"structures differ ({describe(ref)} vs {describe(other)})"
-            )
+            grown = _grow(grown, other._struct)
+            if grown is None:
+                raise ShapeError(
+                    f"{where} does not support broadcasting when given a NestedTensor: the nested "
+                    f"structures differ ({describe(ref)} vs {describe(other)})"
+                )
         same_backend(where, ref._buf, other._buf)
+    if grown is not st:  # nested operands whose size-1 regular dims broadcast, as torch's jagged layout
+        return _align_grown(where, operands, nested, grown)
     dense_ops = []
     for x in operands:
         if isinstance(x, NestedTensor) or x is None:
@@ -174,6 +180,40 @@ def align(where, operands, *, dense=True):
     return Aligned(ref, arrays, axis, True, struct=struct)
 
 
+def _grow(a, b):
+    """The structure of nested operands ``a`` and ``b`` broadcast together: equal but for regular trailing
+    dims where one side has size 1 in every component; None when they do not broadcast so."""
+    if a.n != b.n or a.rank != b.rank or not same_levels(a.outer, b.outer):
+        return None
+    sa, sb = a.sizes, b.sizes
+    differ = [d for d in range(a.rank) if not np.array_equal(sa[:, d], sb[:, d])]
+    if not differ or min(differ) < max(_regular_suffix(a), _regular_suffix(b)):
+        return None  # (a dim that differs must be regular in both, after every ragged dim)
+    if any(not ((sa[:, d] == 1).all() or (sb[:, d] == 1).all()) for d in differ):
+        return None
+    return a.derive(np.maximum(sa, sb))
+
+
+def _align_grown(where, operands, nested, grown):
+    """Nested operands of broadcast-compatible structures (and scalars, dense arrays), each viewed as
+    ``(rows, *its regular tail)`` from the first dim that differs or is regular in all."""
+    axis = max(_regular_suffix(x._struct) for x in nested)
+    arrays = []
+    for x in operands:
+        if isinstance(x, NestedTensor):
+            arrays.append(x._struct.tail_view(x._buffer, axis))
+        elif x is None or scalar_like(x) is not None:
+            arrays.append(_weak(x))
+        else:
+            same_backend(where, nested[0]._buffer, x)
+            lined = _dense(where, nested[0], axis, x, grown)
+            if grown.n and tuple(lined.shape[1:]) != tuple(int(v) for v in grown.sizes[0, axis:]):
+                raise ShapeError(f"{where}: a dense operand of shape {tuple(x.shape)} cannot grow the sizes of "
+                                 f"nested operands that already broadcast against each other")
+            arrays.append(lined)
+    return Aligned(nested[0], arrays, axis, True, struct=grown)
+
+
 def _weak(x):
     """NumPy scalars act as Python numbers, as torch treats them (float32 * np.float64(0.5) stays float32)."""
     return x.item() if isinstance(x, np.generic) else x
@@ -192,9 +232,10 @@ def _regular_suffix(st):
     return axis
 
 
-def _dense(where, nt, axis, dense):
-    """``dense`` lined up against the nested buffer viewed as ``(rows, *sizes[axis:])``."""
-    st = nt._struct
+def _dense(where, nt, axis, dense, st=None):
+    """``dense`` lined up against the nested buffer viewed as ``(rows, *sizes[axis:])`` (``st``: the
+    structure to line up against, by default ``nt``'s)."""
+    st = nt._struct if st is None else st
     r = st.rank
     shape = tuple(int(s) for s in dense.shape)
     where = f"cannot call binary pointwise function {where} with inputs of shapes {_jagged_shape(nt)} and {shape}"

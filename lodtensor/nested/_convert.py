@@ -7,8 +7,9 @@ when ``lodtensor.nested`` is imported.
 
 import numpy as np
 
-from ..backend import get_backend
+from ..backend import backend_name_of, get_backend
 from ._construct import as_nested_tensor
+from ._dtypes import kind_of
 from ._layouts import layout_of, to_layout
 from ._tensor import NestedTensor, make_view
 
@@ -47,8 +48,10 @@ class Conversions:
         if args and layout_of(args[0]) is not None:  # nt.to(ln.Layout.Masked) or nt.to("masked"): a layout
             return to_layout(self, *args)
         for arg in args:
-            if isinstance(arg, NestedTensor):  # another nested tensor
-                device = arg.device if device is None else device
+            if isinstance(arg, NestedTensor) or (not _is_dtype(arg) and backend_name_of(arg) is not None
+                                                 and hasattr(arg, "shape")):  # another (nested) tensor
+                device = (arg.device if isinstance(arg, NestedTensor) else get_backend(backend_name_of(arg))
+                          .device_of(arg)) if device is None else device
                 dtype = arg.dtype if dtype is None else dtype
             elif _is_dtype(arg):
                 dtype = arg
@@ -85,6 +88,64 @@ class Conversions:
         dtype('float16')
         """
         return self.to(dtype=np.float16)
+
+    def cpu(self):
+        """This nested tensor in host memory (self when it is there), as torch's ``Tensor.cpu()``.
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+        >>> nt.cpu() is nt
+        True
+        """
+        return self.to(device="cpu")
+
+    def bfloat16(self):
+        """A bfloat16 copy (torch data; NumPy has no bfloat16), as torch's ``Tensor.bfloat16()``.
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([torch.ones(2), torch.ones(1)]).bfloat16().dtype
+        torch.bfloat16
+        """
+        return self.to(dtype=self.backend.as_dtype("bfloat16"))
+
+    def type_as(self, other):
+        """A copy with ``other``'s dtype (self when it has it already), as torch's ``Tensor.type_as``.
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([[1, 2], [3]])
+        >>> nt.type_as(np.zeros(1, np.float32)).dtype
+        dtype('float32')
+        """
+        return self.to(dtype=other.dtype)
+
+    def is_floating_point(self):
+        """Whether the dtype is a floating one, as torch's ``Tensor.is_floating_point()``.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1.0], [2.0]]).is_floating_point(), ln.nested_tensor([[1], [2]]).is_floating_point()
+        (True, False)
+        """
+        return kind_of(self.dtype) == "f"
+
+    def element_size(self):
+        """Bytes per element, as torch's ``Tensor.element_size()``.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1.0], [2.0]]).element_size()
+        4
+        """
+        return int(self.dtype.itemsize)
+
+    @property
+    def is_cuda(self):
+        """Whether the data is on a CUDA device, as torch's ``Tensor.is_cuda``.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1.0], [2.0]]).is_cuda
+        False
+        """
+        return str(self.device).startswith("cuda")
 
     def type(self, dtype=None):
         """The dtype's name without ``dtype``; else a copy of that dtype, as ``to(dtype)`` (torch's
@@ -150,7 +211,8 @@ def _cast(name, dtype):
 _CASTS = {"long": np.int64, "int": np.int32, "short": np.int16, "char": np.int8, "byte": np.uint8, "bool": np.bool_}
 
 NestedTensor._attach(**{name: Conversions.__dict__[name] for name in (
-    "to_torch", "to", "double", "float", "half", "type", "numpy", "__array__")})
+    "to_torch", "to", "double", "float", "half", "type", "numpy", "__array__", "cpu", "bfloat16", "type_as",
+    "is_floating_point", "element_size", "is_cuda")})
 _CAST_METHODS = {name: _cast(name, dtype) for name, dtype in _CASTS.items()}
 NestedTensor._attach(**_CAST_METHODS)
 __test__ = {f"NestedTensor.{name}": method for name, method in _CAST_METHODS.items()}  # their doctests

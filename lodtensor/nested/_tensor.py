@@ -54,6 +54,21 @@ def same_layout(a, b):
     return a._perm == b._perm and a._st.same_as(b._st)
 
 
+class _LayoutName(str):
+    """A layout's name that also equals torch's layout object of that name (``str(torch.jagged)`` is
+    ``"torch.jagged"``), without importing torch."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return str.__eq__(self, other) if isinstance(other, str) else str(other) == f"torch.{self}"
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = str.__hash__
+
+
 def _op(name):
     def method(self, *args, **kwargs):
         return _dispatch.OP_TABLE[name](self, *args, **kwargs)
@@ -272,8 +287,9 @@ class NestedTensor(AutogradMixin):
 
     @property
     def layout(self):
-        """``'strided'`` or ``'jagged'`` (the layout asked for at construction)."""
-        return self._layout
+        """``'strided'`` or ``'jagged'`` (the layout asked for at construction); it also compares equal to
+        torch's ``torch.strided`` / ``torch.jagged``, so ``nt.layout == torch.jagged`` reads as on torch."""
+        return _LayoutName(self._layout)
 
     @property
     def backend(self):
@@ -340,7 +356,22 @@ class NestedTensor(AutogradMixin):
         return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout, outer))
 
     def __deepcopy__(self, memo):
-        return _dispatch.OP_TABLE["clone"](self)
+        """A new tensor with its own buffer and no history: a leaf (requiring grad where this one does),
+        as torch's deepcopy of a leaf; a tensor with history refuses, as torch's."""
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment; detach() it first")
+        be = self.backend
+        out = make_view(be.clone(be.detach(self._buf)), self._st, self._perm, self._layout)
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            out._holes = holes  # (host index arrays, never written)
+        if self.requires_grad:
+            out.requires_grad_()
+        memo[id(self)] = out
+        return out
 
     def __copy__(self):
         return make_view(self._buf, self._st, self._perm, self._layout)

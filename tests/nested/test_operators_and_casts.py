@@ -113,3 +113,40 @@ def test_a_transposed_view_is_not_contiguous_until_copied():
     copy = view.contiguous()
     assert copy.is_contiguous() and nt.contiguous() is nt
     _same(copy, tj.transpose(1, 2).contiguous())
+
+
+def test_deepcopy_of_a_leaf_is_a_new_leaf():
+    import copy
+
+    nt = ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)], layout=torch.jagged).requires_grad_()
+    twin = copy.deepcopy(nt)
+    assert twin.is_leaf and twin.requires_grad and twin.values().data_ptr() != nt.values().data_ptr()
+    (twin * 2).values().sum().backward()
+    assert nt.grad is None and torch.equal(twin.grad.values(), torch.full((3, 3), 2.0))  # not the original's
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(nt * 2)
+    holey = ln.nested_tensor_from_jagged(torch.arange(6.0), torch.tensor([0, 2, 6]), lengths=torch.tensor([1, 3]))
+    assert copy.deepcopy(holey).lengths().tolist() == [1, 3]
+
+
+def test_nested_operands_broadcast_their_size_one_dims():
+    nt, tj = _pair([torch.randn(3, 8), torch.randn(4, 8)])
+    w, wj = nt.sum(-1, keepdim=True), tj.sum(-1, keepdim=True)  # (B, j, 1)
+    _same(nt * w, tj * wj)
+    _same(w + nt, wj + tj)
+    pooled = (nt * ln.softmax(w, dim=1)).sum(1)  # attention pooling
+    expected = (tj * torch.softmax(wj, dim=1)).sum(1)
+    assert torch.allclose(pooled, expected)
+    with pytest.raises(ValueError, match="does not support broadcasting"):
+        nt * ln.nested_tensor([torch.randn(3, 2), torch.randn(4, 2)], layout=torch.jagged)
+
+
+def test_the_njt_surface_user_code_reaches_for():
+    nt, tj = _pair([torch.ones(2, 3), torch.ones(1, 3)])
+    assert nt.layout == torch.jagged == tj.layout and torch.jagged == nt.layout and nt.layout == "jagged"
+    assert nt.layout != torch.strided and ln.nested_tensor([torch.ones(2)]).layout == torch.strided
+    assert nt.cpu() is nt and not nt.is_cuda and nt.is_floating_point() and nt.element_size() == 4
+    _same(nt.bfloat16(), tj.bfloat16())
+    other = torch.zeros(1, dtype=torch.float64)
+    _same(nt.type_as(other), tj.type_as(other))
+    _same(nt.to(other), tj.to(other))

@@ -39,6 +39,10 @@ def torch_dtype(dtype):
     """A torch dtype from a torch dtype, NumPy dtype or name."""
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
+    if isinstance(dtype, str):  # torch's own names too: "bfloat16" has no NumPy dtype
+        named = getattr(torch, dtype.removeprefix("torch."), None)
+        if isinstance(named, torch.dtype):
+            return named
     return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
 
 
