@@ -4,10 +4,14 @@ Plans (padding indices, reduction blocks) cost memory in proportion to the
 rows they index; caching every one ever asked for (a new ``maxlen`` per batch)
 grows without end. :class:`ByteLRU` keeps the most recently used entries
 whose sizes add up to at most ``budget`` bytes (one entry larger than the
-budget is returned but not kept), and is safe to share between threads.
+budget is returned but not kept), and is safe to share between threads. A
+forked child starts every cache empty with a fresh lock: a lock that another
+thread of the parent held at the fork would never be released in the child.
 """
 
+import os
 import threading
+import weakref
 from collections import OrderedDict
 
 __all__ = ["ByteLRU", "nbytes_of"]
@@ -37,13 +41,14 @@ class ByteLRU:
     (True, True, 64)
     """
 
-    __slots__ = ("_entries", "_lock", "budget", "nbytes")
+    __slots__ = ("_entries", "_lock", "budget", "nbytes", "__weakref__")
 
     def __init__(self, budget):
         self._entries = OrderedDict()
         self._lock = threading.Lock()
         self.budget = int(budget)
         self.nbytes = 0
+        _CACHES.add(self)
 
     def get(self, key):
         """The value for ``key`` (now the most recently used), or None."""
@@ -91,3 +96,17 @@ class ByteLRU:
 
     def __contains__(self, key):
         return key in self._entries
+
+
+_CACHES = weakref.WeakSet()  # every ByteLRU, for the fork handler
+
+
+def _after_fork_in_child():
+    for cache in list(_CACHES):
+        cache._lock = threading.Lock()
+        cache._entries = OrderedDict()  # (a parent's thread may have been half way through changing it)
+        cache.nbytes = 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -95,6 +95,12 @@ class UfuncMixin(NDArrayOperatorsMixin):
             kwargs["out"] = tuple(o._check_fits(name) if isinstance(o, UfuncMixin) else o for o in out)
             for o in lod_outs:
                 self._check_out(ufunc, method, inputs, args, o)
+        where = kwargs.get("where")
+        if isinstance(where, UfuncMixin):  # a mask of the same rows: its lod must be the operands'
+            if where._lod._levels and self._lod._levels and where._lod != self._lod:
+                raise LoDError(f"{name}: where= has lod {where._lod!r} but the operands have {self._lod!r}; "
+                               f"a mask over the rows needs the same lod")
+            kwargs["where"] = where._check_fits(name)
         be = backend_of(*args, *kwargs.get("out", ()))
         result = be.apply_ufunc(ufunc, method, *args, **kwargs)
         if method != "__call__":

@@ -278,9 +278,14 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return self.backend.to_numpy(self._require_data("numpy()"))
 
     def __array__(self, dtype=None, copy=None):
+        if copy is False and self._data is not None and self.backend.device_of(self._data) != "cpu":
+            raise ValueError(f"Unable to avoid copy while creating an array as requested: the data is on "
+                             f"{self.backend.device_of(self._data)}")
         data = np.empty(0, np.float32) if self._data is None else self.backend.to_numpy(self._data)
         if copy:
             return np.array(data, dtype=dtype, copy=True)
+        if copy is False:  # NumPy's "never copy": its own error where a dtype change needs one
+            return np.array(data, dtype=dtype, copy=False)
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def __len__(self):

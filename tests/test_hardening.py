@@ -4,11 +4,13 @@ Repros that crashed the process run in a subprocess, so a regression fails
 the test instead of killing the run.
 """
 
+import os
 import pickle
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -380,3 +382,66 @@ def test_unpickled_torch_arrays_name_what_is_wrong():
         with pytest.raises(exc, match=message):
             array_from_bytes(*args)
     assert array_from_bytes("torch", b"\0" * 8, "float32", (2,), "cpu", True).requires_grad
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_child_forked_while_a_cache_lock_is_held_does_not_hang():
+    """A lock another thread holds at the fork is never released in the child: every plan cache (and
+    the SpMM buffers' lock) starts over there."""
+    from lodtensor import _cache
+    from lodtensor.backend.numpy import _util
+
+    t = lt.LoDTensor(np.arange(10.0), [[0, 4, 10]])
+    caches = list(_cache._CACHES)
+    assert _util._PLANS in caches
+    for cache in caches:
+        cache._lock.acquire()  # as a parent's thread in the middle of a get
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: one op through the caches, then out without running the parent's atexit
+            code = 0 if sequence_pool(t, "sum").data.tolist() == [6.0, 39.0] else 1
+            os._exit(code)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung on a cache lock")
+        assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    finally:
+        for cache in caches:
+            cache._lock.release()
+
+
+def test_threaded_work_has_finished_when_an_error_reaches_the_caller():
+    from lodtensor.backend._threads import run_together
+
+    finished = []
+
+    def helper():
+        time.sleep(0.2)
+        finished.append(True)
+
+    def caller():
+        raise FloatingPointError("the caller's part failed")
+
+    with pytest.raises(FloatingPointError, match="the caller's part"):
+        run_together(caller, [helper, helper])
+    assert finished == [True, True]  # both helpers were waited for
+
+
+def test_ufunc_where_and_copy_false_on_a_lodtensor():
+    t = lt.LoDTensor(np.arange(1.0, 11.0).reshape(5, 2), [[0, 2, 5]])
+    out = lt.LoDTensor(np.zeros((5, 2)), t.lod)
+    np.add(t, 1, out=out, where=(t > 4))  # a LoDTensor mask: recursed without end before
+    assert out.data.tolist() == [[0, 0], [0, 0], [6, 7], [8, 9], [10, 11]]
+    with pytest.raises(lt.LoDError, match="where= has lod"):
+        np.add(t, 1, out=out, where=lt.LoDTensor(np.ones((5, 2), bool), [[0, 1, 5]]))
+    assert np.shares_memory(np.array(t, copy=False), t.data)
+    if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
+        with pytest.raises(ValueError, match="Unable to avoid copy"):
+            np.array(t, dtype=np.float32, copy=False)  # as NumPy's own arrays: "never copy" refuses

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-__all__ = ["get_num_threads", "set_num_threads", "pool", "run_split", "split_bounds"]
+__all__ = ["get_num_threads", "set_num_threads", "pool", "run_split", "run_together", "split_bounds"]
 
 _state = {"threads": None, "pool": None}
 _lock = threading.Lock()
@@ -115,10 +115,32 @@ def run_split(work, offsets, parallel):
     if len(bounds) == 2:
         work(0, bounds[1])
         return
-    futures = [pool().submit(work, lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])]
-    work(bounds[0], bounds[1])
-    for future in futures:
-        future.result()
+    run_together(lambda: work(bounds[0], bounds[1]),
+                 [lambda lo=lo, hi=hi: work(lo, hi) for lo, hi in zip(bounds[1:-1], bounds[2:])])
+
+
+def run_together(first, helpers):
+    """``first()`` in the calling thread while the pool runs each callable of ``helpers``; returns when
+    all have finished, raising the first error (the caller's own first). The helpers are waited for
+    even when ``first`` raises, so no thread still writes an output once the caller sees the error.
+
+    >>> done = []
+    >>> run_together(lambda: done.append("caller"), [lambda: done.append("helper")])
+    >>> sorted(done)
+    ['caller', 'helper']
+    """
+    futures = [pool().submit(fn) for fn in helpers]
+    errors = []
+    try:
+        first()
+    finally:
+        for future in futures:
+            try:
+                future.result()
+            except BaseException as err:  # noqa: BLE001 - re-raised below, after every helper finished
+                errors.append(err)
+    if errors:
+        raise errors[0]
 
 
 class _Executor(ThreadPoolExecutor):

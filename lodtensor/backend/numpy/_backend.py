@@ -8,7 +8,7 @@ instead of one per element.
 import numpy as np
 
 from .._contract import Backend
-from .._threads import get_num_threads, pool, run_split, split_bounds
+from .._threads import get_num_threads, run_split, run_together, split_bounds
 from . import _pool, _routes, _tuning, _ufunc
 from ._arrays import ArrayKernels
 from ._chunks import chunk_reduce
@@ -241,10 +241,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
                 a, b = int(offsets[lo]), int(offsets[hi])
                 out[lo:hi] = parts[k] @ rows[a:b]
 
-            futures = [pool().submit(work, k) for k in range(1, len(parts))]
-            work(0)
-            for future in futures:
-                future.result()
+            run_together(lambda: work(0), [lambda k=k: work(k) for k in range(1, len(parts))])
             out = out.reshape((n,) + data.shape[1:])
         if fill != 0:
             out[offsets[1:] == offsets[:-1]] = fill
@@ -297,10 +294,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
 
         threads = min(get_num_threads(), 4) if data.nbytes >= _tuning.MIN_PARALLEL_BYTES else 1
         threads = min(threads, len(blocks) + len(singles))
-        futures = [pool().submit(work) for _ in range(threads - 1)]
-        work()
-        for future in futures:
-            future.result()
+        run_together(work, [work] * (threads - 1))
         return out
 
     def segment_sum(self, data, offsets, *, ids=None):

@@ -26,7 +26,7 @@ import math
 
 import numpy as np
 
-from .._threads import get_num_threads, pool
+from .._threads import get_num_threads, run_together
 from . import _tuning
 from ._util import _as_rows, _cached_plan, _scratch
 
@@ -184,8 +184,5 @@ def chunk_reduce(ufunc, data, offsets, fill, owner=None):
 
     threads = min(get_num_threads(), 4) if data.nbytes >= _tuning.CHUNK_PARALLEL_BYTES else 1
     threads = min(threads, len(tasks))
-    futures = [pool().submit(work) for _ in range(threads - 1)]
-    work()
-    for future in futures:
-        future.result()
+    run_together(work, [work] * (threads - 1))
     return out

@@ -23,7 +23,7 @@ plan (the 0/1 matrix, piece offsets, gathered rows) is cached per LoD.
 
 import numpy as np
 
-from .._threads import get_num_threads, pool
+from .._threads import get_num_threads, run_together
 from . import _tuning
 from ._chunks import chunk_reduce
 from ._util import _cached_plan
@@ -108,10 +108,8 @@ def pieces_sum(data, offsets, owner=None):
             with np.errstate(invalid="ignore", over="ignore"):  # non-finite data: see below
                 np.matmul(matrix[a:b], grid[a:b], out=pieces[a:b])
 
-        futures = [pool().submit(part, cuts[t], cuts[t + 1]) for t in range(1, threads)]
-        part(cuts[0], cuts[1])
-        for future in futures:
-            future.result()
+        run_together(lambda: part(cuts[0], cuts[1]),
+                     [lambda t=t: part(cuts[t], cuts[t + 1]) for t in range(1, threads)])
     elif blocks:
         with np.errstate(invalid="ignore", over="ignore"):  # non-finite data: see below
             np.matmul(matrix, grid, out=pieces)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from .._threads import get_num_threads, pool, set_num_threads
+from .._threads import get_num_threads, run_together, set_num_threads
 from . import _pool, _tuning
 from ._compiled import compiled_pointwise
 
@@ -48,11 +48,7 @@ def map_blocks(fn, x, out, block=_tuning.SPECIAL_BLOCK, scratch=0):
     if not parallel:
         run()
         return out
-    workers = pool()
-    helpers = [workers.submit(run) for _ in range(min(threads, len(chunks)) - 1)]
-    run()  # the caller works too
-    for h in helpers:
-        h.result()
+    run_together(run, [run] * (min(threads, len(chunks)) - 1))  # the caller works too
     return out
 
 

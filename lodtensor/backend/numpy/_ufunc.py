@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .._threads import get_num_threads, pool
+from .._threads import get_num_threads, run_together
 from . import _pool, _special, _tuning
 
 __all__ = ["threaded_ufunc"]
@@ -73,10 +73,7 @@ def threaded_ufunc(ufunc, args, kwargs):
             ufunc(*[x[a:b] if _splits(x, shape) else x for x in args], out=out[a:b], **params)
 
     threads = min(threads, -(-rows // step))
-    futures = [pool().submit(work) for _ in range(threads - 1)]
-    work()
-    for future in futures:
-        future.result()
+    run_together(work, [work] * (threads - 1))
     return out
 
 

@@ -6,6 +6,7 @@ is decided in ``torch.py`` (``_CPU_SHORTCUTS``, ``_numpy_moves``, ``_spmm_fits``
 """
 
 import contextlib
+import os
 import threading
 import warnings
 
@@ -41,13 +42,16 @@ class SegmentExtreme(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, data, offsets, ids, reduce, empty):
+    def forward(data, offsets, ids, reduce, empty):
         host = data.detach().resolve_conj().resolve_neg().numpy()
         ufunc = np.maximum if reduce == "max" else np.minimum
-        out = torch.from_numpy(_NUMPY._reduceat(ufunc, host, offsets.numpy(), empty, owner=offsets))
-        ctx.save_for_backward(data, out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+        return torch.from_numpy(_NUMPY._reduceat(ufunc, host, offsets.numpy(), empty, owner=offsets))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        data, offsets, ids = inputs[:3]
+        ctx.save_for_backward(data, output, offsets, _ids_or_empty(ids))
         ctx.has_ids = ids is not None
-        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -74,11 +78,14 @@ class SegmentSoftmax(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, data, offsets, ids, be):
-        out = torch.from_numpy(_NUMPY.segment_softmax(_host(data), offsets.numpy()))
-        ctx.save_for_backward(out, offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
+    def forward(data, offsets, ids, be):
+        return torch.from_numpy(_NUMPY.segment_softmax(_host(data), offsets.numpy()))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, offsets, ids, be = inputs
+        ctx.save_for_backward(output, offsets, _ids_or_empty(ids))
         ctx.has_ids, ctx.be = ids is not None, be
-        return out
 
     @staticmethod
     def backward(ctx, grad):
@@ -93,6 +100,11 @@ class SegmentSoftmax(torch.autograd.Function):
 
 
 # -- pad and unpad: the NumPy kernels forward, index_select / pad backward ----------------------
+def _ids_or_empty(ids):
+    """Segment ids to save for the backward pass, or an empty stand-in (it computes them when needed)."""
+    return ids if ids is not None else torch.empty(0, dtype=torch.int64)
+
+
 def _host(x):
     return x.detach().resolve_conj().resolve_neg().numpy()
 
@@ -122,12 +134,15 @@ class PadCPU(torch.autograd.Function):
     ``create_graph``)."""
 
     @staticmethod
-    def forward(ctx, data, offsets, maxlen, pad_value, plan):
+    def forward(data, offsets, maxlen, pad_value, plan):
         value = _host(pad_value) if isinstance(pad_value, torch.Tensor) else pad_value
-        out = _NUMPY.pad(_host(data), offsets.numpy(), maxlen, value, plan=plan)
+        return torch.from_numpy(_NUMPY.pad(_host(data), offsets.numpy(), maxlen, value, plan=plan))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        data, offsets, maxlen = inputs[:3]
         ctx.save_for_backward(offsets)
         ctx.rows, ctx.maxlen = data.shape[0], maxlen
-        return torch.from_numpy(out)
 
     @staticmethod
     def backward(ctx, grad):
@@ -142,10 +157,14 @@ class UnpadCPU(torch.autograd.Function):
     is the incoming one padded with zeros."""
 
     @staticmethod
-    def forward(ctx, padded, offsets, plan):
+    def forward(padded, offsets, plan):
+        return torch.from_numpy(_NUMPY.unpad(_host(padded), offsets.numpy(), plan=plan))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        padded, offsets, _ = inputs
         ctx.save_for_backward(offsets)
         ctx.shape = tuple(padded.shape)
-        return torch.from_numpy(_NUMPY.unpad(_host(padded), offsets.numpy(), plan=plan))
 
     @staticmethod
     def backward(ctx, grad):
@@ -160,6 +179,15 @@ class UnpadCPU(torch.autograd.Function):
 _spmm_buffers = {}  # dtype -> (column indices 0..k-1, ones), grown on demand and shared
 _spmm_lock = threading.Lock()
 _spmm_quiet = threading.Event()  # set once torch's one-time "sparse CSR is beta" warning has been swallowed
+
+
+def _forget_lock_after_fork():  # a lock held by another thread at the fork is never released in the child
+    global _spmm_lock  # noqa: PLW0603 - rebound in the child only
+    _spmm_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_lock_after_fork)
 
 
 def _spmm_parts(rows, dtype):
@@ -198,15 +226,18 @@ class SegmentSumSpMM(torch.autograd.Function):
     itself differentiable for double backward."""
 
     @staticmethod
-    def forward(ctx, flat, offsets, ids):
-        ctx.save_for_backward(offsets, ids if ids is not None else torch.empty(0, dtype=torch.int64))
-        ctx.has_ids = ids is not None
-        ctx.rows = flat.shape[0]
+    def forward(flat, offsets, ids):
         out = None
         if compiled_kernels():
             host = flat.detach().resolve_conj().resolve_neg().numpy()
             out = compiled_reduce(np.add, host, offsets.numpy(), 0)
         return _spmm_segment_sum(flat, offsets) if out is None else torch.from_numpy(out)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        flat, offsets, ids = inputs
+        ctx.save_for_backward(offsets, _ids_or_empty(ids))
+        ctx.has_ids, ctx.rows = ids is not None, flat.shape[0]
 
     @staticmethod
     def backward(ctx, grad):

@@ -166,12 +166,15 @@ class SegmentReduce(torch.autograd.Function):
     the fused kernels where ``_tuning.FUSED_EXTREME_GRAD`` and no graph of the backward is wanted)."""
 
     @staticmethod
-    def forward(ctx, data, offsets, ids, op, empty):
-        out = _reduce(op, data, offsets, empty)
+    def forward(data, offsets, ids, op, empty):
+        return _reduce(op, data, offsets, empty)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        data, offsets, ids, op, _ = inputs
         ctx.op, ctx.rows = op, int(data.shape[0])
         extreme = op in ("max", "min")  # their gradient goes to the rows equal to the result
-        ctx.save_for_backward(data if extreme else None, offsets, ids, out if extreme else None)
-        return out
+        ctx.save_for_backward(data if extreme else None, offsets, ids, output if extreme else None)
 
     @staticmethod
     def backward(ctx, grad):
@@ -211,7 +214,7 @@ class SegmentSoftmax(torch.autograd.Function):
     (one kernel route, as the forward's: ``_softmax_grad``) where ``_tuning.FUSED_SOFTMAX_GRAD``."""
 
     @staticmethod
-    def forward(ctx, data, offsets, ids):
+    def forward(data, offsets, ids):
         n = offsets.numel() - 1
         rows, width = int(data.shape[0]), int(np.prod(tuple(data.shape[1:]), dtype=np.int64))
         result = data.dtype if data.is_floating_point() else torch.float32
@@ -222,9 +225,12 @@ class SegmentSoftmax(torch.autograd.Function):
         with dev.launching():
             out = _launch.segment_softmax(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, dev.alloc,
                                           owner=offsets)
-        y = dev.tensor(out).reshape(data.shape).to(result)
-        ctx.save_for_backward(y, offsets, ids)
-        return y
+        return dev.tensor(out).reshape(data.shape).to(result)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        _, offsets, ids = inputs
+        ctx.save_for_backward(output, offsets, ids)
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -279,10 +285,14 @@ class Pad(torch.autograd.Function):
     """Rows into ``(sequences, maxlen, *row)`` by the pad kernel (a host scalar pad value); backward: unpad."""
 
     @staticmethod
-    def forward(ctx, data, offsets, maxlen, pad_value):
+    def forward(data, offsets, maxlen, pad_value):
+        return _pad(data, offsets, maxlen, pad_value)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        data, offsets = inputs[:2]
         ctx.save_for_backward(offsets)
         ctx.rows = int(data.shape[0])
-        return _pad(data, offsets, maxlen, pad_value)
 
     @staticmethod
     def backward(ctx, grad):
@@ -294,10 +304,14 @@ class Unpad(torch.autograd.Function):
     """``(sequences, L, *row)`` back to rows by the unpad kernel; backward: pad with zeros."""
 
     @staticmethod
-    def forward(ctx, padded, offsets, total):
+    def forward(padded, offsets, total):
+        return _unpad(padded, offsets, int(total))
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        padded, offsets, _ = inputs
         ctx.save_for_backward(offsets)
         ctx.maxlen = int(padded.shape[1])
-        return _unpad(padded, offsets, int(total))
 
     @staticmethod
     def backward(ctx, grad):
