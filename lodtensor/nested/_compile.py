@@ -18,8 +18,8 @@ break, with the same numbers as eager. ``scaled_dot_product_attention`` is one:
 its length groups come from the host size table.
 
 Traced forms: the pointwise tables' unary and binary ops (nested operands
-sharing one Structure object, scalars, dense operands broadcast over the row
-shape), ``add``/``sub``/``div``, ``linear``, ``layer_norm``, ``softmax`` and
+sharing one Structure object, or one lineage of them with the same row shape:
+``x + linear(x)``; scalars, dense operands broadcast over the row shape), ``add``/``sub``/``div``, ``linear``, ``layer_norm``, ``softmax`` and
 ``log_softmax`` over the last dim, ``dropout``, ``clone``, ``detach``,
 ``chunk``/``split`` of the last dim, ``unflatten``, ``flatten``, ``squeeze``,
 ``unsqueeze``, ``transpose`` and ``nested_tensor_from_jagged(values, offsets)``.
@@ -124,6 +124,14 @@ def _unary(name):
     return traced
 
 
+def _same_rows(sa, sb, a, b):
+    """Whether two untransposed nested tensors have equal size tables, known from Python facts alone: one
+    lineage of structures (``Structure.root``: the same component lengths, as ``x`` and ``linear(x)``,
+    ``layer_norm(x)``, a ``chunk`` of it) and the same row shape."""
+    return (a._perm is None and b._perm is None and sa.rank == sb.rank >= 2 and sa.tail is not None
+            and sa.tail == sb.tail and sa.root is sb.root)
+
+
 def _operands(a, b):
     """``a`` and ``b`` as torch operands over ``ref``'s buffer, and the nested tensor to take the layout from;
     None when the traced form does not apply."""
@@ -132,7 +140,7 @@ def _operands(a, b):
     if not nested or not all(_plain(x) for x in nested):
         return None
     ref = nested[0]
-    if len(nested) == 2 and not (a._st is b._st and a._perm == b._perm):
+    if len(nested) == 2 and not (a._st is b._st and a._perm == b._perm) and not _same_rows(a._st, b._st, a, b):
         return None  # equal structures by value: the eager op compares them on the host
     dense = [x for x in (a, b) if isinstance(x, torch.Tensor) and x.dim()]
     if not dense:

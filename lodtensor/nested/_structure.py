@@ -39,7 +39,7 @@ class Structure:
     """
 
     __slots__ = ("_sizes", "_offsets", "_source", "rank", "tail", "outer", "_regular", "_rows", "_lists", "_lod",
-                 "_dims")
+                 "_dims", "root")
 
     def __init__(self, sizes, offsets=None, outer=()):
         sizes = np.asarray(sizes, dtype=_INT64)
@@ -55,6 +55,7 @@ class Structure:
         self._lists = None
         self._lod = None
         self._dims = None
+        self.root = self
 
     def _set(self, sizes, offsets):
         if offsets is None:
@@ -75,14 +76,18 @@ class Structure:
         st.tail = tail
         st.outer = outer
         st._regular = st._rows = st._lists = st._lod = st._dims = None
+        st.root = st
         return st
 
     @classmethod
     def derived(cls, parent, recipe, args, rank, tail, same_numel=True):
         """A lazy Structure: ``recipe(parent.sizes, *args)`` is its size table (``args`` Python values); the
         element offsets are ``parent``'s when ``same_numel``. ``rank`` and ``tail`` are given (known from
-        ``parent``'s and ``args``)."""
-        return cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail, parent.outer)
+        ``parent``'s and ``args``). The recipes change regular dims only, so the components keep
+        ``parent``'s lengths: ``root`` (the first structure of that lineage) says so without the table."""
+        st = cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail, parent.outer)
+        st.root = parent.root
+        return st
 
     @classmethod
     def from_jagged(cls, offsets, row_shape):

@@ -60,6 +60,24 @@ def test_pointwise_and_linear_compile_into_one_graph_for_every_batch(backend):
     assert counter.frame_count == 1  # compiled once: the ragged dim is dynamic
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_residuals_and_gates_between_derived_tensors_compile_into_one_graph(backend):
+    """``x + lin(norm(x))``, ``lin(x) * norm(x)``, a GLU over ``chunk``: nested operands made by different
+    ops from one input share its component lengths (one structure lineage), so no graph break."""
+    torch.manual_seed(0)
+    lin, norm, up = torch.nn.Linear(8, 8), torch.nn.LayerNorm(8), torch.nn.Linear(8, 16)
+
+    def fn(x):
+        h = x + lin(norm(x))
+        a, b = up(h).chunk(2, dim=-1)
+        return (a * torch.sigmoid(b)) + lin(h) * norm(h)
+
+    counter = CompileCounterWithBackend(backend)
+    compiled = torch.compile(fn, fullgraph=True, backend=counter)
+    _check_against_eager(fn, compiled, [_batch(seed, 3 + seed) for seed in range(4)], backend)
+    assert counter.frame_count == 1
+
+
 def test_size_table_is_not_traced_and_results_resolve_it_later():
     lin = torch.nn.Linear(8, 4)
     compiled = torch.compile(lambda x: lin(x).unflatten(-1, [2, 2]).transpose(1, 2), fullgraph=True,
