@@ -19,7 +19,8 @@ its length groups come from the host size table.
 
 Traced forms: the pointwise tables' unary and binary ops (nested operands
 sharing one Structure object, or one lineage of them with the same row shape:
-``x + linear(x)``; scalars, dense operands broadcast over the row shape), ``add``/``sub``/``div``, ``linear``, ``layer_norm``, ``softmax`` and
+``x + linear(x)``; scalars, dense operands broadcast over the row shape),
+``add``/``sub``/``div``, ``linear``, ``layer_norm``, ``softmax`` and
 ``log_softmax`` over the last dim, ``dropout``, ``clone``, ``detach``,
 ``chunk``/``split`` of the last dim, ``unflatten``, ``flatten``, ``squeeze``,
 ``unsqueeze``, ``transpose`` and ``nested_tensor_from_jagged(values, offsets)``.
