@@ -22,6 +22,7 @@ from ._format import preview
 from ._level import _normalize_level, concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
 from ._lod_algebra import LevelAlgebra
 from ._validate import _per_level, as_lengths, as_offsets, check_levels, freeze, offsets_from_lengths
+from .backend._pickle import unpickled_by
 from .backend._placement import mark_frozen
 from .errors import LoDError
 
@@ -448,6 +449,7 @@ class LoD(LevelAlgebra):
         return (_rebuild_lod, ([level.tolist() for level in self._levels],))
 
 
+@unpickled_by
 def _rebuild_lod(levels):
     """Unpickling goes through the gate: a pickle is outside data like any other."""
     return LoD(levels)

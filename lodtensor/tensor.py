@@ -16,7 +16,7 @@ from ._nested_list import to_nested_list
 from ._paddle_methods import PaddleMethods
 from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, dtype_kind, get_backend
-from .backend._pickle import portable
+from .backend._pickle import portable, unpickled_by
 from .lod import LoD
 from .place import CPUPlace, Place, as_place, place_of
 
@@ -80,6 +80,7 @@ def _wrap(data, lod, place):
     return t
 
 
+@unpickled_by
 class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     """Flat data plus multi-level LoD, with Paddle's LoDTensor methods.
 
@@ -442,6 +443,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return data
 
 
+@unpickled_by
 def _rebuild(cls, data, lod, place, fits=None):
     """Unpickle through the gate: the class, the data, the LoD and the place are all checked.
 

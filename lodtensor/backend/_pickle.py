@@ -25,7 +25,18 @@ import math
 
 import numpy as np
 
-__all__ = ["portable", "Portable", "array_from_bytes"]
+__all__ = ["portable", "Portable", "array_from_bytes", "unpickled_by", "UNPICKLERS"]
+
+#: every function and class lodtensor's pickles call to rebuild an object (each checks what it is
+#: given): what ``torch.load(..., weights_only=True)`` must admit (``interop.torch_safe_globals``)
+UNPICKLERS = []
+
+
+def unpickled_by(obj):
+    """Register ``obj`` (a rebuild function or a class whose pickles call it) in :data:`UNPICKLERS`."""
+    UNPICKLERS.append(obj)
+    return obj
+
 
 _NUMPY_KINDS = "biufc"
 _WHERE = "unpickling array data"
@@ -76,6 +87,7 @@ def _expect(raw, shape, itemsize, dtype):
         raise ValueError(f"{_WHERE}: shape {shape} of {dtype} needs {want} bytes, the pickle holds {len(raw)}")
 
 
+@unpickled_by
 def array_from_bytes(lib, raw, dtype, shape, device, requires_grad):
     """The array :class:`Portable` pickled, after checking every part (ValueError/TypeError otherwise)."""
     _check_common(raw, shape, requires_grad)

@@ -33,6 +33,7 @@ from .torch import (
     from_torch,
     to_nested_jagged,
     to_packed_sequence,
+    torch_safe_globals,
 )
 
 LoDTensor._attach(
@@ -71,4 +72,5 @@ __all__ = [
     "to_awkward",
     "from_ragged_tensor",
     "to_ragged_tensor",
+    "torch_safe_globals",
 ]

@@ -19,6 +19,7 @@ import weakref
 import numpy as np
 
 from ..backend import backend_name_of
+from ..backend._pickle import UNPICKLERS
 from ..lod import LoD
 from ..tensor import LoDTensor
 from ._lazy import require
@@ -30,6 +31,7 @@ __all__ = [
     "from_packed_sequence",
     "embedding_bag_inputs",
     "cu_seqlens",
+    "torch_safe_globals",
 ]
 
 _INT32_MAX = np.iinfo(np.int32).max
@@ -457,3 +459,21 @@ def cu_seqlens(t, level=-1):
         torch = _torch("cu_seqlens()")
         return torch.from_numpy(cu).to(data.device), longest
     return t.backend.asarray(cu), longest
+
+
+def torch_safe_globals():
+    """What ``torch.load(..., weights_only=True)`` must admit to load LoDTensors, LoDs and nested tensors
+    saved with ``torch.save``: lodtensor's rebuild functions and classes, each of which checks what a file
+    gives it (no code of the file runs).
+
+    >>> import io
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> buf = io.BytesIO()
+    >>> torch.save({"batch": lt.LoDTensor(torch.arange(3.0), [[0, 1, 3]])}, buf)
+    >>> _ = buf.seek(0)
+    >>> with torch.serialization.safe_globals(torch_safe_globals()):
+    ...     torch.load(buf, weights_only=True)["batch"].lod()
+    [[0, 1, 3]]
+    """
+    return list(UNPICKLERS)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._format import nested_repr
 from ..backend import backend_name_of, backend_of
-from ..backend._pickle import portable
+from ..backend._pickle import portable, unpickled_by
 from ..errors import ShapeError
 from ..lod import LoD
 from ..place import place_of
@@ -510,6 +510,7 @@ def documents(nt):
     return tuple(out)
 
 
+@unpickled_by
 def _rebuild(buffer, sizes, layout, outer=()):
     """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
     where = "unpickling a NestedTensor"

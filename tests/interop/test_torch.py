@@ -321,3 +321,24 @@ def test_to_nested_jagged_falls_back_when_torchs_private_names_change(monkeypatc
     assert all(torch.equal(a, b) for a, b in zip(njt.unbind(), want.unbind()))
     assert njt.values().data_ptr() == want.values().data_ptr()
     assert njt.requires_grad == want.requires_grad
+
+
+def test_torch_load_with_weights_only_admits_lodtensor_objects():
+    import io
+
+    import lodtensor.nested as ln
+
+    objs = {"t": lt.LoDTensor(torch.arange(6.0), [[0, 2, 6]]), "n": lt.LoDTensor(np.arange(3.0), [[0, 1, 3]]),
+            "lod": lt.LoD([[0, 1, 3]]), "nt": ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)],
+                                                               layout=torch.jagged)}
+    buf = io.BytesIO()
+    torch.save(objs, buf)
+    buf.seek(0)
+    with pytest.raises(Exception, match="weights_only|Unsupported global"):
+        torch.load(buf, weights_only=True)  # torch's default refuses what it does not know
+    buf.seek(0)
+    with torch.serialization.safe_globals(lt.interop.torch_safe_globals()):
+        back = torch.load(buf, weights_only=True)
+    assert back["t"].lod() == [[0, 2, 6]] and torch.equal(back["t"].data, objs["t"].data)
+    assert back["n"].tolist() == objs["n"].tolist() and back["lod"] == objs["lod"]
+    assert back["nt"].nested_size().tolist() == [[2, 3], [1, 3]]
