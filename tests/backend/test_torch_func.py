@@ -52,3 +52,27 @@ def test_torch_func_grad_through_padding():
         return (padded ** 2).sum()
 
     np.testing.assert_allclose(grad(ours)(x).numpy(), (2 * x).numpy())
+
+
+@pytest.mark.parametrize("layer", ["lstm", "gru"])
+def test_torch_func_grad_through_the_recurrences(layer):
+    from lodtensor.nn import functional as F
+
+    g = torch.Generator().manual_seed(5)
+    d = 3
+    x = torch.randn(7, (4 if layer == "lstm" else 3) * d, dtype=torch.float64, generator=g)
+    lod = [[0, 2, 2, 7]]
+    if layer == "lstm":
+        w, b = torch.randn(d, 4 * d, dtype=torch.float64, generator=g), torch.randn(1, 7 * d, dtype=torch.float64)
+
+        def loss(x):
+            return F.dynamic_lstm(lt.LoDTensor(x, lod), w, b)[0].data.square().sum()
+    else:
+        w, b = torch.randn(d, 3 * d, dtype=torch.float64, generator=g), torch.randn(1, 3 * d, dtype=torch.float64)
+
+        def loss(x):
+            return F.dynamic_gru(lt.LoDTensor(x, lod), w, b).data.square().sum()
+
+    xr = x.clone().requires_grad_()
+    loss(xr).backward()
+    np.testing.assert_allclose(grad(loss)(x).numpy(), xr.grad.numpy(), rtol=1e-12)  # torch.func = autograd

@@ -162,16 +162,23 @@ def _lstm_function():
         """The whole LSTM recurrence as one autograd node (see the module's docstring)."""
 
         @staticmethod
-        def forward(ctx, x, w, b, h0, c0, rows, inverse, counts, acts, peep):
+        def forward(x, w, b, h0, c0, rows, inverse, counts, acts, peep):
+            """``(hidden, cell)`` in the rows' order, then the step-major buffers the backward reads (outputs
+            too, without gradients: torch.func wants what is saved to come from inputs or outputs)."""
             threads = StepThreads(x, counts[0], int(w.shape[0]), 4)
             gates, hs, cs, cell_acts = _lstm_forward(x, w, b, h0, c0, rows, counts, acts, peep, threads, keep=True)
-            ctx.save_for_backward(w, b, h0, c0, gates, hs, cs, cell_acts, rows, inverse)
-            ctx.meta = (counts, acts, peep)
-            ctx.set_materialize_grads(False)
-            return _take(hs, inverse), _take(cs, inverse)
+            return _take(hs, inverse), _take(cs, inverse), gates, hs, cs, cell_acts
 
         @staticmethod
-        def backward(ctx, grad_hidden, grad_cell):
+        def setup_context(ctx, inputs, output):
+            _, w, b, h0, c0, rows, inverse, counts, acts, peep = inputs
+            ctx.save_for_backward(w, b, h0, c0, *output[2:], rows, inverse)
+            ctx.mark_non_differentiable(*output[2:])
+            ctx.meta = (counts, acts, peep)
+            ctx.set_materialize_grads(False)
+
+        @staticmethod
+        def backward(ctx, grad_hidden, grad_cell, *_):
             needs = ctx.needs_input_grad
             saved = ctx.saved_tensors
             threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), 4)
@@ -320,15 +327,21 @@ def _gru_function():
         """The whole GRU recurrence as one autograd node (see the module's docstring)."""
 
         @staticmethod
-        def forward(ctx, x, w_gate, w_cand, b, h0, rows, inverse, counts, acts, origin):
+        def forward(x, w_gate, w_cand, b, h0, rows, inverse, counts, acts, origin):
+            """The hidden states in the rows' order, then the step-major buffers the backward reads."""
             threads = StepThreads(x, counts[0], int(w_cand.shape[0]), 3)
             gates, hs, rh_all = _gru_forward(x, w_gate, w_cand, b, h0, rows, counts, acts, origin, threads)
-            ctx.save_for_backward(w_gate, w_cand, b, h0, gates, hs, rh_all, rows, inverse)
-            ctx.meta = (counts, acts, origin)
-            return _take(hs, inverse)
+            return _take(hs, inverse), gates, hs, rh_all
 
         @staticmethod
-        def backward(ctx, grad_hidden):
+        def setup_context(ctx, inputs, output):
+            _, w_gate, w_cand, b, h0, rows, inverse, counts, acts, origin = inputs
+            ctx.save_for_backward(w_gate, w_cand, b, h0, *output[1:], rows, inverse)
+            ctx.mark_non_differentiable(*output[1:])
+            ctx.meta = (counts, acts, origin)
+
+        @staticmethod
+        def backward(ctx, grad_hidden, *_):
             saved = ctx.saved_tensors
             threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[1].shape[0]), 3)
             with torch.no_grad():
@@ -359,7 +372,7 @@ def lstm(x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peephole
     acts = tuple(activations)
     if _tracked(x, weight, bias, h_0, c_0):
         fn = _function("lstm", _lstm_function)
-        return fn.apply(x, weight, bias, h_0, c_0, rows, inverse, counts, acts, bool(peepholes))
+        return fn.apply(x, weight, bias, h_0, c_0, rows, inverse, counts, acts, bool(peepholes))[:2]
     threads = StepThreads(x, counts[0], int(weight.shape[0]), 4)
     with torch.no_grad():
         _, hs, cs, _ = _lstm_forward(x, weight, bias, h_0, c_0, rows, counts, acts, bool(peepholes), threads)
@@ -372,7 +385,7 @@ def gru(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin
     acts = tuple(activations)
     if _tracked(x, w_gate, w_cand, bias, h_0):
         fn = _function("gru", _gru_function)
-        return fn.apply(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, acts, bool(origin_mode))
+        return fn.apply(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, acts, bool(origin_mode))[0]
     threads = StepThreads(x, counts[0], int(w_cand.shape[0]), 3)
     with torch.no_grad():
         _, hs, _ = _gru_forward(x, w_gate, w_cand, bias, h_0, rows, counts, acts, bool(origin_mode), threads)

@@ -142,7 +142,10 @@ def _take(a, index):
     tensor's memory (1.7x faster than ``index_select`` on the 300 MB of gates of
     ``bench/paddle_layers.py``, measured)."""
     if a.device.type == "cpu" and a.dtype in _NUMPY_TAKE and index.device.type == "cpu":
-        host = a.detach().resolve_conj().resolve_neg().numpy()
+        try:
+            host = a.detach().resolve_conj().resolve_neg().numpy()
+        except RuntimeError:  # a tensor without storage of its own (torch.func's wrappers): torch's op
+            return a.index_select(0, index)
         return torch.from_numpy(np.take(host, index.numpy(), axis=0))
     return a.index_select(0, index)
 
@@ -190,7 +193,11 @@ def _once(where, grads):
     present = [g for g in grads if g is not None]
     if not present:
         return grads
+    try:
+        leaves = [g.detach().requires_grad_() for g in present]
+    except RuntimeError:  # torch.func's transforms forbid requires_grad_: their grads are taken as they are
+        return grads
     err = _functions.DelayedError(message, len(present))
-    marked = err(*[g.detach().requires_grad_() for g in present])
+    marked = err(*leaves)
     marked = iter(marked if isinstance(marked, tuple) else (marked,))
     return tuple(None if g is None else next(marked) for g in grads)
