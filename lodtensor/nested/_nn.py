@@ -17,7 +17,7 @@ from ._broadcast import check_nested, not_implemented, same_backend
 from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
-from ._registry import implements
+from ._registry import OP_TABLE, implements
 from ._structure import op_dim
 from ._tensor import NestedTensor, make, normalize_dim
 
@@ -192,7 +192,8 @@ def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` on every component: one GEMM on the flat buffer.
 
     ``weight`` is a dense ``(out_features, in_features)`` array of the same
-    library and dtype; the last component dim must be regular and equal
+    library and dtype (or, on the jagged layout, ``(in_features,)``, which
+    contracts the last dim away, as torch's); the last component dim must be regular and equal
     ``in_features``. Any other dims may be ragged.
 
     >>> import lodtensor.nested as ln
@@ -202,6 +203,12 @@ def linear(input, weight, bias=None):
     """
     where = "linear()"
     check_nested(input, where)
+    if getattr(weight, "ndim", None) == 1 and input.dim() >= 2 and input._layout == "jagged":  # torch's jagged
+        # layout: x @ w, the last dim contracted away (its strided layout refuses a 1-d weight)
+        if bias is not None:
+            raise ShapeError(f"{where}: a 1-d weight takes no bias (as torch's dense linear), got a bias of shape "
+                             f"{tuple(bias.shape)}")
+        return OP_TABLE["squeeze"](linear(input, weight.reshape(1, -1)), -1)
     if getattr(weight, "ndim", None) != 2:
         raise ShapeError(
             f"Linear requires nested_tensor.dim >= 2 and dense_matrix.dim == 2. Nested tensor dim: "
@@ -254,13 +261,16 @@ def _matmul_nested(where, a, b):
     out_sizes = np.concatenate([sa[:, :-1], sb[:, -1:]], axis=1)
     ops = a.backend
     out, st = map_components([a, b], ops.matmul, out_sizes)
-    return make(out, st, a._layout)
+    if a._struct.n and not a._struct.regular[-1] and (out_sizes == out_sizes[:1]).all():
+        return out.reshape((a._struct.n,) + tuple(int(v) for v in out_sizes[0]))  # the ragged dim contracted:
+    return make(out, st, a._layout)  # dense, as torch's jagged (B, D, j) @ (B, j, D)
 
 
 @implements("matmul", "torch.matmul", _T + "matmul", _T + "__matmul__")
 def matmul(input, other):
     """Matrix product of every pair of components (nested @ nested), or of every component with a
-    dense 2-d matrix (nested @ dense).
+    dense 2-d matrix, or with its own matrix of a dense ``(batch, k, m)`` array (nested @ dense). A
+    product that contracts the ragged dim, ``(B, D, j) @ (B, j, D)``, is dense, as torch's.
 
     Nested @ nested needs two nested tensors of the same rank >= 3 with equal
     batch dims per component (no broadcasting); the work is grouped by
@@ -279,6 +289,8 @@ def matmul(input, other):
             "other; a dense @ nested product is not supported"
         )
     if not isinstance(other, NestedTensor):
+        if backend_name_of(other) is not None and other.ndim == 3 and input.dim() == 3:
+            return bmm(input, other)  # a dense (batch, k, m): one matrix per component
         if backend_name_of(other) is None or other.ndim != 2:
             raise ShapeError(
                 f"matmul: Expected both self and other to be nested, but got a nested self and "

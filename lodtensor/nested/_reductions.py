@@ -125,8 +125,9 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         return make(out.reshape(-1), st.derive(sizes), input._layout)
     out, struct = map_components([make(buf, st)], lambda block: ops.reduce(block, kind, d, keepdim), sizes)
     result = make(out, struct, input._layout)
-    if axis == 0 and st.n and builtins.all(st.regular[1:]):  # no ragged dim left: dense, as torch's jagged sum
-        return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))
+    others = builtins.all(r for i, r in enumerate(st.regular) if i != axis)
+    if st.n and others and (axis == 0 or not st.regular[axis]):  # no ragged dim left: dense, as torch's jagged
+        return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))  # sum (also of a transposed view)
     return result
 
 

@@ -33,6 +33,9 @@ _T = "torch.Tensor."
 # -- reshape ----------------------------------------------------------------------------------
 def _new_sizes(where, nt, shape):
     st = nt._struct
+    if nt._layout == "jagged" and shape and isinstance(shape[0], int) and shape[0] == -1:  # torch's jagged layout
+        # keeps the batch dim for -1 too (its strided layout refuses)
+        shape = (st.n, *shape[1:])
     shape = keep_ragged(where, nt, shape)
     if not shape or shape[0] != st.n:
         raise ShapeError(

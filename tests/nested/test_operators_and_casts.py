@@ -150,3 +150,23 @@ def test_the_njt_surface_user_code_reaches_for():
     other = torch.zeros(1, dtype=torch.float64)
     _same(nt.type_as(other), tj.type_as(other))
     _same(nt.to(other), tj.to(other))
+
+
+def test_products_and_reductions_that_contract_the_ragged_dim_are_dense_as_torch():
+    nt, tj = _pair([torch.randn(2, 3), torch.randn(4, 3)])
+    gram, gram_j = nt.transpose(1, 2) @ nt, tj.transpose(1, 2) @ tj  # (B, D, j) @ (B, j, D)
+    assert isinstance(gram, torch.Tensor) and torch.allclose(gram, gram_j)
+    pooled = nt.transpose(1, 2).sum(2)
+    assert isinstance(pooled, torch.Tensor) and torch.allclose(pooled, tj.transpose(1, 2).sum(2))
+
+
+def test_matmul_with_a_dense_batch_linear_with_a_vector_and_reshape_of_minus_one():
+    nt, tj = _pair([torch.randn(2, 3), torch.randn(4, 3)])
+    per_component = torch.randn(2, 3, 5)
+    _same(torch.matmul(nt, per_component), torch.matmul(tj, per_component))
+    w = torch.randn(3)
+    for ours, theirs in zip(torch.nn.functional.linear(nt, w).unbind(), torch.nn.functional.linear(tj, w).unbind()):
+        assert ours.shape == theirs.shape and torch.allclose(ours, theirs)  # the last dim contracted away
+    with pytest.raises(ValueError, match="a 1-d weight takes no bias"):  # dense torch refuses it too
+        torch.nn.functional.linear(nt, w, torch.tensor(0.5))
+    _same(nt.reshape(-1, -1, 3), tj.reshape(-1, -1, 3))
