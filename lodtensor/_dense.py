@@ -110,6 +110,11 @@ def check_fill(value, dtype, where, name="pad_value"):
             raise TypeError(f"{where}: {name} of dtype {value.dtype} cannot be stored in the {dtype} result; "
                             f"pass a scalar or an array of the data's dtype")
         return
+    if host.dtype.kind == "O":  # numbers in an object array: as NumPy would read them
+        try:
+            host = np.array(host.tolist())
+        except (TypeError, ValueError, OverflowError):
+            pass
     if host.dtype.kind not in "biufc":
         raise TypeError(f"{where}: {name} must hold numbers of a NumPy dtype, got {host.dtype} "
                         f"{host.ravel()[:4].tolist()}")
@@ -124,7 +129,7 @@ def check_fill(value, dtype, where, name="pad_value"):
                 f"{where}: {name}={_first(value, host, bad)} cannot be stored in the {dtype} result; pass an "
                 f"integer {'0 or 1' if kind == 'b' else 'value'} (or convert the input to a floating dtype first)"
             )
-    bad = (real < low) | (real > high)
+    bad = (real < low) | (real >= high + 1)  # (high + 1 is a power of two, exact as a float: high is not)
     if bad.any():
         raise ValueError(f"{where}: {name}={_first(value, host, bad)} is out of range for the {dtype} result "
                          f"({low}..{high})")

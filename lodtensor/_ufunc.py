@@ -81,6 +81,15 @@ def _aligned(ufunc, j, args, result_shape):
     return loop >= 1 and loop == len(result_shape) - core_out
 
 
+def _flat(x):
+    """``x`` with every LoDTensor in it (nested in lists and tuples too) as its flat data (NumPy's view)."""
+    if isinstance(x, UfuncMixin):
+        return x.__array__()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_flat(v) for v in x) if type(x) in (list, tuple) else x
+    return x
+
+
 class UfuncMixin(NDArrayOperatorsMixin):
     """Operators and ``__array_ufunc__`` for a class with ``_data``, ``_lod`` and ``_new``."""
 
@@ -112,6 +121,11 @@ class UfuncMixin(NDArrayOperatorsMixin):
         if isinstance(result, tuple):
             return tuple(self._wrap_result(r, lod) for r in result)
         return self._wrap_result(result, lod)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy's functions that are not ufuncs (``np.sum``, ``np.concatenate``, ``np.flip``, ``np.shape``,
+        ...) see every LoDTensor among their arguments as its flat data and return plain arrays."""
+        return func(*_flat(args), **{key: _flat(value) for key, value in kwargs.items()})
 
     @staticmethod
     def _row_lod(ufunc, inputs, args, result_shape):

@@ -9,8 +9,6 @@ objects are accepted wherever a place is.
 
 import operator
 
-from .backend._pickle import unpickled_by
-
 __all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "as_place", "place_of"]
 
 
@@ -68,7 +66,6 @@ class Place:
         return (type(self), ())
 
 
-@unpickled_by
 class CPUPlace(Place):
     """Host memory. ``str(CPUPlace())`` is ``'Place(cpu)'`` as in Paddle.
 
@@ -84,7 +81,6 @@ class CPUPlace(Place):
         return "Place(cpu)"
 
 
-@unpickled_by
 class CUDAPinnedPlace(Place):
     """Page-locked host memory (for fast host-to-GPU copies); needs CUDA to allocate.
 
@@ -100,7 +96,6 @@ class CUDAPinnedPlace(Place):
         return "Place(gpu_pinned)"
 
 
-@unpickled_by
 class CUDAPlace(Place):
     """GPU ``device_id``. ``str(CUDAPlace(0))`` is ``'Place(gpu:0)'`` as in Paddle.
 
@@ -148,7 +143,6 @@ class CUDAPlace(Place):
         return (CUDAPlace, (self._id,))
 
 
-@unpickled_by
 class DevicePlace(Place):
     """Another device of the array library (torch's ``meta``, ``mps``, ``xpu``...): where data on
     such a device lives. It has no Paddle name.

@@ -8,6 +8,7 @@ rebased LoD; nothing is copied.
 import numpy as np
 
 from . import _indexing
+from . import place as _place
 from ._compile import eager, eager_under_compile, mark_rows_dynamic
 from ._conversions import ConversionsMixin
 from ._data import to_place
@@ -19,6 +20,9 @@ from .backend import backend_name_of, backend_of, dtype_kind, get_backend
 from .backend._pickle import portable, unpickled_by
 from .lod import LoD
 from .place import CPUPlace, Place, as_place, place_of
+
+for _cls in (_place.CPUPlace, _place.CUDAPinnedPlace, _place.CUDAPlace, _place.DevicePlace):
+    unpickled_by(_cls)  # a pickled LoDTensor's place rebuilds through its class (place.py sits below backend)
 
 __all__ = ["LoDTensor"]
 

@@ -445,3 +445,13 @@ def test_ufunc_where_and_copy_false_on_a_lodtensor():
     if np.lib.NumpyVersion(np.__version__) >= "2.0.0":
         with pytest.raises(ValueError, match="Unable to avoid copy"):
             np.array(t, dtype=np.float32, copy=False)  # as NumPy's own arrays: "never copy" refuses
+
+
+def test_writes_into_jagged_offsets_that_torch_does_not_count_are_caught_too():
+    torch = pytest.importorskip("torch")
+    t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
+    njt = t.to_nested_jagged()
+    assert t.to_nested_jagged().offsets() is njt.offsets()  # one per LoD: the njts share a nested int
+    njt.offsets().numpy()[1] = 3  # no version bump: torch does not see a write through .numpy()
+    assert lt.from_torch(njt).lod() == [[0, 3, 5]]  # the njt's own offsets, not the LoD's
+    assert t.lod() == [[0, 2, 5]] and t.to_nested_jagged().offsets().tolist() == [0, 2, 5]  # made anew

@@ -46,14 +46,14 @@ _OWN_OFFSETS = {}
 
 
 def _offsets_on(torch, offsets, device):
-    """The frozen host ``offsets`` as a torch int64 tensor on ``device``: torch's own copy (torch ignores
-    read-only memory, so a tensor sharing the LoD's would let a write in place reach the LoD),
-    remembered with its version so that :func:`_own_level` knows it again while nothing wrote it."""
+    """The frozen host ``offsets`` as a torch int64 tensor on ``device``, torch's own (torch ignores
+    read-only memory: a tensor over the LoD's would let a write reach the LoD). One per LoD, level and
+    device, shared by every conversion: torch ties a jagged tensor's nested int to its offsets tensor,
+    so jagged tensors of one LoD combine. Remembered for :func:`_intact`."""
     tensor = torch.from_numpy(np.array(offsets)).to(device)
-    version = _version(tensor)
-    if version is not None:
-        key = id(tensor)
-        _OWN_OFFSETS[key] = (weakref.ref(tensor, lambda _ref, key=key: _OWN_OFFSETS.pop(key, None)), offsets, version)
+    key = id(tensor)
+    _OWN_OFFSETS[key] = (weakref.ref(tensor, lambda _ref, key=key: _OWN_OFFSETS.pop(key, None)), offsets,
+                         _version(tensor))
     return tensor
 
 
@@ -65,11 +65,17 @@ def _version(tensor):
         return None
 
 
-def _own_level(offsets):
-    """The frozen host level that ``offsets`` (a tensor :func:`_offsets_on` made) copies, while no write
-    in place has changed it (torch's version counter, shared by its views); else None."""
+def _intact(offsets):
+    """The frozen host level that ``offsets`` (a tensor :func:`_offsets_on` made) still holds, else None.
+    A write in place shows in torch's version counter; on the host the values are compared too (one
+    pass, no copy), which also catches writes through ``.data`` or ``.numpy()``. On a GPU the counter
+    alone decides (comparing there would wait for the device)."""
     hit = _OWN_OFFSETS.get(id(offsets))
-    if hit is None or hit[0]() is not offsets or _version(offsets) != hit[2]:
+    if hit is None or hit[0]() is not offsets:
+        return None
+    if _version(offsets) != hit[2]:  # (an inference tensor keeps no count: None both times)
+        return None
+    if offsets.device.type == "cpu" and not np.array_equal(offsets.detach().numpy(), hit[1]):
         return None
     return hit[1]
 
@@ -87,9 +93,10 @@ def to_nested_jagged(t, level=None):
     """A ``layout=torch.jagged`` nested tensor whose values and offsets are this tensor's buffers.
 
     The values are ``t.data`` (a torch tensor sharing NumPy data; autograd kept
-    for torch data); the offsets are torch's own small copy of the LoD's, kept
-    with the LoD for the next conversion and known again by :func:`from_torch`
-    in O(1) while nothing has written into it. Components have shape
+    for torch data); the offsets are torch's own small copy of the LoD's, one
+    per LoD, shared by its conversions (torch ties a jagged tensor's nested int
+    to it, so they combine), made anew once written, and known again by
+    :func:`from_torch` without a check while it holds the LoD's offsets. Components have shape
     ``(length, *row_shape)``.
 
     Parameters
@@ -140,7 +147,7 @@ def to_nested_jagged(t, level=None):
     cache = t.lod._cached()
     key = ("interop.jagged", str(values.device), level)
     hit = cache.get(key)
-    if hit is None or _own_level(hit[0]) is None:  # (a caller wrote into an earlier njt.offsets(): made anew)
+    if hit is None or _intact(hit[0]) is None:  # (somebody wrote into an earlier njt.offsets(): made anew)
         rows = t.lod.absolute_offsets(level)
         lengths = np.diff(rows)
         offsets = _offsets_on(torch, rows, values.device)
@@ -249,10 +256,12 @@ def _from_jagged(nt, torch):
             "are not contiguous in values); a LoD has none. Compact it first: "
             "torch.nested.as_nested_tensor(list(njt.unbind()), layout=torch.jagged)"
         )
+    # to_nested_jagged()'s own offsets, still holding their level: the LoD's frozen level, no check; else
+    # the host offsets (the LoD lives on the host), copied and checked
     offsets = nt.offsets()
-    level = _own_level(offsets)  # to_nested_jagged()'s own, unwritten: the LoD's frozen level, O(1)
+    level = _intact(offsets)
     if level is None:
-        level = offsets.detach().cpu().numpy()  # the LoD lives on the host: foreign offsets copied and checked
+        level = offsets.detach().cpu().numpy()
     # values(): the differentiable view; without autograd the buffer itself is the same memory
     # and skips torch's dispatch (the private attribute, where this torch version has it)
     inner = getattr(nt, "_values", None)

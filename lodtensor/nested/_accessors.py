@@ -5,6 +5,7 @@
 import numpy as np  # noqa: F401 - the doctests use it
 
 from ..errors import ShapeError
+from ._permute import permuted
 from ._tensor import NestedTensor, make
 
 __all__ = ["JaggedAccessors"]
@@ -51,7 +52,7 @@ class JaggedAccessors:
 
     def contiguous(self):
         """This nested tensor, whose components lie one after another in one buffer; a transposed view
-        is copied into that order (once: the copy is cached on the view).
+        is copied into that order (a new buffer each time, of the values it reads now).
 
         >>> import lodtensor.nested as ln
         >>> nt = ln.nested_tensor([[[1, 2]], [[3, 4], [5, 6]]])
@@ -60,7 +61,7 @@ class JaggedAccessors:
         """
         if self._perm is None:
             return self
-        return make(self._buffer, self._struct, self._layout)
+        return make(permuted(self.backend, self._buf, self._st, self._perm), self._struct, self._layout)
 
     def values(self):
         """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged

@@ -170,8 +170,8 @@ def align(where, operands, *, dense=True):
             same_backend(where, ref._buffer, x)
             lined = _dense(where, ref, axis, x)
             arrays.append(lined)
-            if grown is not None:
-                grown = tuple(max(g, int(d)) for g, d in zip(grown, lined.shape[1:]))
+            if grown is not None:  # (not max: a size 0 stays 0 against a dense size 1)
+                grown = tuple(int(d) if g == 1 else g for g, d in zip(grown, lined.shape[1:]))
     struct = None
     if grown != own:  # size-1 regular dims of the components broadcast up, as on dense tensors
         sizes = st.sizes.copy()
@@ -187,11 +187,11 @@ def _grow(a, b):
         return None
     sa, sb = a.sizes, b.sizes
     differ = [d for d in range(a.rank) if not np.array_equal(sa[:, d], sb[:, d])]
-    if not differ or min(differ) < max(_regular_suffix(a), _regular_suffix(b)):
-        return None  # (a dim that differs must be regular in both, after every ragged dim)
+    if not differ or min(differ) < max(_regular_suffix(a), _regular_suffix(b), 1):
+        return None  # (a dim that differs must be regular in both, after every ragged dim, not the first)
     if any(not ((sa[:, d] == 1).all() or (sb[:, d] == 1).all()) for d in differ):
         return None
-    return a.derive(np.maximum(sa, sb))
+    return a.derive(np.where(sa == 1, sb, sa))  # (not max: a size 0 stays 0 against a size 1)
 
 
 def _align_grown(where, operands, nested, grown):
@@ -264,7 +264,9 @@ def _dense(where, nt, axis, dense, st=None):
     tail = comp[axis:]
     own = tuple(int(s) for s in st.sizes[0, axis:]) if st.n else tail
     for d, (a, b) in enumerate(zip(tail, own)):
-        if a not in (1, b) and b != 1:  # (a size-1 dim of the components grows to the dense operand's)
+        # a size-1 dim of the components grows to the dense operand's, but never the first component dim
+        # (the ragged one of the jagged layout, even where every length happens to be 1)
+        if a not in (1, b) and (b != 1 or axis + d == 0):
             raise ShapeError(
                 f"{where}: the dense operand's size {a} must match the nested tensor's size {b} at "
                 f"dim {axis + d + 1} (or be 1); dense shape {shape}"

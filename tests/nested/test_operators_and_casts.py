@@ -170,3 +170,29 @@ def test_matmul_with_a_dense_batch_linear_with_a_vector_and_reshape_of_minus_one
     with pytest.raises(ValueError, match="a 1-d weight takes no bias"):  # dense torch refuses it too
         torch.nn.functional.linear(nt, w, torch.tensor(0.5))
     _same(nt.reshape(-1, -1, 3), tj.reshape(-1, -1, 3))
+
+
+def test_broadcasting_keeps_zero_sizes_and_never_grows_the_ragged_dim():
+    empty, empty_j = _pair([torch.zeros(0, 4), torch.zeros(0, 4)])
+    bias = torch.randn(4)
+    assert (empty + bias).nested_size().tolist() == [[0, 4], [0, 4]]  # 0 against 1 stays 0
+    empty += bias
+    assert empty.nested_size().tolist() == [[0, 4], [0, 4]]
+    ones, ones_j = _pair([torch.randn(1, 4), torch.randn(1, 4)])
+    with pytest.raises(ValueError, match="must match the nested tensor's size 1"):
+        ones + torch.randn(3, 4)  # the ragged dim: every length 1 here, yet torch refuses to grow it
+    with pytest.raises(RuntimeError):
+        ones_j + torch.randn(3, 4)
+    zero_cols, _ = _pair([torch.zeros(2, 0), torch.zeros(3, 0)])
+    one_col, _ = _pair([torch.zeros(2, 1), torch.zeros(3, 1)])
+    assert (one_col + zero_cols).nested_size().tolist() == [[2, 0], [3, 0]]
+
+
+def test_contiguous_of_a_transposed_view_is_a_new_copy_of_what_it_reads():
+    nt = ln.nested_tensor([torch.arange(6.0).reshape(2, 3)], layout=torch.jagged)
+    view = nt.transpose(1, 2)
+    first, second = view.contiguous(), view.contiguous()
+    first.add_(100)
+    assert torch.equal(second.unbind()[0], nt.unbind()[0].T) and torch.equal(view.unbind()[0], nt.unbind()[0].T)
+    nt.mul_(0)
+    assert not view.contiguous().values().any()

@@ -39,11 +39,13 @@ def torch_dtype(dtype):
     """A torch dtype from a torch dtype, NumPy dtype or name."""
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
-    if isinstance(dtype, str):  # torch's own names too: "bfloat16" has no NumPy dtype
-        named = getattr(torch, dtype.removeprefix("torch."), None)
-        if isinstance(named, torch.dtype):
+    try:  # NumPy's meaning first ("float" is float64 on every backend)
+        return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+    except TypeError:
+        named = getattr(torch, dtype.removeprefix("torch."), None) if isinstance(dtype, str) else None
+        if isinstance(named, torch.dtype):  # torch's own names NumPy lacks: "bfloat16", "float8_e4m3fn"
             return named
-    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+        raise
 
 
 def _activations():
