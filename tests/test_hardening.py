@@ -448,7 +448,7 @@ def test_ufunc_where_and_copy_false_on_a_lodtensor():
 
 
 def test_writes_into_jagged_offsets_that_torch_does_not_count_are_caught_too():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     t = lt.LoDTensor(np.arange(5.0), [[0, 2, 5]])
     njt = t.to_nested_jagged()
     assert t.to_nested_jagged().offsets() is njt.offsets()  # one per LoD: the njts share a nested int
