@@ -1,4 +1,5 @@
-"""The shape of a nested tensor: ``Size([2, j1, 128])``, ragged dims as symbolic sizes.
+"""The shape of a nested tensor: ``Size([2, j1, 128])``, ragged dims as symbolic sizes (and its layout's
+name, :class:`LayoutName`, which compares equal to torch's layout objects).
 
 torch's jagged layout gives every ragged dim a symbolic size (a "nested int"
 printed ``j1``, ``j2``...) so that ``B, S, E = nt.shape`` works and two shapes
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..errors import ShapeError
 
-__all__ = ["RaggedSize", "Size", "ragged_size", "is_ragged_size", "keep_ragged"]
+__all__ = ["RaggedSize", "Size", "ragged_size", "is_ragged_size", "keep_ragged", "LayoutName"]
 
 _COUNTER = itertools.count(1)
 #: (components, digest of the sizes) -> the live RaggedSize of those sizes
@@ -177,3 +178,18 @@ def keep_ragged(where, nt, shape, offset=0):
 
 def _text(shape):
     return f"[{', '.join(str(s) for s in shape)}]"
+
+
+class LayoutName(str):
+    """A layout's name that also equals torch's layout object of that name (``str(torch.jagged)`` is
+    ``"torch.jagged"``), without importing torch."""
+
+    __slots__ = ()
+
+    def __eq__(self, other):
+        return str.__eq__(self, other) if isinstance(other, str) else str(other) == f"torch.{self}"
+
+    def __ne__(self, other):
+        return not self == other
+
+    __hash__ = str.__hash__

@@ -21,7 +21,7 @@ from . import _dispatch
 from ._autograd import AutogradMixin
 from ._permute import compose, logical_structure, normalize_perm, permute_view, permuted
 from ._structure import Structure, normalize_dim
-from ._symbolic import RaggedSize, Size, ragged_size
+from ._symbolic import LayoutName, RaggedSize, Size, ragged_size
 
 __all__ = ["NestedTensor", "Structure", "make", "make_view", "same_layout", "normalize_dim", "documents"]
 
@@ -52,21 +52,6 @@ def make_view(buffer, storage, perm, layout="strided"):
 def same_layout(a, b):
     """Whether nested tensors ``a`` and ``b`` lay their components out alike (perm and storage sizes)."""
     return a._perm == b._perm and a._st.same_as(b._st)
-
-
-class _LayoutName(str):
-    """A layout's name that also equals torch's layout object of that name (``str(torch.jagged)`` is
-    ``"torch.jagged"``), without importing torch."""
-
-    __slots__ = ()
-
-    def __eq__(self, other):
-        return str.__eq__(self, other) if isinstance(other, str) else str(other) == f"torch.{self}"
-
-    def __ne__(self, other):
-        return not self == other
-
-    __hash__ = str.__hash__
 
 
 def _op(name):
@@ -289,7 +274,7 @@ class NestedTensor(AutogradMixin):
     def layout(self):
         """``'strided'`` or ``'jagged'`` (the layout asked for at construction); it also compares equal to
         torch's ``torch.strided`` / ``torch.jagged``, so ``nt.layout == torch.jagged`` reads as on torch."""
-        return _LayoutName(self._layout)
+        return LayoutName(self._layout)
 
     @property
     def backend(self):
@@ -413,50 +398,31 @@ class NestedTensor(AutogradMixin):
         """Same as :meth:`reshape` (components are contiguous, so it is always a view)."""
         return _dispatch.OP_TABLE["view"](self, _shape_arg(shape))
 
-    __and__ = _op("bitwise_and")
-    __rand__ = _rop("bitwise_and")
-    __or__ = _op("bitwise_or")
-    __ror__ = _rop("bitwise_or")
-    __xor__ = _op("bitwise_xor")
-    __rxor__ = _rop("bitwise_xor")
-    __mod__ = _op("remainder")
-    __rmod__ = _rop("remainder")
-    __add__ = _op("add")
-    __radd__ = _rop("add")
-    __sub__ = _op("sub")
-    __rsub__ = _rop("sub")
-    __mul__ = _op("mul")
-    __rmul__ = _rop("mul")
-    __truediv__ = _op("div")
-    __rtruediv__ = _rop("div")
-    __matmul__ = _op("matmul")
-    __rmatmul__ = _rop("matmul")
-    __pow__ = _op("pow")
-    __rpow__ = _rop("pow")
-    __neg__ = _op("neg")
-    __abs__ = _op("abs")
-    __invert__ = _op("bitwise_not")
-    __lshift__ = _op("bitwise_left_shift")
-    __rshift__ = _op("bitwise_right_shift")
-    # in place, as torch's: the result written into this tensor's buffer (views and aliases see it)
-    __iadd__ = _op("add_")
-    __isub__ = _op("sub_")
-    __imul__ = _op("mul_")
-    __itruediv__ = _op("div_")
-    __imod__ = _op("remainder_")
-    __ipow__ = _op("pow_")
-    __iand__ = _op("bitwise_and_")
-    __ior__ = _op("bitwise_or_")
-    __ixor__ = _op("bitwise_xor_")
-    __ilshift__ = _op("bitwise_left_shift_")
-    __irshift__ = _op("bitwise_right_shift_")
-    __eq__ = _op("eq")
-    __ne__ = _op("ne")
-    __lt__ = _op("lt")
-    __le__ = _op("le")
-    __gt__ = _op("gt")
-    __ge__ = _op("ge")
     __hash__ = object.__hash__
+
+
+#: Python's operators as ops: name -> (operator, reflected operator, in-place operator); the in-place
+#: ones write into this tensor's buffer, as torch's (views and other names of it see the write)
+_OPERATORS = {
+    "add": ("__add__", "__radd__", "__iadd__"), "sub": ("__sub__", "__rsub__", "__isub__"),
+    "mul": ("__mul__", "__rmul__", "__imul__"), "div": ("__truediv__", "__rtruediv__", "__itruediv__"),
+    "remainder": ("__mod__", "__rmod__", "__imod__"), "pow": ("__pow__", "__rpow__", "__ipow__"),
+    "matmul": ("__matmul__", "__rmatmul__", None), "bitwise_and": ("__and__", "__rand__", "__iand__"),
+    "bitwise_or": ("__or__", "__ror__", "__ior__"), "bitwise_xor": ("__xor__", "__rxor__", "__ixor__"),
+    "bitwise_left_shift": ("__lshift__", None, "__ilshift__"),
+    "bitwise_right_shift": ("__rshift__", None, "__irshift__"),
+    "eq": ("__eq__", None, None), "ne": ("__ne__", None, None), "lt": ("__lt__", None, None),
+    "le": ("__le__", None, None), "gt": ("__gt__", None, None), "ge": ("__ge__", None, None),
+}
+_UNARY_OPERATORS = {"neg": "__neg__", "abs": "__abs__", "bitwise_not": "__invert__"}
+for _name, (_plain_op, _reflected, _inplace) in _OPERATORS.items():
+    setattr(NestedTensor, _plain_op, _op(_name))
+    if _reflected:
+        setattr(NestedTensor, _reflected, _rop(_name))
+    if _inplace:
+        setattr(NestedTensor, _inplace, _op(f"{_name}_"))
+for _name, _dunder in _UNARY_OPERATORS.items():
+    setattr(NestedTensor, _dunder, _op(_name))
 
 
 def _shape(nt):
