@@ -455,3 +455,11 @@ def test_writes_into_jagged_offsets_that_torch_does_not_count_are_caught_too():
     njt.offsets().numpy()[1] = 3  # no version bump: torch does not see a write through .numpy()
     assert lt.from_torch(njt).lod() == [[0, 3, 5]]  # the njt's own offsets, not the LoD's
     assert t.lod() == [[0, 2, 5]] and t.to_nested_jagged().offsets().tolist() == [0, 2, 5]  # made anew
+
+
+def test_negative_strides_reach_torch_as_a_copy():
+    torch = pytest.importorskip("torch")
+    reversed_rows = lt.LoDTensor(np.arange(6.0)[::-1], [[0, 2, 6]])  # torch refuses negative strides itself
+    assert reversed_rows.to_torch().data.tolist() == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
+    assert lt.get_backend("torch").asarray(np.arange(4)[::-2]).tolist() == [3, 1]
+    assert torch.equal(lt.LoDTensor(torch.arange(3.0), [[0, 3]]).data, torch.arange(3.0))

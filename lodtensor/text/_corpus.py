@@ -11,6 +11,7 @@ import os
 import numpy as np
 
 from .._validate import freeze
+from ..errors import LoDError
 from ..lod import LoD, _make
 from ..tensor import LoDTensor, _wrap
 from ._shards import check_layout, files_of, layouts
@@ -26,6 +27,9 @@ class _ParquetCorpus:
     e.g. document -> sentence -> word); a batch is a run of consecutive
     documents whose rows (the finest level: words) add up to at most
     ``batch_tokens``. A document longer than that is a batch of its own.
+    Documents without sentences go with a neighbouring batch (a batch of
+    only such documents would have a lod level without sequences); a shard
+    holding nothing else raises a ``LoDError``.
 
     The files are split over the ``num_replicas * num_workers`` shards (rank
     taken when the corpus is built, DataLoader worker when it is iterated):
@@ -190,6 +194,9 @@ class _ParquetCorpus:
         return self._batches(files, stride, offset)
 
     def _batches(self, files, stride, offset):
+        return (_emit(batch) for batch in _fold_hollow(self._pieces(files, stride, offset)))
+
+    def _pieces(self, files, stride, offset):
         from ..interop import read_parquet
 
         columns = [self.column, *[c for c in self.with_columns if c != self.column]]
@@ -242,17 +249,17 @@ class _ParquetCorpus:
                 pending_rows += csum[bounds[1]]
             if pending and (fills or not pieces):
                 if fills:
-                    yield _emit(_join(pending))
+                    yield _join(pending)
                     pending, pending_rows = [], 0
                 else:
                     continue
             last = pieces.pop() if tail else None
             for piece in pieces:
-                yield _emit(list(piece))
+                yield list(piece)
             if last is not None:
                 pending, pending_rows = [last], csum[n] - csum[bounds[-2]]
         if pending:
-            yield _emit(_join(pending))
+            yield _join(pending)
 
     def _read_size(self, path):
         """Documents per record batch for ``path``: ``docs_per_read``, or ~4 batches' worth (>= 1024, >= 256K rows)."""
@@ -309,6 +316,31 @@ def _rows_per_document(path, column):
 
 def _emit(parts):
     return parts[0] if len(parts) == 1 else tuple(parts)
+
+
+def _hollow(parts):
+    """Whether a batch holds only documents without sentences: a level below the documents then has no
+    sequence, which a LoD cannot describe (every level holds at least one)."""
+    return any(level.size < 2 for level in parts[0].lod.levels[1:])
+
+
+def _fold_hollow(batches):
+    """``batches`` with every hollow one (:func:`_hollow`) joined to a neighbour, the next where there is
+    one (its empty documents first), else the one before: one batch of lookahead. An epoch whose
+    documents all lack sentences has nothing to join them to: that raises."""
+    held = None
+    for parts in batches:
+        if held is not None and (_hollow(held) or _hollow(parts)):
+            held = _join([held, parts])
+            continue
+        if held is not None:
+            yield held
+        held = parts
+    if held is not None:
+        if _hollow(held):
+            raise LoDError("ParquetCorpus: every document of this shard has no sentences; a LoD batch needs at "
+                           "least one sentence (filter the empty documents out, or use fewer shards)")
+        yield held
 
 
 def _row_offsets(t, path, column):
@@ -386,9 +418,15 @@ def _split(t, bounds):
 
 
 def _take(t, index):
-    """Documents ``index`` of ``t`` (a copy)."""
+    """Documents ``index`` of ``t`` (a copy). Where none of them has a sentence, a hollow piece (its
+    lower levels hold no sequence, which no LoD describes alone), as :func:`_split` makes: the batching
+    joins it to a neighbouring batch (:func:`_fold_hollow`)."""
     if t.lod_level == 0:
         return LoDTensor(t.data[t.backend.asarray(index)])
+    if t.lod_level > 1 and not t.lod.lengths(0)[index].any():
+        empty = freeze(np.zeros(1, dtype=np.int64))
+        levels = (freeze(np.zeros(index.size + 1, dtype=np.int64)),) + (empty,) * (t.lod_level - 1)
+        return _wrap(t.data[:0], _make(levels), t.place())
     return t[index]
 
 

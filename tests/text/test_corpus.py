@@ -261,3 +261,22 @@ def test_foreign_shards_are_described_by_their_arrow_schema(tmp_path):
         ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0)
     os.remove(tmp_path / "b.parquet")
     assert [t.tolist() for t in ParquetCorpus(tmp_path, "words", 10, num_replicas=1, rank=0)] == [[[[1, 2]], [[3]]]]
+
+
+def test_documents_without_sentences_join_a_neighbouring_batch(tmp_path):
+    """A batch of only sentence-less documents has a level without sequences, which no LoD describes (nor
+    pickles, as DataLoader workers do): such documents go with the next batch, or the one before."""
+    import pickle
+
+    path = str(tmp_path / "docs.parquet")
+    lt.write_parquet(path, {"w": lt.from_nested_list([[[1, 2, 3]], [], [[4]], [], []], lod_level=2)})
+    batches = list(ParquetCorpus(path, "w", batch_tokens=2, num_replicas=1, rank=0))
+    for b in batches:
+        again = pickle.loads(pickle.dumps(b))
+        assert again.lod() == b.lod() and lt.LoDTensor(np.asarray(b.data), b.lod()).lod() == b.lod()
+    assert sum(len(b.lod()[0]) - 1 for b in batches) == 5  # every document once
+    assert [np.asarray(b.data).tolist() for b in batches] == [[1, 2, 3], [4]]
+    lonely = str(tmp_path / "empty.parquet")
+    lt.write_parquet(lonely, {"w": lt.from_nested_list([[], [[1]]], lod_level=2)})
+    with pytest.raises(lt.LoDError, match="every document of this shard has no sentences"):
+        list(ParquetCorpus(lonely, "w", batch_tokens=10, num_replicas=2, rank=0))

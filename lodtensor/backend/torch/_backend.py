@@ -148,8 +148,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if isinstance(obj, torch.Tensor):
             out = obj.to(device=device or obj.device, dtype=dtype or obj.dtype)
             return out.clone() if copy and out is obj else out
-        if isinstance(obj, np.ndarray) and not obj.flags.writeable:
-            obj = obj.copy()  # torch warns on read-only memory; offsets are small
+        if isinstance(obj, np.ndarray) and (not obj.flags.writeable or any(s < 0 for s in obj.strides)):
+            obj = obj.copy()  # torch warns on read-only memory and refuses negative strides: a copy
         out = torch.as_tensor(obj, dtype=dtype, device=device)
         return out.clone() if copy else out
 
