@@ -187,7 +187,6 @@ class Table:
         return None
 
     def finish(self):
-        self._refine()
         ref = self._best(self.reference)
         lim = self._best(self.limit) if self.limit else None
         for row in self.rows:
@@ -279,11 +278,32 @@ class Report:
         self.facts = {}
         self.goals = []
         self.notes = []
+        self.stream = None  # called with each table once it is complete
 
     def table(self, *args, **kwargs):
+        self.close()  # the tables are built one after another: the last one is complete
         t = Table(*args, **kwargs)
+        t.started = time.perf_counter()
         self.tables.append(t)
         return t
+
+    def close(self):
+        """Finish the last table and hand it to ``stream`` (run.py prints each table as it is done, so a
+        run stopped at its time limit keeps what it measured)."""
+        if self.tables and not getattr(self.tables[-1], "streamed", False):
+            last = self.tables[-1]
+            last.finish()
+            last.elapsed = time.perf_counter() - last.started
+            last.streamed = True
+            if self.stream is not None:
+                self.stream(last)
+
+    def abandon(self):
+        """Stopped early: no more timing passes (the unfinished table keeps its first pass)."""
+        for t in self.tables:
+            t._refined = True
+            for row in t.rows:
+                row["fn"] = row["timing"] = None
 
     def goal(self, text, met, detail=""):
         """Record whether a stated goal is met (printed after the tables)."""

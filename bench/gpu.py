@@ -37,7 +37,9 @@ TITLE = "GPU: segment sum, max, softmax and pad vs a device-to-device copy"
 ROWS_PER_SEQUENCE = (1, 160)  # lengths drawn uniformly from [1, 160): mean ~80, 100K sequences -> ~8M rows
 SEQUENCES = 100_000
 WIDTH = 128
-GPU = {"budget": 0.5, "min_repeat": 5}
+GPU = {"budget": min(0.5, _common.BUDGET), "min_repeat": 5}  # BENCH_BUDGET may shorten it
+# The parts to run, in this order (BENCH_GPU_PARTS, e.g. "sweep" alone in a second device call)
+PARTS = ("uniform", "skewed", "training", "sweep")
 
 
 SKEWED_ELEMENTS = 1 << 28  # float32 elements per skewed workload: 1 GiB
@@ -297,7 +299,7 @@ def run(report):
     import lodtensor as lt  # noqa: PLC0415
     from lodtensor import sequence as S  # noqa: PLC0415
 
-    scale = 100 if dry else 1
+    scale = int(os.environ.get("BENCH_GPU_SCALE", "") or (100 if dry else 1))  # the workloads at 1/scale
     data, lengths, offsets = _workload(scale)
     rows, n = data.shape[0], lengths.size
     nbytes = data.nbytes
@@ -348,12 +350,11 @@ def run(report):
             "pad": [("torch.nested jagged", lambda: torch.nested.to_padded_tensor(jagged, 0.0))],
         }
 
-    _skewed(report, lt, S, torch if (has_cuda or dry) else None, cupy, device, where, scale, dry)
-    if torch is not None and (dry or torch.cuda.is_available()):
-        _recurrences(report, torch, device, where, dry)
-        _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, workload)
-
-    for op in ("sum", "max", "mean", "softmax", "pad"):
+    parts = os.environ.get("BENCH_GPU_PARTS", "").replace(",", " ").split() or PARTS
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        raise ValueError(f"BENCH_GPU_PARTS: unknown part(s) {unknown}; expected some of {list(PARTS)}")
+    for op in ("sum", "max", "mean", "softmax", "pad") if "uniform" in parts else ():
         table = report.table(f"{op}", workload, reference=f"lodtensor ({next(iter(ours))})",
                              limit="device-to-device copy")
         if cupy is not None:
@@ -387,7 +388,13 @@ def run(report):
                 if theirs is not None:  # issue 24: at or under torch's own ops
                     report.goal(f"{op} ({name}): at or under {other}", mine <= theirs, f"{theirs / mine:.2f}x")
 
-    if cupy is not None:  # the host-side launch choices of _tuning.py, side by side
+    if "skewed" in parts:
+        _skewed(report, lt, S, torch if (has_cuda or dry) else None, cupy, device, where, scale, dry)
+    if "training" in parts and torch is not None and (dry or torch.cuda.is_available()):
+        _recurrences(report, torch, device, where, dry)
+        _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, workload)
+
+    if "sweep" in parts and cupy is not None:  # the host-side launch choices of _tuning.py, side by side
         import _gpu_sweep  # noqa: PLC0415
 
         workloads = [("uniform " + workload, ours["cupy"], tdata, toffsets, ("sum", "max", "softmax"))]

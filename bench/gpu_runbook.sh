@@ -9,7 +9,8 @@
 # where installed). Uses the machine's own interpreter (GPU_PYTHON, default python3: torch, CuPy,
 # pytest and hypothesis installed, no package index needed). Writes each part's log, a summary
 # and bench/results/gpu.json into the folder given. Each part has its own time limit (TEST_S,
-# BENCH_S, SANITIZE_S, PROFILE_S seconds), so a slow part cannot eat the others' time.
+# BENCH_S, SANITIZE_S, PROFILE_S seconds), so a slow part cannot eat the others' time; the bench
+# prints each table as it is measured, and what it measured by its limit stays in its log and JSON.
 set -u
 out=${1:-gpu-run}
 shift
@@ -34,7 +35,10 @@ wants() { case " $parts " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 wants build && step build 60 "$py" setup.py -q build_ext --inplace
 wants test && PYTEST_ADDOPTS="-rs --durations=25" step test-gpu "${TEST_S:-240}" make test-gpu PYTHON="$py"
 if wants bench; then
-    step bench-gpu "${BENCH_S:-280}" make bench-gpu PYTHON="$py"
+    # each table is printed once measured; the bench stops itself 15 s before its limit (keeping
+    # what it measured, and dumping every thread's stack if native code holds the main thread)
+    PYTHONUNBUFFERED=1 BENCH_DEADLINE=$((${BENCH_S:-280} - 15)) BENCH_BUDGET=${BENCH_BUDGET:-0.3} \
+        step bench-gpu "${BENCH_S:-280}" make bench-gpu PYTHON="$py"
     cp bench/results/gpu.json "$out/" 2>/dev/null
 fi
 wants memcheck && PYTHONPATH=. step memcheck "${SANITIZE_S:-90}" \

@@ -11,11 +11,16 @@ Times are best-of-N after a warm-up (``time.perf_counter``); the columns
 "x lodtensor" and "x copy" divide each contender's best time by lodtensor's and
 by the memory-copy limit's (``np.copyto`` of the same bytes): above 1 means
 slower than lodtensor / than a plain copy. Set ``BENCH_BUDGET`` (seconds per
-contender, default 0.6) to trade run time for steadier numbers.
+contender, default 0.6) to trade run time for steadier numbers. Each table is
+printed as soon as it is measured; ``BENCH_DEADLINE`` (seconds) stops a run
+there (as SIGTERM does), keeping the tables measured by then in the output and
+the JSON, and exits 124.
 """
 
+import faulthandler
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -46,16 +51,37 @@ def discover():
     return names
 
 
+class Interrupted(BaseException):
+    """The time limit (SIGALRM from BENCH_DEADLINE, or SIGTERM from ``timeout``): report, then stop."""
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
+
+
+def _print_table(table):
+    print()
+    print(table.format())
+    print(f"   ({table.elapsed:.1f} s)", flush=True)
+
+
 def run_module(name):
     module = __import__(name)
     report = _common.Report(name, getattr(module, "TITLE", name))
+    print(f"\n#### {name}: {report.title}", flush=True)
+    report.stream = _print_table
     t0 = time.perf_counter()
-    module.run(report)
+    interrupted = False
+    try:
+        module.run(report)
+    except Interrupted:  # a device call has a time limit: keep the tables measured so far
+        interrupted = True
+        report.abandon()
+        report.notes.append("stopped at its time limit (BENCH_DEADLINE or SIGTERM): the tables measured by "
+                            "then, the last one from its first timing pass")
+    report.close()
     elapsed = time.perf_counter() - t0
-    print(f"\n#### {name}: {report.title}  ({elapsed:.1f} s)")
-    for table in report.tables:
-        print()
-        print(table.format())
+    print(f"\n   {name}: {elapsed:.1f} s")
     for note in report.notes:
         print(f"\n   note: {note}")
     if report.goals:
@@ -69,7 +95,9 @@ def run_module(name):
     path = os.path.join(RESULTS, f"{name}.json")
     with open(path, "w") as f:
         json.dump(data, f, indent=1, default=_jsonable)
-    print(f"\n   -> {os.path.relpath(path)}")
+    print(f"\n   -> {os.path.relpath(path)}", flush=True)
+    if interrupted:
+        raise SystemExit(124)
     return data
 
 
@@ -94,6 +122,14 @@ def main(argv):
     if unknown:
         print(f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(available)}", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _interrupt)
+    deadline = int(os.environ.get("BENCH_DEADLINE", "0") or 0)  # seconds: stop there, keeping the tables
+    if deadline > 0:
+        signal.signal(signal.SIGALRM, _interrupt)
+        signal.alarm(deadline)
+        # a main thread held in native code (a kernel that never ends, a compile) cannot take the
+        # signal: then every thread's stack goes to stderr, to say where
+        faulthandler.dump_traceback_later(deadline + 5, exit=False)
     info = _common.versions()
     print("lodtensor benchmarks  seed", _common.SEED)
     print("   " + ", ".join(f"{k} {v if v is not None else 'not installed'}" for k, v in info.items()))
