@@ -1,4 +1,7 @@
-"""torch.func.grad through the torch backend's autograd Functions (forward / setup_context / backward)."""
+"""torch.func.grad through the torch backend's autograd Functions (forward / setup_context / backward),
+on CPU tensors and (marked gpu) on CUDA tensors, whose Functions run the project's CUDA kernels."""
+
+import shutil
 
 import numpy as np
 import pytest
@@ -10,6 +13,25 @@ torch = pytest.importorskip("torch")
 from torch.func import grad  # noqa: E402
 
 OFFSETS = [[0, 3, 3, 7, 10]]
+# "emulated": CPU tensors down the torch-CUDA route, its kernels emulated (tests/backend/cuda_emu.py),
+# so the CUDA autograd Functions' setup_context runs here too
+DEVICES = ["cpu", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture
+def device(request):
+    if request.param == "emulated":
+        if shutil.which("g++") is None:
+            pytest.skip("needs g++ to build the CUDA stand-in")
+        stub = request.getfixturevalue("route")
+        yield "cpu"
+        assert stub.launches, "the torch-CUDA route ran no kernel"
+        return
+    yield request.param
+
+
+def _host(x):
+    return x.detach().cpu().numpy()
 
 
 def _dense_loss(op):
@@ -31,9 +53,10 @@ def _dense_loss(op):
     return loss
 
 
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("op", ["sum", "max", "softmax"])
-def test_torch_func_grad_matches_the_dense_reference(op):
-    x = torch.randn(10, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+def test_torch_func_grad_matches_the_dense_reference(op, device):
+    x = torch.randn(10, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3)).to(device)
 
     def ours(values):
         t = lt.LoDTensor(values, OFFSETS)
@@ -41,38 +64,43 @@ def test_torch_func_grad_matches_the_dense_reference(op):
             return (S.sequence_softmax(t).data * values).sum()
         return (S.sequence_pool(t, op).data ** 2).sum()
 
-    np.testing.assert_allclose(grad(ours)(x).numpy(), grad(_dense_loss(op))(x).numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_host(grad(ours)(x)), _host(grad(_dense_loss(op))(x)), rtol=1e-10, atol=1e-12)
 
 
-def test_torch_func_grad_through_padding():
-    x = torch.randn(10, 4, dtype=torch.float64)
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_torch_func_grad_through_padding(device):
+    x = torch.randn(10, 4, dtype=torch.float64).to(device)
 
     def ours(values):
         padded, _ = lt.LoDTensor(values, OFFSETS).to_padded()
         return (padded ** 2).sum()
 
-    np.testing.assert_allclose(grad(ours)(x).numpy(), (2 * x).numpy())
+    np.testing.assert_allclose(_host(grad(ours)(x)), _host(2 * x))
 
 
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("layer", ["lstm", "gru"])
-def test_torch_func_grad_through_the_recurrences(layer):
+def test_torch_func_grad_through_the_recurrences(layer, device):
     from lodtensor.nn import functional as F
 
     g = torch.Generator().manual_seed(5)
     d = 3
     x = torch.randn(7, (4 if layer == "lstm" else 3) * d, dtype=torch.float64, generator=g)
     lod = [[0, 2, 2, 7]]
+    x = x.to(device)
     if layer == "lstm":
         w, b = torch.randn(d, 4 * d, dtype=torch.float64, generator=g), torch.randn(1, 7 * d, dtype=torch.float64)
+        w, b = w.to(device), b.to(device)
 
         def loss(x):
             return F.dynamic_lstm(lt.LoDTensor(x, lod), w, b)[0].data.square().sum()
     else:
         w, b = torch.randn(d, 3 * d, dtype=torch.float64, generator=g), torch.randn(1, 3 * d, dtype=torch.float64)
+        w, b = w.to(device), b.to(device)
 
         def loss(x):
             return F.dynamic_gru(lt.LoDTensor(x, lod), w, b).data.square().sum()
 
     xr = x.clone().requires_grad_()
     loss(xr).backward()
-    np.testing.assert_allclose(grad(loss)(x).numpy(), xr.grad.numpy(), rtol=1e-12)  # torch.func = autograd
+    np.testing.assert_allclose(_host(grad(loss)(x)), _host(xr.grad), rtol=1e-12)  # torch.func = autograd

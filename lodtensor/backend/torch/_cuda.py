@@ -47,6 +47,12 @@ def _cupy():
     return _CUPY or None
 
 
+def wrapped(x):
+    """Whether ``x`` is a torch.func wrapper (``grad``'s, ``vmap``'s: a backward under
+    ``torch.func.grad`` gets them): it has no memory of its own for a kernel to read."""
+    return torch._C._functorch.is_functorch_wrapped_tensor(x)
+
+
 def fits(x, *, words=False):
     """Whether tensor ``x`` takes the kernels: a CUDA tensor (a CPU one when emulated) of a dtype they
     compute (``words``: any dtype of 1-8 bytes, for pad/unpad's plain copies), outside tracing."""
@@ -180,7 +186,7 @@ class SegmentReduce(torch.autograd.Function):
     def backward(ctx, grad):
         data, offsets, ids, out = ctx.saved_tensors
         if (ctx.op in ("max", "min") and _tuning.FUSED_EXTREME_GRAD and not torch.is_grad_enabled()
-                and fits(grad) and data.is_floating_point() and ctx.rows and offsets.numel() > 1):
+                and fits(grad) and not wrapped(grad) and data.is_floating_point() and ctx.rows and offsets.numel() > 1):
             return _extreme_grad(data, out, grad, offsets), None, None, None, None
         ids = _ids(ids, offsets, ctx.rows)
         shape = (-1,) + (1,) * (grad.dim() - 1)
@@ -239,11 +245,16 @@ class SegmentSoftmax(torch.autograd.Function):
         rows = int(y.shape[0])
         if rows == 0:
             return grad, None, None
-        if _tuning.FUSED_SOFTMAX_GRAD and fits(grad) and y.numel() and offsets.numel() > 1:
+        held = wrapped(grad)  # under torch.func.grad: torch's own ops, no kernel
+        if _tuning.FUSED_SOFTMAX_GRAD and not held and fits(grad) and y.numel() and offsets.numel() > 1:
             return _softmax_grad(grad, y, offsets), None, None
         gy = grad * y
-        total = _reduce("sum", gy, offsets, 0)
-        return y * (grad - total.index_select(0, _ids(ids, offsets, rows))), None, None
+        ids = _ids(ids, offsets, rows)
+        if held:
+            total = gy.new_zeros((offsets.numel() - 1,) + tuple(gy.shape[1:])).index_add(0, ids, gy)
+        else:
+            total = _reduce("sum", gy, offsets, 0)
+        return y * (grad - total.index_select(0, ids)), None, None
 
 
 def _words(x):

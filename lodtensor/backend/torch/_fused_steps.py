@@ -23,7 +23,7 @@ def steps(kind, x, acts, operands):
     if not _tuning.FUSED_STEPS or x.dtype not in _DTYPES or not _cuda.fits(x):
         return None
     if not _steps.serves(_DTYPES[x.dtype], acts, operands) or any(
-            t is not None and t.device != x.device for t in operands):
+            t is not None and (t.device != x.device or _cuda.wrapped(t)) for t in operands):
         return None
     dev = _cuda._Device(x.device)
     cls = _steps.LSTMSteps if kind == "lstm" else _steps.GRUSteps
