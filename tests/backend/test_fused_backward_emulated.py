@@ -284,3 +284,18 @@ def test_torch_route_fused_pool_backward_matches_the_unfused(route, monkeypatch,
         assert fused.dtype == unfused.dtype == dtype
         tol = {torch.float64: 1e-12, torch.float32: 1e-6, torch.float16: 1e-3}[dtype]
         np.testing.assert_allclose(fused.double().numpy(), unfused.detach().double().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("op", ["softmax", "sum", "average", "max", "pad"])
+def test_torch_route_second_derivatives(route, op):
+    """create_graph through the route's Functions (a gradient penalty, a Hessian-vector product): the
+    second derivative is right (softmax's backward was once-differentiable and ran kernels, so a
+    penalty on its gradient got no gradient at all)."""
+    from lodtensor import sequence as S  # noqa: PLC0415
+
+    offsets = [0, 2, 2, 5, 6, 40]
+    calls = {"softmax": lambda t: S.sequence_softmax(t).data, "pad": lambda t: S.sequence_pad(t, 0.0)[0].data}
+    f = calls.get(op, lambda t: S.sequence_pool(t, op).data)
+    x = torch.randn(40, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(2), requires_grad=True)
+    assert torch.autograd.gradgradcheck(lambda d: f(lt.LoDTensor(d, [offsets])), (x,))
+    assert route.launches

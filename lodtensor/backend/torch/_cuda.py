@@ -239,18 +239,19 @@ class SegmentSoftmax(torch.autograd.Function):
         ctx.save_for_backward(output, offsets, ids)
 
     @staticmethod
-    @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         y, offsets, ids = ctx.saved_tensors
         rows = int(y.shape[0])
         if rows == 0:
             return grad, None, None
-        held = wrapped(grad)  # under torch.func.grad: torch's own ops, no kernel
-        if _tuning.FUSED_SOFTMAX_GRAD and not held and fits(grad) and y.numel() and offsets.numel() > 1:
+        # A graph of the backward (create_graph: a gradient penalty, a Hessian) or torch.func's wrapped
+        # gradients (no memory for a kernel): torch's own differentiable ops. Else the kernels.
+        graph = torch.is_grad_enabled() or wrapped(grad)
+        if _tuning.FUSED_SOFTMAX_GRAD and not graph and fits(grad) and y.numel() and offsets.numel() > 1:
             return _softmax_grad(grad, y, offsets), None, None
         gy = grad * y
         ids = _ids(ids, offsets, rows)
-        if held:
+        if graph:
             total = gy.new_zeros((offsets.numel() - 1,) + tuple(gy.shape[1:])).index_add(0, ids, gy)
         else:
             total = _reduce("sum", gy, offsets, 0)
