@@ -15,6 +15,7 @@ level give a writable tensor. So lodtensor never hands a frozen level to torch
 or to a DLPack consumer; they get copies.)
 """
 
+import sys
 import weakref
 
 import numpy as np
@@ -80,6 +81,12 @@ def _recognised(arr):
     return _CHECKED.get(_key(arr))
 
 
+def _functorch_wrapped(values):
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(values, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(
+        values)
+
+
 def _integer_array(values, name):
     """``values`` as a fresh 1-D int64 array; reject floats, bools, ragged and N-d input."""
     if isinstance(values, (str, bytes)):
@@ -89,7 +96,12 @@ def _integer_array(values, name):
     elif hasattr(values, "__array__") or hasattr(values, "__dlpack__"):
         try:
             arr = np.asarray(values)
-        except Exception as err:  # torch CUDA tensors, cupy arrays
+        except Exception as err:  # torch CUDA tensors, cupy arrays, torch.func's wrapped tensors
+            if _functorch_wrapped(values):
+                raise TypeError(
+                    f"{name} must be host integers, got a tensor batched or tracked by torch.func (vmap/grad): "
+                    "offsets cannot vary per sample; expected the same LoD for every sample (vmap may batch "
+                    "the data only)") from err
             raise TypeError(
                 f"{name} must be host integers (a list or a NumPy array), got "
                 f"{type(values).__name__}; move it to the CPU first"

@@ -14,6 +14,7 @@ from ..numpy._compiled import compiled_kernels, compiled_pointwise
 from . import _cuda, _tuning
 from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
+from ._vmap import wrapped
 
 __all__ = ["TorchBackend", "make_backend"]
 
@@ -276,6 +277,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if ids is None:
             ids = self.segment_ids(offsets, total=data.shape[0])
         out = torch.zeros((n,) + tuple(data.shape[1:]), dtype=data.dtype, device=data.device)
+        if wrapped(data):  # under vmap: out of place (vmap cannot add a batch into an unbatched tensor)
+            return out.index_add(0, ids, data)
         return out.index_add_(0, ids, data)  # in place on a fresh tensor: autograd still records it
 
     def segment_mean(self, data, offsets, *, empty=0, ids=None):

@@ -23,6 +23,7 @@ from ..numpy._compiled import (
     compiled_softmax_grad,
 )
 from ..numpy._special import run_compiled
+from ._vmap import rows_rule
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
 
@@ -30,6 +31,7 @@ _NUMPY = NumpyBackend()
 
 
 # -- segment max, min and softmax: the NumPy kernels forward ----------------------------------------
+@rows_rule
 class SegmentExtreme(torch.autograd.Function):
     """Max or min of each row segment of a CPU tensor.
 
@@ -64,10 +66,11 @@ class SegmentExtreme(torch.autograd.Function):
             lengths = offsets[1:] - offsets[:-1]
             ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=data.shape[0])
         hit = (data == out.index_select(0, ids)).to(grad.dtype)
-        ties = torch.zeros_like(out, dtype=grad.dtype).index_add_(0, ids, hit)
-        return grad.index_select(0, ids) * hit / ties.clamp_(min=1).index_select(0, ids), None, None, None, None
+        ties = torch.zeros_like(out, dtype=grad.dtype).index_add(0, ids, hit)  # out of place: vmap batches it
+        return grad.index_select(0, ids) * hit / ties.clamp(min=1).index_select(0, ids), None, None, None, None
 
 
+@rows_rule
 class SegmentSoftmax(torch.autograd.Function):
     """Softmax over each row segment of a CPU tensor: the NumPy kernel forward (3x faster than
     the torch ops here for one score per row); backward ``y * (g - segment_sum(g * y))``, by the
@@ -128,6 +131,7 @@ def _flat_pad_index(offsets, maxlen, rows):
     return torch.arange(rows) + torch.repeat_interleave(shift, lengths, output_size=rows)
 
 
+@rows_rule
 class PadCPU(torch.autograd.Function):
     """Rows into ``(n, maxlen, *row)`` by the NumPy kernel; the gradient is the unpadding of
     the incoming one (``index_select``, itself differentiable; into a pooled output without
@@ -152,6 +156,7 @@ class PadCPU(torch.autograd.Function):
         return _gather_rows(flat, index), None, None, None, None
 
 
+@rows_rule(lead=2)
 class UnpadCPU(torch.autograd.Function):
     """The first ``length`` rows of each padded sequence by the NumPy kernel; the gradient
     is the incoming one padded with zeros."""
@@ -219,6 +224,7 @@ def _spmm_segment_sum(flat, offsets):
     return out
 
 
+@rows_rule
 class SegmentSumSpMM(torch.autograd.Function):
     """Segment sum of 2-D rows by the NumPy backend's compiled kernel on the tensor's own memory
     (rows of 32 bytes or more, where it was built) or else by SpMM; the backward pass copies each

@@ -22,6 +22,7 @@ import torch
 
 from ..cupy import _launch, _tuning
 from ..cupy import cuda as _kernels
+from ._vmap import rows_rule, wrapped
 
 __all__ = ["fits", "SegmentReduce", "SegmentSoftmax", "Pad", "Unpad"]
 
@@ -45,12 +46,6 @@ def _cupy():
         except Exception:  # noqa: BLE001 - an unusable CuPy (no driver, wrong CUDA) is no CuPy
             _CUPY = False
     return _CUPY or None
-
-
-def wrapped(x):
-    """Whether ``x`` is a torch.func wrapper (``grad``'s, ``vmap``'s: a backward under
-    ``torch.func.grad`` gets them): it has no memory of its own for a kernel to read."""
-    return torch._C._functorch.is_functorch_wrapped_tensor(x)
 
 
 def fits(x, *, words=False):
@@ -166,6 +161,7 @@ def _extreme_grad(data, out, grad, offsets):
     return dev.tensor(res).reshape(data.shape).to(grad.dtype)
 
 
+@rows_rule
 class SegmentReduce(torch.autograd.Function):
     """Segment sum/mean/max/min by the kernels; backward by ``index_select`` over the segment ids
     (max/min: the gradient shared among the rows equal to the result, as ``scatter_reduce`` does, by
@@ -196,7 +192,7 @@ class SegmentReduce(torch.autograd.Function):
             lengths = (offsets[1:] - offsets[:-1]).clamp(min=1).reshape(shape).to(grad.dtype)
             return (grad / lengths).index_select(0, ids), None, None, None, None
         hit = (data == out.index_select(0, ids)).to(grad.dtype)
-        count = torch.zeros_like(grad).index_add_(0, ids, hit).clamp(min=1)
+        count = torch.zeros_like(grad).index_add(0, ids, hit).clamp(min=1)  # out of place: vmap batches it
         return hit * (grad / count).index_select(0, ids), None, None, None, None
 
 
@@ -215,6 +211,7 @@ def _softmax_grad(grad, y, offsets):
     return dev.tensor(out).reshape(y.shape).to(y.dtype)
 
 
+@rows_rule
 class SegmentSoftmax(torch.autograd.Function):
     """Softmax over each sequence's rows by the kernels; backward ``y * (g - segsum(g * y))``, fused
     (one kernel route, as the forward's: ``_softmax_grad``) where ``_tuning.FUSED_SOFTMAX_GRAD``."""
@@ -293,6 +290,7 @@ def _unpad(padded, offsets, total):
     return dev.tensor(out).view(padded.dtype).reshape((total,) + row_shape)
 
 
+@rows_rule
 class Pad(torch.autograd.Function):
     """Rows into ``(sequences, maxlen, *row)`` by the pad kernel (a host scalar pad value); backward: unpad."""
 
@@ -312,6 +310,7 @@ class Pad(torch.autograd.Function):
         return Unpad.apply(grad, offsets, ctx.rows), None, None, None
 
 
+@rows_rule(lead=2)
 class Unpad(torch.autograd.Function):
     """``(sequences, L, *row)`` back to rows by the unpad kernel; backward: pad with zeros."""
 

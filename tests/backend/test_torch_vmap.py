@@ -1,0 +1,120 @@
+"""torch.func.vmap over sequence ops on torch tensors: a batch of samples sharing one LoD (vmap's
+batch dimension on the data). The backend's autograd Functions carry a vmap rule (``_vmap.rows_rule``:
+the batch becomes more columns of the same rows); per-sample gradients (``vmap(grad(f))``) go
+through them. On CPU, on the emulated torch-CUDA route (its kernels emulated) and, marked gpu, on
+CUDA. A LoD per sample is refused with a clear error."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+import lodtensor as lt
+from lodtensor import sequence as S
+
+torch = pytest.importorskip("torch")
+from torch.func import grad, vmap  # noqa: E402
+
+LOD = [[0, 3, 3, 7, 8, 20]]
+TWO_LEVELS = [[0, 2, 5], [0, 3, 3, 7, 8, 20]]
+DEVICES = ["cpu", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.fixture
+def device(request):
+    if request.param == "emulated":
+        if shutil.which("g++") is None:
+            pytest.skip("needs g++ to build the CUDA stand-in")
+        request.getfixturevalue("route")
+        return "cpu"
+    return request.param
+
+
+def _t(v, lod=LOD):
+    return lt.LoDTensor(v, lod)
+
+
+OPS = {
+    "sum": lambda v: S.sequence_pool(_t(v), "sum").data,
+    "average": lambda v: S.sequence_pool(_t(v), "average").data,
+    "max": lambda v: S.sequence_pool(_t(v), "max").data,
+    "min": lambda v: S.sequence_pool(_t(v), "min").data,
+    "sqrt": lambda v: S.sequence_pool(_t(v), "sqrt").data,
+    "last": lambda v: S.sequence_last_step(_t(v)).data,
+    "softmax": lambda v: S.sequence_softmax(_t(v)).data,
+    "pad": lambda v: S.sequence_pad(_t(v), 0.0)[0].data,
+    "unpad": lambda v: S.sequence_unpad(S.sequence_pad(_t(v), -1.0)[0], np.array([3, 0, 4, 1, 12])).data,
+    "to_padded": lambda v: _t(v).to_padded(pad_value=0.0)[0],
+    "reverse": lambda v: S.sequence_reverse(_t(v)).data,
+    "two levels, max": lambda v: S.sequence_pool(_t(v, TWO_LEVELS), "max").data,
+}
+
+
+def _batch(device, shape=(4, 20, 3)):
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(shape, dtype=torch.float64, generator=g)
+    x[1, 4] = x[1, 5]  # a tie for max/min's shared gradient
+    return x.to(device)
+
+
+def _close(a, b):
+    np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_vmap_equals_a_loop_over_samples(device, op):
+    f = OPS[op]
+    x = _batch(device)
+    want = torch.stack([f(x[i]) for i in range(x.shape[0])])
+    _close(vmap(f)(x), want)
+    _close(vmap(f, in_dims=1, out_dims=1)(x.transpose(0, 1)), want.transpose(0, 1))
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+@pytest.mark.parametrize("op", ["sum", "average", "max", "softmax", "pad", "unpad"])
+def test_per_sample_gradients(device, op):
+    f = OPS[op]
+
+    def loss(v):
+        return (f(v) ** 2 * torch.arange(1.0, 4.0, dtype=v.dtype, device=v.device)).sum()
+
+    x = _batch(device)
+    want = torch.stack([grad(loss)(x[i]) for i in range(x.shape[0])])
+    _close(vmap(grad(loss))(x), want)
+
+
+@pytest.mark.parametrize("device", DEVICES, indirect=True)
+def test_vmap_over_rows_of_several_dims_and_one_dim(device):
+    x = _batch(device, (3, 20, 2, 2))
+    f = OPS["softmax"]
+    _close(vmap(f)(x), torch.stack([f(x[i]) for i in range(3)]))
+    y = _batch(device, (3, 20))
+    g = OPS["max"]
+    _close(vmap(g)(y), torch.stack([g(y[i]) for i in range(3)]))
+
+
+@pytest.mark.parametrize("op", ["sum", "max", "softmax", "pad", "unpad"])
+def test_the_torch_cuda_route_runs_its_kernels_under_vmap(route, op):
+    route.launches.clear()
+    x = _batch("cpu")
+    f = OPS[op]
+    got = vmap(f)(x)
+    assert route.launches, "the torch-CUDA route ran no kernel under vmap"
+    _close(got, torch.stack([f(x[i]) for i in range(x.shape[0])]))
+
+
+def test_a_lod_per_sample_is_refused_clearly():
+    x = _batch("cpu")
+    offsets = torch.tensor([LOD[0]] * 4)
+    with pytest.raises(TypeError, match="torch.func.*same LoD for every sample"):
+        vmap(lambda v, o: S.sequence_pool(lt.LoDTensor(v, [o]), "max").data)(x, offsets)
+
+
+def test_a_batched_argument_other_than_the_data_is_refused_clearly():
+    from lodtensor.backend.torch._cpu import PadCPU  # noqa: PLC0415
+
+    x = _batch("cpu")
+    offsets = torch.tensor(LOD[0])
+    with pytest.raises(ValueError, match=r"PadCPU: only the data may be batched.*argument\(s\) \[3\]"):
+        vmap(lambda v, p: PadCPU.apply(v, offsets, 12, p, None), in_dims=(0, 0))(x, torch.zeros(4, dtype=x.dtype))
