@@ -26,6 +26,7 @@ from ._lazy import loaded, require
 
 __all__ = [
     "to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap", "wrap_levels", "check_nesting",
+    "check_no_empty_level",
     "ARROW_MAX_NESTING",
 ]  # fmt: skip
 
@@ -49,6 +50,9 @@ def _host_data(t, what):
         if data.device.type != "cpu":
             raise ValueError(f"{what}: the data is on {data.device}; Arrow buffers live on the host, call .cpu() first")
         data = data.detach()
+        if data.is_complex():  # before NumPy: a conjugate view would fail there with torch's own message
+            raise TypeError(f"{what}: Arrow has no complex type; got data of dtype {data.dtype}")
+        data = data.resolve_neg()  # a negative view (NumPy cannot see its bit): the values, a copy
         if not data.is_contiguous():
             data = data.contiguous()  # the one copy, for strided data
         data = t.backend.to_numpy(data)
@@ -68,7 +72,7 @@ def _values_array(pa, data, what):
     if data.dtype.kind == "b":
         flat = pa.array(data.reshape(-1))  # Arrow packs booleans into bits: a copy
     else:
-        typ = pa.from_numpy_dtype(data.dtype)
+        typ = _arrow_scalar_type(pa, data.dtype, what)
         flat = pa.Array.from_buffers(typ, data.size, [None, pa.py_buffer(data.reshape(-1))])
     # one fixed_size_list per row dimension, innermost first; the length of each is given, not
     # inferred, so rows of width 0 (shape (N, 0): no values at all) keep their N rows
@@ -77,6 +81,16 @@ def _values_array(pa, data, what):
         typ = pa.list_(flat.type, int(data.shape[dim]))
         flat = pa.Array.from_buffers(typ, counts[dim - 1], [None], children=[flat])
     return flat
+
+
+def _arrow_scalar_type(pa, dtype, what):
+    """Arrow's type for a NumPy number dtype; TypeError naming the dtype when Arrow has none (long double)."""
+    try:
+        return pa.from_numpy_dtype(dtype)
+    except (pa.ArrowNotImplementedError, TypeError):
+        raise TypeError(
+            f"{what}: Arrow has no type for data of dtype {dtype}; cast it first (e.g. to float64)"
+        ) from None
 
 
 def check_nesting(t, limit, what, reader):
@@ -96,6 +110,27 @@ def check_nesting(t, limit, what, reader):
             f"{what}: the tensor nests {depth} list levels ({t.lod_level} lod levels + "
             f"{depth - t.lod_level} row dimensions); {reader} at most {limit}"
         )
+
+
+def check_no_empty_level(t, what, reader):
+    """Refuse a lod level that holds no sequence (``[0]``), which :func:`from_arrow` and so ``reader`` refuse.
+
+    Slicing only empty outer sequences makes one (``t[0:1]`` of lod ``[[0, 0, 2], [0, 1, 3]]``):
+    writing such a tensor would give a file that cannot be read back.
+
+    >>> import lodtensor as lt
+    >>> t = lt.LoDTensor(np.arange(3.0), [[0, 0, 2], [0, 1, 3]])
+    >>> check_no_empty_level(t[0:1], "save()", "lt.load")
+    Traceback (most recent call last):
+    ...
+    ValueError: save(): lod level 1 holds no sequence (offsets [0]), which lt.load refuses; ...
+    """
+    for k, level in enumerate(t.lod.levels):
+        if level.size < 2:
+            raise ValueError(
+                f"{what}: lod level {k} holds no sequence (offsets {level.tolist()}), which {reader} refuses; "
+                f"the tensor (a slice of only empty sequences?) would be written but could not be read back"
+            )
 
 
 def to_arrow(t):
@@ -173,7 +208,7 @@ def arrow_type_of(t):
     """
     pa = _pa("arrow_type_of()")
     dtype = host_dtype(t)
-    typ = pa.bool_() if dtype.kind == "b" else pa.from_numpy_dtype(dtype)
+    typ = pa.bool_() if dtype.kind == "b" else _arrow_scalar_type(pa, dtype, "arrow_type_of()")
     for size in reversed(t.shape()[1:]):
         typ = pa.list_(typ, int(size))
     for _ in range(t.lod_level):

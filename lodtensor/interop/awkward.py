@@ -23,12 +23,28 @@ def _ak(what):
     return require("awkward", "awkward", what)
 
 
+def _host_data(t, what):
+    """The data as NumPy in the machine's byte order (shared when it already is; awkward refuses the other)."""
+    data = t._check_fits(what)
+    name = backend_name_of(data)
+    if name == "torch" and data.device.type == "cpu":
+        # bfloat16 widened as numpy() does; conj/neg views resolved (NumPy has no lazy conjugate): copies
+        data = t.backend.to_numpy(data.detach().resolve_conj().resolve_neg())
+    elif name != "numpy":
+        raise ValueError(f"{what}: the data is on {t.device}; call .cpu() first")
+    if not data.dtype.isnative:
+        data = data.astype(data.dtype.newbyteorder("="))  # awkward takes native byte order only: a copy
+    return data
+
+
 def to_awkward(t):
     """This tensor as an ``ak.Array`` of nested ``ListOffsetArray`` levels; data and offsets shared.
 
     One ``ListOffsetArray`` per lod level over a ``NumpyArray`` of the rows
     (trailing dims stay in its shape). Host data only (torch CPU data is
-    shared through NumPy; call ``.cpu()`` for GPU data).
+    shared through NumPy; call ``.cpu()`` for GPU data). Copied, not shared:
+    data in the other byte order (swapped), torch bfloat16 (widened to
+    float32, as ``numpy()`` does) and torch conjugate/negative views (resolved).
 
     >>> import lodtensor as lt
     >>> t = lt.LoDTensor(np.arange(6.0).reshape(3, 2), [[0, 2, 3]])
@@ -37,16 +53,45 @@ def to_awkward(t):
     ('2 * var * 2 * float64', [[[0.0, 1.0], [2.0, 3.0]], [[4.0, 5.0]]])
     """
     ak = _ak("to_awkward()")
-    data = t._check_fits("to_awkward()")
-    name = backend_name_of(data)
-    if name == "torch" and data.device.type == "cpu":
-        data = data.detach().numpy()
-    elif name != "numpy":
-        raise ValueError(f"to_awkward(): the data is on {t.device}; call .cpu() first")
+    data = _host_data(t, "to_awkward()")
     layout = ak.contents.NumpyArray(data)
     for offsets in reversed(t.lod.levels):
         layout = ak.contents.ListOffsetArray(ak.index.Index64(offsets), layout)
     return ak.Array(layout)
+
+
+_OPTIONS = ("IndexedOptionArray", "ByteMaskedArray", "BitMaskedArray", "UnmaskedArray")
+
+
+def _plain(ak, layout, where, depth):
+    """``layout`` without the wrappers that hold no structure of their own.
+
+    An option type with no missing value (``ak.from_arrow`` and
+    ``ak.from_parquet`` mark every Arrow level nullable) is unwrapped (shared
+    for ``UnmaskedArray``; a gather, a copy, for the others), an
+    ``IndexedArray`` is gathered (a copy), an ``EmptyArray`` (lists whose items
+    have no type yet) becomes float64, as in ``ak.to_numpy``; a missing value raises.
+    """
+    while True:
+        kind = type(layout).__name__
+        if kind == "UnmaskedArray":
+            layout = layout.content
+        elif kind in _OPTIONS:
+            index = np.asarray(layout.to_IndexedOptionArray64().index.data)
+            missing = np.flatnonzero(index < 0)
+            if missing.size:
+                raise ValueError(
+                    f"{where}: the array has missing values (option type {layout.form.type}): {missing.size} None(s) "
+                    f"at depth {depth}, first at index {int(missing[0])}; fill or drop them "
+                    f"(ak.fill_none, ak.drop_none)"
+                )
+            layout = layout.project()
+        elif isinstance(layout, ak.contents.IndexedArray):
+            layout = layout.project()
+        elif isinstance(layout, ak.contents.EmptyArray):
+            layout = layout.to_NumpyArray(np.float64)
+        else:
+            return layout
 
 
 def from_awkward(a):
@@ -55,14 +100,17 @@ def from_awkward(a):
     ``ListOffsetArray`` levels give lod levels: the offsets are copied once
     into the LoD's frozen memory (awkward's are writable; those that came
     from :func:`to_awkward` are recognised and shared), the data is shared;
-    ``ListArray`` levels are made contiguous first (a copy);
-    ``RegularArray`` or multi-dim ``NumpyArray`` inner levels become trailing
-    dims. Every level goes through the LoD gate.
+    ``ListArray`` levels are made contiguous first (a copy); a
+    ``RegularArray`` above a variable-length level is a lod level of equal
+    lengths; ``RegularArray`` or multi-dim ``NumpyArray`` inner levels become
+    trailing dims. Option types with no missing value (what ``ak.from_arrow``
+    gives) and ``IndexedArray`` are gathered (a copy unless ``UnmaskedArray``);
+    empty lists of unknown type give float64 data. Every level goes through the LoD gate.
 
     Raises
     ------
     ValueError
-        Missing values (option types) or a level with no list.
+        Missing values (``None``) or a level with no list.
     TypeError
         Records, unions, strings or anything that is not lists of numbers.
 
@@ -75,47 +123,42 @@ def from_awkward(a):
     >>> from_awkward(ak.Array([[1, None]]))
     Traceback (most recent call last):
     ...
-    ValueError: from_awkward(): the array has missing values (option type ?int64); fill or drop them
+    ValueError: from_awkward(): the array has missing values (option type ?int64): 1 None(s) at depth 1, ...
     """
     ak = _ak("from_awkward()")
     where = "from_awkward()"
+    if isinstance(a, (str, bytes)) or a is None:
+        raise TypeError(f"from_awkward(): expected an ak.Array (or nested lists of numbers), got {type(a).__name__}")
     layout = ak.to_layout(a)
     levels = []
     while True:
+        layout = _plain(ak, layout, where, len(levels))
+        if isinstance(layout, ak.contents.RegularArray) and not layout.purelist_isregular:
+            layout = layout.to_ListOffsetArray64(False)  # a var level below: this one is a lod level
         if isinstance(layout, ak.contents.ListArray):
             layout = layout.to_ListOffsetArray64(True)  # starts/stops not contiguous: a copy
-        if isinstance(layout, ak.contents.ListOffsetArray):
-            if layout.parameter("__array__") in ("string", "bytestring"):
-                raise TypeError(f"{where}: strings are not numbers; tokenize them first")
-            offsets = np.asarray(layout.offsets.data)
-            first, last = int(offsets[0]), int(offsets[-1])
-            if first != 0 or offsets.dtype != np.int64:
-                offsets = offsets.astype(np.int64) - first
-            if len(layout) == 0:
-                raise ValueError(f"{where}: list level {len(levels)} holds no lists; a lod level needs one at least")
-            levels.append(offsets)
-            layout = layout.content[first:last]
-            continue
-        break
-    row_shape = []
+        if not isinstance(layout, ak.contents.ListOffsetArray):
+            break
+        if layout.parameter("__array__") in ("string", "bytestring"):
+            raise TypeError(f"{where}: strings are not numbers; tokenize them first")
+        offsets = np.asarray(layout.offsets.data)
+        first, last = int(offsets[0]), int(offsets[-1])
+        if first != 0 or offsets.dtype != np.int64:
+            offsets = offsets.astype(np.int64) - first
+        if len(layout) == 0:
+            raise ValueError(f"{where}: list level {len(levels)} holds no lists; a lod level needs one at least")
+        levels.append(offsets)
+        layout = layout.content[first:last]
+    rows, row_shape = len(layout), []  # counted here: rows of width 0 hold no values to count
     while isinstance(layout, ak.contents.RegularArray):
         row_shape.append(layout.size)
-        layout = layout.content[: len(layout) * layout.size]
-    if isinstance(
-        layout,
-        (
-            ak.contents.IndexedOptionArray,
-            ak.contents.ByteMaskedArray,
-            ak.contents.BitMaskedArray,
-            ak.contents.UnmaskedArray,
-        ),
-    ):
-        raise ValueError(f"{where}: the array has missing values (option type {layout.form.type}); fill or drop them")
-    if not isinstance(layout, ak.contents.NumpyArray):
-        raise TypeError(f"{where}: expected lists of numbers, got {type(layout).__name__} of type {layout.form.type}")
+        layout = _plain(ak, layout.content[: len(layout) * layout.size], where, len(levels) + len(row_shape))
+    if not isinstance(layout, ak.contents.NumpyArray) or layout.parameter("__array__") in ("char", "byte"):
+        kind = type(layout).__name__
+        raise TypeError(f"{where}: expected lists of numbers, got {kind} of type {layout.form.type}")
     data = np.asarray(layout.data)
     if row_shape:
-        data = data.reshape((-1, *row_shape, *data.shape[1:]))
+        data = data.reshape((rows, *row_shape, *data.shape[1:]))
     if not levels:
         return LoDTensor(data)
     # awkward's offsets are writable NumPy memory: the gate copies them into the LoD's frozen memory

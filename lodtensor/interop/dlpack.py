@@ -97,10 +97,11 @@ class _Producer:
         self._capsule, self._device = capsule, device
 
     def __dlpack__(self, **kwargs):
-        capsule, self._capsule = self._capsule, None
-        if capsule is None:
+        # handed out again on a second call: a consumer that refused it (NumPy, for a dtype it lacks)
+        # left it unused for the next one; one that took it renamed it, so a second taker refuses it
+        if self._capsule is None:
             raise BufferError("this DLPack capsule was consumed already")
-        return capsule
+        return self._capsule
 
     def __dlpack_device__(self):
         return self._device
@@ -121,7 +122,17 @@ def _import_data(obj):
         raise TypeError(f"from_dlpack(): data must be a DLPack producer (has __dlpack__), got {type(obj).__name__}")
     kind = _device_type(obj)
     if kind in (_CPU, _CUDA_HOST):
-        return np.from_dlpack(obj)
+        try:
+            return np.from_dlpack(obj)
+        except RuntimeError as err:  # a dtype NumPy lacks (bfloat16, float8...): torch holds it, if present
+            try:
+                import torch  # noqa: PLC0415 - only for what NumPy cannot hold
+            except ImportError:
+                raise TypeError(
+                    f"from_dlpack(): NumPy cannot hold this data ({err}); "
+                    f"install lodtensor[torch] to import it as torch"
+                ) from None
+            return torch.from_dlpack(obj)
     if kind == _CUDA:
         try:
             import cupy  # noqa: PLC0415 - GPU data: cupy if present

@@ -30,7 +30,16 @@ from ..lod import MAX_LOD_LEVELS, LoD
 from ..tensor import LoDTensor
 from . import _parquet_meta as meta
 from ._lazy import bad_file, require
-from .arrow import check_nesting, from_arrow, host_dtype, list_levels, to_arrow, unwrap, wrap_levels
+from .arrow import (
+    check_nesting,
+    check_no_empty_level,
+    from_arrow,
+    host_dtype,
+    list_levels,
+    to_arrow,
+    unwrap,
+    wrap_levels,
+)
 
 __all__ = ["write_parquet", "read_parquet", "column_layouts", "PARQUET_MAX_NESTING"]
 
@@ -78,6 +87,7 @@ def _column_array(pa, t, where, name):
     in the ``lodtensor`` metadata restores them.
     """
     check_nesting(t, PARQUET_MAX_NESTING, f"{where}: column {name!r}", "Parquet readers take")
+    check_no_empty_level(t, f"{where}: column {name!r}", "read_parquet")
     if 0 not in t.shape()[1:]:
         return to_arrow(t)
     t._check_fits(where)

@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from ..backend import backend_name_of
+from ..errors import LoDError
 from ..lod import LoD
 from ..tensor import LoDTensor
 from ._lazy import loaded, require
@@ -65,9 +66,14 @@ def _scipy_data(t, data, what):
         )
     name = backend_name_of(data)
     if name == "torch" and data.device.type == "cpu":
-        return data.detach().numpy()
-    if name != "numpy":
+        # shared; bfloat16 widened as numpy() does, conjugate/negative views resolved (copies)
+        data = t.backend.to_numpy(data.detach().resolve_conj().resolve_neg())
+    elif name != "numpy":
         raise ValueError(f"{what}: scipy matrices live on the host; the data is on {t.device}, call .cpu() first")
+    if data.dtype.kind == "f" and data.dtype.itemsize == 2:  # scipy.sparse would build a matrix it cannot use
+        raise ValueError(
+            f"{what}: scipy.sparse has no {data.dtype} type; cast the data (e.g. to float32) or use format='torch'"
+        )
     return data
 
 
@@ -142,10 +148,32 @@ def to_sparse_coo(t, format="torch"):
     return torch.sparse_coo_tensor(indices, values, size=shape, is_coalesced=True, check_invariants=False)
 
 
-def _lod_from_rows(offsets, cols, where):
-    """Check that each row's columns are exactly 0..n-1 in order; return the checked LoD."""
-    lod = LoD([offsets])  # the gate
+def _lod_from_rows(offsets, cols, shape, where):
+    """Check that each row's columns are exactly 0..n-1 in order, inside ``shape``; return the checked LoD."""
+    rows, width = int(shape[0]), int(shape[1])
+    if rows == 0:
+        raise ValueError(f"{where}: the matrix has shape {tuple(shape)}, no rows; a LoD needs one sequence at least")
+    if offsets.shape != (rows + 1,):
+        raise ValueError(
+            f"{where}: the row pointers have shape {tuple(offsets.shape)}, expected ({rows + 1},) for "
+            f"{rows} rows (a batched sparse tensor is not a LoD)"
+        )
+    try:
+        lod = LoD([offsets])  # the gate
+    except LoDError as err:
+        raise LoDError(f"{where}: the row pointers are not offsets: {err}", level=err.level, index=err.index) from None
+    if cols.shape != (int(offsets[-1]),):
+        raise ValueError(
+            f"{where}: {cols.size} column indices for {int(offsets[-1])} stored entries (the last row pointer); "
+            f"the matrix is malformed"
+        )
     lengths = lod.lengths(0)
+    if lengths.size and int(lengths.max()) > width:
+        row = int(np.argmax(lengths))
+        raise ValueError(
+            f"{where}: row {row} stores {int(lengths[row])} entries, more than the {width} columns of shape "
+            f"{tuple(shape)}; the matrix is malformed"
+        )
     seq = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
     expected = np.arange(int(offsets[-1]), dtype=np.int64) - lod.levels[0][:-1][seq]
     bad = cols != expected
@@ -170,8 +198,9 @@ def _from_scipy(m, sp):
     if not m.has_canonical_format:
         m = m.copy()  # never sort or sum the caller's matrix in place
         m.sum_duplicates()
-    lod = _lod_from_rows(m.indptr, np.asarray(m.indices, dtype=np.int64), where)
-    return LoDTensor(np.asarray(m.data), lod)
+    nnz = int(m.indptr[-1]) if m.indptr.size else 0
+    lod = _lod_from_rows(m.indptr, np.asarray(m.indices[:nnz], dtype=np.int64), m.shape, where)
+    return LoDTensor(np.asarray(m.data[:nnz]), lod)
 
 
 def _from_torch_sparse(s, torch):
@@ -182,6 +211,11 @@ def _from_torch_sparse(s, torch):
         s = s.coalesce()  # sorts and sums duplicates, as torch does (a copy unless coalesced)
         indices = s.indices().detach().cpu().numpy()
         rows, cols = indices[0], indices[1]
+        if rows.size and not (0 <= int(rows.min()) and int(rows.max()) < int(s.shape[0])):
+            bad = int(rows[(rows < 0) | (rows >= int(s.shape[0]))][0])
+            raise ValueError(
+                f"{where}: row index {bad} is outside the {int(s.shape[0])} rows of shape {tuple(s.shape)}"
+            )
         counts = np.bincount(rows, minlength=int(s.shape[0]))
         offsets = np.zeros(counts.size + 1, dtype=np.int64)
         np.cumsum(counts, out=offsets[1:])
@@ -192,7 +226,8 @@ def _from_torch_sparse(s, torch):
         values = s.values()
     else:
         raise ValueError(f"{where}: expected a sparse_coo or sparse_csr tensor, got layout {s.layout}")
-    lod = _lod_from_rows(offsets.astype(np.int64, copy=False), cols.astype(np.int64, copy=False), where)
+    offsets, cols = offsets.astype(np.int64, copy=False), cols.astype(np.int64, copy=False)
+    lod = _lod_from_rows(offsets, cols, s.shape, where)
     return LoDTensor(values, lod)
 
 
