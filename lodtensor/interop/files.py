@@ -20,6 +20,7 @@ foreign file raises ValueError naming the file.
 """
 
 import json
+import mmap as _mmap
 import os
 import zlib
 
@@ -208,6 +209,9 @@ def load(path, mmap=True):
     mmap : bool
         True (default): the data is a read-only view of the mapped file (pages
         load on first touch, so opening costs O(levels + offsets), not O(file)).
+        The mapping is private (copy-on-write): a write that ignores the
+        read-only flag (torch's ``from_numpy`` and ``from_dlpack`` do) changes
+        this process's copy of the page, never the file, and never crashes.
         The offsets are copied into private memory and validated, so a process
         writing the file later can change values but never the checked LoD.
         False: the whole file is read into memory first (O(file) time and
@@ -249,7 +253,12 @@ def load(path, mmap=True):
     try:
         _check_magic(name)
         if mmap:
-            source = pa.memory_map(name, "r")
+            # copy-on-write: torch ignores read-only memory (from_numpy, DLPack's read-only flag), so a
+            # write through such a view of a read-only mapping killed the process (SIGSEGV); a private
+            # mapping takes it in the writer's own page and never reaches the file
+            with open(name, "rb") as f:
+                mapped = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_COPY)
+            source = pa.BufferReader(pa.py_buffer(mapped))
         else:
             with open(name, "rb") as f:
                 source = pa.BufferReader(f.read())

@@ -136,3 +136,30 @@ def test_from_dlpack_imports_dtypes_numpy_lacks_as_torch():
             return x.__dlpack_device__()
 
     assert lt.from_dlpack(Producer(), [[0, 3]]).data.dtype == torch.bfloat16
+
+
+def test_a_write_through_torch_to_a_loaded_file_neither_crashes_nor_reaches_the_file(tmp_path):
+    """torch ignores read-only memory (DLPack's flag, from_numpy): a write through torch to lt.load's
+    mapped data killed the process (SIGSEGV on a read-only mapping). The mapping is copy-on-write
+    now: the write lands in the process's own page and the file keeps its bytes."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    pytest.importorskip("torch")
+    pytest.importorskip("pyarrow")
+    path = tmp_path / "t.arrow"
+    code = (
+        "import sys, numpy as np, torch, lodtensor as lt\n"
+        "p = sys.argv[1]\n"
+        "lt.save(p, lt.LoDTensor(np.arange(5.0), [[0, 2, 5]]))\n"
+        "u = lt.load(p)\n"
+        "assert not u.data.flags.writeable\n"
+        "x = torch.from_dlpack(u.data)\n"
+        "x[0] = 42.0\n"
+        "torch.from_numpy(u.data)[1] = 43.0\n"
+        "print(float(x[0]), lt.load(p, mmap=False).data.tolist())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(path)], check=False, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split("\n")[0] == "42.0 [0.0, 1.0, 2.0, 3.0, 4.0]"
