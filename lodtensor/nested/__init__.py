@@ -25,6 +25,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _dims,
     _layouts,
     _lod_torch,
+    _more_ops,
     _nn,
     _ops,
     _pointwise,
@@ -69,8 +70,9 @@ from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
 #: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
-_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem"}
+_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method"}
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
+_more_ops._method_aliases()
 
 __all__ = [
     "NestedTensor",
@@ -149,3 +151,6 @@ __all__ = [
 # the pointwise tables' ops (exp, tanh, maximum, atan2, eq...), each generated once in _pointwise
 globals().update({name: getattr(_pointwise, name) for name in (*UNARY, *BINARY, "where", "clamp")})
 __all__.extend(["where", "clamp", *UNARY, *BINARY])
+# torch's other pointwise ops on the jagged layout (clamp_min, lerp, float_power, threshold, softmin...)
+globals().update({name: getattr(_more_ops, name) for name in _more_ops.__all__})
+__all__.extend(_more_ops.__all__)

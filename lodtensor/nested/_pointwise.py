@@ -124,8 +124,9 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         # dispatches to a kernel int64 lacks; defaults are left out, as torch's Python signature does
         if name == "round" and bound.get("decimals") and kind_of(input.dtype) != "f":
             raise _refuse("round", input.dtype, "floating point (with decimals)")
-        buf = _unary_input(name, rule, input)
-        out = _wrap(input, input.backend.pointwise(np_name, torch_path, buf, **bound))
+        src = _history_safe(input, ())[0] if inplace else input
+        buf = _unary_input(name, rule, src)
+        out = _wrap(src, src.backend.pointwise(np_name, torch_path, buf, **bound))
         if inplace:
             return write_into(input, out, f"{name}(inplace=True)")
         return out
@@ -197,15 +198,23 @@ def binary(name, a, b, **kwargs):
     if rule == "bits" and any(k in "fc" for k in kinds):
         bad = next(x for x, k in zip(arrays, kinds) if k in "fc")
         raise _refuse(name, getattr(bad, "dtype", np.dtype(float)), "integer or bool")
-    if name == "sub" and all(isinstance(x, bool) or kind_of(getattr(x, "dtype", "f")) == "b" for x in arrays):
-        raise TypeError(
-            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
-            "`logical_xor()` operator instead."
-        )
+    if name == "sub":
+        _refuse_bool_sub(arrays)
     if not be.follows_torch_promotion and rule != "bool":
         dtype = _binary_dtype(rule, arrays)
         arrays = [_cast(be, x, dtype) for x in arrays]
     return aligned.wrap(be.pointwise(np_name, torch_path, *arrays, **kwargs))
+
+
+def _refuse_bool_sub(operands):
+    """torch refuses a subtraction with any bool operand (a Python bool too)."""
+    bools = [isinstance(x, (bool, np.bool_)) or kind_of(getattr(x, "dtype", "f")) == "b" for x in operands]
+    if all(bools):
+        raise TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                        "`logical_xor()` operator instead.")
+    if any(bools):
+        raise TypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+                        "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
 def _make_binary(name):
@@ -251,6 +260,7 @@ def sub(input, other, *, alpha=1):
     >>> (ln.nested_tensor([[1, 2], [3]]) - 1).to_tensor_list()
     [array([0, 1]), array([2])]
     """
+    _refuse_bool_sub((input, other))  # before alpha scales a bool ``other`` to integers
     return binary("sub", input, _scaled(other, alpha))
 
 
@@ -319,18 +329,31 @@ def _clamp_scalar(nt, lo, hi):
     return _wrap(nt, be.pointwise("clamp", "clamp", buf, lo, hi))
 
 
+def _history_safe(input, args):
+    """``(input, args)`` for computing a result to write into ``input`` in place. With autograd
+    history on ``input``'s buffer, a clone of ``input`` stands for it (also where an argument is
+    ``input`` itself): the backward of ``clamp``, ``mul``, ``leaky_relu``... reads the values it was
+    given, which the write would overwrite (torch saves the original for its in-place ops too)."""
+    if not input.backend.requires_grad(input._buf):
+        return input, args
+    copy = make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
+    return copy, tuple(copy if a is input else a for a in args)
+
+
 def _inplace(name, fn):
     def op(input, *args, **kwargs):
         check_nested(input, f"{name}_()")
-        return write_into(input, fn(input, *args, **kwargs), f"{name}_()")
+        src, args = _history_safe(input, args)
+        return write_into(input, fn(src, *args, **kwargs), f"{name}_()")
 
     op.__name__ = op.__qualname__ = f"{name}_"
     op.__doc__ = f"In-place :func:`{name}`: the result written into ``input``'s buffer; returns ``input``."
     return op
 
 
-def _register(name, fn, extra=()):
-    globals()[name] = implements(name, *_torch_paths(name), *extra)(fn)
+def _register(name, fn, extra=(), skip=()):
+    paths = [p for p in _torch_paths(name) if p not in skip]
+    globals()[name] = implements(name, *paths, *extra)(fn)
     implements(f"{name}_", f"torch.Tensor.{name}_", f"torch.{name}_", f"torch.nn.functional.{name}_")(
         _inplace(name, fn)
     )
@@ -344,8 +367,22 @@ for _name in BINARY:
 _register("add", add)
 _register("sub", sub)
 _register("div", div)
-_register("where", where)
+_register("where", where, skip=("torch.Tensor.where",))
 _register("clamp", clamp)
+
+
+@implements("where_method", "torch.Tensor.where")
+def _where_method(input, condition, other):
+    """``nt.where(condition, other)``: torch's method order, :func:`where` ``(condition, nt, other)``."""
+    return where(condition, input, other)
+
+
+def _where(self, condition, other):
+    """``where(condition, self, other)``, as torch's ``Tensor.where(condition, other)``."""
+    return _where_method(self, condition, other)
+
+
+NestedTensor.where = _where
 
 
 @implements("rsub", "torch.Tensor.__rsub__", "torch.rsub")

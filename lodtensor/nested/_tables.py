@@ -138,6 +138,11 @@ _SPECS = {
     **BINARY,
     "div_trunc": ("div_trunc", "div", "promote", True),
     "div_floor": ("div_floor", "div", "promote", True),
+    # ``_more_ops``' binary ops (their own dtype checks first; not in BINARY, which the tables' tests sweep)
+    "float_power": ("float_power", "float_power", "promote", True),
+    "heaviside": ("heaviside", "heaviside", "promote", False),
+    "gcd": ("gcd", "gcd", "promote", False),
+    "lcm": ("lcm", "lcm", "promote", False),
 }
 
 #: torch's other names for table ops.
