@@ -8,18 +8,32 @@ LoD per backend and device (:func:`on_device`).
 
 import numpy as np
 
-from ..backend import backend_name_of, backend_of, get_backend
+from ..backend import backend_name_of, backend_of, dtype_kind, get_backend
 from ..backend._contract import ACTIVATIONS
 from ..tensor import LoDTensor
 
-__all__ = ["lod_input", "param", "act_name", "TimePlan", "time_plan", "on_device", "out_like", "as_torch"]
+__all__ = ["lod_input", "require_float", "param", "act_name", "TimePlan", "time_plan", "on_device", "out_like",
+           "as_torch"]
 
 
-def lod_input(x, where, name="input", *, ndim=2):
-    """``x`` as a LoDTensor with a lod and data of rank ``ndim``; returns ``(x, backend)``."""
+def require_float(data, where, name="input"):
+    """Refuse non-floating ``data``: the layers compute in floating point, and a floating parameter
+    cast to the input's integer dtype would be truncated silently (Paddle takes float only)."""
+    if dtype_kind(data.dtype) != "f":
+        raise TypeError(
+            f"{where}: {name} must have a floating dtype (float16, float32 or float64), got {data.dtype}; "
+            f"convert it first (e.g. x.astype('float32'))"
+        )
+
+
+def lod_input(x, where, name="input", *, ndim=2, floating=True):
+    """``x`` as a LoDTensor with a lod and data of rank ``ndim`` (and, with ``floating``, of a
+    floating dtype); returns ``(x, backend)``."""
     if not isinstance(x, LoDTensor):
         raise TypeError(f"{where}: {name} must be a LoDTensor, got {type(x).__name__}")
     x._require_data(where)
+    if floating:
+        require_float(x.data, where, name)
     if x.lod_level < 1:
         raise ValueError(f"{where}: {name} must have a lod (lod_level >= 1), got lod_level 0")
     x._check_fits(where)

@@ -8,6 +8,7 @@ the backend.
 
 import numpy as np
 
+from ..ops._common import int_arg
 from ..ops.reduce import pool
 from ..tensor import LoDTensor
 from ._common import lod_input, on_device, param, time_plan
@@ -192,7 +193,7 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     if t_off.size != l_off.size:
         raise ValueError(f"{where}: input has {t_off.size - 1} sequences but label has {l_off.size - 1}")
     c = int(data.shape[1])
-    blank = int(blank)
+    blank = int_arg(blank, where, "blank")
     if not 0 <= blank < c:
         raise ValueError(f"{where}: blank must be in [0, {c}), got {blank}")
     if lab.size and (lab.min() < 0 or lab.max() >= c):

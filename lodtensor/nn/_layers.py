@@ -8,7 +8,7 @@ from ..lod import offsets_to_segment_ids
 from ..ops._common import int_arg
 from ..sequence import sequence_pool
 from ..tensor import LoDTensor
-from ._common import act_name, lod_input, on_device, out_like, param
+from ._common import act_name, lod_input, on_device, out_like, param, require_float
 
 __all__ = ["embedding", "fc", "sequence_conv", "row_conv", "sequence_conv_pool"]
 
@@ -46,17 +46,20 @@ def embedding(input, weight, padding_idx=None):  # noqa: A002 - Paddle's name
     be = backend_of(w)
     out = be.gather(w, be.from_host(host.astype(np.int64, copy=False), like=w))
     if padding_idx is not None:
-        pad = int(padding_idx) + vocab if int(padding_idx) < 0 else int(padding_idx)
+        pad = int_arg(padding_idx, where, "padding_idx")
+        pad = pad + vocab if pad < 0 else pad
         if not 0 <= pad < vocab:
             raise ValueError(f"{where}: padding_idx {padding_idx} is out of range for a vocabulary of {vocab}")
-        out = out * be.from_host((host != pad)[:, None], like=out, dtype=out.dtype)
+        # zeros whatever the weight's row holds (a multiplication by 0 would keep its NaN or inf)
+        out = be.where(be.from_host((host != pad)[:, None], like=out), out, be.zeros((1, 1), out.dtype, out))
     return out_like(input, out)
 
 
 def fc(input, weight, bias=None, num_flatten_dims=1, act=None):  # noqa: A002
     """``act(flatten(input) @ weight + bias)`` with ``weight`` ``[in, out]`` (Paddle's layout).
 
-    The first ``num_flatten_dims`` dims of the data are kept and the rest flattened into ``in``.
+    The first ``num_flatten_dims`` dims of the data are kept and the rest flattened into ``in``
+    (``-1``, as Paddle 2's ``fc``: all dims but the last). The input must be floating point.
     ``input`` is a LoDTensor (the lod is kept) or a plain array. As Paddle's ``fc``, ``input``
     may be a list of inputs with one weight each (``weight`` a list of the same length):
     ``act(sum_i flatten(input[i]) @ weight[i] + bias)``; the result keeps the first input's lod.
@@ -91,11 +94,14 @@ def _fc_data(input, num_flatten_dims, where, name):  # noqa: A002
         raise TypeError(
             f"{where}: {name} must be a LoDTensor or an array (NumPy, CuPy or torch), got {type(input).__name__}"
         )
+    require_float(data, where, name)
     be = backend_of(data)
-    k = int(num_flatten_dims)
+    k = int_arg(num_flatten_dims, where, "num_flatten_dims")
+    k = data.ndim - 1 if k == -1 else k  # Paddle 2's fc: -1 keeps all but the last dim
     if not 1 <= k < data.ndim:
         raise ValueError(
-            f"{where}: num_flatten_dims must be in [1, {data.ndim - 1}] for {name} of rank {data.ndim}, got {k}"
+            f"{where}: num_flatten_dims must be -1 or in [1, {data.ndim - 1}] for {name} of rank {data.ndim}, "
+            f"got {num_flatten_dims}"
         )
     lead = tuple(int(s) for s in data.shape[:k])
     inner = int(np.prod(data.shape[k:], dtype=np.int64))

@@ -50,6 +50,8 @@ def _initial(state, x, plan, be, like, where, name, width):
     if state is None:
         return None
     s = param(state, like, where, name, (plan.order.size, width))
+    if plan.steps == 0:  # every sequence empty: checked, never read
+        return None
     running = int(plan.counts[0])
     return be.gather(s, on_device(x, ("nn.order", running), lambda: plan.order[:running], like))
 

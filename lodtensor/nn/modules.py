@@ -42,13 +42,13 @@ def _zeros(*shape):
     return torch.nn.Parameter(torch.zeros(*shape))
 
 
-def _on_torch(module, x):
-    """``x`` for ``module``'s torch math: NumPy data becomes torch (zero-copy on the CPU; floating
-    data in the module's dtype, on its device); torch data passes unchanged."""
+def _on_torch(module, x, name="input"):
+    """``x`` (the argument ``name``) for ``module``'s torch math: NumPy data becomes torch (zero-copy
+    on the CPU; floating data in the module's dtype, on its device); torch data passes unchanged."""
     ref = next(iter(module.parameters()), None)
     if ref is None:
-        return as_torch(x, f"{type(module).__name__}.forward()")
-    return as_torch(x, f"{type(module).__name__}.forward()", dtype=ref.dtype, device=ref.device)
+        return as_torch(x, f"{type(module).__name__}.forward()", name)
+    return as_torch(x, f"{type(module).__name__}.forward()", name, dtype=ref.dtype, device=ref.device)
 
 
 def _hidden(cls, hidden_size, size, gates, paddle_size):
@@ -56,8 +56,8 @@ def _hidden(cls, hidden_size, size, gates, paddle_size):
     if size is None:
         if hidden_size is None:
             raise TypeError(f"{cls}(): give hidden_size (or Paddle's size=)")
-        return int(hidden_size)
-    size = int(size)
+        return int_arg(hidden_size, f"{cls}()", "hidden_size", 1)
+    size = int_arg(size, f"{cls}()", "size", 1)
     h = size // gates if gates > 1 else size
     if size < 1 or paddle_size(h) != size:
         raise ValueError(f"{cls}(): Paddle's size must be {gates} * hidden size, got {size}")
@@ -187,6 +187,7 @@ class RowConv(torch.nn.Module):
     def __init__(self, input_dim, future_context_size, act=None):
         super().__init__()
         self.act = act
+        future_context_size = int_arg(future_context_size, "RowConv()", "future_context_size", 0)
         self.weight = _xavier(future_context_size + 1, input_dim)
 
     def forward(self, input):  # noqa: A002
@@ -220,7 +221,8 @@ class DynamicLSTM(torch.nn.Module):
     def forward(self, input, h_0=None, c_0=None):  # noqa: A002
         input = _on_torch(self, input)
         _check_width(self, input, 4, "DynamicLSTM")
-        return F.dynamic_lstm(input, self.weight, self.bias, h_0=_on_torch(self, h_0), c_0=_on_torch(self, c_0),
+        return F.dynamic_lstm(input, self.weight, self.bias, h_0=_on_torch(self, h_0, "h_0"),
+                              c_0=_on_torch(self, c_0, "c_0"),
                               use_peepholes=self.use_peepholes, is_reverse=self.is_reverse, **self.activations)
 
 
@@ -249,7 +251,8 @@ class DynamicGRU(torch.nn.Module):
     def forward(self, input, h_0=None):  # noqa: A002
         input = _on_torch(self, input)
         _check_width(self, input, 3, "DynamicGRU")
-        return F.dynamic_gru(input, self.weight, self.bias, h_0=_on_torch(self, h_0), is_reverse=self.is_reverse,
+        return F.dynamic_gru(input, self.weight, self.bias, h_0=_on_torch(self, h_0, "h_0"),
+                             is_reverse=self.is_reverse,
                              origin_mode=self.origin_mode, **self.activations)
 
 
@@ -276,6 +279,7 @@ class LinearChainCRF(torch.nn.Module):
 
     def __init__(self, num_tags):
         super().__init__()
+        num_tags = int_arg(num_tags, "LinearChainCRF()", "num_tags", 1)
         self.transition = _xavier(num_tags + 2, num_tags, fan_in=num_tags)
 
     @property
@@ -284,7 +288,7 @@ class LinearChainCRF(torch.nn.Module):
         return self.transition
 
     def forward(self, input, label):  # noqa: A002
-        return F.linear_chain_crf(_on_torch(self, input), _on_torch(self, label), self.transition)
+        return F.linear_chain_crf(_on_torch(self, input), _on_torch(self, label, "label"), self.transition)
 
     def decode(self, input, label=None):  # noqa: A002
         """The Viterbi path of each sequence (Paddle's ``crf_decoding``) under this CRF's transition;
@@ -301,7 +305,7 @@ class LinearChainCRF(torch.nn.Module):
         >>> path.lod(), path.data.tolist()
         ([[0, 2, 3]], [[0], [2], [1]])
         """
-        return F.crf_decoding(_on_torch(self, input), self.transition.detach(), label=_on_torch(self, label))
+        return F.crf_decoding(_on_torch(self, input), self.transition.detach(), label=_on_torch(self, label, "label"))
 
 
 class CRFDecoding(torch.nn.Module):
@@ -326,7 +330,12 @@ class CRFDecoding(torch.nn.Module):
         if isinstance(crf_or_num_tags, LinearChainCRF):
             self.crf = crf_or_num_tags
         else:
-            self.crf = LinearChainCRF(int(crf_or_num_tags))
+            if not isinstance(crf_or_num_tags, int) and not hasattr(crf_or_num_tags, "__index__"):
+                raise TypeError(
+                    f"CRFDecoding(): crf_or_num_tags must be a LinearChainCRF (to share its transition) or a "
+                    f"number of tags, got {type(crf_or_num_tags).__name__} {crf_or_num_tags!r}"
+                )
+            self.crf = LinearChainCRF(crf_or_num_tags)
 
     def forward(self, input, label=None):  # noqa: A002
         return self.crf.decode(input, label=label)

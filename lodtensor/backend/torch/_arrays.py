@@ -248,8 +248,13 @@ class TorchArrayKernels:
     def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
         """``torch.nn.functional.ctc_loss`` of the sequences, padded time-major by one gather."""
         torch = self.torch
+        if logits.dtype in (torch.float16, torch.bfloat16):  # torch's ctc_loss has no half kernels: float32
+            return self.ctc_loss(logits.float(), input_offsets, labels, label_offsets, blank).to(logits.dtype)
         t_len, l_len = np.diff(input_offsets), np.diff(label_offsets)
         n, tmax, total = t_len.size, int(t_len.max(initial=0)), int(input_offsets[-1])
+        if tmax == 0:  # no input rows at all (torch's ctc_loss refuses empty log_probs): 0, or inf for a label
+            empty = torch.from_numpy(np.where(l_len == 0, 0.0, np.inf)).to(logits.device, logits.dtype)
+            return empty + logits.sum() * 0  # still on the logits' graph
         seq = np.repeat(np.arange(n), t_len)
         index = np.full((tmax, n), total, dtype=np.int64)  # row ``total``: a zero row for the padding
         index[np.arange(total) - input_offsets[:-1][seq], seq] = np.arange(total)
