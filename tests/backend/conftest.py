@@ -1,5 +1,7 @@
 """Fixtures of the backend tests."""
 
+import shutil
+
 import pytest
 
 from . import cuda_emu
@@ -38,3 +40,15 @@ def route(_emulator, monkeypatch):
     monkeypatch.setattr(_cuda, "_EMULATED", True)
     monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
     return stub
+
+
+@pytest.fixture(params=["cpu", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
+def torch_device(request):
+    """The device of a torch-backend test: "cpu"; "emulated" (CPU tensors down the torch-CUDA route,
+    its kernels emulated: the CUDA autograd Functions' own code runs; needs g++); "cuda" (marked gpu)."""
+    if request.param == "emulated":
+        if shutil.which("g++") is None:
+            pytest.skip("needs g++ to build the CUDA stand-in")
+        request.getfixturevalue("route")
+        return "cpu"
+    return request.param

@@ -1,7 +1,6 @@
 """torch.func.grad through the torch backend's autograd Functions (forward / setup_context / backward),
-on CPU tensors and (marked gpu) on CUDA tensors, whose Functions run the project's CUDA kernels."""
-
-import shutil
+on CPU tensors, on the emulated torch-CUDA route and (marked gpu) on CUDA tensors (the
+``torch_device`` fixture), whose Functions run the project's CUDA kernels."""
 
 import numpy as np
 import pytest
@@ -13,21 +12,6 @@ torch = pytest.importorskip("torch")
 from torch.func import grad  # noqa: E402
 
 OFFSETS = [[0, 3, 3, 7, 10]]
-# "emulated": CPU tensors down the torch-CUDA route, its kernels emulated (tests/backend/cuda_emu.py),
-# so the CUDA autograd Functions' setup_context runs here too
-DEVICES = ["cpu", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture
-def device(request):
-    if request.param == "emulated":
-        if shutil.which("g++") is None:
-            pytest.skip("needs g++ to build the CUDA stand-in")
-        stub = request.getfixturevalue("route")
-        yield "cpu"
-        assert stub.launches, "the torch-CUDA route ran no kernel"
-        return
-    yield request.param
 
 
 def _host(x):
@@ -53,10 +37,9 @@ def _dense_loss(op):
     return loss
 
 
-@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("op", ["sum", "max", "softmax"])
-def test_torch_func_grad_matches_the_dense_reference(op, device):
-    x = torch.randn(10, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3)).to(device)
+def test_torch_func_grad_matches_the_dense_reference(op, torch_device):
+    x = torch.randn(10, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3)).to(torch_device)
 
     def ours(values):
         t = lt.LoDTensor(values, OFFSETS)
@@ -67,9 +50,8 @@ def test_torch_func_grad_matches_the_dense_reference(op, device):
     np.testing.assert_allclose(_host(grad(ours)(x)), _host(grad(_dense_loss(op))(x)), rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("device", DEVICES, indirect=True)
-def test_torch_func_grad_through_padding(device):
-    x = torch.randn(10, 4, dtype=torch.float64).to(device)
+def test_torch_func_grad_through_padding(torch_device):
+    x = torch.randn(10, 4, dtype=torch.float64).to(torch_device)
 
     def ours(values):
         padded, _ = lt.LoDTensor(values, OFFSETS).to_padded()
@@ -78,25 +60,24 @@ def test_torch_func_grad_through_padding(device):
     np.testing.assert_allclose(_host(grad(ours)(x)), _host(2 * x))
 
 
-@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("layer", ["lstm", "gru"])
-def test_torch_func_grad_through_the_recurrences(layer, device):
+def test_torch_func_grad_through_the_recurrences(layer, torch_device):
     from lodtensor.nn import functional as F
 
     g = torch.Generator().manual_seed(5)
     d = 3
     x = torch.randn(7, (4 if layer == "lstm" else 3) * d, dtype=torch.float64, generator=g)
     lod = [[0, 2, 2, 7]]
-    x = x.to(device)
+    x = x.to(torch_device)
     if layer == "lstm":
         w, b = torch.randn(d, 4 * d, dtype=torch.float64, generator=g), torch.randn(1, 7 * d, dtype=torch.float64)
-        w, b = w.to(device), b.to(device)
+        w, b = w.to(torch_device), b.to(torch_device)
 
         def loss(x):
             return F.dynamic_lstm(lt.LoDTensor(x, lod), w, b)[0].data.square().sum()
     else:
         w, b = torch.randn(d, 3 * d, dtype=torch.float64, generator=g), torch.randn(1, 3 * d, dtype=torch.float64)
-        w, b = w.to(device), b.to(device)
+        w, b = w.to(torch_device), b.to(torch_device)
 
         def loss(x):
             return F.dynamic_gru(lt.LoDTensor(x, lod), w, b).data.square().sum()

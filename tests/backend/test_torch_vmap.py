@@ -4,8 +4,6 @@ the batch becomes more columns of the same rows); per-sample gradients (``vmap(g
 through them. On CPU, on the emulated torch-CUDA route (its kernels emulated) and, marked gpu, on
 CUDA. A LoD per sample is refused with a clear error."""
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -17,17 +15,6 @@ from torch.func import grad, vmap  # noqa: E402
 
 LOD = [[0, 3, 3, 7, 8, 20]]
 TWO_LEVELS = [[0, 2, 5], [0, 3, 3, 7, 8, 20]]
-DEVICES = ["cpu", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
-
-
-@pytest.fixture
-def device(request):
-    if request.param == "emulated":
-        if shutil.which("g++") is None:
-            pytest.skip("needs g++ to build the CUDA stand-in")
-        request.getfixturevalue("route")
-        return "cpu"
-    return request.param
 
 
 def _t(v, lod=LOD):
@@ -61,35 +48,32 @@ def _close(a, b):
     np.testing.assert_allclose(a.detach().cpu().numpy(), b.detach().cpu().numpy(), rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("op", sorted(OPS))
-def test_vmap_equals_a_loop_over_samples(device, op):
+def test_vmap_equals_a_loop_over_samples(torch_device, op):
     f = OPS[op]
-    x = _batch(device)
+    x = _batch(torch_device)
     want = torch.stack([f(x[i]) for i in range(x.shape[0])])
     _close(vmap(f)(x), want)
     _close(vmap(f, in_dims=1, out_dims=1)(x.transpose(0, 1)), want.transpose(0, 1))
 
 
-@pytest.mark.parametrize("device", DEVICES, indirect=True)
 @pytest.mark.parametrize("op", ["sum", "average", "max", "softmax", "pad", "unpad"])
-def test_per_sample_gradients(device, op):
+def test_per_sample_gradients(torch_device, op):
     f = OPS[op]
 
     def loss(v):
         return (f(v) ** 2 * torch.arange(1.0, 4.0, dtype=v.dtype, device=v.device)).sum()
 
-    x = _batch(device)
+    x = _batch(torch_device)
     want = torch.stack([grad(loss)(x[i]) for i in range(x.shape[0])])
     _close(vmap(grad(loss))(x), want)
 
 
-@pytest.mark.parametrize("device", DEVICES, indirect=True)
-def test_vmap_over_rows_of_several_dims_and_one_dim(device):
-    x = _batch(device, (3, 20, 2, 2))
+def test_vmap_over_rows_of_several_dims_and_one_dim(torch_device):
+    x = _batch(torch_device, (3, 20, 2, 2))
     f = OPS["softmax"]
     _close(vmap(f)(x), torch.stack([f(x[i]) for i in range(3)]))
-    y = _batch(device, (3, 20))
+    y = _batch(torch_device, (3, 20))
     g = OPS["max"]
     _close(vmap(g)(y), torch.stack([g(y[i]) for i in range(3)]))
 
