@@ -10,10 +10,7 @@ import os
 
 import numpy as np
 
-from .._validate import freeze
-from ..errors import LoDError
-from ..lod import LoD, _make
-from ..tensor import LoDTensor, _wrap
+from ._pieces import emit, fold_hollow, join, split, take
 from ._shards import check_layout, files_of, layouts
 
 __all__ = ["ParquetCorpus"]  # noqa: F822 - made on first use by __getattr__ below
@@ -194,7 +191,7 @@ class _ParquetCorpus:
         return self._batches(files, stride, offset)
 
     def _batches(self, files, stride, offset):
-        return (_emit(batch) for batch in _fold_hollow(self._pieces(files, stride, offset)))
+        return (emit(batch) for batch in fold_hollow(self._pieces(files, stride, offset)))
 
     def _pieces(self, files, stride, offset):
         from ..interop import read_parquet
@@ -223,7 +220,7 @@ class _ParquetCorpus:
                 seen += n
                 if keep.size == 0:
                     continue
-                parts = [_take(p, keep) for p in parts]
+                parts = [take(p, keep) for p in parts]
                 n = keep.size
             # rows before each document (bisect on a list: no NumPy call per batch)
             csum = _row_offsets(parts[0], path, self.column).tolist()
@@ -243,13 +240,13 @@ class _ParquetCorpus:
                 tail = e == n and csum[e] - csum[p] < budget  # room left: wait for the next record batch
                 bounds.append(e)
                 p = e
-            pieces = list(zip(*[_split(t, bounds) for t in parts]))
+            pieces = list(zip(*[split(t, bounds) for t in parts]))
             if head:
                 pending.append(pieces.pop(0))
                 pending_rows += csum[bounds[1]]
             if pending and (fills or not pieces):
                 if fills:
-                    yield _join(pending)
+                    yield join(pending)
                     pending, pending_rows = [], 0
                 else:
                     continue
@@ -259,7 +256,7 @@ class _ParquetCorpus:
             if last is not None:
                 pending, pending_rows = [last], csum[n] - csum[bounds[-2]]
         if pending:
-            yield _join(pending)
+            yield join(pending)
 
     def _read_size(self, path):
         """Documents per record batch for ``path``: ``docs_per_read``, or ~4 batches' worth (>= 1024, >= 256K rows)."""
@@ -314,35 +311,6 @@ def _rows_per_document(path, column):
         return None
 
 
-def _emit(parts):
-    return parts[0] if len(parts) == 1 else tuple(parts)
-
-
-def _hollow(parts):
-    """Whether a batch holds only documents without sentences: a level below the documents then has no
-    sequence, which a LoD cannot describe (every level holds at least one)."""
-    return any(level.size < 2 for level in parts[0].lod.levels[1:])
-
-
-def _fold_hollow(batches):
-    """``batches`` with every hollow one (:func:`_hollow`) joined to a neighbour, the next where there is
-    one (its empty documents first), else the one before: one batch of lookahead. An epoch whose
-    documents all lack sentences has nothing to join them to: that raises."""
-    held = None
-    for parts in batches:
-        if held is not None and (_hollow(held) or _hollow(parts)):
-            held = _join([held, parts])
-            continue
-        if held is not None:
-            yield held
-        held = parts
-    if held is not None:
-        if _hollow(held):
-            raise LoDError("ParquetCorpus: every document of this shard has no sentences; a LoD batch needs at "
-                           "least one sentence (filter the empty documents out, or use fewer shards)")
-        yield held
-
-
 def _row_offsets(t, path, column):
     """Where every document of ``t`` starts in the rows (finest-level items), then the row count."""
     if t.lod_level == 0:
@@ -351,13 +319,6 @@ def _row_offsets(t, path, column):
             f"documents must be nested lists"
         )
     return t.lod.absolute_offsets(0)
-
-
-def _slice(t, a, b):
-    """Documents ``a:b`` of ``t`` as a LoDTensor view."""
-    if t.lod_level == 0:  # a view of checked rows, with no lod: nothing to validate
-        return _wrap(t.data[a:b], t.lod, t.place())
-    return t[a:b]
 
 
 def _read_ahead(iterator):
@@ -379,80 +340,6 @@ def _read_ahead(iterator):
             yield item
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _split(t, bounds):
-    """Documents ``bounds[i]:bounds[i + 1]`` of ``t`` for every ``i``: LoDTensor views.
-
-    One vectorised pass per lod level builds every piece's rebased offsets in
-    one frozen buffer; each piece's LoD views its part (derived from ``t``'s
-    checked LoD, so valid by construction, as ``LoD.split`` builds its parts).
-    A loop over pieces, not documents.
-    """
-    place = t.place()
-    data = t.data
-    if t.lod_level == 0:
-        return [_wrap(data[a:b], t.lod, place) for a, b in zip(bounds, bounds[1:])]
-    # the pieces are contiguous: piece i holds offs[cuts[i] : cuts[i + 1] + 1], so in the joined
-    # buffer entry j of piece seg[j] reads offs[cuts[0] + j - seg[j]] (each shared end appears twice)
-    cuts = np.asarray(bounds, dtype=np.int64)
-    piece = np.arange(cuts.size - 1, dtype=np.int64)
-    per_level = []
-    for offs in t.lod.levels:
-        counts = np.diff(cuts)
-        counts += 1
-        seg = np.repeat(piece, counts)
-        src = np.arange(cuts[0], cuts[0] + seg.size, dtype=np.int64)
-        src -= seg
-        starts = offs[cuts]
-        values = offs[src]
-        values -= starts[seg]
-        ends = np.cumsum(counts).tolist()
-        per_level.append((freeze(values), [0, *ends]))
-        cuts = starts
-    rows = cuts.tolist()
-    return [
-        _wrap(data[rows[i] : rows[i + 1]], _make(tuple([v[c[i] : c[i + 1]] for v, c in per_level])), place)
-        for i in range(len(rows) - 1)
-    ]
-
-
-def _take(t, index):
-    """Documents ``index`` of ``t`` (a copy). Where none of them has a sentence, a hollow piece (its
-    lower levels hold no sequence, which no LoD describes alone), as :func:`_split` makes: the batching
-    joins it to a neighbouring batch (:func:`_fold_hollow`)."""
-    if t.lod_level == 0:
-        return LoDTensor(t.data[t.backend.asarray(index)])
-    if t.lod_level > 1 and not t.lod.lengths(0)[index].any():
-        empty = freeze(np.zeros(1, dtype=np.int64))
-        levels = (freeze(np.zeros(index.size + 1, dtype=np.int64)),) + (empty,) * (t.lod_level - 1)
-        return _wrap(t.data[:0], _make(levels), t.place())
-    return t[index]
-
-
-def _join(pieces):
-    """Concatenate lists of column pieces document-wise: one LoDTensor per column (a copy)."""
-    return [_concat([piece[k] for piece in pieces]) for k in range(len(pieces[0]))]
-
-
-def _concat(tensors):
-    """The documents of ``tensors`` one after the other: the data joined, every level's offsets shifted.
-
-    Valid by construction (each piece's levels are checked ones, each shift is
-    where the previous pieces end), so the LoD is not checked again.
-    """
-    first = tensors[0]
-    if len(tensors) == 1:
-        return first
-    be = first.backend
-    datas = [t.data for t in tensors]
-    data = be.concat(datas)
-    levels = []
-    for k in range(first.lod_level):  # a loop over levels and pieces (few), never over documents
-        offs = [t.lod.levels[k] for t in tensors]
-        ends = np.cumsum([0] + [int(o[-1]) for o in offs[:-1]]).tolist()
-        levels.append(np.concatenate([offs[0]] + [o[1:] + e for o, e in zip(offs[1:], ends[1:])]))
-    return _wrap(data, LoD._from_valid(levels) if levels else first.lod, first.place())
 
 
 def _positive(value, what, name):

@@ -168,13 +168,13 @@ def test_default_read_size_is_a_few_batches_from_the_footer(tmp_path):
 def test_split_pieces_equal_slicing(lengths, cuts):
     # the corpus cuts a record batch into pieces in one vectorised pass per level: each piece
     # must be exactly the slice t[a:b] (data, every level's offsets), a view of t's data
-    from lodtensor.text._corpus import _split
+    from lodtensor.text._pieces import split
 
     sentences = [len(doc) for doc in lengths]
     words = [w for doc in lengths for w in doc]
     t = lt.LoDTensor(np.arange(sum(words), dtype=np.int64), recursive_sequence_lengths=[sentences, words])
     bounds = sorted({0, len(t), *[c for c in cuts if c <= len(t)]})
-    pieces = _split(t, bounds)
+    pieces = split(t, bounds)
     assert len(pieces) == len(bounds) - 1
     for piece, a, b in zip(pieces, bounds, bounds[1:]):
         want = t[a:b]
