@@ -23,7 +23,7 @@ from ..factories import create_lod_tensor, create_random_int_lodtensor
 from ..place import CPUPlace, CUDAPinnedPlace, CUDAPlace
 from ..sequence import LoDTensorArray
 from . import _param_attr, core, io, layers, nets
-from ._model_layers import data
+from ._model_layers import data_v2 as data
 from ._model_layers import embedding_v2 as embedding
 from ._param_attr import ParamAttr
 from .core import LoDTensor

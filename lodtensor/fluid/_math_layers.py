@@ -4,6 +4,7 @@
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
+from ..ops._common import int_arg
 from ..tensor import LoDTensor
 
 __all__ = ["sums", "mean", "cross_entropy", "accuracy"]
@@ -117,20 +118,28 @@ def accuracy(input, label, k=1, correct=None, total=None):  # noqa: A002
     scores = _data(input, where, "input")
     if scores.ndim != 2:
         raise ValueError(f"{where}: input must be scores [N, C], got shape {list(scores.shape)}")
-    rows = int(scores.shape[0])
+    rows, width = int(scores.shape[0]), int(scores.shape[1])
+    k = int_arg(k, where, "k", 1)
+    if k > width:
+        raise ValueError(f"{where}: k={k} is more than the {width} classes of input (every row would count)")
     host = _labels(label, rows, where)
-    k, width = int(k), int(scores.shape[1])
+    if rows and host.min() < 0:
+        raise ValueError(f"{where}: labels must be >= 0 (as Paddle's accuracy), got {int(host.min())}")
     be = backend_of(scores)
     if not rows:
         return be.astype(be.zeros((), scores.dtype, scores), "float32")
     scores = be.detach(scores)
-    valid = (host >= 0) & (host < width)
+    valid = host < width
     safe = np.where(valid, host, 0)
     own = be.gather(be.flat(scores), be.from_host(np.arange(rows, dtype=np.int64) * width + safe, like=scores))
     label_col = be.from_host(safe[:, None], like=scores)
     cols = be.from_host(np.arange(width, dtype=np.int64)[None, :], like=scores)
     # the label's place in a stable descending sort of its row: the scores above it, and the equal
-    # ones of a lower column (as NumPy's stable argsort ranks them)
-    ahead = (scores > own[:, None]) | ((scores == own[:, None]) & (cols < label_col))
+    # ones of a lower column (as NumPy's stable argsort ranks them); NaN ranks above every number
+    # (as Paddle's top_k), so a diverged model does not score every row
+    own = own[:, None]
+    nan, own_nan = be.pointwise("isnan", "isnan", scores), be.pointwise("isnan", "isnan", own)
+    above = (scores > own) | (nan & ~own_nan)
+    ahead = above | (((scores == own) | (nan & own_nan)) & (cols < label_col))
     hit = (be.reduce(ahead, "sum", 1, False) < k) & be.from_host(valid, like=scores)
     return be.asarray(be.reduce(be.astype(hit, "float32"), "mean", None, False))

@@ -43,6 +43,9 @@ def _param(frame, base, suffix, attr, shape, like, where, *, dtype=None, is_bias
     name = attr.name if attr.name is not None else frame.unique(f"{base}.{suffix}")
     default = Constant(0.0) if is_bias else None  # None: Xavier, Paddle's default for weights
     dt = like.dtype if dtype is None else _torch_dtype(dtype, where)
+    if not dt.is_floating_point:
+        raise TypeError(f"{where}: the parameter {name!r} takes the input's dtype, {str(dt).replace('torch.', '')}, "
+                        f"which is not floating; cast the input (a float32 data layer, or x.float())")
     return frame.program.create_parameter(name, shape, dt, like.device, attr, default, where)
 
 
@@ -62,12 +65,57 @@ def _base(frame, layer_type, name):
     return name if name is not None else frame.unique(layer_type)
 
 
-def data(name, shape, dtype="float32", lod_level=0, append_batch_size=True, type=None, stop_gradient=True):  # noqa: A002
-    """The value fed as ``name`` to the running program (``net(..., feed={name: value})``), as a
-    LoDTensor (or tensor) of torch data in ``dtype``; ``shape`` and ``lod_level`` are checked.
+def _shape_arg(shape, where):
+    """A data layer's declared shape: a list or tuple of ints, ``None`` or ``-1`` for any size."""
+    if not isinstance(shape, (list, tuple)):
+        raise TypeError(f"{where}: shape must be a list or tuple of ints (None or -1: any size), got {shape!r}")
+    out = []
+    for i, s in enumerate(shape):
+        if s is None:
+            s = -1
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < -1:
+            raise ValueError(f"{where}: shape[{i}] must be a size >= 0, or None or -1 for any size, got {s!r} "
+                             f"(shape {list(shape)})")
+        out.append(int(s))
+    return out
 
-    ``fluid.data`` / ``fluid.layers.data`` of Paddle 1.x: ``shape`` without the batch dim
-    (``append_batch_size=True``) or with ``-1``/None for it.
+
+def _fed(where, name, dtype, shape, lod_level, batch_dim):
+    """The feed ``name`` of the running program in ``dtype``, checked against ``shape`` (batch dim
+    excluded: it may be any size); ``batch_dim=None``: ``shape`` holds it if it has the feed's rank."""
+    frame = _frame(where)
+    if name not in frame.feeds:
+        raise ValueError(
+            f"{where}: the program was not fed {name!r}; call it with feed={{{name!r}: ...}} "
+            f"(fed: {sorted(frame.feeds)})"
+        )
+    if isinstance(frame.feeds[name], LoDTensor) and frame.feeds[name].data is None:
+        raise ValueError(f"{where}: feed {name!r} is a LoDTensor that holds no data yet; give it an array with "
+                         f"t.set(array, place)")
+    value = as_torch(frame.feeds[name], where, f"feed {name!r}", dtype=_torch_dtype(dtype, where))
+    got = _data(value)
+    if not got.is_floating_point():
+        got = got.to(_torch_dtype(dtype, where))
+        value = value.with_data(got) if isinstance(value, LoDTensor) else got
+    if batch_dim is None:
+        batch_dim = len(shape) == got.dim()
+    want, have = shape[1:] if batch_dim else shape, [int(s) for s in got.shape[1:]]
+    if len(want) != len(have) or any(w not in (-1, h) for w, h in zip(want, have)):
+        if batch_dim:
+            raise ValueError(f"{where}: the feed has shape {[int(s) for s in got.shape]}, but the data layer "
+                             f"declares {shape} (-1: any size)")
+        raise ValueError(f"{where}: the feed has rows of shape {have}, but the data layer declares {want}")
+    have_levels = value.lod_level if isinstance(value, LoDTensor) else 0
+    if have_levels < int(lod_level):
+        raise ValueError(f"{where}: the data layer declares lod_level {lod_level}, the feed has {have_levels}")
+    return value
+
+
+def data(name, shape, dtype="float32", lod_level=0, append_batch_size=True, type=None, stop_gradient=True):  # noqa: A002
+    """``fluid.layers.data``: the value fed as ``name`` to the running program (``net(..., feed={name:
+    value})``), as a LoDTensor (or tensor) of torch data in ``dtype``; ``shape`` and ``lod_level`` are
+    checked. As in Paddle 1.x, ``shape`` leaves out the batch dim (``append_batch_size=True``) unless
+    it has a ``None`` or ``-1`` (any size) somewhere: then it is the whole shape.
 
     >>> import numpy as np
     >>> import lodtensor as lt
@@ -77,26 +125,31 @@ def data(name, shape, dtype="float32", lod_level=0, append_batch_size=True, type
     [[0, 2]]
     """
     where = f"fluid.layers.data(name={name!r})"
-    frame = _frame(where)
-    if name not in frame.feeds:
-        raise ValueError(
-            f"{where}: the program was not fed {name!r}; call it with feed={{{name!r}: ...}} "
-            f"(fed: {sorted(frame.feeds)})"
-        )
-    value = as_torch(frame.feeds[name], where, f"feed {name!r}", dtype=_torch_dtype(dtype, where))
-    got = _data(value)
-    if not got.is_floating_point():
-        got = got.to(_torch_dtype(dtype, where))
-        value = value.with_data(got) if isinstance(value, LoDTensor) else got
-    rows = [int(s) for s in (shape if not append_batch_size else [-1, *shape])]
-    want = [s for s in rows[1:]]
-    have = [int(s) for s in got.shape[1:]]
-    if len(want) != len(have) or any(w not in (-1, h) for w, h in zip(want, have)):
-        raise ValueError(f"{where}: the feed has rows of shape {have}, but the data layer declares {want}")
-    have_levels = value.lod_level if isinstance(value, LoDTensor) else 0
-    if have_levels < int(lod_level):
-        raise ValueError(f"{where}: the data layer declares lod_level {lod_level}, the feed has {have_levels}")
-    return value
+    rows = _shape_arg(shape, where)
+    return _fed(where, name, dtype, rows, lod_level, batch_dim=not append_batch_size or -1 in rows)
+
+
+def data_v2(name, shape, dtype="float32", lod_level=0):
+    """``fluid.data`` (Paddle 1.6+, ``paddle.static.data``): as :func:`data`, but ``shape`` is the whole
+    shape, batch dim included (``None`` or ``-1`` for any size): ``fluid.data("x", [None, 1], "int64")``.
+    (A shape without ``None``/``-1`` and one dim short of the feed is taken as its rows, as
+    ``fluid.layers.data``; the batch dim itself is not checked.)
+
+    >>> import numpy as np
+    >>> import lodtensor.fluid as fluid
+    >>> net = fluid.Program(lambda: fluid.data(name="x", shape=[None, 3]))
+    >>> tuple(net(feed={"x": np.ones((2, 3))}).shape)
+    (2, 3)
+    """
+    where = f"fluid.data(name={name!r})"
+    rows = _shape_arg(shape, where)
+    return _fed(where, name, dtype, rows, lod_level, batch_dim=True if -1 in rows else None)
+
+
+def _embedding_size(size, where):
+    if isinstance(size, (str, bytes)) or not hasattr(size, "__len__") or len(size) != 2:
+        raise TypeError(f"{where}: size must be [vocab_size, emb_dim], a list or tuple of 2 ints, got {size!r}")
+    return [int_arg(s, where, f"size[{i}]", 1) for i, s in enumerate(size)]
 
 
 def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=None, param_attr=None,  # noqa: A002
@@ -115,6 +168,7 @@ def embedding(input, size, is_sparse=False, is_distributed=False, padding_idx=No
     """
     where = "fluid.layers.embedding()"
     frame = _frame(where)
+    size = _embedding_size(size, where)
     ids = as_torch(input, where)
     attr = ParamAttr._to_attr(param_attr, where)
     w = _param(frame, _base(frame, "embedding", None), "w", attr, size, _data(ids), where, dtype=dtype)
@@ -136,6 +190,7 @@ def embedding_v2(input, size, is_sparse=False, is_distributed=False, padding_idx
     >>> tuple(net(lt.LoDTensor(np.array([[1], [2]]), [[0, 2]])).data.shape)
     (2, 1, 3)
     """
+    size = _embedding_size(size, "fluid.embedding()")
     ids = as_torch(input, "fluid.embedding()")
     flat = _data(ids).reshape(-1)
     out = _data(embedding(LoDTensor(flat), size, is_sparse=is_sparse, is_distributed=is_distributed,
@@ -146,6 +201,8 @@ def embedding_v2(input, size, is_sparse=False, is_distributed=False, padding_idx
 
 def _fc_inputs(input, where):
     inputs = list(input) if isinstance(input, (list, tuple)) else [input]
+    if not inputs:
+        raise ValueError(f"{where}: input is an empty list; give a tensor or a list of tensors")
     return [as_torch(x, where, f"input[{i}]") for i, x in enumerate(inputs)]
 
 
@@ -163,6 +220,7 @@ def fc(input, size, num_flatten_dims=1, param_attr=None, bias_attr=None, act=Non
     """
     where = "fluid.layers.fc()"
     frame = _frame(where)
+    size = int_arg(size, where, "size", 0)
     inputs = _fc_inputs(input, where)
     attrs = param_attr if isinstance(param_attr, (list, tuple)) else [param_attr] * len(inputs)
     if len(attrs) != len(inputs):
@@ -210,6 +268,7 @@ def sequence_conv(input, num_filters, filter_size=3, filter_stride=1, padding=Tr
         raise ValueError(f"{where}: input must be a LoDTensor of rows [N, D]")
     base = _base(frame, "sequence_conv", name)
     size = int_arg(filter_size, where, "filter_size", 1)
+    num_filters = int_arg(num_filters, where, "num_filters", 0)
     w = _param(frame, base, "w", ParamAttr._to_attr(param_attr, where), [size * int(d.shape[1]), int(num_filters)],
                d, where)
     battr = ParamAttr._to_attr(bias_attr, where, "bias_attr")
@@ -236,6 +295,7 @@ def row_conv(input, future_context_size, param_attr=None, act=None):  # noqa: A0
     """
     where = "fluid.layers.row_conv()"
     frame = _frame(where)
+    future_context_size = int_arg(future_context_size, where, "future_context_size", 0)
     x = as_torch(input, where)
     d = _data(x)
     w = _param(frame, _base(frame, "row_conv", None), "w", ParamAttr._to_attr(param_attr, where),
@@ -260,7 +320,8 @@ def dynamic_lstm(input, size, h_0=None, c_0=None, param_attr=None, bias_attr=Non
     """
     where = "fluid.layers.dynamic_lstm()"
     frame = _frame(where)
-    if int(size) % 4:
+    size = int_arg(size, where, "size", 4)
+    if size % 4:
         raise ValueError(f"{where}: size is 4 * hidden size (Paddle's rule), so it must be a multiple of 4, got {size}")
     x = as_torch(input, where)
     d = int(size) // 4
@@ -297,7 +358,7 @@ def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False, 
     where = "fluid.layers.dynamic_gru()"
     frame = _frame(where)
     x = as_torch(input, where)
-    d = int(size)
+    d = int_arg(size, where, "size", 1)
     width = int(_data(x).shape[-1])
     if width != 3 * d:
         raise ValueError(

@@ -104,15 +104,27 @@ class program_guard:  # noqa: N801 - Paddle's name
 
 
 def _as_tensor(value, where, name):
-    """A checkpoint value (NumPy, torch, LoDTensor) as a torch tensor."""
+    """A checkpoint value (NumPy, torch, LoDTensor) as a torch tensor; NumPy uint16 is bfloat16's
+    bits, as Paddle's checkpoints hold a bfloat16 parameter (``load_program_state`` returns them so)."""
     if isinstance(value, LoDTensor):
         value = value.data
     if isinstance(value, torch.Tensor):
         return value.detach()
     try:
-        return torch.as_tensor(np.array(value))
+        array = np.array(value)
+        if array.dtype == np.uint16:
+            return torch.from_numpy(array.astype(np.int16, copy=False)).view(torch.bfloat16)
+        return torch.as_tensor(array)
     except (TypeError, ValueError):
         raise TypeError(f"{where}: {name} must be an array, got {type(value).__name__}") from None
+
+
+def _to_numpy(param):
+    """A parameter as NumPy; bfloat16 (which NumPy lacks) as its bits in uint16, as Paddle gives it."""
+    t = param.detach().cpu()
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().view(np.uint16)
+    return t.numpy()
 
 
 class Program(torch.nn.Module):
@@ -190,9 +202,10 @@ class Program(torch.nn.Module):
             return found
         with torch.no_grad():
             value = torch.empty(shape, dtype=dtype, device=device)
-            pending = self._pending[0].pop(name, None) if self._pending is not None else None
+            pending = self._pending[0].get(name) if self._pending is not None else None
             if pending is not None:
-                self._copy(value, pending, name, "set_state_dict()")
+                self._copy(value, pending, name, "set_state_dict()")  # a bad value stays pending: a rerun says so again
+                del self._pending[0][name]
             else:
                 if self._pending is not None:
                     self._pending[2].append(name)
@@ -236,8 +249,9 @@ class Program(torch.nn.Module):
         return list(self._paddle_names)
 
     def program_state(self):
-        """``{name: ndarray}`` of every parameter, as ``paddle.static.load_program_state`` returns;
-        ``fluid.io.save_combine(net.program_state(), path)`` writes a Paddle checkpoint.
+        """``{name: ndarray}`` of every parameter, as ``paddle.static.load_program_state`` returns
+        (bfloat16 as its bits, uint16, as Paddle); ``fluid.io.save_combine(net.program_state(), path)``
+        writes a Paddle checkpoint.
 
         >>> import torch
         >>> import lodtensor.fluid as fluid
@@ -246,7 +260,7 @@ class Program(torch.nn.Module):
         >>> {k: v.shape for k, v in net.program_state().items()}
         {'fc_0.w_0': (3, 2)}
         """
-        return {n: self.get_parameter(n).detach().cpu().numpy() for n in self._paddle_names}
+        return {n: _to_numpy(self.get_parameter(n)) for n in self._paddle_names}
 
     # -- loading ---------------------------------------------------------------------------------
     @staticmethod

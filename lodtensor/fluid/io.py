@@ -53,10 +53,11 @@ _DTYPES = {
     6: np.dtype("<f8"),
     20: np.dtype("u1"),
     21: np.dtype("i1"),
+    22: np.dtype("<u2"),  # BF16: its raw bits, as Paddle's own load_program_state returns it (uint16)
     23: np.dtype("<c8"),
     24: np.dtype("<c16"),
 }
-_CODES = {dtype: code for code, dtype in _DTYPES.items()}
+_CODES = {dtype: code for code, dtype in _DTYPES.items()}  # uint16 saves as BF16, as Paddle's set() takes it
 _MAX_LEVELS = MAX_LOD_LEVELS
 _MAX_RANK = 32  # NumPy 1.x's limit (Paddle's is 9)
 
@@ -200,12 +201,23 @@ def _read_record(reader, arrays=False):
     return data if arrays else t
 
 
+def _bf16_bits(data):
+    """torch bfloat16 data (which NumPy lacks) as its bits in uint16, Paddle's BF16 record; else None."""
+    if type(data).__module__.split(".")[0] != "torch" or str(getattr(data, "dtype", "")) != "torch.bfloat16":
+        return None
+    import torch  # noqa: PLC0415 - the data is torch already
+
+    return data.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
+
+
 def _record(t, where="save_lod_tensor()"):
     if isinstance(t, LoDTensor):
         t._check_fits(where)  # a lod that does not fit the rows would make a file no reader takes
-        data, lod = t.numpy(), t.lod()
+        bits = _bf16_bits(t.data)
+        data, lod = t.numpy() if bits is None else bits, t.lod()
     else:
-        data, lod = np.asarray(t), []
+        bits = _bf16_bits(t)
+        data, lod = np.asarray(t) if bits is None else bits, []
     dtype = data.dtype.newbyteorder("<")
     code = _CODES.get(dtype)
     if code is None:
@@ -274,7 +286,8 @@ def _read_one(file, arrays):
 
 def save_lod_tensor(t, file):
     """Write ``t`` (a LoDTensor or an array) in Paddle's binary LoDTensor format, lod included;
-    Paddle's ``load`` operator (``fluid.io.load_vars``) reads it back.
+    Paddle's ``load`` operator (``fluid.io.load_vars``) reads it back. torch bfloat16 data, and
+    NumPy uint16 (its bits, as Paddle takes uint16), are written as Paddle's BF16.
 
     >>> import os, tempfile
     >>> path = os.path.join(tempfile.mkdtemp(), "fc_0.w_0")  # one file per variable, as fluid.io.save_params
@@ -287,6 +300,9 @@ def save_lod_tensor(t, file):
 
 def _names(names, where):
     """``names`` (strings, or objects with ``.name``) as a list of str, each once."""
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{where}: the variable names must be a list of names, got the {type(names).__name__} "
+                        f"{names!r} (write [{names!r}])")
     out = [getattr(v, "name", v) for v in names]
     bad = next((n for n in out if not isinstance(n, str)), None)
     if bad is not None:
@@ -404,6 +420,7 @@ def load_pdparams(file):
 
 
 _SKIP = ("__model__", ".pdmodel", ".pdopt", ".pdiparams.info")
+_STATIC_SAVE = (".pdparams", ".pdopt", ".pdmodel")  # the files of paddle.static.save(program, prefix)
 
 
 def load_program_state(model_path, var_list=None):
@@ -414,8 +431,10 @@ def load_program_state(model_path, var_list=None):
     - a directory of per-variable files (``fluid.io.save_params(exe, dir)``): every
       file but the program (``__model__``, ``*.pdmodel``) is a variable named by its file;
       with ``var_list`` only those names are read;
-    - a ``.pdparams`` pickle (``paddle.save`` / ``paddle.static.save``); ``path`` without
-      the suffix works too, as in Paddle;
+    - a ``.pdparams`` pickle (``paddle.save`` / ``paddle.static.save``); as in Paddle, the
+      prefix without the suffix, or the ``.pdopt`` / ``.pdmodel`` file of the same prefix, reads
+      ``prefix.pdparams`` (and it comes first when ``prefix`` is also a directory). Paddle
+      also merges the optimizer's ``.pdopt`` into the result; here only the parameters are read;
     - a combined file (``save_params(..., filename=...)``, ``*.pdiparams``): ``var_list``
       (names, or objects with ``.name``) says which variables it holds; they are read in
       sorted order, as Paddle writes them.
@@ -442,6 +461,9 @@ def load_program_state(model_path, var_list=None):
     """
     path = os.fspath(model_path)
     names = None if var_list is None else _names(var_list, f"load_program_state() of {path}")
+    prefix = next((path[: -len(s)] for s in _STATIC_SAVE if path.endswith(s)), path)
+    if os.path.isfile(prefix + ".pdparams"):  # as Paddle: paddle.static.save's prefix, or any file it wrote
+        path = prefix + ".pdparams"
     if os.path.isdir(path):
         files = sorted(f for f in os.listdir(path) if not f.startswith(".") and not f.endswith(_SKIP))
         wanted = names if names is not None else [f for f in files if os.path.isfile(os.path.join(path, f))]
@@ -452,8 +474,6 @@ def load_program_state(model_path, var_list=None):
                 raise ValueError(f"load_program_state(): variable {name!r} has no file in {path}")
             out[name] = _read_one(file, arrays=True)
         return out
-    if not os.path.exists(path) and os.path.exists(path + ".pdparams"):
-        path += ".pdparams"
     if not os.path.isfile(path):
         raise FileNotFoundError(f"load_program_state(): {path} is neither a directory nor a file")
     with open(path, "rb") as f:
