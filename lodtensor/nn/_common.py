@@ -99,6 +99,8 @@ def as_torch(x, where, name="input", *, dtype=None, device=None):
     """
     if x is None:
         return None
+    if isinstance(x, LoDTensor):
+        x._require_data(where)  # not "must be a LoDTensor, got LoDTensor"
     data = x.data if isinstance(x, LoDTensor) else x
     if backend_name_of(data) is None:
         raise TypeError(f"{where}: {name} must be a LoDTensor or a NumPy/torch array, got {type(x).__name__}")

@@ -186,3 +186,13 @@ def test_warpctc_blank_must_be_an_integer():
     with pytest.raises(TypeError, match=r"warpctc\(\): blank must be an integer, got float 0.5"):
         F.warpctc(x, y, blank=0.5)
     np.testing.assert_allclose(F.warpctc(x, y, blank=np.int64(2)).ravel(), [np.log(3.0)])
+
+
+def test_a_module_fed_a_lodtensor_without_data_says_so():
+    """It said "input must be a LoDTensor ..., got LoDTensor"."""
+    pytest.importorskip("torch")
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor.nn import DynamicGRU  # noqa: PLC0415
+
+    with pytest.raises(ValueError, match=r"DynamicGRU.forward\(\): the LoDTensor holds no data yet"):
+        DynamicGRU(2)(lt.LoDTensor())
