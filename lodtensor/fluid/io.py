@@ -29,6 +29,7 @@ import struct
 
 import numpy as np
 
+from ..backend import backend_name_of, backend_of
 from ..lod import MAX_LOD_LEVELS
 from ..tensor import LoDTensor
 from ._pdparams import read_pdparams
@@ -202,12 +203,16 @@ def _read_record(reader, arrays=False):
 
 
 def _bf16_bits(data):
-    """torch bfloat16 data (which NumPy lacks) as its bits in uint16, Paddle's BF16 record; else None."""
-    if type(data).__module__.split(".")[0] != "torch" or str(getattr(data, "dtype", "")) != "torch.bfloat16":
+    """bfloat16 data (torch's; NumPy has none) as its bits in uint16, Paddle's BF16 record; else None.
+    The exact widening to float32 (the backend's to_numpy) keeps the bits in its top half."""
+    be = backend_of(data) if backend_name_of(data) is not None else None  # a list, a scalar: NumPy's
+    try:
+        if be is None or data.dtype != be.as_dtype("bfloat16"):
+            return None
+    except TypeError:  # a library without bfloat16 holds none
         return None
-    import torch  # noqa: PLC0415 - the data is torch already
-
-    return data.detach().cpu().contiguous().view(torch.int16).numpy().view(np.uint16)
+    wide = np.ascontiguousarray(be.to_numpy(data), dtype=np.float32)
+    return (wide.view(np.uint32) >> 16).astype(np.uint16)
 
 
 def _record(t, where="save_lod_tensor()"):
