@@ -63,8 +63,10 @@ def masked_fill(input, mask, value):
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
     buf = input._buffer
     ops = input.backend
-    if isinstance(m, (bool, np.bool_)):
+    if isinstance(m, (bool, np.bool_)) and (not m or not ops.requires_grad(buf)):
         out = ops.full(tuple(buf.shape), value, buf.dtype, buf) if m else ops.clone(buf)
+    elif isinstance(m, (bool, np.bool_)):  # filled everywhere, on the graph: a zero gradient, not none
+        out = ops.astype(ops.where(ops.from_host(np.asarray(True), like=buf), value, buf), buf.dtype)
     else:
         out = ops.where(m, value, buf) if not hasattr(value, "shape") else ops.where(m, value, buf)
         out = ops.astype(out, buf.dtype)

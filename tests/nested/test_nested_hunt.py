@@ -195,3 +195,14 @@ def test_subtraction_with_a_bool_operand_raises_like_torch(lib, call):
         run(torch.tensor([True, False]), torch.tensor([1, 2]), torch.tensor([1.0, 2.0]))
     with pytest.raises((TypeError, RuntimeError), match="with a bool tensor is not supported"):
         run(b, i, f)  # NumPy data gave int64/float32 results; torch.sub(i, b, alpha=2) on either backend too
+
+
+def test_masked_fill_with_a_true_scalar_keeps_the_graph():
+    """A Python True mask filled a fresh tensor off the graph: backward through it raised, or a sum with
+    other terms lost its (zero) gradient. It stays on the graph now, with a zero gradient, as torch's
+    masked_fill with an all-true mask."""
+    x = ln.nested_tensor([torch.randn(2, 3), torch.randn(1, 3)], layout="jagged", requires_grad=True)
+    y = x.masked_fill(True, 5.0)
+    assert y.requires_grad and torch.equal(y.values(), torch.full((3, 3), 5.0))
+    y.values().sum().backward()
+    assert torch.equal(x.grad.values(), torch.zeros(3, 3))
