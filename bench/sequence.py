@@ -10,6 +10,9 @@ Real Paddle runs in a subprocess from its own venv (``.venv-paddle``, made by
 Program run with LoDTensor feeds, as Paddle users run it. torch runs with its
 default threads; NumPy and lodtensor's NumPy backend use one core.
 
+Also per-sample gradients (``torch.func.vmap(grad(...))``) through softmax and max pooling,
+beside a loop of ``grad`` and the same loss by hand in dense torch.
+
 Goals: sequence_pool faster than Paddle's; sum, average and max within 1.5x
 of torch's ``index_add_`` (the same sum, one pass) on the NumPy backend and
 within 1.1x on the torch backend; sequence_softmax at least as fast as NumPy
@@ -197,6 +200,42 @@ def bench_workload(report, name, paddle_all, paddle_reason):
     table.finish()
 
 
+def _per_sample_gradients(report, torch):
+    """Per-sample gradients through softmax then max pooling, for a batch of samples sharing one LoD:
+    ``torch.func.vmap(grad(loss))`` (the sequence ops' vmap rules: one call over the batch), a loop
+    of ``grad`` over the samples, and the same loss by hand in dense torch (padded, masked) under vmap."""
+    from torch.func import grad, vmap  # noqa: PLC0415
+
+    g = _common.rng(21)
+    lengths = g.integers(1, 40, size=200)
+    offsets = _common.offsets_of(lengths)
+    batch, width, rows, n = 32, 16, int(offsets[-1]), lengths.size
+    x = torch.from_numpy(g.standard_normal((batch, rows, width), dtype=np.float32))
+    lod = [offsets.tolist()]
+    maxlen = int(lengths.max())
+    seq = torch.from_numpy(np.repeat(np.arange(n), lengths))
+    slot = torch.from_numpy(np.arange(rows) - np.repeat(offsets[:-1], lengths))
+    mask = torch.arange(maxlen)[None, :] < torch.from_numpy(lengths)[:, None]
+
+    def ours(v):
+        return (S.sequence_pool(S.sequence_softmax(lt.LoDTensor(v, lod)), "max").data ** 2).sum()
+
+    def dense(v):
+        padded = v.new_full((n, maxlen, width), float("-inf")).index_put((seq, slot), v)
+        soft = torch.softmax(padded, dim=1).masked_fill(~mask[..., None], float("-inf"))
+        return (soft.amax(dim=1) ** 2).sum()
+
+    workload = f"{batch} samples of [{rows}, {width}] float32 in {n} sequences (one LoD); softmax, max pool"
+    table = report.table("per-sample gradients (torch.func)", workload, reference="lodtensor vmap(grad)")
+    want = vmap(grad(dense))(x)
+    close = lambda out: torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-5)  # noqa: E731
+    table.add("lodtensor vmap(grad)", lambda: vmap(grad(ours))(x), check=close)
+    table.add("lodtensor, a loop of grad", lambda: torch.stack([grad(ours)(x[i]) for i in range(batch)]),
+              check=close)
+    table.add("torch by hand (padded, masked), vmap(grad)", lambda: vmap(grad(dense))(x), check=close)
+    table.finish()
+
+
 def run(report):
     names = list(_seqdata.WORKLOADS)
     paddle_all, reason = run_paddle(names, [*POOLS, "softmax", "pad"])
@@ -204,6 +243,9 @@ def run(report):
         report.notes.append(f"Paddle 2.6.2: {reason}")
     for name in names:
         bench_workload(report, name, paddle_all, reason)
+    torch = _common.optional("torch")
+    if torch is not None:
+        _per_sample_gradients(report, torch)
 
 
 if __name__ == "__main__":  # pragma: no cover - use bench/run.py
