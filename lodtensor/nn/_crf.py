@@ -8,7 +8,7 @@ the backend.
 
 import numpy as np
 
-from ..ops._common import int_arg
+from ..ops._common import flag_arg, int_arg
 from ..ops.reduce import pool
 from ..tensor import LoDTensor
 from ._common import lod_input, on_device, param, time_plan
@@ -194,12 +194,13 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
         raise ValueError(f"{where}: input has {t_off.size - 1} sequences but label has {l_off.size - 1}")
     c = int(data.shape[1])
     blank = int_arg(blank, where, "blank")
+    norm = flag_arg(norm_by_times, where, "norm_by_times")
     if not 0 <= blank < c:
         raise ValueError(f"{where}: blank must be in [0, {c}), got {blank}")
     if lab.size and (lab.min() < 0 or lab.max() >= c):
         raise ValueError(f"{where}: label ids must be in [0, {c}), got {int(lab.min())}..{int(lab.max())}")
     loss = be.ctc_loss(data, t_off, lab, l_off, blank)
-    if norm_by_times and be.requires_grad(loss):  # the gradient scaled, the value kept (inf stays inf)
+    if norm and be.requires_grad(loss):  # the gradient scaled, the value kept (inf stays inf)
         scale = be.from_host(1.0 / np.maximum(np.diff(t_off), 1), like=loss, dtype=loss.dtype)
         fixed = be.detach(loss)
         finite = be.pointwise("isfinite", "isfinite", fixed)

@@ -9,6 +9,7 @@ torch one autograd node for the whole recurrence whose backward runs fused steps
 in reverse.
 """
 
+from ..ops._common import flag_arg
 from ._common import act_name, lod_input, on_device, out_like, param, time_plan
 
 __all__ = ["dynamic_lstm", "dynamic_gru"]
@@ -95,16 +96,17 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     where = "dynamic_lstm()"
     x, be, data, d = _gated_input(input, where, 4, weight)
     w = param(weight, data, where, "weight", (d, 4 * d))
-    b = param(bias, data, where, "bias", (1, 7 * d if use_peepholes else 4 * d))
+    peepholes = flag_arg(use_peepholes, where, "use_peepholes")
+    b = param(bias, data, where, "bias", (1, 7 * d if peepholes else 4 * d))
     acts = (act_name(gate_activation, where, "gate_activation"), act_name(cell_activation, where, "cell_activation"),
             act_name(candidate_activation, where, "candidate_activation"))
-    reverse = bool(is_reverse)
+    reverse = flag_arg(is_reverse, where, "is_reverse")
     plan, rows, inverse = _plan(x, data, reverse)
     h = _initial(h_0, x, plan, be, data, where, "h_0", d)
     c = _initial(c_0, x, plan, be, data, where, "c_0", d)
     if plan.steps == 0:
         return _empty(x, data, d, 2)
-    hidden, cell = be.lstm(data, w, b, h, c, rows, inverse, plan.counts, acts, bool(use_peepholes))
+    hidden, cell = be.lstm(data, w, b, h, c, rows, inverse, plan.counts, acts, peepholes)
     return out_like(x, hidden), out_like(x, cell)
 
 
@@ -140,10 +142,11 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
     w_gate, w_cand = flat[: 2 * d * d].reshape(d, 2 * d), flat[2 * d * d :].reshape(d, d)
     acts = (act_name(gate_activation, where, "gate_activation"),
             act_name(candidate_activation, where, "candidate_activation"))
-    reverse = bool(is_reverse)
+    reverse = flag_arg(is_reverse, where, "is_reverse")
     plan, rows, inverse = _plan(x, data, reverse)
     h = _initial(h_0, x, plan, be, data, where, "h_0", d)
     if plan.steps == 0:
         return _empty(x, data, d, 1)[0]
-    hidden = be.gru(data, w_gate, w_cand, b, h, rows, inverse, plan.counts, acts, bool(origin_mode))
+    hidden = be.gru(data, w_gate, w_cand, b, h, rows, inverse, plan.counts, acts,
+                    flag_arg(origin_mode, where, "origin_mode"))
     return out_like(x, hidden)

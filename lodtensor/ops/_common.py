@@ -47,6 +47,16 @@ def int_arg(value, where, name, minimum=None):
     return value
 
 
+def flag_arg(value, where, name):
+    """``value`` as a Python bool: a bool (NumPy's too) or the integers 0 and 1; a string such as
+    ``"False"`` (truthy) or anything else is refused rather than read by its truth."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)) and value in (0, 1):
+        return bool(value)
+    raise TypeError(f"{where}: {name} must be True or False, got {type(value).__name__} {value!r}")
+
+
 def host_ints(values, where, name):
     """Integer values (list, array, LoDTensor) as a flat host int64 array."""
     if isinstance(values, LoDTensor):

@@ -196,3 +196,31 @@ def test_a_module_fed_a_lodtensor_without_data_says_so():
 
     with pytest.raises(ValueError, match=r"DynamicGRU.forward\(\): the LoDTensor holds no data yet"):
         DynamicGRU(2)(lt.LoDTensor())
+
+
+@pytest.mark.parametrize("call, flag", [
+    ("lstm", "is_reverse"), ("lstm", "use_peepholes"), ("gru", "is_reverse"), ("gru", "origin_mode"),
+    ("ctc", "norm_by_times"),
+])
+def test_flags_are_true_or_false_not_a_truthy_string(call, flag):
+    """``is_reverse="False"`` ran the sequences reversed (a non-empty string is true)."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor.nn import functional as F  # noqa: PLC0415
+
+    d = 2
+    if call == "lstm":
+        x = lt.LoDTensor(np.zeros((3, 4 * d)), [[0, 2, 3]])
+        def run(**kw):
+            peep = kw.get("use_peepholes", True) is True or kw.get("use_peepholes") == 1
+            return F.dynamic_lstm(x, np.zeros((d, 4 * d)), np.zeros((1, (7 if peep else 4) * d)), **kw)
+    elif call == "gru":
+        x = lt.LoDTensor(np.zeros((3, 3 * d)), [[0, 2, 3]])
+        run = lambda **kw: F.dynamic_gru(x, np.zeros((d, 3 * d)), np.zeros((1, 3 * d)), **kw)  # noqa: E731
+    else:
+        x = lt.LoDTensor(np.zeros((3, 4)), [[0, 2, 3]])
+        label = lt.LoDTensor(np.array([[1], [2]]), [[0, 1, 2]])
+        run = lambda **kw: F.warpctc(x, label, **kw)  # noqa: E731
+    with pytest.raises(TypeError, match=f"{flag} must be True or False, got str 'False'"):
+        run(**{flag: "False"})
+    run(**{flag: np.bool_(False)})
+    run(**{flag: 1})
