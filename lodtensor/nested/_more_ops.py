@@ -18,7 +18,7 @@ from ._dtypes import kind_of
 from ._pointwise import _inplace, binary, clamp, where, write_into
 from ._registry import OP_TABLE, implements
 from ._tables import ALIASES
-from ._tensor import NestedTensor, make_view
+from ._tensor import NestedTensor, _op, make_view
 
 __all__ = [
     "clamp_min",
@@ -221,10 +221,7 @@ def fill(input, value):
     check_nested(input, "fill()")
     if scalar_like(value) is None:
         raise TypeError(f"fill(): value must be a number or a 0-d array, got {type(value).__name__}")
-    if not input.requires_grad:
-        return OP_TABLE["full_like"](input, value, dtype=input.dtype)
-    everywhere = OP_TABLE["full_like"](input, True, dtype=bool)
-    return _keep_dtype(input, where(everywhere, value, input))  # torch's graph: a zero gradient for input
+    return OP_TABLE["masked_fill"](input, True, value)  # on torch's graph: a zero gradient for input
 
 
 def _keep_dtype(input, out):
@@ -285,17 +282,9 @@ def _method_aliases():
         for alias in aliases:
             if "." in alias or alias.startswith("__") or hasattr(NestedTensor, alias):
                 continue
-            setattr(NestedTensor, alias, getattr(NestedTensor, name, None) or _method(name))
+            setattr(NestedTensor, alias, getattr(NestedTensor, name, None) or _op(name))
             if hasattr(NestedTensor, f"{name}_") and not hasattr(NestedTensor, f"{alias}_"):
                 setattr(NestedTensor, f"{alias}_", getattr(NestedTensor, f"{name}_"))
 
 
-def _method(name):
-    def method(self, *args, **kwargs):
-        return OP_TABLE[name](self, *args, **kwargs)
-
-    method.__name__ = name
-    return method
-
-
-NestedTensor.__pos__ = _method("positive")
+NestedTensor.__pos__ = _op("positive")
