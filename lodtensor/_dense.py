@@ -36,7 +36,9 @@ def pad_plan(lod, level, maxlen):
         sorted_lengths = lengths[order]
         bounds = [0, *(np.flatnonzero(np.diff(sorted_lengths)) + 1).tolist(), lengths.size]
         groups = tuple(
-            (int(sorted_lengths[a]), order[a:b]) for a, b in zip(bounds, bounds[1:]) if sorted_lengths[a] < maxlen
+            (int(sorted_lengths[a]), order[a:b])
+            for a, b in zip(bounds, bounds[1:])
+            if a < b and sorted_lengths[a] < maxlen  # a < b: no group at all when there is no sequence
         )
         return index, groups
 

@@ -88,10 +88,6 @@ def getitem(t, index):
         start, stop, step = index.indices(n)
         if step == 1:
             stop = max(start, stop)
-            if start == stop:
-                raise IndexError(
-                    f"slice {index} selects no sequence of {n}; a LoD level needs at least one"
-                )
             lod, a, b = t._lod.slice(start, stop)
             return t._new(data[a:b], lod)
         index = np.arange(start, stop, step)
@@ -120,8 +116,6 @@ def _select(t, index, n):
         idx = np.flatnonzero(idx)
     if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
         raise IndexError(f"index must be a 1-D array of sequence indices, got {preview(idx)} ({idx.dtype})")
-    if idx.size == 0:
-        raise IndexError("index selects no sequence; a LoD level needs at least one")
     idx = idx.astype(np.int64)
     bad = (idx < -n) | (idx >= n)
     if bad.any():

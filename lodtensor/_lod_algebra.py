@@ -10,7 +10,6 @@ import numpy as np
 
 from ._level import _normalize_level, concat_ranges, lengths_to_offsets
 from ._validate import as_offsets, check_levels, freeze
-from .errors import LoDError
 
 __all__ = ["LevelAlgebra"]
 
@@ -64,28 +63,19 @@ class LevelAlgebra:
     def select(self, indices):
         """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
 
-        Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather. A selection
-        whose sequences hold no sequence at some finer level cannot be a LoD (a level needs
-        at least one sequence): LoDError naming that level.
+        Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather. Where the
+        selected sequences are all empty, the levels under them hold no sequence (``[0]``).
 
         >>> from lodtensor.lod import LoD
         >>> lod, rows = LoD([[0, 2, 3], [0, 1, 1, 4]]).select([1, 0])
         >>> lod(), rows.tolist()
         ([[0, 1, 3], [0, 3, 4, 4]], [1, 2, 3, 0])
-        >>> LoD([[0, 0, 1], [0, 2]]).select([0])
-        Traceback (most recent call last):
-        ...
-        lodtensor.errors.LoDError: the selected sequences hold no sequence at lod level 1; a lod level needs at
-        least one
+        >>> LoD([[0, 0, 1], [0, 2]]).select([0])[0]()
+        [[0, 0], [0]]
         """
         items = np.asarray(indices, dtype=_INT64)
         arrays = []
-        for k, offs in enumerate(self._levels):
-            if k and not items.size:  # the level above selected sequences with nothing under them
-                raise LoDError(
-                    f"the selected sequences hold no sequence at lod level {k}; a lod level needs at least one",
-                    level=k,
-                )
+        for offs in self._levels:
             starts, stops = offs[items], offs[items + 1]
             arrays.append(lengths_to_offsets(stops - starts))
             items, _ = concat_ranges(starts, stops)

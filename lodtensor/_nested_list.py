@@ -51,7 +51,9 @@ def flatten_lists(nested, lod_level=None, name="nested"):
     depth = 0
     while lod_level is None or depth < lod_level:
         types = set(map(type, items))
-        if not types:
+        if not types:  # no lists left: the levels still asked for hold no sequence (offsets [0])
+            if lod_level is not None:
+                lengths.extend(np.zeros(0, dtype=np.int64) for _ in range(lod_level - depth))
             break
         # with an explicit lod_level, arrays inside the lists are sequences too (as in Paddle)
         if not _is_listlike_types(types, arrays_too=lod_level is not None):

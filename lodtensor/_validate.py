@@ -168,8 +168,12 @@ def _short(values):
 def as_offsets(values, *, level=None, name="offsets", copy=True):
     """Validate one level of offsets on its own and return it as a frozen int64 array.
 
-    Checks the rules that need no other level: integers, 1-D, at least 2
-    entries, starts at 0, never decreases. One vectorised pass; the slow search
+    Checks the rules that need no other level: integers, 1-D, at least one
+    entry, starts at 0, never decreases. ``[0]`` is a level of no sequence (an
+    empty batch, or the level under parents that are all empty), as torch's
+    empty nested tensor, TensorFlow's ``row_splits=[0]`` and awkward's empty
+    list array; Paddle's ``CheckLoD`` refuses it, so :mod:`lodtensor.fluid`
+    refuses it where a tensor goes to Paddle. One vectorised pass; the slow search
     for the offending index runs only on failure. The values are copied into
     frozen memory first and checked there, so a writer racing on ``values``
     cannot slip past the check. With ``copy=False`` an int64 array is shared
@@ -194,9 +198,9 @@ def as_offsets(values, *, level=None, name="offsets", copy=True):
         arr = np.ascontiguousarray(arr)
         arr = np.frombuffer(memoryview(arr).toreadonly(), dtype=arr.dtype).reshape(arr.shape)
     label = "lod level" if level is None else f"lod level {level}"
-    if arr.size < 2:
+    if arr.size < 1:
         raise LoDError(
-            f"{label} must have at least 2 offsets (one sequence), got {preview(arr)}",
+            f"{label} must have at least 1 offset (offsets [0] for no sequence), got {preview(arr)}",
             level=level,
             index=0,
         )
@@ -257,9 +261,7 @@ def as_lengths(values, *, level=None, name="lengths"):
     """
     where = name if level is None else f"{name} level {level}"
     arr = _integer_array(values, where)
-    if arr.size == 0:
-        raise LoDError(f"{where} must hold at least one sequence length, got []", level=level, index=0)
-    if arr.min() < 0:
+    if arr.size and arr.min() < 0:
         j = int(np.flatnonzero(arr < 0)[0])
         raise LoDError(f"{where} must be non-negative, got lengths[{j}]={arr[j]}", level=level, index=j)
     return arr

@@ -75,12 +75,6 @@ def from_nested_list(nested, dtype=None, lod_level=None, place=None):
     """
     dtype = _as_dtype(dtype)
     rows, lengths = flatten(nested, lod_level=lod_level, dtype=dtype)
-    if lod_level is not None and len(lengths) < lod_level:
-        raise LoDError(
-            f"from_nested_list(): lod level {len(lengths)} would hold no sequence (the lists "
-            f"are empty at depth {len(lengths) + 1}); every lod level needs at least one",
-            level=len(lengths),
-        )
     lod = LoD._from_valid_lengths(lengths) if lengths else LoD._from_valid(())
     data, where = to_place(rows, as_place(place), copy=False)
     return _wrap(data, lod, where)

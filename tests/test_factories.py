@@ -49,16 +49,24 @@ class TestFromNestedList:
             ([[None]], {}, TypeError, "must hold numbers"),
             ([[1]], {"dtype": "str"}, TypeError, "numeric or bool"),
             ([[1]], {"dtype": "nonsense"}, TypeError, "dtype must be a NumPy dtype"),
-            ([], {"lod_level": 1}, LoDError, "needs at least one"),
             ("abc", {}, TypeError, "must be a \\(nested\\) list"),
             ([[1]], {"lod_level": -1}, ValueError, "lod_level must be >= 0"),
         ],
         ids=["depth1", "depth2", "too-deep", "ragged-rows", "strings", "none", "str-dtype", "bad-dtype",
-             "empty", "not-list", "negative-level"],
+             "not-list", "negative-level"],
     )
     def test_bad_input(self, nested, kwargs, exc, pattern):
         with pytest.raises(exc, match=pattern):
             lt.from_nested_list(nested, **kwargs)
+
+    @pytest.mark.parametrize(
+        "nested, lod_level, lod",
+        [([], 1, [[0]]), ([], 2, [[0], [0]]), ([[], []], 2, [[0, 0, 0], [0]]), ([[], [[]]], 2, [[0, 0, 1], [0, 0]])],
+    )
+    def test_levels_of_no_sequence(self, nested, lod_level, lod):
+        """Empty lists at the deepest lod level asked for give a level of no sequence, not an error."""
+        t = lt.from_nested_list(nested, lod_level=lod_level)
+        assert t.lod() == lod and t.tolist() == nested and t.shape()[0] == 0
 
     def test_input_lists_untouched(self):
         nested = [[[1, 2], [3]], [[4]]]

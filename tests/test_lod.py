@@ -53,8 +53,8 @@ def test_empty_lod():
     [
         ([[1, 2, 5]], LoDError, r"must start at 0, got offsets\[0\]=1"),
         ([[0, 3, 2, 5]], LoDError, r"non-decreasing, but offsets\[1\]=3 > offsets\[2\]=2"),
-        ([[0]], LoDError, r"at least 2 offsets"),
-        ([[]], LoDError, r"at least 2 offsets"),
+        ([[0, 1], [0]], LoDError, r"level 0 must end at the number of sequences in level 1 \(0\)"),
+        ([[]], LoDError, r"at least 1 offset \(offsets \[0\] for no sequence\)"),
         ([[0, 1], [0, 2, 5]], LoDError,
          r"level 0 must end at the number of sequences in level 1 \(2\), got offsets\[-1\]=1"),
         ([[0, 2.0, 5]], TypeError, r"integer dtype .* got float64"),
@@ -69,7 +69,7 @@ def test_empty_lod():
         ("abc", TypeError, r"integer dtype|flat list|offset lists"),
         (5, TypeError, r"list of offset lists"),
     ],
-    ids=["not-zero", "decreasing", "one-entry", "no-entry", "level-mismatch", "float", "bool", "numpy-bool",
+    ids=["not-zero", "decreasing", "hollow-under-rows", "no-entry", "level-mismatch", "float", "bool", "numpy-bool",
          "int64-max-plus-one", "uint64-overflow", "huge", "ragged", "2d-level", "flat", "string", "int"],
 )
 def test_invalid_offsets(levels, exc, pattern):
@@ -95,11 +95,11 @@ def test_error_attributes():
         ([[True, False]], TypeError, r"booleans"),
         ([[np.True_, 1]], TypeError, r"booleans"),
         ([[1, 2**64]], ValueError, r"holds values beyond int64"),
-        ([[]], LoDError, r"at least one sequence"),
+        ([[1], []], LoDError, r"level 0 must add up to the number of sequences in level 1 \(0\), got sum=1"),
         ([[1, 1], [2, 3, 4]], LoDError, r"level 0 must add up to the number of sequences in level 1 \(3\), got sum=2"),
         ([[2, [1]]], TypeError, r"ragged"),
     ],
-    ids=["negative", "float", "bool", "numpy-bool", "beyond-int64", "empty", "mismatch", "ragged"],
+    ids=["negative", "float", "bool", "numpy-bool", "beyond-int64", "hollow-under-rows", "mismatch", "ragged"],
 )
 def test_invalid_lengths(lengths, exc, pattern):
     with pytest.raises(exc, match=pattern):
@@ -196,3 +196,19 @@ def test_slices_concatenate_back(levels, data):
     assert (a0, b1, b0) == (0, lod.num_rows, a1)
     joined = [ll + rl for ll, rl in zip(left.to_lengths_list(), right.to_lengths_list())]
     assert joined == levels
+
+
+@pytest.mark.parametrize(
+    "levels, lengths",
+    [([[0]], [[]]), ([[0], [0]], [[], []]), ([[0, 0, 0], [0]], [[0, 0], []]), ([[0, 0], [0], [0]], [[0], [], []])],
+    ids=["batch0", "batch0x2", "docs-without-sentences", "three-levels"],
+)
+def test_levels_of_no_sequence(levels, lengths):
+    """``[0]`` is a level of no sequence: an empty batch, or the level under parents that are all empty
+    (as torch's empty nested tensor, TensorFlow's row_splits [0], awkward's empty list array)."""
+    lod = LoD(levels, num_rows=0)
+    assert lod() == levels and lod.to_lengths_list() == lengths
+    assert LoD.from_lengths(lengths, num_rows=0) == lod
+    assert lod.num_sequences(len(levels) - 1) == 0 and lod.num_rows == 0
+    with pytest.raises(LoDError, match="must end at len"):
+        LoD(levels, num_rows=1)

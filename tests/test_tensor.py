@@ -54,7 +54,7 @@ class TestPaddleMethods:
             ("set_lod", [[1, 2, 5]], "must start at 0"),
             ("set_lod", [[0, 3, 2, 5]], "non-decreasing"),
             ("set_lod", [[0, 2, 4]], r"must end at len\(data\)=5, got offsets\[-1\]=4"),
-            ("set_lod", [[0]], "at least 2 offsets"),
+            ("set_lod", [[0]], r"must end at len\(data\)=5, got offsets\[-1\]=0"),
             ("set_lod", [[0, 1], [0, 2, 5]], "number of sequences in level 1"),
             ("set_recursive_sequence_lengths", [[2, 2]], r"add up to len\(data\)=5, got sum=4"),
             ("set_recursive_sequence_lengths", [[-1, 6]], "non-negative"),
@@ -169,8 +169,8 @@ class TestPythonicSurface:
         assert t[::2].tolist() == [[[1, 2], [3]], [[7]]]
         assert t[[2, 0]].tolist() == [[[7]], [[1, 2], [3]]]
         assert t[np.array([False, True, False])].tolist() == [[[4], [], [5, 6]]]
-        with pytest.raises(IndexError, match="selects no sequence"):
-            t[2:1]
+        assert t[2:1].lod() == [[0], [0]] and t[2:1].tolist() == [] and t[2:1].data.shape[0] == 0
+        assert t[np.array([], dtype=int)].lod() == [[0], [0]] and t[np.zeros(3, bool)].tolist() == []
         with pytest.raises(IndexError, match=r"index\[1\]=5 is out of range"):
             t[[0, 5]]
         with pytest.raises(TypeError, match="t\\[i\\]\\[j\\]"):

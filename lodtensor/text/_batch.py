@@ -10,7 +10,6 @@ import numpy as np
 from .._data import to_place
 from .._nested_list import flatten_lists
 from ..backend import get_backend
-from ..errors import LoDError
 from ..factories import from_padded_all
 from ..lod import LoD
 from ..place import as_place
@@ -179,8 +178,6 @@ def batch(nested, vocab=None, lod_level=None, dtype="int64", place=None):
         vocab = _DictVocab(vocab)
     leaves, lengths = flatten_lists(nested, lod_level, name="nested")
     ids = ids_as(vocab.lookup(leaves), dtype, "batch()")
-    if any(level.size == 0 for level in lengths):
-        raise LoDError("batch(): every lod level needs at least one sequence; nested is empty")
     lod = LoD._from_valid_lengths(lengths) if lengths else LoD._from_valid(())
     data, where = to_place(ids, as_place(place), copy=False)
     return _wrap(data, lod, where)

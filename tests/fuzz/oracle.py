@@ -37,7 +37,7 @@ def _numpy(x):
 def reference_valid(levels, rows):
     """Whether offsets ``levels`` (lists of ints) form a LoD that fits ``rows`` rows."""
     for k, level in enumerate(levels):
-        if len(level) < 2 or level[0] != 0 or any(b < a for a, b in zip(level, level[1:])):
+        if len(level) < 1 or level[0] != 0 or any(b < a for a, b in zip(level, level[1:])):
             return False
         end = len(levels[k + 1]) - 1 if k + 1 < len(levels) else rows
         if level[-1] != end:

@@ -899,13 +899,13 @@ def test_difference_expand_rank1_x(op):
     assert wide[0][1][0].data.ravel().tolist() == out.data.tolist()
 
 
-def test_difference_expand_all_repeats_zero():
-    """When y's level repeats every sequence of x 0 times, Paddle returns 0 rows with the one-offset
-    lod [[0]]; lodtensor raises LoDError (a lod level needs one sequence). For a lod-less x both
-    return 0 rows without lod."""
+def test_expand_all_repeats_zero():
+    """When y's level repeats every sequence of x 0 times, both return 0 rows with the one-offset lod
+    [[0]] (a level of no sequence). For a lod-less x both return 0 rows without lod."""
     y = T(np.zeros((0, 1)), [[0, 0, 0, 0]])
-    (out,) = paddle_accepts_we_raise(*both("sequence_expand", {"x": X1, "y": y}), lt.LoDError)
-    assert out.data.shape == (0, 1) and out.lod == [[0]]
+    p, o = both("sequence_expand", {"x": X1, "y": y})
+    assert_agree(p, o, "sequence_expand(all repeats 0)")
+    assert o[1][0].data.shape == (0, 1) and o[1][0].lod == [[0]]
     p, o = both("sequence_expand", {"x": T(seq_data(3)), "y": y})
     assert_agree(p, o, "sequence_expand(lod-less x, all repeats 0)")
     assert o[1][0].data.shape == (0, 1) and o[1][0].lod == []
