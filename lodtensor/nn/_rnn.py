@@ -47,19 +47,26 @@ def _plan(x, data, reverse):
 
 
 def _initial(state, x, plan, be, like, where, name, width):
-    """``state`` ``[num_sequences, D]`` as the sequences still running at step 0, in step order."""
+    """``state`` ``[num_sequences, D]`` as the sequences still running at step 0, in step order
+    (every sequence empty: the checked state itself, never read but kept in the graph)."""
     if state is None:
         return None
     s = param(state, like, where, name, (plan.order.size, width))
-    if plan.steps == 0:  # every sequence empty: checked, never read
-        return None
+    if plan.steps == 0:
+        return s
     running = int(plan.counts[0])
     return be.gather(s, on_device(x, ("nn.order", running), lambda: plan.order[:running], like))
 
 
-def _empty(x, data, d, count):
-    """Zero results ``[0, D]`` (no step at all), still connected to the input's graph."""
+def _empty(x, be, data, d, count, params):
+    """Zero results ``[0, D]`` (no step at all: no row, or only empty sequences), still connected to
+    the graph of the input and of every parameter and initial state that autograd tracks, so that a
+    backward pass gives each of them a zero gradient of its shape (as torch's layers do for an empty
+    batch) rather than none. The results have no element: adding ``sum * 0`` changes no value."""
     zero = data[:, :d] * 0
+    for p in params:
+        if p is not None and be.requires_grad(p):
+            zero = zero + p.sum() * 0
     return tuple(out_like(x, zero) for _ in range(count))
 
 
@@ -105,7 +112,7 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     h = _initial(h_0, x, plan, be, data, where, "h_0", d)
     c = _initial(c_0, x, plan, be, data, where, "c_0", d)
     if plan.steps == 0:
-        return _empty(x, data, d, 2)
+        return _empty(x, be, data, d, 2, (w, b, h, c))
     hidden, cell = be.lstm(data, w, b, h, c, rows, inverse, plan.counts, acts, peepholes)
     return out_like(x, hidden), out_like(x, cell)
 
@@ -146,7 +153,7 @@ def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activ
     plan, rows, inverse = _plan(x, data, reverse)
     h = _initial(h_0, x, plan, be, data, where, "h_0", d)
     if plan.steps == 0:
-        return _empty(x, data, d, 1)[0]
+        return _empty(x, be, data, d, 1, (w, b, h))[0]
     hidden = be.gru(data, w_gate, w_cand, b, h, rows, inverse, plan.counts, acts,
                     flag_arg(origin_mode, where, "origin_mode"))
     return out_like(x, hidden)

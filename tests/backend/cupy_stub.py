@@ -42,6 +42,9 @@ class _Function:
         self.stub, self.name, self.module = stub, name, module
 
     def __call__(self, grid, block, args):
+        # CUDA refuses a launch with a zero grid or block dimension (an invalid configuration): the
+        # host code must skip the launch where there is nothing to do (no sequence, no row)
+        assert 0 not in tuple(grid) and 0 not in tuple(block), f"{self.name}: launch of grid {grid}, block {block}"
         self.stub.launches.append((self.name, tuple(grid), tuple(block), tuple(args)))
         if self.stub.execute is not None:  # tests/backend/cuda_emu.py: run the real kernel on the CPU
             self.stub.execute(self.name, grid, block, args)

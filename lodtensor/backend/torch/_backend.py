@@ -344,6 +344,12 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
                 # in place on the fresh result (one write of the output, not two); autograd records
                 # it on this non-leaf tensor as it does any in-place op
                 out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
+            elif data.requires_grad and torch.is_grad_enabled():
+                # no rows (every sequence empty): join the result to data's graph all the same, so a
+                # backward pass gives data its (0, ...) gradient rather than failing on a result
+                # without one. Out of place (vmap has no rule for index_copy_), adding -0.0 (the sum of
+                # no rows, negated): x + -0.0 is x for every x, -0.0 and NaN included
+                out = out + data.sum(0).neg()
             return out
         with torch.no_grad():
             if isinstance(pad_value, torch.Tensor) or np.ndim(pad_value):
