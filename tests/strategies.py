@@ -12,13 +12,12 @@ def lengths(min_size=1, max_size=12, max_len=6):
 
 @st.composite
 def lengths_levels(draw, min_levels=1, max_levels=3):
-    """Per-level lengths, outermost first, consistent with each other."""
+    """Per-level lengths, outermost first, consistent with each other. Empty batches and levels of no
+    sequence (lengths ``[]`` under parents that are all empty) come up too: they are valid LoDs."""
     n_levels = draw(st.integers(min_levels, max_levels))
-    levels = [draw(lengths(min_size=1, max_size=6, max_len=4))]
+    levels = [draw(lengths(min_size=0, max_size=6, max_len=4))]
     for _ in range(n_levels - 1):
         count = sum(levels[-1])
-        if count == 0:
-            break
         levels.append(draw(st.lists(st.integers(0, 4), min_size=count, max_size=count)))
     return levels
 

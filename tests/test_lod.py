@@ -188,8 +188,9 @@ def test_lod_lengths_round_trip_and_last_offset(levels):
 def test_slices_concatenate_back(levels, data):
     lod = LoD.from_lengths(levels)
     n = lod.num_sequences(0)
-    cut = data.draw(st.integers(1, n)) if n > 1 else 1
+    cut = data.draw(st.integers(0, n))
     if cut == n:
+        assert lod.slice(0, n)[0] == lod and lod.slice(n, n)[0]() == [[0]] * lod.num_levels
         return
     left, a0, b0 = lod.slice(0, cut)
     right, a1, b1 = lod.slice(cut, n)

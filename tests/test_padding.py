@@ -94,7 +94,7 @@ def test_pad_unpad_round_trip(t, pad_value, extra):
     lengths = t.lod.lengths(-1)
     offsets = t.lod.absolute_offsets(-1)
     sequences = [list(t.data[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
-    maxlen = int(lengths.max()) + extra
+    maxlen = int(lengths.max(initial=0)) + extra
     padded, lens = t.to_padded(pad_value=pad_value, maxlen=maxlen)
     assert np.array_equal(padded, ref_pad(sequences, pad_value, maxlen, t.data.shape[1:], t.dtype))
     back = lt.from_padded(padded, lens)
