@@ -313,7 +313,7 @@ def _item(op, r, record, geom):
     depth, dtype, row_shape, lib = geom
     rows = int(record[0])
     counts = tuple(int(c) for c in record[1 : 1 + depth])
-    if rows < 0 or any(c < 1 for c in counts):
+    if rows < 0 or any(c < 0 for c in counts):  # a count of 0: a level of no sequence (offsets [0])
         raise ValueError(f"{op}(): the header from rank {r} is corrupt (rows {rows}, sequences {counts})")
     return Item(rows, counts, dtype, row_shape, lib, _itemsize(dtype))
 

@@ -26,7 +26,6 @@ from ._lazy import loaded, require
 
 __all__ = [
     "to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap", "wrap_levels", "check_nesting",
-    "check_no_empty_level",
     "ARROW_MAX_NESTING",
 ]  # fmt: skip
 
@@ -110,27 +109,6 @@ def check_nesting(t, limit, what, reader):
             f"{what}: the tensor nests {depth} list levels ({t.lod_level} lod levels + "
             f"{depth - t.lod_level} row dimensions); {reader} at most {limit}"
         )
-
-
-def check_no_empty_level(t, what, reader):
-    """Refuse a lod level that holds no sequence (``[0]``), which :func:`from_arrow` and so ``reader`` refuse.
-
-    Slicing only empty outer sequences makes one (``t[0:1]`` of lod ``[[0, 0, 2], [0, 1, 3]]``):
-    writing such a tensor would give a file that cannot be read back.
-
-    >>> import lodtensor as lt
-    >>> t = lt.LoDTensor(np.arange(3.0), [[0, 0, 2], [0, 1, 3]])
-    >>> check_no_empty_level(t[0:1], "save()", "lt.load")
-    Traceback (most recent call last):
-    ...
-    ValueError: save(): lod level 1 holds no sequence (offsets [0]), which lt.load refuses; ...
-    """
-    for k, level in enumerate(t.lod.levels):
-        if level.size < 2:
-            raise ValueError(
-                f"{what}: lod level {k} holds no sequence (offsets {level.tolist()}), which {reader} refuses; "
-                f"the tensor (a slice of only empty sequences?) would be written but could not be read back"
-            )
 
 
 def to_arrow(t):
@@ -302,19 +280,23 @@ def _unwrap(pa, obj, column, where):
     return obj
 
 
-def list_levels(arr, where, *, limit=MAX_LOD_LEVELS, empty_last=False):
+def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
     """Split a nested list array into its offsets levels (int64, from 0; not yet gated) and its leaf array.
 
     Refuses more than ``limit`` list levels from the type alone, then checks
     the buffer sizes (``validate()``, O(1) per level) before reading any
-    buffer, refuses nulls and empty levels (but the last with ``empty_last``);
-    the caller passes the levels through the LoD gate. Shared by
+    buffer and refuses nulls; the caller passes the levels through the LoD
+    gate. A level of no list (an empty array, or the level under lists that
+    are all empty) gives offsets ``[0]``, a level of no sequence. Shared by
     :func:`from_arrow`, Parquet's rows of width 0 and the text layer.
 
     >>> import pyarrow as pa
     >>> levels, leaf = list_levels(pa.array([[1, 2], [], [3]]), "example()")
     >>> [level.tolist() for level in levels], leaf.to_pylist()
     ([[0, 2, 2, 3]], [1, 2, 3])
+    >>> levels, _ = list_levels(pa.array([[], []], pa.list_(pa.list_(pa.int64()))), "example()")
+    >>> [level.tolist() for level in levels]  # documents without sentences
+    [[0, 0, 0], [0]]
     """
     pa = _pa(where)
     typ, depth = arr.type, 0
@@ -330,8 +312,6 @@ def list_levels(arr, where, *, limit=MAX_LOD_LEVELS, empty_last=False):
     level = 0
     while pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
         _check_no_nulls(arr, where, level)
-        if len(arr) == 0 and not (empty_last and level == depth - 1):
-            raise ValueError(f"{where}: list level {level} holds no lists; a lod level needs at least one sequence")
         offsets = _offsets_numpy(pa, arr)
         first, last = int(offsets[0]), int(offsets[-1])
         if first != 0 or offsets.dtype != _INT64:

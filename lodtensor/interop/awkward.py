@@ -110,7 +110,8 @@ def from_awkward(a):
     Raises
     ------
     ValueError
-        Missing values (``None``) or a level with no list.
+        Missing values (``None``). A level with no list (``ak.Array([])`` of a list type, or the
+        level under lists that are all empty) is a lod level of no sequence, offsets ``[0]``.
     TypeError
         Records, unions, strings or anything that is not lists of numbers.
 
@@ -145,8 +146,6 @@ def from_awkward(a):
         first, last = int(offsets[0]), int(offsets[-1])
         if first != 0 or offsets.dtype != np.int64:
             offsets = offsets.astype(np.int64) - first
-        if len(layout) == 0:
-            raise ValueError(f"{where}: list level {len(levels)} holds no lists; a lod level needs one at least")
         levels.append(offsets)
         layout = layout.content[first:last]
     rows, row_shape = len(layout), []  # counted here: rows of width 0 hold no values to count

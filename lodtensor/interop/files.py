@@ -29,7 +29,7 @@ import numpy as np
 from ..lod import MAX_LOD_LEVELS
 from ..tensor import LoDTensor
 from ._lazy import bad_file, require
-from .arrow import arrow_type_of, check_no_empty_level, from_arrow, host_dtype, to_arrow
+from .arrow import arrow_type_of, from_arrow, host_dtype, to_arrow
 
 __all__ = ["save", "load"]
 
@@ -76,7 +76,6 @@ def save(path, t):
     if t.data is not None and len(t.shape()) - 1 > _MAX_ROW_DIMS:  # what load() reads back, refused up front
         raise ValueError(f"save(): t has {len(t.shape()) - 1} row dimensions; lt.load reads at most {_MAX_ROW_DIMS}")
     arr = to_arrow(t)
-    check_no_empty_level(t, "save()", "lt.load")
     meta = {
         "format": _FORMAT,
         "version": _VERSION,

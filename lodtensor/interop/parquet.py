@@ -32,7 +32,6 @@ from . import _parquet_meta as meta
 from ._lazy import bad_file, require
 from .arrow import (
     check_nesting,
-    check_no_empty_level,
     from_arrow,
     host_dtype,
     list_levels,
@@ -87,7 +86,6 @@ def _column_array(pa, t, where, name):
     in the ``lodtensor`` metadata restores them.
     """
     check_nesting(t, PARQUET_MAX_NESTING, f"{where}: column {name!r}", "Parquet readers take")
-    check_no_empty_level(t, f"{where}: column {name!r}", "read_parquet")
     if 0 not in t.shape()[1:]:
         return to_arrow(t)
     t._check_fits(where)
@@ -193,7 +191,7 @@ def _width0(pa, column, spec, where):
     level, dtype, shape = spec[:3]
     if level == 0 and len(column) == 0:  # no rows at all: no list to count them with
         return LoDTensor(np.empty((0, *shape), dtype=dtype))
-    levels, leaf = list_levels(unwrap(column, None, where), where, limit=MAX_LOD_LEVELS + 1, empty_last=True)
+    levels, leaf = list_levels(unwrap(column, None, where), where, limit=MAX_LOD_LEVELS + 1)
     if len(levels) != level + 1 or len(leaf) or levels[-1][-1]:
         raise ValueError(f"{where}: a column of rows of width 0 must end in a list level of empty lists")
     data = np.empty((len(levels[-1]) - 1, *shape), dtype=dtype)
@@ -252,7 +250,8 @@ class _Reader:
             raise self._fail(None, f"read {self.seen} rows, its lodtensor metadata says {self.num_rows}")
         for name in self.names:
             level, _, _, rows, crcs = self.specs[name]
-            if self.rows[name] != rows or (self.crcs[name] or []) != crcs:
+            # no record batch at all (a file of no document): every level's CRC is that of no length
+            if self.rows[name] != rows or (self.crcs[name] or [0] * level) != crcs:
                 raise self._fail(
                     name, "its lod or rows do not match the checksums in the file's lodtensor metadata (the file "
                     "was altered)"

@@ -150,9 +150,7 @@ def to_sparse_coo(t, format="torch"):
 
 def _lod_from_rows(offsets, cols, shape, where):
     """Check that each row's columns are exactly 0..n-1 in order, inside ``shape``; return the checked LoD."""
-    rows, width = int(shape[0]), int(shape[1])
-    if rows == 0:
-        raise ValueError(f"{where}: the matrix has shape {tuple(shape)}, no rows; a LoD needs one sequence at least")
+    rows, width = int(shape[0]), int(shape[1])  # no rows: a level of no sequence, offsets [0]
     if offsets.shape != (rows + 1,):
         raise ValueError(
             f"{where}: the row pointers have shape {tuple(offsets.shape)}, expected ({rows + 1},) for "

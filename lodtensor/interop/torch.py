@@ -151,7 +151,8 @@ def to_nested_jagged(t, level=None):
         rows = t.lod.absolute_offsets(level)
         lengths = np.diff(rows)
         offsets = _offsets_on(torch, rows, values.device)
-        hit = cache[key] = (offsets, torch.zeros(int(lengths.min()), 0), torch.zeros(int(lengths.max()), 0))
+        shortest, longest = (int(lengths.min()), int(lengths.max())) if lengths.size else (0, 0)  # no component
+        hit = cache[key] = (offsets, torch.zeros(shortest, 0), torch.zeros(longest, 0))
     offsets, shortest, longest = hit
     return _jagged_view(torch, values, offsets, shortest, longest, fresh=foreign)
 
@@ -280,6 +281,8 @@ def _from_torch_nested(nt, torch):
             f"from_torch(): the components must differ in their first dim only to form a "
             f"LoDTensor, got trailing shapes {sorted(trailing)}"
         )
+    if not parts:  # torch.nested.nested_tensor([]): no component, so no row shape either
+        return LoDTensor(torch.zeros(0, dtype=nt.dtype, device=nt.device), [[0]])
     lengths = [p.shape[0] for p in parts]
     return LoDTensor(torch.cat(parts), recursive_sequence_lengths=[lengths])
 
@@ -319,7 +322,7 @@ def to_packed_sequence(t, enforce_sorted=False):
     Raises
     ------
     ValueError
-        An empty sequence (a PackedSequence cannot hold one), or, with
+        An empty sequence or no sequence at all (a PackedSequence cannot hold them), or, with
         ``enforce_sorted=True``, lengths that are not non-increasing.
 
     Examples
@@ -337,6 +340,11 @@ def to_packed_sequence(t, enforce_sorted=False):
     data = _torch_data(t, "to_packed_sequence()")
     lengths = t.lod.absolute_offsets(-1)
     lengths = np.diff(lengths)
+    if not lengths.size:
+        raise ValueError(
+            f"to_packed_sequence(): lod level {t.lod_level - 1} holds no sequence (offsets [0]); a PackedSequence "
+            f"needs one at least (torch's RNNs and pad_packed_sequence refuse empty batch_sizes)"
+        )
     if (lengths == 0).any():
         j = int(np.flatnonzero(lengths == 0)[0])
         raise ValueError(f"to_packed_sequence(): sequence {j} is empty; a PackedSequence needs length >= 1 each")
@@ -463,7 +471,7 @@ def cu_seqlens(t, level=-1):
     if offsets[-1] > _INT32_MAX:
         raise ValueError(f"cu_seqlens(): {int(offsets[-1])} rows do not fit int32 offsets (at most {_INT32_MAX})")
     cu = offsets.astype(np.int32)
-    longest = int(np.diff(offsets).max())
+    longest = int(np.diff(offsets).max()) if offsets.size > 1 else 0  # no sequence: cu_seqlens [0], 0
     if backend_name_of(data) == "torch":
         torch = _torch("cu_seqlens()")
         return torch.from_numpy(cu).to(data.device), longest

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ._pieces import emit, fold_hollow, join, split, take
+from ._pieces import emit, join, split, take
 from ._shards import check_layout, files_of, layouts
 
 __all__ = ["ParquetCorpus"]  # noqa: F822 - made on first use by __getattr__ below
@@ -24,9 +24,9 @@ class _ParquetCorpus:
     e.g. document -> sentence -> word); a batch is a run of consecutive
     documents whose rows (the finest level: words) add up to at most
     ``batch_tokens``. A document longer than that is a batch of its own.
-    Documents without sentences go with a neighbouring batch (a batch of
-    only such documents would have a lod level without sequences); a shard
-    holding nothing else raises a ``LoDError``.
+    Documents without sentences count no tokens: they go in the batch they
+    fall in, and a batch of only such documents is a valid batch whose lower
+    lod levels hold no sequence (offsets ``[0]``).
 
     The files are split over the ``num_replicas * num_workers`` shards (rank
     taken when the corpus is built, DataLoader worker when it is iterated):
@@ -191,7 +191,7 @@ class _ParquetCorpus:
         return self._batches(files, stride, offset)
 
     def _batches(self, files, stride, offset):
-        return (emit(batch) for batch in fold_hollow(self._pieces(files, stride, offset)))
+        return (emit(batch) for batch in self._pieces(files, stride, offset))
 
     def _pieces(self, files, stride, offset):
         from ..interop import read_parquet

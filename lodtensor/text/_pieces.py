@@ -1,45 +1,20 @@
 """The pieces ParquetCorpus batches are made of: documents of a read table as LoDTensor views
-(:func:`split`), a rank's documents (:func:`take`), pieces joined into one batch (:func:`join`),
-and batches of only sentence-less documents joined to a neighbour (:func:`fold_hollow`).
+(:func:`split`), a rank's documents (:func:`take`) and pieces joined into one batch (:func:`join`).
+A piece of only sentence-less documents is a batch like any other: its lower levels hold no
+sequence (offsets ``[0]``).
 """
 
 import numpy as np
 
 from .._validate import freeze
-from ..errors import LoDError
 from ..lod import LoD, _make
 from ..tensor import LoDTensor, _wrap
 
-__all__ = ["emit", "fold_hollow", "split", "take", "join"]
+__all__ = ["emit", "split", "take", "join"]
 
 
 def emit(parts):
     return parts[0] if len(parts) == 1 else tuple(parts)
-
-
-def _hollow(parts):
-    """Whether a batch holds only documents without sentences: a level below the documents then has no
-    sequence, which a LoD cannot describe (every level holds at least one)."""
-    return any(level.size < 2 for level in parts[0].lod.levels[1:])
-
-
-def fold_hollow(batches):
-    """``batches`` with every hollow one (:func:`_hollow`) joined to a neighbour, the next where there is
-    one (its empty documents first), else the one before: one batch of lookahead. An epoch whose
-    documents all lack sentences has nothing to join them to: that raises."""
-    held = None
-    for parts in batches:
-        if held is not None and (_hollow(held) or _hollow(parts)):
-            held = join([held, parts])
-            continue
-        if held is not None:
-            yield held
-        held = parts
-    if held is not None:
-        if _hollow(held):
-            raise LoDError("ParquetCorpus: every document of this shard has no sentences; a LoD batch needs at "
-                           "least one sentence (filter the empty documents out, or use fewer shards)")
-        yield held
 
 
 def split(t, bounds):
@@ -79,15 +54,10 @@ def split(t, bounds):
 
 
 def take(t, index):
-    """Documents ``index`` of ``t`` (a copy). Where none of them has a sentence, a hollow piece (its
-    lower levels hold no sequence, which no LoD describes alone), as :func:`split` makes: the batching
-    joins it to a neighbouring batch (:func:`fold_hollow`)."""
+    """Documents ``index`` of ``t`` (a copy); where none of them has a sentence, the lower levels hold
+    no sequence (offsets ``[0]``), as :func:`split` makes them."""
     if t.lod_level == 0:
         return LoDTensor(t.data[t.backend.asarray(index)])
-    if t.lod_level > 1 and not t.lod.lengths(0)[index].any():
-        empty = freeze(np.zeros(1, dtype=np.int64))
-        levels = (freeze(np.zeros(index.size + 1, dtype=np.int64)),) + (empty,) * (t.lod_level - 1)
-        return _wrap(t.data[:0], _make(levels), t.place())
     return t[index]
 
 

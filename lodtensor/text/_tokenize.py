@@ -115,7 +115,8 @@ def encode(docs, tokenizer, *, split_sentences=True, column=None):
     -------
     LoDTensor
         NumPy int64 ids; documents with no sentence, and sentences with no
-        token, are empty sequences.
+        token, are empty sequences. Where no document has a sentence the token
+        level holds no sequence (lod ``[[0, 0, ...], [0]]``, 0 rows).
 
     >>> tok = train_tokenizer(["the cat sat. the dog ran!"] * 20, vocab_size=60, min_frequency=1)
     >>> t = encode(["The cat sat. The dog ran!", "", "A cat."], tok)
@@ -132,8 +133,6 @@ def encode(docs, tokenizer, *, split_sentences=True, column=None):
         sentences, doc_offsets = _split_sentences(docs, column)
     else:
         sentences, doc_offsets = text_column(docs, column, "encode()"), None
-    if len(sentences) == 0:  # no sentence at all: no token level can be formed
-        raise ValueError("encode(): the documents hold no sentence (all empty)")
     flat, lengths = _encode_all(tokenizer, sentences.to_pylist())
     token_offsets = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=token_offsets[1:])

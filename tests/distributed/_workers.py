@@ -30,8 +30,7 @@ def random_tensor(seed, rank, item, depth, dtype, row_shape, lib, empty=False):
         lengths = rng.integers(0, 4, size=count)
         if last and empty:
             lengths[:] = 0
-        elif not last and lengths.sum() == 0:  # a level needs at least one sequence
-            lengths[-1] = 1
+        # a level whose lengths are all 0 leaves the next level no sequence (offsets [0]): valid, kept
         levels.append(np.concatenate(([0], np.cumsum(lengths))))
         count = int(levels[-1][-1])
     rows = count if depth else (0 if empty else int(rng.integers(0, 6)))

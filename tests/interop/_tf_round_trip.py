@@ -25,6 +25,17 @@ def main():
         back = lt.from_ragged_tensor(ref)
         assert back.lod() == t.lod() and np.array_equal(back.data, t.data), case
 
+    # levels of no sequence: TensorFlow's row_splits [0] (an empty batch, documents without sentences)
+    from tests.hollow import hollow_cases  # noqa: PLC0415 - PYTHONPATH is the repository root
+
+    for name, t in hollow_cases().items():
+        rt = t.to_ragged_tensor()
+        assert [s.numpy().tolist() for s in rt.nested_row_splits] == t.lod(), name
+        back = lt.from_ragged_tensor(rt)
+        assert back.lod() == t.lod() and back.data.shape == t.data.shape, name
+    empty = tf.RaggedTensor.from_row_splits(tf.zeros([0], tf.float32), tf.constant([0], tf.int64))
+    assert lt.from_ragged_tensor(empty).lod() == [[0]]
+
     # int32 splits, and a dense tensor
     rt32 = tf.RaggedTensor.from_row_splits(tf.constant([1, 2, 3]), tf.constant([0, 2, 3], tf.int32))
     assert lt.from_ragged_tensor(rt32).lod() == [[0, 2, 3]]
