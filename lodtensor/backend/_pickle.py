@@ -59,21 +59,24 @@ class Portable:
         self.array = array
 
     def __reduce__(self):
+        # No bytes pickle as None: protocol 2 (torch.save's) writes b"" as a call of builtins.bytes, which
+        # torch.load(weights_only=True) refuses (and admitting bytes would let a file ask for bytes(2**40)).
         x = self.array
         if isinstance(x, np.ndarray):
             flat = np.ascontiguousarray(x)
-            return (array_from_bytes, ("numpy", flat.tobytes(), x.dtype.str, tuple(x.shape), "cpu", False))
+            raw = flat.tobytes() if flat.size else None
+            return (array_from_bytes, ("numpy", raw, x.dtype.str, tuple(x.shape), "cpu", False))
         import torch  # noqa: PLC0415 - only torch data gets here
 
         y = x.detach()
         flat = y.to("cpu").contiguous().reshape(-1)
-        raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+        raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else None
         name = str(y.dtype).split(".")[-1]
         return (array_from_bytes, ("torch", raw, name, tuple(y.shape), str(y.device), bool(x.requires_grad)))
 
 
 def _check_common(raw, shape, requires_grad):
-    if not isinstance(raw, (bytes, bytearray)):
+    if not isinstance(raw, (bytes, bytearray)):  # (None, for no bytes, is b"" by now)
         raise TypeError(f"{_WHERE}: the data must be bytes, got {type(raw).__name__}")
     if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
         raise ValueError(f"{_WHERE}: shape must be a tuple of non-negative ints, got {shape!r}")
@@ -90,6 +93,7 @@ def _expect(raw, shape, itemsize, dtype):
 @unpickled_by
 def array_from_bytes(lib, raw, dtype, shape, device, requires_grad):
     """The array :class:`Portable` pickled, after checking every part (ValueError/TypeError otherwise)."""
+    raw = b"" if raw is None else raw  # no bytes (see Portable.__reduce__)
     _check_common(raw, shape, requires_grad)
     if lib == "numpy":
         try:

@@ -342,3 +342,19 @@ def test_torch_load_with_weights_only_admits_lodtensor_objects():
     assert back["t"].lod() == [[0, 2, 6]] and torch.equal(back["t"].data, objs["t"].data)
     assert back["n"].tolist() == objs["n"].tolist() and back["lod"] == objs["lod"]
     assert back["nt"].nested_size().tolist() == [[2, 3], [1, 3]]
+
+
+@pytest.mark.parametrize("make", [np.zeros, torch.zeros], ids=["numpy", "torch"])
+@pytest.mark.parametrize("lod", [[[0, 0]], [[0]], [[0, 0, 0], [0]]], ids=["empty-sequences", "batch0", "hollow"])
+def test_torch_load_with_weights_only_takes_tensors_of_no_element(make, lod):
+    """No bytes pickled as b"", which protocol 2 writes as a call of builtins.bytes: torch's weights_only
+    loader refused every LoDTensor of 0 elements."""
+    import io
+
+    t = lt.LoDTensor(make((0, 3)), lod)
+    buf = io.BytesIO()
+    torch.save({"t": t}, buf)
+    buf.seek(0)
+    with torch.serialization.safe_globals(lt.interop.torch_safe_globals()):
+        back = torch.load(buf, weights_only=True)["t"]
+    assert back.lod() == lod and tuple(back.data.shape) == (0, 3) and type(back.data) is type(t.data)
