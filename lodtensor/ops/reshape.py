@@ -72,12 +72,12 @@ def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
     n = int(data.shape[0])
     be = x.backend
     flat = data.reshape(-1)
+    if n == 0:  # before the (rows, win_size) index: no window to build, whatever win_size
+        return x.with_data(flat.reshape(0, win_size))
     offsets = x.lod.offsets(-1)
     ends = offsets[1:][offsets_to_segment_ids(offsets)]
     index = np.arange(n, dtype=np.int64)[:, None] + np.arange(win_size, dtype=np.int64)
     outside = index >= ends[:, None]
-    if n == 0:
-        return x.with_data(flat.reshape(0, win_size))
     picked = be.gather(flat, be.from_host(np.minimum(index, n - 1).ravel(), like=flat)).reshape(n, win_size)
     return x.with_data(be.astype(be.where(be.from_host(outside, like=picked), pad_value, picked), picked.dtype))
 

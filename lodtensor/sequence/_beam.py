@@ -65,8 +65,8 @@ def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0, is
             f"{where}: scores must have a lod of more than {level} levels, got lod_level {scores.lod_level}"
         )
     n_prefix = sc.shape[0]
-    sc = sc.reshape(n_prefix, -1)
-    width = sc.shape[1]
+    width = int(np.prod(sc.shape[1:], dtype=np.int64))  # not reshape(-1): no prefix (size 0) leaves -1 open
+    sc = sc.reshape(n_prefix, width)
     if p_ids.size != n_prefix or p_scores.size != n_prefix:
         raise ValueError(
             f"{where}: pre_ids ({p_ids.size} rows) and pre_scores ({p_scores.size} rows) must have one row per "
@@ -75,9 +75,12 @@ def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0, is
     if ids is None:
         cand = np.broadcast_to(np.arange(width, dtype=np.int64), (n_prefix, width))
     else:
-        cand = _column(ids, where, "ids", "i").reshape(n_prefix, -1).astype(np.int64)
-        if cand.shape[1] != width:
-            raise ValueError(f"{where}: ids has {cand.shape[1]} columns but scores has {width}")
+        cand = _column(ids, where, "ids", "i")
+        if cand.size != n_prefix * width:
+            raise ValueError(
+                f"{where}: ids has shape {list(cand.shape)} but scores has {[n_prefix, width]}; they must match"
+            )
+        cand = cand.reshape(n_prefix, width).astype(np.int64)
     high = scores._lod.absolute_offsets(level)
     if int(high[-1]) != n_prefix:
         raise ValueError(f"{where}: lod level {level} of scores must end at its {n_prefix} rows, got {int(high[-1])}")

@@ -330,7 +330,7 @@ class ArrayKernels:
         values = self._reduceat(np.maximum if kind == "max" else np.minimum, rows, offsets, 0)
         lengths = np.diff(offsets)
         total = rows.shape[0]
-        maxlen = int(lengths.max())
+        maxlen = int(lengths.max(initial=0))  # offsets [0]: no sequence, empty results
         key_type = np.int16 if maxlen < 2**15 else np.int32 if maxlen < 2**31 else np.int64
         ids = np.repeat(np.arange(lengths.size, dtype=np.int64), lengths)
         position = (np.arange(total, dtype=np.int64) - offsets[ids]).astype(key_type)
