@@ -172,8 +172,8 @@ def as_offsets(values, *, level=None, name="offsets", copy=True):
     entry, starts at 0, never decreases. ``[0]`` is a level of no sequence (an
     empty batch, or the level under parents that are all empty), as torch's
     empty nested tensor, TensorFlow's ``row_splits=[0]`` and awkward's empty
-    list array; Paddle's ``CheckLoD`` refuses it, so :mod:`lodtensor.fluid`
-    refuses it where a tensor goes to Paddle. One vectorised pass; the slow search
+    list array. Paddle's ``CheckLoD`` refuses it in ``set_lod``, but Paddle's
+    file reader and writer take it, and so does :mod:`lodtensor.fluid`. One vectorised pass; the slow search
     for the offending index runs only on failure. The values are copied into
     frozen memory first and checked there, so a writer racing on ``values``
     cannot slip past the check. With ``copy=False`` an int64 array is shared

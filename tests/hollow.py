@@ -13,7 +13,7 @@ def hollow_cases(row_shape=(3,), dtype=np.float32):
     def make(lod):
         return lt.LoDTensor(np.zeros((0,) + tuple(row_shape), dtype=dtype), lod=lod)
 
-    doc = lt.LoDTensor(np.arange(6 * int(np.prod(row_shape)), dtype=dtype).reshape((6,) + tuple(row_shape)),
+    doc = lt.LoDTensor(np.arange(6 * int(np.prod(row_shape))).astype(dtype).reshape((6,) + tuple(row_shape)),
                        lod=[[0, 0, 2], [0, 3, 6]])
     return {
         "batch0": make([[0]]),  # no sequence at all
