@@ -136,10 +136,11 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
             self._data, self._where = to_place(array, place, copy=False)
             mark_rows_dynamic(self._data)  # torch data: a graph compiled for it takes any row count
             num_rows = int(self._data.shape[0])
+        # the gate checks host offsets with NumPy: under torch.compile, eagerly behind a graph break
         if recursive_sequence_lengths is not None:
-            self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=num_rows)
+            self._lod = eager(LoD.from_lengths, recursive_sequence_lengths, num_rows=num_rows)
         elif lod is not None:
-            self._lod = LoD(lod, num_rows=num_rows)
+            self._lod = eager(LoD, lod, num_rows=num_rows)
         else:
             self._lod = _EMPTY_LOD
 
@@ -152,7 +153,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         [[0, 1], [], [2, 3, 4]]
         """
         data = mark_rows_dynamic(coerce_data(data))  # for torch.compile: a graph for any row count
-        lod = LoD([offsets], num_rows=int(data.shape[0]))
+        lod = eager(LoD, [offsets], num_rows=int(data.shape[0]))  # the gate, eagerly under torch.compile
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
     @classmethod
@@ -169,7 +170,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         lodtensor.errors.LoDError: recursive_sequence_lengths level 0 must add up to len(data)=5, got sum=4
         """
         data = mark_rows_dynamic(coerce_data(data))  # for torch.compile: a graph for any row count
-        lod = LoD.from_lengths([lengths], num_rows=int(data.shape[0]))
+        lod = eager(LoD.from_lengths, [lengths], num_rows=int(data.shape[0]))  # eagerly under torch.compile
         return _wrap(data, lod, place_of(data, backend_of(data)))
 
     def with_data(self, data, lod=None):

@@ -303,3 +303,28 @@ def test_constructors_mark_the_rows_dynamic_once_dynamo_is_loaded():
     assert marked(lt.LoDTensor(np.zeros((3, 2)), [[0, 1, 3]]).to_torch().data)
     assert not marked(torch.relu(t).data)  # eager results are not (a cost per op); those behind a break are
     assert not hasattr(lt.LoDTensor(np.zeros(2)).data, "_dynamo_weak_dynamic_indices")
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda x, lengths: lt.LoDTensor(x, recursive_sequence_lengths=[lengths]),
+        lambda x, lengths: lt.LoDTensor(x, [np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()]),
+        lambda x, lengths: lt.LoDTensor.from_lengths(x, lengths),
+        lambda x, lengths: lt.LoDTensor.from_offsets(x, np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()),
+    ],
+    ids=["lengths", "lod", "from_lengths", "from_offsets"],
+)
+def test_lodtensor_built_inside_a_compiled_function(build):
+    """A LoDTensor built inside the compiled function: the gate checks the offsets eagerly, behind a graph
+    break (dynamo traced the NumPy checks and failed: 'Expected np.nditer base'); bad offsets still raise."""
+
+    def fn(x, lengths):
+        return sequence_pool(build(torch.relu(x), lengths), "sum").data * 2
+
+    compiled = torch.compile(fn, backend="aot_eager")
+    for lengths in ([2, 0, 3], [1, 4], []):
+        x = torch.randn(sum(lengths), 3)
+        torch.testing.assert_close(compiled(x, lengths), fn(x, lengths))
+    with pytest.raises(LoDError, match="add up to len|must end at len"):
+        compiled(torch.randn(4, 3), [2, 1])
