@@ -81,7 +81,7 @@ def _describe(value):
 
 
 def _check_jagged(structure, where):
-    if structure.n == 0:
+    if structure.n == 0 and structure.hollow is None:  # a list of nothing (no dims known)
         raise ShapeError(f"{where}: Cannot construct a nested tensor from an empty tensor list (layout 'jagged')")
     if structure.rank == 0:
         raise ShapeError(f"{where}: Cannot construct a nested tensor from a list of zero-dim tensors (layout 'jagged')")
@@ -229,7 +229,7 @@ def from_lists(tensor_list, build):
 def with_levels(inner, outer):
     """``inner``'s components under the outer LoD levels ``outer`` (valid, outermost first)."""
     st = inner._struct
-    return make(inner._buffer, Structure(st.sizes, st.offsets, tuple(outer)), inner._layout)
+    return make(inner._buffer, Structure(st.sizes, st.offsets, tuple(outer), st.tail), inner._layout)
 
 
 def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
@@ -311,10 +311,7 @@ def from_lod_tensor(t, level=-1):
     data = t._check_fits("to_nested()")
     t._require_lod("to_nested()")
     offsets = t.lod.absolute_offsets(level)
-    sizes = np.empty((offsets.size - 1, data.ndim), dtype=np.int64)
-    sizes[:, 0] = np.diff(offsets)
-    sizes[:, 1:] = tuple(int(s) for s in data.shape[1:])
-    structure = Structure(sizes)
+    structure = Structure.of_rows(np.diff(offsets), tuple(int(s) for s in data.shape[1:]))
     if structure.is_lod:
         structure._rows = (offsets, tuple(int(s) for s in data.shape[1:]))
     return mark_dynamic(make(data.reshape(-1), structure))
@@ -328,10 +325,8 @@ def _from_torch_nested(nt):
         # torch does not check the offsets of a jagged tensor: they pass the gate like any others
         offsets = LoD([nt.offsets().detach().cpu().numpy()], num_rows=int(values.shape[0])).offsets(0)
         if values.is_contiguous():
-            sizes = np.empty((offsets.size - 1, values.dim()), dtype=np.int64)
-            sizes[:, 0] = np.diff(offsets)
-            sizes[:, 1:] = tuple(values.shape[1:])
-            return make(values.reshape(-1), Structure(sizes), "jagged")
+            structure = Structure.of_rows(np.diff(offsets), tuple(int(s) for s in values.shape[1:]))
+            return make(values.reshape(-1), structure, "jagged")
     parts = list(nt.unbind())
     buffer, structure = _from_list(parts, None, None, "strided", "as_nested_tensor()", keep_history=True)
     return make(buffer, structure, "jagged" if nt.layout == torch.jagged else "strided")

@@ -313,7 +313,7 @@ def components_slice(nt, lo, hi):
     st = nt._struct
     lo, hi, levels = st.top_slice(lo, hi)
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
-    return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels), nt._layout)
+    return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail), nt._layout)
 
 
 @implements("cat", "torch.cat", "torch.concat", "torch.concatenate")

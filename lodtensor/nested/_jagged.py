@@ -100,10 +100,7 @@ def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
             raise ShapeError(f"{where}: {err} (values.shape[0]={rows})") from None
         flat = rows_values
         lengths_rows = np.diff(lod.offsets(0))
-    sizes = np.empty((lengths_rows.size, len(row_shape) + 1), dtype=np.int64)
-    sizes[:, 0] = lengths_rows
-    sizes[:, 1:] = row_shape
-    nt = make(be.contiguous(flat).reshape(-1), Structure(sizes), "jagged")
+    nt = make(be.contiguous(flat).reshape(-1), Structure.of_rows(lengths_rows, row_shape), "jagged")
     if jd != 1:
         nt = OP_TABLE["transpose"](nt, 1, jd)
         nt._layout = "jagged"
@@ -191,6 +188,6 @@ def masked_select(tensor, mask):
         raise ShapeError("masked_select(): tensor must have at least 2 dims (rows of the last dim)")
     be = backend_of(tensor)
     rows = int(np.prod(tensor.shape[:-1], dtype=np.int64))
-    counts = be.to_numpy(mask.reshape(rows, -1).sum(-1)).astype(np.int64)
+    counts = be.to_numpy(mask.reshape(rows, int(mask.shape[-1])).sum(-1)).astype(np.int64)  # (rows may be 0)
     values = tensor[mask]
     return nested_tensor_from_jagged(values, lengths=counts)

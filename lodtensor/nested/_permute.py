@@ -45,7 +45,8 @@ def permute_view(be, x, perm):
 
 def logical_structure(st, perm):
     """The size table read through ``perm``; the element offsets are the storage's (same numel per component)."""
-    return st.derive(st.sizes[:, list(perm)], st.offsets)
+    hollow = None if st.hollow is None else tuple(st.hollow[p] for p in perm)
+    return st.derive(st.sizes[:, list(perm)], st.offsets, hollow=hollow)
 
 
 def permuted(be, buffer, st, perm):

@@ -101,7 +101,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         raise ShapeError(
             f"{where}: component {i} has size 0 in dim {d}; {kind} of an empty dim has no value"
         )
-    if st.is_lod and st.n:
+    if st.is_lod:  # (also of no component: the rows are (0, *row_shape))
         offsets, row_shape = st.rows()
         rows = buf.reshape((int(offsets[-1]),) + row_shape)
         if axis == 0 and 0 in row_shape:  # rows of no elements: an empty result, no kernel to run
@@ -191,10 +191,8 @@ def rows_of_components(input, result):
     if not st.outer or isinstance(result, NestedTensor) or getattr(result, "ndim", 0) == 0:
         return result
     rows = st.outer[-1]
-    sizes = np.empty((rows.size - 1, result.ndim), dtype=np.int64)
-    sizes[:, 0] = np.diff(rows)
-    sizes[:, 1:] = tuple(int(s) for s in result.shape[1:])
-    return make(result.reshape(-1), Structure(sizes, outer=st.outer[:-1]), input._layout)
+    structure = Structure.of_rows(np.diff(rows), tuple(int(s) for s in result.shape[1:]), st.outer[:-1])
+    return make(result.reshape(-1), structure, input._layout)
 
 
 def _make_reduction(name, takes_dtype, what):

@@ -35,12 +35,16 @@ def implements(name, *torch_names):
 
 
 def _compile_aware(name, fn):
-    """``fn``, sending calls made while ``torch.compile`` traces to ``_compile.call``."""
+    """``fn``, sending calls made while ``torch.compile`` traces to ``_compile.call``; on nested tensors of no
+    component, through ``_hollow`` (the op on a probe of one empty component)."""
+    from ._hollow import probed_op  # noqa: PLC0415 - _hollow needs _tensor, which needs this module's table
+
+    eager = probed_op(name, fn) or fn
 
     @functools.wraps(fn)
     def op(*args, **kwargs):
         if compiling():
             return COMPILE_HOOKS["call"](name, fn, args, kwargs)
-        return fn(*args, **kwargs)
+        return eager(*args, **kwargs)
 
     return op

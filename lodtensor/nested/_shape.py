@@ -360,7 +360,10 @@ def unbind(input, dim=0):
 # -- padding ----------------------------------------------------------------------------------
 def _padded_shape(nt, output_size):
     st = nt._struct
-    maxes = [st.n] + ([int(m) for m in st.sizes.max(axis=0)] if st.n else [0] * st.rank)
+    if st.n:
+        maxes = [st.n] + [int(m) for m in st.sizes.max(axis=0)]
+    else:  # no component: its regular dims keep their sizes, as torch's (0, j1, 3) pads to (0, 0, 3)
+        maxes = [0] + [s or 0 for s in (st.hollow or (0,) * st.rank)]
     if output_size is None:
         return tuple(maxes)
     try:
@@ -455,7 +458,7 @@ def to_padded_tensor(input, padding, output_size=None):
 def _padded_levels(nt, padding, output_size):
     """``(documents, max sentences, *max component sizes)``: the components padded, then the outer levels."""
     st = nt._struct
-    inner = make(nt._buffer, Structure(st.sizes, st.offsets), nt._layout)
+    inner = make(nt._buffer, Structure(st.sizes, st.offsets, tail=st.tail), nt._layout)
     out = to_padded_tensor(inner, padding)
     be = nt.backend
     for offsets in reversed(st.outer):

@@ -8,7 +8,7 @@ from ..errors import ShapeError
 from ..lod import LoD
 from ._symbolic import ragged_size
 
-__all__ = ["Structure", "normalize_dim", "op_dim", "one_level", "same_levels"]
+__all__ = ["Structure", "normalize_dim", "op_dim", "one_level", "same_levels", "hollow_dims"]
 
 _INT64 = np.dtype(np.int64)
 
@@ -39,17 +39,22 @@ class Structure:
     """
 
     __slots__ = ("_sizes", "_offsets", "_source", "rank", "tail", "outer", "_regular", "_rows", "_lists", "_lod",
-                 "_dims", "root")
+                 "_dims", "root", "hollow")
 
-    def __init__(self, sizes, offsets=None, outer=()):
+    def __init__(self, sizes, offsets=None, outer=(), tail=None, hollow=None):
         sizes = np.asarray(sizes, dtype=_INT64)
         self._set(sizes, offsets)
         self._source = None
         self.outer = outer
         self.rank = sizes.shape[1]
         rest = sizes[:, 1:]
-        self.tail = tuple(int(v) for v in rest[0]) if self.rank and sizes.shape[0] and (
-            rest == rest[:1]).all() else None
+        self.hollow = None
+        if sizes.shape[0]:
+            self.tail = tuple(int(v) for v in rest[0]) if self.rank and (rest == rest[:1]).all() else None
+        else:  # no component to read the dims from: ``tail`` (the source's row shape) or ``hollow`` gives them
+            self.hollow = hollow_dims(self.rank, tail, hollow)
+            known = self.hollow is not None and self.hollow[0] is None and None not in self.hollow[1:]
+            self.tail = self.hollow[1:] if known else None
         self._regular = None
         self._rows = None
         self._lists = None
@@ -74,6 +79,7 @@ class Structure:
         st._source = source
         st.rank = rank
         st.tail = tail
+        st.hollow = None if tail is None else (None, *tail)  # (used only when the table has no row)
         st.outer = outer
         st._regular = st._rows = st._lists = st._lod = st._dims = None
         st.root = st
@@ -133,11 +139,21 @@ class Structure:
         sizes = np.empty((n, len(shape)), dtype=_INT64)
         sizes[:] = shape
         step = int(np.prod(shape, dtype=np.int64))
-        return cls(sizes, np.arange(n + 1, dtype=_INT64) * step)
+        return cls(sizes, np.arange(n + 1, dtype=_INT64) * step, tail=tuple(shape[1:]))
 
     @classmethod
-    def checked(cls, sizes, numel, where):
-        """The Structure of a size table from outside (a pickle), checked to hold exactly ``numel`` elements."""
+    def of_rows(cls, lengths, row_shape, outer=()):
+        """Components ``(lengths[i], *row_shape)``: the LoD case (no component: the row shape is kept)."""
+        lengths = np.asarray(lengths, dtype=_INT64)
+        sizes = np.empty((lengths.size, 1 + len(row_shape)), dtype=_INT64)
+        sizes[:, 0] = lengths
+        sizes[:, 1:] = row_shape
+        return cls(sizes, None, outer, tuple(int(s) for s in row_shape))
+
+    @classmethod
+    def checked(cls, sizes, numel, where, hollow=None):
+        """The Structure of a size table from outside (a pickle), checked to hold exactly ``numel`` elements
+        (``hollow``: the dims of no component, checked by :func:`hollow_dims`)."""
         table = np.asarray(sizes)
         if table.ndim != 2:
             raise ValueError(f"{where}: sizes must be a 2-D table, got shape {table.shape}")
@@ -153,7 +169,11 @@ class Structure:
             )
         if sum(counts) != numel:
             raise ValueError(f"{where}: the sizes hold {sum(counts)} elements, the buffer {numel}")
-        return cls(flat.copy())
+        if hollow is not None and (flat.shape[0] or not isinstance(hollow, tuple) or not all(
+                s is None or isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in hollow)):
+            raise ValueError(f"{where}: hollow must be None, or a tuple of ints and None for no component, got "
+                             f"{hollow!r}")
+        return cls(flat.copy(), hollow=hollow)
 
     @property
     def n(self):
@@ -182,8 +202,9 @@ class Structure:
         """Per component dim: its size (an int) when regular, else its :class:`RaggedSize` (cached)."""
         dims = self._dims
         if dims is None:
-            if self.n == 0:
-                dims = (0,) * self.rank
+            if self.n == 0:  # torch's jagged layout: (0, j1, *row_shape) when the dims are known
+                hollow = self.hollow or (0,) * self.rank
+                dims = tuple(ragged_size(self.sizes[:, 0]) if s is None else s for s in hollow)
             else:
                 dims = tuple(int(self.sizes[0, a]) if r else ragged_size(self.sizes[:, a])
                              for a, r in enumerate(self.regular))
@@ -222,13 +243,19 @@ class Structure:
         ``tail`` gives the trailing shape when there are no components to read it from.
         """
         if tail is None:
-            tail = tuple(int(s) for s in self.sizes[0, axis:]) if self.n else (0,) * (self.rank - axis)
+            if self.n:
+                tail = tuple(int(s) for s in self.sizes[0, axis:])
+            elif self.hollow is not None and None not in self.hollow[axis:]:
+                tail = self.hollow[axis:]
+            else:
+                tail = (0,) * (self.rank - axis)
         rows = int(self.sizes[:, :axis].prod(axis=1).sum()) if axis else self.n
         return buffer.reshape((rows,) + tail)
 
-    def derive(self, sizes, offsets=None):
-        """A Structure of the same components and outer levels with size table ``sizes`` (an op's result)."""
-        return Structure(sizes, offsets, self.outer)
+    def derive(self, sizes, offsets=None, tail=None, hollow=None):
+        """A Structure of the same components and outer levels with size table ``sizes`` (an op's result);
+        ``tail`` or ``hollow``: its dims when there is no component (see :func:`hollow_dims`)."""
+        return Structure(sizes, offsets, self.outer, tail, hollow)
 
     def same_as(self, other):
         return self is other or (
@@ -248,6 +275,23 @@ class Structure:
             levels.append(_frozen(part - part[0]))
             lo, hi = int(part[0]), int(part[-1])
         return lo, hi, tuple(levels)
+
+
+def hollow_dims(rank, tail=None, hollow=None):
+    """The component dims of a Structure of no component (torch's ``(0, j1, 3)``): per dim its size, None
+    where it is ragged. From ``hollow`` itself, or from ``tail`` (the row shape its maker knows: dim 1
+    ragged); rank 1 is ``(None,)``; None when not known (rank 0, or no row shape given)."""
+    if rank == 0:
+        return None
+    if hollow is None:
+        if tail is None and rank != 1:
+            return None
+        hollow = (None, *(tail or ()))
+    hollow = tuple(None if s is None else int(s) for s in hollow)
+    if len(hollow) != rank or any(s is not None and s < 0 for s in hollow):
+        raise ValueError(f"the dims of components of rank {rank} must be {rank} sizes >= 0 (None: ragged), "
+                         f"got {hollow}")
+    return hollow
 
 
 def same_levels(a, b):

@@ -338,7 +338,8 @@ class NestedTensor(AutogradMixin):
         if self.requires_grad and not self.is_leaf:
             buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
         outer = tuple(portable(level.copy()) for level in self._st.outer)
-        return (_rebuild, (portable(buf), portable(self._struct.sizes.copy()), self._layout, outer))
+        st = self._struct  # (no component: ``hollow`` keeps its dims)
+        return (_rebuild, (portable(buf), portable(st.sizes.copy()), self._layout, outer, st.hollow))
 
     def __deepcopy__(self, memo):
         """A new tensor with its own buffer and no history: a leaf (requiring grad where this one does),
@@ -472,12 +473,12 @@ def documents(nt):
     for i in range(st.count()):
         lo, hi, levels = st.top_slice(i, i + 1)
         a, b = int(st.offsets[lo]), int(st.offsets[hi])
-        out.append(make(buf[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels[1:]), nt._layout))
+        out.append(make(buf[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels[1:], tail=st.tail), nt._layout))
     return tuple(out)
 
 
 @unpickled_by
-def _rebuild(buffer, sizes, layout, outer=()):
+def _rebuild(buffer, sizes, layout, outer=(), hollow=None):
     """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
     where = "unpickling a NestedTensor"
     if layout not in ("strided", "jagged"):
@@ -485,7 +486,7 @@ def _rebuild(buffer, sizes, layout, outer=()):
     if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
         raise TypeError(f"{where}: the buffer must be a 1-D array, got {type(buffer).__name__}")
     buffer = coerce_data(buffer, f"{where}: the buffer")  # an array library's, of a numeric or bool dtype
-    st = Structure.checked(sizes, int(buffer.shape[0]), where)
+    st = Structure.checked(sizes, int(buffer.shape[0]), where, hollow)
     if outer:  # the LoD gate: the levels must nest and end at the number of components
         st.outer = tuple(LoD([np.asarray(level) for level in outer], num_rows=st.n).levels)
     return make(buffer, st, layout)
