@@ -305,13 +305,17 @@ def test_constructors_mark_the_rows_dynamic_once_dynamo_is_loaded():
     assert not hasattr(lt.LoDTensor(np.zeros(2)).data, "_dynamo_weak_dynamic_indices")
 
 
+def _offsets(lengths):
+    return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()
+
+
 @pytest.mark.parametrize(
     "build",
     [
         lambda x, lengths: lt.LoDTensor(x, recursive_sequence_lengths=[lengths]),
-        lambda x, lengths: lt.LoDTensor(x, [np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()]),
-        lambda x, lengths: lt.LoDTensor.from_lengths(x, lengths),
-        lambda x, lengths: lt.LoDTensor.from_offsets(x, np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]).tolist()),
+        lambda x, lengths: lt.LoDTensor(x, [_offsets(lengths)]),
+        lt.LoDTensor.from_lengths,
+        lambda x, lengths: lt.LoDTensor.from_offsets(x, _offsets(lengths)),
     ],
     ids=["lengths", "lod", "from_lengths", "from_offsets"],
 )
