@@ -90,7 +90,9 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     ``softsign``, ``softmax``; softmax acts on each gate's ``D`` values).
 
     Runs on NumPy, CuPy and torch data. On torch the whole recurrence is one autograd node
-    with a fused backward; a second differentiation through it (``create_graph=True`` and a
+    with a fused backward (torch.func's ``grad``, ``jacrev``, ``jvp`` and ``vmap(grad(...))`` take the
+    recurrence as plain torch ops instead, differentiable to any order; ``vmap`` alone folds the samples
+    into more sequences and runs once); a second differentiation through it (``create_graph=True`` and a
     gradient of the gradient) is not supported and raises ``RuntimeError``.
 
     >>> import numpy as np

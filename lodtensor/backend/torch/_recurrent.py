@@ -16,8 +16,10 @@ import contextlib
 
 import torch
 
+from . import _recurrent_ops
 from ._fused_steps import steps as fused_steps
 from ._steps import _ACT_, _GRAD_, StepThreads, _bounds, _once, _previous_rows, _rowdot, _take, _with_previous
+from ._vmap import steps_rule, wrapped
 
 __all__ = ["lstm", "gru", "StepThreads"]
 
@@ -158,6 +160,7 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs, threads):
 
 
 def _lstm_function():
+    @steps_rule(states=(3, 4), row_outputs=2)
     class LSTM(torch.autograd.Function):
         """The whole LSTM recurrence as one autograd node (see the module's docstring)."""
 
@@ -323,6 +326,7 @@ def _gru_backward(saved, meta, grad_hidden, needs, threads):
 
 
 def _gru_function():
+    @steps_rule(states=(4,), row_outputs=1)
     class GRU(torch.autograd.Function):
         """The whole GRU recurrence as one autograd node (see the module's docstring)."""
 
@@ -363,13 +367,17 @@ def _function(name, make):
 
 
 def _tracked(*arrays):
-    return torch.is_grad_enabled() and any(a is not None and a.requires_grad for a in arrays)
+    """Whether the recurrence goes through its autograd Function: autograd records, or torch.func
+    transforms an argument (vmap's rule lives on the Function)."""
+    return any(a is not None and (wrapped(a) or (a.requires_grad and torch.is_grad_enabled())) for a in arrays)
 
 
 def lstm(x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peepholes):
     """See ``Backend.lstm``."""
     counts = [int(n) for n in counts]
     acts = tuple(activations)
+    if _recurrent_ops.needs_ops((x, weight, bias, h_0, c_0), (weight, bias)):
+        return _recurrent_ops.lstm(x, weight, bias, h_0, c_0, rows, inverse, counts, acts, bool(peepholes))
     if _tracked(x, weight, bias, h_0, c_0):
         fn = _function("lstm", _lstm_function)
         return fn.apply(x, weight, bias, h_0, c_0, rows, inverse, counts, acts, bool(peepholes))[:2]
@@ -383,6 +391,8 @@ def gru(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin
     """See ``Backend.gru``."""
     counts = [int(n) for n in counts]
     acts = tuple(activations)
+    if _recurrent_ops.needs_ops((x, w_gate, w_cand, bias, h_0), (w_gate, w_cand, bias)):
+        return _recurrent_ops.gru(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, acts, bool(origin_mode))
     if _tracked(x, w_gate, w_cand, bias, h_0):
         fn = _function("gru", _gru_function)
         return fn.apply(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, acts, bool(origin_mode))[0]

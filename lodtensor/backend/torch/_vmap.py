@@ -8,13 +8,18 @@ and gives the result back with the batch dimension where it landed. Per-sample g
 (``vmap(grad(f))``) go through the same rules: the backward passes are torch ops, which vmap
 batches itself.
 
+The recurrences (``_recurrent``: LSTM, GRU) are not column-wise: a sample's rows mix through the
+weights. Their rule (:func:`steps_rule`) puts the batch beside the sequences instead: ``B`` samples of
+``n`` sequences are ``n * B`` sequences of the same lengths, each sequence's ``B`` copies side by side
+in every time step, so the step order stays a prefix per step and the Function runs once.
+
 A batched LoD (``in_dims`` on the offsets), or any other batched argument, is refused: each sample
 would be a different ragged layout, which is a batch of LoDTensors, not one.
 """
 
 import torch
 
-__all__ = ["wrapped", "rows_rule"]
+__all__ = ["wrapped", "rows_rule", "steps_rule"]
 
 
 def wrapped(x):
@@ -53,6 +58,49 @@ def rows_rule(cls=None, *, lead=1):
             raise TypeError(f"torch.func.vmap over {cls.__name__}: its result is not one tensor")
         at = out.dim() - 1  # the flattened [batch * row] is the result's last dimension
         return out.reshape(tuple(out.shape[:at]) + (info.batch_size,) + row), at
+
+    cls.vmap = staticmethod(vmap)
+    return cls
+
+
+def _refuse(cls, in_dims, allowed):
+    others = [i for i, d in enumerate(in_dims) if _batched(d) and i not in allowed]
+    if others:
+        raise ValueError(
+            f"torch.func.vmap over {cls.__name__}: only the data and the initial states may be batched "
+            f"(argument(s) {others} batched); expected the LoD's offsets and the weights the same for each "
+            "sample (a LoD per sample is a list of LoDTensors; weights per sample, a loop)")
+
+
+def steps_rule(cls=None, *, states, row_outputs):
+    """Give recurrence Function ``cls`` (``apply(x, *weights, *states, rows, inverse, counts, *flags)``,
+    ``rows``/``inverse``/``counts`` at 5/6/7) a vmap rule that folds the batch into the sequences (see the
+    module's docstring). ``states``: the positions of the initial states ``[n, D]`` (batched or not);
+    ``row_outputs``: how many outputs come first in the rows' order (the rest are step-major buffers)."""
+    if cls is None:
+        return lambda c: steps_rule(c, states=states, row_outputs=row_outputs)
+
+    def vmap(info, in_dims, *args):
+        _refuse(cls, in_dims, (0, *states))
+        b = info.batch_size
+        x = args[0].movedim(in_dims[0], 0) if in_dims[0] is not None else args[0].expand(b, *args[0].shape)
+        n_rows = int(x.shape[1])
+        args = list(args)
+        args[0] = x.reshape((b * n_rows,) + tuple(x.shape[2:]))  # sample after sample
+        for i in states:  # sequence after sequence, its samples side by side
+            s, d = args[i], in_dims[i]
+            if s is not None:
+                s = s.movedim(d, 1) if d is not None else s.unsqueeze(1).expand(s.shape[0], b, *s.shape[1:])
+                args[i] = s.reshape((-1,) + tuple(s.shape[2:]))
+        rows, inverse = args[5], args[6]
+        batch = torch.arange(b, dtype=rows.dtype, device=rows.device)
+        args[5] = (rows[:, None] + batch * n_rows).reshape(-1)  # step position p*B + j reads sample j's row
+        args[6] = (inverse[None, :] * b + batch[:, None]).reshape(-1)
+        args[7] = [int(n) * b for n in args[7]]
+        out = cls.apply(*args)
+        shaped = [o.reshape((b, n_rows) + tuple(o.shape[1:])) for o in out[:row_outputs]]
+        shaped += [o.reshape((-1, b) + tuple(o.shape[1:])) for o in out[row_outputs:]]
+        return tuple(shaped), (0,) * row_outputs + (1,) * (len(out) - row_outputs)
 
     cls.vmap = staticmethod(vmap)
     return cls
