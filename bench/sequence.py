@@ -10,7 +10,7 @@ Real Paddle runs in a subprocess from its own venv (``.venv-paddle``, made by
 Program run with LoDTensor feeds, as Paddle users run it. torch runs with its
 default threads; NumPy and lodtensor's NumPy backend use one core.
 
-Also per-sample gradients (``torch.func.vmap(grad(...))``) through softmax and max pooling,
+Also per-sample gradients (``torch.func.vmap(grad(...))``) through an LSTM, and through softmax and max pooling,
 beside a loop of ``grad`` and the same loss by hand in dense torch.
 
 Goals: sequence_pool faster than Paddle's; sum, average and max within 1.5x
@@ -236,6 +236,66 @@ def _per_sample_gradients(report, torch):
     table.finish()
 
 
+def _per_sample_lstm(report, torch):
+    """Per-sample weight gradients through ``dynamic_lstm`` (DP-SGD's ``vmap(grad(loss))``): lodtensor
+    under vmap(grad) (the recurrence as torch ops per step), a loop of plain autograd over the samples
+    (the fused one-node recurrence), and the same LSTM by hand in dense torch (padded, masked) under
+    vmap(grad)."""
+    from torch.func import grad, vmap  # noqa: PLC0415
+
+    from lodtensor.nn.functional import dynamic_lstm  # noqa: PLC0415
+
+    g = _common.rng(22)
+    lengths = g.integers(1, 30, size=48)
+    offsets = _common.offsets_of(lengths)
+    batch, d, rows, n, maxlen = 16, 32, int(offsets[-1]), lengths.size, int(lengths.max())
+    x = torch.from_numpy(g.standard_normal((batch, rows, 4 * d), dtype=np.float32))
+    w = torch.from_numpy(g.standard_normal((d, 4 * d), dtype=np.float32) * 0.1)
+    b = torch.from_numpy(g.standard_normal((1, 4 * d), dtype=np.float32) * 0.1)
+    lod = [offsets.tolist()]
+    seq = torch.from_numpy(np.repeat(np.arange(n), lengths))
+    slot = torch.from_numpy(np.arange(rows) - np.repeat(offsets[:-1], lengths))
+    mask = (torch.arange(maxlen)[None, :] < torch.from_numpy(lengths)[:, None])[..., None]
+
+    def ours(v, weight):
+        h, _ = dynamic_lstm(lt.LoDTensor(v, lod), weight, b, use_peepholes=False)
+        return (h.data ** 2).sum()
+
+    def dense(v, weight):
+        padded = v.new_zeros((n, maxlen, 4 * d)).index_put((seq, slot), v)
+        h = c = v.new_zeros((n, d))
+        total = v.new_zeros(())
+        for t in range(maxlen):
+            gates = padded[:, t] + b + h @ weight
+            c_new = torch.tanh(gates[:, :d]) * torch.sigmoid(gates[:, d : 2 * d]) + c * torch.sigmoid(
+                gates[:, 2 * d : 3 * d])
+            h_new = torch.sigmoid(gates[:, 3 * d :]) * torch.tanh(c_new)
+            m = mask[:, t]
+            total = total + (h_new.square() * m).sum()
+            h, c = torch.where(m, h_new, h), torch.where(m, c_new, c)
+        return total
+
+    def loop():
+        out = []
+        for i in range(batch):
+            wi = w.clone().requires_grad_()
+            ours(x[i], wi).backward()
+            out.append(wi.grad)
+        return torch.stack(out)
+
+    workload = f"{batch} samples of [{rows}, {4 * d}] float32 in {n} sequences (one LoD); LSTM hidden {d}"
+    table = report.table("per-sample LSTM weight gradients (torch.func)", workload,
+                         reference="lodtensor vmap(grad)")
+    per_sample = vmap(grad(ours, argnums=1), in_dims=(0, None))
+    want = vmap(grad(dense, argnums=1), in_dims=(0, None))(x, w)
+    close = lambda out: torch.testing.assert_close(out, want, rtol=1e-3, atol=1e-4)  # noqa: E731
+    table.add("lodtensor vmap(grad)", lambda: per_sample(x, w), check=close)
+    table.add("lodtensor, a loop of backward (fused recurrence)", loop, check=close)
+    table.add("torch by hand (padded, masked), vmap(grad)",
+              lambda: vmap(grad(dense, argnums=1), in_dims=(0, None))(x, w), check=close)
+    table.finish()
+
+
 def run(report):
     names = list(_seqdata.WORKLOADS)
     paddle_all, reason = run_paddle(names, [*POOLS, "softmax", "pad"])
@@ -246,6 +306,7 @@ def run(report):
     torch = _common.optional("torch")
     if torch is not None:
         _per_sample_gradients(report, torch)
+        _per_sample_lstm(report, torch)
 
 
 if __name__ == "__main__":  # pragma: no cover - use bench/run.py
