@@ -14,7 +14,7 @@ from .conftest import _emulator, emulated, route  # noqa: F401 - fixtures the va
 
 torch = pytest.importorskip("torch")
 
-__all__ = ["VARIANTS", "Variant", "variant", "_emulator", "emulated", "route"]
+__all__ = ["VARIANTS", "Variant", "variant", "torch_tensors", "_emulator", "emulated", "route"]
 
 VARIANTS = ["torch", "torch-generic", "torch-cuda-route", "cupy-emulated"]
 
@@ -62,3 +62,12 @@ class Variant:
 @pytest.fixture(params=VARIANTS)
 def variant(request, monkeypatch):
     return Variant(request.param, request, monkeypatch)
+
+
+def torch_tensors(res):
+    """The torch tensors of a result: a LoDTensor's data, a tensor, or those inside tuples and lists."""
+    if isinstance(res, lt.LoDTensor):
+        return [res.data]
+    if isinstance(res, (tuple, list)):
+        return [d for r in res for d in torch_tensors(r)]
+    return [res] if isinstance(res, torch.Tensor) else []

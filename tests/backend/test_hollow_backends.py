@@ -13,6 +13,7 @@ from lodtensor import sequence as S
 
 from ..hollow import hollow_cases
 from ._hollow_variant import _emulator, emulated, route, variant  # noqa: F401 - fixtures
+from ._hollow_variant import torch_tensors as _tensors
 from .test_ops_on_backends import _assert_same, _host
 
 torch = pytest.importorskip("torch")
@@ -66,14 +67,6 @@ def _ops(t):
 
 
 PAIRS = [(case, op) for case, t in CASES.items() for op in _ops(t)]
-
-
-def _tensors(res):
-    if isinstance(res, lt.LoDTensor):
-        return [res.data]
-    if isinstance(res, (tuple, list)):
-        return [d for r in res for d in _tensors(r)]
-    return [res] if isinstance(res, torch.Tensor) else []
 
 
 @pytest.mark.parametrize("case, op", PAIRS, ids=[f"{c}-{o}" for c, o in PAIRS])

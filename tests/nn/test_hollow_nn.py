@@ -22,6 +22,7 @@ from lodtensor import sequence as S
 from lodtensor.nn import functional as F
 
 from ..backend._hollow_variant import _emulator, emulated, route, variant  # noqa: F401 - fixtures
+from ..backend._hollow_variant import torch_tensors as _tensors
 from ..backend.test_ops_on_backends import _assert_same, _host
 from ..hollow import hollow_cases
 
@@ -84,14 +85,6 @@ def _layers(lod):
 
 
 PAIRS = [(case, name) for case, t in CASES.items() for name in _layers(t.lod())]
-
-
-def _tensors(res):
-    if isinstance(res, lt.LoDTensor):
-        return [res.data]
-    if isinstance(res, (tuple, list)):
-        return [d for r in res for d in _tensors(r)]
-    return [res] if isinstance(res, torch.Tensor) else []
 
 
 @pytest.mark.parametrize("case, layer", PAIRS, ids=[f"{c}-{n}" for c, n in PAIRS])
