@@ -255,8 +255,9 @@ def _dense(where, nt, axis, dense, st=None):
         comp = shape[1:]
     else:
         comp = (1,) * (r - len(shape)) + shape
+    padded = batch and axis == 1 and st.jag == 0 and st.n and comp[0] == int(st.sizes[:, 0].max())
     for d in range(axis):
-        if comp[d] != 1:
+        if comp[d] != 1 and not (padded and d == 0):  # (torch's jagged: a padded (B, max length, ...) operand)
             raise ShapeError(
                 f"{where}: cannot broadcast a dense operand of shape {shape} over dim {d + 1} of the nested "
                 f"tensor, which is irregular (or precedes an irregular dim); its size there must be 1"
@@ -274,6 +275,11 @@ def _dense(where, nt, axis, dense, st=None):
     if not batch:
         return dense.reshape((1,) + tail)
     be = nt.backend
+    if padded and comp[0] != 1:  # component i reads the first lengths[i] rows of dense[i]
+        lengths, width = st.sizes[:, 0], comp[0]
+        starts = np.repeat(np.arange(st.n, dtype=np.int64) * width - np.cumsum(lengths) + lengths, lengths)
+        rows = dense.reshape((st.n * width,) + tail)
+        return be.gather(rows, be.from_host(starts + np.arange(int(lengths.sum()), dtype=np.int64), like=dense))
     rows = st.sizes[:, :axis].prod(axis=1) if axis else np.ones(st.n, dtype=np.int64)
     ids = np.repeat(np.arange(st.n, dtype=np.int64), rows)
     index = be.from_host(ids, like=dense)

@@ -17,9 +17,9 @@ import numpy as np
 from ..errors import ShapeError
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
-from ._permute import regroup
+from ._permute import compose, regroup
 from ._registry import implements
-from ._structure import one_level, op_dim, same_levels
+from ._structure import moved_jag, one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
@@ -44,10 +44,13 @@ def _view(nt, plan, sizes):
     """A view whose component dims regroup ``nt``'s as ``plan`` says (see ``_permute.regroup``); ``sizes``,
     the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied)."""
     out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else None  # contiguous: the sizes are the storage
+    jag = moved_jag(plan, nt._struct.jag)  # (the logical jagged dim, as the plan moves it)
     if out is None:
-        return make(nt._buffer, nt._st.derive(sizes, nt._st.offsets), nt._layout)
+        return make(nt._buffer, nt._st.derive(sizes, nt._st.offsets, jag=jag), nt._layout)
     table, perm = out
-    return make_view(nt._buf, nt._st.derive(table, nt._st.offsets), perm, nt._layout)
+    if jag is not None:
+        jag = compose(perm, len(plan))[jag]
+    return make_view(nt._buf, nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout)
 
 
 def _keep(axes):

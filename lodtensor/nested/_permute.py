@@ -46,7 +46,8 @@ def permute_view(be, x, perm):
 def logical_structure(st, perm):
     """The size table read through ``perm``; the element offsets are the storage's (same numel per component)."""
     hollow = None if st.hollow is None else tuple(st.hollow[p] for p in perm)
-    return st.derive(st.sizes[:, list(perm)], st.offsets, hollow=hollow)
+    jag = None if st.jag is None else list(perm).index(st.jag)  # the jagged dim moves with its storage axis
+    return st.derive(st.sizes[:, list(perm)], st.offsets, hollow=hollow, jag=jag)
 
 
 def permuted(be, buffer, st, perm):

@@ -20,7 +20,7 @@ from ._broadcast import check_nested
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
 from ._grouped import map_components
 from ._registry import OP_TABLE, implements
-from ._structure import op_dim
+from ._structure import dropped_jag, op_dim
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 
 __all__ = ["REDUCTIONS", "sum", "mean", "amax", "amin", "prod", "any", "all", "argmax", "argmin", "max", "min"]
@@ -96,6 +96,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         sizes[:, axis] = 1
     else:
         sizes = np.delete(sizes, axis, axis=1)
+    jag = st.jag if keepdim and st.jag != axis else dropped_jag(st.jag, axis)  # the jagged dim of a nested result
     if kind in ("amax", "amin", "argmax", "argmin") and st.n and (st.sizes[:, axis] == 0).any():
         i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
         raise ShapeError(
@@ -122,9 +123,9 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
                 return ops.reduce(padded, kind, 1, keepdim)
             return out.reshape((st.n, 1) + row_shape) if keepdim else out
         out = ops.reduce(rows, kind, axis, keepdim)  # a regular dim of every row
-        return make(out.reshape(-1), st.derive(sizes), input._layout)
+        return make(out.reshape(-1), st.derive(sizes, jag=jag), input._layout)
     out, struct = map_components([make(buf, st)], lambda block: ops.reduce(block, kind, d, keepdim), sizes)
-    result = make(out, struct, input._layout)
+    result = make(out, struct.with_jag(jag), input._layout)
     others = builtins.all(r for i, r in enumerate(st.regular) if i != axis)
     if st.n and others and (axis == 0 or not st.regular[axis]):  # no ragged dim left: dense, as torch's jagged
         return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))  # sum (also of a transposed view)

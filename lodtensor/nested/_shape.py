@@ -21,7 +21,7 @@ from ._grouped import block_of, map_components, shape_groups
 from ._nn import segments_along
 from ._permute import compose
 from ._registry import implements
-from ._structure import one_level, op_dim
+from ._structure import dropped_jag, one_level, op_dim
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
 
@@ -61,6 +61,11 @@ def _new_sizes(where, nt, shape):
                 f"is -1 (keep it), got {size} in {list(shape)}"
             )
         new[:, axis] = size
+    if st.jag is not None and st.n and len(shape) - 1 <= st.jag:
+        raise ShapeError(
+            f"{where}: dimension {st.jag + 1} is irregular; the only valid size of an irregular dimension is -1 "
+            f"(keep it), but {list(shape)} has no dimension {st.jag + 1}"
+        )
     old_numel = np.diff(st.offsets)
     new_numel = new.prod(axis=1) if new.shape[1] else np.ones(st.n, np.int64)
     bad = np.flatnonzero(new_numel != old_numel)
@@ -74,7 +79,9 @@ def _new_sizes(where, nt, shape):
 
 
 def _reshaped(nt, sizes):
-    st = nt._struct.derive(sizes, nt._struct.offsets)
+    jag = nt._struct.jag  # (kept in place: _new_sizes allows only -1 there)
+    jag = jag if jag is not None and jag < sizes.shape[1] else None
+    st = nt._struct.derive(sizes, nt._struct.offsets, jag=jag)
     return make(nt._buffer, st, nt._layout)
 
 
@@ -243,25 +250,26 @@ def select(input, dim, index):
             f"tensor) with size {int(sizes[i])}"
         )
     new_sizes = np.delete(st.sizes, axis, axis=1)
+    jag = dropped_jag(st.jag, axis)
     ops = input.backend
     buf = input._buffer
     if st.n == 0:
-        return make(buf[:0], st.derive(new_sizes), input._layout)
+        return make(buf[:0], st.derive(new_sizes, jag=jag), input._layout)
     if all(st.regular[axis:]):
         block = st.tail_view(buf, axis)
         out = ops.take(block, index % int(sizes[0]), 1).reshape(-1)
-        return make(out, st.derive(new_sizes), input._layout)
+        return make(out, st.derive(new_sizes, jag=jag), input._layout)
     if all(st.regular[axis + 1 :]):
         offsets, rows, row_shape = segments_along(st, axis)
         picks = np.repeat(index % sizes, _counts(st, axis))
         be = input.backend
         rows_view = buf.reshape((rows,) + row_shape)
         out = be.gather(rows_view, be.from_host(offsets[:-1] + picks, like=rows_view))
-        return make(out.reshape(-1), st.derive(new_sizes), input._layout)
+        return make(out.reshape(-1), st.derive(new_sizes, jag=jag), input._layout)
     out, new = map_components(
         [input], lambda x: ops.take(x, index % x.shape[axis + 1], axis + 1), new_sizes
     )
-    return make(out, new, input._layout)
+    return make(out, new.with_jag(jag), input._layout)
 
 
 def _counts(st, axis):

@@ -8,9 +8,11 @@ from ..errors import ShapeError
 from ..lod import LoD
 from ._symbolic import ragged_size
 
-__all__ = ["Structure", "normalize_dim", "op_dim", "one_level", "same_levels", "hollow_dims"]
+__all__ = ["Structure", "normalize_dim", "op_dim", "one_level", "same_levels", "hollow_dims", "moved_jag",
+           "dropped_jag"]
 
 _INT64 = np.dtype(np.int64)
+_KEEP = object()
 
 
 class Structure:
@@ -39,18 +41,21 @@ class Structure:
     """
 
     __slots__ = ("_sizes", "_offsets", "_source", "rank", "tail", "outer", "_regular", "_rows", "_lists", "_lod",
-                 "_dims", "root", "hollow")
+                 "_dims", "root", "hollow", "jag")
 
-    def __init__(self, sizes, offsets=None, outer=(), tail=None, hollow=None):
+    def __init__(self, sizes, offsets=None, outer=(), tail=None, hollow=None, jag=None):
         sizes = np.asarray(sizes, dtype=_INT64)
         self._set(sizes, offsets)
         self._source = None
         self.outer = outer
         self.rank = sizes.shape[1]
+        self.jag = _jag_axis(jag, self.rank)
         rest = sizes[:, 1:]
         self.hollow = None
         if sizes.shape[0]:
             self.tail = tuple(int(v) for v in rest[0]) if self.rank and (rest == rest[:1]).all() else None
+            if self.jag:  # the jagged dim is ragged whatever its sizes: no row shape past it
+                self.tail = None
         else:  # no component to read the dims from: ``tail`` (the source's row shape) or ``hollow`` gives them
             self.hollow = hollow_dims(self.rank, tail, hollow)
             known = self.hollow is not None and self.hollow[0] is None and None not in self.hollow[1:]
@@ -73,12 +78,13 @@ class Structure:
         self._offsets = offsets
 
     @classmethod
-    def _lazy(cls, source, rank, tail, outer=()):
+    def _lazy(cls, source, rank, tail, outer=(), jag=None):
         st = object.__new__(cls)
         st._sizes = st._offsets = None
         st._source = source
         st.rank = rank
-        st.tail = tail
+        st.jag = jag = _jag_axis(jag, rank)
+        st.tail = None if jag else tail
         st.hollow = None if tail is None else (None, *tail)  # (used only when the table has no row)
         st.outer = outer
         st._regular = st._rows = st._lists = st._lod = st._dims = None
@@ -91,15 +97,46 @@ class Structure:
         element offsets are ``parent``'s when ``same_numel``. ``rank`` and ``tail`` are given (known from
         ``parent``'s and ``args``). The recipes change regular dims only, so the components keep
         ``parent``'s lengths: ``root`` (the first structure of that lineage) says so without the table."""
-        st = cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail, parent.outer)
+        jag = parent.jag if rank == parent.rank else None
+        st = cls._lazy(("derived", parent, recipe, args, same_numel), rank, tail, parent.outer, jag)
         st.root = parent.root
         return st
 
     @classmethod
     def from_jagged(cls, offsets, row_shape):
         """A lazy Structure of components ``(length, *row_shape)`` whose row offsets are the int64 tensor
-        ``offsets`` (checked through the LoD gate when the table is first needed)."""
-        return cls._lazy(("jagged", offsets, tuple(row_shape)), 1 + len(row_shape), tuple(row_shape))
+        ``offsets`` (checked through the LoD gate when the table is first needed); the lengths are the
+        jagged dim (``jag`` 0)."""
+        return cls._lazy(("jagged", offsets, tuple(row_shape)), 1 + len(row_shape), tuple(row_shape), jag=0)
+
+    def with_jag(self, jag):
+        """This Structure with component axis ``jag`` as the jagged layout's ragged dim (None: none), which is
+        ragged whatever its sizes (torch's jagged ``(2, j1, 3)`` of equal lengths); ``self`` when it has it."""
+        jag = _jag_axis(jag, self.rank)
+        if jag == self.jag:
+            return self
+        if self._sizes is None:  # lazy (torch.compile): stay lazy
+            st = Structure._lazy(self._source, self.rank, self.tail, self.outer, jag)
+            if jag is None and self.jag:  # the row shape past the old jagged dim is not known without the table
+                st.tail = None
+            st.root = self.root
+            return st
+        return Structure(self.sizes, self.offsets, self.outer, self.tail, self.hollow, jag)
+
+    def for_layout(self, layout):
+        """This Structure for a tensor of ``layout``: on the jagged layout one component dim is the ragged one
+        (where no op said which, :meth:`default_jag`), on the strided layout none is."""
+        return self.with_jag(self.default_jag() if layout == "jagged" else None)
+
+    def default_jag(self):
+        """The jagged dim a jagged-layout tensor of this table has when no op said: the one irregular axis,
+        else the first (torch's dim 1); None without component dims."""
+        if not self.rank:
+            return None
+        if self._sizes is None:
+            return self.jag if self.jag is not None else 0
+        irregular = [a for a, r in enumerate(self._value_regular()) if not r]
+        return irregular[0] if len(irregular) == 1 else (self.jag if self.jag is not None else 0)
 
     def _resolve(self):
         kind, *rest = self._source
@@ -151,9 +188,9 @@ class Structure:
         return cls(sizes, None, outer, tuple(int(s) for s in row_shape))
 
     @classmethod
-    def checked(cls, sizes, numel, where, hollow=None):
+    def checked(cls, sizes, numel, where, hollow=None, jag=None):
         """The Structure of a size table from outside (a pickle), checked to hold exactly ``numel`` elements
-        (``hollow``: the dims of no component, checked by :func:`hollow_dims`)."""
+        (``hollow``: the dims of no component, checked by :func:`hollow_dims`; ``jag``: the jagged dim)."""
         table = np.asarray(sizes)
         if table.ndim != 2:
             raise ValueError(f"{where}: sizes must be a 2-D table, got shape {table.shape}")
@@ -173,7 +210,10 @@ class Structure:
                 s is None or isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in hollow)):
             raise ValueError(f"{where}: hollow must be None, or a tuple of ints and None for no component, got "
                              f"{hollow!r}")
-        return cls(flat.copy(), hollow=hollow)
+        if jag is not None and (isinstance(jag, bool) or not isinstance(jag, (int, np.integer))
+                                or not 0 <= jag < flat.shape[1]):
+            raise ValueError(f"{where}: jag must be None or a component dim (0 to {flat.shape[1] - 1}), got {jag!r}")
+        return cls(flat.copy(), hollow=hollow, jag=jag)
 
     @property
     def n(self):
@@ -185,13 +225,21 @@ class Structure:
 
     @property
     def regular(self):
-        """Per component dim: True where every component has the same size."""
+        """Per component dim: True where every component has the same size, except the jagged dim (``jag``,
+        a jagged-layout tensor's ragged dim), never regular where there is a component."""
         reg = self._regular
         if reg is None:
-            sizes = self.sizes
-            reg = (sizes == sizes[:1]).all(axis=0) if sizes.shape[0] else np.ones(sizes.shape[1], bool)
-            reg = self._regular = tuple(bool(r) for r in reg)
+            reg = self._value_regular()
+            if self.jag is not None and self.sizes.shape[0]:  # the jagged dim: ragged even where sizes agree
+                reg = tuple(False if a == self.jag else r for a, r in enumerate(reg))
+            self._regular = reg
         return reg
+
+    def _value_regular(self):
+        """Per component dim: whether every component has the same size (the jagged dim not considered)."""
+        sizes = self.sizes
+        reg = (sizes == sizes[:1]).all(axis=0) if sizes.shape[0] else np.ones(sizes.shape[1], bool)
+        return tuple(bool(r) for r in reg)
 
     @property
     def is_lod(self):
@@ -252,10 +300,13 @@ class Structure:
         rows = int(self.sizes[:, :axis].prod(axis=1).sum()) if axis else self.n
         return buffer.reshape((rows,) + tail)
 
-    def derive(self, sizes, offsets=None, tail=None, hollow=None):
+    def derive(self, sizes, offsets=None, tail=None, hollow=None, jag=_KEEP):
         """A Structure of the same components and outer levels with size table ``sizes`` (an op's result);
-        ``tail`` or ``hollow``: its dims when there is no component (see :func:`hollow_dims`)."""
-        return Structure(sizes, offsets, self.outer, tail, hollow)
+        ``tail`` or ``hollow``: its dims when there is no component (see :func:`hollow_dims`); ``jag``: its
+        jagged dim (by default this one's when the rank stays, else None: ``make`` then picks one)."""
+        if jag is _KEEP:
+            jag = self.jag if np.shape(sizes)[1] == self.rank else None
+        return Structure(sizes, offsets, self.outer, tail, hollow, jag)
 
     def same_as(self, other):
         return self is other or (
@@ -275,6 +326,33 @@ class Structure:
             levels.append(_frozen(part - part[0]))
             lo, hi = int(part[0]), int(part[-1])
         return lo, hi, tuple(levels)
+
+
+def _jag_axis(jag, rank):
+    """``jag`` checked as a component axis (None: no jagged dim; also for components of no dim)."""
+    if jag is None or not rank:
+        return None
+    jag = int(jag)
+    if not 0 <= jag < rank:
+        raise ValueError(f"the jagged dim of components of rank {rank} must be in [0, {rank}), got {jag}")
+    return jag
+
+
+def moved_jag(plan, jag):
+    """The jagged dim after a regroup ``plan`` (see ``_permute.regroup``): where its ``("keep", jag)`` went."""
+    if jag is None:
+        return None
+    for position, step in enumerate(plan):
+        if step[0] == "keep" and step[1] == jag:
+            return position
+    return None
+
+
+def dropped_jag(jag, axis):
+    """The jagged dim after component axis ``axis`` goes (None when it was the jagged one)."""
+    if jag is None or jag == axis:
+        return None
+    return jag - 1 if jag > axis else jag
 
 
 def hollow_dims(rank, tail=None, hollow=None):

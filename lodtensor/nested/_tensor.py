@@ -33,7 +33,7 @@ def make(buffer, structure, layout="strided"):
     """A NestedTensor from parts known to fit together (no checks): the fast internal path."""
     t = _object_new(NestedTensor)
     t._buf = buffer
-    t._st = structure
+    t._st = structure if (structure.jag is None) == (layout != "jagged") else structure.for_layout(layout)
     t._perm = None
     t._layout = layout
     return t
@@ -43,7 +43,7 @@ def make_view(buffer, storage, perm, layout="strided"):
     """A NestedTensor whose component dim ``a`` reads storage axis ``perm[a]`` of ``buffer`` laid out as ``storage``."""
     t = _object_new(NestedTensor)
     t._buf = buffer
-    t._st = storage
+    t._st = storage if (storage.jag is None) == (layout != "jagged") else storage.for_layout(layout)
     t._perm = normalize_perm(perm)
     t._layout = layout
     return t
@@ -339,7 +339,7 @@ class NestedTensor(AutogradMixin):
             buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
         outer = tuple(portable(level.copy()) for level in self._st.outer)
         st = self._struct  # (no component: ``hollow`` keeps its dims)
-        return (_rebuild, (portable(buf), portable(st.sizes.copy()), self._layout, outer, st.hollow))
+        return (_rebuild, (portable(buf), portable(st.sizes.copy()), self._layout, outer, st.hollow, st.jag))
 
     def __deepcopy__(self, memo):
         """A new tensor with its own buffer and no history: a leaf (requiring grad where this one does),
@@ -478,7 +478,7 @@ def documents(nt):
 
 
 @unpickled_by
-def _rebuild(buffer, sizes, layout, outer=(), hollow=None):
+def _rebuild(buffer, sizes, layout, outer=(), hollow=None, jag=None):
     """Unpickle through a gate: a pickle is outside data, so its parts are checked like a constructor's."""
     where = "unpickling a NestedTensor"
     if layout not in ("strided", "jagged"):
@@ -486,7 +486,7 @@ def _rebuild(buffer, sizes, layout, outer=(), hollow=None):
     if getattr(buffer, "ndim", None) != 1 or not hasattr(buffer, "dtype"):
         raise TypeError(f"{where}: the buffer must be a 1-D array, got {type(buffer).__name__}")
     buffer = coerce_data(buffer, f"{where}: the buffer")  # an array library's, of a numeric or bool dtype
-    st = Structure.checked(sizes, int(buffer.shape[0]), where, hollow)
+    st = Structure.checked(sizes, int(buffer.shape[0]), where, hollow, jag)
     if outer:  # the LoD gate: the levels must nest and end at the number of components
         st.outer = tuple(LoD([np.asarray(level) for level in outer], num_rows=st.n).levels)
     return make(buffer, st, layout)

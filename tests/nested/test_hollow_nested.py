@@ -28,10 +28,9 @@ def _dims(shape):
 
 
 def _dims_match(ours, theirs):
-    """Our shape is torch's: a ragged dim of ours is ragged in torch's; torch's jagged layout calls a dim
-    ragged even when every component has the same size there, ours gives that size (as its strided layout)."""
-    a, b = _dims(ours), _dims(theirs)
-    return len(a) == len(b) and all(x == y or (y == "j" and x != "j") for x, y in zip(a, b))
+    """Our shape is torch's, ragged dims where torch's are (the jagged dim stays ragged even when every
+    component has the same size there, as torch's jagged layout keeps it)."""
+    return _dims(ours) == _dims(theirs)
 
 
 def _as_torch(x):
