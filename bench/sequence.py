@@ -237,7 +237,7 @@ def _per_sample_gradients(report, torch):
 
 
 def _per_sample_lstm(report, torch):
-    """Per-sample weight gradients through ``dynamic_lstm`` (DP-SGD's ``vmap(grad(loss))``): lodtensor
+    """Per-sample weight gradients through ``dynamic_lstm`` (``vmap(grad(loss))``, samples sharing one LoD): lodtensor
     under vmap(grad) (the recurrence as torch ops per step), a loop of plain autograd over the samples
     (the fused one-node recurrence), and the same LSTM by hand in dense torch (padded, masked) under
     vmap(grad)."""

@@ -3,7 +3,7 @@
 Samples that share one LoD, vmapped on the data: the autograd Function's vmap rule folds the
 samples into more sequences of the same lengths (``_vmap.steps_rule``) and runs once, so a vmapped
 forward (also under plain autograd) equals a loop over samples. A gradient transform inside vmap
-(per-sample gradients, DP-SGD's ``vmap(grad(loss))``), ``jvp`` and weights batched per sample (an
+(per-sample gradients, ``vmap(grad(loss))``), ``jvp`` and weights batched per sample (an
 ensemble) take the recurrence as torch ops (``_recurrent_ops``), which every transform follows; so
 do second derivatives there. Each is compared with a loop of the plain call, on CPU, on the emulated
 torch-CUDA route and (marked gpu) on CUDA."""
