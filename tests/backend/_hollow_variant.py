@@ -16,7 +16,8 @@ torch = pytest.importorskip("torch")
 
 __all__ = ["VARIANTS", "Variant", "variant", "torch_tensors", "_emulator", "emulated", "route"]
 
-VARIANTS = ["torch", "torch-generic", "torch-cuda-route", "cupy-emulated"]
+VARIANTS = ["torch", "torch-generic", "torch-cuda-route", "cupy-emulated",
+            pytest.param("torch-cuda", marks=pytest.mark.gpu), pytest.param("cupy", marks=pytest.mark.gpu)]
 
 
 class Variant:
@@ -31,18 +32,28 @@ class Variant:
                 pytest.skip("needs g++ to build the CUDA stand-in")
             got = request.getfixturevalue("route" if name == "torch-cuda-route" else "emulated")
             self.stub = got if name == "torch-cuda-route" else got.stub
+        self.device = self.cupy = None
+        if name == "torch-cuda":  # real kernels on a GPU (marked gpu)
+            if not torch.cuda.is_available():
+                pytest.skip("needs a CUDA device")
+            self.device = "cuda"
+        if name == "cupy":
+            self.stub = None
+            self.cupy = pytest.importorskip("cupy")
         if name == "torch-generic":
             from lodtensor.backend.torch import _backend as torch_backend  # noqa: PLC0415
 
             monkeypatch.setattr(torch_backend, "_CPU_SHORTCUTS", False)
-        self.be = lt.get_backend("cupy" if name == "cupy-emulated" else "torch")
-        self.autograd = name != "cupy-emulated"
+        self.be = lt.get_backend("cupy" if name in ("cupy-emulated", "cupy") else "torch")
+        self.autograd = name not in ("cupy-emulated", "cupy")
 
     def A(self, values, grad=False):
         values = np.ascontiguousarray(values)
         if not self.autograd:
-            return self.stub.asarray(values.copy())
+            return (self.stub or self.cupy).asarray(values.copy())
         out = torch.from_numpy(values.copy())
+        if self.device is not None:
+            out = out.to(self.device)
         if grad and out.is_floating_point():
             out.requires_grad_(True)
             self.leaves.append(out)
