@@ -12,6 +12,8 @@ tensor (not copied, not sent).
 """
 
 import datetime
+import numbers
+import operator
 
 import numpy as np
 
@@ -86,13 +88,13 @@ class _Call:
         """The group rank of the global rank ``root``; a LocalError when it is out of range."""
         dist = self.dist
         try:
-            r = int(root)
-        except (TypeError, ValueError):
+            r = operator.index(root)  # not int(): 0.7 is no rank, and int(inf) raises OverflowError
+        except TypeError:
             raise LocalError(2, f"{name} must be a rank (int), got {type(root).__name__} {root!r}") from None
         if self.group is not None and self.group is not dist.group.WORLD:
             try:
                 return dist.get_group_rank(self.group, r)
-            except (ValueError, RuntimeError):
+            except (ValueError, RuntimeError, OverflowError):
                 raise LocalError(1, f"{name}={r} is not a rank of the group") from None
         if not 0 <= r < self.world:
             raise LocalError(1, f"{name}={r} is out of range for a world of {self.world} ranks")
@@ -174,7 +176,7 @@ def _as_timedelta(timeout):
     """The timeout as a timedelta; a LocalError (sent to every rank, the group's timeout used) if it is bad."""
     if timeout is None or (isinstance(timeout, datetime.timedelta) and timeout.total_seconds() > 0):
         return timeout
-    if isinstance(timeout, (int, float)) and not isinstance(timeout, bool) and 0 < timeout < 1e9:
+    if isinstance(timeout, numbers.Real) and not isinstance(timeout, bool) and 0 < timeout < 1e9:
         return datetime.timedelta(seconds=float(timeout))
     raise LocalError(1, f"timeout must be a positive number of seconds or a timedelta, got {timeout!r}")
 
@@ -339,7 +341,7 @@ def broadcast(t, src=0, group=None, *, timeout=None):
 
     _, _, items = call.exchange_heads(_root_field(src), local)
     root = call.root(src, "src")
-    item = items[root]
+    item = _root_item(call, items, root)
     me = call.rank
     if item.nbytes and call.world > 1:
         buf = call.empty(item.nbytes)
@@ -389,6 +391,8 @@ def scatter(tensors, src=0, group=None, *, timeout=None):
     heads, own, incoming = call.exchange_heads(_root_field(src), local, multi=True)
     root = call.root(src, "src")
     me = call.rank
+    if me != root:
+        _check_announced(call, _root_item(call, incoming, root).nbytes, heads.sends[root])
     send = [own[j].nbytes if (me == root and j != root) else 0 for j in range(world)]
     recv = [incoming[root].nbytes if (j == root and me != root) else 0 for j in range(world)]
     if heads.sends[root] > 0:
@@ -433,6 +437,7 @@ def all_to_all(tensors, group=None, *, timeout=None):
     me = call.rank
     send = [own[j].nbytes if j != me else 0 for j in range(world)]
     recv = [incoming[j].nbytes if j != me else 0 for j in range(world)]
+    _check_announced(call, sum(recv), sum(heads.sends))
     if sum(heads.sends):  # the same decision on every rank: the bytes crossing between any two ranks
         sendbuf = call.empty(sum(send))
         starts = _split_points(send)
@@ -449,8 +454,29 @@ def all_to_all(tensors, group=None, *, timeout=None):
 
 
 def _root_field(root):
-    """The root as it travels in the header (so ranks that disagree on it are told)."""
+    """The root as it travels in the header (so ranks that disagree on it are told); -2 for no int64 rank.
+
+    Never raises: a rank that raised here would leave its peers waiting in the head exchange.
+    """
     try:
-        return int(root)
-    except (TypeError, ValueError):
+        r = operator.index(root)
+    except TypeError:
         return -2
+    return r if -(1 << 63) <= r < (1 << 63) else -2
+
+
+def _check_announced(call, receiving, sent):
+    """A peer's item announcing bytes while the heads say nothing is sent: corrupt (no exchange runs then,
+    so raising on this rank alone leaves no peer waiting)."""
+    if receiving and not sent:
+        raise ValueError(
+            f"{call.op}(): the heads are corrupt: rank {call.rank} is told to receive {receiving} bytes, "
+            f"but the heads say that no rank sends any"
+        )
+
+
+def _root_item(call, items, root):
+    """The Item the root sends (``broadcast``, ``scatter``); the heads say the same on every rank."""
+    if items[root] is None:
+        raise ValueError(f"{call.op}(): the heads are corrupt: rank {root}, the root, announces no tensor")
+    return items[root]

@@ -34,7 +34,9 @@ class DistributedBucketSampler:
         Shuffle ties and the batch order every epoch (default); False keeps
         length order, deterministically.
     seed : int
-        The same on every rank: all ranks must draw the same plan.
+        The same on every rank: all ranks must draw the same plan. A negative
+        seed (or epoch) counts modulo 2**64, as ``torch.Generator.manual_seed``
+        takes it.
     drop_last : bool
         Leave out the surplus batches instead of splitting batches.
 
@@ -80,7 +82,10 @@ class DistributedBucketSampler:
         self.num_replicas = num_replicas
         self.rank = rank
         self.shuffle = bool(shuffle)
-        self.seed = int(seed)
+        try:
+            self.seed = operator.index(seed)
+        except TypeError:
+            raise TypeError(f"{name}: seed must be an int, got {seed!r}") from None
         self.drop_last = bool(drop_last)
         self.epoch = 0
         self._bounds = self._boundaries()
@@ -135,7 +140,7 @@ class DistributedBucketSampler:
         lengths = self.lengths
         bounds = self._bounds
         if self.shuffle:
-            rng = np.random.default_rng([self.seed, self.epoch])
+            rng = np.random.default_rng([_entropy(self.seed), _entropy(self.epoch)])
             perm = rng.permutation(lengths.size)
             order = perm[np.argsort(lengths[perm], kind="stable")]
             batch_order = rng.permutation(bounds.size - 1)
@@ -159,6 +164,12 @@ class DistributedBucketSampler:
             f"DistributedBucketSampler(samples={self.lengths.size}, batch_tokens={self.batch_tokens}, "
             f"num_replicas={self.num_replicas}, rank={self.rank}, batches_per_rank={len(self)}, epoch={self.epoch})"
         )
+
+
+def _entropy(value):
+    """A seed or epoch as NumPy's seed entropy (which must be >= 0): a negative one wraps modulo 2**64,
+    as ``torch.Generator.manual_seed`` takes it; others are unchanged."""
+    return value if value >= 0 else value % (1 << 64)
 
 
 def _world(num_replicas, rank, name):

@@ -21,8 +21,11 @@ Every collective runs in two or three exchanges:
    receiver can view them in place. No padding to the longest tensor: the bytes
    sent are the tensor's own bytes (plus at most 30 bytes of alignment).
 
-Nothing received is trusted: head and item values are range-checked, and every
-LoD goes through the validating ``LoD`` constructor.
+Nothing received is trusted: head and item values are range-checked (which
+ranks send, non-negative sizes and row dimensions, at most ``MAX_BYTES`` per
+tensor, so a forged head cannot make a rank allocate exabytes), the same way on
+every rank so that every rank raises the same ValueError, and every LoD goes
+through the validating ``LoD`` constructor.
 """
 
 import numpy as np
@@ -32,10 +35,11 @@ from ..errors import LoDError
 from ..lod import LoD
 from ..tensor import LoDTensor
 
-__all__ = ["MAX_LEVELS", "MAX_ROW_DIMS", "HEAD", "ITEM", "OPS", "LocalError"]
+__all__ = ["MAX_LEVELS", "MAX_ROW_DIMS", "MAX_BYTES", "HEAD", "ITEM", "OPS", "LocalError"]
 
 MAX_LEVELS = 8  # lod depth a collective carries
 MAX_ROW_DIMS = 8  # trailing (row) dimensions a collective carries
+MAX_BYTES = 1 << 48  # bytes of one tensor on the wire (256 TiB): a head announcing more is corrupt
 _MSG_WORDS = 32  # 256 bytes of a local error message travel with the head
 WIRE_VERSION = (0x4C6F4454 << 8) | 2  # "LoDT", version 2 (version 1 had an op-dependent header size)
 
@@ -257,18 +261,16 @@ def decode_head(op, table, world):
         )
     ops = table[:, _OP]
     roots = table[:, _ROOT]
-    if (ops != ops[0]).any() or (roots != roots[0]).any():
+    same_op = (ops == ops[0]).all()
+    if same_op:  # a local error first: a rank whose root is no rank differs in its root too
+        _raise_local_error(op, table, world)
+    if not same_op or (roots != roots[0]).any():
         calls = ", ".join(f"rank {r}: {_call(int(ops[r]), int(roots[r]))}" for r in range(world))
         raise ValueError(f"every rank must call the same collective with the same root, got {calls}")
     follow = int(table[0, _FOLLOW])
     if (table[:, _FOLLOW] != follow).any() or follow not in (0, ITEM):
         raise ValueError(f"{op}(): the heads disagree on what follows them (corrupt: {table[:, _FOLLOW].tolist()})")
-    for r in range(world):
-        status = int(table[r, _STATUS])
-        if status != _STATUS_OK:
-            raw = table[r, _MSG : _MSG + _MSG_WORDS].astype(np.int64).view(np.uint8).tobytes().rstrip(b"\0")
-            kind = _STATUS_ERRORS.get(status, ValueError)
-            raise kind(f"{op}(): on rank {r}: {raw.decode('utf-8', 'replace')}")
+    _check_senders(op, table[:, _NITEMS], table[:, _SENDS], world)
     senders = [r for r in range(world) if table[r, _NITEMS] > 0]
     geometry = {}
     for r in senders:
@@ -277,11 +279,14 @@ def decode_head(op, table, world):
         code = int(row[_DTYPE])
         if not (1 <= code <= len(DTYPES) and 0 <= ndim <= MAX_ROW_DIMS and 0 <= row[_DEPTH] <= MAX_LEVELS):
             raise ValueError(f"{op}(): the head from rank {r} is corrupt (dtype {code}, ndim {ndim})")
+        shape = row[_SHAPE : _SHAPE + ndim]
+        if (shape < 0).any() or (shape > MAX_BYTES).any():
+            raise ValueError(f"{op}(): the head from rank {r} is corrupt (row shape {tuple(shape.tolist())})")
         lib = int(row[_LIB])
         geometry[r] = (
             int(row[_DEPTH]),
             DTYPES[code - 1],
-            tuple(int(s) for s in row[_SHAPE : _SHAPE + ndim]),
+            tuple(int(s) for s in shape),
             LIBS[lib - 1] if 1 <= lib <= len(LIBS) else "numpy",
         )
     if senders:
@@ -301,6 +306,16 @@ def decode_head(op, table, world):
     return Heads(geometry, inline, sends, follow)
 
 
+def _raise_local_error(op, table, world):
+    """The first rank's local error (its status and message travelled in its head), if any."""
+    for r in np.flatnonzero(table[:, _STATUS] != _STATUS_OK).tolist():
+        status = int(table[r, _STATUS])
+        if status not in _STATUS_ERRORS:
+            raise ValueError(f"{op}(): the head from rank {r} is corrupt (status {status})")
+        raw = table[r, _MSG : _MSG + _MSG_WORDS].astype(np.int64).view(np.uint8).tobytes().rstrip(b"\0")
+        raise _STATUS_ERRORS[status](f"{op}(): on rank {r}: {raw.decode('utf-8', 'replace')}")
+
+
 def decode_items(op, records, heads, world):
     """The items received from every sending rank (``records``: ``world`` rows of ``ITEM``): an Item or None each."""
     out = [None] * world
@@ -315,7 +330,28 @@ def _item(op, r, record, geom):
     counts = tuple(int(c) for c in record[1 : 1 + depth])
     if rows < 0 or any(c < 0 for c in counts):  # a count of 0: a level of no sequence (offsets [0])
         raise ValueError(f"{op}(): the header from rank {r} is corrupt (rows {rows}, sequences {counts})")
-    return Item(rows, counts, dtype, row_shape, lib, _itemsize(dtype))
+    item = Item(rows, counts, dtype, row_shape, lib, _itemsize(dtype))  # Python ints: no overflow
+    if item.nbytes > MAX_BYTES:  # a corrupt or hostile head: refuse before allocating anything
+        raise ValueError(
+            f"{op}(): the header from rank {r} announces a tensor of {item.nbytes} bytes (rows {rows}, "
+            f"row shape {row_shape}, sequences {counts}), more than the {MAX_BYTES} bytes one collective carries: "
+            f"corrupt"
+        )
+    return item
+
+
+def _check_senders(op, nitems, sends, world):
+    """Which ranks send tensors, and how many, must be what ``op`` implies (else a corrupt head)."""
+    if op in ("all_gather", "gather"):
+        ok = (nitems == 1).all()
+    elif op == "all_to_all":
+        ok = (nitems == world).all()
+    else:  # broadcast, scatter: the root alone
+        ok = ((nitems == 0) | (nitems == (1 if op == "broadcast" else world))).all() and (nitems > 0).sum() == 1
+    if not ok or (sends < 0).any() or (sends > MAX_BYTES * world).any():
+        raise ValueError(
+            f"{op}(): the heads are corrupt: tensors per rank {nitems.tolist()}, bytes sent per rank {sends.tolist()}"
+        )
 
 
 def unpack(chunk, item, lib, device):
