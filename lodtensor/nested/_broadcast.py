@@ -245,7 +245,9 @@ def _dense(where, nt, axis, dense, st=None):
         )
     batch = False
     if len(shape) == r + 1:
-        if shape[0] == st.n and st.n != 1:
+        # one component and a (1, its length, ...) operand: the padded batch of torch's jagged layout too
+        one_padded = st.n == 1 and axis == 1 and st.jag == 0 and r and shape[1] != 1 and shape[1] == int(st.sizes[0, 0])
+        if shape[0] == st.n and (st.n != 1 or one_padded):
             batch = True
         elif shape[0] != 1:
             raise ShapeError(

@@ -13,6 +13,7 @@ than one component, elements appearing) are not taken: the op then runs on the i
 
 import numpy as np
 
+from ..errors import ShapeError
 from ._structure import Structure
 from ._tensor import NestedTensor, make_view
 
@@ -38,17 +39,20 @@ def probed_op(name, fn):
     shape_at = _SHAPE_ARG.get(name)
 
     def op(*args, **kwargs):
-        if not _all_hollow(args):
+        rank = _all_hollow((*args, *kwargs.values()))
+        if not rank:
             return fn(*args, **kwargs)
-        probe_args = [_probe(a) for a in args]
-        if isinstance(args[0], (list, tuple)):  # cat([a, b], dim)
-            probe_args[0] = type(args[0])(_probe(a) for a in args[0])
+        probe_args = [_probe(a, rank) for a in args]
+        probe_kwargs = {k: _probe(v, rank) for k, v in kwargs.items()}
+        if args and isinstance(args[0], (list, tuple)):  # cat([a, b], dim)
+            probe_args[0] = type(args[0])(_probe(a, rank) for a in args[0])
         if shape_at is not None and len(args) > shape_at:
-            probe_args[shape_at] = _count_one(args[shape_at])
-        try:
-            out = _dropped(fn(*probe_args, **kwargs))
-        except Exception:  # noqa: BLE001 - the op's error on the input itself is the one to give
-            out = None
+            if isinstance(args[shape_at], (int, np.integer)):  # reshape(0, -1, 3): the shape as varargs
+                probe_args[shape_at:] = _count_one(tuple(args[shape_at:]), name)
+            else:
+                probe_args[shape_at] = _count_one(args[shape_at], name)
+        # the probe's error is the op's own (its arguments do not fit these dims): raised as it is
+        out = _dropped(fn(*probe_args, **probe_kwargs))
         return fn(*args, **kwargs) if out is None else out
 
     return op
@@ -63,27 +67,45 @@ def _hollow(x):
 
 
 def _all_hollow(args):
-    seen = False
+    """The rank (``dim()``) of the nested tensors among ``args`` when each has no component and known dims,
+    else 0 (no probe)."""
+    rank = 0
     for a in args:
         items = a if isinstance(a, (list, tuple)) else (a,)
         for x in items:
             h = _hollow(x)
             if h is False:
-                return False
-            seen = seen or bool(h)
-    return seen
+                return 0
+            if h:
+                rank = x.dim()
+    return rank
 
 
-def _probe(x):
-    if not _hollow(x):
-        return x
-    return make_view(x._buf, Structure.of_rows([0], x._st.tail), x._perm, x._layout)
+def _probe(x, rank):
+    """``x`` for the probe: a nested tensor of no component as one empty component; a dense operand of
+    the nested tensors' rank whose batch (dim 0) is 0, a batch of one zero (still in ``x``'s graph)."""
+    if _hollow(x):
+        return make_view(x._buf, Structure.of_rows([0], x._st.tail), x._perm, x._layout)
+    shape = getattr(x, "shape", None)
+    if shape is not None and not isinstance(x, NestedTensor) and len(shape) == rank and shape[0] == 0:
+        if type(x).__module__.startswith("torch"):
+            import torch  # noqa: PLC0415 - only torch operands get here
+
+            return torch.cat((x, x.new_zeros((1, *shape[1:]))))
+        if isinstance(x, np.ndarray):
+            return np.zeros((1, *shape[1:]), dtype=x.dtype)
+    return x
 
 
-def _count_one(shape):
-    """A shape argument whose dim 0 is 0 (the count) made 1 for the probe (-1 and the rest as they are)."""
-    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (int, np.integer)) and shape[0] == 0:
-        return type(shape)((1, *shape[1:])) if not hasattr(shape, "_fields") else shape
+def _count_one(shape, name):
+    """A shape argument whose dim 0 is 0 (the count) made 1 for the probe (-1 and the rest as they are);
+    another count is refused, as for a nested tensor of components."""
+    if isinstance(shape, (list, tuple)) and shape and isinstance(shape[0], (int, np.integer)):
+        if shape[0] == 0:
+            return type(shape)((1, *shape[1:])) if not hasattr(shape, "_fields") else shape
+        if shape[0] != -1:
+            raise ShapeError(f"{name}(): shape {list(shape)} asks for {int(shape[0])} components in dim 0, "
+                             "but the nested tensor has 0")
     return shape
 
 

@@ -251,25 +251,27 @@ def select(input, dim, index):
         )
     new_sizes = np.delete(st.sizes, axis, axis=1)
     jag = dropped_jag(st.jag, axis)
+    # selecting in the jagged dim itself (torch refuses) leaves no ragged dim: a strided-layout result
+    layout = "strided" if st.jag is not None and jag is None else input._layout
     ops = input.backend
     buf = input._buffer
     if st.n == 0:
-        return make(buf[:0], st.derive(new_sizes, jag=jag), input._layout)
+        return make(buf[:0], st.derive(new_sizes, jag=jag), layout)
     if all(st.regular[axis:]):
         block = st.tail_view(buf, axis)
         out = ops.take(block, index % int(sizes[0]), 1).reshape(-1)
-        return make(out, st.derive(new_sizes, jag=jag), input._layout)
+        return make(out, st.derive(new_sizes, jag=jag), layout)
     if all(st.regular[axis + 1 :]):
         offsets, rows, row_shape = segments_along(st, axis)
         picks = np.repeat(index % sizes, _counts(st, axis))
         be = input.backend
         rows_view = buf.reshape((rows,) + row_shape)
         out = be.gather(rows_view, be.from_host(offsets[:-1] + picks, like=rows_view))
-        return make(out.reshape(-1), st.derive(new_sizes, jag=jag), input._layout)
+        return make(out.reshape(-1), st.derive(new_sizes, jag=jag), layout)
     out, new = map_components(
         [input], lambda x: ops.take(x, index % x.shape[axis + 1], axis + 1), new_sizes
     )
-    return make(out, new.with_jag(jag), input._layout)
+    return make(out, new.with_jag(jag), layout)
 
 
 def _counts(st, axis):
