@@ -332,3 +332,34 @@ def test_lodtensor_built_inside_a_compiled_function(build):
         torch.testing.assert_close(compiled(x, lengths), fn(x, lengths))
     with pytest.raises(LoDError, match="add up to len|must end at len"):
         compiled(torch.randn(4, 3), [2, 1])
+
+
+def test_paddle_layers_under_torch_compile():
+    """The layers that read the host offsets (the LSTM/GRU time plan, the CRF steps) run eagerly behind a
+    graph break; dynamo traced their NumPy and failed ('Expected np.nditer base'). Same values and
+    gradients as eager."""
+    from lodtensor.nn import functional as NF
+
+    g = torch.Generator().manual_seed(0)
+    w, b = torch.randn(3, 12, generator=g) * 0.3, torch.zeros(1, 12)
+    wg, tr = torch.randn(3, 9, generator=g) * 0.3, torch.randn(6, 4, generator=g)
+    lod = [[0, 2, 5]]
+    ids = lt.LoDTensor(torch.tensor([[0], [1], [2], [3], [0]]), lod)
+    layers = {
+        "dynamic_lstm": lambda x: NF.dynamic_lstm(x, w, b, use_peepholes=False)[0].data.sum(),
+        "dynamic_gru": lambda x: NF.dynamic_gru(lt.LoDTensor(x.data[:, :9], x.lod()), wg).data.sum(),
+        "linear_chain_crf": lambda x: NF.linear_chain_crf(lt.LoDTensor(x.data[:, :4], x.lod()), ids, tr).data.sum(),
+        "crf_decoding": lambda x: NF.crf_decoding(lt.LoDTensor(x.data[:, :4], x.lod()), tr).data.float().sum(),
+    }
+    for name, fn in layers.items():
+        compiled = torch.compile(fn, backend="aot_eager")
+        grads = []
+        for f in (compiled, fn):
+            x = lt.LoDTensor(torch.randn(5, 12, generator=torch.Generator().manual_seed(1)).requires_grad_(), lod)
+            out = f(x)
+            if out.requires_grad:
+                out.backward()
+            grads.append((out.detach(), x.data.grad))
+        torch.testing.assert_close(grads[0][0], grads[1][0], msg=name)
+        if grads[1][1] is not None:
+            torch.testing.assert_close(grads[0][1], grads[1][1], msg=name)

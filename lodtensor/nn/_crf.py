@@ -8,6 +8,7 @@ the backend.
 
 import numpy as np
 
+from .._compile import eager_under_compile
 from ..ops._common import flag_arg, int_arg
 from ..ops.reduce import pool
 from ..tensor import LoDTensor
@@ -50,6 +51,7 @@ def _path_index(lab, offsets, k):
     return np.concatenate([pair, np.where(first, lab, zero), np.where(last, k + lab, zero)])
 
 
+@eager_under_compile  # the steps read the host offsets: under torch.compile, behind a graph break
 def linear_chain_crf(input, label, transition):  # noqa: A002
     """Negative log-likelihood of each tag sequence under a linear-chain CRF (Paddle's
     ``LogLikelihood`` output, ``[num_sequences, 1]``; an empty sequence gives 0).
@@ -112,6 +114,7 @@ def linear_chain_crf(input, label, transition):  # noqa: A002
     return log_z.reshape(n_seq, 1) - score
 
 
+@eager_under_compile  # the steps read the host offsets: under torch.compile, behind a graph break
 def crf_decoding(input, transition, label=None):  # noqa: A002
     """The best tag path of every sequence (Viterbi), int64 ``[T, 1]`` with ``input``'s lod.
 

@@ -9,6 +9,7 @@ torch one autograd node for the whole recurrence whose backward runs fused steps
 in reverse.
 """
 
+from .._compile import eager_under_compile
 from ..ops._common import flag_arg
 from ._common import act_name, lod_input, on_device, out_like, param, time_plan
 
@@ -70,6 +71,7 @@ def _empty(x, be, data, d, count, params):
     return tuple(out_like(x, zero) for _ in range(count))
 
 
+@eager_under_compile  # the time plan reads the host offsets: under torch.compile, behind a graph break
 def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is_reverse=False,  # noqa: A002
                  gate_activation="sigmoid", cell_activation="tanh", candidate_activation="tanh"):
     """Paddle's LSTM over every sequence of ``input`` (the input projection already applied).
@@ -119,6 +121,7 @@ def dynamic_lstm(input, weight, bias, h_0=None, c_0=None, use_peepholes=True, is
     return out_like(x, hidden), out_like(x, cell)
 
 
+@eager_under_compile  # the time plan reads the host offsets: under torch.compile, behind a graph break
 def dynamic_gru(input, weight, bias=None, h_0=None, is_reverse=False, gate_activation="sigmoid",  # noqa: A002
                 candidate_activation="tanh", origin_mode=False):
     """Paddle's GRU over every sequence of ``input`` (the input projection already applied).
