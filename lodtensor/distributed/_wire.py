@@ -262,7 +262,8 @@ def decode_head(op, table, world):
     ops = table[:, _OP]
     roots = table[:, _ROOT]
     same_op = (ops == ops[0]).all()
-    if same_op:  # a local error first: a rank whose root is no rank differs in its root too
+    if same_op and ((roots == roots[0]).all() or (roots == -2).any()):
+        # a local error first where the roots agree, or differ because a rank's root is no rank (-2)
         _raise_local_error(op, table, world)
     if not same_op or (roots != roots[0]).any():
         calls = ", ".join(f"rank {r}: {_call(int(ops[r]), int(roots[r]))}" for r in range(world))
