@@ -182,3 +182,19 @@ def test_a_lod_per_sample_is_still_refused():
 
     with pytest.raises((TypeError, ValueError), match="vmap|per sample|LoD"):
         vmap(f)(_samples("cpu", 4 * D, batch=2), offsets)
+
+
+@pytest.mark.parametrize("kind, case", [("lstm", "peepholes"), ("gru", "origin")], ids=["lstm", "gru"])
+def test_forward_ad_dual_tensors(torch_device, kind, case):
+    """``torch.autograd.forward_ad``: the recurrence of a dual tensor carries its tangent (it was dropped
+    silently: the Function has no jvp, and a dual tensor does not require grad)."""
+    import torch.autograd.forward_ad as fwad
+
+    loss, w, b, xs = _setup(kind, case, torch_device)
+    x, t = xs[0], xs[1]
+    with fwad.dual_level():
+        out = loss(fwad.make_dual(x, t), w, b)
+        value, tangent = fwad.unpack_dual(out)
+    assert tangent is not None
+    _close(value, loss(x, w, b))
+    _close(tangent, (grad(loss)(x, w, b) * t).sum())

@@ -15,6 +15,7 @@ autograd (to any order) follow. Same step order, same numbers.
 """
 
 import torch
+import torch.autograd.forward_ad as fwad
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
 from torch._functorch import pyfunctorch
 
@@ -41,11 +42,15 @@ _ACT = {
 def needs_ops(arrays, weights):
     """Whether the recurrence must run as torch ops: a torch.func gradient transform (``grad``, ``vjp``,
     ``jacrev``: their backward may run under ``vmap``, which cannot batch the Function's in-place steps)
-    or forward-mode (``jvp``) is on the stack and sees one of ``arrays``, or vmap batches one of the
-    ``weights`` (an ensemble: the Function's vmap rule folds only the samples of the data and the
-    initial states into more sequences). ``vmap`` alone, and plain autograd, keep the Function."""
+    or forward-mode (``jvp``, or ``torch.autograd.forward_ad``'s dual tensors) is on the stack and sees
+    one of ``arrays``, or vmap batches one of the ``weights`` (an ensemble: the Function's vmap rule folds
+    only the samples of the data and the initial states into more sequences). ``vmap`` alone, and plain
+    autograd, keep the Function."""
     functorch = torch._C._functorch
     if any(w is not None and functorch.is_batchedtensor(w) for w in weights):
+        return True
+    if getattr(fwad, "_current_level", -1) >= 0 and any(  # forward-mode AD's dual tensors (no jvp on the Function)
+            a is not None and fwad.unpack_dual(a).tangent is not None for a in arrays):
         return True
     if not any(a is not None and functorch.is_functorch_wrapped_tensor(a) for a in arrays):
         return False
