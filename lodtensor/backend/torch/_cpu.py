@@ -1,7 +1,8 @@
 """CPU kernels of the torch backend: NumPy (or MKL SpMM) forward passes with torch backward passes.
 
 Each is a ``torch.autograd.Function`` whose backward is built from
-differentiable torch ops, so double backward works. Whether one serves a call
+differentiable torch ops, so double backward works, and whose forward-mode
+derivative (``jvp``) is torch ops on the tangent (``_jvp``). Whether one serves a call
 is decided in ``torch.py`` (``_CPU_SHORTCUTS``, ``_numpy_moves``, ``_spmm_fits``).
 """
 
@@ -23,6 +24,7 @@ from ..numpy._compiled import (
     compiled_softmax_grad,
 )
 from ..numpy._special import run_compiled
+from . import _jvp
 from ._vmap import rows_rule
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
@@ -53,7 +55,13 @@ class SegmentExtreme(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         data, offsets, ids = inputs[:3]
         ctx.save_for_backward(data, output, offsets, _ids_or_empty(ids))
+        ctx.save_for_forward(data, output, offsets, _ids_or_empty(ids))  # the same tensors: jvp reads them alike
         ctx.has_ids = ids is not None
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        data, out, offsets = ctx.saved_tensors[:3]
+        return _jvp.segment_extreme(tangent, data, out, offsets)
 
     @staticmethod
     def backward(ctx, grad):
@@ -88,7 +96,13 @@ class SegmentSoftmax(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         _, offsets, ids, be = inputs
         ctx.save_for_backward(output, offsets, _ids_or_empty(ids))
+        ctx.save_for_forward(output, offsets, _ids_or_empty(ids))  # the same tensors: jvp reads them alike
         ctx.has_ids, ctx.be = ids is not None, be
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        out, offsets = ctx.saved_tensors[:2]
+        return _jvp.segment_softmax(tangent, out, offsets)
 
     @staticmethod
     def backward(ctx, grad):
@@ -146,7 +160,12 @@ class PadCPU(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         data, offsets, maxlen = inputs[:3]
         ctx.save_for_backward(offsets)
+        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
         ctx.rows, ctx.maxlen = data.shape[0], maxlen
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return _jvp.pad(tangent, ctx.saved_tensors[0], ctx.maxlen)
 
     @staticmethod
     def backward(ctx, grad):
@@ -169,7 +188,13 @@ class UnpadCPU(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         padded, offsets, _ = inputs
         ctx.save_for_backward(offsets)
+        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
         ctx.shape = tuple(padded.shape)
+        ctx.rows = int(output.shape[0])
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return _jvp.unpad(tangent, ctx.saved_tensors[0], ctx.rows)
 
     @staticmethod
     def backward(ctx, grad):
@@ -243,7 +268,12 @@ class SegmentSumSpMM(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         flat, offsets, ids = inputs
         ctx.save_for_backward(offsets, _ids_or_empty(ids))
+        ctx.save_for_forward(offsets, _ids_or_empty(ids))  # the same tensors: jvp reads them alike
         ctx.has_ids, ctx.rows = ids is not None, flat.shape[0]
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return _jvp.segment_sum(tangent, ctx.saved_tensors[0])
 
     @staticmethod
     def backward(ctx, grad):
@@ -274,7 +304,7 @@ class ReluCPU(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(output)
-        ctx.save_for_forward(output)
+        ctx.save_for_forward(output)  # the same tensors: jvp reads them alike
 
     @staticmethod
     def backward(ctx, grad):

@@ -22,6 +22,7 @@ import torch
 
 from ..cupy import _launch, _tuning
 from ..cupy import cuda as _kernels
+from . import _jvp
 from ._vmap import rows_rule, wrapped
 
 __all__ = ["fits", "SegmentReduce", "SegmentSoftmax", "Pad", "Unpad"]
@@ -177,6 +178,16 @@ class SegmentReduce(torch.autograd.Function):
         ctx.op, ctx.rows = op, int(data.shape[0])
         extreme = op in ("max", "min")  # their gradient goes to the rows equal to the result
         ctx.save_for_backward(data if extreme else None, offsets, ids, output if extreme else None)
+        ctx.save_for_forward(data if extreme else None, offsets, ids, output if extreme else None)  # as above
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        data, offsets, out = ctx.saved_tensors[0], ctx.saved_tensors[1], ctx.saved_tensors[3]
+        if ctx.op == "sum":
+            return _jvp.segment_sum(tangent, offsets)
+        if ctx.op == "mean":
+            return _jvp.segment_mean(tangent, offsets)
+        return _jvp.segment_extreme(tangent, data, out, offsets)
 
     @staticmethod
     def backward(ctx, grad):
@@ -234,6 +245,12 @@ class SegmentSoftmax(torch.autograd.Function):
     def setup_context(ctx, inputs, output):
         _, offsets, ids = inputs
         ctx.save_for_backward(output, offsets, ids)
+        ctx.save_for_forward(output, offsets, ids)  # the same tensors: jvp reads them alike
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        y, offsets = ctx.saved_tensors[:2]
+        return _jvp.segment_softmax(tangent, y, offsets)
 
     @staticmethod
     def backward(ctx, grad):
@@ -300,9 +317,14 @@ class Pad(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        data, offsets = inputs[:2]
+        data, offsets, maxlen = inputs[:3]
         ctx.save_for_backward(offsets)
-        ctx.rows = int(data.shape[0])
+        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
+        ctx.rows, ctx.maxlen = int(data.shape[0]), int(maxlen)
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return _jvp.pad(tangent, ctx.saved_tensors[0], ctx.maxlen)
 
     @staticmethod
     def backward(ctx, grad):
@@ -320,9 +342,14 @@ class Unpad(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        padded, offsets, _ = inputs
+        padded, offsets, total = inputs
         ctx.save_for_backward(offsets)
-        ctx.maxlen = int(padded.shape[1])
+        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
+        ctx.maxlen, ctx.total = int(padded.shape[1]), int(total)
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return _jvp.unpad(tangent, ctx.saved_tensors[0], ctx.total)
 
     @staticmethod
     def backward(ctx, grad):
