@@ -105,27 +105,32 @@ class UfuncMixin(NDArrayOperatorsMixin):
             for o in lod_outs:
                 self._check_out(ufunc, method, inputs, args, o)
         where = kwargs.get("where")
-        if isinstance(where, UfuncMixin):  # a mask of the same rows: its lod must be the operands'
-            if where._lod._levels and self._lod._levels and where._lod != self._lod:
-                raise LoDError(f"{name}: where= has lod {where._lod!r} but the operands have {self._lod!r}; "
-                               f"a mask over the rows needs the same lod")
+        if isinstance(where, UfuncMixin):  # a mask of the same rows: its lod must be the operands' (and out's)
+            for x in (*inputs, *(out or ())):
+                if where._lod._levels and isinstance(x, UfuncMixin) and x._lod._levels and where._lod != x._lod:
+                    raise LoDError(f"{name}: where= has lod {where._lod!r} but the operands have {x._lod!r}; "
+                                   f"a mask over the rows needs the same lod")
             kwargs["where"] = where._check_fits(name)
         be = backend_of(*args, *kwargs.get("out", ()))
         result = be.apply_ufunc(ufunc, method, *args, **kwargs)
         if method != "__call__":
-            return result
-        if out is not None:
-            return out[0] if len(out) == 1 else out
+            return result if out is None or out[0] is None else out[0]  # NumPy returns the out= object
         first = result[0] if isinstance(result, tuple) else result
         lod = self._row_lod(ufunc, inputs, args, _shape(first))
-        if isinstance(result, tuple):
-            return tuple(self._wrap_result(r, lod) for r in result)
-        return self._wrap_result(result, lod)
+        if isinstance(result, tuple):  # out=(o, None): NumPy returns o and a new array for the None
+            given = out or (None,) * len(result)
+            return tuple(self._wrap_result(r, lod) if o is None else o for r, o in zip(result, given))
+        return self._wrap_result(result, lod) if out is None else out[0]
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy's functions that are not ufuncs (``np.sum``, ``np.concatenate``, ``np.flip``, ``np.shape``,
         ...) see every LoDTensor among their arguments as its flat data and return plain arrays."""
-        return func(*_flat(args), **{key: _flat(value) for key, value in kwargs.items()})
+        flat = {key: _flat(value) for key, value in kwargs.items()}
+        result = func(*_flat(args), **flat)
+        out = kwargs.get("out")  # NumPy returns the out= object itself, here the LoDTensor
+        if isinstance(out, UfuncMixin) and result is flat["out"]:
+            return out
+        return result
 
     @staticmethod
     def _row_lod(ufunc, inputs, args, result_shape):
@@ -177,6 +182,22 @@ class UfuncMixin(NDArrayOperatorsMixin):
         return result
 
 
+def _comparison(operator, name):
+    """``==``/``!=`` as ndarray's: where NumPy has no loop for the operand types (``t == "a"``), all
+    False (``!=``: True) rows under the lod instead of the ufunc's error."""
+
+    def method(self, other):
+        try:
+            return operator(self, other)
+        except TypeError as error:  # NumPy's _UFuncNoLoopError only; other TypeErrors propagate
+            if type(error).__qualname__ != "_UFuncNoLoopError" or np.ndim(other) != 0:  # scalars only
+                raise
+            data = np.full(np.shape(self.__array__()), name == "__ne__")
+            return self._new(data, self._lod) if self._lod.fits(data.shape[0]) else data
+
+    return method
+
+
 def _operator(name):
     """Operator ``name`` of the NumPy mixin, with a traced form while ``torch.compile`` traces."""
     eager = NDArrayOperatorsMixin.__dict__[name]
@@ -190,6 +211,8 @@ def _operator(name):
             return _compile.eager(eager, self, *other)
         return eager(self, *other)
 
+    if name in ("__eq__", "__ne__"):
+        method = _comparison(method, name)
     method.__name__ = name
     method.__qualname__ = f"UfuncMixin.{name}"
     method.__doc__ = eager.__doc__

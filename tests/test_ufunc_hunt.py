@@ -1,0 +1,61 @@
+"""Bugs found by a hunt of LoDTensor's NumPy protocol, each checked against NumPy on the flat data."""
+
+import numpy as np
+import pytest
+
+import lodtensor as lt
+from lodtensor.errors import LoDError
+
+
+def _t(lod=((0, 2, 5),)):
+    return lt.LoDTensor(np.arange(5), [list(level) for level in lod])
+
+
+def test_two_outputs_with_one_none_out_return_a_new_array_for_the_none():
+    given = np.empty(5, np.int64)
+    q, r = np.divmod(_t(), 2, out=(given, None))
+    want_q, want_r = np.divmod(np.arange(5), 2)
+    assert q is given and q.tolist() == want_q.tolist()
+    assert isinstance(r, lt.LoDTensor) and r.lod() == [[0, 2, 5]] and r.data.tolist() == want_r.tolist()
+
+
+@pytest.mark.parametrize(("method", "out"), [("accumulate", lambda: lt.LoDTensor(np.empty(5, np.int64))),
+                                           ("reduce", lambda: np.empty((), np.int64))])
+def test_ufunc_methods_return_the_out_object(method, out):
+    o = out()
+    got = getattr(np.add, method)(_t(), out=o)
+    assert got is o
+    assert np.asarray(got).tolist() == getattr(np.add, method)(np.arange(5)).tolist()
+
+
+def test_array_function_returns_the_out_lodtensor():
+    t = _t()
+    assert np.clip(t, 1, 3, out=t) is t
+    assert t.data.tolist() == [1, 1, 2, 3, 3] and t.lod() == [[0, 2, 5]]
+
+
+def test_where_mask_lod_is_checked_against_every_operand_and_out():
+    t, plain = _t(), lt.LoDTensor(np.arange(5))
+    mask = lt.LoDTensor(np.arange(5) > 2, [[0, 3, 5]])
+    buf = np.zeros(5, np.int64)
+    with pytest.raises(LoDError, match=r"where=.*\[\[0, 3, 5\]\].*\[\[0, 2, 5\]\]"):
+        np.add(plain, t, out=buf, where=mask)
+    assert buf.tolist() == [0] * 5
+    out = lt.LoDTensor(np.zeros(5, np.int64), [[0, 2, 5]])
+    with pytest.raises(LoDError, match="where="):
+        np.add(plain, 1, out=out, where=mask)
+    assert out.data.tolist() == [0] * 5
+
+
+@pytest.mark.parametrize(("op", "fill"), [("__eq__", False), ("__ne__", True)])
+def test_comparison_without_a_loop_is_elementwise_like_ndarray(op, fill):
+    t = _t()
+    want = getattr(np.arange(5), op)("a")
+    got = getattr(t, op)("a")
+    assert isinstance(got, lt.LoDTensor) and got.lod() == [[0, 2, 5]]
+    assert got.dtype == want.dtype and got.data.tolist() == want.tolist() == [fill] * 5
+
+
+def test_other_comparison_errors_still_raise():
+    with pytest.raises(LoDError):
+        _t() == _t(((0, 1, 5),))  # noqa: B015
