@@ -412,3 +412,16 @@ def test_expand_to_a_level_of_no_sequence():
     assert out.lod() == [[0, 0], [0]] and out.data.shape == (0,) and out.tolist() == [[]]
     assert lt.LoDTensor(out.data, out.lod()).lod == out.lod
     assert x[np.array([0])].lod() == [[0, 0], [0]]
+
+
+@pytest.mark.parametrize("make", [np.zeros, pytest.param("torch", id="torch")], ids=["numpy", "torch"])
+def test_mask_of_no_lengths_allocates_nothing(make):
+    """No lengths and a huge maxlen: an empty (0, maxlen) mask, without an arange of maxlen values (2**40
+    asked for 8 TiB)."""
+    if make == "torch":
+        torch = pytest.importorskip("torch")
+        lengths = torch.zeros(0, dtype=torch.int64)
+    else:
+        lengths = make(0, dtype=np.int64)
+    out = S.sequence_mask(lengths, maxlen=2**40, dtype="float32")
+    assert tuple(out.shape) == (0, 2**40) and str(out.dtype).endswith("float32")

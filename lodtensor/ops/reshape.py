@@ -95,7 +95,10 @@ def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):
         maxlen = int(host.max()) if host.size else 0
     else:
         maxlen = int_arg(maxlen, where, "maxlen", 0)
-    out = be.astype(be.arange(maxlen, like=data) < data[..., None], dtype)
+    if host.size:
+        out = be.astype(be.arange(maxlen, like=data) < data[..., None], dtype)
+    else:  # no lengths: an empty mask of maxlen columns, without an arange of maxlen values
+        out = be.astype(be.zeros(tuple(host.shape) + (maxlen,), bool, like=data), dtype)
     if isinstance(x, LoDTensor):
         return x.with_data(out)
     return out
