@@ -14,6 +14,7 @@ from ..numpy._compiled import compiled_kernels, compiled_pointwise
 from . import _cuda, _tuning
 from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
+from ._rows import pad_index, segment_ids
 from ._vmap import wrapped
 
 __all__ = ["TorchBackend", "make_backend"]
@@ -178,9 +179,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     # -- index helpers -----------------------------------------------------------------------
     def segment_ids(self, offsets, *, total=None):
         offsets = self._index(offsets, offsets if isinstance(offsets, torch.Tensor) else torch.empty(0))
-        lengths = offsets[1:] - offsets[:-1]
-        ids = torch.arange(lengths.numel(), device=offsets.device)
-        return torch.repeat_interleave(ids, lengths, output_size=total)
+        return segment_ids(offsets, total)
 
     def repeat_interleave(self, values, repeats, *, total=None):
         repeats = self._index(repeats, values)
@@ -324,13 +323,6 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return shifted.div_(self.segment_sum(shifted, offsets, ids=ids).index_select(0, ids))
 
     # -- dense <-> flat ----------------------------------------------------------------------
-    def _pad_index(self, offsets, maxlen, n_rows):
-        lengths = offsets[1:] - offsets[:-1]
-        shift = torch.arange(lengths.numel(), device=offsets.device) * maxlen - offsets[:-1]
-        return torch.arange(n_rows, device=offsets.device) + torch.repeat_interleave(
-            shift, lengths, output_size=n_rows
-        )
-
     def place_rows(self, data, index, shape, pad_value, *, out=None):
         row = tuple(data.shape[1:])
         full = tuple(shape) + row
@@ -369,7 +361,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             # the NumPy kernel on the tensor's memory (threaded ``put``, tails only filled):
             # 1.6x faster than a fill + ``index_copy`` here; :class:`PadCPU` keeps the gradient
             return PadCPU.apply(data, offsets, maxlen, pad_value, plan)
-        index = self._pad_index(offsets, maxlen, data.shape[0])
+        index = pad_index(offsets, maxlen, data.shape[0])
         return self.place_rows(data, index, (offsets.numel() - 1, maxlen), pad_value, out=out)
 
     def unpad(self, padded, offsets, *, plan=None, total=None):
@@ -381,7 +373,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             total = int(plan[0].size) if plan is not None else int(offsets[-1])  # the one device read
         if _cuda.fits(padded, words=True) and padded.dim() >= 2:
             return _cuda.Unpad.apply(padded, offsets, total)
-        index = self._pad_index(offsets, maxlen, total)
+        index = pad_index(offsets, maxlen, total)
         return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)
 
     # -- elementwise -------------------------------------------------------------------------

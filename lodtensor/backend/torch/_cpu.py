@@ -25,6 +25,7 @@ from ..numpy._compiled import (
 )
 from ..numpy._special import run_compiled
 from . import _jvp
+from ._rows import pad_index, segment_ids
 from ._vmap import rows_rule
 
 __all__ = ["SegmentExtreme", "SegmentSoftmax", "PadCPU", "UnpadCPU", "SegmentSumSpMM", "ReluCPU"]
@@ -71,8 +72,7 @@ class SegmentExtreme(torch.autograd.Function):
             if host is not None:
                 return torch.from_numpy(host), None, None, None, None
         if not ctx.has_ids:
-            lengths = offsets[1:] - offsets[:-1]
-            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=data.shape[0])
+            ids = segment_ids(offsets, data.shape[0])
         hit = (data == out.index_select(0, ids)).to(grad.dtype)
         ties = torch.zeros_like(out, dtype=grad.dtype).index_add(0, ids, hit)  # out of place: vmap batches it
         return grad.index_select(0, ids) * hit / ties.clamp(min=1).index_select(0, ids), None, None, None, None
@@ -139,12 +139,6 @@ def _gather_rows(src, index):
     return torch.index_select(src, 0, index, out=out)
 
 
-def _flat_pad_index(offsets, maxlen, rows):
-    lengths = offsets[1:] - offsets[:-1]
-    shift = torch.arange(lengths.numel()) * maxlen - offsets[:-1]
-    return torch.arange(rows) + torch.repeat_interleave(shift, lengths, output_size=rows)
-
-
 @rows_rule
 class PadCPU(torch.autograd.Function):
     """Rows into ``(n, maxlen, *row)`` by the NumPy kernel; the gradient is the unpadding of
@@ -170,7 +164,7 @@ class PadCPU(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (offsets,) = ctx.saved_tensors
-        index = _flat_pad_index(offsets, ctx.maxlen, ctx.rows)
+        index = pad_index(offsets, ctx.maxlen, ctx.rows)
         flat = grad.reshape((-1,) + tuple(grad.shape[2:]))
         return _gather_rows(flat, index), None, None, None, None
 
@@ -200,7 +194,7 @@ class UnpadCPU(torch.autograd.Function):
     def backward(ctx, grad):
         (offsets,) = ctx.saved_tensors
         n, maxlen = ctx.shape[:2]
-        index = _flat_pad_index(offsets, maxlen, grad.shape[0])
+        index = pad_index(offsets, maxlen, grad.shape[0])
         out = torch.zeros((n * maxlen,) + tuple(grad.shape[1:]), dtype=grad.dtype)
         return out.index_copy(0, index, grad).reshape(ctx.shape), None, None
 
@@ -279,8 +273,7 @@ class SegmentSumSpMM(torch.autograd.Function):
     def backward(ctx, grad):
         offsets, ids = ctx.saved_tensors
         if not ctx.has_ids:
-            lengths = offsets[1:] - offsets[:-1]
-            ids = torch.repeat_interleave(torch.arange(lengths.numel()), lengths, output_size=ctx.rows)
+            ids = segment_ids(offsets, ctx.rows)
         return _gather_rows(grad, ids), None, None
 
 

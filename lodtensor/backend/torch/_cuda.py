@@ -23,6 +23,7 @@ import torch
 from ..cupy import _launch, _tuning
 from ..cupy import cuda as _kernels
 from . import _jvp
+from ._rows import segment_ids
 from ._vmap import rows_rule, wrapped
 
 __all__ = ["fits", "SegmentReduce", "SegmentSoftmax", "Pad", "Unpad"]
@@ -142,8 +143,7 @@ def _reduce(op, data, offsets, empty):
 def _ids(ids, offsets, rows):
     if ids is not None:
         return ids
-    lengths = offsets[1:] - offsets[:-1]
-    return torch.repeat_interleave(torch.arange(lengths.numel(), device=offsets.device), lengths, output_size=rows)
+    return segment_ids(offsets, rows)
 
 
 def _extreme_grad(data, out, grad, offsets):

@@ -8,20 +8,16 @@ sequence ops. Each is the forward op's linearisation at the saved forward values
 [[2.0, 2.0], [1.0, 1.0]]
 """
 
-import torch
+import torch  # noqa: F401 - the example above uses it
+
+from ._rows import pad_index, segment_ids
 
 __all__ = ["segment_sum", "segment_mean", "segment_extreme", "segment_softmax", "pad", "unpad"]
 
 
-def _ids(offsets, rows):
-    lengths = offsets[1:] - offsets[:-1]
-    return torch.repeat_interleave(torch.arange(lengths.numel(), device=offsets.device), lengths,
-                                   output_size=rows)
-
-
 def segment_sum(t, offsets, ids=None):
     """The tangent of each segment's sum: the sum of the tangents."""
-    ids = _ids(offsets, t.shape[0]) if ids is None or not ids.numel() else ids
+    ids = segment_ids(offsets, t.shape[0]) if ids is None or not ids.numel() else ids
     return t.new_zeros((offsets.numel() - 1,) + tuple(t.shape[1:])).index_add(0, ids, t)
 
 
@@ -34,7 +30,7 @@ def segment_mean(t, offsets, ids=None):
 def segment_extreme(t, data, out, offsets, ids=None):
     """The tangent of each segment's max or min: the tangents of the rows that reach it, shared evenly
     (the gradient's rule, as ``scatter_reduce``'s); 0 for an empty segment."""
-    ids = _ids(offsets, t.shape[0]) if ids is None or not ids.numel() else ids
+    ids = segment_ids(offsets, t.shape[0]) if ids is None or not ids.numel() else ids
     hit = (data == out.index_select(0, ids)).to(t.dtype)
     ties = segment_sum(hit, offsets, ids).clamp(min=1)
     return segment_sum(t * hit, offsets, ids) / ties
@@ -42,24 +38,18 @@ def segment_extreme(t, data, out, offsets, ids=None):
 
 def segment_softmax(t, y, offsets, ids=None):
     """The tangent of each segment's softmax: ``y * (t - segment_sum(t * y))``."""
-    ids = _ids(offsets, t.shape[0]) if ids is None or not ids.numel() else ids
+    ids = segment_ids(offsets, t.shape[0]) if ids is None or not ids.numel() else ids
     return y * (t - segment_sum(t * y, offsets, ids).index_select(0, ids))
-
-
-def _flat_index(offsets, maxlen, rows):
-    lengths = offsets[1:] - offsets[:-1]
-    shift = torch.arange(lengths.numel(), device=offsets.device) * maxlen - offsets[:-1]
-    return torch.arange(rows, device=offsets.device) + torch.repeat_interleave(shift, lengths, output_size=rows)
 
 
 def pad(t, offsets, maxlen):
     """The tangent of the padding: the tangent padded with zeros (the pad value is a constant)."""
     n, row = offsets.numel() - 1, tuple(t.shape[1:])
-    flat = t.new_zeros((n * int(maxlen),) + row).index_copy(0, _flat_index(offsets, int(maxlen), t.shape[0]), t)
+    flat = t.new_zeros((n * int(maxlen),) + row).index_copy(0, pad_index(offsets, int(maxlen), t.shape[0]), t)
     return flat.reshape((n, int(maxlen)) + row)
 
 
 def unpad(t, offsets, rows):
     """The tangent of the unpadding: the tangent's rows inside the sequences."""
     n, maxlen = int(t.shape[0]), int(t.shape[1])
-    return t.reshape((n * maxlen,) + tuple(t.shape[2:])).index_select(0, _flat_index(offsets, maxlen, int(rows)))
+    return t.reshape((n * maxlen,) + tuple(t.shape[2:])).index_select(0, pad_index(offsets, maxlen, int(rows)))
