@@ -7,33 +7,13 @@ one raised torch's "You must implement the jvp function"."""
 import numpy as np
 import pytest
 
-import lodtensor as lt
-from lodtensor import sequence as S
-
 torch = pytest.importorskip("torch")
 from torch.func import jacfwd, jacrev, jvp  # noqa: E402
 
+from ._sequence_ops import sequence_ops  # noqa: E402
+
 LOD = [[0, 3, 3, 7, 8]]
-TWO_LEVELS = [[0, 2, 4], [0, 3, 3, 7, 8]]
-
-
-def _t(v, lod=LOD):
-    return lt.LoDTensor(v, lod)
-
-
-OPS = {
-    "sum": lambda v: S.sequence_pool(_t(v), "sum").data,
-    "average": lambda v: S.sequence_pool(_t(v), "average").data,
-    "sqrt": lambda v: S.sequence_pool(_t(v), "sqrt").data,
-    "max": lambda v: S.sequence_pool(_t(v), "max").data,
-    "min": lambda v: S.sequence_pool(_t(v), "min").data,
-    "last": lambda v: S.sequence_last_step(_t(v)).data,
-    "softmax": lambda v: S.sequence_softmax(_t(v)).data,
-    "pad": lambda v: S.sequence_pad(_t(v), 0.0)[0].data,
-    "unpad": lambda v: S.sequence_unpad(S.sequence_pad(_t(v), -1.0)[0], np.array([3, 0, 4, 1])).data,
-    "to_padded": lambda v: _t(v).to_padded(pad_value=0.0)[0],
-    "two levels, max": lambda v: S.sequence_pool(_t(v, TWO_LEVELS), "max", level=0).data,
-}
+OPS = sequence_ops(LOD, [0, 2, 4])
 
 
 def _x(device):
