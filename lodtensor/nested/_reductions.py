@@ -15,6 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from .._dense import pad_level
+from ..backend import dtype_name
 from ..errors import ShapeError
 from ._broadcast import check_nested
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
@@ -50,6 +51,24 @@ def _identity(kind, dtype):
         info = np.iinfo(np.dtype(str(dtype).replace("torch.", "")))
         return int(info.min if low else info.max)
     return float("-inf") if low else float("inf")
+
+
+_BFLOAT16_MAX = float.fromhex("0x1.fep127")
+
+
+def _of_empty(kind, dtype):
+    """What ``amax``/``amin`` of an empty component over the ragged dim gives: the dtype's lowest value
+    (amax) or highest (amin), as torch's jagged layout (a bool gives False / True)."""
+    high = kind == "amin"
+    k = kind_of(dtype)
+    if k == "b":
+        return high
+    name = dtype_name(dtype)
+    if k in "iu":
+        info = np.iinfo(name)
+        return int(info.max if high else info.min)
+    big = _BFLOAT16_MAX if name == "bfloat16" else float(np.finfo(name).max)
+    return big if high else -big
 
 
 def _reduce(where, kind, input, dim, keepdim, dtype):
@@ -97,7 +116,8 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     else:
         sizes = np.delete(sizes, axis, axis=1)
     jag = st.jag if keepdim and st.jag != axis else dropped_jag(st.jag, axis)  # the jagged dim of a nested result
-    if kind in ("amax", "amin", "argmax", "argmin") and st.n and (st.sizes[:, axis] == 0).any():
+    over_rows = st.is_lod and axis == 0  # torch's jagged layout: an empty component has a value (below)
+    if kind in ("amax", "amin", "argmax", "argmin") and not over_rows and st.n and (st.sizes[:, axis] == 0).any():
         i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
         raise ShapeError(
             f"{where}: component {i} has size 0 in dim {d}; {kind} of an empty dim has no value"
@@ -117,9 +137,12 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
             elif kind == "mean":
                 out = be.segment_mean(rows, dev, empty=float("nan"))
             elif kind in ("amax", "amin"):
-                out = (be.segment_max if kind == "amax" else be.segment_min)(rows, dev, empty=0)
+                empty = _of_empty(kind, rows.dtype)  # an empty component: the lowest (highest) value, as torch
+                out = (be.segment_max if kind == "amax" else be.segment_min)(rows, dev, empty=empty)
             else:  # prod, any, all, argmax, argmin: pad with the identity, reduce the dense axis
                 padded, _ = pad_level(be, rows, st.lod(), 0, _identity(kind, rows.dtype), None, None, where)
+                if padded.shape[1] == 0 and kind in ("argmax", "argmin"):  # every component empty: index 0
+                    padded = ops.zeros((st.n, 1) + row_shape, padded.dtype, padded)
                 return ops.reduce(padded, kind, 1, keepdim)
             return out.reshape((st.n, 1) + row_shape) if keepdim else out
         out = ops.reduce(rows, kind, axis, keepdim)  # a regular dim of every row

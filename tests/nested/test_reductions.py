@@ -23,15 +23,20 @@ def _arrays(seed, dtype, lengths=(2, 3, 1), width=3):
 _run = run_call
 
 
+def _numpy(t):
+    t = t.detach()
+    return (t.float() if t.dtype == torch.bfloat16 else t).numpy()
+
+
 def _flat(x):
     """A nested or dense result (ours or torch's) as a flat NumPy array plus its kind."""
     if isinstance(x, ln.NestedTensor):
-        return np.concatenate([np.asarray(c.detach() if hasattr(c, "detach") else c).reshape(-1)
+        return np.concatenate([np.asarray(_numpy(c) if hasattr(c, "detach") else c).reshape(-1)
                                for c in x.unbind()] or [np.zeros(0)]), "nested"
     if isinstance(x, torch.Tensor):
         if x.is_nested:
-            return x.values().detach().numpy().reshape(-1), "nested"
-        return x.detach().numpy().reshape(-1), "dense"
+            return _numpy(x.values()).reshape(-1), "nested"
+        return _numpy(x).reshape(-1), "dense"
     return np.asarray(x).reshape(-1), "dense"
 
 
@@ -96,10 +101,7 @@ def test_reductions_with_an_empty_component(op):
     arrays = _arrays(2, "float32", lengths=(2, 0, 3))
     ours, theirs = _pair(arrays, "numpy")
     _compare(lambda: getattr(ln, op)(ours, 2), lambda: getattr(torch, op)(theirs, 2))
-    if op in ("max", "argmin"):  # torch 2.13's jagged kernel leaks its padding (finfo.min, index 0) for an
-        with pytest.raises(ValueError, match="has size 0"):  # empty component; dense torch raises: so do we
-            getattr(ln, op)(ours, 1)
-        return
+    # max/argmin: an empty component gives the dtype's lowest value and index 0, as torch's jagged layout
     _compare(lambda: getattr(ln, op)(ours, 1), lambda: getattr(torch, op)(theirs, 1))
 
 
@@ -145,3 +147,53 @@ def test_prod_gradcheck_over_the_ragged_dim():
     assert torch.autograd.gradcheck(lambda v: ln.prod(ln.nested_tensor_from_jagged(v, offsets), 1), (values,))
     assert torch.autograd.gradcheck(
         lambda v: ln.max(ln.nested_tensor_from_jagged(v, offsets), 1).values, (values,))
+
+
+_EXTREMES = ["amax", "amin", "max", "min", "argmax", "argmin"]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "uint8", "int32", "int64", "float16", "bfloat16", "float32",
+                                   "float64"])
+@pytest.mark.parametrize("data", ["numpy", "torch"])
+@pytest.mark.parametrize("layout", ["jagged", "strided"])
+def test_extremes_of_an_empty_component_match_jagged(dtype, data, layout):
+    """The dtype's lowest value for a maximum (highest for a minimum) and index 0, as torch's jagged layout;
+    values, dtypes and indices, keepdim or not, either layout of ours, NumPy or torch data."""
+    if data == "numpy" and dtype == "bfloat16":
+        pytest.skip("NumPy has no bfloat16")
+    tdtype = getattr(torch, dtype)
+    comps = [torch.arange(6).reshape(3, 2).to(tdtype), torch.zeros(0, 2, dtype=tdtype),
+             torch.ones(1, 2, dtype=tdtype)]
+    theirs = torch.nested.nested_tensor(comps, layout=torch.jagged)
+    ours = ln.nested_tensor(comps if data == "torch" else [c.numpy() for c in comps],
+                            layout=getattr(torch, layout))
+    for op in _EXTREMES:
+        for keepdim in (False, True):
+            _compare(lambda op=op, k=keepdim: getattr(ln, op)(ours, 1, keepdim=k),
+                     lambda op=op, k=keepdim: getattr(torch, op)(theirs, 1, keepdim=k))
+
+
+@pytest.mark.parametrize("data", ["numpy", "torch"])
+def test_extremes_when_every_component_is_empty(data):
+    """torch 2.13 raises here (a padded tensor of width 0); we give what one empty component gives."""
+    comps = [torch.zeros(0, 2, dtype=torch.int32)] * 2
+    ours = ln.nested_tensor(comps if data == "torch" else [c.numpy() for c in comps])
+    low, high = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+    assert np.asarray(ln.amax(ours, 1)).tolist() == [[low, low]] * 2
+    assert np.asarray(ln.amin(ours, 1)).tolist() == [[high, high]] * 2
+    values, indices = ln.max(ours, 1, keepdim=True)
+    assert np.asarray(values).shape == (2, 1, 2) and np.asarray(indices).tolist() == [[[0, 0]]] * 2
+    assert np.asarray(ln.argmin(ours, 1)).tolist() == [[0, 0]] * 2
+
+
+def test_extreme_of_an_empty_component_has_torchs_gradient():
+    comps = [torch.randn(3, 2), torch.zeros(0, 2), torch.randn(1, 2)]
+    weights = torch.arange(6.0).reshape(3, 2)
+    grads = []
+    for make in (lambda: torch.nested.nested_tensor(comps, layout=torch.jagged, requires_grad=True),
+                 lambda: ln.nested_tensor(comps, layout=torch.jagged, requires_grad=True)):
+        nt = make()
+        (torch.amax(nt, 1) * weights).sum().backward()
+        grads.append([g.clone() for g in nt.grad.unbind()])
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, rtol=0, atol=0)
