@@ -17,7 +17,10 @@ What NumPy users get otherwise:
   :class:`~lodtensor.errors.LoDError` **before anything is written** (pass
   ``out=t.data`` to fill the buffer as plain rows). Results of ufunc methods
   (``reduce``, ``accumulate``...) never carry a lod, so a LoDTensor with a lod
-  is refused as their ``out=``.
+  is refused as their ``out=``;
+- NumPy functions that are not ufuncs (``np.clip``, ``np.sum``, ``np.round``...):
+  plain data, or the ``out=`` object; a LoDTensor with a lod as ``out=`` is
+  refused before anything is written where an argument holds another lod.
 
 For gufuncs the rows are a loop dim of the operand matched by the result;
 ``np.matmul(t, w)`` keeps ``t``'s rows when ``t`` has at least 2 dims and ``w``
@@ -90,6 +93,28 @@ def _flat(x):
     return x
 
 
+def _lod_tensors(x):
+    """Every LoDTensor in ``x`` (an argument, or lists, tuples and dicts of them)."""
+    if isinstance(x, UfuncMixin):
+        yield x
+    elif type(x) in (list, tuple):
+        for v in x:
+            yield from _lod_tensors(v)
+    elif type(x) is dict:
+        for v in x.values():
+            yield from _lod_tensors(v)
+
+
+def _check_function_out(func, arguments, o):
+    for x in _lod_tensors(arguments):
+        if x is not o and x._lod._levels and x._lod is not o._lod and x._lod != o._lod:
+            raise LoDError(
+                f"numpy.{getattr(func, '__name__', func)}: out= holds lod {o._lod!r} but an argument has lod "
+                f"{x._lod!r}; the result would be written under another lod. Use an out= with the arguments' "
+                f"lod, or out=<tensor>.data"
+            )
+
+
 class UfuncMixin(NDArrayOperatorsMixin):
     """Operators and ``__array_ufunc__`` for a class with ``_data``, ``_lod`` and ``_new``."""
 
@@ -124,11 +149,17 @@ class UfuncMixin(NDArrayOperatorsMixin):
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy's functions that are not ufuncs (``np.sum``, ``np.concatenate``, ``np.flip``, ``np.shape``,
-        ...) see every LoDTensor among their arguments as its flat data and return plain arrays."""
+        ...) see every LoDTensor among their arguments as its flat data and return plain arrays.
+
+        ``out=`` a LoDTensor with a lod is refused, before anything is written, where an argument holds
+        another lod (``np.clip(t, 0, 1, out=o)`` would write ``t``'s rows under ``o``'s lod)."""
+        out = kwargs.get("out")
+        for o in out if isinstance(out, tuple) else (out,):
+            if isinstance(o, UfuncMixin) and o._lod._levels:
+                _check_function_out(func, (args, {k: v for k, v in kwargs.items() if k != "out"}), o)
         flat = {key: _flat(value) for key, value in kwargs.items()}
         result = func(*_flat(args), **flat)
-        out = kwargs.get("out")  # NumPy returns the out= object itself, here the LoDTensor
-        if isinstance(out, UfuncMixin) and result is flat["out"]:
+        if isinstance(out, UfuncMixin) and result is flat["out"]:  # NumPy returns the out= object itself
             return out
         return result
 

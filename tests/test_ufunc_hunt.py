@@ -59,3 +59,19 @@ def test_comparison_without_a_loop_is_elementwise_like_ndarray(op, fill):
 def test_other_comparison_errors_still_raise():
     with pytest.raises(LoDError):
         _t() == _t(((0, 1, 5),))  # noqa: B015
+
+
+def test_array_function_refuses_an_out_of_another_lod_before_writing():
+    """np.clip(t, ..., out=o) with o under another lod wrote t's rows under o's lod; now a LoDError, o intact."""
+    t = lt.LoDTensor(np.arange(6.0).reshape(3, 2), [[0, 1, 3]])
+    o = lt.LoDTensor(np.full((3, 2), 7.0), [[0, 2, 3]])
+    for call in (lambda: np.clip(t, 0, 4, out=o), lambda: np.negative(t, out=o),
+                 lambda: np.sum([t, t], axis=0, out=o), lambda: np.round(t, out=o)):
+        with pytest.raises(LoDError, match="another lod"):
+            call()
+        assert o.data.tolist() == [[7.0, 7.0]] * 3 and o.lod == [[0, 2, 3]]
+    same = lt.LoDTensor(np.zeros((3, 2)), [[0, 1, 3]])
+    assert np.clip(t, 0, 4, out=same) is same and same.data[2].tolist() == [4.0, 4.0]
+    plain = lt.LoDTensor(np.zeros((3, 2)))  # no lod: plain rows
+    assert np.clip(t, 0, 4, out=plain) is plain
+    assert np.clip(t.data, 0, 4, out=o) is o  # plain arguments: o keeps its lod
