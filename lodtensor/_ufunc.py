@@ -221,7 +221,9 @@ def _comparison(operator, name):
         try:
             return operator(self, other)
         except TypeError as error:  # NumPy's _UFuncNoLoopError only; other TypeErrors propagate
-            if type(error).__qualname__ != "_UFuncNoLoopError" or np.ndim(other) != 0:  # scalars only
+            no_loop = type(error).__qualname__ == "_UFuncNoLoopError" or other is None or isinstance(
+                other, (str, bytes))  # NumPy has no loop; torch data takes no such operand
+            if not no_loop or np.ndim(other) != 0:  # scalars only
                 raise
             data = np.full(np.shape(self.__array__()), name == "__ne__")
             return self._new(data, self._lod) if self._lod.fits(data.shape[0]) else data

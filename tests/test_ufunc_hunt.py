@@ -75,3 +75,18 @@ def test_array_function_refuses_an_out_of_another_lod_before_writing():
     plain = lt.LoDTensor(np.zeros((3, 2)))  # no lod: plain rows
     assert np.clip(t, 0, 4, out=plain) is plain
     assert np.clip(t.data, 0, 4, out=o) is o  # plain arguments: o keeps its lod
+
+
+def test_torch_data_takes_lists_as_numpy_does_and_names_other_operands():
+    """t + [1, 2] on torch data raised torch's result_type() overload TypeError; t == None too."""
+    torch = pytest.importorskip("torch")
+    t = lt.LoDTensor(torch.arange(6.0).reshape(3, 2), [[0, 1, 3]])
+    want = (np.arange(6.0).reshape(3, 2) + [1, 2]).tolist()
+    for got in (t + [1, 2], [1, 2] + t, t + (1, 2), t + [[1, 2]] * 3):
+        assert isinstance(got, lt.LoDTensor) and got.lod == [[0, 1, 3]] and got.data.tolist() == want
+    assert (t * [True, False]).data.tolist() == [[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]]
+    assert not (t == None).data.any() and (t != None).data.all()  # noqa: E711 - ndarray's meaning
+    assert not (t == "a").data.any()
+    for bad in ("a", None, [1, "a"], object()):
+        with pytest.raises(TypeError, match="must be a number, a tensor, an array or a list of numbers"):
+            t + bad

@@ -427,10 +427,21 @@ def _pad_tensor(pad_value, like):
 
 def _scalar_tensor(value, like):
     """A Python or NumPy number as a 0-d tensor on ``like``'s device, promoting as torch
-    promotes a Python number (its kind, not its width: float32 data and 0.5 stay float32)."""
+    promotes a Python number (its kind, not its width: float32 data and 0.5 stay float32);
+    an array, or a list or tuple of numbers (as NumPy takes them), as a tensor there."""
     if isinstance(value, np.ndarray) and value.ndim:
         return torch.as_tensor(value, device=like.device)
-    value = value.item() if hasattr(value, "item") else value
+    if type(value) in (list, tuple):
+        array = np.asarray(value)  # NumPy's reading of nested lists
+        if array.dtype.kind in "biufc":
+            return torch.as_tensor(array, device=like.device)
+        value = array
+    value = value.item() if hasattr(value, "item") and np.ndim(value) == 0 else value
+    if not isinstance(value, (bool, int, float, complex)):
+        raise TypeError(
+            f"an operand of torch data must be a number, a tensor, an array or a list of numbers, "
+            f"got {value!r} of type {type(value).__name__}"
+        )
     return torch.as_tensor(value, dtype=torch.result_type(like, value), device=like.device)
 
 
