@@ -16,12 +16,20 @@ from ..interop._lazy import require
 from ..interop.arrow import list_levels, unwrap
 from ..lod import LoD
 from ..tensor import LoDTensor
+from ._batch import _utf8
 
 __all__ = ["split_sentences", "lookup", "text_column", "SENTENCE_END"]
 
 # The sentence rule: a sentence ends after ".", "!" or "?" followed by white space, or at a
 # line break; each sentence is stripped of surrounding white space and empty ones are dropped.
-SENTENCE_END = r"([.!?])\s+"
+# White space and line breaks are Unicode's, as Python's str.isspace / str.splitlines (and Python
+# re's \s) see them, the white space the strip removes: RE2's \s alone is only ASCII [\t\n\f\r ].
+# The no-break spaces (U+00A0, U+2007, U+202F) end no sentence: they are what keeps "Dr.\u00a0Who"
+# and "p.\u00a05" together.
+SENTENCE_END = (
+    r"([.!?])[\s\v\x{1c}-\x{1f}\x{85}\x{1680}\x{2000}-\x{2006}\x{2008}-\x{200a}\x{2028}\x{2029}\x{205f}\x{3000}]+"
+)
+_LINE_BREAK = r"[\n\r\v\f\x{1c}-\x{1e}\x{85}\x{2028}\x{2029}]"
 
 
 def _pa(what):
@@ -51,7 +59,14 @@ def text_column(docs, column=None, where="text_column()"):
         bad = next((i for i, d in enumerate(docs) if not isinstance(d, str)), None)
         if bad is not None:
             raise TypeError(f"{where}: documents must be str, got {type(docs[bad]).__name__} at position {bad}")
-        arr = pa.array(docs, type=pa.large_string())
+        try:
+            arr = pa.array(docs, type=pa.large_string())
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 text, so no Arrow string either
+            at, doc = next((i, d) for i, d in enumerate(docs) if not _utf8(d))
+            char = next(i for i, c in enumerate(doc) if not _utf8(c))
+            raise ValueError(
+                f"{where}: document {at} is not valid Unicode: a lone surrogate {doc[char]!r} at character {char}"
+            ) from None
     else:
         arr = unwrap(docs, column, where)
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
@@ -67,9 +82,12 @@ def split_sentences(docs, column=None):
 
     The rule (:data:`SENTENCE_END`): a sentence ends after ``.``, ``!`` or
     ``?`` followed by white space, or at a line break; sentences are stripped
-    and empty ones dropped, so an empty document has no sentence.
-    Abbreviations ("Dr. Who") split too: for other rules, split before and
-    pass sentences with ``split_sentences=False``. Runs in Arrow's string
+    and empty ones dropped, so an empty document has no sentence. White
+    space and line breaks are Unicode's, as Python's ``str.isspace`` and
+    ``str.splitlines`` see them (an ideographic space U+3000 is white space;
+    ``\r`` and U+2028 are line breaks), except that a no-break space (U+00A0,
+    U+2007, U+202F) ends no sentence. Abbreviations ("Dr. Who") split
+    too: for other rules, split before and pass sentences with ``split_sentences=False``. Runs in Arrow's string
     kernels: no Python loop over characters or sentences.
 
     Returns
@@ -86,7 +104,8 @@ def split_sentences(docs, column=None):
     import pyarrow.compute as pc  # noqa: PLC0415 - loaded by _pa
 
     arr = text_column(docs, column, "split_sentences()")
-    marked = pc.replace_substring_regex(arr, SENTENCE_END, "\\1\n")
+    # one regex pass: a sentence end becomes "<mark>\n", any other line break "\n"
+    marked = pc.replace_substring_regex(arr, f"{SENTENCE_END}|{_LINE_BREAK}", "\\1\n")
     parts = pc.split_pattern(marked, "\n")
     flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
     keep = pc.greater(pc.utf8_length(flat), 0)
@@ -128,6 +147,8 @@ def lookup(words, vocab, column=None):
     import pyarrow.compute as pc  # noqa: PLC0415 - loaded by _pa
 
     where = "lookup()"
+    if not isinstance(getattr(vocab, "itos", None), list):
+        raise TypeError(f"{where}: vocab must be a text.Vocab, got {type(vocab).__name__}")
     levels, leaf = list_levels(unwrap(words, column, where), where)
     if not levels:
         raise TypeError(f"{where}: expected a column of word lists (list<string> or deeper), got {leaf.type}")

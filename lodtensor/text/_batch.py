@@ -2,6 +2,8 @@
 
 
 import collections
+import collections.abc
+import numbers
 import operator
 import random
 
@@ -14,7 +16,7 @@ from ..factories import from_padded_all
 from ..lod import LoD
 from ..place import as_place
 from ..tensor import _wrap
-from ._ids import batch_ids, first_non_id, id_array, id_dtype, ids_as
+from ._ids import batch_ids, first_non_id, id_array, id_dtype, ids_as, is_id
 
 __all__ = ["Vocab", "batch", "BucketBatchSampler", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
 
@@ -25,11 +27,19 @@ class Vocab:
     Parameters
     ----------
     tokens : iterable of str
-        The tokens, in id order (after ``specials``).
+        The tokens, in id order (after ``specials``); a repeated token keeps its first id.
     specials : sequence of str
-        Tokens that come first (default ``("<pad>", "<unk>")``: pad is id 0).
+        Tokens that come first (default ``("<pad>", "<unk>")``: pad is id 0); distinct.
     unk : str or None
         The token unknown tokens map to; None makes unknown tokens an error.
+
+    Raises
+    ------
+    TypeError
+        ``tokens`` or ``specials`` is a single str, or holds something that is not a str.
+    ValueError
+        A special given twice, a token that is not valid Unicode (a lone surrogate), or
+        ``unk`` not among the tokens.
 
     >>> v = Vocab(["hello", "world"])
     >>> v["hello"], v["nope"], len(v)
@@ -41,9 +51,13 @@ class Vocab:
     """
 
     def __init__(self, tokens, specials=("<pad>", "<unk>"), unk="<unk>"):
+        specials = _strings(specials, "specials")
+        if len(set(specials)) != len(specials):
+            dup = next(t for i, t in enumerate(specials) if t in specials[:i])
+            raise ValueError(f"Vocab(): specials must be distinct (each has its own id), got {dup!r} twice")
         self.itos = list(specials)
         seen = set(self.itos)
-        for token in tokens:
+        for token in _strings(tokens, "tokens"):  # repeated tokens keep their first id
             if token not in seen:
                 seen.add(token)
                 self.itos.append(token)
@@ -57,37 +71,56 @@ class Vocab:
     def build(cls, nested, min_freq=1, specials=("<pad>", "<unk>"), unk="<unk>", max_size=None):
         """A vocabulary of the strings in ``nested`` (any depth), most frequent first.
 
+        ``min_freq``: the fewest occurrences a token needs. ``max_size``: the most
+        tokens besides ``specials`` (as legacy torchtext's ``Vocab(max_size=)``), an
+        int >= 0. A leaf that is not a str raises TypeError naming it.
+
         >>> v = Vocab.build([["the", "cat"], ["the", "dog", "the"]])
         >>> v.itos  # specials first, then by frequency (ties alphabetical)
         ['<pad>', '<unk>', 'the', 'cat', 'dog']
         >>> Vocab.build([["the", "cat"], ["the", "dog", "the"]], min_freq=2).itos
         ['<pad>', '<unk>', 'the']
         """
+        if isinstance(min_freq, bool) or not isinstance(min_freq, numbers.Real):
+            raise TypeError(f"Vocab.build(): min_freq must be a number, got {type(min_freq).__name__} {min_freq!r}")
+        if max_size is not None:
+            if isinstance(max_size, bool) or not isinstance(max_size, numbers.Integral) or max_size < 0:
+                raise ValueError(f"Vocab.build(): max_size must be None or an int >= 0, got {max_size!r}")
         leaves, _ = flatten_lists(nested, name="nested")
         counts = collections.Counter(leaves)
+        if not all(issubclass(t, str) for t in set(map(type, counts))):
+            pos, leaf = next((i, v) for i, v in enumerate(leaves) if not isinstance(v, str))
+            raise TypeError(f"Vocab.build(): tokens must be str, got {type(leaf).__name__} {leaf!r} (leaf {pos})")
         ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
         if max_size is not None:
-            ranked = ranked[:max_size]
+            ranked = ranked[: int(max_size)]
         return cls(ranked, specials=specials, unk=unk)
 
     def __len__(self):
         return len(self.itos)
 
     def __getitem__(self, token):
-        idx = self.stoi.get(token, self.unk_id)
+        idx = self.stoi.get(token)
         if idx is None:
-            raise KeyError(f"token {token!r} is not in the vocabulary and it has no unknown token")
+            if not isinstance(token, str):  # an id or None is no token: not <unk>
+                raise TypeError(f"Vocab[]: a token is a str, got {type(token).__name__} {token!r}")
+            idx = self.unk_id
+            if idx is None:
+                raise KeyError(f"token {token!r} is not in the vocabulary and it has no unknown token")
         return idx
 
     def __contains__(self, token):
         return token in self.stoi
 
     def lookup(self, tokens):
-        """Ids of ``tokens`` (a flat list) as an int64 array; unknown ones map to ``unk``.
+        """Ids of ``tokens`` (a flat list or iterable of str) as an int64 array; unknown ones map to ``unk``.
+
+        A single str (not a list of them) and an item that is not a str raise TypeError.
 
         >>> Vocab(["the", "cat", "dog"]).lookup(["the", "dog", "bird"]).tolist()  # "bird" -> <unk> (1)
         [2, 4, 1]
         """
+        tokens = _token_list(tokens, "Vocab.lookup()")
         get = self.stoi.get
         default = self.unk_id
         ids = list(map(get, tokens, [default] * len(tokens))) if default is not None else list(map(get, tokens))
@@ -176,6 +209,8 @@ def batch(nested, vocab=None, lod_level=None, dtype="int64", place=None):
         return batch_ids(nested, lod_level, dtype, place)
     if isinstance(vocab, dict):
         vocab = _DictVocab(vocab)
+    elif not isinstance(vocab, Vocab):
+        raise TypeError(f"batch(): vocab must be a text.Vocab or a dict of token -> id, got {type(vocab).__name__}")
     leaves, lengths = flatten_lists(nested, lod_level, name="nested")
     ids = ids_as(vocab.lookup(leaves), dtype, "batch()")
     lod = LoD._from_valid_lengths(lengths) if lengths else LoD._from_valid(())
@@ -194,7 +229,11 @@ class _DictVocab(Vocab):
 
     def lookup(self, tokens):
         """Ids of ``tokens``; the dict's values must be integers (a float or bool id is refused, not truncated)."""
-        ids = list(map(self.stoi.get, tokens))
+        try:
+            ids = list(map(self.stoi.get, tokens))
+        except TypeError:  # an unhashable leaf (a list below lod_level...)
+            pos, leaf = next((i, v) for i, v in enumerate(tokens) if not isinstance(v, collections.abc.Hashable))
+            raise TypeError(f"batch(): token {leaf!r} (leaf {pos}) is a {type(leaf).__name__}, not a token") from None
         if None in ids:
             pos = ids.index(None)
             raise KeyError(
@@ -211,6 +250,47 @@ class _DictVocab(Vocab):
         except OverflowError:
             pos = next(i for i, v in enumerate(ids) if not -(2**63) <= int(v) < 2**63)
             raise ValueError(f"vocab maps token {tokens[pos]!r} to {ids[pos]}, which does not fit int64") from None
+
+
+def _strings(items, what):
+    """``items`` (tokens or specials) as a list, every one a str; a lone str is refused (not split into characters)."""
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"Vocab(): {what} must be an iterable of str, got the single {type(items).__name__} {items!r}")
+    items = list(items)
+    if not all(issubclass(t, str) for t in set(map(type, items))):
+        pos, item = next((i, v) for i, v in enumerate(items) if not isinstance(v, str))
+        raise TypeError(f"Vocab(): {what} must be str, got {type(item).__name__} {item!r} at position {pos}")
+    try:  # tokens are text: a lone surrogate is no text (Arrow, tokenizers and torchtext refuse it)
+        "".join(items).encode("utf-8")
+    except UnicodeEncodeError:
+        pos, item = next((i, v) for i, v in enumerate(items) if not _utf8(v))
+        raise ValueError(f"Vocab(): {what} must be valid Unicode, got {item!r} at position {pos} "
+                         f"(a lone surrogate)") from None
+    return items
+
+
+def _utf8(token):
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _token_list(tokens, where):
+    """``tokens`` as a flat list of str (one C-speed type pass); a TypeError naming the first that is not one."""
+    if isinstance(tokens, (str, bytes)):
+        raise TypeError(
+            f"{where}: tokens must be a flat list of str, got the single {type(tokens).__name__} {tokens!r}"
+        )
+    if not hasattr(tokens, "__len__"):
+        tokens = list(tokens)
+    if not all(issubclass(t, str) for t in set(map(type, tokens))):
+        pos, leaf = next((i, v) for i, v in enumerate(tokens) if not isinstance(v, str))
+        hint = "pass ids without vocab=" if is_id(leaf) else "tokens must be str"
+        raise TypeError(f"{where}: got {type(leaf).__name__} {leaf!r} (leaf {pos}) where a token (str) "
+                        f"belongs; {hint}")
+    return tokens
 
 
 class BucketBatchSampler:
@@ -298,6 +378,13 @@ class Collate:
             raise ValueError("collate(): got an empty batch")
         be = get_backend(self.backend)
         if isinstance(samples[0], tuple):
+            width = len(samples[0])
+            bad = next((i for i, s in enumerate(samples) if not isinstance(s, tuple) or len(s) != width), None)
+            if bad is not None:  # zip would drop the extra items of the longer samples
+                got = samples[bad]
+                got = f"a tuple of {len(got)}" if isinstance(got, tuple) else type(got).__name__
+                raise ValueError(f"collate(): sample 0 is a tuple of {width} items but sample {bad} is {got}; "
+                                 f"every sample must have the same items")
             columns = list(zip(*samples))
             tensor = self._tensor(list(columns[0]), be)
             return (tensor,) + tuple(be.asarray(np.asarray(column)) for column in columns[1:])

@@ -7,6 +7,7 @@ installed. It is built on first use (module ``__getattr__``), so importing
 
 import bisect
 import os
+import threading
 
 import numpy as np
 
@@ -25,8 +26,10 @@ class _ParquetCorpus:
     documents whose rows (the finest level: words) add up to at most
     ``batch_tokens``. A document longer than that is a batch of its own.
     Documents without sentences count no tokens: they go in the batch they
-    fall in, and a batch of only such documents is a valid batch whose lower
-    lod levels hold no sequence (offsets ``[0]``).
+    fall in (one the budget fills exactly still takes those that follow it,
+    wherever record batches or files end, so the batches do not depend on
+    ``docs_per_read``), and a batch of only such documents is a valid batch
+    whose lower lod levels hold no sequence (offsets ``[0]``).
 
     The files are split over the ``num_replicas * num_workers`` shards (rank
     taken when the corpus is built, DataLoader worker when it is iterated):
@@ -122,8 +125,10 @@ class _ParquetCorpus:
         name = "ParquetCorpus()"
         if not isinstance(column, str):
             raise TypeError(f"{name}: column must be a column name (str), got {type(column).__name__} {column!r}")
-        if isinstance(with_columns, str) or not all(isinstance(c, str) for c in with_columns):
+        names = list(with_columns) if hasattr(with_columns, "__iter__") else None  # once: an iterator runs dry
+        if isinstance(with_columns, str) or names is None or not all(isinstance(c, str) for c in names):
             raise TypeError(f"{name}: with_columns must be a list of column names, got {with_columns!r}")
+        with_columns = names
         self.files = files_of(path, name)
         self.column = column
         self.with_columns = tuple(with_columns)
@@ -131,7 +136,7 @@ class _ParquetCorpus:
         self.docs_per_read = None if docs_per_read is None else _positive(docs_per_read, "docs_per_read", name)
         self.num_replicas, self.rank = _world(num_replicas, rank, name)
         self.shuffle = bool(shuffle)
-        self.seed = int(seed)
+        self.seed = _natural(seed, "seed", name)
         self.prefetch = bool(prefetch)
         self.verify_checksums = bool(verify_checksums)
         self.epoch = 0
@@ -156,7 +161,7 @@ class _ParquetCorpus:
         [2, 0, 1]
         [2, 1, 0]
         """
-        self.epoch = int(epoch)
+        self.epoch = _natural(epoch, "epoch", "ParquetCorpus.set_epoch()")
 
     def shard(self, worker_id=0, num_workers=1):
         """``(files, stride, offset)`` of one shard: its files, and which documents of them it keeps.
@@ -237,7 +242,9 @@ class _ParquetCorpus:
             while p < n:
                 e = bisect.bisect_right(csum, csum[p] + budget, p) - 1
                 e = max(e, p + 1)  # a document longer than the budget goes alone
-                tail = e == n and csum[e] - csum[p] < budget  # room left: wait for the next record batch
+                # room left, or exactly full (documents without tokens that follow still join it, as they
+                # would in one record batch): wait for the next record batch
+                tail = e == n and csum[e] - csum[p] <= budget
                 bounds.append(e)
                 p = e
             pieces = list(zip(*[split(t, bounds) for t in parts]))
@@ -348,6 +355,13 @@ def _positive(value, what, name):
     return int(value)
 
 
+def _natural(value, what, name):
+    """``value`` as an int >= 0 (a seed or an epoch: the shuffle's ``default_rng([seed, epoch])`` needs both)."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name}: {what} must be an int >= 0, got {value!r}")
+    return int(value)
+
+
 def _world(num_replicas, rank, name):
     if num_replicas is None or rank is None:
         dist = _torch_distributed()
@@ -381,12 +395,18 @@ def _worker():
 
 
 _CLASS = None
+_CLASS_LOCK = threading.Lock()
 
 
 def _build():
-    """ParquetCorpus: an IterableDataset subclass when torch is installed (made once, on first use)."""
+    """ParquetCorpus: an IterableDataset subclass when torch is installed (made once, on first use; under a
+    lock: threads asking at once must get the one class, or instances of the others would not pickle)."""
     global _CLASS  # noqa: PLW0603 - the class is made once, lazily
-    if _CLASS is None:
+    if _CLASS is not None:
+        return _CLASS
+    with _CLASS_LOCK:
+        if _CLASS is not None:
+            return _CLASS
         try:
             from torch.utils.data import IterableDataset
 
@@ -395,6 +415,15 @@ def _build():
             bases = (_ParquetCorpus,)
         _CLASS = type("ParquetCorpus", bases, {"__module__": __name__, "__doc__": _ParquetCorpus.__doc__})
     return _CLASS
+
+
+def _new_lock_after_fork():  # a lock another thread held at the fork would never be released in the child
+    global _CLASS_LOCK  # noqa: PLW0603 - rebound in the child only
+    _CLASS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_lock_after_fork)
 
 
 def __getattr__(name):

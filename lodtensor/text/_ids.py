@@ -15,7 +15,7 @@ from ..lod import LoD
 from ..place import as_place
 from ..tensor import _wrap
 
-__all__ = ["is_id", "first_non_id", "id_array", "ids_as", "id_dtype", "batch_ids"]
+__all__ = ["is_id", "first_non_id", "exact_ids", "id_array", "ids_as", "id_dtype", "batch_ids"]
 
 
 def is_id(value):
@@ -30,6 +30,24 @@ def is_id(value):
 def first_non_id(items):
     """``(position, item)`` of the first item that is not an integer id (the failure path only)."""
     return next(((i, v) for i, v in enumerate(items) if not is_id(v)), (None, None))
+
+
+def exact_ids(items):
+    """Integer ids as an exact array: int64, else uint64, else Python ints (object); never a float.
+
+    NumPy makes ``float64`` of ``[1, 2**63]`` or of an int64 and a uint64 scalar together, which
+    loses ids and would refuse them as "not integers"; here each id is kept as it is.
+
+    >>> exact_ids([1, 2**63]).dtype, exact_ids([np.uint64(1), np.int64(-2)]).tolist()
+    (dtype('uint64'), [1, -2])
+    """
+    ints = list(map(int, items))
+    for dtype in (np.int64, np.uint64):
+        try:
+            return np.fromiter(ints, dtype=dtype, count=len(ints))
+        except OverflowError:
+            pass
+    return np.array(ints, dtype=object)
 
 
 def id_array(ids, where, name):
@@ -52,8 +70,8 @@ def id_array(ids, where, name):
                 raise TypeError(
                     f"{where}: {name} must be integer ids, got {type(item).__name__} {item!r} at position {pos}"
                 )
-            if arr.dtype == object and arr.ndim == 1:
-                return arr  # Python ints beyond int64: compared as they are, so the range check names them
+            if arr.ndim == 1:  # ids NumPy made float or object of (beyond int64, int64 with uint64): exact
+                return exact_ids(ids)
     if arr.size == 0:
         return np.zeros(0, np.int64)
     if arr.ndim != 1:
@@ -122,21 +140,22 @@ def batch_ids(nested, lod_level, dtype, place):
     otherwise pass as 1 and a float be truncated), one ``np.fromiter``.
     """
     leaves, lengths, types = _leaves_and_types(nested, lod_level)
-    if types <= {int} and leaves and all(level.size for level in lengths):
-        try:
-            ids = np.fromiter(leaves, dtype=np.int64, count=len(leaves))
-        except OverflowError:
-            pos = next(i for i, v in enumerate(leaves) if not -(2**63) <= v < 2**63)
-            raise ValueError(f"batch(): id {leaves[pos]} (leaf {pos}) does not fit int64") from None
-        data, where = to_place(ids_as(ids, dtype, "batch()"), as_place(place), copy=False)
-        return _wrap(data, LoD._from_valid_lengths(lengths), where)
     if all(issubclass(t, _SCALARS) for t in types):
-        pos, leaf = first_non_id(leaves)
+        pos, leaf = first_non_id(leaves) if not types <= {int} else (None, None)
         if pos is not None:
             raise TypeError(
                 f"batch(): token ids must be integers, got {type(leaf).__name__} {leaf!r} (leaf {pos}); "
                 f"pass vocab= to look tokens up"
             )
+        if leaves and all(level.size for level in lengths):
+            try:  # plain ints: one C pass; else (NumPy ints, ids beyond int64) each id kept exact
+                ids = np.fromiter(leaves, dtype=np.int64, count=len(leaves)) if types <= {int} else np.array(leaves)
+            except OverflowError:
+                ids = exact_ids(leaves)
+            if ids.dtype.kind not in "iu":  # int64 and uint64 scalars together: NumPy would make float64
+                ids = exact_ids(leaves)
+            data, where = to_place(ids_as(ids, dtype, "batch()"), as_place(place), copy=False)
+            return _wrap(data, LoD._from_valid_lengths(lengths), where)
     t = from_nested_list(nested, lod_level=lod_level)  # NumPy integers, rows below the lod levels, empty lists
     if t.data.size and t.data.dtype.kind not in "iu":
         raise TypeError(f"batch(): token ids must be integers, got rows of dtype {t.data.dtype}")

@@ -26,6 +26,11 @@ __all__ = ["train_tokenizer", "encode", "SPECIALS"]
 # pad first, so id 0 is padding (as in Vocab and nn.Embedding(padding_idx=0))
 SPECIALS = ("[PAD]", "[UNK]")
 _MODELS = ("wordpiece", "bpe")
+_SETTINGS = (
+    ("padding", "store pad ids as tokens of every sentence; call tokenizer.no_padding() first "
+                "(pad later with text.pad_batch)"),
+    ("truncation", "drop the tokens of long sentences; call tokenizer.no_truncation() first"),
+)
 
 
 def _batches(arr, size=1000):
@@ -45,7 +50,8 @@ def train_tokenizer(texts, *, model="wordpiece", vocab_size=8000, min_frequency=
     Raises
     ------
     ValueError
-        ``model`` is not ``"wordpiece"`` or ``"bpe"``, or ``vocab_size`` is too small.
+        ``model`` is not ``"wordpiece"`` or ``"bpe"``, ``vocab_size`` is too small or
+        ``min_frequency`` negative.
     ImportError
         ``tokenizers`` is missing (``pip install lodtensor[text]``).
 
@@ -60,6 +66,8 @@ def train_tokenizer(texts, *, model="wordpiece", vocab_size=8000, min_frequency=
         raise ValueError(f"train_tokenizer(): model must be 'wordpiece' or 'bpe', got {model!r}")
     if not isinstance(vocab_size, int) or vocab_size <= len(SPECIALS):
         raise ValueError(f"train_tokenizer(): vocab_size must be an int > {len(SPECIALS)}, got {vocab_size!r}")
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
+        raise ValueError(f"train_tokenizer(): min_frequency must be an int >= 0, got {min_frequency!r}")
     arr = text_column(texts, column, "train_tokenizer()")
     if model == "wordpiece":
         tok = tk.Tokenizer(models.WordPiece(unk_token="[UNK]"))
@@ -104,7 +112,8 @@ def encode(docs, tokenizer, *, split_sentences=True, column=None):
     tokenizer : ``tokenizers.Tokenizer``
         From :func:`train_tokenizer` or ``tokenizers.Tokenizer.from_file``
         (a ``transformers`` fast tokenizer's ``backend_tokenizer`` works too).
-        Special tokens are not added.
+        Special tokens are not added. A tokenizer with padding or truncation
+        enabled is refused (pads would be stored as tokens, tokens dropped).
     split_sentences : bool
         True: documents -> sentences -> tokens (2 levels, the rule of
         :func:`~lodtensor.text.split_sentences`). False: each entry is one
@@ -129,6 +138,11 @@ def encode(docs, tokenizer, *, split_sentences=True, column=None):
         raise TypeError(
             f"encode(): tokenizer must be a tokenizers.Tokenizer (with encode_batch), got {type(tokenizer).__name__}"
         )
+    for setting, effect in _SETTINGS:
+        if getattr(tokenizer, setting, None) is not None:  # pads would be stored as tokens, or tokens dropped
+            raise ValueError(
+                f"encode(): tokenizer has {setting} enabled ({getattr(tokenizer, setting)}): it would {effect}"
+            )
     if split_sentences:
         sentences, doc_offsets = _split_sentences(docs, column)
     else:
