@@ -108,7 +108,8 @@ def check_fill(value, dtype, where, name="pad_value"):
         host = _host_values(value)
     if host is None:
         source = dtype_kind(value.dtype)
-        if kind not in "fc" and (source in "fc" or (kind == "b" and source != "b")):
+        lossy = kind not in "fc" and (source in "fc" or (kind == "b" and source != "b"))
+        if lossy or (kind != "c" and source == "c"):
             raise TypeError(f"{where}: {name} of dtype {value.dtype} cannot be stored in the {dtype} result; "
                             f"pass a scalar or an array of the data's dtype")
         return
@@ -117,6 +118,11 @@ def check_fill(value, dtype, where, name="pad_value"):
             host = np.array(host.tolist())
         except (TypeError, ValueError, OverflowError):
             pass
+    if kind != "c" and (host.dtype.kind == "c" or isinstance(value, (complex, np.complexfloating))):
+        # (NumPy refuses a Python complex here and drops the imaginary part of its own complex numbers)
+        shown = repr(value) if host.ndim == 0 else f"of dtype {host.dtype}"
+        raise TypeError(f"{where}: {name} {shown} is complex, but the {dtype} result holds real numbers; "
+                        f"pass a real {name}")
     if host.dtype.kind not in "biufc":
         raise TypeError(f"{where}: {name} must hold numbers of a NumPy dtype, got {host.dtype} "
                         f"{host.ravel()[:4].tolist()}")
@@ -209,6 +215,9 @@ def pad_all(be, data, lod, pad_value):
 
 def lod_from_masks(masks, where="from_padded_all()"):
     """The LoD (and row mask) described by per-level masks from :func:`pad_all`."""
+    if not isinstance(masks, (list, tuple)):  # one mask alone would be read as its rows (or its truth)
+        raise TypeError(f"{where}: masks must be a list of boolean masks, one per lod level (as to_padded_all() "
+                        f"returns), got {type(masks).__name__}; wrap a single mask as [mask]")
     if not masks:
         raise ValueError(f"{where}: masks must hold one boolean mask per lod level, got none")
     arrays = []

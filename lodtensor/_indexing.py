@@ -116,11 +116,12 @@ def _select(t, index, n):
         idx = np.flatnonzero(idx)
     if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
         raise IndexError(f"index must be a 1-D array of sequence indices, got {preview(idx)} ({idx.dtype})")
-    idx = idx.astype(np.int64)
-    bad = (idx < -n) | (idx >= n)
+    # checked before the cast: uint64 past int64 would wrap to a negative, in-range index
+    bad = (idx >= n) if idx.dtype.kind == "u" else (idx < -n) | (idx >= n)
     if bad.any():
         j = int(np.flatnonzero(bad)[0])
         raise IndexError(f"index[{j}]={idx[j]} is out of range for {n} top-level sequences")
+    idx = idx.astype(np.int64)
     idx = np.where(idx < 0, idx + n, idx)
     lod, rows = t._lod.select(idx)
     be = t.backend

@@ -34,11 +34,44 @@ def _first_mismatch(items, want_list):
     return None, None  # pragma: no cover - only called when a mismatch exists
 
 
-def flatten_lists(nested, lod_level=None, name="nested"):
+def _unsized(items, depth, name):
+    """Raise for a 0-d array where a sequence is expected (``len()`` would say only "unsized object")."""
+    for i, item in enumerate(items):
+        if isinstance(item, np.ndarray) and item.ndim == 0:
+            raise ValueError(
+                f"{name} has inconsistent depth: at depth {depth + 1}, item {i} is the 0-d array {item!r} "
+                f"but the lod levels need a sequence there (a list or an array of at least 1 dimension)"
+            )
+
+
+def _join_arrays(items, dtype):
+    """The rows of the arrays ``items`` as one array of their own dtype (NumPy's promotion, as if
+    their rows were listed one by one), or None where the careful path must decide."""
+    rows = [x for x in items if x.shape[0]]  # an empty array adds no row, whatever its dtype or shape
+    if not rows:
+        return None
+    try:
+        joined = np.concatenate(rows)
+    except ValueError:  # rows of different shapes: the careful path words the error
+        return None
+    if joined.dtype.kind not in "biufc":  # strings, objects, datetimes: the careful path reads or refuses them
+        return None
+    if dtype is not None:
+        if not np.can_cast(joined.dtype, dtype, casting="safe"):  # else each value is checked on the careful path
+            return None
+        joined = joined.astype(dtype, copy=False)
+    return joined
+
+
+def flatten_lists(nested, lod_level=None, name="nested", keep_dtypes=False, dtype=None):
     """Flatten nested lists into ``(leaves, lengths_per_level)``; ``leaves`` is a flat list.
 
     ``lod_level=None`` takes every list level above the scalars as a lod level;
-    a smaller ``lod_level`` keeps the inner lists as row dimensions.
+    a smaller ``lod_level`` keeps the inner lists as row dimensions. With
+    ``keep_dtypes``, arrays among the lists keep their dtype: their items stay
+    NumPy scalars or rows unless ``dtype`` is given (and where the last lod
+    level holds only arrays, ``leaves`` is their rows joined into one array,
+    cast to ``dtype`` where that cast is safe).
     """
     if not isinstance(nested, _LIST_TYPES):
         raise TypeError(f"{name} must be a (nested) list or tuple, got {type(nested).__name__}")
@@ -69,9 +102,18 @@ def flatten_lists(nested, lod_level=None, name="nested"):
                     f"({depth} list level(s) above the values)"
                 )
             break
+        if np.ndarray in types:
+            _unsized(items, depth, name)
         lengths.append(np.fromiter(map(len, items), dtype=np.int64, count=len(items)))
         if np.ndarray in types:  # `list += ndarray` would broadcast instead of extending
-            items = [x.tolist() if isinstance(x, np.ndarray) else x for x in items]
+            if keep_dtypes and types == {np.ndarray} and depth + 1 == lod_level:
+                joined = _join_arrays(items, dtype)
+                if joined is not None:
+                    return joined, lengths
+            # list(x): NumPy scalars (or rows) that keep the array's dtype; tolist(): Python numbers, which
+            # a given dtype checks one by one (NumPy casts its own scalars unchecked: int64 -1 -> uint8 255)
+            keep = keep_dtypes and dtype is None
+            items = [(list(x) if keep else x.tolist()) if isinstance(x, np.ndarray) else x for x in items]
         items = functools.reduce(operator.iadd, items, [])
         depth += 1
     return items, lengths
@@ -88,7 +130,10 @@ def flatten(nested, lod_level=None, dtype=None, name="nested"):
         fast = _flatten_fast(nested, None if dtype is None else np.dtype(dtype))
         if fast is not None:
             return fast
-    items, lengths = flatten_lists(nested, lod_level, name)
+    dtype = None if dtype is None else np.dtype(dtype)
+    items, lengths = flatten_lists(nested, lod_level, name, keep_dtypes=True, dtype=dtype)
+    if isinstance(items, np.ndarray):  # the rows of arrays, joined in their dtype (or cast to ``dtype``)
+        return items, lengths
     return _leaves_to_array(items, dtype, name), lengths
 
 
@@ -130,7 +175,10 @@ def _fast_leaves(lists, first, dtype):
         types = set(map(type, flat))
         if not types <= _NUMBER_TYPES or (dtype is _FLOAT64 and types == {int}):
             return None
-        return np.fromiter(flat, dtype=dtype, count=len(flat))
+        try:
+            return np.fromiter(flat, dtype=dtype, count=len(flat))
+        except OverflowError:  # an int past the float range: the careful path names it
+            return None
     return None
 
 
@@ -147,11 +195,15 @@ def _leaves_to_array(items, dtype, name):
             return np.fromiter(items, dtype=dtype, count=n)
         except OverflowError as err:
             raise ValueError(f"{name}: a value does not fit in {dtype}: {err}") from None
+        except ValueError as err:  # NaN or infinity as an integer
+            raise ValueError(f"{name}: a value cannot be stored in {dtype}: {err}") from None
     if not items:
         return np.empty(0, dtype=dtype or np.float64)
     try:
         arr = np.asarray(items, dtype=dtype)
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, OverflowError) as err:
+        if dtype is not None and "sequence" not in str(err) and "inhomogeneous" not in str(err):
+            raise ValueError(f"{name}: a value cannot be stored in {dtype}: {err}") from None
         raise ValueError(
             f"{name}: the rows below the lod levels must all have the same shape "
             f"({err}); pass a larger lod_level for ragged inner lists"

@@ -174,6 +174,9 @@ def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high
     ([5, 4], [[0, 2, 5]], True)
     """
     lod = LoD.from_lengths(recursive_seq_lens)
+    if not lod.num_levels:  # the rows are the last level's sum: there must be a level
+        raise ValueError(f"create_random_int_lodtensor(): recursive_seq_lens must hold at least one level of "
+                         f"lengths, e.g. [[2, 3]], got {recursive_seq_lens!r}")
     if not isinstance(base_shape, (list, tuple)):
         raise TypeError(f"create_random_int_lodtensor(): base_shape must be a list, got {type(base_shape).__name__}")
     try:

@@ -369,7 +369,7 @@ class LoD(LevelAlgebra):
         >>> LoD([[0, 2, 3], [0, 1, 1, 4]]).offsets_list()
         [0, 1, 1, 4]
         """
-        if level != 0:
+        if level != 0 or not self._levels:  # (level 0 of a LoD with levels needs no check: the fast path)
             level = _normalize_level(level, len(self._levels))
         key = ("list", level)
         out = self._cached().get(key)

@@ -196,14 +196,14 @@ def as_place(place, name="place"):
             f"{name} must be a Place (CPUPlace(), CUDAPlace(i), CUDAPinnedPlace()) or a device "
             f"string, got {type(place).__name__} {place!r}"
         )
-    kind, _, index = text.strip().lower().partition(":")
+    kind, _, index = text.strip().lower().partition(":")  # an index of ASCII digits only ("²".isdigit())
     if kind == "cpu" and not index:
         return _CPU
-    if kind in ("cuda", "gpu") and (not index or index.isdigit()):
+    if kind in ("cuda", "gpu") and (not index or (index.isascii() and index.isdigit())):
         return CUDAPlace(int(index or 0))
     if kind in ("gpu_pinned", "cuda_pinned", "pinned") and not index:
         return CUDAPinnedPlace()
-    if kind in _OTHER_DEVICES and (not index or index.isdigit()):
+    if kind in _OTHER_DEVICES and (not index or (index.isascii() and index.isdigit())):
         return DevicePlace(text.strip().lower())
     raise ValueError(f"{name} must be a Place, 'cpu', 'cuda', 'cuda:<i>' or 'gpu:<i>', got {place!r}")
 

@@ -349,6 +349,14 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     def __iter__(self):
         return iter(self.unbind())
 
+    def __bool__(self):
+        # as NumPy and torch (not len() > 0): ``if t == u`` must not be True for any non-empty ``t``
+        size = 0 if self._data is None else int(np.prod(self._data.shape))
+        if size != 1:
+            raise ValueError(f"the truth value of a LoDTensor of {size} elements is ambiguous: use "
+                             f"len(t) to count its sequences, or t.data.any() / t.data.all()")
+        return bool(self._data)
+
     @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def unbind(self):
         """All top-level sequences as a list of views (one level shorter each).
@@ -391,9 +399,12 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         if self._data is None:
             return f"{name}(lod={self._lod()}, uninitialized)"
         levels = ", ".join(preview(level) for level in self._lod._levels)
-        body = np.array2string(
-            self.backend.to_numpy(self._data), threshold=24, edgeitems=3, separator=", ", prefix="       "
-        )
+        try:
+            host = self.backend.to_numpy(self._data)
+        except (NotImplementedError, RuntimeError):  # no values to read (torch's meta device): the array's own repr
+            body = repr(self._data)
+        else:
+            body = np.array2string(host, threshold=24, edgeitems=3, separator=", ", prefix="       ")
         return (
             f"{name}(lod=[{levels}], shape={self.shape()}, dtype={self.dtype}, "
             f"place={self._where!r},\n       data={body})"
@@ -402,10 +413,13 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     __str__ = __repr__
 
     def __reduce__(self):
-        return (_rebuild, (type(self), portable(self._data), self._lod, self._where))
+        data, lod, where = self._data, self._lod, self._where  # one state, read before any call (set() elsewhere)
+        return (_rebuild, (type(self), portable(data), lod, where))
 
     def __copy__(self):
-        return _wrap(self._data, self._lod, self._where)
+        t = _object_new(type(self))  # a subclass (fluid's LoDTensor) stays itself, as deepcopy and pickle keep it
+        t._data, t._lod, t._where = self._data, self._lod, self._where
+        return t
 
     # -- internal ----------------------------------------------------------------------------
     @classmethod
