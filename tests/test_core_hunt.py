@@ -167,3 +167,16 @@ def test_repr_of_data_with_no_values_to_read():
     text = repr(t)  # was: NotImplementedError "Cannot copy out of meta tensor; no data!"
     assert "lod=[[0, 3]]" in text and "Place(meta)" in text and "device='meta'" in text
     assert str(t) == text
+
+
+@pytest.mark.parametrize("dtype", [">i4", ">f8", "<f4" if np.little_endian else ">f4"])
+def test_to_torch_of_the_other_byte_order_converts_the_values(dtype):
+    """to_torch() of big-endian data raised torch's "byte order ... not supported"."""
+    torch = pytest.importorskip("torch")
+    data = np.arange(6).reshape(3, 2).astype(dtype)
+    t = lt.LoDTensor(data, [[0, 1, 3]])
+    u = t.to_torch()
+    assert u.lod == [[0, 1, 3]] and u.data.tolist() == data.tolist()
+    assert u.data.dtype == getattr(torch, np.dtype(dtype).newbyteorder("=").name)
+    again = lt.LoDTensor(torch.as_tensor(np.zeros((3, 2), np.float32)), [[0, 1, 3]])
+    assert np.array_equal(np.asarray(again.backend.asarray(data)), data)

@@ -150,10 +150,14 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if isinstance(obj, torch.Tensor):
             out = obj.to(device=device or obj.device, dtype=dtype or obj.dtype)
             return out.clone() if copy and out is obj else out
-        if isinstance(obj, np.ndarray) and (not obj.flags.writeable or any(s < 0 for s in obj.strides)):
-            obj = obj.copy()  # torch warns on read-only memory and refuses negative strides: a copy
+        copied = False
+        if isinstance(obj, np.ndarray):
+            if not obj.dtype.isnative:  # torch refuses the other byte order: the values in native order
+                obj, copied = obj.astype(obj.dtype.newbyteorder("=")), True
+            elif not obj.flags.writeable or any(s < 0 for s in obj.strides):
+                obj, copied = obj.copy(), True  # torch warns on read-only memory and refuses negative strides
         out = torch.as_tensor(obj, dtype=dtype, device=device)
-        return out.clone() if copy else out
+        return out.clone() if copy and not copied else out
 
     def to_numpy(self, x):
         x = x.detach().cpu()
