@@ -26,14 +26,36 @@ import sys
 
 import numpy as np
 
-__all__ = ["HOOKS", "compiling", "mark_rows_dynamic", "eager", "eager_under_compile"]
+__all__ = ["HOOKS", "compiling", "mark_rows_dynamic", "eager", "eager_under_compile", "loaded_dynamo", "never"]
 
 #: traced forms installed by the torch layer: "operator" -> ``fn(name, tensor, *other)``
 HOOKS = {}
 
 
+def loaded_dynamo():
+    """``torch._dynamo`` once its import has finished, else None (never imports it).
+
+    A module that another thread is importing already sits in ``sys.modules``, half made (torch._dynamo
+    takes seconds): reading a name it defines later raises AttributeError in every other thread. Its
+    spec's ``_initializing`` flag is what CPython itself reads to call a module partially initialized.
+
+    >>> loaded_dynamo() is None or hasattr(loaded_dynamo(), "is_compiling")
+    True
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    if dynamo is None or getattr(getattr(dynamo, "__spec__", None), "_initializing", False):
+        return None
+    return dynamo
+
+
+def never():
+    """False: ``is_compiling`` of a torch._dynamo still being imported, which defines it late (nothing traces
+    before the import ends). The hot paths read ``getattr(dynamo, "is_compiling", never)()``."""
+    return False
+
+
 def compiling():
-    """True while dynamo traces; False in eager code and when dynamo was never loaded.
+    """True while dynamo traces; False in eager code and when dynamo was never loaded (or is being loaded).
 
     ``torch._dynamo.is_compiling`` is the form dynamo traces everywhere (it folds to True in a graph).
 
@@ -41,7 +63,7 @@ def compiling():
     False
     """
     dynamo = sys.modules.get("torch._dynamo")
-    return dynamo is not None and dynamo.is_compiling()
+    return dynamo is not None and getattr(dynamo, "is_compiling", never)()
 
 
 def mark_rows_dynamic(data, dims=0):
@@ -55,7 +77,7 @@ def mark_rows_dynamic(data, dims=0):
     >>> mark_rows_dynamic(np.zeros(3)).shape
     (3,)
     """
-    dynamo = sys.modules.get("torch._dynamo")
+    dynamo = loaded_dynamo()
     if dynamo is not None and isinstance(data, sys.modules["torch"].Tensor) and not dynamo.is_compiling():
         dynamo.maybe_mark_dynamic(data, dims)
     return data
@@ -110,7 +132,7 @@ def eager_under_compile(fn):
     @functools.wraps(fn)
     def op(*args, **kwargs):
         dynamo = sys.modules.get("torch._dynamo")  # compiling(), inlined: this runs on every eager call
-        if dynamo is not None and dynamo.is_compiling():
+        if dynamo is not None and getattr(dynamo, "is_compiling", never)():
             return dynamo.disable(_call)(fn, args, kwargs)
         return fn(*args, **kwargs)
 

@@ -90,9 +90,10 @@ class ConversionsMixin:
         """
         if compiling():  # the padding plan comes from the host offsets: eager, behind a graph break
             return eager(_padded, self, level, pad_value, maxlen, out)
-        data = self._check_fits("to_padded()")
-        self._require_lod("to_padded()")
-        return _dense.pad_level(self.backend, data, self._lod, level, pad_value, maxlen, out)
+        t = self.__copy__()  # one data/lod pair: another thread's set_lod() or set() must not mix two states
+        data = t._check_fits("to_padded()")
+        t._require_lod("to_padded()")
+        return _dense.pad_level(t.backend, data, t._lod, level, pad_value, maxlen, out)
 
     def to_padded_all(self, pad_value=0):
         """One dense array over every lod level plus one boolean mask per level; a copy.
@@ -112,9 +113,10 @@ class ConversionsMixin:
         """
         if compiling():  # the padding plan comes from the host offsets: eager, behind a graph break
             return eager(_padded_all, self, pad_value)
-        data = self._check_fits("to_padded_all()")
-        self._require_lod("to_padded_all()")
-        return _dense.pad_all(self.backend, data, self._lod, pad_value)
+        t = self.__copy__()  # one data/lod pair, as in to_padded()
+        data = t._check_fits("to_padded_all()")
+        t._require_lod("to_padded_all()")
+        return _dense.pad_all(t.backend, data, t._lod, pad_value)
 
 
 def _padded(t, level, pad_value, maxlen, out):

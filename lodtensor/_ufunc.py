@@ -237,7 +237,7 @@ def _operator(name):
 
     def method(self, *other):
         dynamo = sys.modules.get("torch._dynamo")  # _compile.compiling(), inlined: every eager operator runs this
-        if dynamo is not None and dynamo.is_compiling():
+        if dynamo is not None and getattr(dynamo, "is_compiling", _compile.never)():  # (half imported: no)
             traced = _compile.HOOKS.get("operator")
             if traced is not None:
                 return traced(name, eager, self, *other)

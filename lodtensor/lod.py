@@ -177,6 +177,7 @@ class LoD(LevelAlgebra):
         return cache
 
     @classmethod
+    @eager_under_compile  # the gate runs on the host: under torch.compile, behind a graph break
     def from_lengths(cls, lengths, *, num_rows=None):
         """Build a LoD from per-level sequence lengths (Paddle's recursive_sequence_lengths).
 
@@ -206,6 +207,7 @@ class LoD(LevelAlgebra):
 
     # -- basic facts -------------------------------------------------------------------------
     @property
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def levels(self):
         """The offsets arrays, outermost first (read-only int64)."""
         return self._levels
@@ -222,6 +224,7 @@ class LoD(LevelAlgebra):
         """Rows the finest level indexes (``None`` for an empty LoD)."""
         return self._rows
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def num_sequences(self, level=0):
         """Number of sequences at ``level`` (0, the default, is the outermost).
 
@@ -230,6 +233,7 @@ class LoD(LevelAlgebra):
         """
         return self._levels[_normalize_level(level, len(self._levels))].size - 1
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def offsets(self, level=-1):
         """Offsets of ``level``, indexing the level below it (read-only int64).
 
@@ -239,6 +243,7 @@ class LoD(LevelAlgebra):
         """
         return self._levels[_normalize_level(level, len(self._levels))]
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def lengths(self, level=-1):
         """Per-sequence lengths of ``level`` (read-only int64, cached).
 
@@ -253,6 +258,7 @@ class LoD(LevelAlgebra):
             out = self._cache[key] = _frozen(np.diff(self._levels[level]))
         return out
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def absolute_offsets(self, level=-1):
         """Offsets of ``level`` expressed in data rows (composed through the finer levels).
 
@@ -269,6 +275,7 @@ class LoD(LevelAlgebra):
             out = self._cache[key] = _frozen(out)
         return out
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def head(self, k):
         """The LoD of the first ``k`` levels (the same frozen arrays), one object per ``k``, cached: results
         that keep the outer levels (pooling a level away) share it, and its device copies with it.
@@ -282,9 +289,10 @@ class LoD(LevelAlgebra):
         key = ("head", k)
         out = self._cached().get(key)
         if out is None:
-            out = self._cache[key] = _make(self._levels[:k])
+            out = self._cache.setdefault(key, _make(self._levels[:k]))  # threads at once: all get the one kept
         return out
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def empty_rows(self, level=-1):
         """How many sequences of ``level`` hold no data row (cached: op code asks per call, and a
         pass over millions of offsets per call would cost more than the kernels).
@@ -300,6 +308,7 @@ class LoD(LevelAlgebra):
             out = self._cache[key] = int(np.count_nonzero(absolute[1:] == absolute[:-1]))
         return out
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def segment_ids(self, level=-1):
         """For each data row, the index of its sequence at ``level`` (int64, cached).
 
@@ -360,9 +369,10 @@ class LoD(LevelAlgebra):
             # the LoD's: kernels may cache plans made from its values, and know its longest sequence
             facts = {"longest": lambda: _longest(host)} if what in ("offsets", "absolute_offsets") else {}
             mark_frozen(out, **facts)
-            cache[key] = out
+            out = cache.setdefault(key, out)  # threads asking at once all get the one copy kept
         return out
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def offsets_list(self, level=-1):
         """Offsets of ``level`` as a Python list (cached; for fast scalar access).
 
@@ -390,6 +400,7 @@ class LoD(LevelAlgebra):
 
     __call__ = to_list
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def to_lengths_list(self):
         """Lengths as nested Python lists (Paddle's ``recursive_sequence_lengths()``).
 
@@ -425,6 +436,7 @@ class LoD(LevelAlgebra):
             )
 
     # -- python protocol ---------------------------------------------------------------------
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def __eq__(self, other):
         if isinstance(other, LoD):
             levels = other._levels
@@ -439,6 +451,7 @@ class LoD(LevelAlgebra):
             a.shape == np.shape(b) and bool(np.array_equal(a, b)) for a, b in zip(self._levels, levels)
         )
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def __hash__(self):
         return hash(tuple(level.tobytes() for level in self._levels))
 

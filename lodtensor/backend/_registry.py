@@ -1,4 +1,5 @@
-"""The backends by name: ``get_backend(name)`` builds each once, importing its module on first use.
+"""The backends by name: ``get_backend(name)`` builds each once, importing its module on first use
+(threads calling it at once all get the same object).
 
 The backend modules are plug-ins loaded by name (``importlib``), so that the
 protocol in ``_base`` can pickle a backend as ``get_backend(name)`` while each
@@ -44,5 +45,6 @@ def get_backend(name):
         if name not in _HINTS:
             raise
         raise ImportError(f"the {name!r} backend needs {name}: {_HINTS[name]}") from err
-    _BACKENDS[name] = backend
-    return backend
+    # threads meeting here on first use each built one: all of them get the one kept (identity checks
+    # such as ``backend_of(w) is not be`` must hold, and each backend's caches must be shared)
+    return _BACKENDS.setdefault(name, backend)

@@ -148,14 +148,16 @@ class _Executor(ThreadPoolExecutor):
 
     ``np.errstate`` is per thread: without this a kernel split over threads would
     warn (or not raise) where the same call on one thread is quiet (or raises).
+    The error callback travels too: ``errstate(invalid="call", call=fn)`` (or
+    ``"log"``) on the caller's thread must not be a NameError on a worker.
     """
 
     def submit(self, fn, /, *args, **kwargs):
-        return super().submit(_under_errstate, np.geterr(), fn, args, kwargs)
+        return super().submit(_under_errstate, np.geterr(), np.geterrcall(), fn, args, kwargs)
 
 
-def _under_errstate(err, fn, args, kwargs):
-    with np.errstate(**err):
+def _under_errstate(err, call, fn, args, kwargs):
+    with np.errstate(call=call, **err):
         return fn(*args, **kwargs)
 
 

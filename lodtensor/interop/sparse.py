@@ -15,10 +15,10 @@ values are ``data`` (shared). Dense shape: ``(sequences, longest, *row_shape)``.
 (True, [[1.0, 2.0], [], [3.0]])
 """
 
-import warnings
 
 import numpy as np
 
+from .._compile import eager_under_compile
 from ..backend import backend_name_of
 from ..errors import LoDError
 from ..lod import LoD
@@ -81,6 +81,7 @@ def _torch_values(t, data):
     return data if backend_name_of(data) == "torch" else t.to_torch().data
 
 
+@eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
 def to_sparse_csr(t, format="torch"):
     """The last level as a hybrid CSR matrix: ``crow_indices`` are its offsets and the values ``data``, shared.
 
@@ -113,14 +114,15 @@ def to_sparse_csr(t, format="torch"):
     torch = require("torch", "torch", "to_sparse_csr()")
     values = _torch_values(t, data)
     dev = values.device
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # torch's "beta" notice, and "offsets not writable"
-        # torch's own copies: a tensor over the LoD's frozen memory (or its cached positions) would be
-        # writable, since torch ignores read-only memory
-        crow, cols = (torch.from_numpy(a).to(dev, copy=True) for a in (offsets, positions))
-        return torch.sparse_csr_tensor(crow, cols, values, size=shape, check_invariants=False)
+    from ..backend.torch._cpu import sparse_csr  # noqa: PLC0415 - imports torch, which is loaded by now
+
+    # torch's own copies: a tensor over the LoD's frozen memory (or its cached positions) would be
+    # writable, since torch ignores read-only memory (and warns about it)
+    crow, cols = (torch.from_numpy(np.array(a)).to(dev) for a in (offsets, positions))
+    return sparse_csr(crow, cols, values, shape)  # torch's one-time "beta" notice swallowed, thread-safely
 
 
+@eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
 def to_sparse_coo(t, format="torch"):
     """The last level as a hybrid COO matrix (coalesced): indices ``(sequence, position)``, values ``data`` (shared).
 
@@ -229,6 +231,7 @@ def _from_torch_sparse(s, torch):
     return LoDTensor(values, lod)
 
 
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
 def from_sparse(sp):
     """A one-level LoDTensor from a sparse matrix over (sequence, position); inverse of ``to_sparse_*``.
 

@@ -152,7 +152,11 @@ def to_nested_jagged(t, level=None):
         lengths = np.diff(rows)
         offsets = _offsets_on(torch, rows, values.device)
         shortest, longest = (int(lengths.min()), int(lengths.max())) if lengths.size else (0, 0)  # no component
-        hit = cache[key] = (offsets, torch.zeros(shortest, 0), torch.zeros(longest, 0))
+        made = (offsets, torch.zeros(shortest, 0), torch.zeros(longest, 0))
+        if hit is None:  # threads converting at once keep the first made: torch combines jagged tensors
+            hit = cache.setdefault(key, made)  # of one offsets tensor only
+        else:
+            hit = cache[key] = made
     offsets, shortest, longest = hit
     return _jagged_view(torch, values, offsets, shortest, longest, fresh=foreign)
 

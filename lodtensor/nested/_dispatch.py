@@ -9,6 +9,9 @@ importing lodtensor never imports torch).
 
 import operator
 import sys
+import threading
+
+from .._compile import loaded_dynamo
 
 __all__ = ["OP_TABLE", "TORCH_NAMES", "COMPILE_HOOKS", "torch_dispatch", "torch_table", "compiling", "mark_dynamic"]
 
@@ -19,20 +22,28 @@ COMPILE_HOOKS = {}
 #: lodtensor op name -> dotted names of the torch callables it implements.
 TORCH_NAMES = {}
 _RESOLVED = {}
+_RESOLVE_LOCK = threading.Lock()
 
 
 def torch_table():
-    """torch callable -> implementation (built on first use; needs torch)."""
+    """torch callable -> implementation (built on first use; needs torch).
+
+    Built aside and published whole: another thread finding it half filled would refuse a supported op.
+    """
     if not _RESOLVED:
         import torch  # noqa: PLC0415 - torch is the caller here, so it is loaded already
 
-        for name, paths in TORCH_NAMES.items():
-            for path in paths:
-                try:
-                    obj = operator.attrgetter(path.partition(".")[2])(torch)
-                except AttributeError:
-                    continue  # not in this torch version
-                _RESOLVED[obj] = OP_TABLE[name]
+        with _RESOLVE_LOCK:
+            if not _RESOLVED:
+                resolved = {}
+                for name, paths in TORCH_NAMES.items():
+                    for path in paths:
+                        try:
+                            obj = operator.attrgetter(path.partition(".")[2])(torch)
+                        except AttributeError:
+                            continue  # not in this torch version
+                        resolved[obj] = OP_TABLE[name]
+                _RESOLVED.update(resolved)  # one step for the readers, who look without the lock
     return _RESOLVED
 
 
@@ -56,7 +67,7 @@ def compiling():
     ``torch.compiler.is_compiling`` is one it skips in some frames, such as a ``__torch_function__``
     reached from ``F.scaled_dot_product_attention``, and then answers False).
     """
-    dynamo = sys.modules.get("torch._dynamo")
+    dynamo = loaded_dynamo()  # (None while another thread still imports it)
     return dynamo is not None and dynamo.is_compiling()
 
 
@@ -66,7 +77,7 @@ def mark_dynamic(nt):
 
     Called by the constructors: it costs a dictionary lookup when dynamo is not loaded.
     """
-    dynamo = sys.modules.get("torch._dynamo")
+    dynamo = loaded_dynamo()  # (None while another thread still imports it: nothing traces yet)
     if dynamo is None:
         return nt
     if not _RESOLVED:  # built here, outside any graph: built while dynamo traces, it is a guard that then fails

@@ -10,10 +10,23 @@ from ..place import place_of
 from ..tensor import LoDTensor, _wrap, coerce_data
 
 
+def snapshot(x):
+    """A LoDTensor holding ``x``'s data and LoD as they are now (the same objects, no copy).
+
+    An op reads its operand through this: another thread's ``x.set_lod()`` or ``x.set()`` midway
+    would otherwise give it the data of one state and the lod of another (sums under the old lod
+    wrapped in the new outer levels). The two attributes are read with no call between them, where
+    the interpreter never switches threads; each is replaced in one store.
+    """
+    return _wrap(x._data, x._lod, x._where)
+
+
 def require_lod(x, where, name="input", min_level=1):
-    """``x`` as a LoDTensor with data and at least ``min_level`` lod levels."""
+    """A snapshot of ``x`` (:func:`snapshot`), checked to be a LoDTensor with data and at least ``min_level``
+    lod levels whose lod fits its rows. Ops use what it returns, never ``x`` again."""
     if not isinstance(x, LoDTensor):
         raise TypeError(f"{where}: {name} must be a LoDTensor, got {type(x).__name__}")
+    x = snapshot(x)
     x._require_data(where)
     if x.lod_level < min_level:
         raise ValueError(
@@ -69,6 +82,9 @@ def host_ints(values, where, name):
     arr = np.asarray(values)
     if arr.dtype == bool or (arr.size and arr.dtype.kind not in "iu"):
         raise TypeError(f"{where}: {name} must hold integers, got {arr.dtype} {arr.ravel()[:8].tolist()}")
+    if arr.size and arr.dtype.kind == "u" and arr.max() > np.iinfo(np.int64).max:  # int64 would wrap it negative
+        j = int(np.argmax(arr.ravel() > np.iinfo(np.int64).max))
+        raise ValueError(f"{where}: {name}[{j}]={int(arr.ravel()[j])} is too large (at most 2**63 - 1)")
     return arr.astype(np.int64).ravel()
 
 

@@ -16,11 +16,13 @@ def _require_tensor(x, where):
     return x._require_data(where)
 
 
-def _checked(build, where):
+def _checked(build, where, name=None):
     try:
         return build()
     except LoDError as err:
         raise LoDError(f"{where}: {err}", level=err.level, index=err.index) from None
+    except TypeError as err:  # not integers (floats, booleans): name the argument that held them
+        raise TypeError(f"{where}: {name}: {err}" if name else f"{where}: {err}") from None
 
 
 def reset(x, y=None, target_lod=None, where="lod_reset()"):
@@ -41,7 +43,7 @@ def reset(x, y=None, target_lod=None, where="lod_reset()"):
             )
         levels = list(target_lod)
         nested = bool(levels) and isinstance(levels[0], (list, tuple, np.ndarray))
-        new = _checked(lambda: LoD(levels if nested else [levels], num_rows=rows), where)
+        new = _checked(lambda: LoD(levels if nested else [levels], num_rows=rows), where, "target_lod")
     else:
         raise ValueError(f"{where}: give y or target_lod (offsets such as [0, 2, 5]); both are None")
     return wrap(data, new)

@@ -72,7 +72,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
     Empty sequences give ``pad_value``. The result keeps the levels above
     ``level``; ``level`` and the levels below it are gone.
     """
-    require_lod(x, where)
+    x = require_lod(x, where)
     kind = pool_type.lower() if isinstance(pool_type, str) else pool_type
     if kind not in _POOLS:
         raise ValueError(f"{where}: pool_type must be one of {', '.join(POOL_TYPES)}, got {pool_type!r}")
@@ -103,7 +103,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
 
 def softmax(x, *, level=-1, where="sequence_softmax()"):
     """Softmax over the rows of each sequence of ``level`` (per column); same lod."""
-    require_lod(x, where)
+    x = require_lod(x, where)
     _require_float(x, where)
     k = level_index(x, level, where)
     be = x.backend

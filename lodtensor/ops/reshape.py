@@ -17,7 +17,7 @@ __all__ = ["pad", "unpad", "reshape_rows", "enumerate_windows", "mask"]
 
 def pad(x, pad_value=0, maxlen=None, where="sequence_pad()"):
     """Pad the last-level sequences: ``(padded, lengths)`` as LoDTensors keeping the outer levels."""
-    require_lod(x, where)
+    x = require_lod(x, where)
     if isinstance(pad_value, LoDTensor):
         pad_value = pad_value.data
     be = x.backend
@@ -30,6 +30,14 @@ def unpad(x, length, where="sequence_unpad()"):
     """Inverse of :func:`pad`: the first ``length[i]`` rows of every padded sequence."""
     data = as_data(x, where, "x")
     lens = as_lengths(host_ints(length, where, "length"), name=f"{where}: length")
+    if data.ndim < 2:
+        raise ValueError(f"{where}: x must have shape (sequences, maxlen, ...), got {tuple(data.shape)}")
+    n, maxlen = int(data.shape[0]), int(data.shape[1])
+    if lens.size != n:
+        raise ValueError(f"{where}: length must have one entry per padded sequence of x ({n}), got {lens.size}")
+    if lens.size and lens.max() > maxlen:
+        j = int(np.argmax(lens > maxlen))
+        raise ValueError(f"{where}: length[{j}]={int(lens[j])} exceeds x's padded length {maxlen} (its axis 1)")
     result = from_padded(data, lens)
     if isinstance(x, LoDTensor) and x.lod_level:
         lod = LoD._from_valid(x.lod.levels + result.lod.levels)
@@ -43,7 +51,7 @@ def reshape_rows(x, new_dim, where="sequence_reshape()"):
     A sequence of ``L`` rows becomes ``L * D / new_dim`` rows; every sequence
     must hold a multiple of ``new_dim`` values.
     """
-    require_lod(x, where)
+    x = require_lod(x, where)
     new_dim = int_arg(new_dim, where, "new_dim", 1)
     if x.data.ndim != 2:
         raise ValueError(f"{where}: input must be 2-D (rows, width), got shape {tuple(x.data.shape)}")
@@ -63,7 +71,7 @@ def reshape_rows(x, new_dim, where="sequence_reshape()"):
 def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
     """Row ``r`` becomes the ``win_size`` ids starting at ``r`` within its sequence,
     ``pad_value`` past the end; same lod."""
-    require_lod(x, where)
+    x = require_lod(x, where)
     win_size = int_arg(win_size, where, "win_size", 1)
     data = x.data
     if data.ndim > 2 or (data.ndim == 2 and data.shape[1] != 1):

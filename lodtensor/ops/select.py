@@ -10,7 +10,7 @@ from ..backend import backend_of
 from ..errors import LoDError
 from ..lod import LoD, concat_ranges, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
-from ._common import as_data, host_ints, level_index, require_lod, wrap
+from ._common import as_data, host_ints, level_index, require_lod, snapshot, wrap
 
 __all__ = ["expand", "expand_as", "concat", "reverse", "slice_sequences", "scatter"]
 
@@ -28,9 +28,10 @@ def _repeat_rows(data, repeats, be):
 def expand(x, y, ref_level=-1, where="sequence_expand()"):
     """Repeat each top-level sequence of ``x`` (each row when ``x`` has no lod)
     as often as the lengths of ``y``'s ``ref_level`` say; copies are separate sequences."""
-    require_lod(y, where, name="y")
+    y = require_lod(y, where, name="y")
     if not isinstance(x, LoDTensor):
         raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
+    x = snapshot(x)
     data = x._require_data(where)
     k = level_index(y, ref_level, where)
     repeats = y.lod.lengths(k)
@@ -53,7 +54,7 @@ def expand(x, y, ref_level=-1, where="sequence_expand()"):
 
 def expand_as(x, y, where="sequence_expand_as()"):
     """Row ``i`` of ``x`` repeated ``len(y's last-level sequence i)`` times; the result takes ``y``'s lod."""
-    require_lod(y, where, name="y")
+    y = require_lod(y, where, name="y")
     data = as_data(x, where, "x")
     lengths = y.lod.lengths(-1)
     if data.shape[0] != lengths.size:
@@ -72,8 +73,7 @@ def concat(inputs, where="sequence_concat()"):
     """
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise TypeError(f"{where}: input must be a non-empty list of LoDTensors, got {inputs!r}")
-    for i, x in enumerate(inputs):
-        require_lod(x, where, name=f"input[{i}]")
+    inputs = [require_lod(x, where, name=f"input[{i}]") for i, x in enumerate(inputs)]
     first = inputs[0]
     outer = first.lod.levels[:-1]
     counts = first.lod.num_sequences(-1)
@@ -111,7 +111,7 @@ def concat(inputs, where="sequence_concat()"):
 
 def reverse(x, where="sequence_reverse()"):
     """The rows of every last-level sequence in reverse order; same lod."""
-    require_lod(x, where)
+    x = require_lod(x, where)
     offsets = x.lod.offsets(-1)
     seg = offsets_to_segment_ids(offsets)
     rows = offsets[:-1][seg] + offsets[1:][seg] - 1 - np.arange(seg.size, dtype=np.int64)
@@ -120,7 +120,7 @@ def reverse(x, where="sequence_reverse()"):
 
 def slice_sequences(x, offset, length, where="sequence_slice()"):
     """Sequence ``i`` becomes its rows ``offset[i] : offset[i] + length[i]``."""
-    require_lod(x, where)
+    x = require_lod(x, where)
     n = x.lod.num_sequences(-1)
     off = host_ints(offset, where, "offset")
     size = host_ints(length, where, "length")
@@ -146,8 +146,8 @@ def scatter(x, index, updates, where="sequence_scatter()"):
     ``out[i, index[i][j]] += updates[i][j]`` for every sequence ``i`` of ``index``.
     """
     data = as_data(x, where, "input")
-    require_lod(index, where, name="index")
-    require_lod(updates, where, name="updates")
+    index = require_lod(index, where, name="index")
+    updates = require_lod(updates, where, name="updates")
     if index.lod != updates.lod:
         raise LoDError(f"{where}: index and updates must have the same lod, got {index.lod!r} and {updates.lod!r}")
     n = index.lod.num_sequences(-1)

@@ -9,6 +9,7 @@ from ..ops import levels as _levels
 from ..ops import reduce as _reduce
 from ..ops import reshape as _reshape
 from ..ops import select as _select
+from ..ops._common import flag_arg
 from ..tensor import LoDTensor
 
 __all__ = [
@@ -79,6 +80,7 @@ def sequence_pool(input, pool_type, is_test=False, pad_value=0.0, *, level=-1): 
     >>> sequence_pool(x, "sum", level=0).data.ravel().tolist()
     [6.0, 15.0]
     """
+    flag_arg(is_test, "sequence_pool()", "is_test")
     return _reduce.pool(input, pool_type, level=level, pad_value=0.0 if pad_value is None else pad_value)
 
 
@@ -127,6 +129,7 @@ def sequence_softmax(input, use_cudnn=False, *, level=-1):  # noqa: A002
     >>> np.round(out.data, 3).tolist()
     [0.25, 0.75, 0.5, 0.5]
     """
+    flag_arg(use_cudnn, "sequence_softmax()", "use_cudnn")
     return _reduce.softmax(input, level=level)
 
 

@@ -9,6 +9,7 @@ loop over time steps only.
 import numpy as np
 
 from ..lod import lengths_to_offsets, offsets_to_segment_ids
+from ..ops._common import flag_arg, int_arg
 from ..tensor import LoDTensor
 from ._host import host, like, make
 
@@ -54,9 +55,10 @@ def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0, is
     ([[0, 2], [0, 1, 2]], [3, 6])
     """
     where = "beam_search()"
-    beam_size, end_id = int(beam_size), int(end_id)
-    if beam_size < 1:
-        raise ValueError(f"{where}: beam_size must be >= 1, got {beam_size}")
+    beam_size, end_id = int_arg(beam_size, where, "beam_size", 1), int_arg(end_id, where, "end_id")
+    level = int_arg(level, where, "level", 0)
+    is_accumulated = flag_arg(is_accumulated, where, "is_accumulated")
+    return_parent_idx = flag_arg(return_parent_idx, where, "return_parent_idx")
     p_ids = _column(pre_ids, where, "pre_ids", "i").reshape(-1).astype(np.int64)
     p_scores = _column(pre_scores, where, "pre_scores", "f").reshape(-1)
     sc = _column(scores, where, "scores", "f")
@@ -139,6 +141,8 @@ def beam_search_decode(ids, scores, beam_size, end_id):
     ([[0, 2], [0, 2, 4]], [5, 8, 4, 7])
     """
     where = "beam_search_decode()"
+    int_arg(beam_size, where, "beam_size")  # an int, as Paddle's attribute; the steps' lods set the beams
+    end_id = int_arg(end_id, where, "end_id")
     ids, scores = list(ids), list(scores)
     if not ids:
         raise ValueError(f"{where}: ids is an empty LoDTensorArray")

@@ -10,27 +10,27 @@ results go back to the input's backend. ``edit_distance``, ``ctc_align`` and
 import numpy as np
 
 from ..lod import offsets_to_segment_ids
-from ..ops._common import host_ints
+from ..ops._common import flag_arg, host_ints
 from ..tensor import LoDTensor
 from ._host import host, ids_column, like, make, require_lod
 
 __all__ = ["sequence_erase", "edit_distance", "ctc_align", "ctc_greedy_decoder"]
 
 
-def _tokens(tokens, where):
+def _tokens(tokens, where, name="tokens"):
     try:
         arr = np.asarray(list(tokens) if not isinstance(tokens, np.ndarray) else tokens)
     except TypeError:
-        raise TypeError(f"{where}: tokens must be a list of integer ids, got {type(tokens).__name__}") from None
+        raise TypeError(f"{where}: {name} must be a list of integer ids, got {type(tokens).__name__}") from None
     if arr.size and arr.dtype.kind not in "iu":
-        raise TypeError(f"{where}: tokens must be a list of integer ids, got {arr.ravel()[:8].tolist()}")
+        raise TypeError(f"{where}: {name} must be a list of integer ids, got {arr.ravel()[:8].tolist()}")
     return arr.astype(np.int64).ravel()
 
 
-def _erase(x, tokens, where):
+def _erase(x, tokens, where, name="tokens"):
     ids = ids_column(x, where)
     data = host(x)
-    keep = ~np.isin(ids, _tokens(tokens, where))
+    keep = ~np.isin(ids, _tokens(tokens, where, name))
     offsets = x.offsets(-1)
     kept = np.concatenate([[0], np.cumsum(keep, dtype=np.int64)])
     levels = [x.offsets(k) for k in range(x.lod_level - 1)] + [kept[offsets]]
@@ -152,6 +152,7 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
     ([0.5, 0.6667], [2])
     """
     where = "edit_distance()"
+    normalized = flag_arg(normalized, where, "normalized")
     if (input_length is None) != (label_length is None):
         missing = "label_length" if label_length is None else "input_length"
         raise ValueError(f"{where}: the padded form needs both input_length and label_length; {missing} is None")
@@ -174,9 +175,9 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
             return like(np.zeros((0, 1), np.float32), input), like(np.zeros(1, np.int64), input)
         input = make(hyp_ids.reshape(-1, 1), [hyp_off], input)
         label = make(ref_ids.reshape(-1, 1), [ref_off], label)
-    if ignored_tokens is not None and len(ignored_tokens):
-        input = _erase(input, ignored_tokens, where)
-        label = _erase(label, ignored_tokens, where)
+    if ignored_tokens is not None and _tokens(ignored_tokens, where, "ignored_tokens").size:
+        input = _erase(input, ignored_tokens, where, "ignored_tokens")
+        label = _erase(label, ignored_tokens, where, "ignored_tokens")
     hyp_ids = ids_column(input, where, "input")
     ref_ids = ids_column(label, where, "label")
     hyp_off, ref_off = input.offsets(-1), label.offsets(-1)
@@ -271,6 +272,7 @@ def ctc_align(input, blank, merge_repeated=True, input_length=None, padding_valu
     """
     where = "ctc_align()"
     blank = _int(blank, where, "blank")
+    merge_repeated = flag_arg(merge_repeated, where, "merge_repeated")
     if input_length is not None:
         dense = _dense(input, where, "input", 2)
         if dense.size and dense.dtype.kind not in "iu":
@@ -315,7 +317,7 @@ def ctc_greedy_decoder(input, blank, input_length=None, padding_value=0):  # noq
         lens = _lengths(input_length, ids.shape[0], ids.shape[1], where, "input_length")
         out, out_len = _align_padded(ids, lens, blank, True, _int(padding_value, where, "padding_value"))
         return like(out, input), like(out_len.reshape(-1, 1), input)
-    require_lod(input, where)
+    input = require_lod(input, where)  # noqa: A001 - Paddle's name
     probs = host(input)
     if probs.ndim != 2:
         raise ValueError(f"{where}: input must have shape [N, num_classes + 1], got {list(probs.shape)}")

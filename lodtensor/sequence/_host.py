@@ -33,7 +33,7 @@ def make(array, levels, ref):
 
 def ids_column(x, where, name="input"):
     """The ids of an ``[N]`` or ``[N, 1]`` integer LoDTensor as a flat host int64 array."""
-    require_lod(x, where, name)
+    x = require_lod(x, where, name)
     data = host(x)
     if data.ndim == 2 and data.shape[1] != 1 or data.ndim > 2:
         raise ValueError(f"{where}: {name} must have shape [N, 1] or [N], got {list(data.shape)}")

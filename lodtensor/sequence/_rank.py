@@ -8,12 +8,11 @@ steps back. Data move with the backend's ``gather``/``concat``, so torch
 inputs keep autograd.
 """
 
-import operator
-
 import numpy as np
 
 from ..backend import backend_of
 from ..lod import LoD, concat_ranges, lengths_to_offsets
+from ..ops._common import int_arg
 from ..tensor import LoDTensor
 
 __all__ = [
@@ -133,7 +132,7 @@ def lod_rank_table(x, level=0):
         raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
     x._require_data(where)
     x._check_fits(where)
-    level = operator.index(level)
+    level = int_arg(level, where, "level")
     if x.lod_level == 0:
         length = np.ones(x.num_rows, dtype=np.int64)
         return LoDRankTable(np.arange(x.num_rows, dtype=np.int64), length, (), 0)

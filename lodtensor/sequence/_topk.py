@@ -6,6 +6,8 @@ at once, padded to the widest); the values are then gathered from the input on i
 backend, so a torch input keeps its gradient (to the chosen values, as Paddle's backward).
 """
 
+import operator
+
 import numpy as np
 
 from ..lod import offsets_to_segment_ids
@@ -16,9 +18,16 @@ __all__ = ["sequence_topk_avg_pooling"]
 
 
 def _topks(topks, where):
+    """``topks`` as a list of Python ints; a string, floats or bools are refused, not converted
+    (``int(1.5)`` would pool the top 1, ``"12"`` the tops 1 and 2)."""
+    if isinstance(topks, (str, bytes)) or not hasattr(topks, "__iter__"):
+        raise TypeError(f"{where}: topks must be a list of positive integers, got {type(topks).__name__} {topks!r}")
+    items = list(topks)
     try:
-        values = [int(k) for k in topks]
-    except (TypeError, ValueError):
+        if any(isinstance(k, (bool, np.bool_)) for k in items):
+            raise TypeError
+        values = [operator.index(k) for k in items]
+    except TypeError:
         raise TypeError(f"{where}: topks must be a list of positive integers, got {topks!r}") from None
     if not values or min(values) < 1:
         raise ValueError(f"{where}: topks must be a non-empty list of positive integers, got {topks!r}")
@@ -73,9 +82,9 @@ def sequence_topk_avg_pooling(input, row, col, topks, channel_num):  # noqa: A00
     ([[0, 2]], [[3.0, 2.5], [5.0, 4.5]])
     """
     where = "sequence_topk_avg_pooling()"
-    require_lod(input, where)
-    require_lod(row, where, "row")
-    require_lod(col, where, "col")
+    input = require_lod(input, where)  # noqa: A001 - Paddle's name
+    row = require_lod(row, where, "row")
+    col = require_lod(col, where, "col")
     ks = _topks(topks, where)
     if isinstance(channel_num, bool) or not isinstance(channel_num, (int, np.integer)) or channel_num < 1:
         raise ValueError(f"{where}: channel_num must be a positive integer, got {channel_num!r}")

@@ -230,7 +230,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         rows = np.ascontiguousarray(data).reshape(data.shape[0], row_size)
         bounds = _split_bounds(offsets, data.nbytes)
         parts = _cached_plan(offsets, ("csr", data.dtype.str, tuple(bounds)),
-                             lambda: _csr_parts(sparse, offsets, data.dtype, bounds))
+                             lambda o: _csr_parts(sparse, o, data.dtype, bounds))
         if len(parts) == 1:  # one product, straight into the result (over the rows the offsets span)
             out = (parts[0] @ rows[int(offsets[0]) : int(offsets[-1])]).reshape((n,) + data.shape[1:])
         else:
@@ -267,7 +267,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         row_bytes = data.dtype.itemsize * int(np.prod(row_shape, dtype=np.int64))
         exact = ufunc is np.add
         order, m, blocks, singles, index = _cached_plan(
-            offsets, ("blocks", row_bytes, exact), lambda: _block_plan(offsets, row_bytes, exact), owner
+            offsets, ("blocks", row_bytes, exact), lambda o: _block_plan(o, row_bytes, exact), owner
         )
         out = np.empty((n,) + row_shape, dtype=data.dtype)
         out[order[m:]] = fill

@@ -149,7 +149,7 @@ def chunk_reduce(ufunc, data, offsets, fill, owner=None):
     row_bytes = max(1, data.dtype.itemsize * width)
     chunk_rows = max(2, _tuning.CHUNK_BYTES // row_bytes)
     empty, tasks, slots, pads, order = _cached_plan(
-        offsets, ("chunks", chunk_rows), lambda: _chunk_plan(offsets, chunk_rows), owner
+        offsets, ("chunks", chunk_rows), lambda o: _chunk_plan(o, chunk_rows), owner
     )
     out = np.empty((n,) + row_shape, dtype=data.dtype)
     if empty.size:

@@ -96,7 +96,7 @@ def pieces_sum(data, offsets, owner=None):
     k = _tuning.PIECE_ROWS
     width = data.shape[1]
     blocks, matrix, piece_offsets, rows, row_offsets = _cached_plan(
-        offsets, ("pieces", k, data.dtype.str), lambda: _pieces_plan(offsets, k, data.dtype), owner
+        offsets, ("pieces", k, data.dtype.str), lambda o: _pieces_plan(o, k, data.dtype), owner
     )
     pieces = np.empty((blocks, 2, width), dtype=data.dtype)
     grid = data[: blocks * k].reshape(blocks, k, width)

@@ -47,7 +47,7 @@ class Facts(collections.namedtuple("Facts", "ufunc data offsets rows row_size se
 
     @classmethod
     def of(cls, ufunc, data, offsets):
-        nonempty = _cached_plan(offsets, ("nonempty",), lambda: int(np.count_nonzero(np.diff(offsets))))
+        nonempty = _cached_plan(offsets, ("nonempty",), lambda o: int(np.count_nonzero(np.diff(o))))
         return cls(ufunc, data, offsets, int(data.shape[0]), math.prod(data.shape[1:]), int(offsets.size) - 1,
                    nonempty)
 

@@ -19,12 +19,15 @@ _PLANS = ByteLRU(_tuning.PLAN_CACHE_BYTES)
 
 
 def _cached_plan(offsets, key, build, owner=None):
-    """``build()``, cached for ``offsets`` (or for ``owner``, the object they are a view of).
+    """``build(offsets)``, cached for ``offsets`` (or for ``owner``, the object they are a view of).
 
     A LoD's offset arrays are frozen and live as long as it does, so a plan
     made for one serves every later call on the same LoD. A writable array
     may change in place: its plan is reused only while its values are those
-    the plan was made from (one comparison, far cheaper than a plan).
+    the plan was made from (one comparison, far cheaper than a plan). It is
+    made from a private copy, the one kept to compare with: another thread
+    writing the array meanwhile cannot leave a plan kept for values it was
+    not made from.
     """
     holder = offsets if owner is None else owner
     slot = (id(holder), key)
@@ -32,9 +35,9 @@ def _cached_plan(offsets, key, build, owner=None):
     if entry is not None and entry[0]() is holder:
         if entry[1] is None or np.array_equal(entry[1], offsets):
             return entry[2]
-    plan = build()
     frozen = owner is None and not offsets.flags.writeable
     snapshot = None if frozen else offsets.copy()
+    plan = build(offsets if frozen else snapshot)
     ref = weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot))
     _PLANS.put(slot, (ref, snapshot, plan), nbytes_of(plan) + nbytes_of(snapshot))
     return plan

@@ -6,7 +6,6 @@ derivative (``jvp``) is torch ops on the tangent (``_jvp``). Whether one serves 
 is decided in ``torch.py`` (``_CPU_SHORTCUTS``, ``_numpy_moves``, ``_spmm_fits``).
 """
 
-import contextlib
 import os
 import threading
 import warnings
@@ -203,11 +202,29 @@ class UnpadCPU(torch.autograd.Function):
 _spmm_buffers = {}  # dtype -> (column indices 0..k-1, ones), grown on demand and shared
 _spmm_lock = threading.Lock()
 _spmm_quiet = threading.Event()  # set once torch's one-time "sparse CSR is beta" warning has been swallowed
+_quiet_lock = threading.Lock()
 
 
 def _forget_lock_after_fork():  # a lock held by another thread at the fork is never released in the child
-    global _spmm_lock  # noqa: PLW0603 - rebound in the child only
+    global _spmm_lock, _quiet_lock  # noqa: PLW0603 - rebound in the child only
     _spmm_lock = threading.Lock()
+    _quiet_lock = threading.Lock()
+
+
+def sparse_csr(crow, cols, values, size):
+    """``torch.sparse_csr_tensor`` (invariants not checked: ours hold), its one-time "sparse CSR is beta"
+    warning swallowed. ``warnings.catch_warnings`` swaps the process-wide filter list: threads overlapping
+    in it can restore each other's lists and leave the "ignore" filter in place for good (every later
+    UserWarning of the process lost). Only the calls before torch has warned go through it, one at a time."""
+    if not _spmm_quiet.is_set():
+        with _quiet_lock:
+            if not _spmm_quiet.is_set():
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", UserWarning)
+                    matrix = torch.sparse_csr_tensor(crow, cols, values, size=size, check_invariants=False)
+                _spmm_quiet.set()
+                return matrix
+    return torch.sparse_csr_tensor(crow, cols, values, size=size, check_invariants=False)
 
 
 if hasattr(os, "register_at_fork"):
@@ -233,14 +250,7 @@ def _spmm_segment_sum(flat, offsets):
     if not flat.is_contiguous():
         flat = flat.contiguous()
     cols, ones = _spmm_parts(rows, flat.dtype)
-    quiet = _spmm_quiet.is_set()
-    with contextlib.nullcontext() if quiet else warnings.catch_warnings():
-        if not quiet:  # torch warns once per process that sparse CSR is "beta": ours is an internal use
-            warnings.simplefilter("ignore", UserWarning)
-        matrix = torch.sparse_csr_tensor(offsets, cols, ones, size=(n, rows), check_invariants=False)
-        out = matrix @ flat
-    _spmm_quiet.set()
-    return out
+    return sparse_csr(offsets, cols, ones, (n, rows)) @ flat
 
 
 @rows_rule
