@@ -8,6 +8,7 @@ by construction and through the gate where outside offsets come in (``append_lev
 
 import numpy as np
 
+from ._compile import eager_under_compile
 from ._level import _normalize_level, concat_ranges, lengths_to_offsets
 from ._validate import as_offsets, check_levels, freeze
 
@@ -21,6 +22,7 @@ class LevelAlgebra:
 
     __slots__ = ()
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def slice(self, start, stop):
         """LoD of top-level sequences ``[start, stop)``, rebased to 0; a range of rows.
 
@@ -40,6 +42,7 @@ class LevelAlgebra:
             a, b = int(base), int(piece[-1])
         return type(self)._from_valid(arrays), a, b
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def child(self, i):
         """LoD of top-level sequence ``i`` without its top level, and its row range.
 
@@ -60,6 +63,7 @@ class LevelAlgebra:
             a, b = int(base), int(piece[-1])
         return type(self)._from_valid(arrays), a, b
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def select(self, indices):
         """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
 
@@ -81,6 +85,7 @@ class LevelAlgebra:
             items, _ = concat_ranges(starts, stops)
         return type(self)._from_valid(arrays), items
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def split(self):
         """Sub-LoDs and row ranges of every top-level sequence, vectorised per level.
 
@@ -114,6 +119,7 @@ class LevelAlgebra:
             sublods = [make([values[bounds[i] : bounds[i + 1]] for values, bounds in per_level]) for i in range(n)]
         return sublods, self.absolute_offsets(0)
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def split_cached(self):
         """``split()`` cached on the LoD as ``(sublods, row offsets as a list)``.
 
@@ -138,6 +144,7 @@ class LevelAlgebra:
             cache["split"] = hit
         return hit
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def drop_level(self, level=-1):
         """The LoD without ``level``: its sequences merge into their parents.
 
@@ -154,6 +161,7 @@ class LevelAlgebra:
         del arrays[level]
         return type(self)._from_valid(arrays)
 
+    @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def append_level(self, offsets, *, num_rows=None):
         """A LoD with one more, finest level (Paddle's ``lod_append``); validated.
 

@@ -19,6 +19,7 @@ class PaddleMethods:
 
     __slots__ = ()
 
+    @eager_under_compile  # builds the LoD through the gate (NumPy): eager, behind a graph break
     def set_lod(self, lod):
         """Set the lod from offsets, e.g. ``[[0, 2, 5]]``; validated at once.
 
@@ -39,6 +40,7 @@ class PaddleMethods:
         """
         self._lod = LoD(lod, num_rows=self._num_rows_or_none())
 
+    @eager_under_compile  # builds the LoD through the gate (NumPy): eager, behind a graph break
     def set_recursive_sequence_lengths(self, recursive_sequence_lengths):
         """Set the lod from lengths, e.g. ``[[2, 3]]``; validated at once.
 

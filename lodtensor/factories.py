@@ -4,6 +4,7 @@ import operator
 
 import numpy as np
 
+from ._compile import eager_under_compile
 from ._data import to_place
 from ._dense import lod_from_masks
 from ._nested_list import flatten
@@ -34,6 +35,7 @@ def _as_dtype(dtype):
     return dt
 
 
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
 def from_nested_list(nested, dtype=None, lod_level=None, place=None):
     """Build a LoDTensor from nested Python lists, one lod level per list level.
 
@@ -80,6 +82,7 @@ def from_nested_list(nested, dtype=None, lod_level=None, place=None):
     return _wrap(data, lod, where)
 
 
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
 def from_padded_all(padded, masks):
     """Inverse of :meth:`LoDTensor.to_padded_all`: rows where the masks are True; a copy.
 
@@ -163,6 +166,7 @@ def create_lod_tensor(data, recursive_seq_lens, place):
     return tensor
 
 
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
 def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high):
     """Paddle's ``fluid.create_random_int_lodtensor``: int64 values in ``[low, high]``.
 
@@ -192,6 +196,7 @@ def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high
     return create_lod_tensor(data, recursive_seq_lens, place)
 
 
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
 def from_padded(padded, lengths):
     """Inverse of :meth:`LoDTensor.to_padded`: a one-level LoDTensor; a copy.
 

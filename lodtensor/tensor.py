@@ -5,11 +5,13 @@ top-level sequence, slicing and iteration return views of ``data`` with a
 rebased LoD; nothing is copied.
 """
 
+import sys
+
 import numpy as np
 
 from . import _indexing
 from . import place as _place
-from ._compile import eager, eager_under_compile, mark_rows_dynamic
+from ._compile import compiling, eager, eager_under_compile, mark_rows_dynamic
 from ._conversions import ConversionsMixin
 from ._data import to_place
 from ._format import preview
@@ -32,6 +34,7 @@ _SPLIT_AFTER = 8
 _NUMERIC_KINDS = frozenset("biufc")
 _object_new = object.__new__
 _ndarray = np.ndarray
+_modules = sys.modules
 
 
 def _check_dtype(dtype, name):
@@ -295,6 +298,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def __len__(self):
+        if _modules.get("torch._dynamo") is not None and compiling():  # (inlined: a wrapper doubles the cost)
+            return eager(LoDTensor.__len__, self)  # the host offsets: read behind a graph break
         levels = self._lod._levels
         if levels:
             return levels[0].shape[0] - 1
@@ -303,7 +308,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     def __getitem__(self, index):
         lod = self._lod
         data = self._data
-        if type(index) is int and data is not None and lod._rows == (
+        dynamo = _modules.get("torch._dynamo")  # while dynamo traces: the general path, behind a graph break
+        if type(index) is int and data is not None and (dynamo is None or not compiling()) and lod._rows == (
             len(data) if type(data) is _ndarray else data.shape[0]  # len(): cheaper for NumPy, dearer for torch
         ):
             # fast paths for one top-level sequence (the lod has levels and fits the rows)

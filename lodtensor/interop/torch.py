@@ -14,15 +14,15 @@ attention kernels; a PackedSequence is the same rows reordered time-major.
 [[0, 2, 5]]
 """
 
-import weakref
-
 import numpy as np
 
+from .._compile import eager_under_compile
 from ..backend import backend_name_of
 from ..backend._pickle import UNPICKLERS
 from ..lod import LoD
 from ..tensor import LoDTensor
-from ._lazy import require
+from ._packed import from_packed_sequence, to_packed_sequence
+from ._torch_base import _intact, _offsets_on, _torch, _torch_data
 
 __all__ = [
     "from_torch",
@@ -37,58 +37,8 @@ __all__ = [
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def _torch(what):
-    return require("torch", "torch", what)
-
-
-# id(offsets tensor made by to_nested_jagged) -> (weak reference, the frozen host level it copies, its version)
-_OWN_OFFSETS = {}
-
-
-def _offsets_on(torch, offsets, device):
-    """The frozen host ``offsets`` as a torch int64 tensor on ``device``, torch's own (torch ignores
-    read-only memory: a tensor over the LoD's would let a write reach the LoD). One per LoD, level and
-    device, shared by every conversion: torch ties a jagged tensor's nested int to its offsets tensor,
-    so jagged tensors of one LoD combine. Remembered for :func:`_intact`."""
-    tensor = torch.from_numpy(np.array(offsets)).to(device)
-    key = id(tensor)
-    _OWN_OFFSETS[key] = (weakref.ref(tensor, lambda _ref, key=key: _OWN_OFFSETS.pop(key, None)), offsets,
-                         _version(tensor))
-    return tensor
-
-
-def _version(tensor):
-    """torch's count of the writes in place into ``tensor``; None for an inference tensor (none kept)."""
-    try:
-        return tensor._version
-    except RuntimeError:
-        return None
-
-
-def _intact(offsets):
-    """The frozen host level that ``offsets`` (a tensor :func:`_offsets_on` made) still holds, else None.
-    A write in place shows in torch's version counter; on the host the values are compared too (one
-    pass, no copy), which also catches writes through ``.data`` or ``.numpy()``. On a GPU the counter
-    alone decides (comparing there would wait for the device)."""
-    hit = _OWN_OFFSETS.get(id(offsets))
-    if hit is None or hit[0]() is not offsets:
-        return None
-    if _version(offsets) != hit[2]:  # (an inference tensor keeps no count: None both times)
-        return None
-    if offsets.device.type == "cpu" and not np.array_equal(offsets.detach().numpy(), hit[1]):
-        return None
-    return hit[1]
-
-
-def _torch_data(t, what):
-    """The data as a torch tensor: torch data as is, host NumPy data shared (read-only data copied)."""
-    data = t._check_fits(what)
-    if backend_name_of(data) == "torch":
-        return data
-    return t.to_torch().data
-
-
 # -- jagged nested tensors -------------------------------------------------------------------
+@eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
 def to_nested_jagged(t, level=None):
     """A ``layout=torch.jagged`` nested tensor whose values and offsets are this tensor's buffers.
 
@@ -201,6 +151,7 @@ def _jagged_view_op(torch):
         return None
 
 
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
 def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):
     """A LoDTensor whose data is the torch tensor ``tensor`` (no copy; autograd kept).
 
@@ -291,141 +242,8 @@ def _from_torch_nested(nt, torch):
     return LoDTensor(torch.cat(parts), recursive_sequence_lengths=[lengths])
 
 
-# -- PackedSequence --------------------------------------------------------------------------
-def _time_major_rows(lengths, order):
-    """For rows in sequence order, their position in the time-major packed layout.
-
-    ``order`` lists the sequences longest first; at step ``s`` the packed data
-    holds the first ``batch_sizes[s]`` of them, so the row at step ``s`` of the
-    sequence ranked ``r`` goes to ``start[s] + r``.
-    """
-    n = lengths.size
-    sorted_lengths = lengths[order]
-    longest = int(sorted_lengths[0]) if n else 0
-    # batch_sizes[s] = number of sequences longer than s
-    counts = np.bincount(sorted_lengths, minlength=longest + 1)
-    batch_sizes = n - np.cumsum(counts)[:longest]
-    start = np.zeros(longest, dtype=np.int64)
-    np.cumsum(batch_sizes[:-1], out=start[1:])
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    seq = np.repeat(np.arange(n), lengths)
-    step = np.arange(offsets[-1]) - offsets[seq]
-    return start[step] + rank[seq], batch_sizes
-
-
-def to_packed_sequence(t, enforce_sorted=False):
-    """A ``torch.nn.utils.rnn.PackedSequence`` of the last level's sequences; a copy (time-major rows).
-
-    Equivalent to ``pack_sequence(list(sequences), enforce_sorted)`` built in one
-    gather, without a Python list of sequences. Autograd flows through for
-    torch data. Only the last lod level is used (outer levels are dropped).
-
-    Raises
-    ------
-    ValueError
-        An empty sequence or no sequence at all (a PackedSequence cannot hold them), or, with
-        ``enforce_sorted=True``, lengths that are not non-increasing.
-
-    Examples
-    --------
-    >>> import torch
-    >>> import lodtensor as lt
-    >>> ps = lt.LoDTensor(torch.arange(5.0), [[0, 3, 5]]).to_packed_sequence()
-    >>> ps.data.tolist(), ps.batch_sizes.tolist()  # time-major: step 0 of both sequences first
-    ([0.0, 3.0, 1.0, 4.0, 2.0], [2, 2, 1])
-    """
-    torch = _torch("to_packed_sequence()")
-    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
-
-    t._require_lod("to_packed_sequence()")
-    data = _torch_data(t, "to_packed_sequence()")
-    lengths = t.lod.absolute_offsets(-1)
-    lengths = np.diff(lengths)
-    if not lengths.size:
-        raise ValueError(
-            f"to_packed_sequence(): lod level {t.lod_level - 1} holds no sequence (offsets [0]); a PackedSequence "
-            f"needs one at least (torch's RNNs and pad_packed_sequence refuse empty batch_sizes)"
-        )
-    if (lengths == 0).any():
-        j = int(np.flatnonzero(lengths == 0)[0])
-        raise ValueError(f"to_packed_sequence(): sequence {j} is empty; a PackedSequence needs length >= 1 each")
-    if enforce_sorted:
-        up = lengths[1:] > lengths[:-1]
-        if up.any():
-            j = int(np.flatnonzero(up)[0])
-            raise ValueError(
-                f"to_packed_sequence(enforce_sorted=True): lengths must be non-increasing, but "
-                f"lengths[{j}]={lengths[j]} < lengths[{j + 1}]={lengths[j + 1]}; pass enforce_sorted=False"
-            )
-        order = np.arange(lengths.size)
-    else:
-        order = np.argsort(-lengths, kind="stable")
-    dest, batch_sizes = _time_major_rows(lengths, order)
-    src = np.empty_like(dest)
-    src[dest] = np.arange(dest.size)
-    packed = data[torch.from_numpy(src).to(data.device)]
-    sorted_indices = unsorted_indices = None
-    if not enforce_sorted:
-        sorted_indices = torch.from_numpy(order).to(data.device)
-        unsorted_indices = torch.from_numpy(np.argsort(order)).to(data.device)
-    return PackedSequence(packed, torch.from_numpy(batch_sizes.astype(np.int64)), sorted_indices, unsorted_indices)
-
-
-def from_packed_sequence(ps):
-    """A one-level LoDTensor (torch data) from a ``PackedSequence``; a copy (rows back in sequence order).
-
-    Inverse of :func:`to_packed_sequence`: sequence ``i`` of the result is
-    ``unpack_sequence(ps)[i]``. The batch sizes and permutations are checked,
-    and the lod goes through the LoD gate.
-
-    Raises
-    ------
-    ValueError
-        Batch sizes that are not positive and non-increasing, that do not add
-        up to the rows, or indices that are not a permutation.
-
-    Examples
-    --------
-    >>> import torch
-    >>> from torch.nn.utils.rnn import pack_sequence
-    >>> ps = pack_sequence([torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0, 5.0])], enforce_sorted=False)
-    >>> t = from_packed_sequence(ps)
-    >>> t.lod(), t.tolist()
-    ([[0, 2, 5]], [[1.0, 2.0], [3.0, 4.0, 5.0]])
-    """
-    torch = _torch("from_packed_sequence()")
-    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
-
-    if not isinstance(ps, PackedSequence):
-        raise TypeError(f"from_packed_sequence(): ps must be a PackedSequence, got {type(ps).__name__}")
-    bs = ps.batch_sizes.detach().cpu().numpy().astype(np.int64)
-    rows = int(ps.data.shape[0])
-    if bs.ndim != 1 or bs.size == 0 or (bs < 1).any() or (bs[1:] > bs[:-1]).any() or int(bs.sum()) != rows:
-        raise ValueError(
-            f"from_packed_sequence(): batch_sizes must be positive, non-increasing and add up to the "
-            f"{rows} rows of ps.data, got {bs[:8].tolist()}{'...' if bs.size > 8 else ''} (sum {int(bs.sum())})"
-        )
-    n = int(bs[0])
-    # sorted_lengths[r] = number of steps in which sequence ranked r is present
-    sorted_lengths = np.bincount(bs, minlength=n + 1)[::-1].cumsum()[::-1][1:]
-    if ps.sorted_indices is None:
-        order = np.arange(n)
-    else:
-        order = ps.sorted_indices.detach().cpu().numpy().astype(np.int64)
-        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
-            raise ValueError(f"from_packed_sequence(): sorted_indices must be a permutation of range({n})")
-    lengths = np.empty(n, dtype=np.int64)
-    lengths[order] = sorted_lengths
-    lod = LoD.from_lengths([lengths], num_rows=rows)
-    dest, _ = _time_major_rows(lengths, order)
-    data = ps.data[torch.from_numpy(dest).to(ps.data.device)]
-    return LoDTensor(data, lod)
-
-
 # -- EmbeddingBag and varlen attention -------------------------------------------------------
+@eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
 def embedding_bag_inputs(t):
     """``(input, offsets)`` torch tensors for ``nn.EmbeddingBag`` (``include_last_offset=False``).
 
@@ -452,6 +270,7 @@ def embedding_bag_inputs(t):
     return data, torch.from_numpy(starts).to(data.device)
 
 
+@eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
 def cu_seqlens(t, level=-1):
     """``(cu_seqlens, max_seqlen)`` for varlen attention kernels: ``level``'s offsets in data rows.
 

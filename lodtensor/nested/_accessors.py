@@ -5,6 +5,7 @@
 import numpy as np  # noqa: F401 - the doctests use it
 
 from ..errors import ShapeError
+from . import _dispatch
 from ._permute import permuted
 from ._tensor import NestedTensor, make
 
@@ -61,6 +62,8 @@ class JaggedAccessors:
         """
         if self._perm is None:
             return self
+        if _dispatch.compiling():  # the copy's plan comes from the host size table: behind a graph break
+            return _dispatch.COMPILE_HOOKS["eager"](JaggedAccessors.contiguous, self)
         return make(permuted(self.backend, self._buf, self._st, self._perm), self._struct, self._layout)
 
     def values(self):
@@ -76,9 +79,12 @@ class JaggedAccessors:
         if holes is not None:
             return holes[0]
         st = self._st
+        traced = _dispatch.compiling()
+        if st.tail is not None and 0 not in st.tail and (traced or st._sizes is None):
+            return self._buf.reshape((-1,) + st.tail)  # traced, or a lazy size table: the offsets are not read
+        if traced:  # the row count comes from the host size table: read behind a graph break
+            return _dispatch.COMPILE_HOOKS["eager"](JaggedAccessors.values, self)
         if st.tail is not None:
-            if st._sizes is None and 0 not in st.tail:  # a lazy size table (torch.compile): do not resolve it
-                return self._buf.reshape((-1,) + st.tail)
             return self._buf.reshape((int(st.rows()[0][-1]),) + st.tail)
         return self._buf if self._perm is None else self._buffer
 
@@ -93,6 +99,8 @@ class JaggedAccessors:
         holes = getattr(self, "_holes", None)
         if holes is not None:
             return self._index_array(holes[1])
+        if _dispatch.compiling():  # host offsets: read behind a graph break, never traced as NumPy
+            return _dispatch.COMPILE_HOOKS["eager"](JaggedAccessors.offsets, self)
         st = self._st
         if not st.is_lod:
             raise ShapeError(

@@ -13,7 +13,7 @@ from ..errors import BackendMismatchError, ShapeError
 from ..lod import LoD
 from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
-from ._dispatch import mark_dynamic
+from ._dispatch import COMPILE_HOOKS, compiling, mark_dynamic
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, check_requires_grad, resolve_dtype
 from ._tensor import NestedTensor, Structure, make
 
@@ -191,6 +191,9 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     ...
     lodtensor.errors.ShapeError: All Tensors given to nested_tensor must have the same dimension. ...
     """
+    if compiling():  # the size table is built on the host: behind a graph break
+        return COMPILE_HOOKS["eager"](nested_tensor, tensor_list, dtype=dtype, layout=layout, device=device,
+                                      requires_grad=requires_grad, pin_memory=pin_memory)
     if is_two_level_list(tensor_list):  # documents x sentences: two ragged dims (beyond torch)
         return from_lists(tensor_list, lambda sentences: nested_tensor(
             sentences, dtype=dtype, layout=layout, device=device, requires_grad=requires_grad, pin_memory=pin_memory))
@@ -261,6 +264,8 @@ def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
     >>> nt.nested_size().tolist(), np.shares_memory(nt.unbind()[1], dense)
     ([[3], [3]], True)
     """
+    if compiling():  # the size table is built on the host: behind a graph break
+        return COMPILE_HOOKS["eager"](as_nested_tensor, tensor_list, dtype, device, layout)
     if is_two_level_list(tensor_list):
         return from_lists(tensor_list, lambda sentences: as_nested_tensor(sentences, dtype, device, layout))
     where = "as_nested_tensor()"

@@ -10,6 +10,7 @@ of the ops work on that view.
 
 import numpy as np
 
+from .._compile import eager_under_compile
 from .._format import nested_repr
 from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable, unpickled_by
@@ -217,6 +218,7 @@ class NestedTensor(AutogradMixin):
                 ragged_size(counts) if counts.size else 0))
         return Size((*head, *st.dim_sizes()))
 
+    @eager_under_compile  # reads the host size table: behind a graph break under torch.compile
     def __len__(self):
         return self._st.count()
 
@@ -229,6 +231,7 @@ class NestedTensor(AutogradMixin):
         """
         return self._struct.numel
 
+    @eager_under_compile  # reads the host size table: behind a graph break under torch.compile
     def nested_size(self):
         """The size table: one row per component, int64 (a torch tensor for torch data).
 
@@ -238,6 +241,7 @@ class NestedTensor(AutogradMixin):
         """
         return self._index_array(self._struct.sizes)
 
+    @eager_under_compile  # reads the host size table: behind a graph break under torch.compile
     def nested_strides(self):
         """Contiguous strides of every component, like :meth:`nested_size`.
 
@@ -289,6 +293,7 @@ class NestedTensor(AutogradMixin):
         return other._buf if same_layout(self, other) else self._stored(other._buffer)
 
     # -- components --------------------------------------------------------------------------
+    @eager_under_compile  # the slices come from the host size table: read behind a graph break
     def unbind(self, dim=0):
         """The components as a tuple of views into the one buffer (writes through them show here).
 
@@ -314,6 +319,7 @@ class NestedTensor(AutogradMixin):
             return _dispatch.OP_TABLE["select"](self, 0, index)
         return _dispatch.OP_TABLE["getitem"](self, index)
 
+    @eager_under_compile  # the slices come from the host size table: read behind a graph break
     def to_tensor_list(self):
         """The components as a list of views (the List layout); with two ragged dims, a list per document."""
         if self._st.outer:
@@ -321,6 +327,7 @@ class NestedTensor(AutogradMixin):
         return list(_components(self))
 
     # -- python protocol ---------------------------------------------------------------------
+    @eager_under_compile  # reads the host size table: behind a graph break under torch.compile
     def __repr__(self):
         if self._st.outer:
             docs = ",\n".join("  " + repr(d).replace("\n", "\n  ") for d in self.unbind())

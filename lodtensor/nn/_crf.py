@@ -169,6 +169,7 @@ def crf_decoding(input, transition, label=None):  # noqa: A002
     return x.with_data(path)
 
 
+@eager_under_compile  # the loss reads the host offsets: under torch.compile, behind a graph break
 def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     """CTC loss of every sequence (Paddle's ``warpctc``: ``input`` holds unnormalised
     scores ``[T, num_classes + 1]``, softmax applied inside), ``[num_sequences, 1]``.

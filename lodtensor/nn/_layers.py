@@ -3,6 +3,7 @@ sequence_conv_pool (Paddle's parameter shapes)."""
 
 import numpy as np
 
+from .._compile import eager_under_compile
 from ..backend import backend_name_of, backend_of
 from ..lod import offsets_to_segment_ids
 from ..ops._common import int_arg
@@ -13,6 +14,7 @@ from ._common import act_name, lod_input, on_device, out_like, param, require_fl
 __all__ = ["embedding", "fc", "sequence_conv", "row_conv", "sequence_conv_pool"]
 
 
+@eager_under_compile  # the ids are checked on the host: under torch.compile, behind a graph break
 def embedding(input, weight, padding_idx=None):  # noqa: A002 - Paddle's name
     """Rows of ``weight`` ``[vocab, D]`` for the ids of ``input`` (``[N, 1]`` or ``[N]``).
 
@@ -168,6 +170,7 @@ def _padding_rows(offsets, n, shift, begin_pad):
     return np.where(pos < 0, begin_pad + pos, begin_pad + pos - (ends - starts))
 
 
+@eager_under_compile  # the context rows read the host offsets: under torch.compile, behind a graph break
 def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padding_start=None, act=None,  # noqa: A002
                   padding_trainable=False, padding_data=None):
     """Convolution over the rows of every sequence (Paddle's context projection + GEMM).
@@ -234,6 +237,7 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     return out_like(x, be.activation(act, out))
 
 
+@eager_under_compile  # the context rows read the host offsets: under torch.compile, behind a graph break
 def row_conv(input, weight, act=None):  # noqa: A002
     """Look-ahead convolution: ``out[t] = sum_k x[t + k] * weight[k]`` over ``k = 0..future_context_size``
     rows ahead in the same sequence; ``weight`` is ``[future_context_size + 1, D]``.

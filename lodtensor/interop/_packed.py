@@ -1,0 +1,152 @@
+"""torch's ``PackedSequence``: the rows of a one-level LoDTensor reordered time-major, and back.
+
+>>> import torch
+>>> import lodtensor as lt
+>>> ps = lt.LoDTensor(torch.arange(5.0), [[0, 3, 5]]).to_packed_sequence()
+>>> ps.batch_sizes.tolist()
+[2, 2, 1]
+"""
+
+import numpy as np
+
+from .._compile import eager_under_compile
+from ..lod import LoD
+from ..tensor import LoDTensor
+from ._torch_base import _torch, _torch_data
+
+__all__ = ["to_packed_sequence", "from_packed_sequence"]
+
+
+def _time_major_rows(lengths, order):
+    """For rows in sequence order, their position in the time-major packed layout.
+
+    ``order`` lists the sequences longest first; at step ``s`` the packed data
+    holds the first ``batch_sizes[s]`` of them, so the row at step ``s`` of the
+    sequence ranked ``r`` goes to ``start[s] + r``.
+    """
+    n = lengths.size
+    sorted_lengths = lengths[order]
+    longest = int(sorted_lengths[0]) if n else 0
+    # batch_sizes[s] = number of sequences longer than s
+    counts = np.bincount(sorted_lengths, minlength=longest + 1)
+    batch_sizes = n - np.cumsum(counts)[:longest]
+    start = np.zeros(longest, dtype=np.int64)
+    np.cumsum(batch_sizes[:-1], out=start[1:])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    seq = np.repeat(np.arange(n), lengths)
+    step = np.arange(offsets[-1]) - offsets[seq]
+    return start[step] + rank[seq], batch_sizes
+
+
+@eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
+def to_packed_sequence(t, enforce_sorted=False):
+    """A ``torch.nn.utils.rnn.PackedSequence`` of the last level's sequences; a copy (time-major rows).
+
+    Equivalent to ``pack_sequence(list(sequences), enforce_sorted)`` built in one
+    gather, without a Python list of sequences. Autograd flows through for
+    torch data. Only the last lod level is used (outer levels are dropped).
+
+    Raises
+    ------
+    ValueError
+        An empty sequence or no sequence at all (a PackedSequence cannot hold them), or, with
+        ``enforce_sorted=True``, lengths that are not non-increasing.
+
+    Examples
+    --------
+    >>> import torch
+    >>> import lodtensor as lt
+    >>> ps = lt.LoDTensor(torch.arange(5.0), [[0, 3, 5]]).to_packed_sequence()
+    >>> ps.data.tolist(), ps.batch_sizes.tolist()  # time-major: step 0 of both sequences first
+    ([0.0, 3.0, 1.0, 4.0, 2.0], [2, 2, 1])
+    """
+    torch = _torch("to_packed_sequence()")
+    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
+
+    t._require_lod("to_packed_sequence()")
+    data = _torch_data(t, "to_packed_sequence()")
+    lengths = t.lod.absolute_offsets(-1)
+    lengths = np.diff(lengths)
+    if not lengths.size:
+        raise ValueError(
+            f"to_packed_sequence(): lod level {t.lod_level - 1} holds no sequence (offsets [0]); a PackedSequence "
+            f"needs one at least (torch's RNNs and pad_packed_sequence refuse empty batch_sizes)"
+        )
+    if (lengths == 0).any():
+        j = int(np.flatnonzero(lengths == 0)[0])
+        raise ValueError(f"to_packed_sequence(): sequence {j} is empty; a PackedSequence needs length >= 1 each")
+    if enforce_sorted:
+        up = lengths[1:] > lengths[:-1]
+        if up.any():
+            j = int(np.flatnonzero(up)[0])
+            raise ValueError(
+                f"to_packed_sequence(enforce_sorted=True): lengths must be non-increasing, but "
+                f"lengths[{j}]={lengths[j]} < lengths[{j + 1}]={lengths[j + 1]}; pass enforce_sorted=False"
+            )
+        order = np.arange(lengths.size)
+    else:
+        order = np.argsort(-lengths, kind="stable")
+    dest, batch_sizes = _time_major_rows(lengths, order)
+    src = np.empty_like(dest)
+    src[dest] = np.arange(dest.size)
+    packed = data[torch.from_numpy(src).to(data.device)]
+    sorted_indices = unsorted_indices = None
+    if not enforce_sorted:
+        sorted_indices = torch.from_numpy(order).to(data.device)
+        unsorted_indices = torch.from_numpy(np.argsort(order)).to(data.device)
+    return PackedSequence(packed, torch.from_numpy(batch_sizes.astype(np.int64)), sorted_indices, unsorted_indices)
+
+
+@eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
+def from_packed_sequence(ps):
+    """A one-level LoDTensor (torch data) from a ``PackedSequence``; a copy (rows back in sequence order).
+
+    Inverse of :func:`to_packed_sequence`: sequence ``i`` of the result is
+    ``unpack_sequence(ps)[i]``. The batch sizes and permutations are checked,
+    and the lod goes through the LoD gate.
+
+    Raises
+    ------
+    ValueError
+        Batch sizes that are not positive and non-increasing, that do not add
+        up to the rows, or indices that are not a permutation.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch.nn.utils.rnn import pack_sequence
+    >>> ps = pack_sequence([torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0, 5.0])], enforce_sorted=False)
+    >>> t = from_packed_sequence(ps)
+    >>> t.lod(), t.tolist()
+    ([[0, 2, 5]], [[1.0, 2.0], [3.0, 4.0, 5.0]])
+    """
+    torch = _torch("from_packed_sequence()")
+    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
+
+    if not isinstance(ps, PackedSequence):
+        raise TypeError(f"from_packed_sequence(): ps must be a PackedSequence, got {type(ps).__name__}")
+    bs = ps.batch_sizes.detach().cpu().numpy().astype(np.int64)
+    rows = int(ps.data.shape[0])
+    if bs.ndim != 1 or bs.size == 0 or (bs < 1).any() or (bs[1:] > bs[:-1]).any() or int(bs.sum()) != rows:
+        raise ValueError(
+            f"from_packed_sequence(): batch_sizes must be positive, non-increasing and add up to the "
+            f"{rows} rows of ps.data, got {bs[:8].tolist()}{'...' if bs.size > 8 else ''} (sum {int(bs.sum())})"
+        )
+    n = int(bs[0])
+    # sorted_lengths[r] = number of steps in which sequence ranked r is present
+    sorted_lengths = np.bincount(bs, minlength=n + 1)[::-1].cumsum()[::-1][1:]
+    if ps.sorted_indices is None:
+        order = np.arange(n)
+    else:
+        order = ps.sorted_indices.detach().cpu().numpy().astype(np.int64)
+        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+            raise ValueError(f"from_packed_sequence(): sorted_indices must be a permutation of range({n})")
+    lengths = np.empty(n, dtype=np.int64)
+    lengths[order] = sorted_lengths
+    lod = LoD.from_lengths([lengths], num_rows=rows)
+    dest, _ = _time_major_rows(lengths, order)
+    data = ps.data[torch.from_numpy(dest).to(ps.data.device)]
+    return LoDTensor(data, lod)
