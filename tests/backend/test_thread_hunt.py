@@ -81,24 +81,31 @@ def _fresh_python(code, timeout=240):
 
 
 # -- first uses from many threads at once -------------------------------------------------------
-def test_first_get_backend_from_many_threads_gives_one_backend():
-    """``get_backend("torch")`` builds the backend on first use: eight threads asking at once got eight
-    different backends (``backend_of(w) is not be`` then held for two torch arrays)."""
-    pytest.importorskip("torch")
-    out = _fresh_python("""
+def _first_use_on_eight_threads(setup, first_use, check):
+    """Eight threads of a new interpreter make ``first_use`` (an expression) at once, after ``setup``;
+    prints how many distinct objects they got and ``check`` (an expression over ``got``)."""
+    return _fresh_python(f"""
         import threading
-        from lodtensor import get_backend
+        {setup}
         bar = threading.Barrier(8)
         got = []
         def ask():
             bar.wait()
-            got.append(get_backend("torch"))
+            got.append({first_use})
         threads = [threading.Thread(target=ask) for _ in range(8)]
         for t in threads: t.start()
         for t in threads: t.join()
-        print(len({id(b) for b in got}), all(b is get_backend("torch") for b in got))
-    """)
-    assert out.split() == ["1", "True"]
+        print(len({{id(x) for x in got}}), {check})
+    """).split()
+
+
+def test_first_get_backend_from_many_threads_gives_one_backend():
+    """``get_backend("torch")`` builds the backend on first use: eight threads asking at once got eight
+    different backends (``backend_of(w) is not be`` then held for two torch arrays)."""
+    pytest.importorskip("torch")
+    out = _first_use_on_eight_threads("from lodtensor import get_backend", 'get_backend("torch")',
+                                      'all(b is get_backend("torch") for b in got)')
+    assert out == ["1", "True"]
 
 
 def test_parquet_corpus_class_made_once_when_threads_ask_at_once():
@@ -106,20 +113,9 @@ def test_parquet_corpus_class_made_once_when_threads_ask_at_once():
     threads asking at once each made a class of their own, and all but one could not be pickled
     (a DataLoader with spawned workers pickles the dataset)."""
     pytest.importorskip("torch")
-    out = _fresh_python("""
-        import pickle, threading
-        import lodtensor.text as T
-        bar = threading.Barrier(8)
-        got = []
-        def ask():
-            bar.wait()
-            got.append(T.ParquetCorpus)
-        threads = [threading.Thread(target=ask) for _ in range(8)]
-        for t in threads: t.start()
-        for t in threads: t.join()
-        print(len({id(c) for c in got}), all(pickle.loads(pickle.dumps(c)) is c for c in got))
-    """)
-    assert out.split() == ["1", "True"]
+    out = _first_use_on_eight_threads("import pickle; import lodtensor.text as T", "T.ParquetCorpus",
+                                      "all(pickle.loads(pickle.dumps(c)) is c for c in got)")
+    assert out == ["1", "True"]
 
 
 def test_numpy_ops_in_other_threads_while_torch_dynamo_is_imported():

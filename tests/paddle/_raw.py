@@ -11,13 +11,13 @@ Variables to fetch; the result is a list of ``(data, lod)`` (a list of them for 
 tensor array).
 """
 
-import warnings
 
 import numpy as np
 import pytest
 
 paddle = pytest.importorskip("paddle")
 
+from _static import fresh_program  # noqa: E402
 from paddle.base import core  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
@@ -58,58 +58,51 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
     gradients of those names follow the outputs, as arrays.
     """
     params = dict(params or {})
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    scope = paddle.static.Scope()
-    paddle.enable_static()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with paddle.static.program_guard(main, startup):
-                block = main.global_block()
-                v = {}
-                for name, value in feeds.items():
-                    lod_level = value.lod_level if isinstance(value, lt.LoDTensor) else 0
-                    data = value.numpy() if isinstance(value, lt.LoDTensor) else np.asarray(value)
-                    v[name] = paddle.static.data(name, shape=[-1, *data.shape[1:]], dtype=data.dtype.name,
-                                                 lod_level=lod_level)
-                    v[name].stop_gradient = False
-                for name, value in params.items():
-                    v[name] = paddle.static.create_parameter(list(value.shape), value.dtype.name, name=name)
-
-                def op(type_, inputs, outputs, attrs=None):
-                    made = {}
-                    for slot, spec in outputs.items():
-                        if isinstance(spec, list):  # a slot of several Variables
-                            made[slot] = [block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=d)
-                                          for d in spec]
-                            continue
-                        dtype, vtype = spec if isinstance(spec, tuple) else (spec, None)
-                        if vtype is None:
-                            made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=dtype)
-                        elif vtype != ARRAY:  # rank tables, raw: no dtype
-                            made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype)
-                        else:
-                            made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype,
-                                                          dtype=dtype)
-                    block.append_op(type=type_, inputs=inputs, outputs=made, attrs=attrs or {})
-                    return made
-
-                outs = build(v, op)
-                outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-                grads = []
-                if grads_of:
-                    w = paddle.static.data("__w", shape=[-1] + [int(s) for s in weights.shape[1:]],
-                                           dtype=weights.dtype.name)
-                    target = paddle.sum(outs[0] * w)
-                    grads = paddle.static.gradients([target], [v[n] for n in grads_of])
-            exe = paddle.static.Executor(core.CPUPlace())
-            exe.run(startup, scope=scope)
+    with fresh_program() as (main, startup, scope):
+        with paddle.static.program_guard(main, startup):
+            block = main.global_block()
+            v = {}
+            for name, value in feeds.items():
+                lod_level = value.lod_level if isinstance(value, lt.LoDTensor) else 0
+                data = value.numpy() if isinstance(value, lt.LoDTensor) else np.asarray(value)
+                v[name] = paddle.static.data(name, shape=[-1, *data.shape[1:]], dtype=data.dtype.name,
+                                             lod_level=lod_level)
+                v[name].stop_gradient = False
             for name, value in params.items():
-                scope.var(name).get_tensor().set(np.ascontiguousarray(value), core.CPUPlace())
-            feed = {name: tensor_of(value) for name, value in feeds.items()}
+                v[name] = paddle.static.create_parameter(list(value.shape), value.dtype.name, name=name)
+
+            def op(type_, inputs, outputs, attrs=None):
+                made = {}
+                for slot, spec in outputs.items():
+                    if isinstance(spec, list):  # a slot of several Variables
+                        made[slot] = [block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=d)
+                                      for d in spec]
+                        continue
+                    dtype, vtype = spec if isinstance(spec, tuple) else (spec, None)
+                    if vtype is None:
+                        made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), dtype=dtype)
+                    elif vtype != ARRAY:  # rank tables, raw: no dtype
+                        made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype)
+                    else:
+                        made[slot] = block.create_var(name=paddle.utils.unique_name.generate(type_), type=vtype,
+                                                      dtype=dtype)
+                block.append_op(type=type_, inputs=inputs, outputs=made, attrs=attrs or {})
+                return made
+
+            outs = build(v, op)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            grads = []
             if grads_of:
-                feed["__w"] = tensor_of(np.ascontiguousarray(weights))
-            results = exe.run(main, feed=feed, fetch_list=outs + list(grads), scope=scope, return_numpy=False)
-    finally:
-        paddle.disable_static()
+                w = paddle.static.data("__w", shape=[-1] + [int(s) for s in weights.shape[1:]],
+                                       dtype=weights.dtype.name)
+                target = paddle.sum(outs[0] * w)
+                grads = paddle.static.gradients([target], [v[n] for n in grads_of])
+        exe = paddle.static.Executor(core.CPUPlace())
+        exe.run(startup, scope=scope)
+        for name, value in params.items():
+            scope.var(name).get_tensor().set(np.ascontiguousarray(value), core.CPUPlace())
+        feed = {name: tensor_of(value) for name, value in feeds.items()}
+        if grads_of:
+            feed["__w"] = tensor_of(np.ascontiguousarray(weights))
+        results = exe.run(main, feed=feed, fetch_list=outs + list(grads), scope=scope, return_numpy=False)
     return [_observe(r) for r in results]

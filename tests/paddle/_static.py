@@ -74,6 +74,13 @@ def static_mode():
             paddle.disable_static()
 
 
+@contextlib.contextmanager
+def fresh_program():
+    """``(main, startup, scope)``: a new Program pair and Scope, in :func:`static_mode` for the duration."""
+    with static_mode():
+        yield paddle.static.Program(), paddle.static.Program(), paddle.static.Scope()
+
+
 def attempt(fn, *args, **kwargs):
     """``(True, result)`` or ``(False, exception)``; any exception counts as "raises"."""
     try:

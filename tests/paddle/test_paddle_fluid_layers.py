@@ -13,7 +13,6 @@ Paddle 2.6 dropped most fluid 1.x layer functions (``dynamic_lstm``, ``dynamic_g
 Paddle's ``LayerHelper`` (so its own parameter naming) over the operators 2.6 still has.
 """
 
-import warnings
 
 import numpy as np
 import pytest
@@ -21,6 +20,7 @@ import pytest
 paddle = pytest.importorskip("paddle")
 torch = pytest.importorskip("torch")
 
+from _static import fresh_program  # noqa: E402
 from paddle.base import core  # noqa: E402
 from paddle.base.layer_helper import LayerHelper  # noqa: E402
 
@@ -254,43 +254,36 @@ def _run_paddle(net, feeds, grad_weights=None, values=None):
     """Build ``net`` over ``feeds`` in a fresh static program; returns the parameter list
     ``[(name, value)]`` after the startup program (or ``values``, set instead), the outputs and
     (with ``grad_weights``) the gradients of ``sum(out0 * grad_weights)`` by parameter name."""
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    scope = paddle.static.Scope()
-    paddle.enable_static()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
-                variables = {
-                    name: paddle.static.data(name, shape=[-1, *value.numpy().shape[1:]], dtype=value.numpy().dtype.name,
-                                             lod_level=value.lod_level)
-                    for name, value in feeds.items()
-                }
-                outs = net(PaddleFluid, **variables)
-                outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
-                params = main.global_block().all_parameters()
-                grads = []
-                if grad_weights is not None:
-                    w = paddle.static.data("__w", shape=list(grad_weights.shape), dtype=grad_weights.dtype.name)
-                    target = paddle.sum(outs[0] * w)
-                    trainable = [p for p in params if p.trainable]
-                    grads = list(zip([p.name for p in trainable], paddle.static.gradients([target], trainable)))
-            exe = paddle.static.Executor(core.CPUPlace())
-            exe.run(startup, scope=scope)
-            for name, value in values or ():
-                scope.var(name).get_tensor().set(value, core.CPUPlace())
-            values = [(p.name, np.array(scope.var(p.name).get_tensor())) for p in params]
-            feed = {}
-            for name, value in feeds.items():
-                t = core.LoDTensor()
-                t.set(np.ascontiguousarray(value.numpy()), core.CPUPlace())
-                t.set_lod(value.lod())
-                feed[name] = t
+    with fresh_program() as (main, startup, scope):
+        with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
+            variables = {
+                name: paddle.static.data(name, shape=[-1, *value.numpy().shape[1:]], dtype=value.numpy().dtype.name,
+                                         lod_level=value.lod_level)
+                for name, value in feeds.items()
+            }
+            outs = net(PaddleFluid, **variables)
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            params = main.global_block().all_parameters()
+            grads = []
             if grad_weights is not None:
-                feed["__w"] = grad_weights
-            got = exe.run(main, feed=feed, fetch_list=outs + [g for _, g in grads], scope=scope, return_numpy=False)
-    finally:
-        paddle.disable_static()
+                w = paddle.static.data("__w", shape=list(grad_weights.shape), dtype=grad_weights.dtype.name)
+                target = paddle.sum(outs[0] * w)
+                trainable = [p for p in params if p.trainable]
+                grads = list(zip([p.name for p in trainable], paddle.static.gradients([target], trainable)))
+        exe = paddle.static.Executor(core.CPUPlace())
+        exe.run(startup, scope=scope)
+        for name, value in values or ():
+            scope.var(name).get_tensor().set(value, core.CPUPlace())
+        values = [(p.name, np.array(scope.var(p.name).get_tensor())) for p in params]
+        feed = {}
+        for name, value in feeds.items():
+            t = core.LoDTensor()
+            t.set(np.ascontiguousarray(value.numpy()), core.CPUPlace())
+            t.set_lod(value.lod())
+            feed[name] = t
+        if grad_weights is not None:
+            feed["__w"] = grad_weights
+        got = exe.run(main, feed=feed, fetch_list=outs + [g for _, g in grads], scope=scope, return_numpy=False)
     results = [(np.array(r), r.lod()) for r in got[: len(outs)]]
     return values, results, {name: np.array(g) for (name, _), g in zip(grads, got[len(outs):])}
 

@@ -18,7 +18,6 @@ is skipped.
 """
 
 import signal
-import warnings
 
 import numpy as np
 import pytest
@@ -27,7 +26,7 @@ paddle = pytest.importorskip("paddle")
 torch = pytest.importorskip("torch")
 
 from _raw import run as run_raw  # noqa: E402
-from _static import OPS, attempt, crash_signal, feed_of, observe, paddle_tensor, run_paddle  # noqa: E402
+from _static import OPS, attempt, crash_signal, feed_of, fresh_program, observe, paddle_tensor, run_paddle  # noqa: E402
 from paddle.base import core  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
@@ -53,31 +52,24 @@ def X(lod, row=(1,), dtype="float64", seed=0):
 # ------------------------------------------------------------------------------------------
 def paddle_grads(op, inputs, attrs, wrt, weights, fixed=(), listed=False):
     """Paddle's ``op`` output 0 and the gradients of ``sum(out0 * weights)`` w.r.t. ``wrt``."""
-    main, startup = paddle.static.Program(), paddle.static.Program()
-    scope = paddle.static.Scope()
-    paddle.enable_static()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with paddle.static.program_guard(main, startup):
-                v = {}
-                for name, value in inputs.items():
-                    f = feed_of(value, name in fixed)
-                    shape = list(f.shape) if f.shape is not None else [-1, *f.row_shape]
-                    v[name] = paddle.static.data(name, shape=shape, dtype=f.dtype, lod_level=f.lod_level)
-                    v[name].stop_gradient = name not in wrt
-                args = [v[name] for name in inputs]
-                out = OPS[op](args, **attrs) if listed else OPS[op](*args, **attrs)
-                out = out[0] if isinstance(out, (list, tuple)) else out
-                w = paddle.static.data("__w", shape=list(weights.shape), dtype=weights.dtype.name)
-                grads = paddle.static.gradients([paddle.sum(out * w)], [v[name] for name in wrt])
-            exe = paddle.static.Executor(core.CPUPlace())
-            exe.run(startup, scope=scope)
-            feed = {name: paddle_tensor(value) for name, value in inputs.items()}
-            feed["__w"] = weights
-            got = exe.run(main, feed=feed, fetch_list=[out, *grads], scope=scope, return_numpy=False)
-    finally:
-        paddle.disable_static()
+    with fresh_program() as (main, startup, scope):
+        with paddle.static.program_guard(main, startup):
+            v = {}
+            for name, value in inputs.items():
+                f = feed_of(value, name in fixed)
+                shape = list(f.shape) if f.shape is not None else [-1, *f.row_shape]
+                v[name] = paddle.static.data(name, shape=shape, dtype=f.dtype, lod_level=f.lod_level)
+                v[name].stop_gradient = name not in wrt
+            args = [v[name] for name in inputs]
+            out = OPS[op](args, **attrs) if listed else OPS[op](*args, **attrs)
+            out = out[0] if isinstance(out, (list, tuple)) else out
+            w = paddle.static.data("__w", shape=list(weights.shape), dtype=weights.dtype.name)
+            grads = paddle.static.gradients([paddle.sum(out * w)], [v[name] for name in wrt])
+        exe = paddle.static.Executor(core.CPUPlace())
+        exe.run(startup, scope=scope)
+        feed = {name: paddle_tensor(value) for name, value in inputs.items()}
+        feed["__w"] = weights
+        got = exe.run(main, feed=feed, fetch_list=[out, *grads], scope=scope, return_numpy=False)
     return [np.array(g) for g in got]
 
 
