@@ -327,7 +327,10 @@ class BucketBatchSampler:
             raise ValueError(f"BucketBatchSampler(): batch_size must be >= 1, got {batch_size}")
         self.batch_size = batch_size
         self.shuffle = shuffle
-        self.bucket_factor = max(1, operator.index(bucket_factor))
+        bucket_factor = operator.index(bucket_factor)
+        if bucket_factor < 1:
+            raise ValueError(f"BucketBatchSampler(): bucket_factor must be >= 1, got {bucket_factor}")
+        self.bucket_factor = bucket_factor
         self.drop_last = drop_last
         self._rng = random.Random(seed)
 

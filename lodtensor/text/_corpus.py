@@ -6,6 +6,7 @@ installed. It is built on first use (module ``__getattr__``), so importing
 """
 
 import bisect
+import operator
 import os
 import threading
 
@@ -370,10 +371,18 @@ def _world(num_replicas, rank, name):
             num_replicas = dist.get_world_size() if initialised else 1
         if rank is None:
             rank = dist.get_rank() if initialised else 0
-    num_replicas, rank = int(num_replicas), int(rank)
+    num_replicas, rank = _whole(num_replicas, "num_replicas", name), _whole(rank, "rank", name)
     if num_replicas < 1 or not 0 <= rank < num_replicas:
         raise ValueError(f"{name}: need num_replicas >= 1 and 0 <= rank < num_replicas, got {rank} of {num_replicas}")
     return num_replicas, rank
+
+
+def _whole(value, what, name):
+    """An int, or a string of one (``os.environ["RANK"]``); a float such as 0.7 is refused, not cut to 0."""
+    try:
+        return int(value) if isinstance(value, str) else operator.index(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}: {what} must be an integer, got {value!r}") from None
 
 
 def _torch_distributed():

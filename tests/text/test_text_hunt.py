@@ -311,3 +311,16 @@ def test_corpus_shuffle_is_deterministic_with_dataloader_workers(tmp_path):
 def test_a_no_break_space_ends_no_sentence():
     sentences, offsets = text.split_sentences(["Dr.\u00a0Who came. See p.\u202f5 now!\u3000Done"])
     assert sentences.to_pylist() == ["Dr.\u00a0Who came.", "See p.\u202f5 now!", "Done"]
+
+
+def test_sampler_and_corpus_arguments_are_checked(tmp_path):
+    """bucket_factor=0 or -3 became 1 silently; rank=0.7 was cut to 0."""
+    with pytest.raises(ValueError, match="bucket_factor must be >= 1, got 0"):
+        text.BucketBatchSampler([1, 2, 3], 2, bucket_factor=0)
+    from lodtensor.text import ParquetCorpus
+    _write(tmp_path, [[[1, 2]], [[3]]], 1)
+    for bad in (0.7, "x", 1.5):
+        with pytest.raises(TypeError, match="rank must be an integer"):
+            ParquetCorpus(tmp_path, "words", 4, num_replicas=2, rank=bad)
+    corpus = ParquetCorpus(tmp_path, "words", 4, num_replicas="2", rank="1")  # os.environ's strings
+    assert (corpus.num_replicas, corpus.rank) == (2, 1)
