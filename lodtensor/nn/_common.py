@@ -10,6 +10,7 @@ import numpy as np
 
 from ..backend import backend_name_of, backend_of, dtype_kind, get_backend
 from ..backend._contract import ACTIVATIONS
+from ..ops._common import snapshot
 from ..tensor import LoDTensor
 
 __all__ = ["lod_input", "require_float", "param", "act_name", "TimePlan", "time_plan", "on_device", "out_like",
@@ -28,9 +29,11 @@ def require_float(data, where, name="input"):
 
 def lod_input(x, where, name="input", *, ndim=2, floating=True):
     """``x`` as a LoDTensor with a lod and data of rank ``ndim`` (and, with ``floating``, of a
-    floating dtype); returns ``(x, backend)``."""
+    floating dtype); returns ``(x, backend)``, ``x`` a snapshot (``ops._common.snapshot``: another thread's
+    ``set_lod`` midway cannot mix two states), which the layer uses instead of its argument."""
     if not isinstance(x, LoDTensor):
         raise TypeError(f"{where}: {name} must be a LoDTensor, got {type(x).__name__}")
+    x = snapshot(x)
     x._require_data(where)
     if floating:
         require_float(x.data, where, name)

@@ -5,7 +5,7 @@ import numpy as np
 from ..errors import LoDError
 from ..lod import LoD
 from ..tensor import LoDTensor
-from ._common import host_ints, wrap
+from ._common import host_ints, snapshot, wrap
 
 __all__ = ["reset", "append"]
 
@@ -52,6 +52,8 @@ def reset(x, y=None, target_lod=None, where="lod_reset()"):
 def append(x, level, where="lod_append()"):
     """``x`` with ``level`` (offsets into the rows) appended as its finest lod level."""
     data = _require_tensor(x, where)
+    x = snapshot(x)  # one data/lod pair (another thread's set_lod midway)
+    data = x._data
     offsets = host_ints(level, where, "level")
     rows = int(data.shape[0])
     if x.lod_level:

@@ -28,6 +28,7 @@ from lodtensor.backend import buffer_pool_info, get_backend, set_buffer_pool, se
 from lodtensor.backend.numpy import _chunks
 from lodtensor.backend.numpy import _pool as _np_pool
 from lodtensor.backend.numpy import _tuning as np_tuning
+from lodtensor.nn import functional as NF
 from lodtensor.ops import reduce as _reduce
 
 _LOW = ("UFUNC_PARALLEL_BYTES", "MIN_PARALLEL_BYTES", "SOFTMAX_PARALLEL_BYTES", "CHUNK_PARALLEL_BYTES",
@@ -376,6 +377,9 @@ OPS = {
     "sequence_pad": lambda t: S.sequence_pad(t, np.float32(0)),
     "slice": lambda t: S.sequence_slice(t, np.zeros(3, np.int64), np.ones(3, np.int64)),
     "pickle": lambda t: pickle.loads(pickle.dumps(t)),
+    "lod_append": lambda t: S.lod_append(t, list(range(13))),
+    "nn sequence_conv": lambda t: NF.sequence_conv(t, np.ones((9, 2), np.float32), filter_size=3),
+    "nn dynamic_gru": lambda t: NF.dynamic_gru(t, np.full((1, 3), 0.1, np.float32), np.zeros((1, 3), np.float32)),
 }
 
 
