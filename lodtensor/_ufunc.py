@@ -34,6 +34,7 @@ that the torch layer installs (``_compile.HOOKS["operator"]``, in
 
 import re
 import sys
+from copy import copy
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
@@ -122,6 +123,9 @@ class UfuncMixin(NDArrayOperatorsMixin):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         name = ufunc.__name__
+        # each operand's data and lod read once (a shallow copy): another thread's set_lod() midway
+        # must not give the result one state's rows under the other's lod
+        inputs = tuple(copy(x) if isinstance(x, UfuncMixin) else x for x in inputs)
         args = [x._check_fits(name) if isinstance(x, UfuncMixin) else x for x in inputs]
         out = kwargs.get("out")
         if out is not None:

@@ -364,6 +364,23 @@ def test_pickle_while_another_thread_replaces_data_and_lod(monkeypatch):
     assert back.lod == _LOD_A and np.array_equal(back.data, _DATA)
 
 
+def test_ufunc_reads_data_and_lod_of_one_state(monkeypatch):
+    """A ufunc read an operand's data, then its lod: another thread's set() + set_lod() in between gave
+    the old rows under the new lod (made to happen here right after the data is read)."""
+    x = lt.LoDTensor(_DATA, _LOD_A)
+    real = lt.LoDTensor._check_fits
+
+    def read_then_replace(self, where):
+        out = real(self, where)
+        x.set(_DATA[::-1].copy())  # another thread, midway: the same rows, other values and lod
+        x.set_lod(_LOD_B)
+        return out
+
+    monkeypatch.setattr(lt.LoDTensor, "_check_fits", read_then_replace)
+    got = np.exp(x * 0.01)
+    assert got.lod == _LOD_A and np.allclose(got.data, np.exp(_DATA * 0.01))
+
+
 OPS = {
     "pool sum": lambda t: S.sequence_pool(t, "sum"),
     "pool max": lambda t: S.sequence_pool(t, "max"),
