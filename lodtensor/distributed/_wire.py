@@ -76,7 +76,10 @@ class LocalError(Exception):
 
 
 def dtype_name(dtype):
-    """``"float32"`` for a NumPy, CuPy or torch dtype."""
+    """``"float32"`` for a NumPy, CuPy or torch dtype (NumPy's other byte order too: its values are
+    sent in native order, as ``torch_view`` converts them, and arrive native)."""
+    if isinstance(dtype, np.dtype) and not dtype.isnative:
+        dtype = dtype.newbyteorder("=")
     return str(dtype).rsplit(".", 1)[-1]
 
 

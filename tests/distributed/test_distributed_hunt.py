@@ -234,3 +234,26 @@ def test_sampler_takes_negative_seeds_and_epochs_as_torch_does():
 def test_sampler_seed_must_be_an_int():
     with pytest.raises(TypeError, match=r"seed must be an int, got 1.7"):
         ld.DistributedBucketSampler([1, 2], 4, num_replicas=1, rank=0, seed=1.7)  # was: silently seed 1
+
+
+def other_byte_order(rank, world):
+    """Every rank sends big-endian NumPy data (other byte order): what arrives (the own tensor of all_gather
+    is the rank's own), as dtype names and values."""
+    t = lt.LoDTensor(np.arange(rank * 10, rank * 10 + 4, dtype=">f8").reshape(2, 2), [[0, 1, 2]])
+    got = ld.all_gather(t, timeout=15)
+    one = ld.broadcast(t if rank == 0 else None, src=0, timeout=15)
+    return [(a.data.dtype.name, a.data.dtype.isnative or i == rank, a.data.tolist(), a.lod()) for i, a in enumerate(got)
+            ] + [(one.data.dtype.name, one.data.dtype.isnative or rank == 0, one.data.tolist())]
+
+
+def test_data_of_the_other_byte_order_is_carried():
+    """Big-endian NumPy data was refused ("has dtype >f8, which the collectives do not carry")."""
+    t = lt.LoDTensor(np.arange(4, dtype=">i4"), [[0, 4]])
+    assert _wire.describe(t, "t")[0] == "int32"
+
+
+def test_other_byte_order_across_ranks(tmp_path):
+    results = values(run_ranks(f"{H}:other_byte_order", 2, tmp_path, pg_timeout=30, wall=120))
+    want = [("float64", True, [[r * 10.0, r * 10 + 1.0], [r * 10 + 2.0, r * 10 + 3.0]], [[0, 1, 2]]) for r in (0, 1)]
+    for got in results:
+        assert got[:2] == want and got[2] == ("float64", True, want[0][2])
