@@ -48,3 +48,18 @@ def nested_repr(components, *, layout="strided", requires_grad=False, grad_fn=No
     if layout == "jagged":
         extra = ", layout='jagged'" + extra
     return f"nested_tensor([\n{body}\n]{extra})"
+
+
+def tensor_repr(t):
+    """``LoDTensor(lod=[...], shape=..., dtype=..., place=..., data=...)``: a LoDTensor's repr."""
+    name = type(t).__name__
+    if t._data is None:
+        return f"{name}(lod={t._lod()}, uninitialized)"
+    levels = ", ".join(preview(level) for level in t._lod._levels)
+    try:
+        host = t.backend.to_numpy(t._data)
+    except (NotImplementedError, RuntimeError):  # no values to read (torch's meta device): the array's own repr
+        body = repr(t._data)
+    else:
+        body = np.array2string(host, threshold=24, edgeitems=3, separator=", ", prefix="       ")
+    return f"{name}(lod=[{levels}], shape={t.shape()}, dtype={t.dtype}, place={t._where!r},\n       data={body})"

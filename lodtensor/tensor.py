@@ -5,6 +5,7 @@ top-level sequence, slicing and iteration return views of ``data`` with a
 rebased LoD; nothing is copied.
 """
 
+import copy
 import sys
 
 import numpy as np
@@ -14,7 +15,7 @@ from . import place as _place
 from ._compile import compiling, eager, eager_under_compile, mark_rows_dynamic
 from ._conversions import ConversionsMixin
 from ._data import to_place
-from ._format import preview
+from ._format import tensor_repr
 from ._nested_list import to_nested_list
 from ._paddle_methods import PaddleMethods
 from ._ufunc import UfuncMixin
@@ -401,26 +402,21 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     # -- python protocol ---------------------------------------------------------------------
     @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def __repr__(self):
-        name = type(self).__name__
-        if self._data is None:
-            return f"{name}(lod={self._lod()}, uninitialized)"
-        levels = ", ".join(preview(level) for level in self._lod._levels)
-        try:
-            host = self.backend.to_numpy(self._data)
-        except (NotImplementedError, RuntimeError):  # no values to read (torch's meta device): the array's own repr
-            body = repr(self._data)
-        else:
-            body = np.array2string(host, threshold=24, edgeitems=3, separator=", ", prefix="       ")
-        return (
-            f"{name}(lod=[{levels}], shape={self.shape()}, dtype={self.dtype}, "
-            f"place={self._where!r},\n       data={body})"
-        )
+        return tensor_repr(self)
 
     __str__ = __repr__
 
     def __reduce__(self):
         data, lod, where = self._data, self._lod, self._where  # one state, read before any call (set() elsewhere)
         return (_rebuild, (type(self), portable(data), lod, where))
+
+    def __deepcopy__(self, memo):
+        if getattr(self._data, "grad_fn", None) is not None:  # as torch and NestedTensor: graph leaves only
+            raise RuntimeError("Only LoDTensors whose torch data is a graph leaf support the deepcopy protocol "
+                               "(as torch's tensors); detach() the data first: t.with_data(t.data.detach())")
+        fn, args = self.__reduce__()
+        memo[id(self)] = out = fn(*copy.deepcopy(args, memo))
+        return out
 
     def __copy__(self):
         t = _object_new(type(self))  # a subclass (fluid's LoDTensor) stays itself, as deepcopy and pickle keep it

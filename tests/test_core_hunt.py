@@ -180,3 +180,19 @@ def test_to_torch_of_the_other_byte_order_converts_the_values(dtype):
     assert u.data.dtype == getattr(torch, np.dtype(dtype).newbyteorder("=").name)
     again = lt.LoDTensor(torch.as_tensor(np.zeros((3, 2), np.float32)), [[0, 1, 3]])
     assert np.array_equal(np.asarray(again.backend.asarray(data)), data)
+
+
+def test_deepcopy_refuses_torch_data_with_autograd_history_as_torch():
+    """deepcopy of a LoDTensor over a non-leaf torch tensor gave a new leaf, silently cut from its graph;
+    torch (and lodtensor.nested) refuse: only graph leaves are deep-copied."""
+    torch = pytest.importorskip("torch")
+    x = torch.ones(3, 2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="graph leaf"):
+        copy.deepcopy(lt.LoDTensor(x * 2, [[0, 1, 3]]))
+    leaf = lt.LoDTensor(x, [[0, 1, 3]])
+    d = copy.deepcopy(leaf)
+    assert d.data is not x and d.data.requires_grad and d.data.is_leaf and d.lod == [[0, 1, 3]]
+    both = copy.deepcopy([leaf, leaf])  # the memo: one copy for one object
+    assert both[0] is both[1]
+    n = copy.deepcopy(lt.LoDTensor(np.arange(3.0), [[0, 3]]))
+    assert n.data.tolist() == [0.0, 1.0, 2.0]
