@@ -15,6 +15,10 @@ from lodtensor.sequence import sequence_pool
 
 torch = pytest.importorskip("torch")
 dynamo = pytest.importorskip("torch._dynamo")
+
+# Each case compiles (seconds on 2 cores): the file runs in `make test-slow`, which CI runs too;
+# `make test` keeps test_compile_lod.py and nested/test_compile.py for torch.compile.
+pytestmark = pytest.mark.slow
 from torch._dynamo.testing import CompileCounterWithBackend  # noqa: E402
 
 LENGTHS = ([2, 3, 1], [4, 1, 2], [1, 1], [3, 1, 2, 1], [2, 3, 1])  # new LoDs, then the first one again

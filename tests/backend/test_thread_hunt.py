@@ -119,6 +119,7 @@ def test_parquet_corpus_class_made_once_when_threads_ask_at_once():
     assert out == ["1", "True"]
 
 
+@pytest.mark.slow  # imports torch._dynamo in a fresh interpreter: seconds
 def test_numpy_ops_in_other_threads_while_torch_dynamo_is_imported():
     """While a thread imports torch._dynamo (seconds), the module sits half made in ``sys.modules``: every
     lodtensor op on every other thread (NumPy data only) raised AttributeError "partially initialized
