@@ -13,11 +13,12 @@ over sequences or rows.
 """
 
 import operator
+import sys
 
 import numpy as np
 
 from ._cache import ByteLRU
-from ._compile import eager_under_compile
+from ._compile import compiling, eager, eager_under_compile
 from ._format import preview
 from ._level import _normalize_level, concat_ranges, lengths_to_offsets, offsets_to_lengths, offsets_to_segment_ids
 from ._lod_algebra import LevelAlgebra
@@ -136,6 +137,9 @@ class LoD(LevelAlgebra):
     __slots__ = ("_levels", "_rows", "_cache", "_top", "_plans", "__weakref__")
 
     def __init__(self, levels=(), *, num_rows=None, copy=True):
+        if sys.modules.get("torch._dynamo") is not None and compiling():  # the gate's NumPy: eager, graph break
+            eager(LoD.__init__, self, levels, num_rows=num_rows, copy=copy)
+            return
         if isinstance(levels, (str, bytes, dict)):
             raise TypeError(
                 f"lod must be a list of offset lists (one per level), got {type(levels).__name__} {_short(levels)}"

@@ -363,3 +363,20 @@ def test_paddle_layers_under_torch_compile():
         torch.testing.assert_close(grads[0][0], grads[1][0], msg=name)
         if grads[1][1] is not None:
             torch.testing.assert_close(grads[0][1], grads[1][1], msg=name)
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_lod_constructor_inside_a_compiled_function(backend):
+    """LoD([...]) ran its gate (NumPy) in the graph ("Expected np.nditer base"): it runs eagerly now, behind a
+    graph break; its errors are the eager ones."""
+
+    def fn(x, offsets):
+        t = lt.LoDTensor(torch.relu(x), lt.LoD([offsets], num_rows=x.shape[0]))
+        return sequence_pool(t, "sum").data * 2
+
+    compiled = torch.compile(fn, backend=backend)
+    x = torch.arange(12.0).reshape(6, 2) - 5
+    for offsets in ([0, 2, 6], [0, 1, 6], [0, 0, 3, 6]):
+        torch.testing.assert_close(compiled(x, offsets), fn(x, offsets))
+    with pytest.raises(LoDError, match="non-decreasing|decreas"):
+        compiled(x, [0, 4, 2, 6])
