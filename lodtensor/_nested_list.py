@@ -52,8 +52,8 @@ def _join_arrays(items, dtype):
         return None
     try:
         joined = np.concatenate(rows)
-    except ValueError:  # rows of different shapes: the careful path words the error
-        return None
+    except (ValueError, TypeError):  # rows of different shapes, dtypes with no common one (int and datetime,
+        return None  # structured): the careful path words the error
     if joined.dtype.kind not in "biufc":  # strings, objects, datetimes: the careful path reads or refuses them
         return None
     if dtype is not None:

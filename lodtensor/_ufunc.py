@@ -32,6 +32,8 @@ that the torch layer installs (``_compile.HOOKS["operator"]``, in
 ``lodtensor.nested._lod_compile``), which applies the same rule to the torch data.
 """
 
+import functools
+import inspect
 import re
 import sys
 from copy import copy
@@ -106,6 +108,21 @@ def _lod_tensors(x):
             yield from _lod_tensors(v)
 
 
+@functools.lru_cache(maxsize=512)
+def _out_position(func):
+    """The position of ``func``'s ``out`` parameter where it may be passed by position, else None."""
+    try:
+        parameters = inspect.signature(func).parameters.values()
+    except (TypeError, ValueError):  # no signature to read: only out= by name is seen
+        return None
+    for i, p in enumerate(parameters):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            return None
+        if p.name == "out":
+            return i
+    return None
+
+
 def _check_function_out(func, arguments, o):
     for x in _lod_tensors(arguments):
         if x is not o and x._lod._levels and x._lod is not o._lod and x._lod != o._lod:
@@ -157,13 +174,22 @@ class UfuncMixin(NDArrayOperatorsMixin):
 
         ``out=`` a LoDTensor with a lod is refused, before anything is written, where an argument holds
         another lod (``np.clip(t, 0, 1, out=o)`` would write ``t``'s rows under ``o``'s lod)."""
-        out = kwargs.get("out")
+        out, at = kwargs.get("out"), None
+        if out is None and len(args) > 1:  # out given by position: np.clip(t, 0, 4, o)
+            at = _out_position(func)
+            if at is not None and at < len(args):
+                out = args[at]
+            else:
+                at = None
         for o in out if isinstance(out, tuple) else (out,):
             if isinstance(o, UfuncMixin) and o._lod._levels:
-                _check_function_out(func, (args, {k: v for k, v in kwargs.items() if k != "out"}), o)
+                others = args if at is None else args[:at] + args[at + 1 :]
+                _check_function_out(func, (others, {k: v for k, v in kwargs.items() if k != "out"}), o)
         flat = {key: _flat(value) for key, value in kwargs.items()}
-        result = func(*_flat(args), **flat)
-        if isinstance(out, UfuncMixin) and result is flat["out"]:  # NumPy returns the out= object itself
+        flat_args = _flat(args)
+        result = func(*flat_args, **flat)
+        given = flat.get("out") if at is None else flat_args[at]  # what NumPy was given as its out
+        if isinstance(out, UfuncMixin) and result is given:  # NumPy returns the out= object itself
             return out
         return result
 
@@ -227,9 +253,11 @@ def _comparison(operator, name):
         except TypeError as error:  # NumPy's _UFuncNoLoopError only; other TypeErrors propagate
             no_loop = type(error).__qualname__ == "_UFuncNoLoopError" or other is None or isinstance(
                 other, (str, bytes))  # NumPy has no loop; torch data takes no such operand
-            if not no_loop or np.ndim(other) != 0:  # scalars only
+            if not no_loop or np.ndim(other) != 0 or self._data is None:  # scalars only
                 raise
-            data = np.full(np.shape(self.__array__()), name == "__ne__")
+            # on the data's own backend and device (torch data stays torch; nothing is read back)
+            be = self.backend
+            data = be.full(tuple(self._data.shape), name == "__ne__", be.as_dtype("bool"), self._data)
             return self._new(data, self._lod) if self._lod.fits(data.shape[0]) else data
 
     return method

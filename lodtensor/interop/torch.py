@@ -103,10 +103,16 @@ def to_nested_jagged(t, level=None):
         offsets = _offsets_on(torch, rows, values.device)
         shortest, longest = (int(lengths.min()), int(lengths.max())) if lengths.size else (0, 0)  # no component
         made = (offsets, torch.zeros(shortest, 0), torch.zeros(longest, 0))
+        # a first view, before the offsets are shared: it has torch register their nested int now, by this
+        # thread alone (torch's registry looks, then adds: threads asking at once for one offsets tensor
+        # got two nested ints, and their jagged tensors did not combine)
+        view = _jagged_view(torch, values, *made, fresh=foreign)
         if hit is None:  # threads converting at once keep the first made: torch combines jagged tensors
             hit = cache.setdefault(key, made)  # of one offsets tensor only
         else:
             hit = cache[key] = made
+        if hit is made:
+            return view
     offsets, shortest, longest = hit
     return _jagged_view(torch, values, offsets, shortest, longest, fresh=foreign)
 

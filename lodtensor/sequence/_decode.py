@@ -28,6 +28,7 @@ def _tokens(tokens, where, name="tokens"):
 
 
 def _erase(x, tokens, where, name="tokens"):
+    x = require_lod(x, where)  # one data/lod state for the ids, the rows and every level read below
     ids = ids_column(x, where)
     data = host(x)
     keep = ~np.isin(ids, _tokens(tokens, where, name))
@@ -175,6 +176,8 @@ def edit_distance(input, label, normalized=True, ignored_tokens=None, input_leng
             return like(np.zeros((0, 1), np.float32), input), like(np.zeros(1, np.int64), input)
         input = make(hyp_ids.reshape(-1, 1), [hyp_off], input)
         label = make(ref_ids.reshape(-1, 1), [ref_off], label)
+    input = require_lod(input, where, "input")  # noqa: A001 - one state each: the ids and offsets below agree
+    label = require_lod(label, where, "label")
     if ignored_tokens is not None and _tokens(ignored_tokens, where, "ignored_tokens").size:
         input = _erase(input, ignored_tokens, where, "ignored_tokens")
         label = _erase(label, ignored_tokens, where, "ignored_tokens")
@@ -281,6 +284,7 @@ def ctc_align(input, blank, merge_repeated=True, input_length=None, padding_valu
         out, out_len = _align_padded(dense, lens, blank, bool(merge_repeated), _int(padding_value, where,
                                                                                     "padding_value"))
         return like(out, input), like(out_len.astype(dense.dtype).reshape(-1, 1), input)
+    input = require_lod(input, where)  # noqa: A001 - one state: the ids and the offsets below agree
     ids = ids_column(input, where)
     offsets = input._lod.absolute_offsets(0)
     out_ids, out_off = _align(ids, offsets, blank, bool(merge_repeated))

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..backend import backend_of
 from ..lod import LoD, concat_ranges, lengths_to_offsets
-from ..ops._common import int_arg
+from ..ops._common import int_arg, snapshot
 from ..tensor import LoDTensor
 
 __all__ = [
@@ -130,6 +130,7 @@ def lod_rank_table(x, level=0):
     where = "lod_rank_table()"
     if not isinstance(x, LoDTensor):
         raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
+    x = snapshot(x)  # one data/lod state: another thread's set_lod() must not mix two lods' levels
     x._require_data(where)
     x._check_fits(where)
     level = int_arg(level, where, "level")
