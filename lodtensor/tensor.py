@@ -358,7 +358,9 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
     def __bool__(self):
         # as NumPy and torch (not len() > 0): ``if t == u`` must not be True for any non-empty ``t``
-        size = 0 if self._data is None else int(np.prod(self._data.shape))
+        if self._data is None:
+            raise ValueError("the truth value of a LoDTensor without data (LoDTensor() before set()) is undefined")
+        size = int(np.prod(self._data.shape))
         if size != 1:
             raise ValueError(f"the truth value of a LoDTensor of {size} elements is ambiguous: use "
                              f"len(t) to count its sequences, or t.data.any() / t.data.all()")

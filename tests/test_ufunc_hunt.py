@@ -87,6 +87,10 @@ def test_torch_data_takes_lists_as_numpy_does_and_names_other_operands():
     assert (t * [True, False]).data.tolist() == [[0.0, 0.0], [2.0, 0.0], [4.0, 0.0]]
     assert not (t == None).data.any() and (t != None).data.all()  # noqa: E711 - ndarray's meaning
     assert not (t == "a").data.any()
+    assert (t + [0.5, 1.5]).data.dtype == torch.float32  # torch's reading of a list: no silent float64
+    assert (t.with_data(t.data.double()) + [0.5, 1.5]).data.dtype == torch.float64
+    with pytest.raises(TypeError, match=r"got \[1180591620717411303424, 1\] of type list"):
+        t + [2**70, 1]
     for bad in ("a", None, [1, "a"], object()):
         with pytest.raises(TypeError, match="must be a number, a tensor, an array or a list of numbers"):
             t + bad

@@ -66,14 +66,14 @@ def backend_of(*arrays):
     >>> backend_of(np.zeros(3), torch.zeros(3))
     Traceback (most recent call last):
     ...
-    lodtensor.errors.BackendMismatchError: cannot combine 'numpy' and 'torch' arrays; move one with .to('torch') ...
+    lodtensor.errors.BackendMismatchError: cannot combine 'numpy' and 'torch' arrays; convert one first ...
     """
     names = {name for name in map(backend_name_of, arrays) if name is not None}
     if len(names) > 1:
         first, second = sorted(names)[:2]
         raise BackendMismatchError(
-            f"cannot combine {first!r} and {second!r} arrays; move one with .to({second!r}) "
-            f"or .to({first!r}) first"
+            f"cannot combine {first!r} and {second!r} arrays; convert one first (a LoDTensor: t.to_torch() or "
+            f"lt.LoDTensor(t.numpy(), t.lod); an array: torch.as_tensor(a), a.numpy(), cupy.asarray(a))"
         )
     return get_backend(names.pop() if names else "numpy")
 

@@ -432,19 +432,24 @@ def _pad_tensor(pad_value, like):
 def _scalar_tensor(value, like):
     """A Python or NumPy number as a 0-d tensor on ``like``'s device, promoting as torch
     promotes a Python number (its kind, not its width: float32 data and 0.5 stay float32);
-    an array, or a list or tuple of numbers (as NumPy takes them), as a tensor there."""
+    an array, or a list or tuple of numbers (read as ``torch.tensor`` reads it: floats in torch's default
+    dtype, so float32 data stays float32), as a tensor there."""
     if isinstance(value, np.ndarray) and value.ndim:
         return torch.as_tensor(value, device=like.device)
+    given = value
     if type(value) in (list, tuple):
-        array = np.asarray(value)  # NumPy's reading of nested lists
+        array = np.asarray(value) if len(value) else np.zeros(0)  # NumPy's reading: numbers only
         if array.dtype.kind in "biufc":
-            return torch.as_tensor(array, device=like.device)
+            try:  # torch's reading of the numbers (floats: its default dtype, as torch.tensor(list))
+                return torch.as_tensor(value, device=like.device)
+            except (TypeError, ValueError, RuntimeError, OverflowError):  # (NumPy scalars, 2**70...)
+                return torch.as_tensor(array, device=like.device)
         value = array
     value = value.item() if hasattr(value, "item") and np.ndim(value) == 0 else value
     if not isinstance(value, (bool, int, float, complex)):
         raise TypeError(
             f"an operand of torch data must be a number, a tensor, an array or a list of numbers, "
-            f"got {value!r} of type {type(value).__name__}"
+            f"got {given!r} of type {type(given).__name__}"
         )
     return torch.as_tensor(value, dtype=torch.result_type(like, value), device=like.device)
 
