@@ -180,3 +180,29 @@ def test_jagged_offsets_are_shared_only_once_torch_knows_their_nested_int(backen
     b = t.with_data(t.data + 1).to_nested_jagged()
     assert seen == [True]  # published once, already known to torch
     assert a._offsets is b._offsets and float((a + b).values().sum()) == 18.0
+
+
+def test_beam_search_reads_scores_of_one_state(monkeypatch):
+    """beam_search read the scores' rows, then their lod: another thread's set() + set_lod() in between
+    ranked one state's scores under the other's sources."""
+    import lodtensor.sequence as S  # noqa: PLC0415
+    from lodtensor.sequence import _beam  # noqa: PLC0415
+
+    pre_ids = lt.LoDTensor(np.array([[1], [2], [3]], np.int64), [[0, 1, 3], [0, 1, 2, 3]])
+    pre_scores = lt.LoDTensor(np.zeros((3, 1), np.float32), [[0, 1, 3], [0, 1, 2, 3]])
+    rows = np.array([[0.1, 0.9], [0.8, 0.2], [0.4, 0.6]], np.float32)  # one row per prefix
+    lod_a, lod_b = [[0, 1, 3], [0, 1, 2, 3]], [[0, 2, 3], [0, 1, 2, 3]]  # other sources in lod_b
+    args = dict(pre_ids=pre_ids, pre_scores=pre_scores, ids=None, beam_size=2, end_id=0)
+    want = S.beam_search(scores=lt.LoDTensor(rows, lod_a), **args)
+    x = lt.LoDTensor(rows, lod_a)
+    real = _beam._column
+
+    def column_then_replace(t, where, name, kind):
+        out = real(t, where, name, kind)
+        if name == "scores":
+            x.set(rows[::-1].copy())
+            x.set_lod(lod_b)
+        return out
+
+    monkeypatch.setattr(_beam, "_column", column_then_replace)
+    assert _same(S.beam_search(scores=x, **args), want)

@@ -9,7 +9,7 @@ loop over time steps only.
 import numpy as np
 
 from ..lod import lengths_to_offsets, offsets_to_segment_ids
-from ..ops._common import flag_arg, int_arg
+from ..ops._common import flag_arg, int_arg, snapshot
 from ..tensor import LoDTensor
 from ._host import host, like, make
 
@@ -61,6 +61,8 @@ def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0, is
     return_parent_idx = flag_arg(return_parent_idx, where, "return_parent_idx")
     p_ids = _column(pre_ids, where, "pre_ids", "i").reshape(-1).astype(np.int64)
     p_scores = _column(pre_scores, where, "pre_scores", "f").reshape(-1)
+    if isinstance(scores, LoDTensor):
+        scores = snapshot(scores)  # one data/lod state: the rows read here and the lod read below agree
     sc = _column(scores, where, "scores", "f")
     if scores.lod_level <= level:
         raise ValueError(
