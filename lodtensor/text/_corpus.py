@@ -6,12 +6,12 @@ installed. It is built on first use (module ``__getattr__``), so importing
 """
 
 import bisect
-import operator
 import os
 import threading
 
 import numpy as np
 
+from ..ops._common import int_arg
 from ._pieces import emit, join, split, take
 from ._shards import check_layout, files_of, layouts
 
@@ -378,11 +378,11 @@ def _world(num_replicas, rank, name):
 
 
 def _whole(value, what, name):
-    """An int, or a string of one (``os.environ["RANK"]``); a float such as 0.7 is refused, not cut to 0."""
-    try:
-        return int(value) if isinstance(value, str) else operator.index(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name}: {what} must be an integer, got {value!r}") from None
+    """An int (``ops._common.int_arg``), or a string of one (``os.environ["RANK"]``); a float such as 0.7 is
+    refused, not cut to 0."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdecimal() and value.strip().isascii():
+        value = int(value)
+    return int_arg(value, name, what)
 
 
 def _torch_distributed():
