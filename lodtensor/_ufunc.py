@@ -123,13 +123,19 @@ def _out_position(func):
     return None
 
 
+#: NumPy functions that write elementwise into their first argument (no ``out`` parameter) -> its name;
+#: that argument is checked as an ``out=`` is
+_WRITE_FIRST = {np.copyto: "dst", np.putmask: "a"}
+
+
 def _check_function_out(func, arguments, o):
+    name = _WRITE_FIRST.get(func, "out")
     for x in _lod_tensors(arguments):
         if x is not o and x._lod._levels and x._lod is not o._lod and x._lod != o._lod:
             raise LoDError(
-                f"numpy.{getattr(func, '__name__', func)}: out= holds lod {o._lod!r} but an argument has lod "
-                f"{x._lod!r}; the result would be written under another lod. Use an out= with the arguments' "
-                f"lod, or out=<tensor>.data"
+                f"numpy.{getattr(func, '__name__', func)}: {name}= holds lod {o._lod!r} but an argument has lod "
+                f"{x._lod!r}; the result would be written under another lod. Use a {name}= with the arguments' "
+                f"lod, or {name}=<tensor>.data"
             )
 
 
@@ -175,8 +181,8 @@ class UfuncMixin(NDArrayOperatorsMixin):
         ``out=`` a LoDTensor with a lod is refused, before anything is written, where an argument holds
         another lod (``np.clip(t, 0, 1, out=o)`` would write ``t``'s rows under ``o``'s lod)."""
         out, at = kwargs.get("out"), None
-        if out is None and len(args) > 1:  # out given by position: np.clip(t, 0, 4, o)
-            at = _out_position(func)
+        if out is None and len(args) > 1:  # out given by position: np.clip(t, 0, 4, o); np.copyto(dst, src)
+            at = 0 if func in _WRITE_FIRST else _out_position(func)
             if at is not None and at < len(args):
                 out = args[at]
             else:

@@ -76,6 +76,25 @@ def test_array_function_refuses_an_out_of_another_lod_before_writing():
     assert np.clip(t, 0, 4, out=plain) is plain
     assert np.clip(t.data, 0, 4, out=o) is o  # plain arguments: o keeps its lod
 
+def test_copyto_and_putmask_refuse_a_destination_of_another_lod_before_writing():
+    """np.copyto(dst, src) and np.putmask(a, mask, v) write into their first argument, which has no out= name:
+    src's rows (mask's rows) under another lod were written silently under dst's lod."""
+    dst = lt.LoDTensor(np.zeros((3, 2)), [[0, 1, 3]])
+    other = lt.LoDTensor(np.ones((3, 2)), [[0, 2, 3]])
+    for call, name in ((lambda: np.copyto(dst, other), "dst"), (lambda: np.copyto(dst, other, where=True), "dst"),
+                       (lambda: np.putmask(dst, other > 0, 5.0), "a")):
+        with pytest.raises(LoDError, match=rf"numpy\.\w+: {name}= holds lod .* another lod"):
+            call()
+        assert dst.data.tolist() == [[0.0, 0.0]] * 3 and dst.lod == [[0, 1, 3]]
+    np.copyto(dst, lt.LoDTensor(np.ones((3, 2)), [[0, 1, 3]]))  # the same lod, a plain array, a scalar: written
+    assert dst.data.tolist() == [[1.0, 1.0]] * 3
+    np.copyto(dst, np.full((3, 2), 2.0))
+    np.putmask(dst, dst.data > 1.5, 7.0)
+    assert dst.data.tolist() == [[7.0, 7.0]] * 3 and dst.lod == [[0, 1, 3]]
+    np.copyto(dst.data, other)  # a plain destination keeps no lod to protect
+    assert dst.data.tolist() == [[1.0, 1.0]] * 3
+
+
 
 def test_torch_data_takes_lists_as_numpy_does_and_names_other_operands():
     """t + [1, 2] on torch data raised torch's result_type() overload TypeError; t == None too."""
