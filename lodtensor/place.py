@@ -9,7 +9,7 @@ objects are accepted wherever a place is.
 
 import operator
 
-__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "as_place", "place_of"]
+__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "as_place", "place_of", "rebuilt_place"]
 
 
 class Place:
@@ -220,3 +220,25 @@ def place_of(array, backend):
     if device == "cpu":
         return _CPU
     return as_place(device)
+
+
+def rebuilt_place(place, where):
+    """``place`` made again through its constructor, so that a place whose state a pickle set directly
+    (``torch.load``'s BUILD on an admitted class) is checked like any other; TypeError naming ``where``.
+
+    >>> rebuilt_place(CUDAPlace(1), "unpickling")
+    Place(gpu:1)
+    >>> forged = object.__new__(CUDAPlace); forged._id = "x"
+    >>> rebuilt_place(forged, "unpickling a LoDTensor")
+    Traceback (most recent call last):
+    ...
+    TypeError: unpickling a LoDTensor: place must be a Place, got CUDAPlace whose state is not a place's
+    """
+    try:
+        checked = type(place)(*place.__reduce__()[1]) if isinstance(place, Place) else None
+    except (AttributeError, TypeError, ValueError):
+        checked = None
+    if checked is None:
+        shown = "whose state is not a place's" if isinstance(place, Place) else repr(place)[:80]
+        raise TypeError(f"{where}: place must be a Place, got {type(place).__name__} {shown}")
+    return checked

@@ -22,7 +22,7 @@ from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, dtype_kind, get_backend
 from .backend._pickle import portable, unpickled_by
 from .lod import LoD
-from .place import CPUPlace, Place, as_place, place_of
+from .place import CPUPlace, as_place, place_of, rebuilt_place
 
 for _cls in (_place.CPUPlace, _place.CUDAPinnedPlace, _place.CUDAPlace, _place.DevicePlace):
     unpickled_by(_cls)  # a pickled LoDTensor's place rebuilds through its class (place.py sits below backend)
@@ -34,6 +34,7 @@ _EMPTY_LOD = LoD._from_valid(())
 _SPLIT_AFTER = 8
 _NUMERIC_KINDS = frozenset("biufc")
 _object_new = object.__new__
+_CPU = CPUPlace()
 _ndarray = np.ndarray
 _modules = sys.modules
 
@@ -126,6 +127,15 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     # LoD's row count at every use (O(1)), so no pickle, ``set()`` or torch ``resize_`` can leave
     # a stale "fits" flag for the unchecked fast paths to trust.
     __slots__ = ("_data", "_lod", "_where", "__weakref__")
+
+    def __new__(cls, *args, **kwargs):  # noqa: ARG004 - the empty tensor until __init__ runs (or torch's NEWOBJ)
+        t = _object_new(cls)
+        t._data, t._lod, t._where = None, _EMPTY_LOD, _CPU
+        return t
+
+    def __setstate__(self, state):  # torch.load's BUILD; a LoDTensor pickles through _rebuild (checked), never so
+        raise TypeError(f"unpickling a LoDTensor: refusing to set its state directly ({type(state).__name__}); "
+                        f"a LoDTensor unpickles through lodtensor.tensor._rebuild, which checks its parts")
 
     def __init__(self, data=None, lod=None, *, recursive_sequence_lengths=None, place=None):
         if lod is not None and recursive_sequence_lengths is not None:
@@ -480,8 +490,7 @@ def _rebuild(cls, data, lod, place, fits=None):
         raise TypeError(f"unpickling a LoDTensor: expected a LoDTensor class, got {cls!r}")
     if not isinstance(lod, LoD):
         lod = LoD(lod)
-    if not isinstance(place, Place):
-        raise TypeError(f"unpickling a LoDTensor: place must be a Place, got {type(place).__name__} {place!r}")
+    place = rebuilt_place(place, "unpickling a LoDTensor")
     t = _object_new(cls)
     if data is not None:
         data = coerce_data(data, name="unpickled data")

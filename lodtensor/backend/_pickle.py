@@ -78,10 +78,15 @@ class Portable:
 def _check_common(raw, shape, requires_grad):
     if not isinstance(raw, (bytes, bytearray)):  # (None, for no bytes, is b"" by now)
         raise TypeError(f"{_WHERE}: the data must be bytes, got {type(raw).__name__}")
-    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
-        raise ValueError(f"{_WHERE}: shape must be a tuple of non-negative ints, got {shape!r}")
+    if not isinstance(shape, tuple) or not all(type(n) is int and 0 <= n < 1 << 63 for n in shape):
+        raise ValueError(f"{_WHERE}: shape must be a tuple of non-negative ints below 2**63, got {_short(shape)}")
     if not isinstance(requires_grad, bool):
         raise TypeError(f"{_WHERE}: requires_grad must be a bool, got {requires_grad!r}")
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _expect(raw, shape, itemsize, dtype):
@@ -129,6 +134,7 @@ def array_from_bytes(lib, raw, dtype, shape, device, requires_grad):
     if dev.type != "cpu":
         try:
             out = out.to(dev)
-        except (RuntimeError, AssertionError) as err:  # torch asserts where it was built without CUDA
-            raise ValueError(f"{_WHERE}: device {device!r} is not available here: {err}") from None
+        except Exception as err:  # noqa: BLE001 - torch asserts without CUDA, imports a module for some devices
+            raise ValueError(f"{_WHERE}: device {device!r} is not available here: "
+                             f"{type(err).__name__}: {str(err)[:200]}") from None
     return out.requires_grad_(requires_grad) if requires_grad else out

@@ -28,6 +28,8 @@ every rank so that every rank raises the same ValueError, and every LoD goes
 through the validating ``LoD`` constructor.
 """
 
+import math
+
 import numpy as np
 
 from ..backend._placement import from_torch_view, torch_view
@@ -99,7 +101,7 @@ class Item:
         self.row_shape = row_shape
         self.lib = lib
         self.offsets_bytes = align(8 * sum(c + 1 for c in counts))
-        row_elems = int(np.prod(row_shape, dtype=np.int64)) if row_shape else 1
+        row_elems = math.prod(row_shape)  # Python ints: a forged row shape cannot wrap past int64 to a small size
         self.data_bytes = rows * row_elems * itemsize
         self.nbytes = self.offsets_bytes + align(self.data_bytes)
 

@@ -214,13 +214,21 @@ def _leaf_numpy(pa, arr, where):
         _check_no_nulls(arr, where, None)
         size = arr.type.list_size
         row_shape.append(size)
-        arr = arr.values.slice(arr.offset * size, len(arr) * size)  # .values ignores the slice
+        child, start, want = arr.values, arr.offset * size, len(arr) * size  # .values ignores the slice
+        if start + want > len(child):  # (validate() checks the child's length, not the slice's share of it)
+            raise ValueError(f"{where}: a fixed_size_list level of {len(arr)} lists of {size} from list {arr.offset} "
+                             f"reaches past its {len(child)} child values")
+        arr = child.slice(start, want)
     _check_no_nulls(arr, where, None)
     typ = arr.type
     if pa.types.is_boolean(typ):
         flat = arr.to_numpy(zero_copy_only=False)  # unpacking bits: a copy
     elif pa.types.is_integer(typ) or pa.types.is_floating(typ):
-        flat = np.frombuffer(arr.buffers()[1], dtype=typ.to_pandas_dtype(), count=len(arr) + arr.offset)[arr.offset :]
+        raw, dtype = arr.buffers()[1], typ.to_pandas_dtype()
+        if raw is None:  # Arrow lets an empty array have no data buffer (validate() refused it for any other)
+            flat = np.empty(0, dtype=dtype)
+        else:
+            flat = np.frombuffer(raw, dtype=dtype, count=len(arr) + arr.offset)[arr.offset :]
     else:
         raise TypeError(
             f"{where}: the values must be numbers or booleans (optionally in fixed-size lists), got Arrow type {typ}"

@@ -22,6 +22,7 @@ foreign file raises ValueError naming the file.
 import json
 import mmap as _mmap
 import os
+import struct
 import zlib
 
 import numpy as np
@@ -172,9 +173,51 @@ def _column_type_levels(pa, typ, levels, leaf):
         raise ValueError(f"the column's values have Arrow type {str(typ)[:200]}, but the header says {leaf}")
 
 
-def _read(source):
+def _unpack(fmt, buf, pos):
+    """``struct.unpack_from`` that refuses a position outside ``buf`` (never counted from its end)."""
+    if not 0 <= pos <= len(buf) - struct.calcsize(fmt):
+        raise ValueError(f"its IPC metadata points outside the file (offset {pos} of {len(buf)} bytes)")
+    return struct.unpack_from(fmt, buf, pos)[0]
+
+
+def _fb_field(buf, table, slot):
+    """The position of field ``slot`` of the flatbuffer table at ``table``, or None where it is absent."""
+    vtable = table - _unpack("<i", buf, table)
+    if 4 + 2 * slot + 2 > _unpack("<H", buf, vtable):
+        return None
+    off = _unpack("<H", buf, vtable + 4 + 2 * slot)
+    return table + off if off else None
+
+
+def _fb_ref(buf, pos):
+    return pos + _unpack("<I", buf, pos)
+
+
+def _check_uncompressed(buf):
+    """Refuse a record batch with compressed buffers (Arrow IPC's LZ4 / ZSTD body compression), from the
+    file's own metadata, before pyarrow reads it: pyarrow would decompress it into memory (a file of a
+    few KiB can grow to GiBs), where lt.save's files are uncompressed and mapped in place."""
+    size = len(buf)
+    footer = size - len(_MAGIC) - 4 - _unpack("<i", buf, size - len(_MAGIC) - 4)
+    root = _fb_ref(buf, footer)
+    batches = _fb_field(buf, root, 3)  # Footer.recordBatches: [Block {offset: long, metaDataLength: int, ...}]
+    if batches is None:
+        return
+    vector = _fb_ref(buf, batches)
+    if _unpack("<I", buf, vector) < 1:
+        return
+    pos = _unpack("<q", buf, vector + 4)  # the first Block's offset: an encapsulated Message
+    start = pos + 8 if _unpack("<i", buf, pos) == -1 else pos + 4  # continuation marker, then its length
+    message = _fb_ref(buf, start)
+    header = _fb_field(buf, message, 2)  # Message.header (a RecordBatch table)
+    if header is not None and _fb_field(buf, _fb_ref(buf, header), 3) is not None:  # RecordBatch.compression
+        raise ValueError("its record batch has compressed buffers; lt.save writes them uncompressed (so that "
+                         "load maps them in place), and a compressed one would be decompressed into memory")
+
+
+def _read(buf):
     pa = require("pyarrow", "arrow", "load()")
-    reader = pa.ipc.open_file(source)
+    reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(buf)))
     meta = _metadata(reader.schema)
     if reader.num_record_batches != 1 or reader.schema.names != [_COLUMN]:
         raise ValueError(
@@ -185,6 +228,8 @@ def _read(source):
     # the header's lod_level is checked against the file's own type, so no type deeper than the file's is built
     _column_type_levels(pa, reader.schema.field(0).type, meta["lod_level"],
                         arrow_type_of(LoDTensor(np.empty((0, *shape), dtype=dtype))))
+    with memoryview(buf) as view:
+        _check_uncompressed(view.cast("B"))
     column = reader.get_batch(0).column(0)
     # offsets are copied into frozen memory (small): another process writing the mapped file
     # can then change values but never make the checked LoD invalid
@@ -256,11 +301,10 @@ def load(path, mmap=True):
             # write through such a view of a read-only mapping killed the process (SIGSEGV); a private
             # mapping takes it in the writer's own page and never reaches the file
             with open(name, "rb") as f:
-                mapped = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_COPY)
-            source = pa.BufferReader(pa.py_buffer(mapped))
+                buf = _mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_COPY)
         else:
             with open(name, "rb") as f:
-                source = pa.BufferReader(f.read())
-        return _read(source)
+                buf = f.read()
+        return _read(buf)
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError, RecursionError) as err:
         raise bad_file("load()", name, err, "lodtensor (lt.save)") from None
