@@ -297,6 +297,7 @@ def test_compiled_gelu_matches_the_exact_function_and_the_numpy_kernel(monkeypat
     assert (np.abs(out[finite] - exact[finite]) <= 4e-7 + 1.2e-7 * np.abs(exact[finite])).all()
     assert np.isnan(out[~finite]).all()
     monkeypatch.setattr(_np_compiled, "_enabled", True)
+    monkeypatch.setattr(_special._tuning, "GELU_PARALLEL_BYTES", 0)  # blocks over threads at any size
     lt.set_num_threads(2)
     try:
         threaded = _special.gelu(x)

@@ -179,7 +179,7 @@ def gelu(x, approximate="none"):
             return gelu(x.astype(np.float32)).astype(np.float16)
         kernel = compiled_pointwise("gelu_f32", x.nbytes)
         if kernel is not None:  # the same formula in one compiled pass (lodtensor/backend/_cpointwise.c)
-            map_blocks(kernel, flat, res)
+            run_compiled(kernel, flat, res, _tuning.GELU_PARALLEL_BYTES)
         else:
             map_blocks(_gelu32_block, flat, res, scratch=2)
     else:
@@ -221,11 +221,11 @@ def relu(x, out=None):
     return run_compiled(kernel, flat, out)
 
 
-def run_compiled(kernel, flat, out):
-    """The compiled pointwise ``kernel(flat, out)`` (1-d ``flat``, ``out`` of its size): one call up
-    to 16 MiB of output, where one thread beats handing half to a second (measured for relu: 4 MB
-    92 against 165 us, 16 MB 741 against 797 us), blocks over the threads above."""
-    if out.nbytes < _tuning.RELU_PARALLEL_BYTES:
+def run_compiled(kernel, flat, out, parallel_bytes=_tuning.RELU_PARALLEL_BYTES):
+    """The compiled pointwise ``kernel(flat, out)`` (1-d ``flat``, ``out`` of its size): one call below
+    ``parallel_bytes`` of output, where one thread beats handing half to a second (measured for relu: 4 MB
+    92 against 165 us, 16 MB 741 against 797 us), blocks over the threads from there."""
+    if out.nbytes < parallel_bytes:
         kernel(flat, out.reshape(-1))
     else:
         map_blocks(kernel, flat, out.reshape(-1), block=1 << 17)
