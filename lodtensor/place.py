@@ -9,7 +9,7 @@ objects are accepted wherever a place is.
 
 import operator
 
-__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "as_place", "place_of", "rebuilt_place"]
+__all__ = ["Place", "CPUPlace", "CUDAPlace", "CUDAPinnedPlace", "DevicePlace", "as_place", "place_of"]
 
 
 class Place:
