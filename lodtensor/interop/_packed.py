@@ -11,34 +11,11 @@ import numpy as np
 
 from .._compile import eager_under_compile
 from ..lod import LoD
+from ..ops._packed import packed_lengths, time_major_rows
 from ..tensor import LoDTensor
 from ._torch_base import _torch, _torch_data
 
 __all__ = ["to_packed_sequence", "from_packed_sequence"]
-
-
-def _time_major_rows(lengths, order):
-    """For rows in sequence order, their position in the time-major packed layout.
-
-    ``order`` lists the sequences longest first; at step ``s`` the packed data
-    holds the first ``batch_sizes[s]`` of them, so the row at step ``s`` of the
-    sequence ranked ``r`` goes to ``start[s] + r``.
-    """
-    n = lengths.size
-    sorted_lengths = lengths[order]
-    longest = int(sorted_lengths[0]) if n else 0
-    # batch_sizes[s] = number of sequences longer than s
-    counts = np.bincount(sorted_lengths, minlength=longest + 1)
-    batch_sizes = n - np.cumsum(counts)[:longest]
-    start = np.zeros(longest, dtype=np.int64)
-    np.cumsum(batch_sizes[:-1], out=start[1:])
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    seq = np.repeat(np.arange(n), lengths)
-    step = np.arange(offsets[-1]) - offsets[seq]
-    return start[step] + rank[seq], batch_sizes
 
 
 @eager_under_compile  # reads the host offsets: under torch.compile, behind a graph break
@@ -89,7 +66,7 @@ def to_packed_sequence(t, enforce_sorted=False):
         order = np.arange(lengths.size)
     else:
         order = np.argsort(-lengths, kind="stable")
-    dest, batch_sizes = _time_major_rows(lengths, order)
+    dest, batch_sizes = time_major_rows(lengths, order)
     src = np.empty_like(dest)
     src[dest] = np.arange(dest.size)
     packed = data[torch.from_numpy(src).to(data.device)]
@@ -128,25 +105,9 @@ def from_packed_sequence(ps):
 
     if not isinstance(ps, PackedSequence):
         raise TypeError(f"from_packed_sequence(): ps must be a PackedSequence, got {type(ps).__name__}")
-    bs = ps.batch_sizes.detach().cpu().numpy().astype(np.int64)
+    lengths, order = packed_lengths(ps, "from_packed_sequence()")
     rows = int(ps.data.shape[0])
-    if bs.ndim != 1 or bs.size == 0 or (bs < 1).any() or (bs[1:] > bs[:-1]).any() or int(bs.sum()) != rows:
-        raise ValueError(
-            f"from_packed_sequence(): batch_sizes must be positive, non-increasing and add up to the "
-            f"{rows} rows of ps.data, got {bs[:8].tolist()}{'...' if bs.size > 8 else ''} (sum {int(bs.sum())})"
-        )
-    n = int(bs[0])
-    # sorted_lengths[r] = number of steps in which sequence ranked r is present
-    sorted_lengths = np.bincount(bs, minlength=n + 1)[::-1].cumsum()[::-1][1:]
-    if ps.sorted_indices is None:
-        order = np.arange(n)
-    else:
-        order = ps.sorted_indices.detach().cpu().numpy().astype(np.int64)
-        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
-            raise ValueError(f"from_packed_sequence(): sorted_indices must be a permutation of range({n})")
-    lengths = np.empty(n, dtype=np.int64)
-    lengths[order] = sorted_lengths
     lod = LoD.from_lengths([lengths], num_rows=rows)
-    dest, _ = _time_major_rows(lengths, order)
+    dest, _ = time_major_rows(lengths, order)
     data = ps.data[torch.from_numpy(dest).to(ps.data.device)]
     return LoDTensor(data, lod)

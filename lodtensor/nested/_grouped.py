@@ -30,10 +30,11 @@ def shape_groups(keys):
     code = _row_codes(keys)
     order = np.argsort(code, kind="stable")
     bounds = np.flatnonzero(np.diff(code[order])) + 1
-    rows = keys.tolist()
     if bounds.size == n - 1:  # every shape distinct (a batch of images): one group per component
-        return [(order[j : j + 1], tuple(rows[i])) for j, i in enumerate(order.tolist())]
-    return [(members, tuple(rows[members[0]])) for members in np.split(order, bounds)]
+        return [(order[j : j + 1], tuple(row)) for j, row in enumerate(keys[order].tolist())]
+    # only the first row of each group goes to Python: the work here grows with the groups, not with n
+    rows = keys[order[np.concatenate(([0], bounds))]].tolist()
+    return [(members, tuple(row)) for members, row in zip(np.split(order, bounds), rows)]
 
 
 def _row_codes(keys):
@@ -92,25 +93,23 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
     if len(groups) > 1 and any(x.requires_grad for x in inputs):
         pairs = [(x._buffer, x._struct.offsets) for x in inputs]
         return joined(be, pairs, fn, groups, cuts, out_struct.offsets), out_struct
-    starts = [x._struct.offsets.tolist() for x in inputs] if len(groups) > 1 else None
-    out_starts = out_offsets.tolist() if len(groups) > 1 else None
-    out_shapes = out_struct.sizes.tolist() if into is not None and starts is not None else None
+    lone = _lone_slices(inputs, groups, out_offsets, out_struct.sizes if into is not None else None)
     for members, key in groups:
-        if members.size == 1 and starts is not None:
-            i = int(members[0])
+        if members.size == 1 and lone is not None:
+            (i, bounds, (out_lo, out_hi), out_shape) = next(lone)
             blocks = [
-                x._buffer[offs[i] : offs[i + 1]].reshape((1,) + key[cuts[k] : cuts[k + 1]])
-                for k, (x, offs) in enumerate(zip(inputs, starts))
+                x._buffer[lo:hi].reshape((1,) + key[cuts[k] : cuts[k + 1]])
+                for k, (x, (lo, hi)) in enumerate(zip(inputs, bounds))
             ]
             if into is not None and dtype is not None:
                 if out is None:
                     out = ops.empty((out_struct.numel,), dtype, first._buffer)
-                into(*blocks, out=out[out_starts[i] : out_starts[i + 1]].reshape((1, *out_shapes[i])))
+                into(*blocks, out=out[out_lo:out_hi].reshape((1, *out_shape)))
                 continue
             res = fn(*blocks)
             if out is None:
                 out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
-            out[out_starts[i] : out_starts[i + 1]].reshape(tuple(res.shape))[...] = res  # one copy, into place
+            out[out_lo:out_hi].reshape(tuple(res.shape))[...] = res  # one copy, into place
             continue
         blocks = [
             block_of(be, x._buffer, x._struct.offsets, members, key[cuts[k] : cuts[k + 1]])
@@ -125,6 +124,21 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
         m = flat.shape[0] // members.size
         be.scatter(out, be.from_host(element_index(out_offsets, members, m), like=out), flat)
     return out, out_struct
+
+
+def _lone_slices(inputs, groups, out_offsets, out_sizes):
+    """For the groups of one component, in group order: ``(i, [(lo, hi) per input], (out_lo, out_hi),
+    out_shape)`` as Python ints, read from the host tables for those components only (not a ``tolist()``
+    of every offset: a few distinct shapes among many components must not cost a Python int each).
+    None when there is one group."""
+    if len(groups) < 2:
+        return None
+    lone = np.array([members[0] for members, _ in groups if members.size == 1], dtype=np.int64)
+    ends = (lone, lone + 1)
+    bounds = [zip(*(x._struct.offsets[e].tolist() for e in ends)) for x in inputs]
+    out_bounds = zip(*(out_offsets[e].tolist() for e in ends))
+    shapes = out_sizes[lone].tolist() if out_sizes is not None else [None] * lone.size
+    return zip(lone.tolist(), zip(*bounds), out_bounds, shapes)
 
 
 def joined(be, inputs, fn, groups, cuts, out_offsets):

@@ -453,11 +453,13 @@ def to_padded_tensor(input, padding, output_size=None):
             return padded
     out = ops.full(shape, padding, buf.dtype, buf)
     groups = shape_groups(st.sizes)
-    starts = st.offsets.tolist() if len(groups) > 1 else None  # host offsets, once
+    # host offsets of the components alone in their group, once (not a Python int per component)
+    lone = np.array([members[0] for members, _ in groups if members.size == 1], dtype=np.int64)
+    lone = zip(lone.tolist(), st.offsets[lone].tolist(), st.offsets[lone + 1].tolist())
     for members, key in groups:
-        if members.size == 1 and starts is not None:  # a component of its own shape: one slice copy
-            i = int(members[0])
-            out[(i, *[slice(0, k) for k in key])] = buf[starts[i] : starts[i + 1]].reshape(key)
+        if members.size == 1 and len(groups) > 1:  # a component of its own shape: one slice copy
+            i, lo, hi = next(lone)
+            out[(i, *[slice(0, k) for k in key])] = buf[lo:hi].reshape(key)
             continue
         block = block_of(be, buf, st.offsets, members, key)
         index = be.from_host(members, like=out)

@@ -15,6 +15,30 @@ _INT64 = np.dtype(np.int64)
 _KEEP = object()
 
 
+_SPAN_LIMIT = 2**59  # no array of any dtype (up to 16 bytes per item) spans this many positions
+
+
+def _too_large(flat):
+    """Per row of the non-negative int64 table ``flat``: whether the product of its entries (zeros read as
+    ones) reaches :data:`_SPAN_LIMIT`; exact, one pass per column, no int64 wraparound (a product that
+    would pass the limit is never formed)."""
+    span = np.ones(flat.shape[0], dtype=_INT64)
+    big = np.zeros(flat.shape[0], dtype=bool)
+    for j in range(flat.shape[1]):  # per component dim (a few), vectorised over the components
+        factor = np.maximum(flat[:, j], 1)
+        big |= span > (_SPAN_LIMIT - 1) // factor  # span * factor >= limit, decided without forming it
+        span = np.where(big, 1, span * np.where(big, 1, factor))
+    return big
+
+
+def _exact_sum(values):
+    """The exact sum of non-negative int64 ``values`` below 2**59 each, as a Python int (no wraparound:
+    the high and low 32 bits are summed apart)."""
+    high = int((values >> 32).sum())
+    low = int((values & 0xFFFFFFFF).sum())
+    return (high << 32) + low
+
+
 class Structure:
     """Sizes and offsets of a nested tensor's components, its outer ragged levels, and facts derived from
     them (cached).
@@ -197,15 +221,15 @@ class Structure:
         flat = _integer_array(table.reshape(-1), "unpickled sizes").reshape(table.shape)
         if flat.size and flat.min() < 0:
             raise ValueError(f"{where}: sizes must be >= 0, got {flat.min()}")
-        counts = [int(np.prod([int(v) for v in row], dtype=object)) for row in flat.tolist()]  # exact, no wrap
-        spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]
-        if spans and max(spans) >= 2**59:  # no array of any dtype (up to 16 bytes) can have such a shape
+        if _too_large(flat).any():  # no array of any dtype (up to 16 bytes) can have such a shape
+            spans = [int(np.prod([max(int(v), 1) for v in row], dtype=object)) for row in flat.tolist()]  # exact
             i = spans.index(max(spans))
             raise ValueError(
                 f"{where}: component {i} has shape {tuple(flat[i].tolist())}, larger than any array can be"
             )
-        if sum(counts) != numel:
-            raise ValueError(f"{where}: the sizes hold {sum(counts)} elements, the buffer {numel}")
+        total = _exact_sum(flat.prod(axis=1) if flat.shape[1] else np.ones(flat.shape[0], _INT64))
+        if total != numel:
+            raise ValueError(f"{where}: the sizes hold {total} elements, the buffer {numel}")
         if hollow is not None and (flat.shape[0] or not isinstance(hollow, tuple) or not all(
                 s is None or isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in hollow)):
             raise ValueError(f"{where}: hollow must be None, or a tuple of ints and None for no component, got "

@@ -1,0 +1,64 @@
+"""Index plans between rows in sequence order and torch's time-major ``PackedSequence`` rows.
+
+Host NumPy only (no torch import): the LoDTensor interop (``to_packed_sequence``,
+``from_packed_sequence``) and the nested front end (``nt.to_packed_sequence()``,
+``as_nested_tensor(packed)``) build their gathers from these, one vectorised
+pass over the lengths, never a Python list of sequences.
+"""
+
+import numpy as np
+
+__all__ = ["time_major_rows", "packed_lengths"]
+
+
+def time_major_rows(lengths, order):
+    """For rows in sequence order, their position in the time-major packed layout, and the batch sizes.
+
+    ``order`` lists the sequences longest first; at step ``s`` the packed data
+    holds the first ``batch_sizes[s]`` of them, so the row at step ``s`` of the
+    sequence ranked ``r`` goes to ``start[s] + r``.
+
+    >>> dest, batch_sizes = time_major_rows(np.array([2, 3]), np.array([1, 0]))
+    >>> dest.tolist(), batch_sizes.tolist()
+    ([1, 3, 0, 2, 4], [2, 2, 1])
+    """
+    n = lengths.size
+    sorted_lengths = lengths[order]
+    longest = int(sorted_lengths[0]) if n else 0
+    # batch_sizes[s] = number of sequences longer than s
+    counts = np.bincount(sorted_lengths, minlength=longest + 1)
+    batch_sizes = n - np.cumsum(counts)[:longest]
+    start = np.zeros(longest, dtype=np.int64)
+    np.cumsum(batch_sizes[:-1], out=start[1:])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    seq = np.repeat(np.arange(n), lengths)
+    step = np.arange(offsets[-1]) - offsets[seq]
+    return start[step] + rank[seq], batch_sizes
+
+
+def packed_lengths(ps, where):
+    """``(lengths, order)`` of the sequences of the ``PackedSequence`` ``ps``: their lengths in the
+    caller's order and the order torch packed them in (longest first), both int64, after checking
+    ``batch_sizes`` and ``sorted_indices`` (``where`` names the caller in the ValueError)."""
+    bs = ps.batch_sizes.detach().cpu().numpy().astype(np.int64)
+    rows = int(ps.data.shape[0])
+    if bs.ndim != 1 or bs.size == 0 or (bs < 1).any() or (bs[1:] > bs[:-1]).any() or int(bs.sum()) != rows:
+        raise ValueError(
+            f"{where}: batch_sizes must be positive, non-increasing and add up to the "
+            f"{rows} rows of ps.data, got {bs[:8].tolist()}{'...' if bs.size > 8 else ''} (sum {int(bs.sum())})"
+        )
+    n = int(bs[0])
+    # sorted_lengths[r] = number of steps in which sequence ranked r is present
+    sorted_lengths = np.bincount(bs, minlength=n + 1)[::-1].cumsum()[::-1][1:]
+    if ps.sorted_indices is None:
+        order = np.arange(n)
+    else:
+        order = ps.sorted_indices.detach().cpu().numpy().astype(np.int64)
+        if order.shape != (n,) or not np.array_equal(np.sort(order), np.arange(n)):
+            raise ValueError(f"{where}: sorted_indices must be a permutation of range({n})")
+    lengths = np.empty(n, dtype=np.int64)
+    lengths[order] = sorted_lengths
+    return lengths, order
