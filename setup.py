@@ -12,7 +12,8 @@ setup(
     ext_modules=[
         Extension(f"lodtensor.backend.numpy.{name}", [f"lodtensor/backend/numpy/{name}.c"], extra_compile_args=["-O3"],
                   # the instruction-set dispatch, and the backward kernels of _csegment.c
-                  depends=["lodtensor/backend/numpy/_csimd.h", "lodtensor/backend/numpy/_cbackward.h"], optional=True)
+                  depends=["lodtensor/backend/numpy/_csimd.h", "lodtensor/backend/numpy/_cbackward.h",
+                           "lodtensor/backend/numpy/_cparallel.h"], optional=True)
         for name in KERNELS
     ]
 )

@@ -103,14 +103,15 @@ def compiled_pointwise(name, nbytes):
 
     ``"gelu_f32"`` (float32), ``"relu"`` (float32 or float64, as ``np.maximum(x, 0)``) or
     ``"relu_torch"`` (as ``torch.relu``: -0.0 kept): C-contiguous
-    native buffers of one type and length, ``out`` may be ``x``. ``nbytes`` is the whole output's
-    size: from ``_tuning.STREAM_BYTES`` on, relu writes with streaming stores.
+    native buffers of one type and length, ``out`` may be ``x``; ``fn(x, out, threads)`` splits the
+    work among ``threads`` threads of the kernels' own pool (``_cparallel.h``). ``nbytes`` is the whole
+    output's size: from ``_tuning.STREAM_BYTES`` on, relu writes with streaming stores.
     """
     kernel, streams = _POINTWISE[name]
     if kernel is None or not _enabled:
         return None
     stream = streams and nbytes >= _tuning.STREAM_BYTES
-    return lambda x, out: kernel(x, out, stream)
+    return lambda x, out, threads=1: kernel(x, out, stream, threads)
 
 
 def compiled_fits(ufunc, data, offsets):

@@ -40,6 +40,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "_cparallel.h"
 #include "_csimd.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -216,14 +217,46 @@ static const variant VARIANTS[] = {VARIANT(16)};
 
 static int active = 0; /* the widest this CPU runs, set at import */
 
-/* Parses (x, out, stream), checks both are C-contiguous native float buffers of one type
+#define PART_BYTES (64 * 1024)
+#define PARTS_PER_THREAD 4
+
+/* One part of a pointwise call split over threads: its share of the values, cut at 64-byte multiples
+ * (whole vectors: the same values as one call, bit for bit). */
+typedef struct {
+    loop_f32 f32;
+    loop_f64 f64;
+    const void *x;
+    void *out;
+    Py_ssize_t n;
+    int stream;
+} pointwise_call;
+
+static void pointwise_part(void *arg, int part, int nparts)
+{
+    const pointwise_call *c = arg;
+    const Py_ssize_t size = c->f32 ? 4 : 8, grain = 64 / size;
+    Py_ssize_t lo = c->n / grain * part / nparts * grain, hi = c->n / grain * (part + 1) / nparts * grain;
+    if (part == nparts - 1) hi = c->n;
+    if (hi <= lo) return;
+    if (c->f32)
+        c->f32((const float *)c->x + lo, (float *)c->out + lo, hi - lo, c->stream);
+    else
+        c->f64((const double *)c->x + lo, (double *)c->out + lo, hi - lo, c->stream);
+}
+
+/* Parses (x, out, stream, threads), checks both are C-contiguous native float buffers of one type
  * (float32 for f32, float64 for f64; any alignment: the loops copy through memcpy) and one length,
  * and runs the loop of that type without the GIL. */
 static PyObject *run_pointwise(const char *name, PyObject *args, loop_f32 f32, loop_f64 f64)
 {
     PyObject *x_obj, *out_obj;
-    int stream = 0;
-    if (!PyArg_ParseTuple(args, "OO|p", &x_obj, &out_obj, &stream)) return NULL;
+    int stream = 0, threads = 1;
+    if (!PyArg_ParseTuple(args, "OO|pi", &x_obj, &out_obj, &stream, &threads)) return NULL;
+    if (threads < 1 || threads > PARALLEL_MAX_WORKERS + 1) {
+        PyErr_Format(PyExc_ValueError, "%s: threads must be 1 to %d, got %d", name, PARALLEL_MAX_WORKERS + 1,
+                     threads);
+        return NULL;
+    }
     Py_buffer x, out;
     if (PyObject_GetBuffer(x_obj, &x, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
     if (PyObject_GetBuffer(out_obj, &out, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0) {
@@ -241,11 +274,12 @@ static PyObject *run_pointwise(const char *name, PyObject *args, loop_f32 f32, l
     } else if (x.len != out.len) {
         PyErr_Format(PyExc_ValueError, "%s: x has %zd bytes and out %zd; they must match", name, x.len, out.len);
     } else {
+        pointwise_call call = {is_f32 ? f32 : NULL, is_f32 ? NULL : f64, x.buf, out.buf, x.len / (is_f32 ? 4 : 8),
+                               stream};
+        /* parts of at least PART_BYTES, about PARTS_PER_THREAD a thread: a late thread leaves few behind */
+        Py_ssize_t parts = x.len / PART_BYTES + 1, most = (Py_ssize_t)threads * PARTS_PER_THREAD;
         Py_BEGIN_ALLOW_THREADS
-        if (is_f32)
-            f32((const float *)x.buf, (float *)out.buf, x.len / 4, stream);
-        else
-            f64((const double *)x.buf, (double *)out.buf, x.len / 8, stream);
+        parallel_run(pointwise_part, &call, (int)(parts < most ? parts : most), threads);
         Py_END_ALLOW_THREADS
         result = Py_None;
         Py_INCREF(result);
@@ -274,11 +308,11 @@ DEFINE_SIMD_FUNCTIONS(NAMES, N_VARIANTS, active)
 
 static PyMethodDef METHODS[] = {
     {"gelu_f32", gelu_f32, METH_VARARGS,
-     "gelu_f32(x, out, stream=False): out = gelu(x) for float32 buffers of one length."},
+     "gelu_f32(x, out, stream=False, threads=1): out = gelu(x) for float32 buffers of one length."},
     {"relu", relu, METH_VARARGS,
-     "relu(x, out, stream=False): out = maximum(x, 0) for float32 or float64 buffers of one type and length."},
+     "relu(x, out, stream=False, threads=1): out = maximum(x, 0) for float32 or float64 buffers of one type and length."},
     {"relu_torch", relu_torch, METH_VARARGS,
-     "relu_torch(x, out, stream=False): out = torch.relu(x) (-0.0 kept) for float32 or float64 buffers."},
+     "relu_torch(x, out, stream=False, threads=1): out = torch.relu(x) (-0.0 kept) for float32 or float64 buffers."},
     SIMD_METHODS,
     {NULL, NULL, 0, NULL},
 };
@@ -289,5 +323,6 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_cpointwise", "Compi
 PyMODINIT_FUNC PyInit__cpointwise(void)
 {
     active = simd_widest(NAMES, N_VARIANTS);
+    if (pool_init() != 0) return PyErr_Format(PyExc_RuntimeError, "_cpointwise: pthread_atfork failed");
     return PyModule_Create(&MODULE);
 }

@@ -63,17 +63,14 @@ STREAM_BYTES = 16 << 20
 #: Narrow rows broadcast onto many (a bias onto a linear layer's output) are done as rows of about
 #: this many values (``_util.broadcast_row``: 16 columns x 74K rows 344 -> 16 us).
 BROADCAST_ROW_VALUES = 4096
-#: The memory-bound compiled pointwise kernels split over threads from this many bytes; below,
-#: one call on one thread beats the hand-off (relu of 1 MB: 38 us against 166 with threads).
-#: Threads the C kernel starts and joins per call (pthreads, tried 2026-11-26) cost 35-50 us to
-#: start here: relu of 4.7 MB took 96 us on two such threads against 76 us on one, of 8 MB 128
-#: against 132, of 15 MB 254 against 417, so they were not kept.
-RELU_PARALLEL_BYTES = 16 << 20
-#: The compiled GELU (about 0.27 ns a float32 value on one AVX-512 core, so about 4x relu's work a
-#: byte) splits over threads from this many bytes of output: the hand-off costs about as much as
-#: relu's (above), so threads pay from a few MB (images of 1.9 MB: 131 us on one thread, 185 us
-#: handed over in blocks).
-GELU_PARALLEL_BYTES = 8 << 20
+#: The compiled pointwise kernels split over threads of their own pool (_cparallel.h) from this many
+#: bytes of output (relu: memory-bound), and the compiled GELU (about 0.27 ns a float32 value on one
+#: AVX-512 core: about 4x relu's work a byte) from GELU_PARALLEL_BYTES. (The Python thread pool's
+#: hand-off, which they used before, cost about 120 us on the 2-core VM: relu of 1 MB took 38 us on one
+#: thread against 166 us on two, of 4 MB 92 against 165 us; threads the kernel started and joined per
+#: call cost 35-50 us to start: relu of 4.7 MB took 96 us on two such threads against 76 us on one.)
+RELU_PARALLEL_BYTES = 1 << 20
+GELU_PARALLEL_BYTES = 256 << 10
 #: From this many values the compiled relu beats NumPy's maximum, call costs included (1,024
 #: values: 1.7 us for NumPy's loop, 0.6 us for the kernel).
 RELU_MIN = 1024
