@@ -6,7 +6,7 @@ import numpy as np  # noqa: F401 - the doctests use it
 
 from ..errors import ShapeError
 from . import _dispatch
-from ._permute import permuted
+from ._permute import permute_view, permuted
 from ._tensor import NestedTensor, make
 
 __all__ = ["JaggedAccessors"]
@@ -15,7 +15,7 @@ __all__ = ["JaggedAccessors"]
 class JaggedAccessors:
     """The methods; see each one."""
 
-    def is_contiguous(self):
+    def is_contiguous(self, memory_format=None):
         """True unless built with holes (``offsets`` and ``lengths``) or a transposed view of another
         tensor's buffer, as torch reports (``contiguous()`` copies such a view into order).
 
@@ -26,7 +26,28 @@ class JaggedAccessors:
         >>> ln.nested_tensor_from_jagged(np.arange(6.0), np.array([0, 2, 6]), lengths=np.array([1, 3])).is_contiguous()
         False
         """
-        return getattr(self, "_holes", None) is None and self._perm is None
+        if memory_format is not None and "contiguous_format" not in str(memory_format):
+            return False  # (channels_last...: never, as torch's jagged layout answers)
+        holes = getattr(self, "_holes", None)  # offsets over part of values, without lengths: no hole
+        return (holes is None or holes[2] is None) and self._perm is None
+
+    def nelement(self):
+        """``numel()``, as torch's alias.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).nelement()
+        3
+        """
+        return self.numel()
+
+    def ndimension(self):
+        """``dim()``, as torch's alias.
+
+        >>> import lodtensor.nested as ln
+        >>> ln.nested_tensor([[1, 2], [3]]).ndimension()
+        2
+        """
+        return self.dim()
 
     def lengths(self):
         """Component lengths (int64) when built with holes (``offsets`` and ``lengths``), else None, as torch.
@@ -36,7 +57,7 @@ class JaggedAccessors:
         True
         """
         holes = getattr(self, "_holes", None)
-        return None if holes is None else self._index_array(holes[2])
+        return None if holes is None or holes[2] is None else self._index_array(holes[2])
 
     @property
     def jagged_dim(self):
@@ -69,7 +90,8 @@ class JaggedAccessors:
     def values(self):
         """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged
         (torch's jagged ``values()``), else the flat buffer; a view either way. A transposed view's
-        values are its storage's, as torch's (``nt.transpose(1, 2).values()`` is ``nt.values()``).
+        values are its storage's read through the same permutation, as torch's
+        (``nt.transpose(1, 2).values()`` is ``nt.values().transpose(0, 1)``).
 
         >>> import lodtensor.nested as ln
         >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
@@ -81,12 +103,15 @@ class JaggedAccessors:
         st = self._st
         traced = _dispatch.compiling()
         if st.tail is not None and 0 not in st.tail and (traced or st._sizes is None):
-            return self._buf.reshape((-1,) + st.tail)  # traced, or a lazy size table: the offsets are not read
-        if traced:  # the row count comes from the host size table: read behind a graph break
+            rows = self._buf.reshape((-1,) + st.tail)  # traced, or a lazy size table: the offsets are not read
+        elif traced:  # the row count comes from the host size table: read behind a graph break
             return _dispatch.COMPILE_HOOKS["eager"](JaggedAccessors.values, self)
-        if st.tail is not None:
-            return self._buf.reshape((int(st.rows()[0][-1]),) + st.tail)
-        return self._buf if self._perm is None else self._buffer
+        elif st.tail is not None:
+            rows = self._buf.reshape((int(st.rows()[0][-1]),) + st.tail)
+        else:
+            return self._buf if self._perm is None else self._buffer
+        # the rows axis stands for the ragged dim: a transposed view moves it as torch's values() does
+        return rows if self._perm is None else permute_view(self.backend, rows, self._perm)
 
     def offsets(self):
         """Row offsets of the components (torch's jagged ``offsets()``), as an int64 array of the
@@ -126,4 +151,4 @@ class JaggedAccessors:
 
 NestedTensor._attach(**{name: JaggedAccessors.__dict__[name] for name in (
     "is_contiguous", "lengths", "jagged_dim", "contiguous", "values", "offsets", "__dlpack__",
-    "__dlpack_device__")})
+    "__dlpack_device__", "nelement", "ndimension")})

@@ -16,7 +16,7 @@ import numpy as np
 from ..backend import backend_name_of
 from ..errors import ShapeError
 from ._broadcast import check_nested, not_implemented, same_backend
-from ._dtypes import kind_of
+from ._dtypes import dtype_name, kind_of
 from ._grouped import map_components
 from ._nn import softmax_like
 from ._registry import implements
@@ -61,7 +61,8 @@ def _segment_log_softmax(be, x, offsets, rows):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """Root-mean-square normalisation over the trailing ``normalized_shape`` (regular dims), times ``weight``.
 
-    ``eps`` defaults to the dtype's machine epsilon, as in torch.
+    ``eps`` defaults to the machine epsilon of the dtype the op computes in, as in torch: float64's for
+    float64, float32's for float32, float16 and bfloat16.
 
     >>> import lodtensor.nested as ln
     >>> out = ln.rms_norm(ln.nested_tensor([np.full((2, 4), 2.0), np.full((1, 4), -3.0)]), (4,))
@@ -92,7 +93,9 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         if tuple(weight.shape) != shape:
             raise ShapeError(f"rms_norm(): weight must have shape {shape}, got {tuple(weight.shape)}")
         weight = weight.reshape(width)
-    eps = float(np.finfo(str(buf.dtype).replace("torch.", "")).eps) if eps is None else float(eps)
+    if eps is None:  # torch computes half precision in float32 and takes float32's epsilon for it
+        eps = float(np.finfo(np.float64 if dtype_name(buf.dtype) == "float64" else np.float32).eps)
+    eps = float(eps)
     rows = buf.reshape((-1, width)) if width else buf.reshape((0, 0))
     return make(be.rms_norm(rows, eps, weight).reshape(-1), st, input._layout)
 

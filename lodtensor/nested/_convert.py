@@ -11,6 +11,7 @@ from ..backend import backend_name_of, get_backend
 from ._construct import as_nested_tensor
 from ._dtypes import kind_of
 from ._layouts import layout_of, to_layout
+from ._registry import OP_TABLE
 from ._tensor import NestedTensor, make_view
 
 __all__ = ["Conversions"]
@@ -33,21 +34,34 @@ class Conversions:
             return self
         return make_view(buf, self._st, self._perm, self._layout)
 
-    def to(self, *args, device=None, dtype=None):
-        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes).
+    def to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, memory_format=None):
+        """This nested tensor on ``device`` and/or with ``dtype`` (self when nothing changes, unless
+        ``copy=True``).
 
         As torch's ``to``: positional arguments may be a device, a dtype, both,
-        or another nested tensor (whose device and dtype are taken). With an
-        :class:`~lodtensor.nested.Layout` (``nt.to(ln.Layout.Packed)``) it
-        converts to that layout instead.
+        or another nested tensor (whose device and dtype are taken), then
+        ``non_blocking`` and ``copy`` (``non_blocking`` is a hint, as torch's).
+        With an :class:`~lodtensor.nested.Layout` (``nt.to(ln.Layout.Packed)``)
+        it converts to that layout instead.
 
         >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([[1, 2], [3]]).to(np.float32).dtype
-        dtype('float32')
+        >>> nt = ln.nested_tensor([[1, 2], [3]])
+        >>> nt.to(np.float32).dtype, nt.to(np.int64) is nt, nt.to(np.int64, copy=True) is nt
+        (dtype('float32'), True, False)
         """
         if args and layout_of(args[0]) is not None:  # nt.to(ln.Layout.Masked) or nt.to("masked"): a layout
             return to_layout(self, *args)
-        for arg in args:
+        head = [a for a in args if not isinstance(a, bool)]
+        flags = args[len(head):]  # torch's positional non_blocking, copy: after the device/dtype/tensor
+        if len(flags) > 2 or any(isinstance(a, bool) for a in args[: len(head)]):
+            raise TypeError(f"to(): takes a device, dtype or tensor, then non_blocking and copy; got {args!r}")
+        if len(flags) == 2:
+            copy = flags[1]
+        if memory_format is not None and "preserve" not in str(memory_format) and "contiguous" not in str(
+                memory_format):  # (torch's jagged layout changes no layout for either)
+            raise ValueError(f"to(): memory_format must be torch.preserve_format or torch.contiguous_format for a "
+                             f"nested tensor, got {memory_format!r}")
+        for arg in head:
             if isinstance(arg, NestedTensor) or (not _is_dtype(arg) and backend_name_of(arg) is not None
                                                  and hasattr(arg, "shape")):  # another (nested) tensor
                 device = (arg.device if isinstance(arg, NestedTensor) else get_backend(backend_name_of(arg))
@@ -57,7 +71,8 @@ class Conversions:
                 dtype = arg
             else:
                 device = arg
-        return as_nested_tensor(self, dtype=dtype, device=device)
+        out = as_nested_tensor(self, dtype=dtype, device=device)
+        return OP_TABLE["clone"](out) if copy and out is self else out
 
     def double(self):
         """A float64 copy (self when already float64).

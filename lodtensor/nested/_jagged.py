@@ -39,6 +39,9 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     - ``offsets`` and ``lengths``: components with holes, ``values[offsets[i]:offsets[i] + lengths[i]]``
       (gathered once; ``lengths()``, ``values()`` and ``offsets()`` report torch's view).
     - ``lengths`` alone stands for ``offsets = [0, *cumsum(lengths)]``.
+    - ``offsets`` that span only part of ``values`` (``offsets[0] > 0`` or ``offsets[-1] < len``), or
+      ``lengths`` that add up to less, read that run of rows, as torch's (``values()`` and ``offsets()``
+      still report all of ``values`` and the given offsets).
     - ``jagged_dim`` (default 1): the nested dim that is ragged; ``values``' dim ``jagged_dim - 1`` is split.
 
     Offsets may be host values (a list, a NumPy array) whatever library ``values`` belongs to.
@@ -94,11 +97,20 @@ def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
     else:
         given = offsets if offsets is not None else lengths
         host = _host_ints(given, "offsets" if offsets is not None else "lengths", where)
+        if offsets is None and host.size and (host >= 0).all() and int(host.sum()) < rows:
+            host, offsets = np.concatenate([[0], np.cumsum(host)]), host  # lengths over the first rows only
+        # offsets over part of the rows (torch's values()/offsets() stay the given ones): the run they span
+        first, last = (int(host[0]), int(host[-1])) if offsets is not None and host.size else (0, rows)
+        if (first, last) != (0, rows) and 0 <= first <= last <= rows:
+            holes = (values, host, None)
         try:  # the gate: offsets and lengths from outside are checked like any lod
-            lod = LoD([host], num_rows=rows) if offsets is not None else LoD.from_lengths([host], num_rows=rows)
+            if holes is not None:
+                lod = LoD([host - first], num_rows=last - first)
+            else:
+                lod = LoD([host], num_rows=rows) if offsets is not None else LoD.from_lengths([host], num_rows=rows)
         except ValueError as err:
             raise ShapeError(f"{where}: {err} (values.shape[0]={rows})") from None
-        flat = rows_values
+        flat = rows_values if holes is None else rows_values[first:last]
         lengths_rows = np.diff(lod.offsets(0))
     nt = make(be.contiguous(flat).reshape(-1), Structure.of_rows(lengths_rows, row_shape), "jagged")
     if jd != 1:
@@ -167,8 +179,9 @@ def _layout_name(layout):
 
 
 def masked_select(tensor, mask):
-    """A jagged nested tensor of the values of ``tensor`` where ``mask`` is True, one component per row of
-    the last dim: ``(prod(shape[:-1]), (selected))``, as torch.nested.masked_select.
+    """A jagged nested tensor of the values of ``tensor`` where ``mask`` (broadcast to ``tensor``'s shape) is
+    True, one component per row of the last dim: ``(prod(shape[:-1]), (selected))``, as
+    torch.nested.masked_select.
 
     >>> import lodtensor.nested as ln
     >>> x = np.arange(6.0).reshape(2, 3)
@@ -178,15 +191,17 @@ def masked_select(tensor, mask):
     if backend_name_of(tensor) is None or backend_name_of(mask) is None:
         raise TypeError("masked_select(): tensor and mask must be arrays or tensors")
     same_backend("masked_select()", tensor, mask)
-    if tuple(mask.shape) != tuple(tensor.shape):
-        raise ShapeError(
-            f"masked_select(): mask of shape {tuple(mask.shape)} must have the shape of tensor {tuple(tensor.shape)}"
-        )
+    shape = tuple(int(s) for s in tensor.shape)
+    mshape = tuple(int(s) for s in mask.shape)
+    if len(mshape) > len(shape) or any(m not in (1, s) for m, s in zip(mshape[::-1], shape[::-1])):
+        raise ShapeError(f"masked_select(): mask of shape {mshape} does not broadcast to the shape of tensor {shape}")
     if str(mask.dtype).replace("torch.", "") != "bool":
         raise TypeError(f"masked_select(): mask must be a bool array, got {mask.dtype}")
-    if tensor.ndim < 2:
-        raise ShapeError("masked_select(): tensor must have at least 2 dims (rows of the last dim)")
+    if tensor.ndim < 1:
+        raise ShapeError("masked_select(): tensor must have at least 1 dim (rows of the last dim)")
     be = backend_of(tensor)
+    if mshape != shape:  # a mask broadcast over the tensor, as torch's expand
+        mask = be.expand(mask.reshape((1,) * (len(shape) - len(mshape)) + mshape), shape)
     rows = int(np.prod(tensor.shape[:-1], dtype=np.int64))
     counts = be.to_numpy(mask.reshape(rows, int(mask.shape[-1])).sum(-1)).astype(np.int64)  # (rows may be 0)
     values = tensor[mask]

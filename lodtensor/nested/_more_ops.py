@@ -1,7 +1,7 @@
 """Pointwise ops torch 2.13's jagged layout runs that the tables do not spell: ``clamp_min``/``clamp_max``,
 ``lerp``, ``float_power``, ``heaviside``, ``gcd``/``lcm``, ``frexp``, ``threshold``, ``softmin``, ``fill``,
-``view_as``, ``is_same_size``, unary ``+`` and the method spellings of the tables' aliases (``nt.clip``,
-``nt.arccos``, ``nt.subtract``...).
+``view_as``, ``expand_as``, ``is_same_size``, unary ``+`` and the method spellings of the tables' aliases
+(``nt.clip``, ``nt.arccos``, ``nt.subtract``...).
 
 Each is written with the table ops (so every backend runs it, with autograd on
 torch) and registered as ``ln.<name>``, the method and the torch names.
@@ -33,6 +33,7 @@ __all__ = [
     "softmin",
     "fill",
     "view_as",
+    "expand_as",
     "is_same_size",
 ]
 
@@ -244,6 +245,20 @@ def view_as(input, other):
     return OP_TABLE["view"](input, tuple(other.shape))
 
 
+def expand_as(input, other):
+    """``input.expand(other.shape)``: ``other`` a nested tensor whose ragged dims match ``input``'s.
+
+    >>> import lodtensor.nested as ln
+    >>> a = ln.nested_tensor([np.ones((2, 1)), np.ones((3, 1))], layout="jagged")
+    >>> a.expand_as(ln.zeros_like(a).expand(-1, -1, 4)).nested_size().tolist()
+    [[2, 4], [3, 4]]
+    """
+    check_nested(input, "expand_as()")
+    if not isinstance(other, NestedTensor):
+        raise ShapeError(f"expand_as(): other must be a NestedTensor, got {type(other).__name__}")
+    return OP_TABLE["expand"](input, *other.shape)
+
+
 def is_same_size(input, other):
     """True when ``other`` is a nested tensor with the same component sizes.
 
@@ -273,6 +288,7 @@ implements("threshold_", "torch.threshold_", _F + "threshold_")(
 _register("softmin", softmin, _F + "softmin", inplace=False)
 _register("fill", fill, "torch.fill", inplace=False)
 _register("view_as", view_as, _T + "view_as", inplace=False)
+_register("expand_as", expand_as, _T + "expand_as", inplace=False)
 _register("is_same_size", is_same_size, _T + "is_same_size", inplace=False)
 
 

@@ -261,16 +261,18 @@ def _matmul_nested(where, a, b):
     out_sizes = np.concatenate([sa[:, :-1], sb[:, -1:]], axis=1)
     ops = a.backend
     out, st = map_components([a, b], ops.matmul, out_sizes)
-    if a._struct.n and not a._struct.regular[-1] and (out_sizes == out_sizes[:1]).all():
-        return out.reshape((a._struct.n,) + tuple(int(v) for v in out_sizes[0]))  # the ragged dim contracted:
-    return make(out, st, a._layout)  # dense, as torch's jagged (B, D, j) @ (B, j, D)
+    contracted = a._struct.n and not a._struct.regular[-1] and (out_sizes == out_sizes[:1]).all()
+    if contracted and a._layout == "jagged":  # the ragged dim contracted: dense, as torch's jagged
+        return out.reshape((a._struct.n,) + tuple(int(v) for v in out_sizes[0]))  # (B, D, j) @ (B, j, D)
+    return make(out, st, a._layout)  # torch's strided layout keeps such a product nested
 
 
 @implements("matmul", "torch.matmul", _T + "matmul", _T + "__matmul__")
 def matmul(input, other):
     """Matrix product of every pair of components (nested @ nested), or of every component with a
     dense 2-d matrix, or with its own matrix of a dense ``(batch, k, m)`` array (nested @ dense). A
-    product that contracts the ragged dim, ``(B, D, j) @ (B, j, D)``, is dense, as torch's.
+    product that contracts the ragged dim, ``(B, D, j) @ (B, j, D)``, is dense on the jagged layout and
+    nested on the strided one, as torch's.
 
     Nested @ nested needs two nested tensors of the same rank >= 3 with equal
     batch dims per component (no broadcasting); the work is grouped by

@@ -10,6 +10,8 @@ backend (``be.pointwise``) runs the one it speaks. Every op is registered as
 ``__torch_function__``, and an in-place ``<name>_``.
 """
 
+import numbers
+
 import numpy as np
 
 from ..errors import ShapeError
@@ -175,8 +177,10 @@ def binary(name, a, b, **kwargs):
     aligned = align(name, (a, b))
     be = aligned.backend
     arrays = aligned.arrays
-    if not scalar_ok and any(not isinstance(x, NestedTensor) and scalar_like(x) is not None for x in (a, b)):
-        raise TypeError(f"{name}(): argument 'other' must be Tensor, not {type(b).__name__}")
+    # torch takes no Python number here, but a 0-d tensor (array) as any dense operand
+    if not scalar_ok and any(isinstance(x, (bool, numbers.Number, np.generic)) for x in (a, b)):
+        which, bad = ("input", a) if isinstance(a, (bool, numbers.Number, np.generic)) else ("other", b)
+        raise TypeError(f"{name}(): argument '{which}' must be Tensor, not {type(bad).__name__}")
     kinds = [
         kind_of(x.dtype)
         if hasattr(x, "dtype")
@@ -401,7 +405,10 @@ def _rpow(input, other):
 
 
 # -- NumPy ufuncs on nested tensors ---------------------------------------------------------
-_BY_UFUNC = {spec[0]: name for name, spec in {**UNARY, **BINARY}.items()}
+# keyed by the ufunc's own name (np.true_divide is np.divide, named "divide", in NumPy 2)
+_BY_UFUNC = {
+    getattr(getattr(np, spec[0], None), "__name__", spec[0]): name for name, spec in {**UNARY, **BINARY}.items()
+}
 
 
 def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
@@ -418,6 +425,8 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
             f"with dim, or unbind()"
         )
     name = _BY_UFUNC.get(ufunc.__name__)
+    if ufunc.__name__ == "floor_divide" and out is None and not kwargs:  # torch's floor_divide: its dtypes
+        return OP_TABLE["div"](*inputs, rounding_mode="floor")
     if name is not None and out is None and not kwargs:
         scalars = any(not isinstance(x, NestedTensor) and scalar_like(x) is not None for x in inputs)
         if name in UNARY or BINARY[name][3] or not scalars:

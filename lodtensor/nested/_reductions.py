@@ -98,10 +98,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         return ops.reduce(buf, kind, None, False)
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if len(dims) != 1:
-        raise ShapeError(
-            f"{where}: reducing along several dims at once is not supported for nested tensors "
-            f"(got dim={dim!r}); reduce one dim at a time"
-        )
+        return _reduce_several(where, kind, input, buf, dims, keepdim)
     d = op_dim(input, dims[0], where)
     if d == 0:
         raise ShapeError(
@@ -153,6 +150,42 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     if st.n and others and (axis == 0 or not st.regular[axis]):  # no ragged dim left: dense, as torch's jagged
         return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))  # sum (also of a transposed view)
     return result
+
+
+def _reduce_several(where, kind, input, buf, dims, keepdim):
+    """``kind`` over several dims at once, as torch's jagged layout: regular dims (a nested result, one dim
+    after the other), or the batch and ragged dims of sequences with any regular ones (a dense result,
+    over every row of ``buf``, the input's buffer already in the result's dtype)."""
+    ds = sorted({op_dim(input, d, where) for d in dims}, reverse=True)  # (a dim named twice counts once)
+    st = input._struct
+    ragged = [a + 1 for a, r in enumerate(st.regular) if not r]
+    if kind not in ("sum", "mean", "amax", "amin") or not ds:
+        raise ShapeError(
+            f"{where}: reducing along several dims at once is not supported for nested tensors "
+            f"(got dim={tuple(dims)!r}); reduce one dim at a time"
+        )
+    if 0 not in ds:
+        if builtins.any(d in ragged for d in ds):
+            raise ShapeError(f"{where}: reducing along a ragged and non-batch dimension is not supported for "
+                             f"nested tensors (got dim={tuple(dims)!r})")
+        out = make(buf, st, input._layout)  # (the buffer in the result's dtype)
+        for d in ds:  # the highest dim first: the lower ones keep their numbers
+            out = _reduce(where, kind, out, d, keepdim, None)
+        return out
+    if not (st.is_lod and 1 in ds) or st.outer:
+        raise ShapeError(
+            f"{where}: reducing along the batch dimension needs the ragged dim of sequences too "
+            f"(dims 0 and 1 of a nested tensor ragged in dim 1 alone), got dim={tuple(dims)!r}"
+        )
+    ops = input.backend
+    offsets, row_shape = st.rows()
+    out = ops.reduce(buf.reshape((int(offsets[-1]),) + row_shape), kind, 0, keepdim)  # every row at once
+    if keepdim:
+        out = out.reshape((1,) + tuple(out.shape))
+    for d in ds:
+        if d > 1:  # a regular dim: its axis in the result (dims 0 and 1 became one axis, or two kept ones)
+            out = ops.reduce(out, kind, d if keepdim else d - 2, keepdim)
+    return out
 
 
 #: name: (takes ``dtype=``, what it computes; the docs below). Every entry becomes ``ln.<name>``, the method and

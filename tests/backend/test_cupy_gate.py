@@ -80,6 +80,14 @@ def _data(stub, rows, width=3):
     return stub.asarray(np.arange(rows * width, dtype=np.float32).reshape(rows, width))
 
 
+def _run_of_rows(rows, offs):
+    """Integer offsets that never decrease and stay within the rows without starting at 0 or ending at
+    ``rows``: no LoD level, but a valid ``nested_tensor_from_jagged`` (torch reads a run of the values)."""
+    arr = np.asarray(offs)
+    return (arr.ndim == 1 and arr.size > 0 and arr.dtype.kind in "iu" and bool((np.diff(arr) >= 0).all())
+            and 0 <= arr[0] and arr[-1] <= rows and not (arr[0] == 0 and arr[-1] == rows))
+
+
 def _entry_points(stub, rows, offs):
     """Every way to put CuPy data under a LoD given by these offsets."""
     import lodtensor.nested as ln  # noqa: PLC0415
@@ -96,6 +104,8 @@ def _entry_points(stub, rows, offs):
             raise
 
     yield "set_lod", set_lod
+    if _run_of_rows(rows, offs):  # torch's nested_tensor_from_jagged reads these as a run of the rows
+        return
     yield "nested_tensor_from_jagged(host offsets)", lambda: ln.nested_tensor_from_jagged(_data(stub, rows), offs)
     if np.asarray(offs).dtype.kind in "iu":  # offsets on the device, as torch users pass them
         yield "nested_tensor_from_jagged(device offsets)", lambda: ln.nested_tensor_from_jagged(
