@@ -79,10 +79,26 @@ class _Device:
         self.xp = _cupy()
         self.device = device
         self._made = {}
+        self._result = None
+
+    def result(self, shape, dtype):
+        """Make the next :meth:`alloc` (the op's output: a kernel's ``[rows, width]`` array of words or
+        values) a view of a fresh tensor of ``shape`` and ``dtype``, which :meth:`tensor` then gives
+        back as it is: a Function that returned a reshape or a ``view(dtype)`` of its output would
+        return a view, which autograd forbids writing in place (``segment_mean``'s own ``div_``)."""
+        self._result = (tuple(int(s) for s in shape), dtype)
+        return self
 
     def alloc(self, shape, dtype):
-        t = torch.empty(tuple(int(s) for s in shape), dtype=_torch_dtype(dtype), device=self.device)
-        view = self.view(t)
+        shape = tuple(int(s) for s in shape)
+        if self._result is not None:
+            full, full_dtype = self._result
+            self._result = None
+            t = torch.empty(full, dtype=full_dtype, device=self.device)
+            view = self.view(t.view(_torch_dtype(dtype)).view(shape))
+        else:
+            t = torch.empty(shape, dtype=_torch_dtype(dtype), device=self.device)
+            view = self.view(t)
         self._made[id(view)] = t
         return view
 
@@ -132,12 +148,13 @@ def _reduce(op, data, offsets, empty):
     result = data.dtype if op != "mean" or data.is_floating_point() else torch.float64
     if n <= 0 or width == 0:
         return torch.full((max(n, 0),) + row_shape, empty, dtype=result, device=data.device)
-    dev = _Device(data.device)
-    x = data.detach().to(_torch_dtype(_native(data.dtype))).contiguous().reshape(rows, width)
+    native = _native(data.dtype)
+    dev = _Device(data.device).result((n,) + row_shape, _torch_dtype(_kernels.accumulator(op, native)))
+    x = data.detach().to(_torch_dtype(native)).contiguous().reshape(rows, width)
     with dev.launching():
         out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.view(offsets.contiguous()), n, empty, dev.alloc,
                                      owner=offsets)  # (a LoD's frozen copy keeps its plan: _launch.plan)
-    return dev.tensor(out).reshape((n,) + row_shape).to(result)
+    return dev.tensor(out).to(result)
 
 
 def _ids(ids, offsets, rows):
@@ -234,12 +251,13 @@ class SegmentSoftmax(torch.autograd.Function):
         result = data.dtype if data.is_floating_point() else torch.float32
         if rows == 0 or width == 0 or n <= 0:
             return data.detach().to(result).clone()
-        dev = _Device(data.device)
-        x = data.detach().to(_torch_dtype(_native(data.dtype))).contiguous().reshape(rows, width)
+        native = _native(data.dtype)
+        dev = _Device(data.device).result(data.shape, _torch_dtype(_kernels.accumulator("softmax", native)))
+        x = data.detach().to(_torch_dtype(native)).contiguous().reshape(rows, width)
         with dev.launching():
             out = _launch.segment_softmax(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, dev.alloc,
                                           owner=offsets)
-        return dev.tensor(out).reshape(data.shape).to(result)
+        return dev.tensor(out).to(result)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -300,11 +318,11 @@ def _unpad(padded, offsets, total):
     if total == 0 or width == 0:
         return torch.empty((total,) + row_shape, dtype=padded.dtype, device=padded.device)
     word = _words(padded)
-    dev = _Device(padded.device)
+    dev = _Device(padded.device).result((total,) + row_shape, padded.dtype)
     flat = padded.detach().contiguous().reshape(n, maxlen, width).view(word)
     with dev.launching():
         out = _launch.unpad(dev.xp, dev.view(flat), dev.view(offsets.contiguous()), n, total, dev.alloc, owner=offsets)
-    return dev.tensor(out).view(padded.dtype).reshape((total,) + row_shape)
+    return dev.tensor(out)
 
 
 @rows_rule

@@ -17,7 +17,10 @@ template <typename A> struct lt_online {
     __device__ __forceinline__ void start() { m = lt_limits<A>::lowest(); z = A(0); }
     __device__ __forceinline__ void add(A v) {
         if (v > m) { z = z * lt_exp(m - v) + A(1); m = v; }
-        else z += lt_exp(v - m);  // a NaN v (or -inf with m == -inf) makes z NaN, as in NumPy
+        // a -inf v adds exp(-inf - m) = 0, also while m is still -inf (exp(-inf + inf) would be NaN: a
+        // masked row read first by a lane spoilt its column); a column of -inf only keeps z == 0, so
+        // its rows become exp(NaN) / 0 = NaN at the apply, as in NumPy. A NaN v makes z NaN.
+        else if (v != lt_limits<A>::lowest()) z += lt_exp(v - m);
     }
     __device__ __forceinline__ void merge(A m2, A z2) {
         if (z2 == A(0)) return;
