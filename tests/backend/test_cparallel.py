@@ -137,3 +137,81 @@ def test_the_wrapper_passes_the_thread_count():
     out = np.empty_like(x)
     kernel(x, out, 3)
     np.testing.assert_array_equal(out, _single("gelu_f32", x))
+
+
+segment = pytest.importorskip("lodtensor.backend.numpy._csegment", reason="the compiled kernels were not built")
+
+
+def _lod(rows, seed, long_one=False):
+    g = np.random.default_rng(seed)
+    lengths = g.integers(0, 9, size=max(rows // 3, 1))
+    if long_one:  # one sequence of most rows beside empty ones: a part may hold nothing
+        lengths[len(lengths) // 2] += rows
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return offsets, int(offsets[-1])
+
+
+@pytest.mark.parametrize("width", [1, 5, 64])
+@pytest.mark.parametrize("long_one", [False, True])
+def test_segment_kernels_cut_into_runs_of_sequences_give_the_bits_of_one_call(width, long_one):
+    """segment_reduce (sum, max, min; 4 dtypes), softmax_grad and extreme_grad on 2-64 threads: each
+    sequence is reduced whole by one thread, so the results are one call's bits."""
+    offsets, rows = _lod(6000, seed=width, long_one=long_one)
+    n = offsets.size - 1
+    g = np.random.default_rng(width)
+    for kind, dtype in enumerate((np.float32, np.float64, np.int32, np.int64)):
+        data = (g.standard_normal((rows, width)) * 100).astype(dtype)
+        for op in (0, 1, 2):
+            want = np.zeros((n, width), dtype)
+            segment.segment_reduce(op, kind, data, offsets, want, width, 0, n, 1)
+            for threads in (2, 3, 64):
+                got = np.zeros((n, width), dtype)
+                segment.segment_reduce(op, kind, data, offsets, got, width, 0, n, threads)
+                np.testing.assert_array_equal(got, want, err_msg=f"op {op}, {dtype.__name__}, {threads} threads")
+    for kind, dtype in enumerate((np.float32, np.float64)):
+        y = np.abs(g.standard_normal((rows, width))).astype(dtype)
+        grad = g.standard_normal((rows, width)).astype(dtype)
+        want = np.empty_like(y)
+        segment.softmax_grad(kind, grad, y, offsets, want, width, 0, n, 1)
+        m = np.zeros((n, width), dtype)
+        segment.segment_reduce(1, kind, y, offsets, m, width, 0, n, 1)
+        gm = g.standard_normal((n, width)).astype(dtype)
+        want_x = np.empty_like(y)
+        segment.extreme_grad(kind, y, m, gm, offsets, want_x, width, 0, n, 1)
+        for threads in (2, 5):
+            got = np.empty_like(y)
+            segment.softmax_grad(kind, grad, y, offsets, got, width, 0, n, threads)
+            np.testing.assert_array_equal(got, want)
+            segment.extreme_grad(kind, y, m, gm, offsets, got, width, 0, n, threads)
+            np.testing.assert_array_equal(got, want_x)
+
+
+def test_segment_kernels_check_threads_and_a_sub_range():
+    offsets, rows = _lod(300, seed=1)
+    data = np.ones((rows, 4), np.float32)
+    out = np.full((offsets.size - 1, 4), -1.0, np.float32)
+    with pytest.raises(ValueError, match="segment_reduce: threads must be 1 to 64, got 0"):
+        segment.segment_reduce(0, 0, data, offsets, out, 4, 0, 10, 0)
+    segment.segment_reduce(0, 0, data, offsets, out, 4, 20, 60, 3)  # only sequences 20:60 are written
+    lengths = np.diff(offsets)
+    j = np.arange(lengths.size)
+    written = (j >= 20) & (j < 60) & (lengths > 0)  # empty sequences' rows are left as they are
+    expect = np.where(written, lengths, -1).astype(np.float32)
+    np.testing.assert_array_equal(out, np.repeat(expect[:, None], 4, axis=1))
+
+
+def test_the_backend_splits_segment_work_on_the_pool(monkeypatch):
+    """From COMPILED_PARALLEL_BYTES the backend asks the kernels for every thread; results are unchanged."""
+    from lodtensor.backend.numpy import _tuning
+
+    if not _compiled.compiled_kernels():
+        pytest.skip("the compiled kernels are switched off")
+    offsets, rows = _lod(9000, seed=2)
+    data = np.random.default_rng(2).standard_normal((rows, 8)).astype(np.float32)
+    want = _compiled.compiled_reduce(np.add, data, offsets, 0.0)
+    monkeypatch.setattr(_tuning, "COMPILED_PARALLEL_BYTES", 0)
+    calls = []
+    real = _compiled._kernel
+    monkeypatch.setattr(_compiled, "_kernel", lambda *args: calls.append(args[-1]) or real(*args))
+    np.testing.assert_array_equal(_compiled.compiled_reduce(np.add, data, offsets, 0.0), want)
+    assert calls == [_compiled.get_num_threads()]

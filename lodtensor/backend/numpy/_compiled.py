@@ -6,9 +6,10 @@ float32/float64 values in one pass (``_cpointwise.c``).
 Both are built from C when the package is installed (they need only a C
 compiler and Python's headers; no library beyond NumPy). The segment kernel
 reduces every sequence where it lies, a tile of columns at a time held in
-SIMD registers, and releases the GIL, so large inputs are split into runs of
-sequences with about equal row counts, one per thread; GELU goes through
-``_special.map_blocks`` the same way. Where they were not built (no compiler
+SIMD registers, without the GIL: large inputs are cut into runs of sequences
+with about equal row counts, which the calling thread and the kernels' own C
+thread pool (``_cparallel.h``) take; the pointwise kernels cut their values
+the same way. Where they were not built (no compiler
 at install time), or are switched off with ``set_compiled_kernels(False)`` or
 ``LODTENSOR_COMPILED=0``, the NumPy-only kernels (:mod:`._chunks`,
 :mod:`._pieces`, :mod:`._special`) serve with the same results.
@@ -25,7 +26,7 @@ import os
 
 import numpy as np
 
-from .._threads import run_split
+from .._threads import get_num_threads
 from . import _pool, _tuning
 
 try:
@@ -97,6 +98,13 @@ def set_compiled_kernels(enabled):
     return previous
 
 
+def _threads_for(nbytes):
+    """Threads for a segment kernel reading ``nbytes``: the kernel cuts its sequences into runs of about
+    equal rows and runs them on the kernels' own pool (``_cparallel.h``) from
+    ``_tuning.COMPILED_PARALLEL_BYTES``."""
+    return get_num_threads() if nbytes >= _tuning.COMPILED_PARALLEL_BYTES else 1
+
+
 def compiled_pointwise(name, nbytes):
     """The compiled pointwise kernel ``name`` as ``fn(x, out)``, or None where the kernels are
     switched off or were not built.
@@ -150,8 +158,7 @@ def compiled_reduce(ufunc, data, offsets, fill, *, checked=False):
     empty = offsets[1:] == offsets[:-1]
     if empty.any():
         out[empty] = fill
-    run_split(lambda lo, hi: _kernel(op, kind, rows, offsets, out, width, lo, hi), offsets,
-              rows.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
+    _kernel(op, kind, rows, offsets, out, width, 0, n, _threads_for(rows.nbytes))
     return out.reshape((n,) + data.shape[1:])
 
 
@@ -178,8 +185,7 @@ def compiled_softmax_grad(grad, y, offsets):
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = _pool.empty(y.shape, y.dtype)
     flat = out.reshape(rows, width)
-    run_split(lambda lo, hi: _softmax_grad(kind, g, ys, offsets, flat, width, lo, hi), offsets,
-              ys.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
+    _softmax_grad(kind, g, ys, offsets, flat, width, 0, offsets.size - 1, _threads_for(ys.nbytes))
     return out
 
 
@@ -209,6 +215,5 @@ def compiled_extreme_grad(data, result, grad, offsets):
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
     out = _pool.empty(data.shape, data.dtype)
     flat = out.reshape(rows, width)
-    run_split(lambda lo, hi: _extreme_grad(kind, x, m, g, offsets, flat, width, lo, hi), offsets,
-              x.nbytes >= _tuning.COMPILED_PARALLEL_BYTES)
+    _extreme_grad(kind, x, m, g, offsets, flat, width, 0, n, _threads_for(x.nbytes))
     return out

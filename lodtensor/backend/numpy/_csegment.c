@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_cparallel.h"
 #include "_csimd.h"
 
 /* Rows of a block of at most this many bytes are reduced tile by tile before the next block. */
@@ -321,14 +322,83 @@ static void release_buffers(Py_buffer *views, int count)
     for (int i = 0; i < count; i++) PyBuffer_Release(&views[i]);
 }
 
+/* One call of a segment kernel cut into runs of sequences with about equal row counts, one run a
+ * part, run on the kernels' own thread pool (_cparallel.h). Each part writes only its sequences'
+ * output rows, and has scratch of its own. */
+#define PART_BYTES (64 * 1024)
+#define PARTS_PER_THREAD 4
+#define MAX_CUTS (PARTS_PER_THREAD * (PARALLEL_MAX_WORKERS + 1))
+
+typedef struct {
+    int which; /* 0 segment_reduce, 1 softmax_grad, 2 extreme_grad */
+    kernel_fn reduce;
+    grad_fn softmax;
+    extreme_grad_fn extreme;
+    const void *a, *b, *c; /* data / g, y / x, m, g */
+    void *out;
+    char *scratch; /* scratch_bytes per part */
+    size_t scratch_bytes;
+    const int64_t *off;
+    int64_t width;
+    int64_t cuts[MAX_CUTS + 1];
+} segment_call;
+
+static void segment_part(void *arg, int part, int nparts)
+{
+    segment_call *c = arg;
+    int64_t lo = c->cuts[part], hi = c->cuts[part + 1];
+    (void)nparts;
+    if (lo >= hi) return;
+    void *scratch = c->scratch + (size_t)part * c->scratch_bytes;
+    if (c->which == 0)
+        c->reduce(c->a, c->off, c->out, lo, hi, c->width);
+    else if (c->which == 1)
+        c->softmax(c->a, c->b, c->off, c->out, scratch, lo, hi, c->width);
+    else
+        c->extreme(c->a, c->b, c->c, c->off, c->out, scratch, lo, hi, c->width);
+}
+
+/* How many parts the rows of sequences lo:hi (of `row_bytes` each) make on `threads` threads, and their
+ * cuts: sequence bounds with about equal rows between (a binary search over the checked offsets). */
+static int segment_cuts(segment_call *c, int64_t lo, int64_t hi, Py_ssize_t row_bytes, int threads)
+{
+    const int64_t *off = c->off;
+    int64_t rows = off[hi] - off[lo];
+    int64_t parts = threads > 1 ? rows * (int64_t)row_bytes / PART_BYTES + 1 : 1;
+    if (parts > (int64_t)threads * PARTS_PER_THREAD) parts = (int64_t)threads * PARTS_PER_THREAD;
+    if (parts > hi - lo) parts = hi - lo;
+    if (parts < 1) parts = 1;
+    c->cuts[0] = lo;
+    for (int64_t k = 1; k < parts; k++) {
+        int64_t target = off[lo] + rows / parts * k + rows % parts * k / parts, a = c->cuts[k - 1], b = hi;
+        while (a < b) { /* the first sequence j >= cuts[k - 1] with off[j] >= target */
+            int64_t mid = a + (b - a) / 2;
+            if (off[mid] < target) a = mid + 1;
+            else b = mid;
+        }
+        c->cuts[k] = a;
+    }
+    c->cuts[parts] = hi;
+    return (int)parts;
+}
+
+static int check_threads(const char *fn, int threads)
+{
+    if (threads >= 1 && threads <= PARALLEL_MAX_WORKERS + 1) return 1;
+    PyErr_Format(PyExc_ValueError, "%s: threads must be 1 to %d, got %d", fn, PARALLEL_MAX_WORKERS + 1, threads);
+    return 0;
+}
+
 static PyObject *segment_reduce(PyObject *self, PyObject *args)
 {
     int op, kind;
     PyObject *objs[3]; /* data, offsets, out */
     long long width, lo, hi;
-    if (!PyArg_ParseTuple(args, "iiOOOLLL:segment_reduce", &op, &kind, &objs[0], &objs[1], &objs[2], &width, &lo,
-                          &hi))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "iiOOOLLL|i:segment_reduce", &op, &kind, &objs[0], &objs[1], &objs[2], &width, &lo,
+                          &hi, &threads))
         return NULL;
+    if (!check_threads("segment_reduce", threads)) return NULL;
     if (op < 0 || op > 2) return PyErr_Format(PyExc_ValueError, "segment_reduce: op must be 0, 1 or 2, got %d", op);
     if (kind < 0 || kind > 3)
         return PyErr_Format(PyExc_ValueError, "segment_reduce: kind must be 0-3, got %d", kind);
@@ -350,9 +420,11 @@ static PyObject *segment_reduce(PyObject *self, PyObject *args)
                      (long long)(out->len / size / width), width, hi);
         goto done;
     }
-    kernel_fn fn = TABLES[active][kind][op];
+    segment_call call = {.which = 0, .reduce = TABLES[active][kind][op], .a = data->buf, .out = out->buf,
+                         .off = off, .width = width};
+    int parts = segment_cuts(&call, lo, hi, size * (Py_ssize_t)width, threads);
     Py_BEGIN_ALLOW_THREADS
-    fn(data->buf, off, out->buf, lo, hi, width);
+    parallel_run(segment_part, &call, parts, threads);
     Py_END_ALLOW_THREADS
     result = Py_None;
     Py_INCREF(result);
@@ -367,9 +439,11 @@ static PyObject *softmax_grad(PyObject *self, PyObject *args)
     int kind;
     PyObject *objs[4]; /* g, y, offsets, out */
     long long width, lo, hi;
-    if (!PyArg_ParseTuple(args, "iOOOOLLL:softmax_grad", &kind, &objs[0], &objs[1], &objs[2], &objs[3], &width, &lo,
-                          &hi))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "iOOOOLLL|i:softmax_grad", &kind, &objs[0], &objs[1], &objs[2], &objs[3], &width, &lo,
+                          &hi, &threads))
         return NULL;
+    if (!check_threads("softmax_grad", threads)) return NULL;
     if (kind < 0 || kind > 1) return PyErr_Format(PyExc_ValueError, "softmax_grad: kind must be 0 or 1, got %d", kind);
     if (width < 1 || width > PY_SSIZE_T_MAX / 8)
         return PyErr_Format(PyExc_ValueError, "softmax_grad: width must be in 1..%lld, got %lld",
@@ -390,14 +464,17 @@ static PyObject *softmax_grad(PyObject *self, PyObject *args)
     }
     off = checked_offsets("softmax_grad", offsets, lo, hi, (int64_t)(y->len / size / width));
     if (off == NULL) goto done;
-    dot = PyMem_Malloc((size_t)width * (size_t)size);
+    segment_call call = {.which = 1, .softmax = GRAD_TABLES[active][kind], .a = g->buf, .b = y->buf, .out = out->buf,
+                         .off = off, .width = width, .scratch_bytes = (size_t)width * (size_t)size};
+    int parts = segment_cuts(&call, lo, hi, size * (Py_ssize_t)width, threads);
+    dot = PyMem_Malloc(call.scratch_bytes * (size_t)parts); /* a row of dot products a part */
     if (dot == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    grad_fn fn = GRAD_TABLES[active][kind];
+    call.scratch = dot;
     Py_BEGIN_ALLOW_THREADS
-    fn(g->buf, y->buf, off, out->buf, dot, lo, hi, width);
+    parallel_run(segment_part, &call, parts, threads);
     Py_END_ALLOW_THREADS
     result = Py_None;
     Py_INCREF(result);
@@ -413,9 +490,11 @@ static PyObject *extreme_grad(PyObject *self, PyObject *args)
     int kind;
     PyObject *objs[5]; /* x, m, g, offsets, out */
     long long width, lo, hi;
-    if (!PyArg_ParseTuple(args, "iOOOOOLLL:extreme_grad", &kind, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
-                          &width, &lo, &hi))
+    int threads = 1;
+    if (!PyArg_ParseTuple(args, "iOOOOOLLL|i:extreme_grad", &kind, &objs[0], &objs[1], &objs[2], &objs[3], &objs[4],
+                          &width, &lo, &hi, &threads))
         return NULL;
+    if (!check_threads("extreme_grad", threads)) return NULL;
     if (kind < 0 || kind > 1) return PyErr_Format(PyExc_ValueError, "extreme_grad: kind must be 0 or 1, got %d", kind);
     if (width < 1 || width > PY_SSIZE_T_MAX / 8)
         return PyErr_Format(PyExc_ValueError, "extreme_grad: width must be in 1..%lld, got %lld",
@@ -442,14 +521,18 @@ static PyObject *extreme_grad(PyObject *self, PyObject *args)
                      (long long)(m->len / size / width), width, hi);
         goto done;
     }
-    share = PyMem_Malloc((size_t)width * (size_t)size);
+    segment_call call = {.which = 2, .extreme = EXTREME_GRAD_TABLES[active][kind], .a = x->buf, .b = m->buf,
+                         .c = g->buf, .out = out->buf, .off = off, .width = width,
+                         .scratch_bytes = (size_t)width * (size_t)size};
+    int parts = segment_cuts(&call, lo, hi, size * (Py_ssize_t)width, threads);
+    share = PyMem_Malloc(call.scratch_bytes * (size_t)parts); /* a row of shares a part */
     if (share == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    extreme_grad_fn fn = EXTREME_GRAD_TABLES[active][kind];
+    call.scratch = share;
     Py_BEGIN_ALLOW_THREADS
-    fn(x->buf, m->buf, g->buf, off, out->buf, share, lo, hi, width);
+    parallel_run(segment_part, &call, parts, threads);
     Py_END_ALLOW_THREADS
     result = Py_None;
     Py_INCREF(result);
@@ -464,11 +547,11 @@ DEFINE_SIMD_FUNCTIONS(NAMES, N_VARIANTS, active)
 
 static PyMethodDef METHODS[] = {
     {"segment_reduce", segment_reduce, METH_VARARGS,
-     "segment_reduce(op, kind, data, offsets, out, width, lo, hi): reduce each sequence's rows in place."},
+     "segment_reduce(op, kind, data, offsets, out, width, lo, hi, threads=1): reduce each sequence's rows in place."},
     {"softmax_grad", softmax_grad, METH_VARARGS,
-     "softmax_grad(kind, g, y, offsets, out, width, lo, hi): out = y * (g - segment_sum(g * y)) over lo:hi."},
+     "softmax_grad(kind, g, y, offsets, out, width, lo, hi, threads=1): out = y * (g - segment_sum(g * y)) over lo:hi."},
     {"extreme_grad", extreme_grad, METH_VARARGS,
-     "extreme_grad(kind, x, m, g, offsets, out, width, lo, hi): segment max/min's gradient over lo:hi."},
+     "extreme_grad(kind, x, m, g, offsets, out, width, lo, hi, threads=1): segment max/min's gradient over lo:hi."},
     SIMD_METHODS,
     {NULL, NULL, 0, NULL},
 };
@@ -478,5 +561,6 @@ static struct PyModuleDef MODULE = {PyModuleDef_HEAD_INIT, "_csegment", "Compile
 PyMODINIT_FUNC PyInit__csegment(void)
 {
     active = simd_widest(NAMES, N_VARIANTS);
+    if (pool_init() != 0) return PyErr_Format(PyExc_RuntimeError, "_csegment: pthread_atfork failed");
     return PyModule_Create(&MODULE);
 }
