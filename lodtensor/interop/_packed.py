@@ -11,7 +11,7 @@ import numpy as np
 
 from .._compile import eager_under_compile
 from ..lod import LoD
-from ..ops._packed import packed_lengths, time_major_rows
+from ..ops._packed import pack_order, packed_lengths, time_major_rows
 from ..tensor import LoDTensor
 from ._torch_base import _torch, _torch_data
 
@@ -64,8 +64,8 @@ def to_packed_sequence(t, enforce_sorted=False):
                 f"lengths[{j}]={lengths[j]} < lengths[{j + 1}]={lengths[j + 1]}; pass enforce_sorted=False"
             )
         order = np.arange(lengths.size)
-    else:
-        order = np.argsort(-lengths, kind="stable")
+    else:  # torch's own order for equal lengths, so that data and indices equal pack_sequence's
+        order = pack_order(lengths, torch)
     dest, batch_sizes = time_major_rows(lengths, order)
     src = np.empty_like(dest)
     src[dest] = np.arange(dest.size)

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..lod import LoD
-from ..ops._packed import time_major_rows
+from ..ops._packed import pack_order, time_major_rows
 from ..tensor import _wrap
 from ._broadcast import check_nested
 from ._registry import OP_TABLE, implements
@@ -183,7 +183,7 @@ def _pack(nt, lengths, enforce_sorted):
             )
         order = np.arange(lengths.size, dtype=np.int64)
     else:  # torch's own sort (not a stable one): pack_padded_sequence orders equal lengths this way
-        order = torch.sort(torch.from_numpy(lengths.copy()), descending=True)[1].numpy()
+        order = pack_order(lengths, torch)
     dest, batch_sizes = time_major_rows(lengths, order)
     src = np.empty_like(dest)
     src[dest] = np.arange(dest.size, dtype=np.int64)

@@ -8,7 +8,21 @@ pass over the lengths, never a Python list of sequences.
 
 import numpy as np
 
-__all__ = ["time_major_rows", "packed_lengths"]
+__all__ = ["time_major_rows", "packed_lengths", "pack_order"]
+
+
+def pack_order(lengths, torch):
+    """The order in which ``pack_sequence`` puts sequences of ``lengths``: longest first, equal lengths
+    in the order of torch's own sort (``pack_padded_sequence`` sorts the lengths with ``torch.sort``,
+    which is not stable past 16 values), so that data and indices equal torch's. ``torch`` is the
+    caller's torch module (this module imports none).
+
+    >>> import torch
+    >>> pack_order(np.array([2, 3, 2]), torch).tolist()
+    [1, 0, 2]
+    """
+    lengths = torch.from_numpy(np.ascontiguousarray(lengths, dtype=np.int64))
+    return torch.sort(lengths, descending=True)[1].numpy()
 
 
 def time_major_rows(lengths, order):

@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import lodtensor as lt
+import lodtensor.nested as ln
 
 torch = pytest.importorskip("torch")
 nn = torch.nn
@@ -169,7 +170,7 @@ def test_bad_jagged_calls():
 
 
 # -- PackedSequence --------------------------------------------------------------------------
-lengths_pos = st.lists(st.integers(1, 6), min_size=1, max_size=8)
+lengths_pos = st.lists(st.integers(1, 6), min_size=1, max_size=40)  # past 16: torch's sort is not stable
 
 
 @given(lengths=lengths_pos, enforce=st.booleans())
@@ -181,15 +182,28 @@ def test_packed_sequence_matches_torch(lengths, enforce):
     seqs = [torch.from_numpy(s.data) for s in t.unbind()]
     ref = rnn.pack_sequence(seqs, enforce_sorted=enforce)
     assert torch.equal(ps.batch_sizes, ref.batch_sizes)
-    if len(set(lengths)) == len(lengths) or enforce:  # no ties: torch's order is the only one
-        assert torch.equal(ps.data, ref.data)
-        if not enforce:
-            assert torch.equal(ps.sorted_indices, ref.sorted_indices)
+    assert torch.equal(ps.data, ref.data)  # equal lengths too: they keep torch's sort's order
+    if not enforce:
+        assert torch.equal(ps.sorted_indices, ref.sorted_indices)
+        assert torch.equal(ps.unsorted_indices, ref.unsorted_indices)
+    nps = ln.as_nested_tensor(list(seqs), layout="jagged").to_packed_sequence(enforce_sorted=enforce)
+    assert torch.equal(nps.data, ref.data) and torch.equal(nps.batch_sizes, ref.batch_sizes)
     for got, want in zip(rnn.unpack_sequence(ps), seqs):
         assert torch.equal(got, want)
     back = lt.from_packed_sequence(ps)
     assert back.lod() == t.lod() and torch.equal(back.data, torch.from_numpy(t.data))
     assert lt.from_packed_sequence(ref).lod() == t.lod()
+
+
+def test_packed_sequence_orders_equal_lengths_as_torch_does():
+    """Past 16 sequences torch's sort is not stable: a stable argsort gave other sorted_indices and data."""
+    lengths = np.random.default_rng(7).integers(1, 4, size=40).tolist()
+    t = _one_level(lengths, (2,), "float64")
+    seqs = [torch.from_numpy(s.data) for s in t.unbind()]
+    ref = rnn.pack_sequence(seqs, enforce_sorted=False)
+    for ps in (t.to_packed_sequence(), ln.as_nested_tensor(seqs, layout="jagged").to_packed_sequence()):
+        assert torch.equal(ps.sorted_indices, ref.sorted_indices) and torch.equal(ps.data, ref.data)
+        assert torch.equal(ps.unsorted_indices, ref.unsorted_indices)
 
 
 def test_packed_lstm_equals_per_sequence():
@@ -325,8 +339,6 @@ def test_to_nested_jagged_falls_back_when_torchs_private_names_change(monkeypatc
 
 def test_torch_load_with_weights_only_admits_lodtensor_objects():
     import io
-
-    import lodtensor.nested as ln
 
     objs = {"t": lt.LoDTensor(torch.arange(6.0), [[0, 2, 6]]), "n": lt.LoDTensor(np.arange(3.0), [[0, 1, 3]]),
             "lod": lt.LoD([[0, 1, 3]]), "nt": ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)],
