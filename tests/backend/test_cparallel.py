@@ -215,3 +215,18 @@ def test_the_backend_splits_segment_work_on_the_pool(monkeypatch):
     monkeypatch.setattr(_compiled, "_kernel", lambda *args: calls.append(args[-1]) or real(*args))
     np.testing.assert_array_equal(_compiled.compiled_reduce(np.add, data, offsets, 0.0), want)
     assert calls == [_compiled.get_num_threads()]
+
+
+def test_passive_wait_policy_gives_the_same_bits_in_a_fresh_process():
+    """OMP_WAIT_POLICY=passive (idle workers sleep at once, as torch's OpenMP pool does) changes no result."""
+    import subprocess
+
+    code = ("import numpy as np; from lodtensor.backend.numpy import _cpointwise as c\n"
+            "x = np.linspace(-6, 6, 200_001, dtype=np.float32); a = np.empty_like(x); b = np.empty_like(x)\n"
+            "c.gelu_f32(x, a, False, 1)\n"
+            "for _ in range(50): c.gelu_f32(x, b, False, 3); assert np.array_equal(a, b)\n"
+            "print('ok')")
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -8,6 +8,7 @@
  * thread. Here a worker that finished spins for a short while (SPIN_NS) before it sleeps, so
  * back-to-back calls (a model's forward pass, a benchmark loop) start in about a microsecond, as
  * OpenMP's spinning workers do for torch; a sleeping worker is woken by a condition variable.
+ * OMP_WAIT_POLICY=passive (which makes torch's OpenMP workers sleep at once) makes these sleep at once.
  *
  * Parts are claimed, not assigned: a worker that is late (asleep, or without a core on a busy
  * machine) finds the parts taken by the caller, who then waits only for parts a worker has begun.
@@ -25,6 +26,8 @@
  * Also:
  * - One call at a time per pool (a mutex tried, never waited on): a second caller (another Python
  *   thread, or a kernel called from a part) runs all its parts itself, in order.
+ * - A call of `threads` threads runs on the caller and workers 0..threads-2 only: the pool's other workers
+ *   (started by a call that asked for more, before set_num_threads lowered the count) sleep through it.
  * - After fork() the child has none of the workers: its pool is reset (pthread_atfork) and starts
  *   them again on first use. A part never calls Python or takes the GIL.
  * - If a worker cannot be started, fewer run; the caller can always do every part itself.
@@ -33,6 +36,8 @@
 #define LODTENSOR_CPARALLEL_H
 #include <pthread.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <strings.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -47,7 +52,7 @@
 
 #define PARALLEL_MAX_WORKERS 63
 #define PARALLEL_MAX_PARTS 4096
-#define SPIN_NS 200000L /* how long an idle worker spins before it sleeps: 0.2 ms */
+#define SPIN_NS 200000L /* how long an idle worker spins before it sleeps: 0.2 ms (0 under OMP_WAIT_POLICY=passive) */
 #define SLOT_CLOSED 0xffffu
 
 typedef void (*part_fn)(void *ctx, int part, int nparts);
@@ -58,12 +63,15 @@ static struct {
     pthread_cond_t wake;
     _Atomic uint64_t slot; /* generation << 16 | the next part to claim (or SLOT_CLOSED) */
     atomic_int done;       /* parts finished, of the current call */
-    atomic_int sleepers;
+    _Atomic uint64_t sleeping; /* bit i: worker i sleeps (or is about to) on `wake` */
+    atomic_int allowed;         /* workers 0..allowed-1 may take parts of the current call: threads - 1 */
     _Atomic(part_fn) fn;
     _Atomic(void *) ctx;
     atomic_int nparts;
     uint64_t generation; /* the caller's count of calls (under busy) */
     int started;         /* workers running */
+    uint64_t start_generation[PARALLEL_MAX_WORKERS]; /* the generation worker i was started at */
+    long spin_ns;        /* SPIN_NS, or 0 when OMP_WAIT_POLICY asks idle threads to sleep (pool_init) */
 } pool = {.busy = PTHREAD_MUTEX_INITIALIZER, .sleep = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER,
           .slot = SLOT_CLOSED};
 
@@ -90,26 +98,37 @@ static void take_parts(uint64_t generation)
     }
 }
 
+/* Worker `index` (0-based): it takes parts only of calls that allow that many workers (threads - 1 > index),
+ * so a call asking for fewer threads than the pool holds runs on that many; the others sleep. */
 static void *pool_worker(void *arg)
 {
-    uint64_t seen = (uint64_t)(uintptr_t)arg, now = seen; /* the generation it was started at */
+    const int index = (int)(uintptr_t)arg;
+    const uint64_t bit = (uint64_t)1 << index;
+    uint64_t seen = pool.start_generation[index], now = seen; /* (written before pthread_create) */
+    int spin = 1;
     for (;;) {
-        struct timespec since;
-        clock_gettime(CLOCK_MONOTONIC, &since);
-        for (unsigned spins = 1;; spins++) { /* spin a while: the next call often comes at once */
-            now = atomic_load(&pool.slot) >> 16;
-            if (now != seen || ((spins & 255) == 0 && elapsed_ns(&since) > SPIN_NS)) break;
-            CPU_RELAX();
+        if (spin) {
+            struct timespec since;
+            clock_gettime(CLOCK_MONOTONIC, &since);
+            for (unsigned spins = 1;; spins++) { /* spin a while: the next call often comes at once */
+                now = atomic_load(&pool.slot) >> 16;
+                if (now != seen || ((spins & 255) == 0 && elapsed_ns(&since) >= pool.spin_ns)) break;
+                CPU_RELAX();
+            }
         }
-        if (now == seen) { /* then sleep until the next call (sleepers and slot: seq_cst on both sides) */
+        if (now == seen) { /* then sleep until the next call (its bit and slot: seq_cst on both sides) */
             pthread_mutex_lock(&pool.sleep);
-            atomic_fetch_add(&pool.sleepers, 1);
+            atomic_fetch_or(&pool.sleeping, bit);
             while ((now = atomic_load(&pool.slot) >> 16) == seen) pthread_cond_wait(&pool.wake, &pool.sleep);
-            atomic_fetch_sub(&pool.sleepers, 1);
+            atomic_fetch_and(&pool.sleeping, ~bit);
             pthread_mutex_unlock(&pool.sleep);
         }
         seen = now;
-        take_parts(seen);
+        /* allowed is written before the slot; a later call's value at worst makes it skip or join a call
+         * whose parts the swap then refuses it */
+        spin = index < atomic_load(&pool.allowed);
+        if (spin) take_parts(seen);
+        else now = seen; /* not wanted in this call: straight back to sleep, no spin */
     }
     return NULL;
 }
@@ -123,7 +142,8 @@ static int pool_start(int want)
         pthread_attr_t attr;
         pthread_attr_init(&attr);
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-        int failed = pthread_create(&thread, &attr, pool_worker, (void *)(uintptr_t)pool.generation);
+        pool.start_generation[pool.started] = pool.generation;
+        int failed = pthread_create(&thread, &attr, pool_worker, (void *)(uintptr_t)pool.started);
         pthread_attr_destroy(&attr);
         if (failed) break;
         pool.started++;
@@ -146,8 +166,11 @@ static void parallel_run(part_fn fn, void *ctx, int nparts, int threads)
     atomic_store(&pool.fn, fn);
     atomic_store(&pool.ctx, ctx);
     atomic_store(&pool.nparts, nparts);
+    int allowed = threads - 1 < PARALLEL_MAX_WORKERS ? threads - 1 : PARALLEL_MAX_WORKERS;
+    atomic_store(&pool.allowed, allowed);
     atomic_store(&pool.slot, generation << 16); /* published: part 0 is the next to claim */
-    if (atomic_load(&pool.sleepers) > 0) {     /* a worker past its spin: wake it (under the lock: none missed) */
+    /* a worker of this call past its spin: wake it (under the lock: none missed) */
+    if (atomic_load(&pool.sleeping) & (((uint64_t)1 << allowed) - 1)) {
         pthread_mutex_lock(&pool.sleep);
         pthread_cond_broadcast(&pool.wake);
         pthread_mutex_unlock(&pool.sleep);
@@ -167,11 +190,18 @@ static void pool_after_fork_in_child(void)
     pthread_mutex_init(&pool.busy, NULL);
     pthread_mutex_init(&pool.sleep, NULL);
     pthread_cond_init(&pool.wake, NULL);
-    atomic_store(&pool.sleepers, 0);
+    atomic_store(&pool.sleeping, 0);
     atomic_store(&pool.slot, pool.generation << 16 | SLOT_CLOSED);
     pool.started = 0;
 }
 
-static int pool_init(void) { return pthread_atfork(NULL, NULL, pool_after_fork_in_child); }
+/* At import: the spin (idle workers sleep at once where OMP_WAIT_POLICY=passive asks every OpenMP pool of
+ * the process to, as torch's does), and the reset of a forked child. */
+static int pool_init(void)
+{
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    pool.spin_ns = policy != NULL && strcasecmp(policy, "passive") == 0 ? 0 : SPIN_NS;
+    return pthread_atfork(NULL, NULL, pool_after_fork_in_child);
+}
 
 #endif
