@@ -65,6 +65,10 @@ class Place:
     def __reduce__(self):
         return (type(self), ())
 
+    def __setstate__(self, state):  # a place pickles through its constructor (__reduce__), never so
+        raise TypeError(f"unpickling a {type(self).__name__}: refusing to set its state directly "
+                        f"({type(state).__name__}); a place unpickles through its constructor, which checks it")
+
 
 class CPUPlace(Place):
     """Host memory. ``str(CPUPlace())`` is ``'Place(cpu)'`` as in Paddle.
@@ -110,7 +114,7 @@ class CUDAPlace(Place):
     __slots__ = ("_id",)
     kind = "gpu"
 
-    def __init__(self, device_id=0):
+    def __new__(cls, device_id=0):  # (not __init__: a pickle's NEWOBJ, torch.load's too, is checked alike)
         try:
             device_id = operator.index(device_id)
         except TypeError:
@@ -119,7 +123,9 @@ class CUDAPlace(Place):
             ) from None
         if device_id < 0:
             raise ValueError(f"CUDAPlace(): device_id must be a non-negative integer, got {device_id}")
+        self = super().__new__(cls)
         self._id = device_id
+        return self
 
     def get_device_id(self):
         """The GPU's index (Paddle).
@@ -154,8 +160,12 @@ class DevicePlace(Place):
     __slots__ = ("_device",)
     kind = "device"
 
-    def __init__(self, device):
-        self._device = str(device)
+    def __new__(cls, device):  # (not __init__: a pickle's NEWOBJ is checked alike)
+        if not isinstance(device, str):
+            raise TypeError(f"DevicePlace(): device must be a str, got {type(device).__name__}")
+        self = super().__new__(cls)
+        self._device = device
+        return self
 
     @property
     def device(self):
@@ -221,24 +231,3 @@ def place_of(array, backend):
         return _CPU
     return as_place(device)
 
-
-def rebuilt_place(place, where):
-    """``place`` made again through its constructor, so that a place whose state a pickle set directly
-    (``torch.load``'s BUILD on an admitted class) is checked like any other; TypeError naming ``where``.
-
-    >>> rebuilt_place(CUDAPlace(1), "unpickling")
-    Place(gpu:1)
-    >>> forged = object.__new__(CUDAPlace); forged._id = "x"
-    >>> rebuilt_place(forged, "unpickling a LoDTensor")
-    Traceback (most recent call last):
-    ...
-    TypeError: unpickling a LoDTensor: place must be a Place, got CUDAPlace whose state is not a place's
-    """
-    try:
-        checked = type(place)(*place.__reduce__()[1]) if isinstance(place, Place) else None
-    except (AttributeError, TypeError, ValueError):
-        checked = None
-    if checked is None:
-        shown = "whose state is not a place's" if isinstance(place, Place) else repr(place)[:80]
-        raise TypeError(f"{where}: place must be a Place, got {type(place).__name__} {shown}")
-    return checked

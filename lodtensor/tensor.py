@@ -22,7 +22,7 @@ from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, dtype_kind, get_backend
 from .backend._pickle import portable, unpickled_by
 from .lod import LoD
-from .place import CPUPlace, as_place, place_of, rebuilt_place
+from .place import CPUPlace, Place, as_place, place_of
 
 for _cls in (_place.CPUPlace, _place.CUDAPinnedPlace, _place.CUDAPlace, _place.DevicePlace):
     unpickled_by(_cls)  # a pickled LoDTensor's place rebuilds through its class (place.py sits below backend)
@@ -490,7 +490,8 @@ def _rebuild(cls, data, lod, place, fits=None):
         raise TypeError(f"unpickling a LoDTensor: expected a LoDTensor class, got {cls!r}")
     if not isinstance(lod, LoD):
         lod = LoD(lod)
-    place = rebuilt_place(place, "unpickling a LoDTensor")
+    if not isinstance(place, Place):  # (a place pickles through its checking constructor; its state can't be set)
+        raise TypeError(f"unpickling a LoDTensor: place must be a Place, got {type(place).__name__} {place!r:.80}")
     t = _object_new(cls)
     if data is not None:
         data = coerce_data(data, name="unpickled data")

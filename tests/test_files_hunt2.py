@@ -173,5 +173,23 @@ def test_weights_only_load_checks_a_place_whose_state_was_set():
     t = lt.LoDTensor()
     t._where = object.__new__(lt.CUDAPlace)
     blob = _forged(lt.CUDAPlace, {"_id": "x"}, obj=t)
-    with pytest.raises(TypeError, match="unpickling a LoDTensor: place must be a Place, got CUDAPlace whose state"):
+    with pytest.raises(Exception, match="unpickling a CUDAPlace: refusing to set its state directly"):
         _weights_only_load(blob)
+
+
+def test_a_place_made_by_a_pickle_is_checked_like_any_other():
+    """A place's NEWOBJ runs its checking constructor; its state cannot be set (standalone, not only in a tensor)."""
+    import pickle
+
+    for cls, state in ((lt.CUDAPlace, {"_id": "x"}), (lt.CPUPlace, {"kind": "gpu"})):
+        with pytest.raises(Exception, match=f"unpickling a {cls.__name__}: refusing to set its state directly"):
+            _weights_only_load(_forged(cls, state))
+    lt.CUDAPlace.__reduce_ex__ = lambda self, proto: (copyreg.__newobj__, (lt.CUDAPlace, "x"))
+    try:
+        blob = pickle.dumps(lt.CUDAPlace(1), protocol=4)
+    finally:
+        del lt.CUDAPlace.__reduce_ex__
+    with pytest.raises(TypeError, match="CUDAPlace\\(\\): device_id must be an integer, got str 'x'"):
+        pickle.loads(blob)
+    assert pickle.loads(pickle.dumps(lt.CUDAPlace(3))) == lt.CUDAPlace(3)
+    assert pickle.loads(pickle.dumps(lt.place.DevicePlace("meta"))).device == "meta"
