@@ -134,8 +134,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return t
 
     def __setstate__(self, state):  # torch.load's BUILD; a LoDTensor pickles through _rebuild (checked), never so
-        raise TypeError(f"unpickling a LoDTensor: refusing to set its state directly ({type(state).__name__}); "
-                        f"a LoDTensor unpickles through lodtensor.tensor._rebuild, which checks its parts")
+        raise TypeError(f"unpickling a LoDTensor: refusing to set its state directly ({type(state).__name__})")
 
     def __init__(self, data=None, lod=None, *, recursive_sequence_lengths=None, place=None):
         if lod is not None and recursive_sequence_lengths is not None:
