@@ -11,9 +11,9 @@ KERNELS = ("_csegment", "_cpointwise")  # segment sum, max, min, backward of sof
 setup(
     ext_modules=[
         Extension(f"lodtensor.backend.numpy.{name}", [f"lodtensor/backend/numpy/{name}.c"], extra_compile_args=["-O3"],
-                  # the instruction-set dispatch, and the backward kernels of _csegment.c
+                  # the instruction sets, the kernels' thread pool, _csegment.c's backward kernels and checks
                   depends=["lodtensor/backend/numpy/_csimd.h", "lodtensor/backend/numpy/_cbackward.h",
-                           "lodtensor/backend/numpy/_cparallel.h"], optional=True)
+                           "lodtensor/backend/numpy/_cparallel.h", "lodtensor/backend/numpy/_cargs.h"], optional=True)
         for name in KERNELS
     ]
 )
