@@ -21,7 +21,7 @@ def pack_order(lengths, torch):
     >>> pack_order(np.array([2, 3, 2]), torch).tolist()
     [1, 0, 2]
     """
-    lengths = torch.from_numpy(np.ascontiguousarray(lengths, dtype=np.int64))
+    lengths = torch.from_numpy(np.array(lengths, dtype=np.int64))  # a copy: a LoD's arrays are read-only
     return torch.sort(lengths, descending=True)[1].numpy()
 
 
