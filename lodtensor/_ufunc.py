@@ -180,9 +180,15 @@ class UfuncMixin(NDArrayOperatorsMixin):
 
         ``out=`` a LoDTensor with a lod is refused, before anything is written, where an argument holds
         another lod (``np.clip(t, 0, 1, out=o)`` would write ``t``'s rows under ``o``'s lod)."""
-        out, at = kwargs.get("out"), None
-        if out is None and len(args) > 1:  # out given by position: np.clip(t, 0, 4, o); np.copyto(dst, src)
-            at = 0 if func in _WRITE_FIRST else _out_position(func)
+        out, at, key = kwargs.get("out"), None, "out"
+        if func in _WRITE_FIRST:  # np.copyto(dst, src) / np.putmask(a, mask, v): by position or dst= by name
+            if args:
+                out, at = args[0], 0
+            else:
+                key = _WRITE_FIRST[func]
+                out = kwargs.get(key)
+        elif out is None and len(args) > 1:  # out given by position: np.clip(t, 0, 4, o)
+            at = _out_position(func)
             if at is not None and at < len(args):
                 out = args[at]
             else:
@@ -190,11 +196,11 @@ class UfuncMixin(NDArrayOperatorsMixin):
         for o in out if isinstance(out, tuple) else (out,):
             if isinstance(o, UfuncMixin) and o._lod._levels:
                 others = args if at is None else args[:at] + args[at + 1 :]
-                _check_function_out(func, (others, {k: v for k, v in kwargs.items() if k != "out"}), o)
+                _check_function_out(func, (others, {k: v for k, v in kwargs.items() if k != key}), o)
         flat = {key: _flat(value) for key, value in kwargs.items()}
         flat_args = _flat(args)
         result = func(*flat_args, **flat)
-        given = flat.get("out") if at is None else flat_args[at]  # what NumPy was given as its out
+        given = flat.get(key) if at is None else flat_args[at]  # what NumPy was given as its out
         if isinstance(out, UfuncMixin) and result is given:  # NumPy returns the out= object itself
             return out
         return result

@@ -98,11 +98,16 @@ def set_compiled_kernels(enabled):
     return previous
 
 
+#: The most threads one call of the compiled kernels runs on (``_cparallel.h``: PARALLEL_MAX_WORKERS + 1;
+#: the kernels refuse more): a larger ``set_num_threads()`` count is capped to it.
+POOL_MAX_THREADS = 64
+
+
 def _threads_for(nbytes):
     """Threads for a segment kernel reading ``nbytes``: the kernel cuts its sequences into runs of about
     equal rows and runs them on the kernels' own pool (``_cparallel.h``) from
     ``_tuning.COMPILED_PARALLEL_BYTES``."""
-    return get_num_threads() if nbytes >= _tuning.COMPILED_PARALLEL_BYTES else 1
+    return min(get_num_threads(), POOL_MAX_THREADS) if nbytes >= _tuning.COMPILED_PARALLEL_BYTES else 1
 
 
 def compiled_pointwise(name, nbytes):
@@ -112,14 +117,15 @@ def compiled_pointwise(name, nbytes):
     ``"gelu_f32"`` (float32), ``"relu"`` (float32 or float64, as ``np.maximum(x, 0)``) or
     ``"relu_torch"`` (as ``torch.relu``: -0.0 kept): C-contiguous
     native buffers of one type and length, ``out`` may be ``x``; ``fn(x, out, threads)`` splits the
-    work among ``threads`` threads of the kernels' own pool (``_cparallel.h``). ``nbytes`` is the whole
+    work among ``threads`` threads of the kernels' own pool (``_cparallel.h``; at most
+    ``POOL_MAX_THREADS``). ``nbytes`` is the whole
     output's size: from ``_tuning.STREAM_BYTES`` on, relu writes with streaming stores.
     """
     kernel, streams = _POINTWISE[name]
     if kernel is None or not _enabled:
         return None
     stream = streams and nbytes >= _tuning.STREAM_BYTES
-    return lambda x, out, threads=1: kernel(x, out, stream, threads)
+    return lambda x, out, threads=1: kernel(x, out, stream, min(threads, POOL_MAX_THREADS))
 
 
 def compiled_fits(ufunc, data, offsets):

@@ -16,7 +16,9 @@ template <typename A> struct lt_online {
     A m, z;  // running max and sum of exp(x - m); z == 0 means nothing seen yet
     __device__ __forceinline__ void start() { m = lt_limits<A>::lowest(); z = A(0); }
     __device__ __forceinline__ void add(A v) {
-        if (v > m) { z = z * lt_exp(m - v) + A(1); m = v; }
+        // a +inf v makes z NaN (v - v): NumPy's and torch's sum of exp(x - inf) holds exp(inf - inf) = NaN,
+        // so the whole column is NaN; z = 1 there gave 0 for its finite rows where one lane saw all of it
+        if (v > m) { z = v == lt_limits<A>::highest() ? v - v : z * lt_exp(m - v) + A(1); m = v; }
         // a -inf v adds exp(-inf - m) = 0, also while m is still -inf (exp(-inf + inf) would be NaN: a
         // masked row read first by a lane spoilt its column); a column of -inf only keeps z == 0, so
         // its rows become exp(NaN) / 0 = NaN at the apply, as in NumPy. A NaN v makes z NaN.
