@@ -282,7 +282,7 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def segment_sum(self, data, offsets, *, ids=None):
         """Sum of the rows of each sequence; an empty sequence gives 0. Float16/bfloat16 accumulate in
-        float32; integer sums keep the data's dtype."""
+        float32; integer sums keep the data's dtype (wrapping around), bool sums are bool (any)."""
 
     @abc.abstractmethod
     def segment_mean(self, data, offsets, *, empty=0, ids=None):
@@ -311,12 +311,14 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
-        """Flat rows into ``(sequences, maxlen, *row)``, ``pad_value`` past each sequence's end."""
+        """Flat rows into ``(sequences, maxlen, *row)``, ``pad_value`` past each sequence's end (a longer
+        sequence keeps its first ``maxlen`` rows)."""
 
     @abc.abstractmethod
     def unpad(self, padded, offsets, *, plan=None, total=None):
-        """``(sequences, L, *row)`` back to flat rows: the inverse of :meth:`pad`; ``total`` (the row
-        count) avoids a device read."""
+        """``(sequences, L, *row)`` back to flat rows: the inverse of :meth:`pad` (``L`` at least the longest
+        sequence: backends with host offsets refuse a shorter one); ``total`` (the row count) avoids a
+        device read."""
 
     # -- elementwise ------------------------------------------------------------------------------------
     @abc.abstractmethod

@@ -524,8 +524,9 @@ def test_huge_widths_are_refused(width):
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int16"])
 @pytest.mark.parametrize("on", [True, False], ids=["compiled", "uncompiled"])
 def test_narrow_int_sums_and_int_means(monkeypatch, dtype, on):
-    """Narrow int rows are summed as NumPy's reduceat sums them (in 64 bits) with the kernel on or
-    off, and means of ints add up in 64 bits whatever the row width."""
+    """Narrow int rows are summed in the data's dtype, wrapping around, as the contract says and the torch and
+    CuPy backends do (NumPy's reduceat alone widened them), with the kernel on or off; means of ints add
+    up in 64 bits whatever the row width. (The public pools sum ints as int64: they cast first.)"""
     if on and _np_compiled._kernel is None:
         pytest.skip("the compiled kernel was not built")
     monkeypatch.setattr(_np_compiled, "_enabled", on)
@@ -533,7 +534,8 @@ def test_narrow_int_sums_and_int_means(monkeypatch, dtype, on):
     big = np.iinfo(dtype).max // 2
     offsets = np.array([0, 100])
     narrow = np.full((100, 1), big, dtype)
-    assert be.segment_sum(narrow, offsets).tolist() == [[100 * int(big)]]
+    got = be.segment_sum(narrow, offsets)
+    assert got.dtype == np.dtype(dtype) and got.tolist() == [[np.array(100 * int(big)).astype(dtype).item()]]
     for width in (1, 16):
         values = np.full((100, width), big, dtype)
         np.testing.assert_allclose(be.segment_mean(values, offsets, empty=0), [[float(big)] * width])

@@ -7,6 +7,7 @@ instead of one per element.
 
 import numpy as np
 
+from ...errors import ShapeError
 from .._contract import Backend
 from .._threads import get_num_threads, run_split, run_together, split_bounds
 from . import _pool, _routes, _tuning, _ufunc
@@ -14,7 +15,7 @@ from ._arrays import ArrayKernels
 from ._chunks import chunk_reduce
 from ._compiled import compiled_reduce
 from ._pieces import pieces_reduce
-from ._util import _PLANS, _as_rows, _cached_plan, _scratch  # noqa: F401 - _PLANS: tests look there
+from ._util import _PLANS, _as_rows, _cached_plan, _scratch, truncation  # noqa: F401 - _PLANS: tests look there
 
 __all__ = ["NumpyBackend"]
 
@@ -144,8 +145,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def cumsum(self, x, *, exclusive=False):
         if not exclusive:
             return np.cumsum(x, axis=0)
-        out = np.zeros_like(x)
-        np.cumsum(x[:-1], axis=0, out=out[1:])
+        out = np.zeros(x.shape, dtype=np.cumsum(x[:0], axis=0).dtype)  # np.cumsum's dtype (int8 -> int64), as
+        np.cumsum(x[:-1], axis=0, out=out[1:])  # without exclusive and on torch and CuPy
         return out
 
     def gather(self, data, index):
@@ -205,11 +206,13 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return compiled_reduce(ufunc, data, offsets, fill, checked=True)
 
     def _route_reduceat(self, ufunc, data, offsets, fill, owner):
+        # dtype: the data's (np.add.reduceat alone widens bool and ints narrower than 64 bits to
+        # int64/uint64, which the routes that mask empty sequences cast back: one dtype on every route)
         nonempty = offsets[1:] > offsets[:-1]
         if nonempty.all():
-            return ufunc.reduceat(data, offsets[:-1], axis=0)  # no empty sequence to mask
+            return ufunc.reduceat(data, offsets[:-1], axis=0, dtype=data.dtype)  # no empty sequence to mask
         out = np.full((offsets.size - 1,) + data.shape[1:], fill, dtype=data.dtype)
-        out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0)
+        out[nonempty] = ufunc.reduceat(data, offsets[:-1][nonempty], axis=0, dtype=data.dtype)
         return out
 
     def _route_pieces(self, ufunc, data, offsets, fill, owner):
@@ -327,8 +330,10 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
 
     def segment_softmax(self, data, offsets, *, ids=None):
         lengths = np.diff(offsets)
-        if data.shape[0] == 0:
-            return data.astype(np.result_type(data.dtype, np.float32), copy=True)
+        if data.dtype.kind in "biu":  # integers and bools as float (the CuPy backend's dtype: float64 from 32 bits)
+            data = data.astype(np.result_type(data.dtype, np.float32))
+        if data.shape[0] == 0:  # float16 stays float16, as with rows
+            return data.copy()
         if lengths.all() and data.size // data.shape[0] < _tuning.CSR_ROW:
             # the common case (a few scores per row, no empty sequence): reduceat straight, into
             # one result, on a few threads from 1 MiB (reduceat and the ufuncs release the GIL)
@@ -384,9 +389,14 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return out
 
     # -- dense <-> flat ----------------------------------------------------------------------
-    def _pad_index(self, offsets, maxlen):
-        """Flat position (sequence * maxlen + position) of every row."""
+    def _pad_index(self, offsets, maxlen, *, unpad=False):
+        """Flat position (sequence * maxlen + position) of every row; for ``unpad``, a ShapeError where a
+        sequence is longer than ``maxlen`` (its rows past it were never padded)."""
         lengths = np.diff(offsets)
+        if unpad and lengths.size and int(lengths.max()) > maxlen:
+            longest = int(lengths.max())
+            raise ShapeError(f"unpad: padded holds {maxlen} rows per sequence (padded.shape[1]), fewer than "
+                             f"the longest sequence of offsets ({longest} rows); expected padded.shape[1] >= {longest}")
         shift = np.arange(lengths.size, dtype=_INT64) * maxlen - offsets[:-1]
         return np.arange(int(offsets[-1]), dtype=_INT64) + np.repeat(shift, lengths)
 
@@ -417,6 +427,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         threads (up to 4; ``lodtensor.set_num_threads``); ``put`` and the tail fills release the GIL.
         """
         n = offsets.size - 1
+        cut = truncation(offsets, maxlen) if plan is None else None  # (a plan is made for a maxlen that fits)
+        if cut is not None:  # a sequence longer than maxlen keeps its first maxlen rows (as the CuPy kernel)
+            data, offsets, plan = self.gather(data, cut[0]), cut[1], None
         row_shape = data.shape[1:]
         shape = (n, maxlen) + row_shape
         index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
@@ -450,7 +463,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def unpad(self, padded, offsets, *, plan=None, total=None):
         n, maxlen = padded.shape[:2]
         row_shape = padded.shape[2:]
-        index = plan[0] if plan is not None else self._pad_index(offsets, maxlen)
+        index = plan[0] if plan is not None else self._pad_index(offsets, maxlen, unpad=True)
         flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
         out = _pool.empty((index.size,) + row_shape, padded.dtype)
         src, dst = _as_rows(flat), _as_rows(out)

@@ -9,7 +9,7 @@ import numpy as np
 from ..._cache import ByteLRU, nbytes_of
 from . import _tuning
 
-__all__ = ["_PLANS", "_cached_plan", "_scratch", "_as_rows", "broadcast_row"]
+__all__ = ["_PLANS", "_cached_plan", "_scratch", "_as_rows", "broadcast_row", "truncation"]
 
 
 # -- cached plans -------------------------------------------------------------------------------
@@ -111,3 +111,21 @@ def broadcast_row(out, row, ufunc=None):
         apply(out[:head].reshape(head // reps, reps * m), np.tile(row, reps))
         rest = out[head:]
     apply(rest, row)
+
+
+def truncation(offsets, maxlen):
+    """``(rows, offsets)`` that keep the first ``maxlen`` rows of each sequence of host ``offsets``:
+    the row numbers kept (int64) and the offsets of the kept rows; None when no sequence is longer.
+
+    >>> rows, kept = truncation(np.array([0, 3, 4, 9]), 2)
+    >>> rows.tolist(), kept.tolist()
+    ([0, 1, 3, 4, 5], [0, 2, 3, 5])
+    """
+    offsets = np.asarray(offsets, dtype=np.int64)
+    lengths = np.diff(offsets)
+    if not lengths.size or int(lengths.max()) <= maxlen:
+        return None
+    keep = np.minimum(lengths, maxlen)
+    kept = np.concatenate([np.zeros(1, np.int64), np.cumsum(keep)])
+    rows = np.arange(int(kept[-1]), dtype=np.int64) + np.repeat(offsets[:-1] - kept[:-1], keep)
+    return rows, kept

@@ -9,8 +9,10 @@ backward passes: those ``autograd.Function``s live in ``_torch_cpu``.
 import numpy as np
 import torch
 
+from ...errors import ShapeError
 from .._contract import Backend
 from ..numpy._compiled import compiled_kernels, compiled_pointwise
+from ..numpy._util import truncation
 from . import _cuda, _tuning
 from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
@@ -115,6 +117,12 @@ def _relu_fits(x):
         and not torch.compiler.is_compiling()
         and compiled_pointwise("relu_torch", 0) is not None
     )
+
+
+def _host_offsets(offsets):
+    """Whether ``offsets`` can be read on the host for free: a plain CPU tensor (not one of torch.func's
+    wrapped tensors, which have no memory to read)."""
+    return offsets.device.type == "cpu" and type(offsets) is torch.Tensor and not _functorch_wrapped(offsets)
 
 
 def _functorch_wrapped(x):
@@ -309,6 +317,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def segment_softmax(self, data, offsets, *, ids=None):
         offsets = self._index(offsets, data)
+        if not data.is_floating_point() and not data.is_complex():  # integers and bools as float, the dtype
+            data = data.to(torch.float64 if data.element_size() >= 4 else torch.float32)  # NumPy's and CuPy's
         n_rows = data.shape[0]
         if n_rows == 0:
             return data.clone()
@@ -358,6 +368,10 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets, data)
+        cut = truncation(offsets.numpy(), maxlen) if _host_offsets(offsets) else None  # on the host: no sync
+        if cut is not None:  # a sequence longer than maxlen keeps its first maxlen rows (as the CUDA kernel);
+            # by index_select, so the dropped rows get a zero gradient
+            data, offsets, plan = data.index_select(0, torch.from_numpy(cut[0])), torch.from_numpy(cut[1]), None
         if out is None and _cuda.fits(data, words=True) and not isinstance(pad_value, torch.Tensor) \
                 and np.ndim(pad_value) == 0:
             return _cuda.Pad.apply(data, offsets, int(maxlen), _host_scalar(pad_value, data.dtype))
@@ -373,6 +387,10 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if _numpy_moves(padded, 0):
             return UnpadCPU.apply(padded, offsets, plan)
         n, maxlen = padded.shape[:2]
+        if _host_offsets(offsets) and truncation(offsets.numpy(), maxlen) is not None:
+            longest = int((offsets[1:] - offsets[:-1]).max())
+            raise ShapeError(f"unpad: padded holds {maxlen} rows per sequence (padded.shape[1]), fewer than "
+                             f"the longest sequence of offsets ({longest} rows); expected padded.shape[1] >= {longest}")
         if total is None:
             total = int(plan[0].size) if plan is not None else int(offsets[-1])  # the one device read
         if _cuda.fits(padded, words=True) and padded.dim() >= 2:
