@@ -17,6 +17,18 @@ __all__ = ["LevelAlgebra"]
 _INT64 = np.dtype(np.int64)
 
 
+def _rebased_range(levels, a, b):
+    """The pieces of ``levels`` under entries ``[a, b)`` of the first, each rebased to 0, and the
+    range of rows (or entries of the level below) they cover: ``(arrays, row_start, row_stop)``."""
+    arrays = []
+    for offs in levels:
+        piece = offs[a : b + 1]
+        base = piece[0]
+        arrays.append(piece - base if base else piece)
+        a, b = int(base), int(piece[-1])
+    return arrays, a, b
+
+
 class LevelAlgebra:
     """The LoD methods that build other LoDs from this one's levels (``self._levels``)."""
 
@@ -33,13 +45,7 @@ class LevelAlgebra:
         >>> lod(), a, b
         ([[0, 2], [0, 2, 3]], 2, 5)
         """
-        arrays = []
-        a, b = start, stop
-        for offs in self._levels:
-            piece = offs[a : b + 1]
-            base = piece[0]
-            arrays.append(piece - base if base else piece)
-            a, b = int(base), int(piece[-1])
+        arrays, a, b = _rebased_range(self._levels, start, stop)
         return type(self)._from_valid(arrays), a, b
 
     @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
@@ -54,13 +60,7 @@ class LevelAlgebra:
         ([[0, 2, 3]], 2, 5)
         """
         top = self.offsets_list(0)
-        a, b = top[i], top[i + 1]
-        arrays = []
-        for offs in self._levels[1:]:
-            piece = offs[a : b + 1]
-            base = piece[0]
-            arrays.append(piece - base if base else piece)
-            a, b = int(base), int(piece[-1])
+        arrays, a, b = _rebased_range(self._levels[1:], top[i], top[i + 1])
         return type(self)._from_valid(arrays), a, b
 
     @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy

@@ -152,6 +152,14 @@ def _like(where, input, dtype, device, requires_grad, fill):
     return make(out, input._struct, input._layout)
 
 
+def _require_floating(input, dtype, kernel):
+    """torch's error for random values of a non-floating dtype (its ``kernel`` not implemented for it)."""
+    if not isinstance(input, NestedTensor):
+        return  # _like names what it is
+    if kind_of(resolve_dtype(dtype, input.backend.name) or input._buffer.dtype) not in "fc":
+        raise not_implemented(kernel, input)
+
+
 @implements("empty_like", "torch.empty_like")
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
     """A nested tensor of the same structure with uninitialised values.
@@ -182,9 +190,7 @@ def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
     >>> ln.randn_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
     [[2], [1]]
     """
-    target = resolve_dtype(dtype, input.backend.name) if isinstance(input, NestedTensor) else None
-    if isinstance(input, NestedTensor) and kind_of(target or input._buffer.dtype) not in "fc":
-        raise not_implemented("normal_kernel_cpu", input)
+    _require_floating(input, dtype, "normal_kernel_cpu")
     return _like("randn_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.randn(s, d, b))
 
 
@@ -220,9 +226,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
     >>> ln.rand_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
     [[2], [1]]
     """
-    target = resolve_dtype(dtype, input.backend.name) if isinstance(input, NestedTensor) else None
-    if isinstance(input, NestedTensor) and kind_of(target or input._buffer.dtype) not in "fc":
-        raise not_implemented("check_uniform_bounds", input)
+    _require_floating(input, dtype, "check_uniform_bounds")
     return _like("rand_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.rand(s, d, b))
 
 

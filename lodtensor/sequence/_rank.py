@@ -116,6 +116,14 @@ def _require_table(table, where):
     return table
 
 
+def _require_input(x, where):
+    """Raise unless ``x`` is a LoDTensor holding data that fits its lod."""
+    if not isinstance(x, LoDTensor):
+        raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
+    x._require_data(where)
+    x._check_fits(where)
+
+
 def lod_rank_table(x, level=0):
     """Rank the sequences of lod ``level`` of ``x`` by length, longest first.
 
@@ -187,10 +195,7 @@ def lod_tensor_to_array(x, table):
     """
     where = "lod_tensor_to_array()"
     table = _require_table(table, where)
-    if not isinstance(x, LoDTensor):
-        raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
-    x._require_data(where)
-    x._check_fits(where)
+    _require_input(x, where)
     level = table.level
     if x.lod_level == 0:
         starts = np.arange(x.num_rows, dtype=np.int64)
@@ -272,10 +277,7 @@ def reorder_lod_tensor_by_rank(x, rank_table):
     """
     where = "reorder_lod_tensor_by_rank()"
     table = _require_table(rank_table, where)
-    if not isinstance(x, LoDTensor):
-        raise TypeError(f"{where}: x must be a LoDTensor, got {type(x).__name__}")
-    x._require_data(where)
-    x._check_fits(where)
+    _require_input(x, where)
     n = len(x) if x.lod_level else x.num_rows
     if n != len(table):
         raise ValueError(f"{where}: x has {n} sequences but the rank table has {len(table)} items")

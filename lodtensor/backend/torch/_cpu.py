@@ -54,8 +54,7 @@ class SegmentExtreme(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         data, offsets, ids = inputs[:3]
-        ctx.save_for_backward(data, output, offsets, _ids_or_empty(ids))
-        ctx.save_for_forward(data, output, offsets, _ids_or_empty(ids))  # the same tensors: jvp reads them alike
+        _jvp.save(ctx, data, output, offsets, _ids_or_empty(ids))
         ctx.has_ids = ids is not None
 
     @staticmethod
@@ -78,7 +77,7 @@ class SegmentExtreme(torch.autograd.Function):
 
 
 @rows_rule
-class SegmentSoftmax(torch.autograd.Function):
+class SegmentSoftmax(_jvp.SoftmaxRule, torch.autograd.Function):
     """Softmax over each row segment of a CPU tensor: the NumPy kernel forward (3x faster than
     the torch ops here for one score per row); backward ``y * (g - segment_sum(g * y))``, by the
     compiled kernel (``compiled_softmax_grad``: one read of each, one write) unless a graph of the
@@ -94,14 +93,8 @@ class SegmentSoftmax(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         _, offsets, ids, be = inputs
-        ctx.save_for_backward(output, offsets, _ids_or_empty(ids))
-        ctx.save_for_forward(output, offsets, _ids_or_empty(ids))  # the same tensors: jvp reads them alike
+        _jvp.save(ctx, output, offsets, _ids_or_empty(ids))
         ctx.has_ids, ctx.be = ids is not None, be
-
-    @staticmethod
-    def jvp(ctx, tangent, *_):
-        out, offsets = ctx.saved_tensors[:2]
-        return _jvp.segment_softmax(tangent, out, offsets)
 
     @staticmethod
     def backward(ctx, grad):
@@ -139,7 +132,7 @@ def _gather_rows(src, index):
 
 
 @rows_rule
-class PadCPU(torch.autograd.Function):
+class PadCPU(_jvp.PadRule, torch.autograd.Function):
     """Rows into ``(n, maxlen, *row)`` by the NumPy kernel; the gradient is the unpadding of
     the incoming one (``index_select``, itself differentiable; into a pooled output without
     ``create_graph``)."""
@@ -150,17 +143,6 @@ class PadCPU(torch.autograd.Function):
         return torch.from_numpy(_NUMPY.pad(_host(data), offsets.numpy(), maxlen, value, plan=plan))
 
     @staticmethod
-    def setup_context(ctx, inputs, output):
-        data, offsets, maxlen = inputs[:3]
-        ctx.save_for_backward(offsets)
-        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
-        ctx.rows, ctx.maxlen = data.shape[0], maxlen
-
-    @staticmethod
-    def jvp(ctx, tangent, *_):
-        return _jvp.pad(tangent, ctx.saved_tensors[0], ctx.maxlen)
-
-    @staticmethod
     def backward(ctx, grad):
         (offsets,) = ctx.saved_tensors
         index = pad_index(offsets, ctx.maxlen, ctx.rows)
@@ -169,7 +151,7 @@ class PadCPU(torch.autograd.Function):
 
 
 @rows_rule(lead=2)
-class UnpadCPU(torch.autograd.Function):
+class UnpadCPU(_jvp.UnpadRule, torch.autograd.Function):
     """The first ``length`` rows of each padded sequence by the NumPy kernel; the gradient
     is the incoming one padded with zeros."""
 
@@ -180,14 +162,9 @@ class UnpadCPU(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         padded, offsets, _ = inputs
-        ctx.save_for_backward(offsets)
-        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
+        _jvp.save(ctx, offsets)
         ctx.shape = tuple(padded.shape)
         ctx.rows = int(output.shape[0])
-
-    @staticmethod
-    def jvp(ctx, tangent, *_):
-        return _jvp.unpad(tangent, ctx.saved_tensors[0], ctx.rows)
 
     @staticmethod
     def backward(ctx, grad):
@@ -271,8 +248,7 @@ class SegmentSumSpMM(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         flat, offsets, ids = inputs
-        ctx.save_for_backward(offsets, _ids_or_empty(ids))
-        ctx.save_for_forward(offsets, _ids_or_empty(ids))  # the same tensors: jvp reads them alike
+        _jvp.save(ctx, offsets, _ids_or_empty(ids))
         ctx.has_ids, ctx.rows = ids is not None, flat.shape[0]
 
     @staticmethod
@@ -306,8 +282,7 @@ class ReluCPU(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.save_for_backward(output)
-        ctx.save_for_forward(output)  # the same tensors: jvp reads them alike
+        _jvp.save(ctx, output)
 
     @staticmethod
     def backward(ctx, grad):

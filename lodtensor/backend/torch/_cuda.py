@@ -194,8 +194,7 @@ class SegmentReduce(torch.autograd.Function):
         data, offsets, ids, op, _ = inputs
         ctx.op, ctx.rows = op, int(data.shape[0])
         extreme = op in ("max", "min")  # their gradient goes to the rows equal to the result
-        ctx.save_for_backward(data if extreme else None, offsets, ids, output if extreme else None)
-        ctx.save_for_forward(data if extreme else None, offsets, ids, output if extreme else None)  # as above
+        _jvp.save(ctx, data if extreme else None, offsets, ids, output if extreme else None)
 
     @staticmethod
     def jvp(ctx, tangent, *_):
@@ -240,7 +239,7 @@ def _softmax_grad(grad, y, offsets):
 
 
 @rows_rule
-class SegmentSoftmax(torch.autograd.Function):
+class SegmentSoftmax(_jvp.SoftmaxRule, torch.autograd.Function):
     """Softmax over each sequence's rows by the kernels; backward ``y * (g - segsum(g * y))``, fused
     (one kernel route, as the forward's: ``_softmax_grad``) where ``_tuning.FUSED_SOFTMAX_GRAD``."""
 
@@ -262,13 +261,7 @@ class SegmentSoftmax(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         _, offsets, ids = inputs
-        ctx.save_for_backward(output, offsets, ids)
-        ctx.save_for_forward(output, offsets, ids)  # the same tensors: jvp reads them alike
-
-    @staticmethod
-    def jvp(ctx, tangent, *_):
-        y, offsets = ctx.saved_tensors[:2]
-        return _jvp.segment_softmax(tangent, y, offsets)
+        _jvp.save(ctx, output, offsets, ids)
 
     @staticmethod
     def backward(ctx, grad):
@@ -326,23 +319,12 @@ def _unpad(padded, offsets, total):
 
 
 @rows_rule
-class Pad(torch.autograd.Function):
+class Pad(_jvp.PadRule, torch.autograd.Function):
     """Rows into ``(sequences, maxlen, *row)`` by the pad kernel (a host scalar pad value); backward: unpad."""
 
     @staticmethod
     def forward(data, offsets, maxlen, pad_value):
         return _pad(data, offsets, maxlen, pad_value)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        data, offsets, maxlen = inputs[:3]
-        ctx.save_for_backward(offsets)
-        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
-        ctx.rows, ctx.maxlen = int(data.shape[0]), int(maxlen)
-
-    @staticmethod
-    def jvp(ctx, tangent, *_):
-        return _jvp.pad(tangent, ctx.saved_tensors[0], ctx.maxlen)
 
     @staticmethod
     def backward(ctx, grad):
@@ -351,7 +333,7 @@ class Pad(torch.autograd.Function):
 
 
 @rows_rule(lead=2)
-class Unpad(torch.autograd.Function):
+class Unpad(_jvp.UnpadRule, torch.autograd.Function):
     """``(sequences, L, *row)`` back to rows by the unpad kernel; backward: pad with zeros."""
 
     @staticmethod
@@ -361,13 +343,8 @@ class Unpad(torch.autograd.Function):
     @staticmethod
     def setup_context(ctx, inputs, output):
         padded, offsets, total = inputs
-        ctx.save_for_backward(offsets)
-        ctx.save_for_forward(offsets)  # the same tensors: jvp reads them alike
-        ctx.maxlen, ctx.total = int(padded.shape[1]), int(total)
-
-    @staticmethod
-    def jvp(ctx, tangent, *_):
-        return _jvp.unpad(tangent, ctx.saved_tensors[0], ctx.total)
+        _jvp.save(ctx, offsets)
+        ctx.maxlen, ctx.rows = int(padded.shape[1]), int(total)
 
     @staticmethod
     def backward(ctx, grad):

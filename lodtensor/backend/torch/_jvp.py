@@ -12,7 +12,10 @@ import torch  # noqa: F401 - the example above uses it
 
 from ._rows import pad_index, segment_ids
 
-__all__ = ["segment_sum", "segment_mean", "segment_extreme", "segment_softmax", "pad", "unpad"]
+__all__ = [
+    "segment_sum", "segment_mean", "segment_extreme", "segment_softmax", "pad", "unpad",
+    "save", "SoftmaxRule", "PadRule", "UnpadRule",
+]
 
 
 def segment_sum(t, offsets, ids=None):
@@ -53,3 +56,43 @@ def unpad(t, offsets, rows):
     """The tangent of the unpadding: the tangent's rows inside the sequences."""
     n, maxlen = int(t.shape[0]), int(t.shape[1])
     return t.reshape((n * maxlen,) + tuple(t.shape[2:])).index_select(0, pad_index(offsets, maxlen, int(rows)))
+
+
+# -- what the Functions share: their saved tensors and the jvp of softmax, pad and unpad -------------
+def save(ctx, *tensors):
+    """Keep ``tensors`` for the backward pass and for ``jvp`` alike (both read ``ctx.saved_tensors``)."""
+    ctx.save_for_backward(*tensors)
+    ctx.save_for_forward(*tensors)
+
+
+class SoftmaxRule:
+    """``jvp`` of a segment softmax Function that saves ``(output, offsets, ...)`` (``_cpu``, ``_cuda``).
+    A base class before ``torch.autograd.Function``, as the two below."""
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        out, offsets = ctx.saved_tensors[:2]
+        return segment_softmax(tangent, out, offsets)
+
+
+class PadRule:
+    """``setup_context`` and ``jvp`` of a pad Function of inputs ``(data, offsets, maxlen, ...)``: the
+    offsets saved, ``ctx.rows`` and ``ctx.maxlen`` kept (the backward's unpadding reads them)."""
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        data, offsets, maxlen = inputs[:3]
+        save(ctx, offsets)
+        ctx.rows, ctx.maxlen = data.shape[0], maxlen
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return pad(tangent, ctx.saved_tensors[0], ctx.maxlen)
+
+
+class UnpadRule:
+    """``jvp`` of an unpad Function that saves ``(offsets,)`` and keeps its output's rows in ``ctx.rows``."""
+
+    @staticmethod
+    def jvp(ctx, tangent, *_):
+        return unpad(tangent, ctx.saved_tensors[0], ctx.rows)

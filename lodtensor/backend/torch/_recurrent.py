@@ -174,21 +174,12 @@ def _lstm_function():
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            _, w, b, h0, c0, rows, inverse, counts, acts, peep = inputs
-            ctx.save_for_backward(w, b, h0, c0, *output[2:], rows, inverse)
-            ctx.mark_non_differentiable(*output[2:])
-            ctx.meta = (counts, acts, peep)
+            _keep(ctx, inputs, output[2:])
             ctx.set_materialize_grads(False)
 
         @staticmethod
         def backward(ctx, grad_hidden, grad_cell, *_):
-            needs = ctx.needs_input_grad
-            saved = ctx.saved_tensors
-            threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), 4)
-            with torch.no_grad():
-                grads = _lstm_backward(saved, ctx.meta, grad_hidden, grad_cell, needs, threads)
-            grads = _once("dynamic_lstm()", grads)
-            return (*grads, None, None, None, None, None)
+            return _backward(ctx, "dynamic_lstm()", _lstm_backward, 4, grad_hidden, grad_cell)
 
     return LSTM
 
@@ -339,21 +330,35 @@ def _gru_function():
 
         @staticmethod
         def setup_context(ctx, inputs, output):
-            _, w_gate, w_cand, b, h0, rows, inverse, counts, acts, origin = inputs
-            ctx.save_for_backward(w_gate, w_cand, b, h0, *output[1:], rows, inverse)
-            ctx.mark_non_differentiable(*output[1:])
-            ctx.meta = (counts, acts, origin)
+            _keep(ctx, inputs, output[1:])
 
         @staticmethod
         def backward(ctx, grad_hidden, *_):
-            saved = ctx.saved_tensors
-            threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[1].shape[0]), 3)
-            with torch.no_grad():
-                grads = _gru_backward(saved, ctx.meta, grad_hidden, ctx.needs_input_grad, threads)
-            grads = _once("dynamic_gru()", grads)
-            return (*grads, None, None, None, None, None)
+            return _backward(ctx, "dynamic_gru()", _gru_backward, 3, grad_hidden)
 
     return GRU
+
+
+# -- the Functions' shared parts: inputs (x, 4 weights/bias/initial states, rows, inverse, counts,
+# activations, a flag); outputs (the results, then the step-major buffers the backward reads) ---------
+def _keep(ctx, inputs, buffers):
+    """Save what a recurrence's backward reads, in its order: the weights, bias and initial states
+    (inputs 1-4), the step-major ``buffers`` (outputs without gradients), the rows' order and its
+    inverse; ``ctx.meta``: the step counts, the activations and the LSTM's peepholes or GRU's origin mode."""
+    ctx.save_for_backward(*inputs[1:5], *buffers, *inputs[5:7])
+    ctx.mark_non_differentiable(*buffers)
+    ctx.meta = tuple(inputs[7:10])
+
+
+def _backward(ctx, where, steps_backward, gate_count, *grads):
+    """``steps_backward`` (``_lstm_backward``, ``_gru_backward``) unrecorded, on the step threads of
+    ``gate_count`` gates of D (the first weight's rows); a node refusing double backward (``_once``);
+    None for the five inputs that are no parameters."""
+    saved = ctx.saved_tensors
+    threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), gate_count)
+    with torch.no_grad():
+        result = steps_backward(saved, ctx.meta, *grads, ctx.needs_input_grad, threads)
+    return (*_once(where, result), None, None, None, None, None)
 
 
 _FUNCTIONS = {}
