@@ -80,6 +80,28 @@ def _shape_arg(shape, where):
     return out
 
 
+def _cast_feed(value, want, where, name):
+    """The feed in the data layer's dtype ``want`` (NumPy and torch feeds alike). Floating values fed to
+    an integer or bool layer must be whole numbers: 1.7 is refused, not truncated to the id 1 (Paddle
+    refuses every feed of another dtype)."""
+    import torch  # noqa: PLC0415
+
+    got = _data(value)
+    if got.dtype == want:
+        return value
+    if (got.is_floating_point() or got.is_complex()) and not (want.is_floating_point or want.is_complex):
+        bad = ~torch.isfinite(got) | (got != torch.trunc(got)) if got.is_floating_point() else got.imag != 0
+        if want != torch.bool and got.is_floating_point():  # and within the integer type's range
+            bad = bad | (got < torch.iinfo(want).min) | (got > torch.iinfo(want).max)
+        if bool(bad.any()):
+            first = got.reshape(-1)[bad.reshape(-1)][0].item()
+            raise ValueError(f"{where}: the data layer declares {str(want).replace('torch.', '')}, but feed {name!r} "
+                             f"holds {first!r} ({str(got.dtype).replace('torch.', '')}), which is not a whole "
+                             f"number in its range; feed integers (Paddle refuses a feed of another dtype)")
+    got = got.to(want)
+    return value.with_data(got) if isinstance(value, LoDTensor) else got
+
+
 def _fed(where, name, dtype, shape, lod_level, batch_dim):
     """The feed ``name`` of the running program in ``dtype``, checked against ``shape`` (batch dim
     excluded: it may be any size); ``batch_dim=None``: ``shape`` holds it if it has the feed's rank."""
@@ -92,11 +114,9 @@ def _fed(where, name, dtype, shape, lod_level, batch_dim):
     if isinstance(frame.feeds[name], LoDTensor) and frame.feeds[name].data is None:
         raise ValueError(f"{where}: feed {name!r} is a LoDTensor that holds no data yet; give it an array with "
                          f"t.set(array, place)")
-    value = as_torch(frame.feeds[name], where, f"feed {name!r}", dtype=_torch_dtype(dtype, where))
+    value = _cast_feed(as_torch(frame.feeds[name], where, f"feed {name!r}"), _torch_dtype(dtype, where), where,
+                       name)
     got = _data(value)
-    if not got.is_floating_point():
-        got = got.to(_torch_dtype(dtype, where))
-        value = value.with_data(got) if isinstance(value, LoDTensor) else got
     if batch_dim is None:
         batch_dim = len(shape) == got.dim()
     want, have = shape[1:] if batch_dim else shape, [int(s) for s in got.shape[1:]]

@@ -83,10 +83,21 @@ class Uniform(_Initializer):
     def __init__(self, low=-1.0, high=1.0, seed=0, diag_num=0, diag_step=0, diag_val=1.0):
         if float(low) > float(high):
             raise ValueError(f"Uniform(): low must be <= high, got low={low}, high={high}")
+        for arg, value in (("diag_num", diag_num), ("diag_step", diag_step)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f"Uniform(): {arg} must be an integer >= 0, got {value!r}")
         self.low, self.high, self.seed = float(low), float(high), int(seed)
+        self.diag_num, self.diag_step, self.diag_val = int(diag_num), int(diag_step), float(diag_val)
 
     def _fill(self, tensor):
-        return tensor.uniform_(self.low, self.high, generator=self._generator(tensor))
+        tensor.uniform_(self.low, self.high, generator=self._generator(tensor))
+        if self.diag_num:  # Paddle: diag_val at the flat positions i * (diag_step + 1), i < diag_num
+            last = (self.diag_num - 1) * (self.diag_step + 1)
+            if last >= tensor.numel():
+                raise ValueError(f"Uniform(): diag_num={self.diag_num}, diag_step={self.diag_step} reach the flat "
+                                 f"position {last}, past the {tensor.numel()} values of shape {list(tensor.shape)}")
+            tensor.view(-1)[:: self.diag_step + 1][: self.diag_num] = self.diag_val
+        return tensor
 
 
 class Normal(_Initializer):
@@ -100,8 +111,8 @@ class Normal(_Initializer):
     def __init__(self, loc=0.0, scale=1.0, seed=0):
         self.loc, self.scale, self.seed = float(loc), float(scale), int(seed)
 
-    def _fill(self, tensor):
-        return tensor.normal_(self.loc, self.scale, generator=self._generator(tensor))
+    def _fill(self, tensor):  # a negative scale draws as its absolute value, as Paddle's (symmetric) draws
+        return tensor.normal_(self.loc, abs(self.scale), generator=self._generator(tensor))
 
 
 class TruncatedNormal(_Initializer):
@@ -118,8 +129,11 @@ class TruncatedNormal(_Initializer):
     def _fill(self, tensor):
         import torch  # noqa: PLC0415
 
-        return torch.nn.init.trunc_normal_(tensor, self.loc, self.scale, self.loc - 2 * self.scale,
-                                           self.loc + 2 * self.scale, generator=self._generator(tensor))
+        scale = abs(self.scale)  # as Normal; 0: every value loc, as Paddle (torch divides by it)
+        if scale == 0:
+            return tensor.fill_(self.loc)
+        return torch.nn.init.trunc_normal_(tensor, self.loc, scale, self.loc - 2 * scale, self.loc + 2 * scale,
+                                           generator=self._generator(tensor))
 
 
 class Xavier(_Initializer):
@@ -145,7 +159,9 @@ class Xavier(_Initializer):
 
 
 class MSRA(_Initializer):
-    """He/Kaiming: uniform in ``+-sqrt(6 / fan_in)`` (or normal with ``sqrt(2 / fan_in)``).
+    """He/Kaiming: uniform in ``+-gain * sqrt(3 / fan_in)`` (or normal with ``gain / sqrt(fan_in)``), the
+    ``gain`` of ``nonlinearity`` as Paddle's ``calculate_gain`` (relu: ``sqrt(2)``, so ``+-sqrt(6 / fan_in)``;
+    leaky_relu: ``sqrt(2 / (1 + negative_slope ** 2))``; tanh: 5/3; linear, sigmoid: 1).
 
     >>> import torch
     >>> bool((MSRA()(torch.empty(6, 2)).abs() <= 1.0).all())
@@ -154,13 +170,25 @@ class MSRA(_Initializer):
 
     def __init__(self, uniform=True, fan_in=None, seed=0, negative_slope=0, nonlinearity="relu"):
         self.uniform, self.fan_in, self.seed = bool(uniform), fan_in, int(seed)
+        self.negative_slope, self.nonlinearity = float(negative_slope), nonlinearity
+        self.gain = _gain(nonlinearity, self.negative_slope)
 
     def _fill(self, tensor):
         fan_in = _fans(tuple(tensor.shape))[0] if self.fan_in is None else self.fan_in
-        if self.uniform:
-            limit = math.sqrt(6.0 / fan_in)
+        if self.uniform:  # gain * sqrt(3 / fan_in): sqrt(6 / fan_in) for relu
+            limit = self.gain * math.sqrt(3.0 / fan_in)
             return tensor.uniform_(-limit, limit, generator=self._generator(tensor))
-        return tensor.normal_(0.0, math.sqrt(2.0 / fan_in), generator=self._generator(tensor))
+        return tensor.normal_(0.0, self.gain / math.sqrt(fan_in), generator=self._generator(tensor))
+
+
+def _gain(nonlinearity, negative_slope):
+    """Paddle's ``calculate_gain`` for ``MSRA``: sqrt(2) for relu, 5/3 for tanh, ..."""
+    gains = {"sigmoid": 1.0, "linear": 1.0, "conv1d": 1.0, "conv2d": 1.0, "conv3d": 1.0, "conv1d_transpose": 1.0,
+             "conv2d_transpose": 1.0, "conv3d_transpose": 1.0, "tanh": 5.0 / 3, "relu": math.sqrt(2.0),
+             "leaky_relu": math.sqrt(2.0 / (1 + negative_slope ** 2)), "selu": 3.0 / 4}
+    if nonlinearity not in gains:
+        raise ValueError(f"MSRA(): nonlinearity must be one of {sorted(gains)}, got {nonlinearity!r}")
+    return gains[nonlinearity]
 
 
 class NumpyArrayInitializer(_Initializer):
