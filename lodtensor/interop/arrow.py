@@ -111,7 +111,7 @@ def check_nesting(t, limit, what, reader):
         )
 
 
-def to_arrow(t):
+def to_arrow(t, *, _what="to_arrow()"):
     """This tensor as a nested ``pyarrow.LargeListArray``, sharing the data and every offsets buffer.
 
     One list level per lod level (outermost first); trailing dims of the rows
@@ -142,10 +142,10 @@ def to_arrow(t):
     >>> np.shares_memory(np.frombuffer(t.to_arrow().values.values.buffers()[1], np.int64), t.data)
     True
     """
-    pa = _pa("to_arrow()")
-    data = _host_data(t, "to_arrow()")
-    check_nesting(t, ARROW_MAX_NESTING, "to_arrow()", "Arrow IPC readers (lt.load) take")
-    return wrap_levels(pa, _values_array(pa, data, "to_arrow()"), t._lod._levels)
+    pa = _pa(_what)  # _what: the caller's name in messages (save(), write_parquet(): column 'x')
+    data = _host_data(t, _what)
+    check_nesting(t, ARROW_MAX_NESTING, _what, "Arrow IPC readers (lt.load) take")
+    return wrap_levels(pa, _values_array(pa, data, _what), t._lod._levels)
 
 
 def wrap_levels(pa, arr, levels):
@@ -221,7 +221,9 @@ def _leaf_numpy(pa, arr, where):
         arr = child.slice(start, want)
     _check_no_nulls(arr, where, None)
     typ = arr.type
-    if pa.types.is_boolean(typ):
+    if pa.types.is_null(typ) and not len(arr):  # pa.array([[], []]) infers list<null>: no value, float64
+        flat = np.empty(0, dtype=np.float64)  # as from_awkward (ak.from_arrow gives ?unknown) and np.array([[]])
+    elif pa.types.is_boolean(typ):
         flat = arr.to_numpy(zero_copy_only=False)  # unpacking bits: a copy
     elif pa.types.is_integer(typ) or pa.types.is_floating(typ):
         raw, dtype = arr.buffers()[1], typ.to_pandas_dtype()
@@ -375,7 +377,8 @@ def from_arrow(obj, *, column=None, _copy_offsets=False):
         NumPy data (read-only: it is Arrow's buffer). Shared with ``obj`` when
         the offsets are int64 starting at 0; int32 offsets (``pa.list_``) are
         widened and a slice's offsets rebased (small copies of the offsets
-        only); boolean values are unpacked (a copy).
+        only); boolean values are unpacked (a copy); lists of no type
+        (``list<null>``, what ``pa.array([[], []])`` infers) give float64 data.
 
     Raises
     ------

@@ -152,7 +152,8 @@ def from_awkward(a):
     while isinstance(layout, ak.contents.RegularArray):
         row_shape.append(layout.size)
         layout = _plain(ak, layout.content[: len(layout) * layout.size], where, len(levels) + len(row_shape))
-    if not isinstance(layout, ak.contents.NumpyArray) or layout.parameter("__array__") in ("char", "byte"):
+    if (not isinstance(layout, ak.contents.NumpyArray) or layout.parameter("__array__") in ("char", "byte")
+            or np.dtype(layout.dtype).kind not in "biufc"):  # datetime64 / timedelta64: not numbers either
         kind = type(layout).__name__
         raise TypeError(f"{where}: expected lists of numbers, got {kind} of type {layout.form.type}")
     data = np.asarray(layout.data)

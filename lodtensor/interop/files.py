@@ -76,7 +76,7 @@ def save(path, t):
         raise TypeError(f"save(): t must be a LoDTensor, got {type(t).__name__}")
     if t.data is not None and len(t.shape()) - 1 > _MAX_ROW_DIMS:  # what load() reads back, refused up front
         raise ValueError(f"save(): t has {len(t.shape()) - 1} row dimensions; lt.load reads at most {_MAX_ROW_DIMS}")
-    arr = to_arrow(t)
+    arr = to_arrow(t, _what="save()")
     meta = {
         "format": _FORMAT,
         "version": _VERSION,

@@ -31,6 +31,8 @@ from ..tensor import LoDTensor
 from . import _parquet_meta as meta
 from ._lazy import bad_file, require
 from .arrow import (
+    _host_data,
+    _values_array,
     check_nesting,
     from_arrow,
     host_dtype,
@@ -85,11 +87,12 @@ def _column_array(pa, t, where, name):
     ``fixed_size_list<item, 0>`` column but cannot read it back. The row shape
     in the ``lodtensor`` metadata restores them.
     """
-    check_nesting(t, PARQUET_MAX_NESTING, f"{where}: column {name!r}", "Parquet readers take")
+    what = f"{where}: column {name!r}"
+    check_nesting(t, PARQUET_MAX_NESTING, what, "Parquet readers take")
     if 0 not in t.shape()[1:]:
-        return to_arrow(t)
-    t._check_fits(where)
-    leaf = pa.array(np.empty(0, dtype=host_dtype(t)))
+        return to_arrow(t, _what=what)
+    # no values, but to_arrow's checks: host data (not GPU / meta), a type Arrow has (not complex)
+    leaf = _values_array(pa, _host_data(t, what).reshape(-1), what)
     n = int(t.shape()[0])
     arr = pa.LargeListArray.from_buffers(
         pa.large_list(leaf.type), n, [None, pa.py_buffer(np.zeros(n + 1, np.int64))], children=[leaf]

@@ -74,6 +74,8 @@ def _scipy_data(t, data, what):
         raise ValueError(
             f"{what}: scipy.sparse has no {data.dtype} type; cast the data (e.g. to float32) or use format='torch'"
         )
+    if not data.dtype.isnative:  # scipy.sparse takes native byte order only (its tocoo() refused the matrix): a copy
+        data = data.astype(data.dtype.newbyteorder("="))
     return data
 
 

@@ -270,6 +270,12 @@ def embedding_bag_inputs(t):
         raise ValueError(
             f"embedding_bag_inputs(): the data must be 1-D integer ids, got shape {tuple(data.shape)} of {data.dtype}"
         )
+    if data.dtype == torch.uint64 and bool((data.view(torch.int64) < 0).any()):  # past int64: .long() wraps
+        j = int(torch.nonzero(data.view(torch.int64) < 0)[0, 0])
+        raise ValueError(
+            f"embedding_bag_inputs(): id {int(data[j].item())} at row {j} does not fit int64, the ids "
+            f"nn.EmbeddingBag takes"
+        )
     if data.dtype != torch.int64:
         data = data.long()  # EmbeddingBag wants int64 (or int32 offsets to match): a copy
     starts = t.lod.absolute_offsets(-1)[:-1].copy()
