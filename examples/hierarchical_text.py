@@ -107,7 +107,7 @@ def accuracy(model, path, batch_size=64):
     right = total = 0
     with torch.no_grad():
         for cols in lt.read_parquet(path, batch_size=batch_size):
-            labels = torch.from_numpy(np.asarray(cols["label"].data))
+            labels = cols["label"].to_torch().data
             right += (model(cols["tokens"].to_torch()).argmax(1) == labels).sum().item()
             total += len(labels)
     model.train()
@@ -134,7 +134,7 @@ def train_and_test(docs, labels, n_train, epochs, work):
         tokenize_to_parquet(raw[split], tok[split], tokenizer)
 
     train = lt.read_parquet(tok["train"])
-    tokens, target = train["tokens"], torch.from_numpy(np.asarray(train["label"].data))
+    tokens, target = train["tokens"], train["label"].to_torch().data  # (to_torch: read-only Arrow memory handled)
     words_per_doc = np.diff(tokens.lod.absolute_offsets(0))  # tokens per document, for bucketing
     sampler = text.BucketBatchSampler(words_per_doc.tolist(), batch_size=32, seed=SEED)
 
