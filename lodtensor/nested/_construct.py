@@ -132,6 +132,10 @@ def _from_list(items, dtype, device, layout, where, keep_history):
     structure = Structure(sizes)
     if layout == "jagged":
         _check_jagged(structure, where)
+        kinds = {p.dtype for p in parts}
+        if len(kinds) > 1:  # torch's jagged layout refuses them (its strided one: the first dtype wins)
+            raise TypeError(f"{where}: when constructing a jagged nested tensor, all tensors in list must have "
+                            f"the same dtype, got {', '.join(sorted(str(k) for k in kinds))}")
     ops = be
     if rank and parts and (sizes[:, 1:] == sizes[:1, 1:]).all() and {p.dtype for p in parts} == {target}:
         # equal trailing dims and dtype (sequences of rows): one join of the components as they are, no

@@ -58,6 +58,22 @@ def test_dtype_inference_follows_torch(items, dtype):
     assert ln.nested_tensor(items).dtype == dtype
 
 
+def test_jagged_layout_refuses_mixed_dtypes_as_torch():
+    """torch's jagged layout refuses components of different dtypes (with dtype= too); we built the first's."""
+    torch = pytest.importorskip("torch")
+    a, b = torch.arange(3, dtype=torch.int32), torch.ones(2, dtype=torch.float64)
+    for build in (ln.nested_tensor, ln.as_nested_tensor):
+        for kw in ({}, {"dtype": torch.float64}):
+            with pytest.raises(RuntimeError, match="same dtype"):
+                getattr(torch.nested, build.__name__)([a, b], layout=torch.jagged, **kw)
+            with pytest.raises(TypeError, match=r"must have the same dtype, got torch.float64, torch.int32"):
+                build([a, b], layout="jagged", **kw)
+        assert build([a, b]).dtype == torch.int32  # the strided layout: the first component's dtype, as torch
+    with pytest.raises(TypeError, match="same dtype"):
+        ln.nested_tensor([[1.0, 2.0], [3]], layout="jagged")  # float32 and int64, as torch reads the lists
+    assert ln.nested_tensor([a, a + 1], layout="jagged").dtype == torch.int32
+
+
 def test_dtype_argument_spellings():
     torch = pytest.importorskip("torch")
     for spelling in ("float64", np.float64, np.dtype("float64"), torch.float64):
