@@ -231,3 +231,32 @@ def test_exclusive_cumsum_has_the_dtype_of_the_inclusive_one(dtype, rows):
     np.testing.assert_array_equal(got, np.concatenate([np.zeros_like(inclusive[:1]), inclusive[:-1]])[:rows])
     if dtype != "uint8":  # torch's cumsum of uint8 is int64, NumPy's uint64
         assert TORCH.to_numpy(TORCH.cumsum(torch.from_numpy(x), exclusive=True)).dtype == got.dtype
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_torch_unsigned_segment_reductions_and_pools(dtype):
+    """torch has no scatter_add / scatter_reduce amax, amin or masked_fill for uint16/32/64: the torch backend's
+    sums, maxima and minima raised NotImplementedError (uint64 sums too, though torch.sum has them), and a pool
+    with an empty sequence failed to fill it. They run in int64 now (uint64: the sign bit flipped for the
+    order) and equal the NumPy backend's, bit for bit, at the type's extremes."""
+    torch = pytest.importorskip("torch")
+    import lodtensor as lt
+    from lodtensor import sequence as S
+
+    TB = TORCH
+    hi = np.iinfo(dtype).max
+    x = np.random.default_rng(3).integers(0, hi, size=(9, 3), dtype=dtype, endpoint=True)
+    x[0, 0], x[1, 1], x[2, 2] = hi, 0, hi
+    offsets = np.array([0, 2, 2, 6, 9])
+    tx = torch.from_numpy(x)
+    np.testing.assert_array_equal(TB.segment_sum(tx, offsets).numpy(), NP.segment_sum(x, offsets))
+    for name in ("segment_max", "segment_min"):
+        for empty in (7, int(hi)):
+            got = getattr(TB, name)(tx, offsets, empty=empty)
+            assert got.dtype == tx.dtype
+            np.testing.assert_array_equal(got.numpy(), getattr(NP, name)(x, offsets, empty=empty))
+    t, n = lt.LoDTensor(tx, [[0, 2, 2, 6, 9]]), lt.LoDTensor(x, [[0, 2, 2, 6, 9]])
+    for pool in ("sum", "max", "min", "first", "last", "average"):
+        got, want = S.sequence_pool(t, pool).data, S.sequence_pool(n, pool).data
+        assert str(got.dtype).replace("torch.", "") == str(want.dtype)
+        np.testing.assert_array_equal(got.numpy(), want)

@@ -6,6 +6,8 @@ backward passes: those ``autograd.Function``s live in ``_torch_cpu``.
 """
 
 
+import math
+
 import numpy as np
 import torch
 
@@ -59,6 +61,9 @@ def _identity(dtype, reduce):
 # the device-generic torch code that CUDA uses on CPU: the tests do so to cover that code without a GPU.
 _CPU_SHORTCUTS = True
 _HALF = (torch.float16, torch.bfloat16)
+#: unsigned dtypes torch's scatter kernels lack (scatter_add, scatter_reduce amax/amin): done in int64
+_WIDE_UNSIGNED = tuple(getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n))
+_SIGN = -(2**63)  # uint64 xor 2**63, read as int64, orders as the unsigned values do
 _NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
                   torch.int32, torch.int64)
 
@@ -219,6 +224,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def fill_rows(self, x, mask, value):
         shape = (-1,) + (1,) * (x.dim() - 1)
         mask = (mask if isinstance(mask, torch.Tensor) else self.from_host(mask, like=x)).reshape(shape)
+        if x.dtype in _WIDE_UNSIGNED:  # torch has no masked_fill for them
+            return torch.where(mask, torch.tensor(_host_scalar(value, x.dtype), dtype=x.dtype, device=x.device), x)
         return x.masked_fill(mask, _host_scalar(value, x.dtype))  # a host scalar, passed by value: no copy
 
     def concat(self, arrays):
@@ -247,6 +254,11 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         ``scatter_reduce`` reads its result.
         """
         offsets = self._index(offsets, data)
+        if data.dtype in _WIDE_UNSIGNED:  # in int64 (uint64: sign bit flipped, so the order holds), as torch lacks them
+            if data.dtype != torch.uint64:
+                return self._segment(data.to(torch.int64), offsets, reduce, empty, ids).to(data.dtype)
+            out = self._segment(data.view(torch.int64) ^ _SIGN, offsets, reduce, int(empty) + _SIGN, ids)
+            return (out ^ _SIGN).view(torch.uint64)
         if _cuda.fits(data):  # CUDA: the project's kernel (zero-copy, torch's stream)
             return _cuda.SegmentReduce.apply(data, offsets, ids, reduce, empty)
         if (
@@ -277,6 +289,10 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
 
     def segment_sum(self, data, offsets, *, ids=None):
         offsets = self._index(offsets, data)
+        if data.dtype in _WIDE_UNSIGNED:  # in int64: the same bits modulo 2**64 (torch lacks their scatter_add)
+            wide = data.view(torch.int64) if data.dtype == torch.uint64 else data.to(torch.int64)
+            out = self.segment_sum(wide, offsets, ids=ids)
+            return out.view(torch.uint64) if data.dtype == torch.uint64 else out.to(data.dtype)
         if _cuda.fits(data):  # (float16 in float32 there)
             return _cuda.SegmentReduce.apply(data, offsets, ids, "sum", 0)
         if data.dtype in _HALF:  # float16/bfloat16 add up in float32, as torch.sum does
@@ -437,7 +453,10 @@ def _host_scalar(value, dtype):
     rounded as a cast rounds (torch's fill functions refuse a float32 max that arrives as a slightly
     larger float64, where a cast rounds it to the max; past the range: inf). On the host: no device
     read."""
-    return torch.tensor(value.item() if hasattr(value, "item") else value, dtype=dtype).item()
+    value = value.item() if hasattr(value, "item") else value
+    if dtype == torch.uint64 and isinstance(value, float):  # torch.tensor(0.0, dtype=uint64) raises
+        value = int(value) if math.isfinite(value) else value  # (a cast truncates, as for the other ints)
+    return torch.tensor(value, dtype=dtype).item()
 
 
 def _pad_tensor(pad_value, like):
