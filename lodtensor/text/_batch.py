@@ -11,7 +11,7 @@ import numpy as np
 
 from .._data import to_place
 from .._nested_list import flatten_lists
-from ..backend import get_backend
+from ..backend import backend_name_of, get_backend
 from ..factories import from_padded_all
 from ..lod import LoD
 from ..place import as_place
@@ -73,7 +73,8 @@ class Vocab:
 
         ``min_freq``: the fewest occurrences a token needs. ``max_size``: the most
         tokens besides ``specials`` (as legacy torchtext's ``Vocab(max_size=)``), an
-        int >= 0. A leaf that is not a str raises TypeError naming it.
+        int >= 0; a special that occurs in ``nested`` takes none of them. A leaf that
+        is not a str raises TypeError naming it.
 
         >>> v = Vocab.build([["the", "cat"], ["the", "dog", "the"]])
         >>> v.itos  # specials first, then by frequency (ties alphabetical)
@@ -91,7 +92,10 @@ class Vocab:
         if not all(issubclass(t, str) for t in set(map(type, counts))):
             pos, leaf = next((i, v) for i, v in enumerate(leaves) if not isinstance(v, str))
             raise TypeError(f"Vocab.build(): tokens must be str, got {type(leaf).__name__} {leaf!r} (leaf {pos})")
-        ranked = sorted((t for t, c in counts.items() if c >= min_freq), key=lambda t: (-counts[t], t))
+        specials = _strings(specials, "specials")  # a list: an iterator given is read once
+        taken = set(specials)  # specials have their ids already: they take no place among the max_size tokens
+        kept = (t for t, c in counts.items() if c >= min_freq and t not in taken)
+        ranked = sorted(kept, key=lambda t: (-counts[t], t))
         if max_size is not None:
             ranked = ranked[: int(max_size)]
         return cls(ranked, specials=specials, unk=unk)
@@ -390,7 +394,7 @@ class Collate:
                                  f"every sample must have the same items")
             columns = list(zip(*samples))
             tensor = self._tensor(list(columns[0]), be)
-            return (tensor,) + tuple(be.asarray(np.asarray(column)) for column in columns[1:])
+            return (tensor,) + tuple(_stack(column, be, k) for k, column in enumerate(columns[1:], 1))
         return self._tensor(samples, be)
 
     def _tensor(self, items, be):
@@ -399,6 +403,30 @@ class Collate:
 
     def __repr__(self):
         return f"Collate(backend={self.backend!r}, dtype={self.dtype!r}, lod_level={self.lod_level!r})"
+
+
+def _stack(column, be, k):
+    """Item ``k`` of every sample stacked into one array of ``be``. Torch tensors are stacked by torch (their
+    dtype and autograd kept, as ``default_collate`` does); items that make no array (ragged lists; str, None
+    for torch) are refused naming them."""
+    if be.name == "torch" and all(backend_name_of(c) == "torch" for c in column):
+        import torch  # noqa: PLC0415 - the torch backend is in use
+
+        try:
+            return torch.stack(list(column))
+        except RuntimeError as err:
+            raise ValueError(f"collate(): item {k} of the samples (torch tensors) cannot be stacked: {err}") from None
+    try:
+        arr = np.asarray(column)
+        if arr.dtype.kind not in "biufc" and be.name != "numpy":  # NumPy holds str labels too; torch does not
+            raise TypeError(f"dtype {arr.dtype}")
+        return be.asarray(arr)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise TypeError(
+            f"collate(): item {k} of the samples ({type(column[0]).__name__} {column[0]!r}, ...) cannot be stacked "
+            f"into one {be.name} array of numbers ({err}); give numeric labels of one shape, or a collate_fn of "
+            f"your own"
+        ) from None
 
 
 def make_collate(vocab=None, backend="numpy", dtype="int64", lod_level=None):

@@ -65,7 +65,8 @@ class _ParquetCorpus:
         Other columns (labels...) yielded alongside, sliced the same way: the
         items are then tuples ``(batch, *others)`` of LoDTensors.
     num_replicas, rank : int, optional
-        Default: the initialised torch.distributed world, else one process.
+        Default: the initialised torch.distributed world, else one process
+        (``num_replicas > 1`` without ``rank`` and without such a world is an error).
     shuffle : bool
         Shuffle the file order every epoch (the same on every rank for ``seed``).
     seed : int
@@ -370,6 +371,12 @@ def _world(num_replicas, rank, name):
         if num_replicas is None:
             num_replicas = dist.get_world_size() if initialised else 1
         if rank is None:
+            if not initialised and _whole(num_replicas, "num_replicas", name) > 1:
+                # as torch's DistributedSampler: rank 0 on every process would read one shard num_replicas times
+                raise ValueError(
+                    f"{name}: num_replicas={num_replicas!r} is given but rank is not, and torch.distributed is "
+                    f"not initialised to tell it; pass rank= too"
+                )
             rank = dist.get_rank() if initialised else 0
     num_replicas, rank = _whole(num_replicas, "num_replicas", name), _whole(rank, "rank", name)
     if num_replicas < 1 or not 0 <= rank < num_replicas:

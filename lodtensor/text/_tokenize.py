@@ -12,6 +12,7 @@
 """
 
 import itertools
+import numbers
 
 import numpy as np
 
@@ -64,10 +65,12 @@ def train_tokenizer(texts, *, model="wordpiece", vocab_size=8000, min_frequency=
 
     if model not in _MODELS:
         raise ValueError(f"train_tokenizer(): model must be 'wordpiece' or 'bpe', got {model!r}")
-    if not isinstance(vocab_size, int) or vocab_size <= len(SPECIALS):
+    # NumPy integers are ints here, as the trainers take them; bools are not
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, numbers.Integral) or vocab_size <= len(SPECIALS):
         raise ValueError(f"train_tokenizer(): vocab_size must be an int > {len(SPECIALS)}, got {vocab_size!r}")
-    if isinstance(min_frequency, bool) or not isinstance(min_frequency, int) or min_frequency < 0:
+    if isinstance(min_frequency, bool) or not isinstance(min_frequency, numbers.Integral) or min_frequency < 0:
         raise ValueError(f"train_tokenizer(): min_frequency must be an int >= 0, got {min_frequency!r}")
+    vocab_size, min_frequency = int(vocab_size), int(min_frequency)
     arr = text_column(texts, column, "train_tokenizer()")
     if model == "wordpiece":
         tok = tk.Tokenizer(models.WordPiece(unk_token="[UNK]"))
