@@ -134,15 +134,15 @@ def describe(t, name):
             _STATUS_VALUE, f"{name} has {len(row_shape)} row dimensions; the collectives carry at most {MAX_ROW_DIMS}"
         )
     lib = type(data).__module__.split(".", 1)[0]
-    if lib == "torch":  # found here, not when packing: a rank failing after the heads leaves its peers waiting
-        layout, device = str(getattr(data, "layout", "torch.strided")), str(getattr(data, "device", "cpu"))
-        if layout != "torch.strided" or getattr(data, "is_nested", False):
-            raise LocalError(
-                _STATUS_TYPE, f"{name} holds torch data of layout {layout}; the collectives carry dense (strided) "
-                f"tensors: call .to_dense() first"
-            )
-        if device == "meta":
-            raise LocalError(_STATUS_VALUE, f"{name} holds torch data on the meta device, which has no values to send")
+    # found here, not when packing: a rank failing after the heads went out leaves its peers waiting
+    layout = str(getattr(data, "layout", "strided"))  # (arrays without a layout are dense)
+    if not layout.endswith("strided") or getattr(data, "is_nested", False):
+        raise LocalError(
+            _STATUS_TYPE, f"{name} holds {lib} data of layout {layout}; the collectives carry dense (strided) "
+            f"tensors: call .to_dense() first"
+        )
+    if t.backend.device_of(data) == "meta":
+        raise LocalError(_STATUS_VALUE, f"{name} holds {lib} data on the meta device, which has no values to send")
     counts = tuple(len(level) - 1 for level in t.lod.levels)
     return dtype, depth, row_shape, lib, int(data.shape[0]), counts
 

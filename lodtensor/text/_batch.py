@@ -409,18 +409,14 @@ def _stack(column, be, k):
     """Item ``k`` of every sample stacked into one array of ``be``. Torch tensors are stacked by torch (their
     dtype and autograd kept, as ``default_collate`` does); items that make no array (ragged lists; str, None
     for torch) are refused naming them."""
-    if be.name == "torch" and all(backend_name_of(c) == "torch" for c in column):
-        import torch  # noqa: PLC0415 - the torch backend is in use
-
+    if all(backend_name_of(c) == be.name for c in column):  # arrays of the backend: joined by it
         try:
-            return torch.stack(list(column))
-        except RuntimeError as err:
-            raise ValueError(f"collate(): item {k} of the samples (torch tensors) cannot be stacked: {err}") from None
-    try:
-        arr = np.asarray(column)
-        if arr.dtype.kind not in "biufc" and be.name != "numpy":  # NumPy holds str labels too; torch does not
-            raise TypeError(f"dtype {arr.dtype}")
-        return be.asarray(arr)
+            return be.concat_axis([c[None] for c in column], 0)
+        except (RuntimeError, ValueError) as err:
+            raise ValueError(f"collate(): item {k} of the samples ({be.name} arrays) cannot be stacked: {err}") \
+                from None
+    try:  # (a backend that holds no str, such as torch, refuses them here)
+        return be.asarray(np.asarray(column))
     except (TypeError, ValueError, RuntimeError) as err:
         raise TypeError(
             f"collate(): item {k} of the samples ({type(column[0]).__name__} {column[0]!r}, ...) cannot be stacked "

@@ -40,7 +40,7 @@ def test_collate_stacks_torch_labels_with_torch():
     want = torch.utils.data.default_collate([torch.tensor([1, 2]), torch.tensor([3, 4])])
     _, y = collate([([[1]], torch.tensor([1, 2])), ([[2]], torch.tensor([3, 4]))])
     assert torch.equal(y, want) and y.dtype == want.dtype
-    with pytest.raises(ValueError, match=r"item 1 of the samples \(torch tensors\) cannot be stacked"):
+    with pytest.raises(ValueError, match=r"item 1 of the samples \(torch arrays\) cannot be stacked"):
         collate([([[1]], torch.ones(2)), ([[2]], torch.ones(3))])
 
 
