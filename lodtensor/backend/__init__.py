@@ -43,7 +43,9 @@ def backend_name_of(array):
     kind = type(array)
     name = _TYPE_CACHE.get(kind, False)
     if name is False:
-        root = kind.__module__.split(".", 1)[0]
+        # str(): under torch.compile, dynamo traces no str method on the __module__ of torch.nn.Parameter
+        # (fc(x) with fullgraph=True failed on its first call with a Parameter weight)
+        root = str(kind.__module__).split(".", 1)[0]
         name = root if root in _MODULE_PREFIX else None
         if name == "numpy" and not issubclass(kind, np.ndarray):
             name = None

@@ -1,6 +1,8 @@
 """Feed-forward layers with explicit parameters: embedding, fc, sequence_conv, row_conv,
 sequence_conv_pool (Paddle's parameter shapes)."""
 
+import math
+
 import numpy as np
 
 from .._compile import eager_under_compile
@@ -105,9 +107,10 @@ def _fc_data(input, num_flatten_dims, where, name):  # noqa: A002
             f"{where}: num_flatten_dims must be -1 or in [1, {data.ndim - 1}] for {name} of rank {data.ndim}, "
             f"got {num_flatten_dims}"
         )
-    lead = tuple(int(s) for s in data.shape[:k])
-    inner = int(np.prod(data.shape[k:], dtype=np.int64))
-    return data.reshape(int(np.prod(lead, dtype=np.int64)), inner), lead, be
+    # math.prod of the sizes as they are, no int() or NumPy: under torch.compile the row count is a symbolic
+    # size, which int() or np.prod would fix to one batch's (a graph break and a recompile per LoD)
+    lead = tuple(data.shape[:k])
+    return data.reshape(math.prod(lead), math.prod(data.shape[k:])), lead, be
 
 
 def _fc_finish(input, out, lead, bias, act, be, where):  # noqa: A002
@@ -115,7 +118,7 @@ def _fc_finish(input, out, lead, bias, act, be, where):  # noqa: A002
     width = int(out.shape[1])
     b = param(bias, out, where, "bias", None, optional=True)
     if b is not None:
-        if int(np.prod(b.shape)) != width:
+        if math.prod(b.shape) != width:
             raise ValueError(f"{where}: bias must have {width} elements, got shape {list(b.shape)}")
         out = out + b.reshape(1, width)
     out = be.activation(act_name(act, where), out).reshape(*lead, width)

@@ -16,6 +16,7 @@ import contextlib
 
 import torch
 
+from ..._compile import eager_under_compile
 from . import _recurrent_ops
 from ._fused_steps import steps as fused_steps
 from ._steps import _ACT_, _GRAD_, StepThreads, _bounds, _once, _previous_rows, _rowdot, _take, _with_previous
@@ -178,6 +179,7 @@ def _lstm_function():
             ctx.set_materialize_grads(False)
 
         @staticmethod
+        @eager_under_compile  # see _backward
         def backward(ctx, grad_hidden, grad_cell, *_):
             return _backward(ctx, "dynamic_lstm()", _lstm_backward, 4, grad_hidden, grad_cell)
 
@@ -333,6 +335,7 @@ def _gru_function():
             _keep(ctx, inputs, output[1:])
 
         @staticmethod
+        @eager_under_compile  # see _backward
         def backward(ctx, grad_hidden, *_):
             return _backward(ctx, "dynamic_gru()", _gru_backward, 3, grad_hidden)
 
@@ -353,7 +356,11 @@ def _keep(ctx, inputs, buffers):
 def _backward(ctx, where, steps_backward, gate_count, *grads):
     """``steps_backward`` (``_lstm_backward``, ``_gru_backward``) unrecorded, on the step threads of
     ``gate_count`` gates of D (the first weight's rows); a node refusing double backward (``_once``);
-    None for the five inputs that are no parameters."""
+    None for the five inputs that are no parameters.
+
+    The Functions' ``backward`` run eagerly when dynamo would trace them: a compiled training step's
+    ``loss.backward()`` (a graph break) runs the autograd engine with dynamo's frame hook on, which traced
+    these host-planned steps (the step counts) and recompiled them for every new LoD."""
     saved = ctx.saved_tensors
     threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), gate_count)
     with torch.no_grad():
