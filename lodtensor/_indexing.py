@@ -114,7 +114,8 @@ def _select(t, index, n):
         if idx.shape != (n,):
             raise IndexError(f"boolean index must have shape ({n},), got {idx.shape}")
         idx = np.flatnonzero(idx)
-    if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
+    # an empty list reads as float64 in NumPy and selects nothing; an empty float array is refused, as NumPy does
+    if idx.ndim != 1 or (idx.dtype.kind not in "iu" and (idx.size or library is not None)):
         raise IndexError(f"index must be a 1-D array of sequence indices, got {preview(idx)} ({idx.dtype})")
     # checked before the cast: uint64 past int64 would wrap to a negative, in-range index
     bad = (idx >= n) if idx.dtype.kind == "u" else (idx < -n) | (idx >= n)

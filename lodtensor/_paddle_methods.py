@@ -9,9 +9,25 @@ goes through the LoD gate (``LoD(...)``, ``LoD.from_lengths``) like every other.
 import numpy as np
 
 from ._compile import eager_under_compile
+from .errors import LoDError
 from .lod import LoD
 
-__all__ = ["PaddleMethods"]
+__all__ = ["PaddleMethods", "rows_of", "raise_unfit"]
+
+
+def rows_of(data):
+    """The rows (axis 0) of ``data``; None where there is no data, or no axis 0: data that a ``resize_``,
+    ``squeeze_()`` or ``shape = ()`` made 0-d in place after the tensor took it (it came in with rows)."""
+    return None if data is None or not data.ndim else int(data.shape[0])
+
+
+def raise_unfit(lod, data, what):
+    """Raise the LoDError for a ``lod`` with levels that does not fit the rows of ``data``."""
+    if not data.ndim:
+        raise LoDError(f"{what}: the lod does not fit the data: the data is 0-d (made so in place after the tensor "
+                       f"took it), so it has no rows for {lod!r} to end at; set() an array of rows first",
+                       level=len(lod) - 1)
+    lod.check_rows(int(data.shape[0]), where=f"{what}: the lod does not fit the data")
 
 
 class PaddleMethods:
@@ -38,7 +54,7 @@ class PaddleMethods:
         >>> t.lod()
         [[0, 1, 3]]
         """
-        self._lod = LoD(lod, num_rows=self._num_rows_or_none())
+        self._set_checked(LoD(lod, num_rows=rows_of(self._data)), "set_lod()")
 
     @eager_under_compile  # builds the LoD through the gate (NumPy): eager, behind a graph break
     def set_recursive_sequence_lengths(self, recursive_sequence_lengths):
@@ -53,7 +69,14 @@ class PaddleMethods:
         >>> t.lod()
         [[0, 2, 5]]
         """
-        self._lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=self._num_rows_or_none())
+        lod = LoD.from_lengths(recursive_sequence_lengths, num_rows=rows_of(self._data))
+        self._set_checked(lod, "set_recursive_sequence_lengths()")
+
+    def _set_checked(self, lod, what):
+        """Take ``lod`` (checked against the rows already, where the data has rows); 0-d data fits no level."""
+        if lod.num_levels and self._data is not None and not self._data.ndim:
+            raise_unfit(lod, self._data, what)
+        self._lod = lod
 
     @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def recursive_sequence_lengths(self):
@@ -78,7 +101,8 @@ class PaddleMethods:
         >>> t.has_valid_recursive_sequence_lengths()
         False
         """
-        return self._data is None or self._lod.fits(int(self._data.shape[0]))
+        data = self._data  # (rows_of inlined: asked per op by fluid code; 0-d data made so in place fits no level)
+        return data is None or self._lod.fits(int(data.shape[0]) if data.ndim else None)
 
     def shape(self):
         """Shape of the flat data as a list (Paddle: a method). ``[0]`` when empty.

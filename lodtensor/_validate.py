@@ -146,7 +146,7 @@ def _is_scalar(value):
 
 def _per_level(levels, name, kind):
     """``levels`` as a list with one entry per lod level; a 1-D array counts as one level."""
-    if isinstance(levels, np.ndarray) and levels.ndim == 1:
+    if getattr(levels, "ndim", None) == 1 and hasattr(levels, "dtype"):  # a NumPy, torch or CuPy array: one level
         return [levels]
     try:
         levels = list(levels)

@@ -135,6 +135,7 @@ class LoD(LevelAlgebra):
     """
 
     __slots__ = ("_levels", "_rows", "_cache", "_top", "_plans", "__weakref__")
+    __array_ufunc__ = None  # ``array == lod`` defers to ``LoD.__eq__`` (not NumPy's entry-by-entry comparison)
 
     def __init__(self, levels=(), *, num_rows=None, copy=True):
         if sys.modules.get("torch._dynamo") is not None and compiling():  # the gate's NumPy: eager, graph break
@@ -444,9 +445,9 @@ class LoD(LevelAlgebra):
     def __eq__(self, other):
         if isinstance(other, LoD):
             levels = other._levels
-        elif isinstance(other, (list, tuple)):
-            try:
-                levels = [np.asarray(level) for level in other]
+        elif isinstance(other, (list, tuple, np.ndarray)):  # (an array as the constructor reads one: rows are levels,
+            try:  # a 1-D array is one level; not NumPy's reflected ==, which compares this object with every entry)
+                levels = [other] if getattr(other, "ndim", None) == 1 else [np.asarray(level) for level in other]
             except Exception:
                 return NotImplemented
         else:

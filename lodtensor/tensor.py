@@ -17,7 +17,7 @@ from ._conversions import ConversionsMixin
 from ._data import to_place
 from ._format import tensor_repr
 from ._nested_list import to_nested_list
-from ._paddle_methods import PaddleMethods
+from ._paddle_methods import PaddleMethods, raise_unfit, rows_of
 from ._ufunc import UfuncMixin
 from .backend import backend_name_of, backend_of, dtype_kind, get_backend
 from .backend._pickle import portable, unpickled_by
@@ -263,7 +263,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
     @property
     def num_rows(self):
-        return 0 if self._data is None else int(self._data.shape[0])
+        return rows_of(self._data) or 0  # (0 for no data, or data made 0-d in place)
 
     @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
     def offsets(self, level=-1):
@@ -319,8 +319,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         lod = self._lod
         data = self._data
         dynamo = _modules.get("torch._dynamo")  # while dynamo traces: the general path, behind a graph break
-        if type(index) is int and data is not None and (dynamo is None or not compiling()) and lod._rows == (
-            len(data) if type(data) is _ndarray else data.shape[0]  # len(): cheaper for NumPy, dearer for torch
+        if type(index) is int and data is not None and (dynamo is None or not compiling()) and data.ndim and (
+            lod._rows == (len(data) if type(data) is _ndarray else data.shape[0])  # len(): cheaper for NumPy only
         ):
             # fast paths for one top-level sequence (the lod has levels and fits the rows)
             top = lod._top
@@ -470,8 +470,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         if data is None:
             self._require_data(what)
         rows = self._lod._rows
-        if rows is not None and rows != data.shape[0]:
-            self._lod.check_rows(int(data.shape[0]), where=f"{what}: the lod does not fit the data")
+        if rows is not None and rows != (data.shape[0] if data.ndim else None):  # (0-d: shaped so in place)
+            raise_unfit(self._lod, data, what)
         return data
 
 
