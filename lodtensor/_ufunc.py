@@ -21,6 +21,13 @@ What NumPy users get otherwise:
 - NumPy functions that are not ufuncs (``np.clip``, ``np.sum``, ``np.round``...):
   plain data, or the ``out=`` object; a LoDTensor with a lod as ``out=`` is
   refused before anything is written where an argument holds another lod.
+  A LoDTensor such a function writes into (``out=``, ``np.copyto``'s ``dst``,
+  ``np.put``'s ``a``...) must be data NumPy sees in place: data on a device or
+  of a dtype NumPy lacks (torch's bfloat16) would only fill a host copy, and
+  torch data that requires grad would be written around autograd; both are
+  refused before anything is written;
+- a number operand of torch data (a Python or NumPy scalar, a 0-d NumPy array)
+  is read as torch reads one (see ``backend/torch/_ufunc.py``).
 
 For gufuncs the rows are a loop dim of the operand matched by the result;
 ``np.matmul(t, w)`` keeps ``t``'s rows when ``t`` has at least 2 dims and ``w``
@@ -45,7 +52,7 @@ from . import _compile
 from .backend import backend_of
 from .errors import LoDError
 
-__all__ = ["UfuncMixin", "matmul_rows"]
+__all__ = ["UfuncMixin", "matmul_rows", "host_view"]
 
 
 def matmul_rows(a_ndim, b_ndim):
@@ -73,13 +80,62 @@ def _core_dims(signature):
     return count, len([d for d in re.findall(r"\(([^)]*)\)", outs)[0].split(",") if d.strip()])
 
 
-def _aligned(ufunc, j, args, result_shape):
-    """Whether operand ``j``'s rows (its dim 0) are the rows of a result of ``result_shape``."""
+def _core_axes(ufunc, args, result_shape, placed):
+    """Each input's and the first output's core axes (non-negative) under gufunc keywords ``placed``
+    (``axes=``, ``axis=``, ``keepdims=``): ``([axes of input 0, ...], axes of the output)``."""
+    ndims = [len(_shape(a)) for a in args]
+    if placed.get("axes") is not None:
+        given = [(a,) if isinstance(a, int) else tuple(a) for a in placed["axes"]]
+        ins = given[: ufunc.nin]
+        out = given[ufunc.nin] if len(given) > ufunc.nin else ()
+    else:  # axis=: the one core dim of every operand that has one (the output has none, unless keepdims)
+        core_in, core_out = _core_dims(ufunc.signature)
+        ins = [(placed["axis"],) if count == 1 else () for count in core_in]
+        out = (placed["axis"],) if core_out == 1 else ()
+    if len(ins) != ufunc.nin:
+        raise ValueError(f"axes= needs an entry for each of the {ufunc.nin} inputs")
+    if placed.get("keepdims"):
+        out = ins[0]
+    ins = [tuple(int(a) % max(n, 1) for a in axes) for axes, n in zip(ins, ndims)]
+    return ins, tuple(int(a) % max(len(result_shape), 1) for a in out)
+
+
+def _core_names(signature, counts, out_count, placed):
+    """The core dim names of each input and of the first output, the optional ones (``n?``) dropped where an
+    operand has fewer core dims; ``(None, None)`` where the counts fit no reading of the signature."""
+    ins, outs = signature.split("->")
+    groups = [[d.strip() for d in g.split(",") if d.strip()] for g in re.findall(r"\(([^)]*)\)", ins)]
+    out = [d.strip() for d in re.findall(r"\(([^)]*)\)", outs)[0].split(",") if d.strip()]
+    dropped = set()
+    for k, group in enumerate(groups):
+        if len(group) > counts[k]:
+            dropped |= {d for d in group if d.endswith("?")}
+    groups = [[d for d in g if d not in dropped] for g in groups]
+    out = [] if placed.get("keepdims") else [d for d in out if d not in dropped]
+    if [len(g) for g in groups] != list(counts) or len(out) != out_count:
+        return None, None
+    return groups, out
+
+
+def _aligned(ufunc, j, args, result_shape, placed=None):
+    """Whether operand ``j``'s rows (its dim 0) are the rows of a result of ``result_shape``; ``placed``:
+    a gufunc's ``axes=``/``axis=``/``keepdims=`` keywords, which put the core dims elsewhere."""
     shape = _shape(args[j])
     if not shape or not result_shape or int(shape[0]) != int(result_shape[0]):
         return False
     if ufunc.signature is None:
         return len(shape) == len(result_shape)
+    if placed:
+        try:
+            ins, out = _core_axes(ufunc, args, result_shape, placed)
+        except (IndexError, TypeError, ValueError):  # keywords NumPy refuses (with out=, its call says so)
+            return False
+        if 0 not in ins[j]:  # a loop dim: the first of the operand and of the result, no loop dim in front
+            return 0 not in out and len(shape) - len(ins[j]) == len(result_shape) - len(out)
+        names_in, names_out = _core_names(ufunc.signature, [len(a) for a in ins], len(out), placed)
+        if names_in is None or 0 not in out:
+            return False
+        return names_in[j][ins[j].index(0)] == names_out[out.index(0)]  # a core dim the result keeps (matmul's n)
     if ufunc.__name__ == "matmul" and len(args) == 2:
         return matmul_rows(len(_shape(args[0])), len(_shape(args[1])))[j]
     core_in, core_out = _core_dims(ufunc.signature)
@@ -87,12 +143,23 @@ def _aligned(ufunc, j, args, result_shape):
     return loop >= 1 and loop == len(result_shape) - core_out
 
 
-def _flat(x):
-    """``x`` with every LoDTensor in it (nested in lists and tuples too) as its flat data (NumPy's view)."""
+def _placed(ufunc, kwargs):
+    """A gufunc call's keywords that move its core dims (``axes=``, ``axis=``, ``keepdims=``), or None."""
+    if ufunc.signature is None:
+        return None
+    placed = {k: kwargs[k] for k in ("axes", "axis", "keepdims") if kwargs.get(k) is not None}
+    return placed if "axes" in placed or "axis" in placed else None
+
+
+def _flat(x, written=None):
+    """``x`` with every LoDTensor in it (nested in lists and tuples too) as its flat data (NumPy's view);
+    ``written``: ``(func, name, targets)``, the LoDTensors ``func`` writes into, as views of their memory."""
     if isinstance(x, UfuncMixin):
+        if written is not None and any(x is w for w in written[2]):
+            return _written(x, written[0], written[1])
         return x.__array__()
     if isinstance(x, (list, tuple)):
-        return type(x)(_flat(v) for v in x) if type(x) in (list, tuple) else x
+        return type(x)(_flat(v, written) for v in x) if type(x) in (list, tuple) else x
     return x
 
 
@@ -126,10 +193,43 @@ def _out_position(func):
 #: NumPy functions that write elementwise into their first argument (no ``out`` parameter) -> its name;
 #: that argument is checked as an ``out=`` is
 _WRITE_FIRST = {np.copyto: "dst", np.putmask: "a"}
+#: NumPy functions that write into their first argument by position (no lod to check: flat positions) -> its name
+_WRITE_AT = {np.put: "a", np.place: "arr", np.fill_diagonal: "a", np.put_along_axis: "arr", **_WRITE_FIRST}
+
+
+def host_view(data, be):
+    """``data`` as a NumPy array of its own memory, or None where NumPy cannot see it without a copy
+    (data on a device, a dtype NumPy lacks such as torch's bfloat16: ``to_numpy`` gives a copy)."""
+    if be.device_of(data) != "cpu":
+        return None
+    host = be.to_numpy(data)
+    if host is data or host.size == 0:
+        return host
+    try:  # the data's own memory, as DLPack lends it to NumPy (which refuses a dtype it lacks)
+        own = np.from_dlpack(be.detach(data))
+    except (BufferError, RuntimeError, TypeError, ValueError):
+        return None
+    same = host.__array_interface__["data"][0] == own.__array_interface__["data"][0] and host.dtype == own.dtype
+    return host if same else None
+
+
+def _written(x, func, name):
+    """The NumPy view of LoDTensor ``x`` that ``func`` writes into; refused where a write could not reach
+    ``x``'s data (it would fill a copy and be lost) or would go around torch's autograd."""
+    data = x._check_fits(f"numpy.{func.__name__}")
+    where = f"numpy.{func.__name__}: {name}= is a LoDTensor of {data.dtype} data"
+    if x.backend.requires_grad(data):
+        raise RuntimeError(f"{where} that requires grad; a NumPy write goes around autograd (torch refuses "
+                           f"such in-place writes too). Write into <tensor>.data.detach() or use torch's functions")
+    host = host_view(data, x.backend)
+    if host is None:
+        raise TypeError(f"{where} on {x.backend.device_of(data)}, which NumPy cannot write in place (it would "
+                        f"fill a host copy and lose the result); use the torch/CuPy function on <tensor>.data")
+    return host
 
 
 def _check_function_out(func, arguments, o):
-    name = _WRITE_FIRST.get(func, "out")
+    name = _WRITE_AT.get(func, "out")
     for x in _lod_tensors(arguments):
         if x is not o and x._lod._levels and x._lod is not o._lod and x._lod != o._lod:
             raise LoDError(
@@ -155,7 +255,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
             lod_outs = [o for o in out if isinstance(o, UfuncMixin) and o._lod._levels]
             kwargs["out"] = tuple(o._check_fits(name) if isinstance(o, UfuncMixin) else o for o in out)
             for o in lod_outs:
-                self._check_out(ufunc, method, inputs, args, o)
+                self._check_out(ufunc, method, inputs, args, o, kwargs)
         where = kwargs.get("where")
         if isinstance(where, UfuncMixin):  # a mask of the same rows: its lod must be the operands' (and out's)
             for x in (*inputs, *(out or ())):
@@ -163,16 +263,25 @@ class UfuncMixin(NDArrayOperatorsMixin):
                     raise LoDError(f"{name}: where= has lod {where._lod!r} but the operands have {x._lod!r}; "
                                    f"a mask over the rows needs the same lod")
             kwargs["where"] = where._check_fits(name)
+        # a 0-d NumPy array is a number here (NumPy makes one of the scalar in ``np.int64(1) < t``)
+        args = [a[()] if type(a) is np.ndarray and not a.ndim else a for a in args]
         be = backend_of(*args, *kwargs.get("out", ()))
         result = be.apply_ufunc(ufunc, method, *args, **kwargs)
         if method != "__call__":
             return result if out is None or out[0] is None else out[0]  # NumPy returns the out= object
         first = result[0] if isinstance(result, tuple) else result
-        lod = self._row_lod(ufunc, inputs, args, _shape(first))
+        lod = self._row_lod(ufunc, inputs, args, _shape(first), _placed(ufunc, kwargs))
         if isinstance(result, tuple):  # out=(o, None): NumPy returns o and a new array for the None
             given = out or (None,) * len(result)
             return tuple(self._wrap_result(r, lod) if o is None else o for r, o in zip(result, given))
         return self._wrap_result(result, lod) if out is None else out[0]
+
+    def __contains__(self, value):
+        """``value in t``: whether an element equals ``value``, as ``value in t.data`` for NumPy's and torch's
+        arrays (iteration gives the sequences, but without this Python asked each sequence's truth value: an
+        answer or an "ambiguous" error depending on the sequence lengths)."""
+        equal = self == value
+        return bool((equal._data if isinstance(equal, UfuncMixin) else equal).any())
 
     def __array_function__(self, func, types, args, kwargs):
         """NumPy's functions that are not ufuncs (``np.sum``, ``np.concatenate``, ``np.flip``, ``np.shape``,
@@ -193,12 +302,21 @@ class UfuncMixin(NDArrayOperatorsMixin):
                 out = args[at]
             else:
                 at = None
-        for o in out if isinstance(out, tuple) else (out,):
-            if isinstance(o, UfuncMixin) and o._lod._levels:
+        targets = [o for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, UfuncMixin)]
+        for o in targets:
+            if o._lod._levels:
                 others = args if at is None else args[:at] + args[at + 1 :]
                 _check_function_out(func, (others, {k: v for k, v in kwargs.items() if k != key}), o)
-        flat = {key: _flat(value) for key, value in kwargs.items()}
-        flat_args = _flat(args)
+        name = _WRITE_AT.get(func, "out")
+        if func in _WRITE_AT and func not in _WRITE_FIRST:  # np.put(a, ...): a is written, by position or name
+            first = args[0] if args else kwargs.get(name)
+            if isinstance(first, UfuncMixin):
+                targets.append(first)
+                if func is np.place and first._lod._levels:  # its mask is elementwise over arr's rows, as putmask's
+                    _check_function_out(func, args[1:2] or kwargs.get("mask"), first)
+        written = (func, name, targets) if targets else None
+        flat = {k: _flat(value, written) for k, value in kwargs.items()}
+        flat_args = _flat(args, written)
         result = func(*flat_args, **flat)
         given = flat.get(key) if at is None else flat_args[at]  # what NumPy was given as its out
         if isinstance(out, UfuncMixin) and result is given:  # NumPy returns the out= object itself
@@ -206,7 +324,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
         return result
 
     @staticmethod
-    def _row_lod(ufunc, inputs, args, result_shape):
+    def _row_lod(ufunc, inputs, args, result_shape, placed=None):
         """The lod of a ``__call__`` result of ``result_shape``, or None when its rows are not the operands'."""
         lod = None
         for j, x in enumerate(inputs):
@@ -216,7 +334,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
             if not mine._levels:  # a LoDTensor without a lod is a plain array here
                 lod = mine if lod is None else lod
                 continue
-            if not _aligned(ufunc, j, args, result_shape):  # (shapes asked only of LoDTensor operands)
+            if not _aligned(ufunc, j, args, result_shape, placed):  # (shapes asked only of LoDTensor operands)
                 return None
             if lod is not None and lod._levels and lod is not mine and lod != mine:
                 raise LoDError(
@@ -227,7 +345,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
                 lod = mine
         return lod
 
-    def _check_out(self, ufunc, method, inputs, args, o):
+    def _check_out(self, ufunc, method, inputs, args, o, kwargs):
         """Refuse, before anything is written, an ``out=`` LoDTensor whose lod would not describe the result."""
         name = ufunc.__name__
         if method != "__call__":
@@ -235,8 +353,10 @@ class UfuncMixin(NDArrayOperatorsMixin):
                 f"numpy.{name}.{method}: out= is a LoDTensor with lod {o._lod!r}, but a ufunc {method} result "
                 f"has no lod (its rows are not rows of the operands); pass out=<tensor>.data for plain rows"
             )
-        lod = self._row_lod(ufunc, inputs, args, _shape(o._data))
+        lod = self._row_lod(ufunc, inputs, args, _shape(o._data), _placed(ufunc, kwargs))
         rows_moved = lod is None and any(isinstance(x, UfuncMixin) and x._lod._levels for x in inputs)
+        if rows_moved and _placed(ufunc, kwargs):  # axes= NumPy refuses: its error, from a call that writes nothing
+            backend_of(*args).apply_ufunc(ufunc, method, *args, **{k: v for k, v in kwargs.items() if k != "out"})
         if rows_moved:
             raise LoDError(
                 f"numpy.{name}: out= is a LoDTensor of shape {tuple(o._data.shape)} with lod {o._lod!r}, but the "

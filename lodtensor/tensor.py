@@ -18,7 +18,7 @@ from ._data import to_place
 from ._format import tensor_repr
 from ._nested_list import to_nested_list
 from ._paddle_methods import PaddleMethods, raise_unfit, rows_of
-from ._ufunc import UfuncMixin
+from ._ufunc import UfuncMixin, host_view
 from .backend import backend_name_of, backend_of, dtype_kind, get_backend
 from .backend._pickle import portable, unpickled_by
 from .lod import LoD
@@ -297,9 +297,9 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return self.backend.to_numpy(self._require_data("numpy()"))
 
     def __array__(self, dtype=None, copy=None):
-        if copy is False and self._data is not None and self.backend.device_of(self._data) != "cpu":
-            raise ValueError(f"Unable to avoid copy while creating an array as requested: the data is on "
-                             f"{self.backend.device_of(self._data)}")
+        if copy is False and self._data is not None and host_view(self._data, self.backend) is None:
+            raise ValueError(f"Unable to avoid copy while creating an array as requested: the {self.dtype} data "
+                             f"on {self.backend.device_of(self._data)} has no NumPy view")
         data = np.empty(0, np.float32) if self._data is None else self.backend.to_numpy(self._data)
         if copy:
             return np.array(data, dtype=dtype, copy=True)

@@ -434,15 +434,16 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
     aligned = align(where, inputs)
     if out is not None:
         outs = out if isinstance(out, tuple) else (out,)
-        for o in outs:
-            if not isinstance(o, NestedTensor) or not o._struct.same_as(aligned.nt._struct):
-                raise ShapeError(f"{where}: out= must be NestedTensors of the inputs' nested structure")
-        kwargs["out"] = tuple(aligned.view(o) for o in outs)
+        for o in outs:  # (None: NumPy allocates that output, as in out=(q, None))
+            if o is not None and (not isinstance(o, NestedTensor) or not o._struct.same_as(aligned.nt._struct)):
+                raise ShapeError(f"{where}: out= must be NestedTensors of the inputs' nested structure (or None)")
+        kwargs["out"] = tuple(None if o is None else aligned.view(o) for o in outs)
     res = aligned.backend.apply_ufunc(ufunc, "__call__", *aligned.arrays, **kwargs)
+    if isinstance(res, tuple):  # each output: the out= tensor given for it, else a new one
+        given = out if isinstance(out, tuple) else (None,) * len(res)
+        return tuple(aligned.wrap(r) if o is None else o for r, o in zip(res, given))
     if out is not None:
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out
-    if isinstance(res, tuple):
-        return tuple(aligned.wrap(r) for r in res)
     return aligned.wrap(res)
 
 

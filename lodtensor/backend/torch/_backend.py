@@ -19,30 +19,16 @@ from . import _cuda, _tuning
 from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 from ._rows import pad_index, segment_ids
+from ._ufunc import apply_ufunc
 from ._vmap import wrapped
 
 __all__ = ["TorchBackend", "make_backend"]
 
-# NumPy ufunc names whose torch function has another name (or another meaning).
 # torch dtypes NumPy lacks, and the NumPy-known dtype that holds each exactly.
 _NO_NUMPY_DTYPE = {
     getattr(torch, name): torch.float32
     for name in ("bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz")
     if hasattr(torch, name)
-}
-
-_UFUNC_RENAMES = {
-    "equal": torch.eq,
-    "not_equal": torch.ne,
-    "power": torch.pow,
-    "absolute": torch.abs,
-    "conjugate": torch.conj,
-    "invert": torch.bitwise_not,
-    "left_shift": torch.bitwise_left_shift,
-    "right_shift": torch.bitwise_right_shift,
-    "matmul": torch.matmul,
-    "rint": torch.round,
-    "isnan": torch.isnan,
 }
 
 
@@ -424,28 +410,8 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return super().pointwise(np_name, torch_name, *args, **kwargs)
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
-        """Run a NumPy ufunc call with the torch function of the same meaning."""
-        if method != "__call__":
-            raise TypeError(
-                f"numpy.{ufunc.__name__}.{method} is not supported on torch data; "
-                f"use the torch function on t.data"
-            )
-        fn = _UFUNC_RENAMES.get(ufunc.__name__) or getattr(torch, ufunc.__name__, None)
-        if fn is None:
-            raise TypeError(f"numpy.{ufunc.__name__} has no torch equivalent; call a torch function on t.data")
-        out = kwargs.pop("out", None)
-        if kwargs:
-            raise TypeError(
-                f"numpy.{ufunc.__name__}: keyword arguments {sorted(kwargs)} are not supported on torch data"
-            )
-        if len(args) > 1:  # torch's binary functions want tensors: Python and NumPy numbers become 0-d tensors
-            like = next(a for a in args if isinstance(a, torch.Tensor))
-            args = [a if isinstance(a, torch.Tensor) else _scalar_tensor(a, like) for a in args]
-        if out is not None:
-            if len(out) != 1:
-                raise TypeError(f"numpy.{ufunc.__name__}: only one out= tensor is supported on torch data")
-            return fn(*args, out=out[0])
-        return fn(*args)
+        """Run a NumPy ufunc call with the torch function of the same meaning (see ``_ufunc``)."""
+        return apply_ufunc(ufunc, method, *args, **kwargs)
 
 
 def _host_scalar(value, dtype):
@@ -464,31 +430,6 @@ def _pad_tensor(pad_value, like):
     if isinstance(pad_value, torch.Tensor):
         return pad_value.to(device=like.device, dtype=like.dtype)
     return torch.from_numpy(np.array(pad_value)).to(device=like.device, dtype=like.dtype)
-
-
-def _scalar_tensor(value, like):
-    """A Python or NumPy number as a 0-d tensor on ``like``'s device, promoting as torch
-    promotes a Python number (its kind, not its width: float32 data and 0.5 stay float32);
-    an array, or a list or tuple of numbers (read as ``torch.tensor`` reads it: floats in torch's default
-    dtype, so float32 data stays float32), as a tensor there."""
-    if isinstance(value, np.ndarray) and value.ndim:
-        return torch.as_tensor(value, device=like.device)
-    given = value
-    if type(value) in (list, tuple):
-        array = np.asarray(value) if len(value) else np.zeros(0)  # NumPy's reading: numbers only
-        if array.dtype.kind in "biufc":
-            try:  # torch's reading of the numbers (floats: its default dtype, as torch.tensor(list))
-                return torch.as_tensor(value, device=like.device)
-            except (TypeError, ValueError, RuntimeError, OverflowError):  # (NumPy scalars, 2**70...)
-                return torch.as_tensor(array, device=like.device)
-        value = array
-    value = value.item() if hasattr(value, "item") and np.ndim(value) == 0 else value
-    if not isinstance(value, (bool, int, float, complex)):
-        raise TypeError(
-            f"an operand of torch data must be a number, a tensor, an array or a list of numbers, "
-            f"got {given!r} of type {type(given).__name__}"
-        )
-    return torch.as_tensor(value, dtype=torch.result_type(like, value), device=like.device)
 
 
 def make_backend():
