@@ -11,7 +11,7 @@ import numpy as np
 
 from .._compile import eager_under_compile
 from ..lod import LoD
-from ..ops._packed import pack_order, packed_lengths, time_major_rows
+from ..ops._packed import packed_sequence, unpacked_rows
 from ..tensor import LoDTensor
 from ._torch_base import _torch, _torch_data
 
@@ -41,8 +41,6 @@ def to_packed_sequence(t, enforce_sorted=False):
     ([0.0, 3.0, 1.0, 4.0, 2.0], [2, 2, 1])
     """
     torch = _torch("to_packed_sequence()")
-    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415 - torch loaded above
-
     t._require_lod("to_packed_sequence()")
     data = _torch_data(t, "to_packed_sequence()")
     lengths = t.lod.absolute_offsets(-1)
@@ -63,18 +61,7 @@ def to_packed_sequence(t, enforce_sorted=False):
                 f"to_packed_sequence(enforce_sorted=True): lengths must be non-increasing, but "
                 f"lengths[{j}]={lengths[j]} < lengths[{j + 1}]={lengths[j + 1]}; pass enforce_sorted=False"
             )
-        order = np.arange(lengths.size)
-    else:  # torch's own order for equal lengths, so that data and indices equal pack_sequence's
-        order = pack_order(lengths, torch)
-    dest, batch_sizes = time_major_rows(lengths, order)
-    src = np.empty_like(dest)
-    src[dest] = np.arange(dest.size)
-    packed = data[torch.from_numpy(src).to(data.device)]
-    sorted_indices = unsorted_indices = None
-    if not enforce_sorted:
-        sorted_indices = torch.from_numpy(order).to(data.device)
-        unsorted_indices = torch.from_numpy(np.argsort(order)).to(data.device)
-    return PackedSequence(packed, torch.from_numpy(batch_sizes.astype(np.int64)), sorted_indices, unsorted_indices)
+    return packed_sequence(data, lengths, enforce_sorted, torch)  # equal lengths in torch.sort's order, as torch
 
 
 @eager_under_compile  # builds the LoD on the host: under torch.compile, behind a graph break
@@ -105,9 +92,5 @@ def from_packed_sequence(ps):
 
     if not isinstance(ps, PackedSequence):
         raise TypeError(f"from_packed_sequence(): ps must be a PackedSequence, got {type(ps).__name__}")
-    lengths, order = packed_lengths(ps, "from_packed_sequence()")
-    rows = int(ps.data.shape[0])
-    lod = LoD.from_lengths([lengths], num_rows=rows)
-    dest, _ = time_major_rows(lengths, order)
-    data = ps.data[torch.from_numpy(dest).to(ps.data.device)]
-    return LoDTensor(data, lod)
+    data, lengths = unpacked_rows(ps, "from_packed_sequence()", torch)
+    return LoDTensor(data, LoD.from_lengths([lengths], num_rows=int(ps.data.shape[0])))

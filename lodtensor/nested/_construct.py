@@ -11,7 +11,7 @@ from ..backend import backend_name_of, get_backend
 from ..backend._placement import pin
 from ..errors import BackendMismatchError, ShapeError
 from ..lod import LoD
-from ..ops._packed import packed_lengths, time_major_rows
+from ..ops._packed import unpacked_rows
 from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
 from ._dispatch import COMPILE_HOOKS, compiling, mark_dynamic
@@ -352,11 +352,8 @@ def _from_packed(packed, where):
     gather of its rows back to sequence order: no Python list of sequences. Keeps autograd history."""
     import torch  # noqa: PLC0415 - the argument is torch's
 
-    lengths, order = packed_lengths(packed, where)
-    dest, _ = time_major_rows(lengths, order)
-    data = packed.data
-    rows = data[torch.from_numpy(dest).to(data.device)]
-    tail = tuple(int(s) for s in data.shape[1:])
+    rows, lengths = unpacked_rows(packed, where, torch)
+    tail = tuple(int(s) for s in packed.data.shape[1:])
     sizes = np.empty((lengths.size, 1 + len(tail)), dtype=np.int64)
     sizes[:, 0] = lengths
     sizes[:, 1:] = tail

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..lod import LoD
-from ..ops._packed import pack_order, time_major_rows
+from ..ops._packed import packed_sequence
 from ..tensor import _wrap
 from ._broadcast import check_nested
 from ._registry import OP_TABLE, implements
@@ -170,7 +170,6 @@ def _pack(nt, lengths, enforce_sorted):
     """``pack_sequence(list(nt.unbind()), enforce_sorted)`` in one gather of the rows: no Python list of
     components (same data, batch sizes and indices; the order of equal lengths is torch's sort's)."""
     import torch  # noqa: PLC0415 - torch is needed for the result
-    from torch.nn.utils.rnn import PackedSequence  # noqa: PLC0415
 
     if enforce_sorted:
         up = np.flatnonzero(lengths[1:] > lengths[:-1])
@@ -181,21 +180,8 @@ def _pack(nt, lengths, enforce_sorted):
                 f"`enforce_sorted` is True, but component {j} has {lengths[j]} steps and component {j + 1} "
                 f"{lengths[j + 1]}; pass enforce_sorted=False"
             )
-        order = np.arange(lengths.size, dtype=np.int64)
-    else:  # torch's own sort (not a stable one): pack_padded_sequence orders equal lengths this way
-        order = pack_order(lengths, torch)
-    dest, batch_sizes = time_major_rows(lengths, order)
-    src = np.empty_like(dest)
-    src[dest] = np.arange(dest.size, dtype=np.int64)
     row_shape = tuple(int(s) for s in nt._struct.sizes[0, 1:])  # regular past the first dim (checked)
-    rows = nt._buffer.reshape((int(lengths.sum()),) + row_shape)
-    device = rows.device
-    packed = rows[torch.from_numpy(src).to(device)]
-    sorted_indices = unsorted_indices = None
-    if not enforce_sorted:
-        sorted_indices = torch.from_numpy(order).to(device)
-        unsorted_indices = torch.from_numpy(np.argsort(order)).to(device)
-    return PackedSequence(packed, torch.from_numpy(batch_sizes.astype(np.int64)), sorted_indices, unsorted_indices)
+    return packed_sequence(nt._buffer.reshape((int(lengths.sum()),) + row_shape), lengths, enforce_sorted, torch)
 
 
 @implements("to_lod_tensor")

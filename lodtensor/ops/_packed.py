@@ -8,7 +8,7 @@ pass over the lengths, never a Python list of sequences.
 
 import numpy as np
 
-__all__ = ["time_major_rows", "packed_lengths", "pack_order"]
+__all__ = ["time_major_rows", "packed_lengths", "pack_order", "packed_sequence", "unpacked_rows"]
 
 
 def pack_order(lengths, torch):
@@ -23,6 +23,38 @@ def pack_order(lengths, torch):
     """
     lengths = torch.from_numpy(np.array(lengths, dtype=np.int64))  # a copy: a LoD's arrays are read-only
     return torch.sort(lengths, descending=True)[1].numpy()
+
+
+def packed_sequence(rows, lengths, enforce_sorted, torch):
+    """``pack_sequence`` of the sequences of ``rows`` (a torch tensor, sequences one after another, of
+    ``lengths``: each >= 1, non-increasing where ``enforce_sorted``, as the caller checked) in one gather:
+    the same data, batch sizes and indices as torch's. ``torch`` is the caller's torch module.
+
+    >>> import torch
+    >>> ps = packed_sequence(torch.arange(5.0), np.array([2, 3]), False, torch)
+    >>> ps.data.tolist(), ps.batch_sizes.tolist(), ps.sorted_indices.tolist()
+    ([2.0, 0.0, 3.0, 1.0, 4.0], [2, 2, 1], [1, 0])
+    """
+    order = np.arange(lengths.size, dtype=np.int64) if enforce_sorted else pack_order(lengths, torch)
+    dest, batch_sizes = time_major_rows(lengths, order)
+    src = np.empty_like(dest)
+    src[dest] = np.arange(dest.size, dtype=np.int64)
+    device = rows.device
+    packed = rows[torch.from_numpy(src).to(device)]
+    sorted_indices = unsorted_indices = None
+    if not enforce_sorted:
+        sorted_indices = torch.from_numpy(order).to(device)
+        unsorted_indices = torch.from_numpy(np.argsort(order)).to(device)
+    batch_sizes = torch.from_numpy(batch_sizes.astype(np.int64))
+    return torch.nn.utils.rnn.PackedSequence(packed, batch_sizes, sorted_indices, unsorted_indices)
+
+
+def unpacked_rows(ps, where, torch):
+    """``(rows, lengths)`` of the ``PackedSequence`` ``ps``: its rows back in sequence order (one gather,
+    autograd kept) and the sequences' lengths in the caller's order, after :func:`packed_lengths`' checks."""
+    lengths, order = packed_lengths(ps, where)
+    dest, _ = time_major_rows(lengths, order)
+    return ps.data[torch.from_numpy(dest).to(ps.data.device)], lengths
 
 
 def time_major_rows(lengths, order):
