@@ -457,8 +457,11 @@ class LoD(LevelAlgebra):
         )
 
     @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
-    def __hash__(self):
-        return hash(tuple(level.tobytes() for level in self._levels))
+    def __hash__(self):  # that of the equal tuple of tuples (Python's rule: equal objects hash alike), kept
+        cache = self._cached()
+        if "hash" not in cache:
+            cache["hash"] = hash(tuple(tuple(level.tolist()) for level in self._levels))
+        return cache["hash"]
 
     def __repr__(self):
         return "LoD([" + ", ".join(preview(level) for level in self._levels) + "])"

@@ -419,7 +419,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
     def __reduce__(self):
         data, lod, where = self._data, self._lod, self._where  # one state, read before any call (set() elsewhere)
-        return (_rebuild, (type(self), portable(data), lod, where))
+        attrs = getattr(self, "__dict__", None)  # a subclass's own attributes travel too, as with any object
+        return (_rebuild, (type(self), portable(data), lod, where) + ((None, dict(attrs)) if attrs else ()))
 
     def __deepcopy__(self, memo):
         if getattr(self._data, "grad_fn", None) is not None:  # as torch and NestedTensor: graph leaves only
@@ -432,6 +433,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     def __copy__(self):
         t = _object_new(type(self))  # a subclass (fluid's LoDTensor) stays itself, as deepcopy and pickle keep it
         t._data, t._lod, t._where = self._data, self._lod, self._where
+        if getattr(self, "__dict__", None):
+            t.__dict__.update(self.__dict__)
         return t
 
     # -- internal ----------------------------------------------------------------------------
@@ -476,15 +479,11 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
 
 @unpickled_by
-def _rebuild(cls, data, lod, place, fits=None):
-    """Unpickle through the gate: the class, the data, the LoD and the place are all checked.
-
-    A pickle is data from outside: its LoD is validated (``LoD`` unpickles
-    through the validating constructor), its data must be an array of a
-    numeric dtype, and the place must be where that data is. Whether the lod
-    fits the rows is derived again, never taken from the pickle (``fits``,
-    written by older versions, is ignored).
-    """
+def _rebuild(cls, data, lod, place, fits=None, attrs=None):
+    """Unpickle through the gate: a pickle is outside data, so the class, the LoD (its validating
+    constructor), the data (an array of a numeric dtype) and the place (where the data is) are checked.
+    Whether the lod fits is derived again (``fits``, from older versions, is ignored); ``attrs`` are a
+    subclass instance's own attributes."""
     if not (isinstance(cls, type) and issubclass(cls, LoDTensor)):
         raise TypeError(f"unpickling a LoDTensor: expected a LoDTensor class, got {cls!r}")
     if not isinstance(lod, LoD):
@@ -497,4 +496,9 @@ def _rebuild(cls, data, lod, place, fits=None):
         if place_of(data, backend_of(data)).device != place.device:
             place = place_of(data, backend_of(data))
     t._data, t._lod, t._where = data, lod, place
+    if attrs is not None:  # a subclass's attributes: names only, into an instance that has a __dict__
+        if not (isinstance(attrs, dict) and all(type(k) is str for k in attrs) and hasattr(t, "__dict__")):
+            raise TypeError(f"unpickling a LoDTensor: attributes must be a dict of names for a subclass, "
+                            f"got {type(attrs).__name__} for {cls.__name__}")
+        t.__dict__.update(attrs)
     return t

@@ -13,8 +13,8 @@ from ..backend._contract import ACTIVATIONS
 from ..ops._common import snapshot
 from ..tensor import LoDTensor
 
-__all__ = ["lod_input", "require_float", "param", "act_name", "TimePlan", "time_plan", "on_device", "out_like",
-           "as_torch"]
+__all__ = ["lod_input", "require_float", "param", "act_name", "activate", "LAYER_ACTIVATIONS", "TimePlan",
+           "time_plan", "on_device", "out_like", "as_torch"]
 
 
 def require_float(data, where, name="input"):
@@ -83,14 +83,54 @@ def param(w, like, where, name, shape=None, *, optional=False):
     return w
 
 
-def act_name(name, where, arg="act"):
-    """Paddle's activation ``name`` (None: identity) as a key of ``ACTIVATIONS``, checked."""
+def _pw(np_name, torch_name, *args):
+    return lambda be, x: be.pointwise(np_name, torch_name, x, *args)
+
+
+_HARDTANH = ("hardtanh", "nn.functional.hardtanh")
+
+#: The rest of Paddle's activation operators that ``act=`` of fc, sequence_conv and row_conv may name
+#: (with the operators' default attributes, as Paddle appends them), over the backend's pointwise table:
+#: name -> fn(backend, x). The recurrences' gate activations stay ``ACTIVATIONS`` (a superset of Paddle's).
+LAYER_ACTIVATIONS = {
+    "relu6": _pw(*_HARDTANH, 0.0, 6.0),
+    "brelu": _pw(*_HARDTANH, 0.0, 24.0),
+    "hard_sigmoid": lambda be, x: be.pointwise(*_HARDTANH, x * 0.2 + 0.5, 0.0, 1.0),
+    "hard_swish": lambda be, x: x * be.pointwise(*_HARDTANH, x + 3.0, 0.0, 6.0) / 6.0,
+    "gelu": _pw("gelu", "nn.functional.gelu"),
+    "silu": _pw("silu", "nn.functional.silu"),
+    "swish": _pw("silu", "nn.functional.silu"),  # beta = 1
+    "softplus": _pw("softplus", "nn.functional.softplus"),  # beta = 1, threshold = 20
+    "logsigmoid": lambda be, x: -be.pointwise("softplus", "nn.functional.softplus", -x),
+    "mish": _pw("mish", "nn.functional.mish"),
+    "selu": _pw("selu", "nn.functional.selu"),
+    "celu": _pw("celu", "nn.functional.celu"),
+    "stanh": lambda be, x: be.pointwise("tanh", "tanh", x * 0.67) * 1.7159,
+    "tanh_shrink": _pw("tanhshrink", "nn.functional.tanhshrink"),
+    "softshrink": _pw("softshrink", "nn.functional.softshrink", 0.5),
+    "hard_shrink": _pw("hardshrink", "nn.functional.hardshrink", 0.5),
+    "thresholded_relu": lambda be, x: be.where(x > 1.0, x, be.zeros(tuple(x.shape), x.dtype, x)),
+    **{name: _pw(name, name) for name in ("exp", "expm1", "abs", "square", "sqrt", "rsqrt", "log", "log1p",
+                                           "log2", "log10", "reciprocal", "sin", "cos", "erf", "ceil", "floor")},
+}
+
+
+def act_name(name, where, arg="act", *, layer=False):
+    """Paddle's activation ``name`` (None: identity) as a key of ``ACTIVATIONS`` (and, for a ``layer``'s
+    ``act=``, of ``LAYER_ACTIVATIONS``), checked."""
     if name is None:
         return "identity"
     key = name.lower() if isinstance(name, str) else None
-    if key not in ACTIVATIONS:
-        raise ValueError(f"{where}: {arg} must be one of {list(ACTIVATIONS)} or None, got {name!r}")
+    if key not in ACTIVATIONS and not (layer and key in LAYER_ACTIVATIONS):
+        known = list(ACTIVATIONS) + (list(LAYER_ACTIVATIONS) if layer else [])
+        raise ValueError(f"{where}: {arg} must be one of {known} or None, got {name!r}")
     return key
+
+
+def activate(be, name, x):
+    """The activation ``name`` (from :func:`act_name`) of ``x`` on backend ``be``, out of place."""
+    fn = LAYER_ACTIVATIONS.get(name)
+    return be.activation(name, x) if fn is None else fn(be, x)
 
 
 def as_torch(x, where, name="input", *, dtype=None, device=None):

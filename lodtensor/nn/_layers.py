@@ -11,7 +11,7 @@ from ..lod import offsets_to_segment_ids
 from ..ops._common import int_arg
 from ..sequence import sequence_pool
 from ..tensor import LoDTensor
-from ._common import act_name, lod_input, on_device, out_like, param, require_float
+from ._common import act_name, activate, lod_input, on_device, out_like, param, require_float
 
 __all__ = ["embedding", "fc", "sequence_conv", "row_conv", "sequence_conv_pool"]
 
@@ -121,7 +121,7 @@ def _fc_finish(input, out, lead, bias, act, be, where):  # noqa: A002
         if math.prod(b.shape) != width:
             raise ValueError(f"{where}: bias must have {width} elements, got shape {list(b.shape)}")
         out = out + b.reshape(1, width)
-    out = be.activation(act_name(act, where), out).reshape(*lead, width)
+    out = activate(be, act_name(act, where, layer=True), out).reshape(*lead, width)
     return out_like(input, out) if isinstance(input, LoDTensor) else out
 
 
@@ -205,7 +205,7 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     data = x.data
     d = int(data.shape[1])
     w = param(weight, data, where, "weight", (size * d, None))
-    act = act_name(act, where)
+    act = act_name(act, where, layer=True)
     begin_pad, end_pad = max(0, -start), max(0, start + size - 1)
     if padding_trainable:
         if padding_data is None and begin_pad + end_pad:
@@ -237,7 +237,7 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     out = be.matmul(windows, w)
     if b is not None:
         out = out + b.reshape(1, int(w.shape[1]))
-    return out_like(x, be.activation(act, out))
+    return out_like(x, activate(be, act, out))
 
 
 @eager_under_compile  # the context rows read the host offsets: under torch.compile, behind a graph break
@@ -256,7 +256,7 @@ def row_conv(input, weight, act=None):  # noqa: A002
     data = x.data
     d = int(data.shape[1])
     w = param(weight, data, where, "weight", (None, d))
-    act = act_name(act, where)
+    act = act_name(act, where, layer=True)
     ahead = int(w.shape[0])
     if ahead == 0:
         raise ValueError(f"{where}: weight must have at least one row, got shape {list(w.shape)}")
@@ -273,7 +273,7 @@ def row_conv(input, weight, act=None):  # noqa: A002
     index = on_device(x, ("nn.row_conv", ahead), build, data)
     ahead_rows = be.gather(be.concat([data, be.zeros((1, d), data.dtype, data)]), index).reshape(n, ahead, d)
     out = be.reduce(ahead_rows * w, "sum", 1, False)
-    return out_like(x, be.activation(act, out))
+    return out_like(x, activate(be, act, out))
 
 
 def sequence_conv_pool(input, weight, bias, filter_size, act="sigmoid", pool_type="max"):  # noqa: A002

@@ -326,6 +326,9 @@ class BucketBatchSampler:
         self.lengths = np.asarray(lengths)
         if self.lengths.ndim != 1 or (self.lengths.size and self.lengths.dtype.kind not in "iu"):
             raise TypeError(f"BucketBatchSampler(): lengths must be a 1-D sequence of integers, got {lengths!r}")
+        if self.lengths.size and self.lengths.min() < 0:
+            bad = int(np.flatnonzero(self.lengths < 0)[0])
+            raise ValueError(f"BucketBatchSampler(): lengths must be >= 0, got lengths[{bad}]={self.lengths[bad]}")
         batch_size = operator.index(batch_size)
         if batch_size < 1:
             raise ValueError(f"BucketBatchSampler(): batch_size must be >= 1, got {batch_size}")
