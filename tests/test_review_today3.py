@@ -95,3 +95,31 @@ def test_unknown_activation_is_named_and_recurrences_keep_their_set():
         F.fc(x, np.ones((2, 2)), act="geluu")
     with pytest.raises(ValueError, match=r"gate_activation must be one of .* got 'gelu'"):
         F.dynamic_gru(lt.LoDTensor(np.ones((3, 6)), [[0, 3]]), np.ones((2, 6)), gate_activation="gelu")
+
+
+# -- GELU: the compiled kernel's shorter form keeps its accuracy and no longer overflows -----------
+def _exact_gelu(x):
+    import math
+
+    return np.array([v * 0.5 * math.erfc(-v / math.sqrt(2)) for v in x.astype(np.float64).tolist()])
+
+
+def test_compiled_gelu_every_simd_variant_accuracy_and_huge_values():
+    from lodtensor.backend.numpy import _cpointwise, _special
+
+    x = np.concatenate([np.linspace(-12, 12, 24001), [0.0, 1e-30, -1e-30, 3e38, -3e38, 1e-40]]).astype(np.float32)
+    want = _exact_gelu(x)
+    before = _cpointwise.simd()[0]
+    try:
+        for name in _cpointwise.simd()[1]:
+            _cpointwise.select_simd(name)
+            got = np.empty_like(x)
+            _cpointwise.gelu_f32(x, got, False, 1)
+            assert np.abs(got - want).max() < 3.5e-7, name
+            assert got[-3] == np.float32(3e38) and got[-2] == 0.0, name  # x + |x| overflowed to inf
+    finally:
+        _cpointwise.select_simd(before)
+    out, ax, t = np.empty_like(x), np.empty_like(x), np.empty_like(x)
+    with np.errstate(over="ignore"):
+        _special._gelu32_block(x, out, ax, t)  # the NumPy formula, where no compiler was found
+    assert np.abs(out - want).max() < 3.5e-7 and out[-3] == np.float32(3e38)
