@@ -219,6 +219,9 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
     else:
         pad = None
     b = param(bias, data, where, "bias", None, optional=True)
+    if b is not None and math.prod(b.shape) != int(w.shape[1]):
+        raise ValueError(f"{where}: bias must have num_filters={int(w.shape[1])} elements (weight's columns), "
+                         f"got shape {list(b.shape)}")
     offsets = x.offsets(-1)
     n = int(data.shape[0])
     learned = pad is not None and begin_pad + end_pad > 0

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _dense
 from .._dense import check_fill
-from ..backend import backend_of
+from ..backend import backend_name_of, backend_of
 from ..errors import LoDError
 from ..factories import from_padded
 from ..lod import LoD, as_lengths, lengths_to_offsets, offsets_to_segment_ids
@@ -91,8 +91,13 @@ def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
 
 
 def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):
-    """``out[..., j] = j < x[...]`` with ``maxlen`` columns (default ``max(x)``)."""
-    data = as_data(x, where, "x")
+    """``out[..., j] = j < x[...]`` with ``maxlen`` columns (default ``max(x)``).
+
+    A 0-d ``x`` (one length, as Paddle takes it) gives one mask row of shape ``(maxlen,)``.
+    """
+    data = _zero_d_lengths(x)
+    if data is None:
+        data = as_data(x, where, "x")
     be = backend_of(data)
     host = be.to_numpy(data)
     if host.dtype.kind not in "iu":
@@ -104,9 +109,21 @@ def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):
     else:
         maxlen = int_arg(maxlen, where, "maxlen", 0)
     if host.size:
+        if host.dtype.kind == "u":  # in int64 (torch compares no uint16/32/64 with it); past maxlen is as long
+            data = be.from_host(np.minimum(host, maxlen).astype(np.int64), like=data)
         out = be.astype(be.arange(maxlen, like=data) < data[..., None], dtype)
     else:  # no lengths: an empty mask of maxlen columns, without an arange of maxlen values
         out = be.astype(be.zeros(tuple(host.shape) + (maxlen,), bool, like=data), dtype)
     if isinstance(x, LoDTensor):
         return x.with_data(out)
     return out
+
+
+def _zero_d_lengths(x):
+    """``x`` as an array when it is one 0-d length (a 0-d array or a Python number), else None: a mask
+    has no rows axis, so the rule that axis 0 holds the rows does not apply to a single length."""
+    if isinstance(x, (LoDTensor, str, bytes)):
+        return None
+    if backend_name_of(x) is not None:
+        return x if getattr(x, "ndim", None) == 0 else None
+    return np.asarray(x) if np.ndim(x) == 0 else None

@@ -110,7 +110,7 @@ def sequence_last_step(input):  # noqa: A002
     return _reduce.pool(input, "last", where="sequence_last_step()")
 
 
-def sequence_softmax(input, use_cudnn=False, *, level=-1):  # noqa: A002
+def sequence_softmax(input, use_cudnn=False, name=None, *, level=-1):  # noqa: A002
     """Softmax over the rows of every last-level sequence; same lod.
 
     Paddle accepts only one column (shape ``(rows, 1)`` or ``(rows,)``);
@@ -363,7 +363,8 @@ def sequence_scatter(input, index, updates, name=None):  # noqa: A002
 def sequence_mask(x, maxlen=None, dtype="int64", name=None):
     """``mask[..., j] = j < x[...]`` for lengths ``x``; ``maxlen`` defaults to ``max(x)``.
 
-    Array in, array out; a LoDTensor keeps its lod. ``maxlen`` is an integer or, as in
+    Array in, array out; a LoDTensor keeps its lod; a 0-d length gives one row of shape
+    ``(maxlen,)``, as in Paddle. ``maxlen`` is an integer or, as in
     Paddle, a one-element integer tensor (NumPy, torch, CuPy or LoDTensor). ``dtype`` is a
     bool or numeric dtype (a name, a NumPy dtype or a torch dtype); others raise ``TypeError``.
 

@@ -88,14 +88,17 @@ def beam_search(pre_ids, pre_scores, ids, scores, beam_size, end_id, level=0, is
     high = scores._lod.absolute_offsets(level)
     if int(high[-1]) != n_prefix:
         raise ValueError(f"{where}: lod level {level} of scores must end at its {n_prefix} rows, got {int(high[-1])}")
-    cand_score = sc.astype(np.float32) if is_accumulated else (p_scores[:, None] + np.log(sc)).astype(np.float32)
+    # scores in float32 (Paddle's kernel), float64 ones in float64: a float32 round trip would change
+    # the selected scores and tie candidates that differ only past float32's precision
+    work = np.result_type(sc.dtype, np.float32)
+    cand_score = sc.astype(work) if is_accumulated else (p_scores[:, None] + np.log(sc)).astype(work)
     ended = p_ids == end_id
     # every candidate: (prefix, id, score); an ended prefix proposes only (end_id, its score)
     col = np.arange(width)
     valid = np.where(ended[:, None], col[None, :] == 0, True)
     c_prefix = np.broadcast_to(np.arange(n_prefix, dtype=np.int64)[:, None], (n_prefix, width))[valid]
     c_id = np.where(ended[:, None], end_id, cand)[valid]
-    c_score = np.where(ended[:, None], p_scores[:, None].astype(np.float32), cand_score)[valid]
+    c_score = np.where(ended[:, None], p_scores[:, None].astype(work), cand_score)[valid]
     c_order = np.arange(c_id.size, dtype=np.int64)
     source = offsets_to_segment_ids(high)[c_prefix]
     # per source: score desc, prefix desc (Paddle's Item order), first seen first

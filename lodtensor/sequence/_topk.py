@@ -10,6 +10,7 @@ import operator
 
 import numpy as np
 
+from ..backend import dtype_kind
 from ..lod import offsets_to_segment_ids
 from ..ops._common import require_lod, wrap
 from ._host import host, like
@@ -44,7 +45,8 @@ def sequence_topk_avg_pooling(input, row, col, topks, channel_num):  # noqa: A00
     holds, at column ``c * len(topks) + t``, the sum of the ``topks[t]`` largest values of
     that matrix row divided by ``topks[t]`` (a row shorter than ``k`` adds zeros).
     The result is ``[sum(rows), channel_num * len(topks)]`` with ``row``'s lod; its dtype
-    is ``input``'s. Ties go to the earlier column, as in Paddle's kernel.
+    is ``input``'s (float64 for integer or bool input, on every backend). Ties go to the
+    earlier column, as in Paddle's kernel.
 
     Parameters
     ----------
@@ -90,6 +92,9 @@ def sequence_topk_avg_pooling(input, row, col, topks, channel_num):  # noqa: A00
         raise ValueError(f"{where}: channel_num must be a positive integer, got {channel_num!r}")
     channels = int(channel_num)
     data = input.data
+    be = input.backend
+    if dtype_kind(data.dtype) in "biu":  # means of integers: float64 on every backend, as sequence_pool's average
+        data = be.astype(data, "float64")
     if data.ndim == 2 and data.shape[1] != 1 or data.ndim > 2:
         raise ValueError(f"{where}: input must have shape [N] or [N, 1], got {list(data.shape)}")
     in_off, row_off, col_off = (t._lod.absolute_offsets(0) for t in (input, row, col))
@@ -117,12 +122,11 @@ def sequence_topk_avg_pooling(input, row, col, topks, channel_num):  # noqa: A00
     position = np.arange(width, dtype=np.int64)[None, :]
     valid = position < length[:, None]
     index = np.where(valid, start[:, None] + position, 0)
-    values = host(input).reshape(-1)
+    values = host(data).reshape(-1)
     scores = np.full(index.shape, -np.inf)
     scores[valid] = values[index[valid]]
     picked = np.argsort(-scores, axis=1, kind="stable")[:, :kmax]  # ties: the earlier column first
     chosen = np.take_along_axis(valid, picked, axis=1).astype(values.dtype)
-    be = input.backend
     gathered = be.gather(data.reshape(-1), like(np.take_along_axis(index, picked, axis=1).reshape(-1), data))
     top = gathered.reshape(-1, kmax) * like(chosen, data)
     means = be.concat_axis([(top[:, :k].sum(1) / k).reshape(-1, 1) for k in ks], 1)
