@@ -23,23 +23,36 @@ import math
 
 import torch
 
-from ..ops._common import int_arg
+from ..ops._common import flag_arg, int_arg
 from ..tensor import LoDTensor
 from . import functional as F
-from ._common import as_torch
+from ._common import act_name, as_torch
 
 __all__ = ["Embedding", "FC", "SequenceConv", "RowConv", "DynamicLSTM", "DynamicGRU", "LinearChainCRF", "CRFDecoding"]
 
 
 def _xavier(*shape, fan_in=None, fan_out=None):
-    fan_in = shape[0] if fan_in is None else fan_in
-    fan_out = shape[-1] if fan_out is None else fan_out
+    return _xavier_(torch.nn.Parameter(torch.empty(*shape)), fan_in, fan_out)
+
+
+def _xavier_(p, fan_in=None, fan_out=None):
+    """``p`` drawn again in place, Xavier-uniform (Paddle's default for weights); returns ``p``."""
+    fan_in = p.shape[0] if fan_in is None else fan_in
+    fan_out = p.shape[-1] if fan_out is None else fan_out
     bound = math.sqrt(6.0 / (fan_in + fan_out))
-    return torch.nn.Parameter(torch.empty(*shape).uniform_(-bound, bound))
+    with torch.no_grad():
+        p.uniform_(-bound, bound)
+    return p
 
 
 def _zeros(*shape):
     return torch.nn.Parameter(torch.zeros(*shape))
+
+
+def _sizes(where, **sizes):
+    """Each of ``sizes`` (a layer's dimensions) as an int >= 1, with an error naming the argument: before,
+    ``FC(-2, 2)`` raised ZeroDivisionError and ``FC(2.5, 2)`` torch.empty()'s message."""
+    return [int_arg(v, where, name, 1) for name, v in sizes.items()]
 
 
 def _on_torch(module, x, name="input"):
@@ -89,7 +102,78 @@ def _check_width(module, x, gates, cls):
         )
 
 
-class Embedding(torch.nn.Module):
+def _activations(module, where, **names):
+    """The recurrence's activation names, checked at construction (as torch's ``nonlinearity=``) rather than
+    at the first forward, kept as attributes of ``module``."""
+    for arg, name in names.items():
+        act_name(name, where, arg)
+        setattr(module, arg, name)
+
+
+def _check_columns(x, want, where, what, start=1):
+    """A clear error, naming the module's size, where the rows of ``x`` (its dims from ``start`` on,
+    flattened) do not hold ``want`` values: before, the function's message blamed the module's own
+    weight (``fc(): weight must have shape [4, *], got [3, 2]``) for a wrong input."""
+    data = x.data if isinstance(x, LoDTensor) else x
+    shape = getattr(data, "shape", None)
+    if shape is None or not 1 <= start < len(shape):  # rank errors are the function's
+        return
+    got = math.prod(shape[start:])
+    if got != want:
+        raise ValueError(f"{where}: input must have {what} = {want} values per row, got {int(got)} "
+                         f"(input shape {[int(s) for s in shape]})")
+
+
+class _Layer(torch.nn.Module):
+    """What the layers share: ``reset_parameters`` and ``extra_repr`` as torch's layers have them.
+
+    ``_shown`` names the attributes ``repr`` shows: positional ones first, then ``name=value`` for those
+    in ``_defaults`` whose value is not the default (a Parameter with a default of True shows whether it exists)."""
+
+    _shown, _defaults, _xavier_fan_in = (), {}, None
+
+    def reset_parameters(self):
+        """Draw the parameters again as at construction: ``weight`` (``transition``) Xavier-uniform, the
+        bias, peepholes and padding rows zero.
+
+        >>> import torch
+        >>> fc = FC(3, 2)
+        >>> with torch.no_grad():
+        ...     _ = fc.bias.fill_(5.0)
+        >>> fc.reset_parameters()
+        >>> fc.bias.tolist(), bool(fc.weight.abs().max() <= (6 / (3 + 2)) ** 0.5)  # Xavier's bound
+        ([0.0, 0.0], True)
+        """
+        for name, p in self.named_parameters(recurse=False):
+            if name in ("weight", "transition"):
+                _xavier_(p, fan_in=None if self._xavier_fan_in is None else p.shape[self._xavier_fan_in])
+            else:
+                with torch.no_grad():
+                    p.zero_()
+
+    def extra_repr(self):
+        """The sizes and options in ``repr(module)``, as torch's layers show theirs.
+
+        >>> FC(3, 2, act="relu")
+        FC(3, 2, act='relu')
+        >>> Embedding(10, 4, padding_idx=0).extra_repr()
+        '10, 4, padding_idx=0'
+        >>> DynamicLSTM(4, use_peepholes=False, is_reverse=True)
+        DynamicLSTM(4, use_peepholes=False, is_reverse=True)
+        """
+        parts = []
+        for name in self._shown:
+            value = getattr(self, name)
+            if isinstance(self._defaults.get(name), bool) and not isinstance(value, bool):  # bias: a Parameter
+                value = value is not None
+            if name not in self._defaults:
+                parts.append(repr(value))
+            elif value != self._defaults[name]:
+                parts.append(f"{name}={value!r}")
+        return ", ".join(parts)
+
+
+class Embedding(_Layer):
     """Paddle's ``embedding``: ``weight`` ``[num_embeddings, embedding_dim]``; ``padding_idx`` rows are zeros.
 
     >>> import numpy as np
@@ -102,14 +186,23 @@ class Embedding(torch.nn.Module):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None):
         super().__init__()
-        self.padding_idx = padding_idx
+        where = "Embedding()"
+        num_embeddings, embedding_dim = _sizes(where, num_embeddings=num_embeddings, embedding_dim=embedding_dim)
+        if padding_idx is not None:
+            padding_idx = int_arg(padding_idx, where, "padding_idx")
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise ValueError(f"{where}: padding_idx must be in [{-num_embeddings}, {num_embeddings}) for "
+                                 f"num_embeddings={num_embeddings}, got {padding_idx}")
+        self.num_embeddings, self.embedding_dim, self.padding_idx = num_embeddings, embedding_dim, padding_idx
         self.weight = _xavier(num_embeddings, embedding_dim)
+
+    _shown, _defaults = ("num_embeddings", "embedding_dim", "padding_idx"), {"padding_idx": None}
 
     def forward(self, input):  # noqa: A002 - Paddle's name
         return F.embedding(_on_torch(self, input), self.weight, padding_idx=self.padding_idx)
 
 
-class FC(torch.nn.Module):
+class FC(_Layer):
     """Paddle's ``fc``: ``weight`` ``[in_features, out_features]``, ``bias`` ``[out_features]``.
 
     >>> import numpy as np
@@ -125,16 +218,30 @@ class FC(torch.nn.Module):
 
     def __init__(self, in_features, out_features, num_flatten_dims=1, act=None, bias=True):
         super().__init__()
+        in_features, out_features = _sizes("FC()", in_features=in_features, out_features=out_features)
+        num_flatten_dims = int_arg(num_flatten_dims, "FC()", "num_flatten_dims")
+        if num_flatten_dims != -1 and num_flatten_dims < 1:
+            raise ValueError(f"FC(): num_flatten_dims must be -1 or >= 1, got {num_flatten_dims}")
+        self.in_features, self.out_features = in_features, out_features
         self.num_flatten_dims, self.act = num_flatten_dims, act
         self.weight = _xavier(in_features, out_features)
-        self.bias = _zeros(out_features) if bias else None
+        self.bias = _zeros(out_features) if flag_arg(bias, "FC()", "bias") else None
+
+    _shown = ("in_features", "out_features", "num_flatten_dims", "act", "bias")
+    _defaults = {"num_flatten_dims": 1, "act": None, "bias": True}
 
     def forward(self, input):  # noqa: A002
-        return F.fc(_on_torch(self, input), self.weight, self.bias, num_flatten_dims=self.num_flatten_dims,
+        input = _on_torch(self, input)
+        k, ndim = self.num_flatten_dims, len(getattr(input.data if isinstance(input, LoDTensor) else input,
+                                                         "shape", ()))
+        what = "in_features" if k in (1, -1) else f"in_features (the dims after the first {k}, flattened)"
+        _check_columns(input, self.in_features, f"FC(in_features={self.in_features}).forward()", what,
+                       ndim - 1 if k == -1 else k)
+        return F.fc(input, self.weight, self.bias, num_flatten_dims=self.num_flatten_dims,
                     act=self.act)
 
 
-class SequenceConv(torch.nn.Module):
+class SequenceConv(_Layer):
     """Paddle's ``sequence_conv``: ``weight`` ``[filter_size * input_dim, num_filters]``, ``bias`` ``[num_filters]``.
 
     With ``padding_trainable`` the positions outside a sequence read the learnable rows of
@@ -155,23 +262,30 @@ class SequenceConv(torch.nn.Module):
                  padding_trainable=False):
         super().__init__()
         where = "SequenceConv()"
+        input_dim, num_filters = _sizes(where, input_dim=input_dim, num_filters=num_filters)
         filter_size = int_arg(filter_size, where, "filter_size", 1)
+        self.input_dim, self.num_filters = input_dim, num_filters
         padding_start = None if padding_start is None else int_arg(padding_start, where, "padding_start")
         self.filter_size, self.padding_start, self.act = filter_size, padding_start, act
         self.weight = _xavier(filter_size * input_dim, num_filters)
-        self.bias = _zeros(num_filters) if bias else None
+        self.bias = _zeros(num_filters) if flag_arg(bias, where, "bias") else None
         start = -(filter_size // 2) if padding_start is None else padding_start
         rows = max(0, -start) + max(0, start + filter_size - 1)
-        self.padding_trainable = bool(padding_trainable)
-        self.padding = _zeros(rows, input_dim) if padding_trainable else None
+        self.padding_trainable = flag_arg(padding_trainable, where, "padding_trainable")
+        self.padding = _zeros(rows, input_dim) if self.padding_trainable else None
+
+    _shown = ("input_dim", "num_filters", "filter_size", "padding_start", "act", "bias", "padding_trainable")
+    _defaults = {"filter_size": 3, "padding_start": None, "act": None, "bias": True, "padding_trainable": False}
 
     def forward(self, input):  # noqa: A002
-        return F.sequence_conv(_on_torch(self, input), self.weight, self.bias, filter_size=self.filter_size,
+        input = _on_torch(self, input)
+        _check_columns(input, self.input_dim, f"SequenceConv(input_dim={self.input_dim}).forward()", "input_dim")
+        return F.sequence_conv(input, self.weight, self.bias, filter_size=self.filter_size,
                                padding_start=self.padding_start, act=self.act,
                                padding_trainable=self.padding_trainable, padding_data=self.padding)
 
 
-class RowConv(torch.nn.Module):
+class RowConv(_Layer):
     """Paddle's ``row_conv``: ``weight`` ``[future_context_size + 1, input_dim]``.
 
     >>> import numpy as np
@@ -187,14 +301,20 @@ class RowConv(torch.nn.Module):
     def __init__(self, input_dim, future_context_size, act=None):
         super().__init__()
         self.act = act
+        (input_dim,) = _sizes("RowConv()", input_dim=input_dim)
         future_context_size = int_arg(future_context_size, "RowConv()", "future_context_size", 0)
+        self.input_dim, self.future_context_size = input_dim, future_context_size
         self.weight = _xavier(future_context_size + 1, input_dim)
 
+    _shown, _defaults = ("input_dim", "future_context_size", "act"), {"act": None}
+
     def forward(self, input):  # noqa: A002
-        return F.row_conv(_on_torch(self, input), self.weight, act=self.act)
+        input = _on_torch(self, input)
+        _check_columns(input, self.input_dim, f"RowConv(input_dim={self.input_dim}).forward()", "input_dim")
+        return F.row_conv(input, self.weight, act=self.act)
 
 
-class DynamicLSTM(torch.nn.Module):
+class DynamicLSTM(_Layer):
     """Paddle's ``dynamic_lstm`` with hidden size ``D``: ``weight`` ``[D, 4D]``, ``bias`` ``[1, 7D]``
     (``[1, 4D]`` without peepholes); the input is already projected to ``4D`` (an :class:`FC`).
 
@@ -212,21 +332,31 @@ class DynamicLSTM(torch.nn.Module):
                  cell_activation="tanh", candidate_activation="tanh", *, size=None):
         super().__init__()
         d = _hidden("DynamicLSTM", hidden_size, size, 4, lambda h: 4 * h)
-        self.hidden_size, self.use_peepholes, self.is_reverse = d, use_peepholes, is_reverse
-        self.activations = dict(gate_activation=gate_activation, cell_activation=cell_activation,
-                                candidate_activation=candidate_activation)
+        where = "DynamicLSTM()"
+        use_peepholes = flag_arg(use_peepholes, where, "use_peepholes")  # it sets the bias's shape
+        self.hidden_size, self.use_peepholes, self.is_reverse = d, use_peepholes, flag_arg(is_reverse, where,
+                                                                                           "is_reverse")
+        _activations(self, where, gate_activation=gate_activation, cell_activation=cell_activation,
+                     candidate_activation=candidate_activation)
         self.weight = _xavier(d, 4 * d)
         self.bias = _zeros(1, (7 if use_peepholes else 4) * d)
+
+    _shown = ("hidden_size", "use_peepholes", "is_reverse", "gate_activation", "cell_activation",
+              "candidate_activation")
+    _defaults = {"use_peepholes": True, "is_reverse": False, "gate_activation": "sigmoid", "cell_activation": "tanh",
+                 "candidate_activation": "tanh"}
 
     def forward(self, input, h_0=None, c_0=None):  # noqa: A002
         input = _on_torch(self, input)
         _check_width(self, input, 4, "DynamicLSTM")
         return F.dynamic_lstm(input, self.weight, self.bias, h_0=_on_torch(self, h_0, "h_0"),
                               c_0=_on_torch(self, c_0, "c_0"),
-                              use_peepholes=self.use_peepholes, is_reverse=self.is_reverse, **self.activations)
+                              use_peepholes=self.use_peepholes, is_reverse=self.is_reverse,
+                              gate_activation=self.gate_activation, cell_activation=self.cell_activation,
+                              candidate_activation=self.candidate_activation)
 
 
-class DynamicGRU(torch.nn.Module):
+class DynamicGRU(_Layer):
     """Paddle's ``dynamic_gru`` with hidden size ``D``: ``weight`` ``[D, 3D]`` (Paddle's flat layout),
     ``bias`` ``[1, 3D]``; the input is already projected to ``3D``.
 
@@ -243,20 +373,27 @@ class DynamicGRU(torch.nn.Module):
                  origin_mode=False, *, size=None):
         super().__init__()
         d = _hidden("DynamicGRU", hidden_size, size, 1, lambda h: h)
-        self.hidden_size, self.is_reverse, self.origin_mode = d, is_reverse, origin_mode
-        self.activations = dict(gate_activation=gate_activation, candidate_activation=candidate_activation)
+        where = "DynamicGRU()"
+        self.hidden_size, self.is_reverse = d, flag_arg(is_reverse, where, "is_reverse")
+        self.origin_mode = flag_arg(origin_mode, where, "origin_mode")
+        _activations(self, where, gate_activation=gate_activation, candidate_activation=candidate_activation)
         self.weight = _xavier(d, 3 * d)
         self.bias = _zeros(1, 3 * d)
+
+    _shown = ("hidden_size", "is_reverse", "gate_activation", "candidate_activation", "origin_mode")
+    _defaults = {"is_reverse": False, "gate_activation": "sigmoid", "candidate_activation": "tanh",
+                 "origin_mode": False}
 
     def forward(self, input, h_0=None):  # noqa: A002
         input = _on_torch(self, input)
         _check_width(self, input, 3, "DynamicGRU")
         return F.dynamic_gru(input, self.weight, self.bias, h_0=_on_torch(self, h_0, "h_0"),
                              is_reverse=self.is_reverse,
-                             origin_mode=self.origin_mode, **self.activations)
+                             origin_mode=self.origin_mode, gate_activation=self.gate_activation,
+                             candidate_activation=self.candidate_activation)
 
 
-class LinearChainCRF(torch.nn.Module):
+class LinearChainCRF(_Layer):
     """Paddle's ``linear_chain_crf``: ``transition`` ``[num_tags + 2, num_tags]`` (start, end, then
     tag-to-tag scores). ``forward`` gives each sequence's negative log-likelihood ``[N, 1]``;
     :meth:`decode` the Viterbi path (``crf_decoding``) with the same transition.
@@ -280,7 +417,10 @@ class LinearChainCRF(torch.nn.Module):
     def __init__(self, num_tags):
         super().__init__()
         num_tags = int_arg(num_tags, "LinearChainCRF()", "num_tags", 1)
+        self.num_tags = num_tags
         self.transition = _xavier(num_tags + 2, num_tags, fan_in=num_tags)
+
+    _shown, _xavier_fan_in = ("num_tags",), 1  # Xavier with fan_in = fan_out = num_tags
 
     @property
     def weight(self):
@@ -288,7 +428,9 @@ class LinearChainCRF(torch.nn.Module):
         return self.transition
 
     def forward(self, input, label):  # noqa: A002
-        return F.linear_chain_crf(_on_torch(self, input), _on_torch(self, label, "label"), self.transition)
+        input = _on_torch(self, input)
+        _check_columns(input, self.num_tags, f"LinearChainCRF(num_tags={self.num_tags}).forward()", "num_tags")
+        return F.linear_chain_crf(input, _on_torch(self, label, "label"), self.transition)
 
     def decode(self, input, label=None):  # noqa: A002
         """The Viterbi path of each sequence (Paddle's ``crf_decoding``) under this CRF's transition;
@@ -305,7 +447,9 @@ class LinearChainCRF(torch.nn.Module):
         >>> path.lod(), path.data.tolist()
         ([[0, 2, 3]], [[0], [2], [1]])
         """
-        return F.crf_decoding(_on_torch(self, input), self.transition.detach(), label=_on_torch(self, label, "label"))
+        input = _on_torch(self, input)
+        _check_columns(input, self.num_tags, f"LinearChainCRF(num_tags={self.num_tags}).decode()", "num_tags")
+        return F.crf_decoding(input, self.transition.detach(), label=_on_torch(self, label, "label"))
 
 
 class CRFDecoding(torch.nn.Module):
