@@ -5,15 +5,15 @@ installed. It is built on first use (module ``__getattr__``), so importing
 :mod:`lodtensor.text` does not import torch.
 """
 
-import bisect
 import os
 import threading
 
 import numpy as np
 
 from ..ops._common import int_arg
-from ._pieces import emit, join, split, take
-from ._shards import check_layout, files_of, layouts
+from ._cut import cut
+from ._pieces import emit
+from ._shards import files_of, layouts
 
 __all__ = ["ParquetCorpus"]  # noqa: F822 - made on first use by __getattr__ below
 
@@ -142,6 +142,7 @@ class _ParquetCorpus:
         self.prefetch = bool(prefetch)
         self.verify_checksums = bool(verify_checksums)
         self.epoch = 0
+        self._position = self._resume = None  # where the last iteration stands; a loaded one to start from
         self._read_sizes = {}  # (path, mtime, size) -> default docs per read (a footer hint, parsed once)
         self.layout = layouts(self.files, [column, *[c for c in self.with_columns if c != column]], name)
 
@@ -163,7 +164,10 @@ class _ParquetCorpus:
         [2, 0, 1]
         [2, 1, 0]
         """
-        self.epoch = _natural(epoch, "epoch", "ParquetCorpus.set_epoch()")
+        epoch = _natural(epoch, "epoch", "ParquetCorpus.set_epoch()")
+        if epoch != self.epoch:
+            self._resume = None  # a loaded position belongs to its epoch
+        self.epoch = epoch
 
     def shard(self, worker_id=0, num_workers=1):
         """``(files, stride, offset)`` of one shard: its files, and which documents of them it keeps.
@@ -195,77 +199,114 @@ class _ParquetCorpus:
     def __iter__(self):
         worker_id, num_workers = _worker()
         files, stride, offset = self.shard(worker_id, num_workers)
-        return self._batches(files, stride, offset)
+        start, self._resume = self._resume, None  # a loaded position starts the next iteration only
+        if start is None:
+            start = (0, 0, 0)
+        else:
+            start, saved = start
+            if saved != (worker_id, num_workers) or start[0] > len(files):
+                raise ValueError(
+                    f"ParquetCorpus: the loaded state was saved by worker {saved[0]} of {saved[1]} at file "
+                    f"{start[0]}; this is worker {worker_id} of {num_workers} with {len(files)} file(s): resume "
+                    f"with the same DataLoader num_workers"
+                )
+        self._position = start
+        return self._batches(files, stride, offset, start)
 
-    def _batches(self, files, stride, offset):
-        return (emit(batch) for batch in self._pieces(files, stride, offset))
+    def state_dict(self):
+        """Where this iteration stands: ``load_state_dict`` of it resumes after the last batch yielded.
 
-    def _pieces(self, files, stride, offset):
+        A dict of plain values (``torch.save``, JSON): the epoch, the position
+        (the file of this shard's list, the documents of it already batched, the
+        documents before it), the DataLoader worker, and what the corpus was
+        built with. ``torchdata``'s ``StatefulDataLoader`` saves and restores it
+        per worker by itself; without it, call it in the process that iterates.
+        Resuming skips the files before the position unread; the documents of
+        its file before it are read and dropped.
+
+        >>> import os, tempfile
+        >>> import lodtensor as lt
+        >>> from lodtensor.text import ParquetCorpus
+        >>> path = os.path.join(tempfile.mkdtemp(), "docs.parquet")
+        >>> lt.write_parquet(path, {"words": lt.from_nested_list([[[1, 2]], [[3]], [[4, 5]], [[6]]], lod_level=2)})
+        >>> corpus = ParquetCorpus(path, "words", batch_tokens=2, num_replicas=1, rank=0)
+        >>> batches = iter(corpus)
+        >>> next(batches).tolist(), corpus.state_dict()["position"]
+        ([[[1, 2]]], [0, 1, 1])
+        >>> state = corpus.state_dict()
+        >>> resumed = ParquetCorpus(path, "words", batch_tokens=2, num_replicas=1, rank=0)
+        >>> resumed.load_state_dict(state)
+        >>> [batch.tolist() for batch in resumed]  # the batches that followed
+        [[[[3]]], [[[4, 5]]], [[[6]]]]
+        """
+        position = self._position if self._resume is None else self._resume[0]
+        worker = _worker() if self._resume is None else self._resume[1]
+        return {"epoch": self.epoch, "position": None if position is None else list(position),
+                "worker": list(worker), "corpus": self._identity()}
+
+    def load_state_dict(self, state):
+        """Resume from :meth:`state_dict`'s ``state``: the next iteration starts after its last batch.
+
+        The state is checked (it may come from a file): its corpus must be this one (the
+        same file names, column, batch_tokens, ranks, shuffle and seed), else ValueError
+        naming what differs; the epoch is set to the saved one (``set_epoch`` to
+        another epoch drops the position). :meth:`state_dict` shows a resume.
+
+        >>> import os, tempfile
+        >>> import lodtensor as lt
+        >>> from lodtensor.text import ParquetCorpus
+        >>> path = os.path.join(tempfile.mkdtemp(), "docs.parquet")
+        >>> lt.write_parquet(path, {"words": lt.from_nested_list([[[1, 2]], [[3]]], lod_level=2)})
+        >>> state = ParquetCorpus(path, "words", batch_tokens=2, num_replicas=1, rank=0).state_dict()
+        >>> ParquetCorpus(path, "words", batch_tokens=3, num_replicas=1, rank=0).load_state_dict(state)
+        Traceback (most recent call last):
+        ...
+        ValueError: ParquetCorpus.load_state_dict(): the state was saved by another corpus (batch_tokens ...)
+        """
+        name = "ParquetCorpus.load_state_dict()"
+        keys = {"epoch", "position", "worker", "corpus"}
+        if not isinstance(state, dict) or set(state) != keys:
+            got = sorted(map(str, state)) if isinstance(state, dict) else type(state).__name__
+            raise TypeError(f"{name}: state must be a dict with keys {sorted(keys)} (from state_dict()), got {got}")
+        epoch = _natural(state["epoch"], "state['epoch']", name)
+        position, worker = state["position"], state["worker"]
+        if position is not None:
+            position = _naturals(position, 3, "state['position']", name)
+        worker = _naturals(worker, 2, "state['worker']", name)
+        if worker[0] >= worker[1]:
+            raise ValueError(f"{name}: state['worker'] must be [id, count] with id < count, got {state['worker']!r}")
+        mine = self._identity()
+        theirs = state["corpus"] if isinstance(state["corpus"], dict) else {}
+        differ = [k for k in mine if theirs.get(k) != mine[k]]
+        if differ or set(theirs) != set(mine):
+            raise ValueError(f"{name}: the state was saved by another corpus ({', '.join(differ or ['keys'])} "
+                             f"differ: {[theirs.get(k) for k in differ]} saved, {[mine[k] for k in differ]} here)")
+        self.epoch = epoch
+        self._resume = None if position is None else (position, worker)
+
+    def _identity(self):
+        """What the batches of an epoch depend on (a saved position is only valid for the same)."""
+        return {"files": [os.path.basename(f) for f in self.files], "column": self.column,
+                "batch_tokens": self.batch_tokens, "num_replicas": self.num_replicas, "rank": self.rank,
+                "shuffle": self.shuffle, "seed": self.seed}
+
+    def _batches(self, files, stride, offset, start=(0, 0, 0)):
         from ..interop import read_parquet
 
         columns = [self.column, *[c for c in self.with_columns if c != self.column]]
-        budget = self.batch_tokens
-        pending, pending_rows = [], 0
-        seen = 0  # documents read so far (for the document stride)
         records = (
-            (path, record)
-            for path in files
+            (i, files[i], record)
+            for i in range(start[0], len(files))
             for record in read_parquet(
-                path, columns=columns, batch_size=self._read_size(path), verify_checksums=self.verify_checksums
+                files[i], columns=columns, batch_size=self._read_size(files[i]),
+                verify_checksums=self.verify_checksums,
             )
         )
         if self.prefetch:
             records = _read_ahead(records)
-        for path, record in records:
-            check_layout(record, self.layout, path)
-            parts = [record[self.column], *[record[c] for c in self.with_columns]]
-            n = len(parts[0])
-            if n == 0:
-                continue
-            if stride > 1:  # keep documents offset, offset + stride, ... of the whole file list
-                keep = np.flatnonzero((np.arange(seen, seen + n) % stride) == offset)
-                seen += n
-                if keep.size == 0:
-                    continue
-                parts = [take(p, keep) for p in parts]
-                n = keep.size
-            # rows before each document (bisect on a list: no NumPy call per batch)
-            csum = _row_offsets(parts[0], path, self.column).tolist()
-            bounds = [0]  # document ranges to cut this record batch into (a loop over batches)
-            if pending:
-                e = bisect.bisect_right(csum, budget - pending_rows) - 1
-                if e > 0:
-                    bounds.append(e)
-                head = e > 0
-                fills = e < n  # the next document does not fit: the pending batch is full
-            else:
-                head = fills = False
-            p, tail = bounds[-1], False
-            while p < n:
-                e = bisect.bisect_right(csum, csum[p] + budget, p) - 1
-                e = max(e, p + 1)  # a document longer than the budget goes alone
-                # room left, or exactly full (documents without tokens that follow still join it, as they
-                # would in one record batch): wait for the next record batch
-                tail = e == n and csum[e] - csum[p] <= budget
-                bounds.append(e)
-                p = e
-            pieces = list(zip(*[split(t, bounds) for t in parts]))
-            if head:
-                pending.append(pieces.pop(0))
-                pending_rows += csum[bounds[1]]
-            if pending and (fills or not pieces):
-                if fills:
-                    yield join(pending)
-                    pending, pending_rows = [], 0
-                else:
-                    continue
-            last = pieces.pop() if tail else None
-            for piece in pieces:
-                yield list(piece)
-            if last is not None:
-                pending, pending_rows = [last], csum[n] - csum[bounds[-2]]
-        if pending:
-            yield join(pending)
+        for parts, position in cut(records, columns, self.layout, self.batch_tokens, stride, offset, start):
+            self._position = position  # read by state_dict() while the batch is in use
+            yield emit(parts)
 
     def _read_size(self, path):
         """Documents per record batch for ``path``: ``docs_per_read``, or ~4 batches' worth (>= 1024, >= 256K rows)."""
@@ -320,16 +361,6 @@ def _rows_per_document(path, column):
         return None
 
 
-def _row_offsets(t, path, column):
-    """Where every document of ``t`` starts in the rows (finest-level items), then the row count."""
-    if t.lod_level == 0:
-        raise ValueError(
-            f"ParquetCorpus: column {column!r} of {os.fspath(path)!s} is not a list column (lod_level 0); "
-            f"documents must be nested lists"
-        )
-    return t.lod.absolute_offsets(0)
-
-
 def _read_ahead(iterator):
     """The items of ``iterator``, the next one produced in a background thread meanwhile.
 
@@ -362,6 +393,12 @@ def _natural(value, what, name):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name}: {what} must be an int >= 0, got {value!r}")
     return int(value)
+
+
+def _naturals(value, count, what, name):
+    if not isinstance(value, (list, tuple)) or len(value) != count:
+        raise ValueError(f"{name}: {what} must be a list of {count} ints >= 0, got {value!r:.200}")
+    return tuple(_natural(v, what, name) for v in value)
 
 
 def _world(num_replicas, rank, name):
