@@ -4,7 +4,9 @@ Plans (padding indices, reduction blocks) cost memory in proportion to the
 rows they index; caching every one ever asked for (a new ``maxlen`` per batch)
 grows without end. :class:`ByteLRU` keeps the most recently used entries
 whose sizes add up to at most ``budget`` bytes (one entry larger than the
-budget is returned but not kept), and is safe to share between threads. A
+budget is returned but not kept), and is safe to share between threads (also
+with a weak reference's callback that pops an entry from inside a garbage
+collection that one of its own calls started: the lock is reentrant). A
 forked child starts every cache empty with a fresh lock: a lock that another
 thread of the parent held at the fork would never be released in the child.
 """
@@ -45,7 +47,9 @@ class ByteLRU:
 
     def __init__(self, budget):
         self._entries = OrderedDict()
-        self._lock = threading.Lock()
+        # reentrant: a garbage collection inside a locked section may run a weak reference's callback that
+        # pops an entry (the plan cache's, when a LoD in a reference cycle dies) on this very thread
+        self._lock = threading.RLock()
         self.budget = int(budget)
         self.nbytes = 0
         _CACHES.add(self)
@@ -103,7 +107,7 @@ _CACHES = weakref.WeakSet()  # every ByteLRU, for the fork handler
 
 def _after_fork_in_child():
     for cache in list(_CACHES):
-        cache._lock = threading.Lock()
+        cache._lock = threading.RLock()
         cache._entries = OrderedDict()  # (a parent's thread may have been half way through changing it)
         cache.nbytes = 0
 

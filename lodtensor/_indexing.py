@@ -8,6 +8,7 @@ float index raises IndexError, and a bool (Python, NumPy or a 0-d tensor)
 raises TypeError, as a bool is never a sequence number here.
 """
 
+import copy
 import operator
 
 import numpy as np
@@ -79,6 +80,7 @@ def scalar_index(index, what="index"):
 
 def getitem(t, index):
     """``t[index]`` for slices, ints, 1-D int or bool arrays; clear errors for the rest."""
+    t = copy.copy(t)  # the data and lod read once: another thread's set_lod() midway must not mix two lods
     levels = t._lod._levels
     data = t._check_fits("indexing")
     if not levels:

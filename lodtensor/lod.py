@@ -14,6 +14,8 @@ over sequences or rows.
 
 import operator
 import sys
+import weakref
+from functools import partial
 
 import numpy as np
 
@@ -71,6 +73,11 @@ _ON_HOST = {
     "sqrt_lengths": lambda lod, k: np.sqrt(np.diff(lod.absolute_offsets(k))),
     "empty": lambda lod, k: lod.absolute_offsets(k)[1:] == lod.absolute_offsets(k)[:-1],
 }
+
+
+def _longest_of(ref):
+    """:func:`_longest` of the offsets array ``ref`` refers to (alive: its fact is asked for through it)."""
+    return _longest(ref())
 
 
 def _longest(offsets):
@@ -372,7 +379,10 @@ class LoD(LevelAlgebra):
             else:
                 out = be.from_host(host, like=like, dtype=dtype)
             # the LoD's: kernels may cache plans made from its values, and know its longest sequence
-            facts = {"longest": lambda: _longest(host)} if what in ("offsets", "absolute_offsets") else {}
+            facts = {}
+            if what in ("offsets", "absolute_offsets"):  # (``out`` itself through a weak reference: on NumPy
+                # ``out`` is ``host``, which mark_frozen's table would keep alive for ever, one per LoD ever used)
+                facts["longest"] = partial(_longest_of, weakref.ref(host)) if out is host else partial(_longest, host)
             mark_frozen(out, **facts)
             out = cache.setdefault(key, out)  # threads asking at once all get the one copy kept
         return out

@@ -75,6 +75,15 @@ def coerce_data(data, name="data"):
     return data
 
 
+def _split_for_indexing(lod):
+    """``lod``'s split for integer indexing, built once indexing has been repeated; else None. (The caller's
+    snapshot of the lod: a tensor's ``_lod`` read again could be another thread's ``set_lod()`` since.)"""
+    cache = lod._cached()
+    calls = cache.get("int_index_calls", 0) + 1
+    cache["int_index_calls"] = calls
+    return lod.split_cached() if calls > _SPLIT_AFTER else None
+
+
 def _wrap(data, lod, place):
     """A LoDTensor from parts that are valid together (no checks): the fast internal path.
 
@@ -333,7 +342,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
                 cache = lod._cache
                 hit = cache.get("split") if cache is not None else None
                 if hit is None:
-                    hit = self._split_for_indexing()
+                    hit = _split_for_indexing(lod)
                 if hit is None:
                     rows = None
                 else:
@@ -354,13 +363,6 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
                 t._where = self._where
                 return t
         return eager(_indexing.getitem, self, index)  # under torch.compile: eager, behind a graph break
-
-    def _split_for_indexing(self):
-        """The LoD's split for integer indexing, built once indexing has been repeated; else None."""
-        cache = self._lod._cached()
-        calls = cache.get("int_index_calls", 0) + 1
-        cache["int_index_calls"] = calls
-        return self._lod.split_cached() if calls > _SPLIT_AFTER else None
 
     def __iter__(self):
         return iter(self.unbind())
@@ -385,15 +387,16 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         >>> [(s.lod(), s.data.tolist()) for s in t.unbind()]
         [([[0, 1, 1]], [0]), ([[0, 5]], [1, 2, 3, 4, 5])]
         """
-        levels = self._lod._levels
-        data = self._check_fits("unbind()")
+        t = copy.copy(self)  # the data and lod read once: another thread's set_lod() midway must not mix two lods
+        levels = t._lod._levels
+        data = t._check_fits("unbind()")
         if not levels:
             return list(data)
-        place = self._where
+        place = t._where
         if len(levels) == 1:
-            offs = self._lod.offsets_list(0)
+            offs = t._lod.offsets_list(0)
             return [_wrap(data[a:b], _EMPTY_LOD, place) for a, b in zip(offs, offs[1:])]
-        sublods, rows = self._lod.split_cached()
+        sublods, rows = t._lod.split_cached()
         return [_wrap(data[a:b], lod, place) for lod, a, b in zip(sublods, rows, rows[1:])]
 
     @eager_under_compile  # reads the host offsets: eager, behind a graph break, under torch.compile
@@ -405,8 +408,9 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         >>> LoDTensor(np.arange(4).reshape(2, 2), [[0, 0, 2]]).tolist()
         [[], [[0, 1], [2, 3]]]
         """
-        data = self._check_fits("tolist()")
-        return to_nested_list(self.backend.to_numpy(data).tolist(), self._lod._levels)
+        t = copy.copy(self)  # the data and lod read once (another thread may set_lod() or set() midway)
+        data = t._check_fits("tolist()")
+        return to_nested_list(t.backend.to_numpy(data).tolist(), t._lod._levels)
 
     to_list = tolist
 

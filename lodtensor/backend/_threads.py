@@ -129,18 +129,41 @@ def run_together(first, helpers):
     >>> sorted(done)
     ['caller', 'helper']
     """
-    futures = [pool().submit(fn) for fn in helpers]
+    if getattr(_worker, "busy", False):  # called from a helper (an error callback of np.errstate runs there):
+        first()  # waiting on the pool from one of its own threads could wait for ever; all here, in order
+        for fn in helpers:
+            fn()
+        return
+    futures = []
     errors = []
     try:
+        executor = pool()
+        for fn in helpers:
+            futures.append(executor.submit(fn))
         first()
     finally:
-        for future in futures:
-            try:
-                future.result()
-            except BaseException as err:  # noqa: BLE001 - re-raised below, after every helper finished
-                errors.append(err)
+        interrupted = _wait_all(futures, errors)
+    if interrupted is not None:  # (a KeyboardInterrupt that came while waiting: raised once nothing runs)
+        raise interrupted
     if errors:
         raise errors[0]
+
+
+def _wait_all(futures, errors):
+    """Wait for every future, appending their errors to ``errors``; returns an exception that interrupted
+    the waiting (a KeyboardInterrupt from a signal), after waiting on: raising it at once would give the
+    caller control while a helper still writes into an output."""
+    interrupted = None
+    for future in futures:
+        while True:
+            try:
+                error = future.exception()
+                break
+            except BaseException as err:  # noqa: BLE001 - the wait itself was interrupted: wait on
+                interrupted = interrupted or err
+        if error is not None:
+            errors.append(error)
+    return interrupted
 
 
 class _Executor(ThreadPoolExecutor):
@@ -157,8 +180,15 @@ class _Executor(ThreadPoolExecutor):
 
 
 def _under_errstate(err, call, fn, args, kwargs):
-    with np.errstate(call=call, **err):
-        return fn(*args, **kwargs)
+    _worker.busy = True
+    try:
+        with np.errstate(call=call, **err):
+            return fn(*args, **kwargs)
+    finally:
+        _worker.busy = False
+
+
+_worker = threading.local()  # .busy: this thread runs a task of the pool (see run_together)
 
 
 def _forget_pool_after_fork():

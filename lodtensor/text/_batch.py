@@ -342,6 +342,12 @@ class BucketBatchSampler:
         self._rng = random.Random(seed)
 
     def __iter__(self):
+        # a generator: the epoch's draw happens at the first batch asked for, as torch's samplers draw theirs.
+        # DataLoader with workers calls iter() twice per epoch and drops the first iterator unread; drawn at
+        # iter() time, that epoch would get the draw after the one num_workers=0 gets (other batches)
+        yield from self._batches()
+
+    def _batches(self):
         n = self.lengths.size
         order = list(range(n))
         if self.shuffle:
@@ -359,7 +365,7 @@ class BucketBatchSampler:
             batches = [b for b in batches if len(b) == self.batch_size]
         if self.shuffle:
             self._rng.shuffle(batches)
-        return iter(batches)
+        return batches
 
     def __len__(self):
         n = self.lengths.size
