@@ -33,7 +33,6 @@
 
 from ._arrow import SENTENCE_END, lookup, split_sentences, text_column
 from ._batch import (
-    BucketBatchSampler,
     Collate,
     Vocab,
     batch,
@@ -42,6 +41,7 @@ from ._batch import (
     pad_batch,
     to_dense,
 )
+from ._sampler import BucketBatchSampler
 from ._tokenize import encode, train_tokenizer
 
 __all__ = [

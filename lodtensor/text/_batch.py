@@ -5,7 +5,6 @@ import collections
 import collections.abc
 import numbers
 import operator
-import random
 
 import numpy as np
 
@@ -18,7 +17,7 @@ from ..place import as_place
 from ..tensor import _wrap
 from ._ids import batch_ids, first_non_id, id_array, id_dtype, ids_as, is_id
 
-__all__ = ["Vocab", "batch", "BucketBatchSampler", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
+__all__ = ["Vocab", "batch", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
 
 
 class Vocab:
@@ -295,81 +294,6 @@ def _token_list(tokens, where):
         raise TypeError(f"{where}: got {type(leaf).__name__} {leaf!r} (leaf {pos}) where a token (str) "
                         f"belongs; {hint}")
     return tokens
-
-
-class BucketBatchSampler:
-    """Batches of sample indices with similar lengths (a ``batch_sampler`` for DataLoader).
-
-    The indices are shuffled, cut into buckets of ``batch_size * bucket_factor``
-    samples, sorted by length inside each bucket and cut into batches; the
-    batches are shuffled again. Padding waste drops to near zero while every
-    epoch still sees a new order.
-
-    Parameters
-    ----------
-    lengths : sequence of int
-        One length per sample (for documents: e.g. number of words).
-    batch_size : int
-    shuffle : bool
-        False gives batches of a fully length-sorted order, deterministically.
-    bucket_factor : int
-    drop_last : bool
-    seed : int, optional
-        Seed of the sampler's own random generator; each epoch draws anew.
-
-    >>> sampler = BucketBatchSampler([5, 1, 4, 2, 3, 6], batch_size=2, shuffle=False)
-    >>> list(sampler), len(sampler)
-    ([[1, 3], [4, 2], [0, 5]], 3)
-    """
-
-    def __init__(self, lengths, batch_size, shuffle=True, bucket_factor=50, drop_last=False, seed=None):
-        self.lengths = np.asarray(lengths)
-        if self.lengths.ndim != 1 or (self.lengths.size and self.lengths.dtype.kind not in "iu"):
-            raise TypeError(f"BucketBatchSampler(): lengths must be a 1-D sequence of integers, got {lengths!r}")
-        if self.lengths.size and self.lengths.min() < 0:
-            bad = int(np.flatnonzero(self.lengths < 0)[0])
-            raise ValueError(f"BucketBatchSampler(): lengths must be >= 0, got lengths[{bad}]={self.lengths[bad]}")
-        batch_size = operator.index(batch_size)
-        if batch_size < 1:
-            raise ValueError(f"BucketBatchSampler(): batch_size must be >= 1, got {batch_size}")
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        bucket_factor = operator.index(bucket_factor)
-        if bucket_factor < 1:
-            raise ValueError(f"BucketBatchSampler(): bucket_factor must be >= 1, got {bucket_factor}")
-        self.bucket_factor = bucket_factor
-        self.drop_last = drop_last
-        self._rng = random.Random(seed)
-
-    def __iter__(self):
-        # a generator: the epoch's draw happens at the first batch asked for, as torch's samplers draw theirs.
-        # DataLoader with workers calls iter() twice per epoch and drops the first iterator unread; drawn at
-        # iter() time, that epoch would get the draw after the one num_workers=0 gets (other batches)
-        yield from self._batches()
-
-    def _batches(self):
-        n = self.lengths.size
-        order = list(range(n))
-        if self.shuffle:
-            self._rng.shuffle(order)
-            bucket = self.batch_size * self.bucket_factor
-        else:
-            bucket = max(n, 1)
-        order = np.asarray(order, dtype=np.int64)
-        batches = []
-        for start in range(0, n, bucket):
-            chunk = order[start : start + bucket]
-            chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
-            batches.extend(chunk[i : i + self.batch_size].tolist() for i in range(0, chunk.size, self.batch_size))
-        if self.drop_last:
-            batches = [b for b in batches if len(b) == self.batch_size]
-        if self.shuffle:
-            self._rng.shuffle(batches)
-        return batches
-
-    def __len__(self):
-        n = self.lengths.size
-        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
 class Collate:
