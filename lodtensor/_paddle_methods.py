@@ -12,7 +12,18 @@ from ._compile import eager_under_compile
 from .errors import LoDError
 from .lod import LoD
 
-__all__ = ["PaddleMethods", "rows_of", "raise_unfit"]
+__all__ = ["PaddleMethods", "ShapeList", "rows_of", "raise_unfit"]
+
+
+class ShapeList(list):
+    """A LoDTensor's shape, a list of ints that is also callable (``t.shape()`` returns a plain copy),
+    so code written for Paddle's ``core.LoDTensor`` (a method) and for a fluid ``Variable`` (an
+    attribute) both read it."""
+
+    __slots__ = ()
+
+    def __call__(self):
+        return list(self)
 
 
 def rows_of(data):
@@ -104,15 +115,21 @@ class PaddleMethods:
         data = self._data  # (rows_of inlined: asked per op by fluid code; 0-d data made so in place fits no level)
         return data is None or self._lod.fits(int(data.shape[0]) if data.ndim else None)
 
+    @property
     def shape(self):
-        """Shape of the flat data as a list (Paddle: a method). ``[0]`` when empty.
+        """Shape of the flat data as a list: ``t.shape()`` as Paddle's ``core.LoDTensor`` method, and
+        ``t.shape[1]`` / ``len(t.shape)`` as a fluid ``Variable``'s attribute, which the model code
+        of a fluid program reads from the outputs of its layers (``emission.shape[1]``). ``[0]``
+        when empty.
 
         >>> import numpy as np
         >>> from lodtensor import LoDTensor
         >>> LoDTensor(np.zeros((5, 2)), [[0, 2, 5]]).shape(), LoDTensor().shape()
         ([5, 2], [0])
+        >>> LoDTensor(np.zeros((5, 2)), [[0, 2, 5]]).shape[1]
+        2
         """
-        return [0] if self._data is None else [int(s) for s in self._data.shape]
+        return ShapeList([0] if self._data is None else [int(s) for s in self._data.shape])
 
     def _dtype(self):
         """The data type (Paddle's name; a NumPy or torch dtype here)."""

@@ -65,4 +65,15 @@ def __getattr__(name):
         from . import _program  # noqa: PLC0415 - imports torch
 
         return getattr(_program, name)
-    raise AttributeError(f"module 'lodtensor.fluid' has no attribute {name!r}")
+    if name.startswith("__"):
+        raise AttributeError(f"module 'lodtensor.fluid' has no attribute {name!r}")
+    hint = _NOT_PORTED.get(name, "see docs/porting.md for what lodtensor.fluid covers")
+    raise AttributeError(f"module 'lodtensor.fluid' has no attribute {name!r}: {hint}")
+
+
+_RUN = "a fluid.Program is a torch.nn.Module: run it as net(feed={...}) and train it with a torch optimizer"
+_FEED = "build the LoDTensors of a batch with fluid.create_lod_tensor(...) or lodtensor.text.batch(...)"
+#: Paddle names that do not port, each with what to write instead (docs/porting.md)
+_NOT_PORTED = {"Executor": _RUN, "ParallelExecutor": _RUN, "CompiledProgram": _RUN, "default_main_program": _RUN,
+               "default_startup_program": _RUN, "optimizer": _RUN, "DataFeeder": _FEED,
+               "metrics": "compute metrics with NumPy or torch on the outputs' .data"}

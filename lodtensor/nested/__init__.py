@@ -26,11 +26,13 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _layouts,
     _lod_torch,
     _more_ops,
+    _more_pointwise,
     _nn,
     _ops,
     _pointwise,
     _reductions,
     _shape,
+    _tables,
 )
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
@@ -70,7 +72,7 @@ from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
 #: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
-_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method"}
+_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method", "polygamma_method", "randint_like"}
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 _more_ops._method_aliases()
 
@@ -154,3 +156,10 @@ __all__.extend(["where", "clamp", *UNARY, *BINARY])
 # torch's other pointwise ops on the jagged layout (clamp_min, lerp, float_power, threshold, softmin...)
 globals().update({name: getattr(_more_ops, name) for name in _more_ops.__all__})
 __all__.extend(_more_ops.__all__)
+# the tables' torch aliases (clip, subtract, true_divide, arccos, less...) and rsub under their torch names too
+_ALIAS_NAMES = {a: n for n, aliases in _tables.ALIASES.items() for a in aliases if "." not in a and a[0] != "_"}
+globals().update({alias: OP_TABLE[name] for alias, name in {**_ALIAS_NAMES, "rsub": "rsub"}.items()})
+__all__.extend([*_ALIAS_NAMES, "rsub"])
+# polygamma, isclose, broadcast_to, randint_like, resolve_conj, resolve_neg
+globals().update({name: getattr(_more_pointwise, name) for name in _more_pointwise.__all__})
+__all__.extend(_more_pointwise.__all__)

@@ -74,15 +74,24 @@ class JaggedAccessors:
 
     def contiguous(self):
         """This nested tensor, whose components lie one after another in one buffer; a transposed view
-        is copied into that order (a new buffer each time, of the values it reads now).
+        is copied into that order (a new buffer each time, of the values it reads now), and so is a
+        tensor with holes (``narrow`` of a padded tensor, ``offsets`` with ``lengths``): the copy has
+        no holes, its ``values()`` the components' rows alone and its ``offsets()`` theirs, as torch's.
 
         >>> import lodtensor.nested as ln
         >>> nt = ln.nested_tensor([[[1, 2]], [[3, 4], [5, 6]]])
         >>> nt.contiguous() is nt, nt.transpose(1, 2).contiguous().is_contiguous()
         (True, True)
+        >>> packed = ln.narrow(np.arange(8.0).reshape(2, 4), 1, 0, np.array([1, 3]), layout="jagged").contiguous()
+        >>> packed.is_contiguous(), packed.values().tolist(), packed.offsets().tolist()
+        (True, [0.0, 4.0, 5.0, 6.0], [0, 1, 4])
         """
         if self._perm is None:
-            return self
+            holes = getattr(self, "_holes", None)
+            if holes is None or holes[2] is None:
+                return self
+            # the buffer holds the gathered components already: a copy of it, without the holes
+            return make(self.backend.clone(self._buf), self._struct, self._layout)
         if _dispatch.compiling():  # the copy's plan comes from the host size table: behind a graph break
             return _dispatch.COMPILE_HOOKS["eager"](JaggedAccessors.contiguous, self)
         return make(permuted(self.backend, self._buf, self._st, self._perm), self._struct, self._layout)

@@ -139,7 +139,8 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         f"``{sig}``: elementwise ``torch.{torch_path}`` on every component, one call on the flat buffer "
         f"(NumPy: ``{np_name}``). Dtype rule: {rule!r} (see ``lodtensor.nested._pointwise``).\n\n"
         f">>> import lodtensor.nested as ln\n"
-        f">>> ln.{name}(ln.nested_tensor({'[[1, 2], [3]]' if rule == 'bits' else '[[0.5, 0.25], [0.75]]'}))"
+        f">>> ln.{name}(ln.nested_tensor({'[[1, 2], [3]]' if rule == 'bits' else '[[0.5, 0.25], [0.75]]'})"
+        f"{', 2' if name == 'mvlgamma' else ''})"  # (torch requires mvlgamma's p)
         f".nested_size().tolist()\n[[2], [1]]\n"
     )
     return op
@@ -390,8 +391,14 @@ NestedTensor.where = _where
 
 
 @implements("rsub", "torch.Tensor.__rsub__", "torch.rsub")
-def _rsub(input, other):
-    return sub(other, input)
+def _rsub(input, other, alpha=1):
+    """``other - alpha * input`` (``torch.rsub``; also ``other - nt`` for a dense or scalar ``other``).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.rsub(ln.nested_tensor([[1, 2], [3]]), 10, alpha=2).to_tensor_list()
+    [array([8, 6]), array([4])]
+    """
+    return sub(other, input, alpha=alpha)
 
 
 @implements("rdiv", "torch.Tensor.__rtruediv__")

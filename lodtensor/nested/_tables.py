@@ -92,6 +92,18 @@ UNARY = {
     "softsign": ("softsign", "nn.functional.softsign", "fpi", ""),
     "hardshrink": ("hardshrink", "nn.functional.hardshrink", "fp", "lambd=0.5"),
     "softshrink": ("softshrink", "nn.functional.softshrink", "fp", "lambd=0.5"),
+    "conj_physical": ("conj", "conj_physical", "any", ""),
+    "mvlgamma": ("mvlgamma", "mvlgamma", "float", "p=None"),
+    # torch.special's functions (NumPy: SciPy's, see backend.numpy._special.SCIPY_SPECIAL)
+    **{
+        name: (name, f"special.{name}", "float", "")
+        for name in (
+            "airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+            "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
+            "scaled_modified_bessel_k1", "spherical_bessel_j0", "i0e", "i1", "i1e", "erfcx", "log_ndtr", "ndtr",
+            "ndtri", "entr",
+        )
+    },
 }
 
 # Binary dtype rules: promote (torch's promotion), float (then integers -> float32), compare (bool
@@ -131,6 +143,10 @@ BINARY = {
     "bitwise_xor": ("bitwise_xor", "bitwise_xor", "bits", True),
     "bitwise_left_shift": ("left_shift", "bitwise_left_shift", "bits", True),
     "bitwise_right_shift": ("right_shift", "bitwise_right_shift", "bits", True),
+    "xlog1py": ("xlog1py", "special.xlog1py", "float", True),
+    "zeta": ("zeta", "special.zeta", "float", True),
+    "igamma": ("gammainc", "igamma", "fp", False),
+    "igammac": ("gammaincc", "igammac", "fp", False),
 }
 
 #: torch.div with a rounding mode: the promoted dtype, not float (not registered on their own).
@@ -152,6 +168,8 @@ ALIASES = {
     "abs": ("absolute",), "acos": ("arccos",), "asin": ("arcsin",), "atan": ("arctan",),
     "acosh": ("arccosh",), "asinh": ("arcsinh",), "atanh": ("arctanh",), "atan2": ("arctan2",),
     "clamp": ("clip",), "sigmoid": ("special.expit",), "logit": ("special.logit",),
+    "digamma": ("special.psi",), "lgamma": ("special.gammaln",), "mvlgamma": ("special.multigammaln",),
+    "igamma": ("special.gammainc",), "igammac": ("special.gammaincc",),
     "eq": ("__eq__",), "ne": ("__ne__",), "lt": ("__lt__", "less"), "le": ("__le__", "less_equal"),
     "gt": ("__gt__", "greater"), "ge": ("__ge__", "greater_equal"),
     "bitwise_not": ("__invert__",), "bitwise_and": ("__and__", "__rand__"),

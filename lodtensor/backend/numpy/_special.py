@@ -432,6 +432,54 @@ def relu_any(x):
     return relu(x) if x.dtype.kind == "f" else np.maximum(x, 0).astype(x.dtype, copy=False)
 
 
+def xlog1py(x, y):
+    dtype = np.result_type(x, y)
+    x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x * np.log1p(y)
+    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
+
+
+def mvlgamma(x, p=None):
+    """torch's formula, ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)`` (SciPy's multigammaln refuses small x,
+    where torch gives a value): ``p`` whole-array passes."""
+    if p is None:
+        raise TypeError("mvlgamma() missing 1 required positional argument: 'p'")
+    if p < 1:
+        raise ValueError(f"mvlgamma(): p has to be greater than or equal to 1, got p={p}")
+    out = np.full(x.shape, p * (p - 1) / 4 * math.log(math.pi), dtype=x.dtype)
+    for j in range(p):
+        out += lgamma(x - x.dtype.type(j / 2))
+    return out
+
+
+def polygamma(x, n):
+    return _scipy("polygamma")(n, x).astype(x.dtype, copy=False)
+
+
+#: table name -> scipy.special's name (or a function of scipy.special) for torch.special's functions
+SCIPY_SPECIAL = {
+    "bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1", "modified_bessel_i0": "i0",
+    "modified_bessel_i1": "i1", "modified_bessel_k0": "k0", "modified_bessel_k1": "k1",
+    "scaled_modified_bessel_k0": "k0e", "scaled_modified_bessel_k1": "k1e", "i0e": "i0e", "i1": "i1",
+    "i1e": "i1e", "erfcx": "erfcx", "log_ndtr": "log_ndtr", "ndtr": "ndtr", "ndtri": "ndtri", "entr": "entr",
+    "zeta": "zeta", "gammainc": "gammainc", "gammaincc": "gammaincc",
+    "airy_ai": ("airy", lambda f, x: f(x)[0]), "spherical_bessel_j0": ("spherical_jn", lambda f, x: f(0, x)),
+}  # fmt: skip
+
+
+def _by_scipy(name):
+    scipy_name, adapt = SCIPY_SPECIAL[name] if isinstance(SCIPY_SPECIAL[name], tuple) else (SCIPY_SPECIAL[name], None)
+
+    def fn(x, *more):  # the dtype of the (first) array operand, as the table's dtype rule cast them
+        f = _scipy(scipy_name)
+        out = adapt(f, x) if adapt else f(x, *more)
+        return out.astype(next(a.dtype for a in (x, *more) if hasattr(a, "dtype")), copy=False)
+
+    fn.__name__ = name
+    return fn
+
+
 #: pointwise table name -> NumPy implementation, for the names NumPy has no ufunc of.
 NUMPY_EXTRA = {
     "erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma, "i0": i0,
@@ -441,5 +489,6 @@ NUMPY_EXTRA = {
     "selu": selu, "softplus": softplus, "mish": mish, "tanhshrink": tanhshrink, "softsign": softsign,
     "hardshrink": hardshrink, "softshrink": softshrink, "xlogy": xlogy, "sgn": sgn, "clamp": clamp,
     "conj": conj, "sign": sign, "remainder": remainder, "fmod": fmod, "power": power,
-    "div_trunc": div_trunc, "div_floor": div_floor,
+    "div_trunc": div_trunc, "div_floor": div_floor, "xlog1py": xlog1py, "mvlgamma": mvlgamma,
+    "polygamma": polygamma, **{name: _by_scipy(name) for name in SCIPY_SPECIAL},
 }  # fmt: skip

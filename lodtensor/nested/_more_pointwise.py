@@ -1,0 +1,157 @@
+"""More of what torch 2.13's jagged layout runs, written with the table ops: ``polygamma`` (torch's argument
+order, ``n`` first), ``ldexp``, ``isclose``, ``broadcast_to``, ``randint_like``, ``resolve_conj`` and ``resolve_neg``.
+
+Each is one call on the buffer or a few table ops (every backend, autograd on torch), registered as
+``ln.<name>``, the method and the torch names.
+"""
+
+import numbers
+
+import numpy as np
+
+from ..errors import ShapeError
+from ._broadcast import check_nested, scalar_like
+from ._dtypes import kind_of, torch_name
+from ._pointwise import _inplace, _unary_input, _wrap
+from ._registry import OP_TABLE, implements
+from ._tensor import NestedTensor, _op
+
+__all__ = ["polygamma", "ldexp", "isclose", "broadcast_to", "randint_like", "resolve_conj", "resolve_neg"]
+
+_T = "torch.Tensor."
+
+
+def polygamma(n, input):
+    """The ``n``-th derivative of the digamma function, elementwise (``torch.polygamma(n, input)``);
+    integers compute in float32, as torch's.
+
+    >>> import lodtensor.nested as ln
+    >>> out = ln.polygamma(1, ln.nested_tensor([[1.0, 2.0], [3.0]]))
+    >>> [round(v, 4) for v in out.to_tensor_list()[0].tolist()]
+    [1.6449, 0.6449]
+    """
+    check_nested(input, "polygamma()")
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
+    if n < 0:
+        raise ValueError(f"polygamma(n, x) does not support negative n, got n={n}")
+    buf = _unary_input("polygamma", "float", input)
+    return _wrap(input, input.backend.pointwise("polygamma", "Tensor.polygamma", buf, int(n)))
+
+
+def _polygamma_method(input, n):
+    """``nt.polygamma(n)``: torch's method order, :func:`polygamma` ``(n, nt)``."""
+    return polygamma(n, input)
+
+
+def ldexp(input, other):
+    """``input * 2 ** other`` elementwise, as torch's (integers give float32).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.ldexp(ln.nested_tensor([[1.0, 3.0], [0.5]]), ln.nested_tensor([[1, 2], [3]])).to_tensor_list()[0].tolist()
+    [2.0, 12.0]
+    """
+    return OP_TABLE["mul"](input, OP_TABLE["pow"](2.0, other))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``|input - other| <= atol + |rtol * other|`` elementwise, or equal (NaNs equal with ``equal_nan``), as
+    torch's: ``other`` a tensor (nested of the same structure or dense) of ``input``'s dtype.
+
+    >>> import lodtensor.nested as ln
+    >>> a = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> ln.isclose(a, a + 1e-7).to_tensor_list()[0].tolist(), ln.isclose(a, a + 1).to_tensor_list()[1].tolist()
+    ([True, True], [False])
+    """
+    check_nested(input, "isclose()")
+    if scalar_like(other) is not None and not hasattr(other, "ndim"):
+        raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    if other.dtype != input.dtype:
+        raise TypeError(f"{torch_name(input.dtype)} did not match {torch_name(other.dtype)}")
+    for what, value in (("rtol", rtol), ("atol", atol)):
+        if value < 0:
+            raise ValueError(f"{what} must be greater than or equal to zero, but got {value}")
+    op = OP_TABLE
+    if not isinstance(other, NestedTensor):  # a dense operand, broadcast once into input's structure
+        other = op["add"](op["zeros_like"](input), other)
+    close = op["eq"](input, other)
+    kind = kind_of(input.dtype)
+    if equal_nan and kind in "fc":
+        close = op["logical_or"](close, op["logical_and"](op["isnan"](input), op["isnan"](other)))
+    if kind == "b" or (rtol == 0 and atol == 0):
+        return close
+    a, b = (input, other) if kind in "fc" else (input.to(np.float32), other.to(np.float32))
+    actual = op["abs"](op["sub"](a, b))
+    allowed = op["add"](op["abs"](op["mul"](b, rtol)), atol)
+    return op["logical_or"](close, op["logical_and"](op["isfinite"](actual), op["le"](actual, allowed)))
+
+
+def broadcast_to(input, size):
+    """``input.expand(*size)`` (torch's jagged layout: the ragged dims kept, size-1 regular dims grown).
+
+    >>> import lodtensor.nested as ln
+    >>> a = ln.nested_tensor([np.ones((2, 1)), np.ones((3, 1))], layout="jagged")
+    >>> ln.broadcast_to(a, (2, -1, 4)).nested_size().tolist()
+    [[2, 4], [3, 4]]
+    """
+    check_nested(input, "broadcast_to()")
+    return OP_TABLE["expand"](input, *tuple(size))
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, layout=None, device=None, requires_grad=False,
+                 memory_format=None):
+    """A nested tensor of ``input``'s structure (and dtype, unless ``dtype``) with integers uniform in
+    ``[low, high)``; ``randint_like(input, high)`` as torch's.
+
+    >>> import lodtensor.nested as ln
+    >>> out = ln.randint_like(ln.nested_tensor([[1, 2], [3]]), 5)
+    >>> out.nested_size().tolist(), bool(ln.all(out < 5)), out.dtype
+    ([[2], [1]], True, dtype('int64'))
+    """
+    check_nested(input, "randint_like()")
+    if high is None:
+        low, high = 0, low
+    if not high > low:
+        raise ShapeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    uniform = OP_TABLE["rand_like"](input, dtype=np.float64, device=device)
+    values = OP_TABLE["add"](OP_TABLE["floor"](OP_TABLE["mul"](uniform, high - low)), low)
+    out = values.to(input.dtype if dtype is None else dtype)
+    return out.requires_grad_() if requires_grad else out
+
+
+def resolve_conj(input):
+    """``input`` itself: a nested tensor is never a lazily conjugated view (torch returns ``self`` then).
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> ln.resolve_conj(nt) is nt
+    True
+    """
+    check_nested(input, "resolve_conj()")
+    return input
+
+
+def resolve_neg(input):
+    """``input`` itself: a nested tensor is never a lazily negated view (torch returns ``self`` then).
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> ln.resolve_neg(nt) is nt
+    True
+    """
+    check_nested(input, "resolve_neg()")
+    return input
+
+
+implements("polygamma", "torch.polygamma", "torch.special.polygamma")(polygamma)
+implements("polygamma_method", _T + "polygamma")(_polygamma_method)
+implements("polygamma_", _T + "polygamma_")(_inplace("polygamma", _polygamma_method))
+NestedTensor.polygamma = _op("polygamma_method")
+NestedTensor.polygamma_ = _op("polygamma_")
+implements("ldexp", "torch.ldexp", _T + "ldexp")(ldexp)
+implements("ldexp_", _T + "ldexp_", "torch.ldexp_")(_inplace("ldexp", ldexp))
+implements("isclose", "torch.isclose", _T + "isclose")(isclose)
+implements("broadcast_to", "torch.broadcast_to", _T + "broadcast_to")(broadcast_to)
+implements("randint_like", "torch.randint_like")(randint_like)
+implements("resolve_conj", "torch.resolve_conj", _T + "resolve_conj")(resolve_conj)
+implements("resolve_neg", "torch.resolve_neg", _T + "resolve_neg")(resolve_neg)
