@@ -8,6 +8,9 @@ no checks, no LoD); "overhead" is the difference. The goal: under 20 us per call
 
 Where the time goes is shown by ``BENCH_OVERHEAD_PROFILE=1``: a cProfile of each lodtensor
 call, its five most expensive functions by own time.
+
+With torch installed, a second table times the same ops on torch data (the torch backend) beside torch by
+hand and torch.nested's jagged layout (no goal: a torch op has a fixed cost of its own).
 """
 
 import cProfile
@@ -78,6 +81,47 @@ def _ours(data, lengths, offsets):
     }
 
 
+def _torch_rows(torch, data, lengths, offsets):
+    """The same ops on torch data (the torch backend: NumPy kernels under autograd Functions), each with
+    torch by hand (the same work on the flat tensor) and torch.nested's jagged layout where it has the op."""
+    import lodtensor.nested as ln  # noqa: PLC0415 - torch rows only
+
+    flat = torch.from_numpy(data)
+    toffsets, tlengths = torch.from_numpy(offsets), torch.from_numpy(lengths)
+    ids = torch.repeat_interleave(torch.arange(lengths.size), tlengths)
+    t = lt.LoDTensor(flat, [offsets.tolist()])
+    col = lt.LoDTensor(flat[:, :1].contiguous(), t.lod)
+    padded, _ = t.to_padded()
+    mask = torch.arange(padded.shape[1]) < tlengths[:, None]
+    nt = t.to_nested()
+    njt = torch.nested.nested_tensor_from_jagged(flat, toffsets)
+
+    index = ids[:, None].expand(flat.shape)
+
+    def segment_max():
+        return torch.zeros(lengths.size, data.shape[1]).scatter_reduce_(0, index, flat, "amax", include_self=False)
+
+    def softmax_by_hand(x):
+        return torch.softmax(x.masked_fill(~mask[..., None], float("-inf")), dim=1)
+
+    def pad():
+        out = flat.new_zeros(padded.shape)
+        out[mask] = flat
+        return out
+
+    return {
+        "sequence_pool sum": (lambda: S.sequence_pool(t, "sum"),
+                              lambda: torch.zeros(lengths.size, data.shape[1]).index_add_(0, ids, flat),
+                              lambda: njt.sum(dim=1)),
+        "sequence_pool max": (lambda: S.sequence_pool(t, "max"), segment_max, lambda: njt.amax(dim=1)),
+        "sequence_softmax": (lambda: S.sequence_softmax(col), lambda: softmax_by_hand(padded[..., :1]), None),
+        "to_padded": (t.to_padded, pad, lambda: njt.to_padded_tensor(0.0)),
+        "from_padded": (lambda: lt.from_padded(padded, tlengths), lambda: padded[mask], None),
+        "nested softmax over the ragged dim": (lambda: ln.softmax(nt, 1), lambda: softmax_by_hand(padded), None),
+        "t * 2": (lambda: t * 2, lambda: flat * 2, lambda: njt * 2),
+    }
+
+
 def _profile(fn, calls=2000):
     prof = cProfile.Profile()
     prof.enable()
@@ -108,4 +152,21 @@ def run(report):
             for line in _profile(ours[op]):
                 report.notes.append(f"{op}: {line}")
     table.reference = "lodtensor: sequence_pool sum"
+    table.finish()
+    torch = _common.optional("torch")
+    if torch is None:
+        return
+    torch.set_num_threads(1)  # (per-call costs: one thread, as the NumPy rows)
+    table = report.table("per-call cost, torch backend", workload, reference="lodtensor (torch): sequence_pool sum",
+                         unit="us")
+    for op, (mine, by_hand, jagged) in _torch_rows(torch, data, lengths, offsets).items():
+        row = table.add(f"lodtensor (torch): {op}", mine, **TIMING)
+        theirs = table.add(f"torch by hand: {op}", by_hand, **TIMING)
+        if jagged is not None:
+            table.add(f"torch.nested jagged: {op}", jagged, **TIMING)
+        if row["best"] is not None and theirs["best"] is not None:
+            row["note"] = f"overhead {(row['best'] - theirs['best']) * 1e6:.1f} us"
+        if profile:
+            for line in _profile(mine):
+                report.notes.append(f"torch {op}: {line}")
     table.finish()

@@ -4,6 +4,7 @@ The positions are computed on the host from the LoD (vectorised, one pass per
 level); the backend's ``place_rows`` kernel then moves every row once.
 """
 
+import math
 import numbers
 import operator
 
@@ -13,6 +14,8 @@ from .backend import backend_name_of, dtype_kind, dtype_name, get_backend
 from .lod import LoD, offsets_to_segment_ids
 
 __all__ = ["pad_level", "pad_all", "pad_plan", "check_pad_value", "check_fill"]
+
+_MAX_BYTES = int(np.iinfo(np.intp).max)  # the most bytes any array (NumPy's, torch's) can span
 
 
 def pad_plan(lod, level, maxlen):
@@ -92,6 +95,8 @@ def check_fill(value, dtype, where, name="pad_value"):
         raise TypeError(f"{where}: {name} must be a number or an array of numbers, got {type(value).__name__} "
                         f"{value!r}")
     kind = dtype_kind(dtype)
+    if kind in "fc" and type(value) in (float, int, bool):  # a Python number in a float result: nothing to refuse
+        return  # (the common case, every pool and pad: no dtype name, no array of the value)
     dtype = dtype_name(dtype)  # "int64" for NumPy, torch and CuPy alike
     if isinstance(value, numbers.Integral):  # exact, however large
         low, high = (0, 1) if kind == "b" else _limits(dtype) if kind in "iu" else (int(value), int(value))
@@ -183,6 +188,10 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()",
     row_shape = tuple(data.shape[1:])
     check_pad_value(pad_value, row_shape, where, data.dtype if exact else None)
     shape = (lengths.size, maxlen) + row_shape
+    # Python ints: the check cannot wrap; a 0 dim counts as 1, as NumPy checks the other dims all the same
+    if math.prod(max(d, 1) for d in shape) * data.dtype.itemsize > _MAX_BYTES:
+        raise ValueError(f"{where}: maxlen={maxlen} makes the padded result {shape} of {data.dtype}, "
+                         f"larger than any array can be")
     if out is not None:
         _check_out(be, out, shape, data.dtype, where)
     plan = pad_plan(lod, level, maxlen) if be.uses_host_plans else None

@@ -224,6 +224,13 @@ def from_padded(padded, lengths):
     if lens.size and lens.max() > maxlen:
         j = int(np.argmax(lens > maxlen))
         raise ValueError(f"from_padded(): lengths[{j}]={lens[j]} exceeds the padded length {maxlen}")
+    return _unpadded(padded, lens)
+
+
+def _unpadded(padded, lens):
+    """:func:`from_padded` of checked arguments: ``padded`` a backend array of 2 or more dims, ``lens`` int64
+    lengths from ``as_lengths``, one per sequence, none past ``padded.shape[1]`` (``sequence_unpad`` checks
+    them itself, with its own messages: not a second time here)."""
     lod = LoD._from_valid_lengths([lens])
     be = backend_of(padded)
     # no host plan: the LoD is new, so a plan (built for reuse) would be built for this call alone

@@ -70,6 +70,8 @@ def backend_of(*arrays):
     ...
     lodtensor.errors.BackendMismatchError: cannot combine 'numpy' and 'torch' arrays; convert one first ...
     """
+    if len(arrays) == 1:  # one array (a tensor's own data, the common case): no set to build
+        return get_backend(backend_name_of(arrays[0]) or "numpy")
     names = {name for name in map(backend_name_of, arrays) if name is not None}
     if len(names) > 1:
         first, second = sorted(names)[:2]
@@ -90,6 +92,8 @@ def dtype_kind(dtype):
     >>> dtype_kind("float32"), dtype_kind(np.dtype("uint8")), dtype_kind(bool)
     ('f', 'u', 'b')
     """
+    if isinstance(dtype, np.dtype):  # (a NumPy dtype, the common case: its own kind)
+        return dtype.kind
     root = type(dtype).__module__.split(".", 1)[0]
     if root in _MODULE_PREFIX and root != "numpy":
         return get_backend(root).dtype_kind(dtype)

@@ -24,9 +24,9 @@ _FROZEN = {}
 _FACTS = {}
 
 
-def _forget(key):
-    _FROZEN.pop(key, None)
-    _FACTS.pop(key, None)
+def _forget(key, frozen=_FROZEN, facts=_FACTS):  # bound now: at interpreter exit the globals may be None
+    frozen.pop(key, None)
+    facts.pop(key, None)
 
 
 def mark_frozen(a, **facts):
@@ -46,7 +46,7 @@ def mark_frozen(a, **facts):
     """
     key = id(a)
     try:
-        _FROZEN[key] = weakref.ref(a, lambda _ref, key=key: _forget(key))
+        _FROZEN[key] = weakref.ref(a, lambda _ref, key=key, forget=_forget: forget(key))
     except TypeError:
         return
     _FACTS.pop(key, None)

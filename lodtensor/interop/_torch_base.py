@@ -27,7 +27,7 @@ def _offsets_on(torch, offsets, device):
     so jagged tensors of one LoD combine. Remembered for :func:`_intact`."""
     tensor = torch.from_numpy(np.array(offsets)).to(device)
     key = id(tensor)
-    _OWN_OFFSETS[key] = (weakref.ref(tensor, lambda _ref, key=key: _OWN_OFFSETS.pop(key, None)), offsets,
+    _OWN_OFFSETS[key] = (weakref.ref(tensor, lambda _ref, key=key, own=_OWN_OFFSETS: own.pop(key, None)), offsets,
                          _version(tensor))
     return tensor
 

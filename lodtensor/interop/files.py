@@ -91,7 +91,9 @@ def save(path, t):
     path = os.fspath(path)
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        # allow_64bit: the format's lengths are int64; without it the writer refuses 2**31 rows or more
+        options = pa.ipc.IpcWriteOptions(allow_64bit=True)
+        with pa.OSFile(tmp, "wb") as sink, pa.ipc.new_file(sink, schema, options=options) as writer:
             writer.write_batch(batch)
         os.replace(tmp, path)
     finally:

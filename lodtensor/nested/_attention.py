@@ -47,9 +47,9 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
                         _segment_log_softmax)
 
 
-def _segment_log_softmax(be, x, offsets, rows):
-    """``x - logsumexp`` of every segment, from the segment kernels (autograd flows on torch)."""
-    dev = be.from_host(offsets, like=x)
+def _segment_log_softmax(be, x, dev, rows):
+    """``x - logsumexp`` of every segment (``dev``: their offsets on ``x``'s device), from the segment kernels
+    (autograd flows on torch)."""
     ids = be.segment_ids(dev, total=rows)
     shifted = x - be.gather(be.segment_max(x, dev, empty=0), ids)
     lse = be.pointwise("log", "log", be.segment_sum(be.pointwise("exp", "exp", shifted), dev))

@@ -51,7 +51,7 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
     message for dim 0; the buffer, cast to ``dtype`` when given, floating),
     then: a dense call over a regular trailing dim; ``segments(be, x, offsets,
     rows)`` over a ragged dim with regular dims after it (``x`` the buffer as
-    ``(rows, *row)``, ``offsets`` the host row offsets of the segments); else
+    ``(rows, *row)``, ``offsets`` the row offsets of the segments on ``x``'s backend and device); else
     one dense call per group of equal component shapes.
     """
     check_nested(input, f"{name}()")
@@ -84,9 +84,14 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
         if axis == 0 and st.is_lod:
             offsets, row_shape = st.rows()  # cached on the structure
             rows = int(offsets[-1])
+            x = buf.reshape((rows,) + row_shape)
+            dev = st.lod().on(be, "offsets", 0, like=x)  # the device copy cached on the structure's LoD (with the
+            # kernels' plans keyed by it): no host-to-device copy per call
         else:
             offsets, rows, row_shape = segments_along(st, axis)
-        out = segments(be, buf.reshape((rows,) + row_shape), offsets, rows)
+            x = buf.reshape((rows,) + row_shape)
+            dev = be.from_host(offsets, like=x)
+        out = segments(be, x, dev, rows)
         return done(out.reshape(-1))
     source = buf
     if name == "softmax":
@@ -145,7 +150,7 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def _segment_softmax(be, x, offsets, rows):
-    return be.segment_softmax(x, be.from_host(offsets, like=x))
+    return be.segment_softmax(x, offsets)
 
 
 # -- linear -----------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from .. import _dense
 from .._dense import check_fill
 from ..backend import backend_name_of, backend_of
 from ..errors import LoDError
-from ..factories import from_padded
+from ..factories import _unpadded
 from ..lod import LoD, as_lengths, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
 from ._common import as_data, host_ints, int_arg, require_lod, wrap
@@ -22,7 +22,7 @@ def pad(x, pad_value=0, maxlen=None, where="sequence_pad()"):
         pad_value = pad_value.data
     be = x.backend
     padded, lengths = _dense.pad_level(be, x.data, x.lod, -1, pad_value, maxlen, None, where=where)
-    outer = x.lod.levels[:-1]
+    outer = x.lod.head(x.lod_level - 1)  # the LoD's cached outer levels: no LoD built per result
     return wrap(padded, outer), wrap(lengths, outer)
 
 
@@ -38,7 +38,7 @@ def unpad(x, length, where="sequence_unpad()"):
     if lens.size and lens.max() > maxlen:
         j = int(np.argmax(lens > maxlen))
         raise ValueError(f"{where}: length[{j}]={int(lens[j])} exceeds x's padded length {maxlen} (its axis 1)")
-    result = from_padded(data, lens)
+    result = _unpadded(data, lens)  # data and lens checked above
     if isinstance(x, LoDTensor) and x.lod_level:
         lod = LoD._from_valid(x.lod.levels + result.lod.levels)
         return wrap(result.data, lod)

@@ -90,7 +90,7 @@ def test_every_forced_route_sums_in_the_data_dtype(route, dtype, monkeypatch):
         pytest.skip("the chunk kernel needs an identity: no bool")
     offsets = _offsets([5, 0, 17, 1])
     data = _data(dtype, int(offsets[-1]), (3,), seed=1)
-    monkeypatch.setattr(_routes, "choose", lambda ufunc, d, o: route)
+    monkeypatch.setattr(_routes, "choose", lambda ufunc, d, o, owner=None: route)
     got = NP.segment_sum(data, offsets)
     assert got.dtype == data.dtype
     np.testing.assert_array_equal(got, _sums(data, offsets))

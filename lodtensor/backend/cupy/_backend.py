@@ -14,6 +14,7 @@ sizes come from host shapes, so no op reads the device back (except
 """
 
 import functools
+import math
 
 import cupy
 import numpy as np
@@ -175,7 +176,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
             out = cupy.empty(full, dtype=data.dtype)
         out[...] = cupy.asarray(pad_value, dtype=data.dtype)
         if data.shape[0]:
-            out.reshape((-1,) + tuple(data.shape[1:]))[self._index(index)] = data
+            out.reshape((math.prod(shape),) + tuple(data.shape[1:]))[self._index(index)] = data  # rows may be empty
         return out
 
     @staticmethod

@@ -134,7 +134,7 @@ def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
     for k in range(3):
         xp.cumsum(counts[k * (n + 1) : (k + 1) * (n + 1)], out=out[k * (n + 1) : (k + 1) * (n + 1)])
     if key is not None:
-        _PLANS[key] = (weakref.ref(owner, lambda _ref, key=key: _PLANS.pop(key, None)), out)
+        _PLANS[key] = (weakref.ref(owner, lambda _ref, key=key, plans=_PLANS: plans.pop(key, None)), out)
     return out
 
 

@@ -5,6 +5,8 @@ bytes) so that gathers and scatters move whole rows with one index lookup each
 instead of one per element.
 """
 
+import math
+
 import numpy as np
 
 from ...errors import ShapeError
@@ -90,11 +92,19 @@ def _csr_parts(sparse, offsets, dtype, bounds):
     return parts
 
 
+def _zero_bits(value):
+    """Whether a scalar pad value fills with zero bytes: 0 or False, not -0.0 (its sign bit is set)."""
+    if np.ndim(value) != 0 or value != 0:
+        return False
+    value = complex(value)
+    return math.copysign(1.0, value.real) > 0 and math.copysign(1.0, value.imag) > 0
+
+
 def _fill_tails(out, groups, lo, hi, pad_value, zero):
     """``out[i, length:] = pad_value`` for the sequences ``lo <= i < hi``, one assignment per length."""
     n, maxlen = out.shape[:2]
     if zero:  # a byte view writes every tail as one contiguous block
-        row_bytes = out.dtype.itemsize * int(np.prod(out.shape[2:], dtype=np.int64))
+        row_bytes = out.dtype.itemsize * math.prod(out.shape[2:])  # (an array's shape: no overflow)
         target = out.reshape(n, maxlen * row_bytes // out.dtype.itemsize).view(np.uint8)
     for length, ids in groups:
         if lo > 0 or hi < n:
@@ -150,6 +160,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return out
 
     def gather(self, data, index):
+        if not data.flags.c_contiguous and 4 * len(index) <= data.shape[0]:
+            return data[index]  # a few rows of strided (or broadcast) data: read only those, copy no more
         data = np.ascontiguousarray(data)
         rows = _as_rows(data)
         if rows is None:
@@ -196,7 +208,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         sorted blocks). ``owner`` is the object ``offsets`` views, if any (it
         keys the plan cache).
         """
-        route = _routes.choose(ufunc, data, offsets)
+        route = _routes.choose(ufunc, data, offsets, owner)
         return getattr(self, f"_route_{route}")(ufunc, data, offsets, fill, owner)
 
     def _route_empty(self, ufunc, data, offsets, fill, owner):
@@ -329,6 +341,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return self._reduceat(np.minimum, data, offsets, empty)
 
     def segment_softmax(self, data, offsets, *, ids=None):
+        return self._softmax(data, offsets)
+
+    def _softmax(self, data, offsets, owner=None):  # owner: the object offsets view (keys cached plans)
         lengths = np.diff(offsets)
         if data.dtype.kind in "biu":  # integers and bools as float (the CuPy backend's dtype: float64 from 32 bits)
             data = data.astype(np.result_type(data.dtype, np.float32))
@@ -361,7 +376,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             return out
         # wide rows: two passes over cache-sized blocks of rows, each block's segment values
         # gathered into a scratch buffer (no full-size temporaries of repeated maxima or sums)
-        peak = self._reduceat(np.maximum, data, offsets, 0)
+        peak = self._reduceat(np.maximum, data, offsets, 0, owner=owner)
         ids = np.repeat(np.arange(lengths.size, dtype=_INT64), lengths)
         out = np.empty(data.shape, dtype=np.result_type(data.dtype, peak.dtype))
         row_bytes = max(1, out.itemsize * (out.size // out.shape[0]))
@@ -382,7 +397,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             out[a:b] *= tmp
 
         _run_split(lambda lo, hi: blocks(peak, int(offsets[lo]), int(offsets[hi]), shift_exp), offsets, out.nbytes)
-        inverse = self.segment_sum(out, offsets)
+        wide = out.dtype.itemsize >= 4  # (float16 sums in float32: segment_sum's way)
+        inverse = self._reduceat(np.add, out, offsets, 0, owner=owner) if wide else self.segment_sum(out, offsets)
         with np.errstate(divide="ignore"):  # only empty sequences sum to 0, and they have no rows
             np.reciprocal(inverse, out=inverse)
         _run_split(lambda lo, hi: blocks(inverse, int(offsets[lo]), int(offsets[hi]), scale), offsets, out.nbytes)
@@ -403,7 +419,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def place_rows(self, data, index, shape, pad_value, *, out=None):
         full = tuple(shape) + tuple(data.shape[1:])
         if out is None:
-            if np.ndim(pad_value) == 0 and pad_value == 0:
+            if _zero_bits(pad_value):
                 out = np.zeros(full, dtype=data.dtype)
             else:
                 out = np.empty(full, dtype=data.dtype)
@@ -412,7 +428,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             out[...] = pad_value
         if data.shape[0] == 0:
             return out
-        flat = out.reshape((-1,) + tuple(data.shape[1:]))
+        flat = out.reshape((math.prod(shape),) + tuple(data.shape[1:]))  # not -1: rows may have no element
         rows = _as_rows(flat)
         if rows is not None:
             rows.put(index, _as_rows(np.ascontiguousarray(data)))
@@ -433,7 +449,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         row_shape = data.shape[1:]
         shape = (n, maxlen) + row_shape
         index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
-        zero = np.ndim(pad_value) == 0 and pad_value == 0
+        zero = _zero_bits(pad_value)
         if out is None and groups is not None and _pool.pools(shape, data.dtype):
             out, tails_done = _pool.empty(shape, data.dtype), False  # tails filled: no page faults
         elif out is None:

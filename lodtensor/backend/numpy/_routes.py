@@ -46,8 +46,9 @@ class Facts(collections.namedtuple("Facts", "ufunc data offsets rows row_size se
     """What the routes decide on, computed once per call."""
 
     @classmethod
-    def of(cls, ufunc, data, offsets):
-        nonempty = _cached_plan(offsets, ("nonempty",), lambda o: int(np.count_nonzero(np.diff(o))))
+    def of(cls, ufunc, data, offsets, owner=None):
+        # cached for ``owner`` where given (a torch tensor's ``.numpy()`` is a new array every call: a miss each time)
+        nonempty = _cached_plan(offsets, ("nonempty",), lambda o: int(np.count_nonzero(np.diff(o))), owner)
         return cls(ufunc, data, offsets, int(data.shape[0]), math.prod(data.shape[1:]), int(offsets.size) - 1,
                    nonempty)
 
@@ -94,7 +95,8 @@ ROUTES = (
 )
 
 
-def choose(ufunc, data, offsets):
-    """The name of the route that reduces ``data`` over ``offsets`` with ``ufunc``."""
-    facts = Facts.of(ufunc, data, offsets)
+def choose(ufunc, data, offsets, owner=None):
+    """The name of the route that reduces ``data`` over ``offsets`` with ``ufunc`` (``owner``: the object
+    ``offsets`` views, if any, which keys the cached facts)."""
+    facts = Facts.of(ufunc, data, offsets, owner)
     return next(route.name for route in ROUTES if route.test(facts))

@@ -10,6 +10,9 @@ from . import _pool, _special, _tuning
 
 __all__ = ["threaded_ufunc"]
 
+# The widest item of a numeric result (complex long double): bounds a result's bytes before its dtype is known
+# (a wider one, a string ufunc's, is at worst not split: the same values from one call).
+_MAX_ITEMSIZE = 32
 
 
 def threaded_ufunc(ufunc, args, kwargs):
@@ -44,9 +47,12 @@ def threaded_ufunc(ufunc, args, kwargs):
             return None
     if out is not None and not isinstance(out, np.ndarray):
         return None
-    shape = np.broadcast_shapes(*(a.shape for a in arrays), *(() if out is None else (out.shape,)))
+    shapes = {a.shape for a in arrays} if out is None else {out.shape, *(a.shape for a in arrays)}
+    shape = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)  # (one shape: the common case)
     if not shape or shape[0] < 2:
         return None
+    if out is None and math.prod(shape) * _MAX_ITEMSIZE < _tuning.UFUNC_PARALLEL_BYTES:
+        return None  # too small to split whatever the result's dtype: no probe call, no row count
     rows = shape[0]
     row_elems = int(np.prod(shape[1:], dtype=np.int64))
     if out is None:

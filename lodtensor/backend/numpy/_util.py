@@ -38,7 +38,8 @@ def _cached_plan(offsets, key, build, owner=None):
     frozen = owner is None and not offsets.flags.writeable
     snapshot = None if frozen else offsets.copy()
     plan = build(offsets if frozen else snapshot)
-    ref = weakref.ref(holder, lambda _ref, slot=slot: _PLANS.pop(slot))
+    # _PLANS bound now: at interpreter exit this module's globals may be None when the holder goes
+    ref = weakref.ref(holder, lambda _ref, slot=slot, plans=_PLANS: plans.pop(slot))
     _PLANS.put(slot, (ref, snapshot, plan), nbytes_of(plan) + nbytes_of(snapshot))
     return plan
 
@@ -55,7 +56,7 @@ def _scratch(name, shape, dtype):
     kernel reuse one buffer per thread instead.
     """
     dtype = np.dtype(dtype)
-    nbytes = dtype.itemsize * int(np.prod(shape, dtype=np.int64))
+    nbytes = dtype.itemsize * math.prod(shape)  # Python ints: exact, and no NumPy call per block
     store = getattr(_SCRATCH, name, None)
     if store is None or store.nbytes < nbytes:
         store = np.empty(max(nbytes, 1), dtype=np.uint8)

@@ -10,9 +10,11 @@ import math
 
 import numpy as np
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from ...errors import ShapeError
 from .._contract import Backend
+from .._placement import frozen_fact
 from ..numpy._compiled import compiled_kernels, compiled_pointwise
 from ..numpy._util import truncation
 from . import _cuda, _tuning
@@ -20,7 +22,7 @@ from ._arrays import TorchArrayKernels, torch_dtype
 from ._cpu import PadCPU, ReluCPU, SegmentExtreme, SegmentSoftmax, SegmentSumSpMM, UnpadCPU
 from ._rows import pad_index, segment_ids
 from ._ufunc import apply_ufunc
-from ._vmap import wrapped
+from ._vmap import legacy_batched, wrapped
 
 __all__ = ["TorchBackend", "make_backend"]
 
@@ -46,10 +48,30 @@ def _identity(dtype, reduce):
 # The CPU-only kernels of _torch_cpu (NumPy forward passes, MKL SpMM) can be switched off, which runs
 # the device-generic torch code that CUDA uses on CPU: the tests do so to cover that code without a GPU.
 _CPU_SHORTCUTS = True
+
+
+def _shortcuts(x):
+    """Whether the CPU shortcuts may serve tensor ``x``: switched on, and ``x`` has memory of its own (a
+    legacy vmap batch, as a backward under ``autograd.grad(..., is_grads_batched=True)`` gets, has none;
+    torch.func's wrappers reach the Functions' vmap rules instead)."""
+    return _CPU_SHORTCUTS and not legacy_batched(x)
+
+
 _HALF = (torch.float16, torch.bfloat16)
 #: unsigned dtypes torch's scatter kernels lack (scatter_add, scatter_reduce amax/amin): done in int64
 _WIDE_UNSIGNED = tuple(getattr(torch, n) for n in ("uint16", "uint32", "uint64") if hasattr(torch, n))
 _SIGN = -(2**63)  # uint64 xor 2**63, read as int64, orders as the unsigned values do
+#: torch lacks index_select / index_copy / index_put for these (x[idx] and pad_sequence take them):
+#: rows move as the signed integers of the same width, the same bits
+_SIGNED_VIEW = {getattr(torch, "uint" + b): getattr(torch, "int" + b) for b in ("16", "32", "64")
+                if hasattr(torch, "uint" + b)}
+
+
+def _bits(x):
+    """``x`` viewed as the signed integers of its width where torch has no row-moving kernels for its
+    unsigned dtype; else ``x`` itself."""
+    signed = _SIGNED_VIEW.get(x.dtype)
+    return x if signed is None else x.view(signed)
 _NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch.uint8, torch.int16,
                   torch.int32, torch.int64)
 
@@ -57,7 +79,7 @@ _NUMPY_ORDERED = (torch.float16, torch.float32, torch.float64, torch.int8, torch
 def _numpy_moves(x, pad_value):
     """Whether the NumPy row-moving kernels can serve tensor ``x`` (CPU, a NumPy dtype)."""
     return (
-        _CPU_SHORTCUTS
+        _shortcuts(x)
         and x.device.type == "cpu"
         and x.dtype in _NUMPY_ORDERED + (torch.bool, torch.complex64, torch.complex128)
         and x.dim() >= 1
@@ -77,7 +99,7 @@ def _compiled_fits(data):
     """Whether the NumPy backend's compiled kernel reduces ``data`` (CPU rows of 32 bytes or more:
     one read, 0.8x of ``index_add_`` / ``scatter_reduce`` at width 256, measured)."""
     return (
-        _CPU_SHORTCUTS
+        _shortcuts(data)
         and compiled_kernels()
         and data.device.type == "cpu"
         and data.dtype in _COMPILED_DTYPES
@@ -94,7 +116,7 @@ def _relu_fits(x):
     (their wrapped tensors have no memory to read), tracing and compiling (a NumPy call would not
     be recorded)."""
     return (
-        _CPU_SHORTCUTS
+        _shortcuts(x)
         and type(x) is torch.Tensor
         and x.device.type == "cpu"
         and x.dtype in _SPMM_DTYPES
@@ -126,7 +148,7 @@ def _spmm_fits(data, n):
     if n > 0 and data.dtype in _SPMM_DTYPES and _compiled_fits(data):
         return True  # SegmentSumSpMM's forward runs the compiled kernel
     return (
-        _CPU_SHORTCUTS
+        _shortcuts(data)
         and data.device.type == "cpu"
         and data.dtype in _SPMM_DTYPES
         and data.dim() >= 2
@@ -195,13 +217,24 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return out
 
     def gather(self, data, index):
+        if data.dtype in _SIGNED_VIEW:
+            return _bits(data).index_select(0, self._index(index, data)).view(data.dtype)
         return data.index_select(0, self._index(index, data))
 
     def scatter(self, out, index, values):
-        out[self._index(index, out)] = values
+        if out.dtype in _SIGNED_VIEW:
+            _bits(out)[self._index(index, out)] = _bits(values.to(out.dtype))
+        else:
+            out[self._index(index, out)] = values
         return out
 
     def scatter_add(self, out, index, values):
+        if out.dtype in _WIDE_UNSIGNED:  # in int64: the same bits modulo 2**64, as segment_sum
+            wide = out.view(torch.int64) if out.dtype == torch.uint64 else out.to(torch.int64)
+            values = values.to(out.dtype)
+            values = values.view(torch.int64) if out.dtype == torch.uint64 else values.to(torch.int64)
+            got = wide.index_add(0, self._index(index, out), values)
+            return got.view(torch.uint64) if out.dtype == torch.uint64 else got.to(out.dtype)
         return out.index_add(0, self._index(index, out), values.to(out.dtype))
 
     def divide_rows(self, x, divisor):
@@ -248,7 +281,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if _cuda.fits(data):  # CUDA: the project's kernel (zero-copy, torch's stream)
             return _cuda.SegmentReduce.apply(data, offsets, ids, reduce, empty)
         if (
-            _CPU_SHORTCUTS
+            _shortcuts(data)
             and data.device.type == "cpu"
             and data.dtype in _NUMPY_ORDERED
             and (data.numel() <= _tuning.NUMPY_EXTREME_MAX_ROW_BYTES // data.element_size() * max(data.shape[0], 1)
@@ -266,8 +299,15 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if identity is None:  # bool and other dtypes without an order identity
             out = torch.full(out_shape, empty, dtype=data.dtype, device=data.device)
             return out.scatter_reduce(0, ids, data, reduce=op, include_self=False)
+        if data.is_floating_point() and _differentiated(data):
+            # scatter_reduce's derivatives count the pre-filled value among the ties: a segment whose
+            # extreme is the identity itself (all -inf, for max) would give its rows 1/(k+1) each, not 1/k.
+            # A NaN fill equals nothing, and include_self=False leaves it out of the values
+            identity, include = float("nan"), False
+        else:
+            include = True
         out = torch.full(out_shape, identity, dtype=data.dtype, device=data.device)
-        out = out.scatter_reduce(0, ids, data, reduce=op, include_self=True)
+        out = out.scatter_reduce(0, ids, data, reduce=op, include_self=include)
         hollow = lengths == 0
         if data.device.type != "cpu" or bool(hollow.any()):  # no device sync just to skip a cheap fill
             out = out.masked_fill(hollow.reshape(shape), empty)
@@ -326,7 +366,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             return data.clone()
         if _cuda.fits(data) and data.is_floating_point():
             return _cuda.SegmentSoftmax.apply(data, offsets, ids)
-        if _CPU_SHORTCUTS and data.device.type == "cpu" and data.dtype in (torch.float32, torch.float64):
+        if _shortcuts(data) and data.device.type == "cpu" and data.dtype in (torch.float32, torch.float64):
             return SegmentSoftmax.apply(data, offsets, ids, self)
         if ids is None:
             ids = self.segment_ids(offsets, total=n_rows)
@@ -342,6 +382,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def place_rows(self, data, index, shape, pad_value, *, out=None):
         row = tuple(data.shape[1:])
         full = tuple(shape) + row
+        count = math.prod(shape)  # not -1: rows of no element leave it ambiguous
         if out is None:
             if isinstance(pad_value, torch.Tensor) or np.ndim(pad_value):  # a row (or a tensor) of pad values
                 fill = _pad_tensor(pad_value, data)
@@ -351,7 +392,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             if data.shape[0]:
                 # in place on the fresh result (one write of the output, not two); autograd records
                 # it on this non-leaf tensor as it does any in-place op
-                out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
+                _bits(out).view((count,) + row).index_copy_(0, self._index(index, data), _bits(data))
             elif data.requires_grad and torch.is_grad_enabled():
                 # no rows (every sequence empty): join the result to data's graph all the same, so a
                 # backward pass gives data its (0, ...) gradient rather than failing on a result
@@ -365,12 +406,14 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
             else:
                 out.fill_(_host_scalar(pad_value, out.dtype))
             if data.shape[0]:
-                out.view((-1,) + row).index_copy_(0, self._index(index, data), data)
+                _bits(out).view((count,) + row).index_copy_(0, self._index(index, data), _bits(data))
         return out
 
     def pad(self, data, offsets, maxlen, pad_value, *, out=None, plan=None):
         offsets = self._index(offsets, data)
-        cut = truncation(offsets.numpy(), maxlen) if _host_offsets(offsets) else None  # on the host: no sync
+        longest = frozen_fact(offsets, "longest")  # a LoD's offsets know their longest sequence: no pass over them
+        fits = longest is not None and longest <= maxlen
+        cut = truncation(offsets.numpy(), maxlen) if not fits and _host_offsets(offsets) else None  # host: no sync
         if cut is not None:  # a sequence longer than maxlen keeps its first maxlen rows (as the CUDA kernel);
             # by index_select, so the dropped rows get a zero gradient
             data, offsets, plan = data.index_select(0, torch.from_numpy(cut[0])), torch.from_numpy(cut[1]), None
@@ -398,7 +441,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         if _cuda.fits(padded, words=True) and padded.dim() >= 2:
             return _cuda.Unpad.apply(padded, offsets, total)
         index = pad_index(offsets, maxlen, total)
-        return padded.reshape((n * maxlen,) + tuple(padded.shape[2:])).index_select(0, index)
+        return self.gather(padded.reshape((n * maxlen,) + tuple(padded.shape[2:])), index)
 
     # -- elementwise -------------------------------------------------------------------------
     def relu(self, x):
@@ -412,6 +455,11 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
         """Run a NumPy ufunc call with the torch function of the same meaning (see ``_ufunc``)."""
         return apply_ufunc(ufunc, method, *args, **kwargs)
+
+
+def _differentiated(x):
+    """Whether autograd (backward or forward mode) or a torch.func transform may differentiate through ``x``."""
+    return (x.requires_grad and torch.is_grad_enabled()) or wrapped(x) or _forward_ad._current_level >= 0
 
 
 def _host_scalar(value, dtype):

@@ -24,7 +24,7 @@ from ..cupy import _launch, _tuning
 from ..cupy import cuda as _kernels
 from . import _jvp
 from ._rows import segment_ids
-from ._vmap import rows_rule, wrapped
+from ._vmap import legacy_batched, rows_rule, wrapped
 
 __all__ = ["fits", "SegmentReduce", "SegmentSoftmax", "Pad", "Unpad"]
 
@@ -55,8 +55,8 @@ def fits(x, *, words=False):
     compute (``words``: any dtype of 1-8 bytes, for pad/unpad's plain copies), outside tracing."""
     if not (x.device.type == "cuda" or (_EMULATED and x.device.type == "cpu")):
         return False
-    if type(x) is not torch.Tensor or x.is_nested or x.layout != torch.strided:
-        return False
+    if type(x) is not torch.Tensor or x.is_nested or x.layout != torch.strided or legacy_batched(x):
+        return False  # (a legacy vmap batch has no memory for a kernel; torch.func's take the vmap rules)
     if torch.compiler.is_compiling() or torch.jit.is_tracing():
         return False
     supported = x.element_size() in _kernels.WORDS and not x.is_complex() if words else x.dtype in _NAMES

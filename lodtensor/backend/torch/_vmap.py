@@ -17,15 +17,27 @@ A batched LoD (``in_dims`` on the offsets), or any other batched argument, is re
 would be a different ragged layout, which is a batch of LoDTensors, not one.
 """
 
-import torch
+import inspect
 
-__all__ = ["wrapped", "rows_rule", "steps_rule"]
+import torch
+from torch._functorch.utils import unwrap_dead_wrappers
+
+__all__ = ["wrapped", "legacy_batched", "rows_rule", "steps_rule", "fast_apply"]
 
 
 def wrapped(x):
-    """Whether ``x`` is a torch.func wrapper (``grad``'s, ``vmap``'s): it has no memory of its own
-    for a kernel to read (a backward under ``torch.func.grad`` gets them)."""
-    return isinstance(x, torch.Tensor) and torch._C._functorch.is_functorch_wrapped_tensor(x)
+    """Whether ``x`` is a torch.func wrapper (``grad``'s, ``vmap``'s) or a legacy vmap batch (the gradients
+    ``autograd.grad(..., is_grads_batched=True)`` hands a backward, as ``autograd.functional.jacobian``'s and
+    ``hessian``'s ``vectorize=True`` do): it has no memory of its own for a kernel to read."""
+    if not isinstance(x, torch.Tensor):
+        return False
+    return torch._C._functorch.is_functorch_wrapped_tensor(x) or legacy_batched(x)
+
+
+def legacy_batched(x):
+    """Whether ``x`` is a legacy vmap batch (``autograd.grad(..., is_grads_batched=True)``'s gradients): unlike
+    torch.func's, that vmap ignores the Functions' vmap rules, so such data must take plain torch ops."""
+    return torch._C._functorch.is_legacy_batchedtensor(x)
 
 
 def _batched(dims):
@@ -60,7 +72,7 @@ def rows_rule(cls=None, *, lead=1):
         return out.reshape(tuple(out.shape[:at]) + (info.batch_size,) + row), at
 
     cls.vmap = staticmethod(vmap)
-    return cls
+    return fast_apply(cls)
 
 
 def _refuse(cls, in_dims, allowed):
@@ -103,4 +115,34 @@ def steps_rule(cls=None, *, states, row_outputs):
         return tuple(shaped), (0,) * row_outputs + (1,) * (len(out) - row_outputs)
 
     cls.vmap = staticmethod(vmap)
+    return fast_apply(cls)
+
+
+_BASE_APPLY = torch._C._FunctionBase.__dict__.get("apply")  # the C entry that ``Function.apply`` ends in
+_FUNCTION_APPLY = torch.autograd.Function.apply.__func__
+
+
+def fast_apply(cls):
+    """Give autograd Function ``cls`` (one that defines ``setup_context``) an ``apply`` without torch's
+    per-call ``inspect.signature(cls.forward).bind(...)``: 8-20 us a call, most of a small op's fixed cost.
+
+    Where every argument of ``forward`` is passed by position, that binding is the arguments as they
+    are, so the call goes straight to the C entry (after the dead wrappers are unwrapped, as torch
+    does). Keyword arguments, fewer arguments (defaults to fill in), a subclass, or a torch.func
+    transform in force (``vmap``, ``grad``...) take torch's own ``Function.apply``. torch.compile
+    never calls this: dynamo traces the class's ``apply`` as its own."""
+    params = inspect.signature(cls.forward).parameters.values()
+    if _BASE_APPLY is None or cls.setup_context is torch.autograd.Function.setup_context or any(
+            p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
+        return cls
+    arity = len(params)
+    base = _BASE_APPLY.__get__(None, cls)
+    active = torch._C._are_functorch_transforms_active
+
+    def apply(klass, *args, **kwargs):
+        if kwargs or len(args) != arity or klass is not cls or active():
+            return _FUNCTION_APPLY(klass, *args, **kwargs)
+        return base(*unwrap_dead_wrappers(args))
+
+    cls.apply = classmethod(apply)
     return cls
