@@ -16,7 +16,19 @@ import numpy as np
 from ._format import preview
 from .backend import backend_name_of, get_backend
 
-__all__ = ["getitem", "scalar_index"]
+# Integer indexing of a multi-level tensor builds the LoD's cached split after this many calls.
+_SPLIT_AFTER = 8
+
+
+def split_for_indexing(lod):
+    """``lod``'s split for integer indexing, built once indexing has been repeated; else None. (The caller's
+    snapshot of the lod: a tensor's ``_lod`` read again could be another thread's ``set_lod()`` since.)"""
+    cache = lod._cached()
+    calls = cache.get("int_index_calls", 0) + 1
+    cache["int_index_calls"] = calls
+    return lod.split_cached() if calls > _SPLIT_AFTER else None
+
+__all__ = ["getitem", "scalar_index", "split_for_indexing"]
 
 
 def _dtype_kind(x):

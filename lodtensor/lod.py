@@ -75,8 +75,7 @@ _ON_HOST = {
 }
 
 
-def _longest_of(ref):
-    """:func:`_longest` of the offsets array ``ref`` refers to (alive: its fact is asked for through it)."""
+def _longest_of(ref):  # of the offsets array ``ref`` refers to (alive: its fact is asked for through it)
     return _longest(ref())
 
 
@@ -379,9 +378,8 @@ class LoD(LevelAlgebra):
             else:
                 out = be.from_host(host, like=like, dtype=dtype)
             # the LoD's: kernels may cache plans made from its values, and know its longest sequence
-            facts = {}
-            if what in ("offsets", "absolute_offsets"):  # (``out`` itself through a weak reference: on NumPy
-                # ``out`` is ``host``, which mark_frozen's table would keep alive for ever, one per LoD ever used)
+            facts = {}  # (``host`` by a weak reference where it is ``out``: mark_frozen's table would keep it)
+            if what in ("offsets", "absolute_offsets"):
                 facts["longest"] = partial(_longest_of, weakref.ref(host)) if out is host else partial(_longest, host)
             mark_frozen(out, **facts)
             out = cache.setdefault(key, out)  # threads asking at once all get the one copy kept

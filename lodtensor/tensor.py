@@ -30,8 +30,6 @@ for _cls in (_place.CPUPlace, _place.CUDAPinnedPlace, _place.CUDAPlace, _place.D
 __all__ = ["LoDTensor"]
 
 _EMPTY_LOD = LoD._from_valid(())
-# Integer indexing of a multi-level tensor builds the LoD's cached split after this many calls.
-_SPLIT_AFTER = 8
 _NUMERIC_KINDS = frozenset("biufc")
 _object_new = object.__new__
 _CPU = CPUPlace()
@@ -73,15 +71,6 @@ def coerce_data(data, name="data"):
     dtype = data.dtype
     _check_dtype(dtype, name)
     return data
-
-
-def _split_for_indexing(lod):
-    """``lod``'s split for integer indexing, built once indexing has been repeated; else None. (The caller's
-    snapshot of the lod: a tensor's ``_lod`` read again could be another thread's ``set_lod()`` since.)"""
-    cache = lod._cached()
-    calls = cache.get("int_index_calls", 0) + 1
-    cache["int_index_calls"] = calls
-    return lod.split_cached() if calls > _SPLIT_AFTER else None
 
 
 def _wrap(data, lod, place):
@@ -342,7 +331,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
                 cache = lod._cache
                 hit = cache.get("split") if cache is not None else None
                 if hit is None:
-                    hit = _split_for_indexing(lod)
+                    hit = _indexing.split_for_indexing(lod)
                 if hit is None:
                     rows = None
                 else:
