@@ -123,3 +123,25 @@ def test_compiled_gelu_every_simd_variant_accuracy_and_huge_values():
     with np.errstate(over="ignore"):
         _special._gelu32_block(x, out, ax, t)  # the NumPy formula, where no compiler was found
     assert np.abs(out - want).max() < 3.5e-7 and out[-3] == np.float32(3e38)
+
+
+# -- torch.special's functions on CuPy data: cupyx.scipy.special, or a clear error -----------------
+def test_special_functions_on_cupy_data_use_cupyx_or_say_why_not(monkeypatch):
+    pytest.importorskip("scipy")
+    import scipy.special as host
+
+    from lodtensor.backend import get_backend
+
+    from .backend import cupy_stub
+
+    stub = cupy_stub.install(monkeypatch)
+    be = get_backend("cupy")
+    x = np.linspace(0.1, 3.0, 7).astype(np.float32)
+    xc = stub.asarray(x)
+    for name, want in (("bessel_j0", host.j0(x)), ("i0e", host.i0e(x)), ("ndtr", host.ndtr(x)),
+                       ("erfcx", host.erfcx(x))):
+        got = be.pointwise(name, "special." + name, xc)
+        assert type(got) is type(xc) and got.dtype == np.float32, name
+        np.testing.assert_allclose(np.asarray(stub.asnumpy(got)), want, rtol=1e-6, err_msg=name)
+    with pytest.raises(TypeError, match=r"airy_ai\(\) on CuPy data: cupyx.scipy.special has no airy"):
+        be.pointwise("airy_ai", "special.airy_ai", xc)

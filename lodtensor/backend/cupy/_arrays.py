@@ -10,11 +10,31 @@ import numpy as np
 
 from ..numpy import _recurrent
 from ..numpy._arrays import ArrayKernels, _into
+from ..numpy._special import SCIPY_SPECIAL
 from . import _launch, _steps, _tuning
 
 __all__ = ["CupyArrayKernels"]
 
 _CUPYX_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln", "digamma": "digamma"}
+
+
+def _cupyx_scipy(name):
+    """cupyx.scipy.special's version of the table's ``name`` (``SCIPY_SPECIAL``), in its first operand's dtype;
+    a clear error where CuPy has none (the NumPy formula would hand a CuPy array to SciPy)."""
+    import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
+
+    entry = SCIPY_SPECIAL[name]
+    scipy_name, adapt = entry if isinstance(entry, tuple) else (entry, None)
+    fn = getattr(sp, scipy_name, None)
+    if fn is None:
+        raise TypeError(f"{name}() on CuPy data: cupyx.scipy.special has no {scipy_name}; compute it on the CPU "
+                        f"(.cpu()) or on torch data")
+
+    def run(x, *more):
+        out = adapt(fn, x) if adapt else fn(x, *more)
+        return out.astype(next(a.dtype for a in (x, *more) if hasattr(a, "dtype")), copy=False)
+
+    return run
 
 
 class CupyArrayKernels(ArrayKernels):
@@ -49,6 +69,8 @@ class CupyArrayKernels(ArrayKernels):
             import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
 
             own = getattr(sp, _CUPYX_SPECIAL[np_name])
+        if own is None and np_name in SCIPY_SPECIAL:  # torch.special's, by cupyx.scipy.special (SciPy's on NumPy)
+            own = _cupyx_scipy(np_name)
         if own is None and np_name in ("relu", "gelu", "silu", "sgn"):  # the device versions below
             own = getattr(self, np_name)
         if own is None:  # the NumPy formula, run by CuPy through NumPy's dispatch protocols
