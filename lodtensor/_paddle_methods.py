@@ -15,10 +15,10 @@ from .lod import LoD
 __all__ = ["PaddleMethods", "ShapeList", "rows_of", "raise_unfit"]
 
 
-class ShapeList(list):
-    """A LoDTensor's shape, a list of ints that is also callable (``t.shape()`` returns a plain copy),
-    so code written for Paddle's ``core.LoDTensor`` (a method) and for a fluid ``Variable`` (an
-    attribute) both read it."""
+class ShapeList(tuple):
+    """A LoDTensor's shape: a tuple of ints, as a fluid ``Variable``'s ``shape`` attribute is
+    (``x.shape[1]``, ``x.shape == (5, 2)``, ``x.shape + (k,)``), that is also callable, giving the
+    list Paddle's ``core.LoDTensor.shape()`` method returns."""
 
     __slots__ = ()
 
@@ -117,19 +117,20 @@ class PaddleMethods:
 
     @property
     def shape(self):
-        """Shape of the flat data as a list: ``t.shape()`` as Paddle's ``core.LoDTensor`` method, and
-        ``t.shape[1]`` / ``len(t.shape)`` as a fluid ``Variable``'s attribute, which the model code
-        of a fluid program reads from the outputs of its layers (``emission.shape[1]``). ``[0]``
-        when empty.
+        """Shape of the flat data: ``t.shape()`` a list, as Paddle's ``core.LoDTensor`` method, and
+        ``t.shape`` a tuple (``t.shape[1]``, ``len(t.shape)``), as a fluid ``Variable``'s attribute, which
+        the model code of a fluid program reads from the outputs of its layers (``emission.shape[1]``).
+        ``[0]`` when empty.
 
         >>> import numpy as np
         >>> from lodtensor import LoDTensor
         >>> LoDTensor(np.zeros((5, 2)), [[0, 2, 5]]).shape(), LoDTensor().shape()
         ([5, 2], [0])
-        >>> LoDTensor(np.zeros((5, 2)), [[0, 2, 5]]).shape[1]
-        2
+        >>> t = LoDTensor(np.zeros((5, 2)), [[0, 2, 5]])
+        >>> t.shape[1], t.shape == (5, 2), t.shape + (3,)
+        (2, True, (5, 2, 3))
         """
-        return ShapeList([0] if self._data is None else [int(s) for s in self._data.shape])
+        return ShapeList((0,) if self._data is None else tuple(int(s) for s in self._data.shape))
 
     def _dtype(self):
         """The data type (Paddle's name; a NumPy or torch dtype here)."""

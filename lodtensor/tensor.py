@@ -131,8 +131,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         t._data, t._lod, t._where = None, _EMPTY_LOD, _CPU
         return t
 
-    def __setstate__(self, state):  # torch.load's BUILD; a LoDTensor pickles through _rebuild (checked), never so
-        raise TypeError(f"unpickling a LoDTensor: refusing to set its state directly ({type(state).__name__})")
+    def __setstate__(self, state):  # pickle's and torch.load's BUILD: a subclass's own attributes (a dict of names),
+        _set_attrs(self, state)  # never the slots (a LoDTensor's parts come through _rebuild, checked)
 
     def __init__(self, data=None, lod=None, *, recursive_sequence_lengths=None, place=None):
         if lod is not None and recursive_sequence_lengths is not None:
@@ -412,15 +412,19 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
     def __reduce__(self):
         data, lod, where = self._data, self._lod, self._where  # one state, read before any call (set() elsewhere)
-        attrs = getattr(self, "__dict__", None)  # a subclass's own attributes travel too, as with any object
-        return (_rebuild, (type(self), portable(data), lod, where) + ((None, dict(attrs)) if attrs else ()))
+        attrs = getattr(self, "__dict__", None)  # a subclass's own attributes travel too, as with any object: as the
+        # state, set once the tensor exists, so an attribute that refers back to the tensor pickles and deep-copies
+        args = (type(self), portable(data), lod, where)
+        return (_rebuild, args, dict(attrs)) if attrs else (_rebuild, args)
 
     def __deepcopy__(self, memo):
         if getattr(self._data, "grad_fn", None) is not None:  # as torch and NestedTensor: graph leaves only
             raise RuntimeError("Only LoDTensors whose torch data is a graph leaf support the deepcopy protocol "
                                "(as torch's tensors); detach() the data first: t.with_data(t.data.detach())")
-        fn, args = self.__reduce__()
+        fn, args, *state = self.__reduce__()
         memo[id(self)] = out = fn(*copy.deepcopy(args, memo))
+        if state:  # (after the memo entry: an attribute may refer back to this tensor)
+            out.__setstate__(copy.deepcopy(state[0], memo))
         return out
 
     def __copy__(self):
@@ -489,9 +493,13 @@ def _rebuild(cls, data, lod, place, fits=None, attrs=None):
         if place_of(data, backend_of(data)).device != place.device:
             place = place_of(data, backend_of(data))
     t._data, t._lod, t._where = data, lod, place
-    if attrs is not None:  # a subclass's attributes: names only, into an instance that has a __dict__
-        if not (isinstance(attrs, dict) and all(type(k) is str for k in attrs) and hasattr(t, "__dict__")):
-            raise TypeError(f"unpickling a LoDTensor: attributes must be a dict of names for a subclass, "
-                            f"got {type(attrs).__name__} for {cls.__name__}")
-        t.__dict__.update(attrs)
+    if attrs is not None:  # (a subclass's attributes as an argument: pickles of an earlier version)
+        _set_attrs(t, attrs)
     return t
+
+
+def _set_attrs(t, attrs):  # a subclass instance's own attributes from a pickle (names only; never the slots)
+    if not (isinstance(attrs, dict) and all(type(k) is str for k in attrs) and hasattr(t, "__dict__")):
+        raise TypeError(f"unpickling a LoDTensor: refusing to set its state directly: attributes must be a dict of "
+                        f"names for a subclass, got {type(attrs).__name__} {attrs!r:.60} for {type(t).__name__}")
+    t.__dict__.update(attrs)

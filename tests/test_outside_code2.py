@@ -221,9 +221,9 @@ def test_fluid_create_parameter_and_shape_attribute_in_a_program():
     crfw, path = net(emission)
     assert net.paddle_names() == ["crfw"] and tuple(crfw.shape) == (5, 3)
     assert path.lod() == [[0, 3]] and path.data.shape == (3, 1)
-    # shape: Paddle's method and a Variable's attribute at once
+    # shape: Paddle's method (a list) and a Variable's attribute (a tuple, as Paddle's) at once
     assert emission.shape() == [3, 3] and type(emission.shape()) is list
-    assert emission.shape[1] == 3 and len(emission.shape) == 2 and emission.shape == [3, 3]
+    assert emission.shape[1] == 3 and len(emission.shape) == 2 and emission.shape == (3, 3)
     assert lt.LoDTensor().shape() == [0]
     with pytest.raises(RuntimeError, match=r"create_parameter\(\) creates parameters, so it runs inside a fluid"):
         fluid.layers.create_parameter([2], "float32")

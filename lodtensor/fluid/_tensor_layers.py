@@ -107,9 +107,11 @@ def softmax(input, use_cudnn=False, name=None, axis=-1):  # noqa: A002 - Paddle'
     data = _array(input, where, "input")
     _floating(data, where, "input")
     axis = int_arg(axis, where, "axis", None)
-    if not -max(data.ndim, 1) <= axis < max(data.ndim, 1):
-        raise ValueError(f"{where}: axis must be in [{-data.ndim}, {data.ndim}) for an input of rank {data.ndim}, "
-                         f"got {axis}")
+    bound = max(data.ndim, 1)  # (a 0-d input takes -1 and 0, as Paddle's)
+    if not -bound <= axis < bound:
+        raise ValueError(f"{where}: axis must be in [{-bound}, {bound}) for an input of rank {data.ndim}, got {axis}")
+    if data.ndim == 0:  # one value (axis -1 or 0): its softmax is 1, as Paddle's and torch's
+        return backend_of(data).softmax(data.reshape(1), 0).reshape(())
     return _like(input, backend_of(data).softmax(data, axis % data.ndim))
 
 

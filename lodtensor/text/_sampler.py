@@ -29,7 +29,7 @@ class BucketBatchSampler:
     bucket_factor : int
     drop_last : bool
     seed : int, optional
-        Seed of the sampler's own random generator (``numpy.random.default_rng``); each epoch draws anew.
+        Seed (>= 0) of the sampler's own random generator (``numpy.random.default_rng``); each epoch draws anew.
 
     >>> sampler = BucketBatchSampler([5, 1, 4, 2, 3, 6], batch_size=2, shuffle=False)
     >>> list(sampler), len(sampler)
@@ -53,6 +53,13 @@ class BucketBatchSampler:
             raise ValueError(f"BucketBatchSampler(): bucket_factor must be >= 1, got {bucket_factor}")
         self.bucket_factor = bucket_factor
         self.drop_last = drop_last
+        if seed is not None:  # (numpy's own errors name neither the argument nor the value)
+            if isinstance(seed, bool) or not hasattr(seed, "__index__"):
+                raise TypeError(f"BucketBatchSampler(): seed must be None or an int >= 0, got {type(seed).__name__} "
+                                f"{seed!r:.80}")
+            seed = operator.index(seed)
+            if seed < 0:
+                raise ValueError(f"BucketBatchSampler(): seed must be None or an int >= 0, got {seed}")
         self._rng = np.random.default_rng(seed)
 
     def __iter__(self):

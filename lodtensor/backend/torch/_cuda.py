@@ -329,6 +329,8 @@ class Pad(_jvp.PadRule, torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (offsets,) = ctx.saved_tensors
+        if legacy_batched(grad):  # is_grads_batched's gradients: no memory for the kernel, torch's ops
+            return _jvp.unpad(grad, offsets, ctx.rows), None, None, None
         return Unpad.apply(grad, offsets, ctx.rows), None, None, None
 
 
@@ -349,4 +351,6 @@ class Unpad(_jvp.UnpadRule, torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (offsets,) = ctx.saved_tensors
+        if legacy_batched(grad):  # is_grads_batched's gradients: no memory for the kernel, torch's ops
+            return _jvp.pad(grad, offsets, ctx.maxlen), None, None
         return Pad.apply(grad, offsets, ctx.maxlen, 0), None, None
