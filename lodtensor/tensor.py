@@ -412,9 +412,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
     def __reduce__(self):
         data, lod, where = self._data, self._lod, self._where  # one state, read before any call (set() elsewhere)
-        attrs = getattr(self, "__dict__", None)  # a subclass's own attributes travel too, as with any object: as the
-        # state, set once the tensor exists, so an attribute that refers back to the tensor pickles and deep-copies
-        args = (type(self), portable(data), lod, where)
+        attrs = getattr(self, "__dict__", None)  # a subclass's own attributes, as the state (set once the tensor
+        args = (type(self), portable(data), lod, where)  # exists: one referring back to it pickles and deep-copies)
         return (_rebuild, args, dict(attrs)) if attrs else (_rebuild, args)
 
     def __deepcopy__(self, memo):
@@ -476,11 +475,10 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
 
 
 @unpickled_by
-def _rebuild(cls, data, lod, place, fits=None, attrs=None):
+def _rebuild(cls, data, lod, place, fits=None):
     """Unpickle through the gate: a pickle is outside data, so the class, the LoD (its validating
     constructor), the data (an array of a numeric dtype) and the place (where the data is) are checked.
-    Whether the lod fits is derived again (``fits``, from older versions, is ignored); ``attrs`` are a
-    subclass instance's own attributes."""
+    Whether the lod fits is derived again (``fits``, from older versions, is ignored)."""
     if not (isinstance(cls, type) and issubclass(cls, LoDTensor)):
         raise TypeError(f"unpickling a LoDTensor: expected a LoDTensor class, got {cls!r}")
     if not isinstance(lod, LoD):
@@ -493,8 +491,6 @@ def _rebuild(cls, data, lod, place, fits=None, attrs=None):
         if place_of(data, backend_of(data)).device != place.device:
             place = place_of(data, backend_of(data))
     t._data, t._lod, t._where = data, lod, place
-    if attrs is not None:  # (a subclass's attributes as an argument: pickles of an earlier version)
-        _set_attrs(t, attrs)
     return t
 
 
