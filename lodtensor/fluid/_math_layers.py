@@ -3,24 +3,12 @@
 
 import numpy as np
 
-from ..backend import backend_name_of, backend_of
+from ..backend import backend_of
 from ..ops._common import int_arg
-from ..tensor import LoDTensor
+from ._tensor_layers import _array as _data
+from ._tensor_layers import _like
 
 __all__ = ["sums", "mean", "cross_entropy", "accuracy"]
-
-
-def _data(x, where, name):
-    data = x.data if isinstance(x, LoDTensor) else x
-    if backend_name_of(data) is None:
-        raise TypeError(
-            f"{where}: {name} must be a LoDTensor or an array (NumPy, CuPy or torch), got {type(x).__name__}"
-        )
-    return data
-
-
-def _like(x, data):
-    return x.with_data(data) if isinstance(x, LoDTensor) else data
 
 
 def sums(input, out=None):  # noqa: A002 - Paddle's names

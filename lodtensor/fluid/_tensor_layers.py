@@ -6,6 +6,7 @@ parameter of the running :class:`~lodtensor.fluid.Program`, under Paddle's name.
 """
 
 from ..backend import backend_name_of, backend_of
+from ..lod import LoD
 from ..nn._common import activate
 from ..ops._common import int_arg
 from ..tensor import LoDTensor
@@ -155,21 +156,14 @@ def concat(input, axis=0, name=None):  # noqa: A002
     out = be.concat_axis(datas, axis)
     if axis != 0:
         return _like(items[0], out)
-    lods = [x.lod() if isinstance(x, LoDTensor) else [] for x in items]
+    lods = [x.lod if isinstance(x, LoDTensor) else LoD(()) for x in items]
     depths = {len(lod) for lod in lods}
     if depths == {0}:
         return _like(items[0], out) if not isinstance(items[0], LoDTensor) else items[0].with_data(out, lod=[])
     if len(depths) != 1:
         raise ValueError(f"{where}: along axis 0 the inputs' lods must have one depth, got depths "
                          f"{[len(lod) for lod in lods]}")
-    levels = []
-    for k in range(len(lods[0])):  # level k: each input's offsets shifted past the previous inputs'
-        joined, shift = [0], 0
-        for lod in lods:
-            joined.extend(o + shift for o in lod[k][1:])
-            shift += lod[k][-1]
-        levels.append(joined)
-    return LoDTensor(out, levels)
+    return LoDTensor(out, lods[0].join(*lods[1:]))  # each input's offsets shifted past the previous inputs'
 
 
 def create_parameter(shape, dtype, name=None, attr=None, is_bias=False, default_initializer=None):

@@ -7,7 +7,7 @@ sequence (offsets ``[0]``).
 import numpy as np
 
 from .._validate import freeze
-from ..lod import LoD, _make
+from ..lod import _make
 from ..tensor import LoDTensor, _wrap
 
 __all__ = ["emit", "split", "take", "join"]
@@ -75,12 +75,5 @@ def _concat(tensors):
     first = tensors[0]
     if len(tensors) == 1:
         return first
-    be = first.backend
-    datas = [t.data for t in tensors]
-    data = be.concat(datas)
-    levels = []
-    for k in range(first.lod_level):  # a loop over levels and pieces (few), never over documents
-        offs = [t.lod.levels[k] for t in tensors]
-        ends = np.cumsum([0] + [int(o[-1]) for o in offs[:-1]]).tolist()
-        levels.append(np.concatenate([offs[0]] + [o[1:] + e for o, e in zip(offs[1:], ends[1:])]))
-    return _wrap(data, LoD._from_valid(levels) if levels else first.lod, first.place())
+    data = first.backend.concat([t.data for t in tensors])
+    return _wrap(data, first.lod.join(*[t.lod for t in tensors[1:]]), first.place())
