@@ -298,12 +298,10 @@ def decode_head(op, table, world):
         if (shape < 0).any() or (shape > MAX_BYTES).any():
             raise ValueError(f"{op}(): the head from rank {r} is corrupt (row shape {tuple(shape.tolist())})")
         lib = int(row[_LIB])
-        geometry[r] = (
-            int(row[_DEPTH]),
-            DTYPES[code - 1],
-            tuple(int(s) for s in shape),
-            LIBS[lib - 1] if 1 <= lib <= len(LIBS) else "numpy",
-        )
+        lib = LIBS[lib - 1] if 1 <= lib <= len(LIBS) else "numpy"
+        if DTYPES[code - 1] == "bfloat16" and lib != "torch":  # NumPy and CuPy have no bfloat16 to hold it
+            raise ValueError(f"{op}(): the head from rank {r} is corrupt (dtype bfloat16 from a {lib} array)")
+        geometry[r] = (int(row[_DEPTH]), DTYPES[code - 1], tuple(int(s) for s in shape), lib)
     if senders:
         for field, label in ((0, "lod depth"), (1, "dtype"), (2, "row shape")):
             values = {r: geometry[r][field] for r in senders}

@@ -94,6 +94,25 @@ def _plain(ak, layout, where, depth):
             return layout
 
 
+def _check_list_array(layout, where, depth):
+    """Refuse a ``ListArray`` whose non-empty lists break awkward's validity rules, before converting it.
+
+    Its conversion to offsets counts a negative start from the end of the content (a silently
+    wrong list) and allocates the total length of the lists before it checks their stops against
+    the content (a few bytes of stops past it asked for GiBs).
+    """
+    starts = np.asarray(layout.starts.data)
+    stops = np.asarray(layout.stops.data)[: len(starts)]
+    size = len(layout.content)
+    bad = np.flatnonzero((starts != stops) & ((starts < 0) | (stops < starts) | (stops > size)))
+    if bad.size:
+        i = int(bad[0])
+        raise ValueError(
+            f"{where}: ListArray at depth {depth} has list {i} from {int(starts[i])} to {int(stops[i])}; "
+            f"a list must lie within the {size} items of its content (0 <= start <= stop <= {size})"
+        )
+
+
 def from_awkward(a):
     """A LoDTensor from an awkward array of variable-length lists of numbers; buffers shared where possible.
 
@@ -137,6 +156,7 @@ def from_awkward(a):
         if isinstance(layout, ak.contents.RegularArray) and not layout.purelist_isregular:
             layout = layout.to_ListOffsetArray64(False)  # a var level below: this one is a lod level
         if isinstance(layout, ak.contents.ListArray):
+            _check_list_array(layout, where, len(levels))
             layout = layout.to_ListOffsetArray64(True)  # starts/stops not contiguous: a copy
         if not isinstance(layout, ak.contents.ListOffsetArray):
             break
@@ -144,10 +164,14 @@ def from_awkward(a):
             raise TypeError(f"{where}: strings are not numbers; tokenize them first")
         offsets = np.asarray(layout.offsets.data)
         first, last = int(offsets[0]), int(offsets[-1])
+        size = len(layout.content)
+        if first != last and not 0 <= first <= last <= size:  # else a negative slice counts from the end
+            raise ValueError(f"{where}: ListOffsetArray at depth {len(levels)} runs from offset {first} to {last}; "
+                             f"its lists must lie within the {size} items of its content")
         if first != 0 or offsets.dtype != np.int64:
             offsets = offsets.astype(np.int64) - first
         levels.append(offsets)
-        layout = layout.content[first:last]
+        layout = layout.content[first:last] if first != last else layout.content[0:0]
     rows, row_shape = len(layout), []  # counted here: rows of width 0 hold no values to count
     while isinstance(layout, ak.contents.RegularArray):
         row_shape.append(layout.size)

@@ -19,6 +19,9 @@ True
 ([[0, 2, 5]], [[0], [1, 2]])
 """
 
+import ctypes
+import operator
+
 import numpy as np
 
 from ..backend import backend_name_of
@@ -88,39 +91,104 @@ def dlpack_ragged(t, **kwargs):
     return values, tuple(_offsets_capsule(level, kwargs) for level in t.lod.levels)
 
 
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = (ctypes.py_object, ctypes.c_char_p)
+_CAPSULE_NAMES = (b"dltensor", b"dltensor_versioned")  # unused capsules; a consumer renames what it takes
+
+
+def _check_capsule(capsule, what):
+    """Refuse what is not a DLPack capsule (TypeError), or one that a consumer took already (ValueError)."""
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError(f"from_dlpack(): {what} must be a DLPack capsule, got {type(capsule).__name__}")
+    if not any(_capsule_is_valid(capsule, name) for name in _CAPSULE_NAMES):
+        raise ValueError(
+            f"from_dlpack(): {what} is not an unused DLPack tensor capsule (consumed already, or "
+            f"another kind of capsule)"
+        )
+
+
+def _ragged_parts(data):
+    """``data.__dlpack_ragged__()`` checked: ``(values_capsule, [offsets_capsule, ...])``."""
+    got = data.__dlpack_ragged__(max_version=(1, 0))
+    if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[1], (tuple, list))):
+        shown = type(got).__name__
+        if isinstance(got, (tuple, list)):
+            shown = f"a {shown} of ({', '.join(type(part).__name__ for part in got[:3])}{', ...' * (len(got) > 3)})"
+        raise TypeError(
+            f"from_dlpack(): data.__dlpack_ragged__() must return (values_capsule, (offsets_capsule, ...)), "
+            f"got {shown}"
+        )
+    values, levels = got
+    _check_capsule(values, "the values of data.__dlpack_ragged__()")
+    for k, level in enumerate(levels):
+        _check_capsule(level, f"lod level {k} of data.__dlpack_ragged__()")
+    return values, list(levels)
+
+
 class _Producer:
     """A capsule plus its device, presented as a DLPack producer (consumers want objects)."""
 
-    __slots__ = ("_capsule", "_device")
+    __slots__ = ("_capsule", "_device", "_what")
 
-    def __init__(self, capsule, device):
-        self._capsule, self._device = capsule, device
+    def __init__(self, capsule, device, what="the capsule"):
+        self._capsule, self._device, self._what = capsule, device, what
 
     def __dlpack__(self, **kwargs):
         # handed out again on a second call: a consumer that refused it (NumPy, for a dtype it lacks)
         # left it unused for the next one; one that took it renamed it, so a second taker refuses it
-        if self._capsule is None:
-            raise BufferError("this DLPack capsule was consumed already")
+        _check_capsule(self._capsule, self._what)
         return self._capsule
 
     def __dlpack_device__(self):
         return self._device
 
 
-def _device_type(obj):
-    try:
-        return int(obj.__dlpack_device__()[0])
-    except AttributeError:
+def _device(obj, what="data"):
+    """``obj.__dlpack_device__()`` checked: ``(device_type, device_id)`` ints, or None without the method."""
+    method = getattr(obj, "__dlpack_device__", None)
+    if method is None:
         return None
+    device = method()
+    try:
+        kind, index = device
+        return operator.index(kind), operator.index(index)
+    except (TypeError, ValueError):
+        pass
+    raise TypeError(
+        f"from_dlpack(): {what}.__dlpack_device__() must return (device_type, device_id), two ints, "
+        f"got {device!r:.80}"
+    )
 
 
-def _import_data(obj):
+def _device_type(obj, what="data"):
+    device = _device(obj, what)
+    return None if device is None else device[0]
+
+
+def _cuda_torch(what):
+    """torch, when it can hold CUDA memory; a clear error when no library here can."""
+    try:
+        import torch  # noqa: PLC0415 - GPU data without cupy: torch, if present
+    except ImportError:
+        raise ImportError(
+            "from_dlpack(): GPU data needs cupy or torch; install lodtensor[cuda] or lodtensor[torch]"
+        ) from None
+    if not torch.cuda.is_available():  # torch.from_dlpack would fail an internal assertion
+        raise ValueError(
+            f"from_dlpack(): {what} is on a CUDA device, but cupy is not installed and this torch "
+            f"({torch.__version__}) has no CUDA device to hold it"
+        )
+    return torch
+
+
+def _import_data(obj, what="data"):
     """A backend array for the DLPack producer ``obj`` (shared): NumPy on the host, CuPy (or torch) on a GPU."""
     if backend_name_of(obj) in _KNOWN:
         return obj
     if not hasattr(obj, "__dlpack__"):
-        raise TypeError(f"from_dlpack(): data must be a DLPack producer (has __dlpack__), got {type(obj).__name__}")
-    kind = _device_type(obj)
+        raise TypeError(f"from_dlpack(): {what} must be a DLPack producer (has __dlpack__), got {type(obj).__name__}")
+    kind = _device_type(obj, what)
     if kind in (_CPU, _CUDA_HOST):
         try:
             return np.from_dlpack(obj)
@@ -140,15 +208,8 @@ def _import_data(obj):
             return cupy.from_dlpack(obj)
         except ImportError:
             pass
-        try:
-            import torch  # noqa: PLC0415 - else torch, if present
-
-            return torch.from_dlpack(obj)
-        except ImportError:
-            raise ImportError(
-                "from_dlpack(): GPU data needs cupy or torch; install lodtensor[cuda] or lodtensor[torch]"
-            ) from None
-    raise ValueError(f"from_dlpack(): data on DLPack device type {kind} is not supported (CPU and CUDA are)")
+        return _cuda_torch(what).from_dlpack(obj)  # else torch, if present
+    raise ValueError(f"from_dlpack(): {what} on DLPack device type {kind} is not supported (CPU and CUDA are)")
 
 
 def _host_level(level, k):
@@ -157,13 +218,19 @@ def _host_level(level, k):
         return level
     name = backend_name_of(level)
     if name == "torch":
-        return level.detach().cpu().numpy()
+        level = level.detach().cpu()
+        try:
+            return level.numpy()
+        except TypeError:  # bfloat16, float8...: no NumPy dtype (and no integers either)
+            raise TypeError(
+                f"from_dlpack(): lod level {k} must hold integers, got a torch tensor of {level.dtype}"
+            ) from None
     if name == "cupy":
         return level.get()
     if hasattr(level, "__dlpack__"):
-        if _device_type(level) in (_CPU, _CUDA_HOST):
+        if _device_type(level, f"lod level {k}") in (_CPU, _CUDA_HOST):
             return np.from_dlpack(level)
-        data = _import_data(level)
+        data = _import_data(level, f"lod level {k}")
         return data.get() if backend_name_of(data) == "cupy" else data.cpu().numpy()
     raise TypeError(
         f"from_dlpack(): lod level {k} must be a list of ints or a DLPack array, got {type(level).__name__}"
@@ -187,7 +254,12 @@ def from_dlpack(data, lod=None):
     Raises
     ------
     TypeError
-        ``data`` is not a DLPack producer, or a level is neither ints nor an array.
+        ``data`` is not a DLPack producer, or a level is neither ints nor an array;
+        a producer whose ``__dlpack_device__()`` is not two ints, or whose
+        ``__dlpack_ragged__()`` is not ``(capsule, (capsule, ...))``.
+    ValueError
+        GPU data with neither cupy nor a CUDA build of torch to hold it; a
+        ragged producer's capsule that was consumed already.
     LoDError
         The offsets break a LoD rule or do not fit the data.
 
@@ -202,10 +274,11 @@ def from_dlpack(data, lod=None):
     [[0, 3]]
     """
     if lod is None and hasattr(data, "__dlpack_ragged__"):
-        device = data.__dlpack_device__()
-        values, levels = data.__dlpack_ragged__(max_version=(1, 0))
-        data = _Producer(values, device)
-        lod = [_Producer(level, (_CPU, 0)) for level in levels]
+        device = _device(data)
+        values, levels = _ragged_parts(data)
+        data = _Producer(values, device, "the values of data.__dlpack_ragged__()")
+        lod = [_Producer(level, (_CPU, 0), f"lod level {k} of data.__dlpack_ragged__()")
+               for k, level in enumerate(levels)]
     array = _import_data(data)
     if lod is None:
         return LoDTensor(array)

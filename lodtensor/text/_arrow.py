@@ -38,6 +38,19 @@ def _pa(what):
     return pa
 
 
+def _check_strings(pa, arr, where, what):
+    """Refuse strings whose offsets leave their data buffer or whose bytes are not UTF-8 (O(bytes), in C++).
+
+    ``validate()`` (what Arrow runs on its own arrays) checks buffer sizes only; the string kernels
+    (``index_in``, the regex splits) trust the offsets, and read past the buffer (a crash, or other
+    memory in the text) when an array built from raw buffers breaks them.
+    """
+    try:
+        arr.validate(full=True)
+    except pa.ArrowException as err:
+        raise ValueError(f"{where}: {what} are not valid Arrow strings: {err}") from None
+
+
 def text_column(docs, column=None, where="text_column()"):
     """``docs`` as one Arrow string array (``large_string`` kept); nulls raise ValueError.
 
@@ -71,6 +84,8 @@ def text_column(docs, column=None, where="text_column()"):
         arr = unwrap(docs, column, where)
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         raise TypeError(f"{where}: expected a column of strings, got Arrow type {arr.type}")
+    if not isinstance(docs, (list, tuple)):  # built by pyarrow from str: valid already
+        _check_strings(pa, arr, where, "the documents")
     if arr.null_count:
         at = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
         raise ValueError(f"{where}: the text column holds {arr.null_count} null(s), first at index {at}")
@@ -154,6 +169,7 @@ def lookup(words, vocab, column=None):
         raise TypeError(f"{where}: expected a column of word lists (list<string> or deeper), got {leaf.type}")
     if not (pa.types.is_string(leaf.type) or pa.types.is_large_string(leaf.type)):
         raise TypeError(f"{where}: the innermost values must be strings (words), got Arrow type {leaf.type}")
+    _check_strings(pa, leaf, where, "the words")
     if leaf.null_count:
         raise ValueError(f"{where}: the words hold {leaf.null_count} null(s)")
     index = pc.index_in(leaf, value_set=pa.array(vocab.itos, type=leaf.type))

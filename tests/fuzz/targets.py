@@ -400,7 +400,8 @@ def nested_pickles(data):
             if "allocate" not in str(err):
                 raise
 # Targets kept in modules of their own register through ``target`` too (imported last, so
-# ``target`` exists when they load): file formats, and the wire / deep-structure doors.
-from . import targets_files, targets_wire  # noqa: E402, F401
+# ``target`` exists when they load): file formats, foreign containers (Arrow, awkward, DLPack, the
+# collectives' heads), and the wire / deep-structure doors.
+from . import targets_files, targets_interop, targets_peers, targets_wire  # noqa: E402, F401
 
 __all__ = ["TARGETS", "to_offsets"]

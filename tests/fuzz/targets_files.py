@@ -382,3 +382,55 @@ def lt_load_headers(data):
         np.testing.assert_array_equal(np.asarray(got.data), t.numpy())
         check_tensor(got)
         del got
+
+
+def _ipc_slots(buf):
+    """Where the first record batch of an Arrow IPC file keeps its numbers: ``{name: [(pos, fmt), ...]}``.
+
+    The batch length, each FieldNode's (length, null_count), each Buffer's
+    (offset, length), the footer Block's (metaDataLength, bodyLength).
+    """
+    from lodtensor.interop.files import _fb_field, _fb_ref, _unpack
+
+    size = len(buf)
+    footer = size - 10 - _unpack("<i", buf, size - 10)
+    vector = _fb_ref(buf, _fb_field(buf, _fb_ref(buf, footer), 3))
+    block = vector + 4
+    pos = _unpack("<q", buf, block)
+    start = pos + 8 if _unpack("<i", buf, pos) == -1 else pos + 4
+    header = _fb_ref(buf, _fb_field(buf, _fb_ref(buf, start), 2))
+    slots = {"block": [(block + 8, "<i"), (block + 16, "<q")], "length": [(_fb_field(buf, header, 0), "<q")]}
+    for name, slot in (("nodes", 1), ("buffers", 2)):
+        vec = _fb_ref(buf, _fb_field(buf, header, slot))
+        slots[name] = [(vec + 4 + 8 * i, "<q") for i in range(2 * _unpack("<I", buf, vec))]
+    return slots
+
+
+@target
+def lt_load_ipc_body(data):
+    """lt.load of a file whose record batch numbers (node lengths, null counts, buffer offsets and lengths,
+    the batch and block sizes) are changed in place: a ValueError naming the file, or the saved LoD and shape."""
+    t = _valid_tensor(data)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "b.arrow")
+        lt.save(path, t)
+        buf = bytearray(Path(path).read_bytes())
+        slots = _ipc_slots(bytes(buf))
+        for _ in range(data.draw(st.integers(1, 3))):
+            group = data.draw(st.sampled_from(sorted(slots)))
+            pos, fmt = data.draw(st.sampled_from(slots[group]))
+            old = struct.unpack_from(fmt, buf, pos)[0]
+            bits = 8 * struct.calcsize(fmt)
+            new = data.draw(st.one_of(st.sampled_from([old + 1, old - 1, old + 8, old - 8, old * 2, 0, -1, old + 64]),
+                                      st.sampled_from(EDGE_INTS)))
+            new = (new + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+            struct.pack_into(fmt, buf, pos, new)
+        Path(path).write_bytes(bytes(buf))
+        try:
+            got = lt.load(path, mmap=data.draw(st.booleans()))
+        except ValueError as err:
+            assert "b.arrow" in str(err), err
+            return
+        assert got.lod() == t.lod() and got.shape() == t.shape(), (got.lod(), t.lod(), got.shape(), t.shape())
+        check_tensor(got)
+        del got
