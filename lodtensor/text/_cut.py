@@ -35,6 +35,8 @@ def cut(records, columns, layout, budget, stride, offset, start):
     current, file_docs = None, 0
     for index, path, record in records:
         if index != current:
+            if current == first_file or (current is None and index != first_file):  # the start's file is done
+                _check_start(file_docs, start)
             current, file_docs = index, 0
         check_layout(record, layout, path)
         parts = [record[c] for c in columns]
@@ -95,8 +97,20 @@ def cut(records, columns, layout, budget, stride, offset, start):
             yield list(piece), position(e)
         if last is not None:
             pending, pending_rows = [last], csum[n] - csum[bounds[-2]]
+    if current in (first_file, None):
+        _check_start(file_docs, start)
     if pending:
         yield join(pending), (current + 1, 0, seen)
+
+
+def _check_start(docs, start):
+    """A start position inside file ``start[0]`` (of ``docs`` documents) must lie within them: a file rewritten
+    shorter since the state was saved would otherwise resume an empty or shifted epoch without a word."""
+    if docs < start[1]:
+        raise ValueError(
+            f"ParquetCorpus: the loaded position is document {start[1]} of the shard's file {start[0]}, which "
+            f"holds {docs}: the file changed since the state was saved"
+        )
 
 
 def _row_offsets(t, path, column):

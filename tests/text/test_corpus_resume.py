@@ -156,3 +156,22 @@ def test_stateful_dataloader_resumes_through_the_corpus_state(tmp_path, num_work
             rest = as_lists(second)
         assert head + rest == full, k
         assert "fast-forwarding" not in caplog.text  # the corpus state was used, not a replay of k batches
+
+
+def test_a_position_past_its_files_documents_is_refused(tmp_path):
+    folder = write_corpus(str(tmp_path / "c"), [[1, 1, 1, 1], [2]])
+    corpus = ParquetCorpus(folder, "words", batch_tokens=1, num_replicas=1, rank=0)
+    it = iter(corpus)
+    for _ in range(3):
+        next(it)
+    state = corpus.state_dict()
+    assert state["position"] == [0, 3, 3]
+    write_corpus(folder, [[1, 1], [2]])  # the first file rewritten shorter since the state was saved
+    resumed = ParquetCorpus(folder, "words", batch_tokens=1, num_replicas=1, rank=0)
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="document 3 of the shard's file 0, which holds 2: the file changed"):
+        list(resumed)
+    write_corpus(folder, [[], [2]])  # now without documents at all
+    resumed.load_state_dict(state)
+    with pytest.raises(ValueError, match="which holds 0"):
+        list(resumed)
