@@ -22,7 +22,7 @@ from paddle.base import core  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
 
-__all__ = ["run", "tensor_of", "ARRAY", "TABLE", "RAW"]
+__all__ = ["run", "tensor_of", "edit_distance_program", "ARRAY", "TABLE", "RAW"]
 
 ARRAY = core.VarDesc.VarType.LOD_TENSOR_ARRAY
 TABLE = core.VarDesc.VarType.LOD_RANK_TABLE
@@ -106,3 +106,19 @@ def run(build, feeds, params=None, grads_of=None, weights=None):
             feed["__w"] = tensor_of(np.ascontiguousarray(weights))
         results = exe.run(main, feed=feed, fetch_list=outs + list(grads), scope=scope, return_numpy=False)
     return [_observe(r) for r in results]
+
+
+def edit_distance_program(normalized, ignored):
+    """A :func:`run` builder of Paddle's ``edit_distance`` of feeds ``h`` and ``r`` (both through
+    ``sequence_erase`` of ``ignored`` first, when given): ``[Out, SequenceNum]``."""
+
+    def build(v, op):
+        a, b = v["h"], v["r"]
+        if ignored:
+            a = op("sequence_erase", {"X": a}, {"Out": "int64"}, {"tokens": ignored})["Out"]
+            b = op("sequence_erase", {"X": b}, {"Out": "int64"}, {"tokens": ignored})["Out"]
+        out = op("edit_distance", {"Hyps": a, "Refs": b}, {"Out": "float32", "SequenceNum": "int64"},
+                 {"normalized": normalized})
+        return [out["Out"], out["SequenceNum"]]
+
+    return build

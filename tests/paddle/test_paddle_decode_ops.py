@@ -11,7 +11,7 @@ import pytest
 
 paddle = pytest.importorskip("paddle")
 
-from _raw import ARRAY, TABLE, run  # noqa: E402
+from _raw import ARRAY, TABLE, edit_distance_program, run  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
 from lodtensor.fluid import layers as L  # noqa: E402
@@ -64,15 +64,7 @@ def test_edit_distance(hyp, hyp_lod, ref, ref_lod, normalized, ignored):
     h, r = ids(hyp, hyp_lod), ids(ref, ref_lod)
     kept = L.sequence_erase(r, ignored) if ignored else r
 
-    def build(v, op):
-        a, b = v["h"], v["r"]
-        if ignored:
-            a = op("sequence_erase", {"X": a}, {"Out": "int64"}, {"tokens": ignored})["Out"]
-            b = op("sequence_erase", {"X": b}, {"Out": "int64"}, {"tokens": ignored})["Out"]
-        out = op("edit_distance", {"Hyps": a, "Refs": b}, {"Out": "float32", "SequenceNum": "int64"},
-                 {"normalized": normalized})
-        return [out["Out"], out["SequenceNum"]]
-
+    build = edit_distance_program(normalized, ignored)
     if normalized and np.any(kept.lengths() == 0):  # both refuse to divide by an empty reference
         with pytest.raises(Exception, match="empty"):
             run(build, {"h": h, "r": r})

@@ -28,6 +28,7 @@ paddle = pytest.importorskip("paddle")
 torch = pytest.importorskip("torch")
 
 import test_paddle_sequence_hunt as _hunt2  # noqa: E402
+from _raw import edit_distance_program  # noqa: E402
 from _raw import run as run_raw  # noqa: E402
 from _static import OPS, attempt, observe, run_paddle  # noqa: E402
 
@@ -198,16 +199,7 @@ def ids(values, lod, dtype="int64"):
 
 
 def _paddle_edit(h, r, normalized, ignored):
-    def build(v, op):
-        a, b = v["h"], v["r"]
-        if ignored:
-            a = op("sequence_erase", {"X": a}, {"Out": "int64"}, {"tokens": ignored})["Out"]
-            b = op("sequence_erase", {"X": b}, {"Out": "int64"}, {"tokens": ignored})["Out"]
-        out = op("edit_distance", {"Hyps": a, "Refs": b}, {"Out": "float32", "SequenceNum": "int64"},
-                 {"normalized": normalized})
-        return [out["Out"], out["SequenceNum"]]
-
-    (dist, _), (num, _) = run_raw(build, {"h": h, "r": r})
+    (dist, _), (num, _) = run_raw(edit_distance_program(normalized, ignored), {"h": h, "r": r})
     return dist, num
 
 
