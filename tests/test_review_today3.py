@@ -147,3 +147,29 @@ def test_special_functions_on_cupy_data_use_cupyx_or_say_why_not(monkeypatch):
         np.testing.assert_allclose(np.asarray(stub.asnumpy(got)), want, rtol=1e-6, err_msg=name)
     with pytest.raises(TypeError, match=r"airy_ai\(\) on CuPy data: cupyx.scipy.special has no airy"):
         be.pointwise("airy_ai", "special.airy_ai", xc)
+
+
+# -- fast_apply only where torch's apply is the Python classmethod it copies (torch 2.14: C) -----------
+def test_fast_apply_keeps_torchs_apply_on_a_torch_without_the_python_classmethod(monkeypatch):
+    from lodtensor.backend.torch import _vmap
+
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    monkeypatch.setattr(_vmap, "_FUNCTION_APPLY", None)  # as torch 2.14, whose Function.apply is C code
+    assert _vmap.fast_apply(Twice) is Twice and "apply" not in Twice.__dict__
+    x = torch.ones(3, requires_grad=True)
+    Twice.apply(x).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+    monkeypatch.undo()
+    assert "apply" in _vmap.fast_apply(Twice).__dict__  # torch 2.13: the shortcut

@@ -20,7 +20,11 @@ would be a different ragged layout, which is a batch of LoDTensors, not one.
 import inspect
 
 import torch
-from torch._functorch.utils import unwrap_dead_wrappers
+
+try:  # torch internals fast_apply copies (torch 2.13's Function.apply); another torch keeps its own apply
+    from torch._functorch.utils import unwrap_dead_wrappers
+except ImportError:
+    unwrap_dead_wrappers = None
 
 __all__ = ["wrapped", "legacy_batched", "rows_rule", "steps_rule", "fast_apply"]
 
@@ -119,7 +123,8 @@ def steps_rule(cls=None, *, states, row_outputs):
 
 
 _BASE_APPLY = torch._C._FunctionBase.__dict__.get("apply")  # the C entry that ``Function.apply`` ends in
-_FUNCTION_APPLY = torch.autograd.Function.apply.__func__
+# torch's Python ``Function.apply`` (a classmethod in torch 2.13); None where apply is torch's C code already
+_FUNCTION_APPLY = getattr(torch.autograd.Function.__dict__.get("apply"), "__func__", None)
 
 
 def fast_apply(cls):
@@ -130,9 +135,12 @@ def fast_apply(cls):
     are, so the call goes straight to the C entry (after the dead wrappers are unwrapped, as torch
     does). Keyword arguments, fewer arguments (defaults to fill in), a subclass, or a torch.func
     transform in force (``vmap``, ``grad``...) take torch's own ``Function.apply``. torch.compile
-    never calls this: dynamo traces the class's ``apply`` as its own."""
+    never calls this: dynamo traces the class's ``apply`` as its own. A torch whose ``apply`` is not
+    the Python classmethod this copies (torch 2.14 moved it to C) keeps its own ``apply``."""
     params = inspect.signature(cls.forward).parameters.values()
-    if _BASE_APPLY is None or cls.setup_context is torch.autograd.Function.setup_context or any(
+    if None in (_BASE_APPLY, _FUNCTION_APPLY, unwrap_dead_wrappers):
+        return cls
+    if cls.setup_context is torch.autograd.Function.setup_context or any(
             p.kind is not p.POSITIONAL_OR_KEYWORD for p in params):
         return cls
     arity = len(params)
