@@ -65,6 +65,8 @@ DTYPES = (
 )  # fmt: skip
 _DTYPE_CODE = {name: i + 1 for i, name in enumerate(DTYPES)}
 LIBS = ("numpy", "torch", "cupy")
+#: the wire's dtypes an array library has no dtype for: a head naming one with such a library is forged
+_CANNOT_HOLD = {"numpy": ("bfloat16",), "cupy": ("bfloat16",)}
 _ALIGN = 16
 
 
@@ -299,8 +301,8 @@ def decode_head(op, table, world):
             raise ValueError(f"{op}(): the head from rank {r} is corrupt (row shape {tuple(shape.tolist())})")
         lib = int(row[_LIB])
         lib = LIBS[lib - 1] if 1 <= lib <= len(LIBS) else "numpy"
-        if DTYPES[code - 1] == "bfloat16" and lib != "torch":  # NumPy and CuPy have no bfloat16 to hold it
-            raise ValueError(f"{op}(): the head from rank {r} is corrupt (dtype bfloat16 from a {lib} array)")
+        if DTYPES[code - 1] in _CANNOT_HOLD.get(lib, ()):
+            raise ValueError(f"{op}(): the head from rank {r} is corrupt (dtype {DTYPES[code - 1]} from a {lib} array)")
         geometry[r] = (int(row[_DEPTH]), DTYPES[code - 1], tuple(int(s) for s in shape), lib)
     if senders:
         for field, label in ((0, "lod depth"), (1, "dtype"), (2, "row shape")):
