@@ -264,13 +264,18 @@ class Program(torch.nn.Module):
 
     # -- loading ---------------------------------------------------------------------------------
     @staticmethod
-    def _copy(param, value, name, where):
+    def _checked(param, value, name, where):
+        """``value`` as a tensor ready to copy into ``param`` (its shape checked, nothing written)."""
         t = _as_tensor(value, where, repr(name))
         if tuple(t.shape) != tuple(param.shape):
             raise ValueError(
                 f"{where}: {name!r} has shape {list(t.shape)} in the state but {list(param.shape)} in the program"
             )
-        param.copy_(t.to(device=param.device, dtype=param.dtype))
+        return t.to(device=param.device, dtype=param.dtype)
+
+    @classmethod
+    def _copy(cls, param, value, name, where):
+        param.copy_(cls._checked(param, value, name, where))
 
     def set_state_dict(self, state_dict, strict=True):
         """Load ``{paddle_name: array}`` (NumPy, torch or LoDTensor values, e.g.
@@ -297,10 +302,12 @@ class Program(torch.nn.Module):
         unexpected = [n for n in state if n not in self._attrs]
         if strict:
             self._check_names(missing, unexpected, "set_state_dict()")
+        # every value checked before the first is written: a bad one leaves every parameter as it was
+        ready = [(self.get_parameter(n), self._checked(self.get_parameter(n), state[n], n, "set_state_dict()"))
+                 for n in self._paddle_names if n in state]
         with torch.no_grad():
-            for name in self._paddle_names:
-                if name in state:
-                    self._copy(self.get_parameter(name), state[name], name, "set_state_dict()")
+            for param, value in ready:
+                param.copy_(value)
         return missing, unexpected
 
     def load_program_state(self, state, strict=True):

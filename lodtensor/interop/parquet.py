@@ -384,6 +384,8 @@ def column_layouts(path, columns, *, where="column_layouts()"):
     >>> column_layouts(path, ["x"])
     {'x': (1, dtype('float32'), (2,))}
     """
+    if isinstance(columns, (str, bytes)) or not all(isinstance(c, str) for c in columns):  # ("x": 'x' of chars)
+        raise TypeError(f"{where}: columns must be a list of column names, got {columns!r}")
     pq = _pq(where)
     import pyarrow as pa  # noqa: PLC0415 - loaded by _pq above
 

@@ -23,6 +23,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _compile,
     _convert,
     _dims,
+    _index_put,
     _layouts,
     _lod_torch,
     _more_ops,
@@ -37,6 +38,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
 from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, stack, unflatten, unsqueeze
+from ._index_put import index_put, index_put_
 from ._jagged import masked_select, narrow, nested_tensor_from_jagged
 from ._layouts import (
     Layout,
@@ -72,7 +74,8 @@ from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
 #: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
-_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method", "polygamma_method", "randint_like"}
+_NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method", "polygamma_method", "randint_like",
+                "torch_rrelu"}
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 _more_ops._method_aliases()
 
@@ -147,6 +150,8 @@ __all__ = [
     "min",
     "stack",
     "getitem",
+    "index_put",
+    "index_put_",
     "Size",
     "RaggedSize",
 ]

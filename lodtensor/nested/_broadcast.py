@@ -112,15 +112,20 @@ class Aligned:
         return make(flat, self._struct, layout)
 
 
-def align(where, operands, *, dense=True):
+def align(where, operands, *, dense=True, names=None):
     """Line up ``operands`` (nested tensors, scalars, dense arrays) around their first nested one.
 
     Raises ``ValueError`` with torch's phrase when nested structures differ or
-    a dense operand does not broadcast, ``TypeError`` for anything else.
+    a dense operand does not broadcast, ``TypeError`` for anything else (``names``: the
+    operands' parameter names, for the messages).
     """
     nested = [x for x in operands if isinstance(x, NestedTensor)]
     if not nested:
         raise TypeError(f"{where}: expected at least one NestedTensor operand")
+    for i, x in enumerate(operands):  # (None read as NaN by NumPy: copy_(None) filled the tensor with NaN)
+        if x is None:
+            what = f"argument {names[i]!r} (position {i + 1})" if names else f"operand {i}"
+            raise TypeError(f"{where}: {what} is None; expected a NestedTensor, an array or a number")
     ref = nested[0]
     st = ref._struct
     grown = st

@@ -132,6 +132,9 @@ class Conversions:
         >>> nt.type_as(np.zeros(1, np.float32)).dtype
         dtype('float32')
         """
+        if getattr(other, "dtype", None) is None or not hasattr(other, "shape"):
+            raise TypeError(f"type_as(): other must be a tensor or an array (its dtype is taken), got "
+                            f"{type(other).__name__}")
         return self.to(dtype=other.dtype)
 
     def is_floating_point(self):

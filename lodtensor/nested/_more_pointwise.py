@@ -1,5 +1,7 @@
 """More of what torch 2.13's jagged layout runs, written with the table ops: ``polygamma`` (torch's argument
-order, ``n`` first), ``ldexp``, ``isclose``, ``broadcast_to``, ``randint_like``, ``resolve_conj`` and ``resolve_neg``.
+order, ``n`` first), ``ldexp``, ``isclose``, ``broadcast_to``, ``randint_like``, ``resolve_conj``, ``resolve_neg``,
+torch.special's orthogonal polynomials (``_tables.POLYNOMIALS``) and ``rrelu`` (which torch's nested layouts
+refuse: compared with torch on each component).
 
 Each is one call on the buffer or a few table ops (every backend, autograd on torch), registered as
 ``ln.<name>``, the method and the torch names.
@@ -12,11 +14,13 @@ import numpy as np
 from ..errors import ShapeError
 from ._broadcast import check_nested, scalar_like
 from ._dtypes import kind_of, torch_name
-from ._pointwise import _inplace, _unary_input, _wrap
+from ._pointwise import _history_safe, _inplace, _unary_input, _wrap, binary, write_into
 from ._registry import OP_TABLE, implements
+from ._tables import POLYNOMIALS
 from ._tensor import NestedTensor, _op
 
-__all__ = ["polygamma", "ldexp", "isclose", "broadcast_to", "randint_like", "resolve_conj", "resolve_neg"]
+__all__ = ["polygamma", "ldexp", "isclose", "broadcast_to", "randint_like", "resolve_conj", "resolve_neg", "rrelu"]
+__all__ += list(POLYNOMIALS)  # (torch.special's orthogonal polynomials, one op each)
 
 _T = "torch.Tensor."
 
@@ -64,7 +68,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     ([True, True], [False])
     """
     check_nested(input, "isclose()")
-    if scalar_like(other) is not None and not hasattr(other, "ndim"):
+    number = scalar_like(other) is not None and not hasattr(other, "ndim")
+    if number or not isinstance(other, NestedTensor) and getattr(other, "dtype", None) is None:  # None, str...
         raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
     if other.dtype != input.dtype:
         raise TypeError(f"{torch_name(input.dtype)} did not match {torch_name(other.dtype)}")
@@ -143,6 +148,59 @@ def resolve_neg(input):
     return input
 
 
+def _make_polynomial(name):
+    def op(x, n):
+        return binary(name, x, n)
+
+    op.__name__ = op.__qualname__ = name
+    op.__doc__ = (
+        f"``torch.special.{name}(x, n)``: the polynomial of degree ``n`` at ``x``, elementwise, torch 2.13's "
+        f"algorithm on every backend. ``x`` and ``n``: nested tensors of one structure, scalars or dense arrays "
+        f"(at least one nested); integers compute in float32, float16 is refused (as torch's CPU kernels); "
+        f"``n`` is truncated to an integer, and a negative or non-finite one gives 0. torch's strided layout "
+        f"raises NotImplementedError for it; this is its jagged layout's result, on both layouts.\n\n"
+        f">>> import lodtensor.nested as ln\n"
+        f">>> out = ln.{name}(ln.nested_tensor([[1, 2], [3]]), 2)\n"
+        f">>> out.nested_size().tolist(), out.dtype\n([[2], [1]], dtype('float32'))\n"
+    )
+    return op
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU (``torch.nn.functional.rrelu``): ``x`` where ``x > 0``, else ``x * a`` with ``a``
+    the mean slope ``(lower + upper) / 2`` (``training=False``) or drawn per element, uniform in ``[lower,
+    upper)`` (``training=True``: torch's random state on torch data, the library's global one on NumPy and CuPy
+    data). Floating point data only; ``lower > upper`` is refused. torch 2.13's nested layouts refuse rrelu
+    (NotImplementedError); the result here is torch's ``F.rrelu`` on every component.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.rrelu(ln.nested_tensor([[2.0, -1.0], [-3.0]]), 0.1, 0.3).to_tensor_list()[0].tolist()
+    [2.0, -0.20000000298023224]
+    """
+    return _rrelu(input, lower, upper, training, None, inplace)
+
+
+def _torch_rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """``torch.rrelu``'s signature (its fifth argument is a ``generator``, for torch data; no ``inplace``)."""
+    return _rrelu(input, lower, upper, training, generator, False)
+
+
+def _rrelu(input, lower, upper, training, generator, inplace):
+    check_nested(input, "rrelu()")
+    src = _history_safe(input, ())[0] if inplace else input
+    buf = _unary_input("rrelu", "fp", src)
+    kwargs = {"lower": lower, "upper": upper, "training": bool(training)}
+    if generator is not None:
+        kwargs["generator"] = generator
+    out = _wrap(src, src.backend.pointwise("rrelu", "rrelu", buf, **kwargs))
+    return write_into(input, out, "rrelu(inplace=True)") if inplace else out
+
+
+for _name in POLYNOMIALS:
+    globals()[_name] = implements(_name, "torch.special." + _name)(_make_polynomial(_name))
+implements("rrelu", "torch.nn.functional.rrelu")(rrelu)
+implements("torch_rrelu", "torch.rrelu")(_torch_rrelu)
+implements("rrelu_", "torch.rrelu_", "torch.nn.functional.rrelu_")(_inplace("rrelu", _torch_rrelu))
 implements("polygamma", "torch.polygamma", "torch.special.polygamma")(polygamma)
 implements("polygamma_method", _T + "polygamma")(_polygamma_method)
 implements("polygamma_", _T + "polygamma_")(_inplace("polygamma", _polygamma_method))

@@ -269,7 +269,7 @@ def copy_(input, src, non_blocking=False):
     [2.0, 4.0]
     """
     check_nested(input, "copy_()")
-    aligned = align("copy_", (input, src))
+    aligned = align("copy_", (input, src), names=("self", "src"))
     dst, value = aligned.arrays
     dst[...] = value
     if input._perm is not None:  # a transposed view: dst was its storage, or its materialised copy (then write back)

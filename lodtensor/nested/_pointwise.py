@@ -111,6 +111,30 @@ def write_into(nt, result, where):
     return nt
 
 
+#: torch's checks of an activation's arguments (the NumPy kernels would compute on regardless: NaN for
+#: celu's alpha=0, a constant for hardtanh's min_val > max_val), run before any op, in place or not
+_ARG_RULES = {
+    "hardtanh": lambda a: a["min_val"] > a["max_val"] and "min_val cannot be greater than max_val",
+    "celu": lambda a: a["alpha"] == 0 and "alpha cannot be 0 for CELU",
+    "softshrink": lambda a: a["lambd"] < 0 and f"lambda must be in range [0, inf), but found {a['lambd']}",
+    "gelu": lambda a: a["approximate"] not in ("none", "tanh")
+    and f"approximate argument must be either none or tanh, got {a['approximate']!r}",
+}
+
+
+def _check_args(name, bound, defaults):
+    """A numeric argument that is no number, or one torch refuses (:data:`_ARG_RULES`): the error, before
+    anything is computed or written."""
+    for key, value in bound.items():
+        default = defaults[key]
+        if isinstance(default, (int, float)) and not isinstance(default, bool) and scalar_like(value) is None:
+            raise TypeError(f"{name}(): argument {key!r} must be a number, got {type(value).__name__} {value!r}")
+    rule = _ARG_RULES.get(name)
+    broken = rule is not None and rule(bound)
+    if broken:
+        raise ValueError(f"{name}(): {broken}")
+
+
 def _make_unary(name, np_name, torch_path, rule, spec):
     params = _params(spec)
     defaults = dict(params)
@@ -120,6 +144,7 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         check_nested(input, f"{name}()")
         bound = _bind(name, params, args, kwargs)
         inplace = bound.pop("inplace", False) if has_inplace else False
+        _check_args(name, bound, defaults)
         bound = {
             k: v for k, v in bound.items() if v is not defaults[k] and v != defaults[k]
         }  # torch.round(t, decimals=0)
@@ -134,6 +159,7 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         return out
 
     op.__name__ = op.__qualname__ = name
+    op.arguments = tuple(key for key, _ in params if key != "inplace")  # what the in-place form takes
     sig = f"{name}(input{', ' + spec if spec else ''})"
     op.__doc__ = (
         f"``{sig}``: elementwise ``torch.{torch_path}`` on every component, one call on the flat buffer "
@@ -175,7 +201,7 @@ _NO_BOOL = {"fmod", "remainder", "pow", "div_trunc", "div_floor", "bitwise_left_
 def binary(name, a, b, **kwargs):
     """The table's binary op ``name`` on nested/scalar/dense operands."""
     np_name, torch_path, rule, scalar_ok = _SPECS[name]
-    aligned = align(name, (a, b))
+    aligned = align(name, (a, b), names=("input", "other"))
     be = aligned.backend
     arrays = aligned.arrays
     # torch takes no Python number here, but a 0-d tensor (array) as any dense operand
@@ -295,7 +321,7 @@ def where(condition, input, other):
     >>> ln.where(nt > 0, nt, 0.0).to_tensor_list()
     [array([1., 0.], dtype=float32), array([0.], dtype=float32)]
     """
-    aligned = align("where", (condition, input, other))
+    aligned = align("where", (condition, input, other), names=("condition", "input", "other"))
     be = aligned.backend
     cond, a, b = aligned.arrays
     if kind_of(getattr(cond, "dtype", np.dtype(type(cond)))) != "b":
@@ -348,6 +374,11 @@ def _history_safe(input, args):
 def _inplace(name, fn):
     def op(input, *args, **kwargs):
         check_nested(input, f"{name}_()")
+        takes = getattr(fn, "arguments", None)  # a unary op's parameters: an extra one was bound to inplace=
+        if takes is not None and (len(args) > len(takes) or "inplace" in kwargs):
+            raise TypeError(f"{name}_() takes {len(takes)} argument(s) after the tensor "
+                            f"({', '.join(takes) or 'none'}), got {len(args)} positional"
+                            f"{' and inplace=' if 'inplace' in kwargs else ''}")
         src, args = _history_safe(input, args)
         return write_into(input, fn(src, *args, **kwargs), f"{name}_()")
 

@@ -5,7 +5,7 @@ cupy. ``_pointwise.py`` turns every entry into ``ln.<name>``, a NestedTensor
 method, the torch names' ``__torch_function__`` entries and ``<name>_`` in place.
 """
 
-__all__ = ["UNARY", "BINARY", "ALIASES"]
+__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS"]
 
 # The dtype rule of an op: what integer and bool inputs give, as in torch 2.13.
 #   float  a floating result (integers and bools compute in float32)
@@ -149,6 +149,14 @@ BINARY = {
     "igammac": ("gammaincc", "igammac", "fp", False),
 }
 
+#: torch.special's orthogonal polynomials ``f(x, n)`` of degree ``n``, as binary ops (nested, scalar or dense ``x``
+#: and ``n``; integers compute in float32): name -> (backend name, torch path, dtype rule, scalar operand allowed)
+POLYNOMIALS = {
+    name: (name, f"special.{name}", "float", True)
+    for name in (*(f"{kind}_polynomial_{c}" for kind in ("chebyshev", "shifted_chebyshev") for c in "tuvw"),
+                 "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")
+}
+
 #: torch.div with a rounding mode: the promoted dtype, not float (not registered on their own).
 _SPECS = {
     **BINARY,
@@ -159,6 +167,7 @@ _SPECS = {
     "heaviside": ("heaviside", "heaviside", "promote", False),
     "gcd": ("gcd", "gcd", "promote", False),
     "lcm": ("lcm", "lcm", "promote", False),
+    **POLYNOMIALS,  # (``_more_pointwise`` registers them)
 }
 
 #: torch's other names for table ops.

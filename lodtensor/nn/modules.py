@@ -27,6 +27,7 @@ from ..ops._common import flag_arg, int_arg
 from ..tensor import LoDTensor
 from . import functional as F
 from ._common import act_name, as_torch
+from ._state import CheckedLoad
 
 __all__ = ["Embedding", "FC", "SequenceConv", "RowConv", "DynamicLSTM", "DynamicGRU", "LinearChainCRF", "CRFDecoding"]
 
@@ -124,7 +125,7 @@ def _check_columns(x, want, where, what, start=1):
                          f"(input shape {[int(s) for s in shape]})")
 
 
-class _Layer(torch.nn.Module):
+class _Layer(CheckedLoad, torch.nn.Module):
     """What the layers share: ``reset_parameters`` and ``extra_repr`` as torch's layers have them.
 
     ``_shown`` names the attributes ``repr`` shows: positional ones first, then ``name=value`` for those
@@ -452,7 +453,7 @@ class LinearChainCRF(_Layer):
         return F.crf_decoding(input, self.transition.detach(), label=_on_torch(self, label, "label"))
 
 
-class CRFDecoding(torch.nn.Module):
+class CRFDecoding(CheckedLoad, torch.nn.Module):
     """Paddle's ``crf_decoding`` sharing the ``transition`` of a :class:`LinearChainCRF` (or a new one).
 
     >>> import numpy as np

@@ -50,6 +50,40 @@ class LoDTensorArray(list):
         """
         super().append(_as_tensor(tensor, "LoDTensorArray.append()"))
 
+    # list's other writers check every item as append does, all before the first is stored (Paddle's
+    # pybind array refuses a non-tensor item too): a bad item leaves the array as it was
+    def extend(self, tensors):
+        """Add each of ``tensors`` at the end (every one checked as :meth:`append` checks, first).
+
+        >>> import numpy as np
+        >>> arr = LoDTensorArray()
+        >>> arr.extend([np.zeros((2, 1)), LoDTensor(np.ones((1, 1)))])
+        >>> len(arr), arr[1].shape()
+        (2, [1, 1])
+        """
+        super().extend(_as_tensors(tensors, "LoDTensorArray.extend()"))
+
+    def insert(self, index, tensor):
+        """Put ``tensor`` (checked as :meth:`append` checks) before position ``index``.
+
+        >>> import numpy as np
+        >>> arr = LoDTensorArray()
+        >>> arr.append(np.zeros((2, 1)))
+        >>> arr.insert(0, np.ones((3, 1)))
+        >>> [t.shape() for t in arr]
+        [[3, 1], [2, 1]]
+        """
+        super().insert(index, _as_tensor(tensor, "LoDTensorArray.insert()"))
+
+    def __setitem__(self, index, value):
+        where = "LoDTensorArray[...] = value"
+        value = _as_tensors(value, where) if isinstance(index, slice) else _as_tensor(value, where)
+        super().__setitem__(index, value)
+
+    def __iadd__(self, tensors):
+        self.extend(tensors)
+        return self
+
     def _move_to_list(self):
         """Paddle's name: the elements as a plain list."""
         return list(self)
@@ -61,10 +95,18 @@ class LoDTensorArray(list):
 def _as_tensor(value, where):
     if isinstance(value, LoDTensor):
         return value
+    if value is None:  # (LoDTensor(None) is the empty tensor: Paddle's append refuses None)
+        raise TypeError(f"{where}: expected a LoDTensor or an array, got None")
     try:
         return LoDTensor(value)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{where}: expected a LoDTensor or an array, got {type(value).__name__}: {err}") from None
+
+
+def _as_tensors(values, where):
+    if isinstance(values, (str, bytes, LoDTensor)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{where}: expected an iterable of LoDTensors or arrays, got {type(values).__name__}")
+    return [_as_tensor(v, where) for v in values]
 
 
 class LoDRankTable:

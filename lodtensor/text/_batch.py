@@ -14,7 +14,7 @@ from ..backend import backend_name_of, get_backend
 from ..factories import from_padded_all
 from ..lod import LoD
 from ..place import as_place
-from ..tensor import _wrap
+from ..tensor import LoDTensor, _wrap
 from ._ids import batch_ids, first_non_id, id_array, id_dtype, ids_as, is_id
 
 __all__ = ["Vocab", "batch", "Collate", "make_collate", "to_dense", "from_dense", "pad_batch"]
@@ -389,7 +389,13 @@ def to_dense(t, pad_value=0):
     >>> [m.shape for m in masks], masks[0].tolist()  # one mask per level
     ([(2, 2), (2, 2, 3)], [[True, True], [True, False]])
     """
-    return t.to_padded_all(pad_value=pad_value)
+    return _lod_tensor(t, "to_dense()").to_padded_all(pad_value=pad_value)
+
+
+def _lod_tensor(t, where):
+    if not isinstance(t, LoDTensor):
+        raise TypeError(f"{where}: t must be a LoDTensor, got {type(t).__name__}")
+    return t
 
 
 def from_dense(dense, masks):
@@ -413,7 +419,7 @@ def pad_batch(t, level=-1, pad_value=0, multiple_of=None):
     >>> padded.tolist(), mask.tolist()
     ([[1, 2, 3, 0], [4, 0, 0, 0]], [[True, True, True, False], [True, False, False, False]])
     """
-    lengths = np.diff(t.lod.absolute_offsets(level))
+    lengths = np.diff(_lod_tensor(t, "pad_batch()").lod.absolute_offsets(level))
     longest = int(lengths.max()) if lengths.size else 0
     maxlen = longest
     if multiple_of is not None:

@@ -170,7 +170,7 @@ def _cupyx():
 
         return fn
 
-    for name in ("j0", "i0e", "ndtr", "erfcx", "zeta", "gammainc"):
+    for name in ("j0", "i0e", "ndtr", "erfcx", "zeta", "gammainc", "gammaln", "polygamma"):
         setattr(special, name, on_host(name))
     cupyx.scipy, scipy.special = scipy, special
     return {"cupyx": cupyx, "cupyx.scipy": scipy, "cupyx.scipy.special": special}

@@ -9,6 +9,7 @@ data too. ``ACCOUNTED`` maps every aten op of torch's jagged table to the cases 
 does, so a torch upgrade that adds one shows up here.
 """
 
+import functools
 import warnings
 
 import numpy as np
@@ -82,6 +83,10 @@ def _torch_dtype(x):
 
 def _special(name):
     return lambda x, y, L: getattr(L.S, name)(x * 0.8)
+
+
+def _polynomial(name, x, y, L):
+    return getattr(L.S, name)(x * 2 - 1.1, 5)
 
 
 # name: (call(x, y, L) with x, y jagged (B, j, 3) of equal structure and L the namespaces, options)
@@ -246,11 +251,23 @@ CASES = {
     "ldexp": (lambda x, y, L: L.T.ldexp(x, y - 2), "ints"),
     "ldexp_float": (lambda x, y, L: L.T.ldexp(x, y), "grad"),
     "int_bitwise": (lambda x, y, L: (x & y) | (x ^ 1), "ints"),
+    # (torch checks a ragged index against lengths()[t], not the length of its component: whole components only
+    # here; tests/nested/test_nested_leftovers.py has the rest)
+    "index_put_components": (lambda x, y, L: x.index_put((L.d(torch.tensor([len(x) - 1, 0])),),
+                                                         L.d(_w(3, dtype=x.dtype))), ""),
+    "index_put_components_": (lambda x, y, L: x.clone().index_put_((L.d(torch.tensor([0, 0])),),
+                                                                   L.d(_w(3, dtype=x.dtype)), accumulate=True), ""),
     **{f"special_{name}": (_special(name), "")
        for name in ("airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
                     "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0",
                     "scaled_modified_bessel_k1", "spherical_bessel_j0", "i0e", "i1", "i1e", "erfcx", "log_ndtr",
                     "ndtr", "ndtri", "entr")},
+    **{f"special_{name}": (functools.partial(_polynomial, name), "")
+       for name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+                    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+                    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+                    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")},
+    "special_polynomial_nested_n": (lambda x, y, L: L.S.legendre_polynomial_p(x, y * 10), ""),
     "special_grad_i1e": (lambda x, y, L: L.S.i1e(x), "grad"),
     "special_grad_log_ndtr": (lambda x, y, L: L.S.log_ndtr(x), "grad"),
     "special_psi": (lambda x, y, L: torch.special.psi(x), "torch_only grad"),
@@ -268,7 +285,7 @@ CASES = {
 }
 
 LENGTHS = [(2, 0, 3), (1,), (4, 1, 0, 2)]
-_SCIPY = ("special_", "polygamma", "mvlgamma", "igamma", "zeta")
+_SCIPY = ("special_", "polygamma", "mvlgamma", "igamma", "zeta")  # (and the polynomials: libm's trig, not torch's)
 
 
 def _parts(r):
@@ -410,8 +427,8 @@ ACCOUNTED = {
     "empty_like": ["empty_like"], "expand": ["expand"],
     "expand_as": "dense.expand_as(nt): tests/nested/test_nested_hunt2.py::test_expand_as_matches_torch",
     "fill": ["fill"], "fill_": ["fill_"], "frexp": ["frexp"], "full_like": ["full_like"],
-    "index_put": "missing: per-element scatter into ragged components (nt.index_put); not a table op",
-    "index_put_": "missing (see index_put)", "is_contiguous": ["numel_dim"], "is_same_size": ["is_same_size"],
+    "index_put": ["index_put_components"], "index_put_": ["index_put_components_"],
+    "is_contiguous": ["numel_dim"], "is_same_size": ["is_same_size"],
     "is_pinned": "missing: nt.is_pinned() (pinned host memory is a torch-buffer property)",
     "_pin_memory": "pin_memory=True of nested_tensor (tests/nested/test_construct.py)",
     "linear": ["linear", "linear_1d"], "masked_select": ["masked_select_dense"],
@@ -451,13 +468,6 @@ def test_every_jagged_table_op_is_accounted_for():
             assert all(c in CASES for c in cases), (name, cases)
 
 
-# the pointwise-tagged aten ops torch runs on its jagged layout through its pointwise fallback and that
-# lodtensor.nested does not have: torch.special's polynomial families (x, n)
-_POLYNOMIALS = [f"special_{kind}_polynomial_{letter}" for kind, letters in
-                (("chebyshev", "tuvw"), ("shifted_chebyshev", "tuvw"), ("hermite", ["h", "he"]), ("laguerre", "l"),
-                 ("legendre", "p")) for letter in letters]
-
-
 def test_pointwise_fallback_ops_are_covered():
     """Every pointwise-tagged aten op (torch's jagged fallback runs those with one or two tensor arguments) is
     an op of ours, or listed as one we leave out."""
@@ -465,8 +475,7 @@ def test_pointwise_fallback_ops_are_covered():
     renamed = {"true_divide": "div", "rsub": "rsub", "clip": "clamp", "conj_physical": "conj_physical",
                "special_xlog1py": "xlog1py", "special_zeta": "zeta", "max": "max", "min": "min", "masked_fill":
                "masked_fill", "clone": "clone", "where": "where", "threshold": "threshold", "frexp": "frexp",
-               "addcmul": None, "addcdiv": None, "equal": None,  # (torch's jagged layout raises)
-               "rrelu": None}  # (a random slope per element in training: not a table op; docs/nested.md)
+               "addcmul": None, "addcdiv": None, "equal": None}  # (torch's jagged layout raises)
     left_out = []
     # every aten op registered (``dir(torch.ops.aten)`` lists only those loaded so far: other tests change it)
     registered = sorted({n.split("::", 1)[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names()
@@ -481,6 +490,6 @@ def test_pointwise_fallback_ops_are_covered():
         if not any(torch.Tag.pointwise in getattr(packet, o).tags for o in overloads):
             continue
         mine = renamed.get(name, name.removeprefix("special_"))
-        if mine is not None and mine not in ours and name not in _POLYNOMIALS:
+        if mine is not None and mine not in ours:
             left_out.append(name)
     assert not left_out, f"pointwise ops torch's jagged layout runs that we lack: {left_out}"

@@ -11,6 +11,7 @@ import numpy as np
 from ..numpy import _recurrent
 from ..numpy._arrays import ArrayKernels, _into
 from ..numpy._special import SCIPY_SPECIAL
+from ..numpy._xp_special import XP_FORMULAS
 from . import _launch, _steps, _tuning
 
 __all__ = ["CupyArrayKernels"]
@@ -64,6 +65,8 @@ class CupyArrayKernels(ArrayKernels):
         return self.xp.random.standard_normal(shape).astype(dtype, copy=False)
 
     def pointwise(self, np_name, torch_name, *args, **kwargs):
+        if np_name in XP_FORMULAS:  # written against xp, with cupyx.scipy.special's functions
+            return super().pointwise(np_name, torch_name, *args, **kwargs)
         own = getattr(self.xp, np_name, None)  # CuPy's ufunc
         if own is None and np_name in _CUPYX_SPECIAL:  # cupyx.scipy.special's
             import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
@@ -79,6 +82,16 @@ class CupyArrayKernels(ArrayKernels):
 
     def keep_mask(self, shape, p, like):
         return self.xp.random.random_sample(shape) >= p
+
+    def _special_function(self, name):
+        """cupyx.scipy.special's ``name``, or a clear error where CuPy has none."""
+        import cupyx.scipy.special as sp  # noqa: PLC0415 - cupy is loaded already here
+
+        fn = getattr(sp, name, None)
+        if fn is None:
+            raise TypeError(f"{name}() on CuPy data: cupyx.scipy.special has no {name}; compute it on the CPU "
+                            f"(.cpu()) or on torch data")
+        return fn
 
     def relu(self, x):
         return self.xp.maximum(x, 0).astype(x.dtype, copy=False)

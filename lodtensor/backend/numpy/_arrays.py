@@ -14,6 +14,7 @@ import numpy as np
 from . import _blas, _pool, _recurrent, _special, _tuning, _ufunc
 from ._activations import IN_PLACE, OUT_OF_PLACE
 from ._util import broadcast_row
+from ._xp_special import XP_FORMULAS
 
 __all__ = ["ArrayKernels"]
 
@@ -146,9 +147,14 @@ class ArrayKernels:
 
     # -- math ----------------------------------------------------------------------------------
     def pointwise(self, np_name, torch_name, *args, **kwargs):
-        """The pointwise table's function ``np_name``: NumPy's ufunc, or the version in
-        ``_special.NUMPY_EXTRA`` where NumPy has none (erf, sigmoid, leaky_relu...).
+        """The pointwise table's function ``np_name``: a formula of ``_xp_special.XP_FORMULAS`` (written
+        against ``xp``), NumPy's ufunc, or the version in ``_special.NUMPY_EXTRA`` where NumPy has none
+        (erf, sigmoid, leaky_relu...).
         ``torch_name`` is the torch spelling (used by the torch backend)."""
+        formula = XP_FORMULAS.get(np_name)  # written against xp: CuPy's arrays run it too
+        if formula is not None:
+            with np.errstate(all="ignore"):
+                return formula(self.xp, self._special_function, *args, **kwargs)
         fn = _special.NUMPY_EXTRA.get(np_name) or getattr(self.xp, np_name)
         with np.errstate(all="ignore"):  # log(-1) is nan, quietly, as in torch
             if isinstance(fn, np.ufunc):  # large NumPy outputs: split over threads, from the buffer pool
@@ -156,6 +162,10 @@ class ArrayKernels:
                 if out is not None:
                     return out
             return fn(*args, **kwargs)
+
+    def _special_function(self, name):
+        """scipy.special's function ``name`` for this library's arrays (SciPy's: an optional extra)."""
+        return _special._scipy(name)
 
     def binary(self, name, a, b, *, dtype):
         """The ufunc ``name`` (``'add'``, ``'less'``...) on arrays or scalars, with result ``dtype``."""

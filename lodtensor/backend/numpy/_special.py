@@ -355,14 +355,6 @@ def softshrink(x, lambd=0.5):
     return np.where(x > lambd, x - _c(x, lambd), np.where(x < -lambd, x + _c(x, lambd), _c(x, 0)))
 
 
-def xlogy(x, y):
-    dtype = np.result_type(x, y)  # Python scalars are weak (NEP 50): float32 stays float32
-    x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = x * np.log(y)
-    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
-
-
 def sgn(x):
     if x.dtype.kind == "c":
         mag = np.abs(x)
@@ -432,31 +424,6 @@ def relu_any(x):
     return relu(x) if x.dtype.kind == "f" else np.maximum(x, 0).astype(x.dtype, copy=False)
 
 
-def xlog1py(x, y):
-    dtype = np.result_type(x, y)
-    x, y = np.asarray(x, dtype=dtype), np.asarray(y, dtype=dtype)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = x * np.log1p(y)
-    return np.where((x == 0) & ~np.isnan(y), 0, out).astype(out.dtype, copy=False)
-
-
-def mvlgamma(x, p=None):
-    """torch's formula, ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)`` (SciPy's multigammaln refuses small x,
-    where torch gives a value): ``p`` whole-array passes."""
-    if p is None:
-        raise TypeError("mvlgamma() missing 1 required positional argument: 'p'")
-    if p < 1:
-        raise ValueError(f"mvlgamma(): p has to be greater than or equal to 1, got p={p}")
-    out = np.full(x.shape, p * (p - 1) / 4 * math.log(math.pi), dtype=x.dtype)
-    for j in range(p):
-        out += lgamma(x - x.dtype.type(j / 2))
-    return out
-
-
-def polygamma(x, n):
-    return _scipy("polygamma")(n, x).astype(x.dtype, copy=False)
-
-
 #: table name -> scipy.special's name (or a function of scipy.special) for torch.special's functions
 SCIPY_SPECIAL = {
     "bessel_j0": "j0", "bessel_j1": "j1", "bessel_y0": "y0", "bessel_y1": "y1", "modified_bessel_i0": "i0",
@@ -487,8 +454,7 @@ NUMPY_EXTRA = {
     "nan_to_num": nan_to_num, "relu": relu_any, "gelu": gelu, "silu": silu, "hardtanh": hardtanh,
     "relu6": relu6, "hardsigmoid": hardsigmoid, "leaky_relu": leaky_relu, "elu": elu, "celu": celu,
     "selu": selu, "softplus": softplus, "mish": mish, "tanhshrink": tanhshrink, "softsign": softsign,
-    "hardshrink": hardshrink, "softshrink": softshrink, "xlogy": xlogy, "sgn": sgn, "clamp": clamp,
+    "hardshrink": hardshrink, "softshrink": softshrink, "sgn": sgn, "clamp": clamp,
     "conj": conj, "sign": sign, "remainder": remainder, "fmod": fmod, "power": power,
-    "div_trunc": div_trunc, "div_floor": div_floor, "xlog1py": xlog1py, "mvlgamma": mvlgamma,
-    "polygamma": polygamma, **{name: _by_scipy(name) for name in SCIPY_SPECIAL},
+    "div_trunc": div_trunc, "div_floor": div_floor, **{name: _by_scipy(name) for name in SCIPY_SPECIAL},
 }  # fmt: skip

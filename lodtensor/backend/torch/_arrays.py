@@ -181,8 +181,12 @@ class TorchArrayKernels:
         if fn is None:
             fn = _RESOLVED[torch_name] = operator.attrgetter(torch_name)(torch)
         if len(args) > 1 and not isinstance(args[0], torch.Tensor):  # 2 - t: torch wants a tensor first;
-            other = args[1]  # a 0-d tensor promotes as the Python number does
-            args = (torch.tensor(args[0], device=other.device if isinstance(other, torch.Tensor) else None), *args[1:])
+            other = args[1]  # a 0-d tensor promotes as the Python number does, in the floating dtype of the
+            # other operand when it has one (0.3 - t of float64 reads 0.3, not 0.3 rounded to float32)
+            real = isinstance(args[0], (bool, int, float, np.bool_, np.integer, np.floating))
+            floating = isinstance(other, torch.Tensor) and other.is_floating_point()
+            args = (torch.tensor(args[0], dtype=other.dtype if real and floating else None,
+                                 device=other.device if isinstance(other, torch.Tensor) else None), *args[1:])
         return fn(*args, **kwargs)
 
     def binary(self, name, a, b, *, dtype):

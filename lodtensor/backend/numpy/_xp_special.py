@@ -1,0 +1,78 @@
+"""Pointwise-table functions written once against an array module, for the NumPy and CuPy backends.
+
+Each entry of :data:`XP_FORMULAS` is ``fn(xp, special, *args, **kwargs)``:
+``xp`` is the array module of the data (``numpy`` or ``cupy``) and
+``special(name)`` returns the scipy.special function ``name`` of that library
+(SciPy's on NumPy, cupyx.scipy.special's on CuPy, or a clear error where it
+has none). So the same formula runs on host and device arrays, and never hands
+a CuPy array to NumPy or SciPy.
+"""
+
+import math
+
+import numpy as np
+
+from ._orthopoly import POLYNOMIALS
+
+__all__ = ["XP_FORMULAS"]
+
+
+def _x_log(xp, x, y, log):
+    """``x * log(y)`` with 0 where ``x == 0`` and ``y`` is not NaN (torch's xlogy / xlog1py), in the operands'
+    dtype (Python scalars are weak, NEP 50: float32 stays float32)."""
+    dtype = xp.result_type(x, y)
+    x, y = xp.asarray(x, dtype=dtype), xp.asarray(y, dtype=dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = x * log(y)
+    return xp.where((x == 0) & ~xp.isnan(y), dtype.type(0), out).astype(out.dtype, copy=False)
+
+
+def xlogy(xp, special, x, y):
+    return _x_log(xp, x, y, xp.log)
+
+
+def xlog1py(xp, special, x, y):
+    return _x_log(xp, x, y, xp.log1p)
+
+
+def mvlgamma(xp, special, x, p=None):
+    """torch's formula, ``p (p - 1) / 4 log(pi) + sum_j lgamma(x - j / 2)`` (SciPy's multigammaln refuses small
+    x, where torch gives a value): ``p`` whole-array passes."""
+    if p is None:
+        raise TypeError("mvlgamma() missing 1 required positional argument: 'p'")
+    if p < 1:
+        raise ValueError(f"mvlgamma(): p has to be greater than or equal to 1, got p={p}")
+    gammaln = special("gammaln")
+    out = xp.full(x.shape, p * (p - 1) / 4 * math.log(math.pi), dtype=x.dtype)
+    for j in range(p):
+        out += gammaln(x - x.dtype.type(j / 2)).astype(x.dtype, copy=False)
+    return out
+
+
+def polygamma(xp, special, x, n):
+    """The ``n``-th derivative of digamma (``n`` a Python int, checked by the op), in ``x``'s dtype."""
+    return special("polygamma")(xp.asarray(n, dtype=np.float64), x).astype(x.dtype, copy=False)
+
+
+def rrelu(xp, special, x, lower=0.125, upper=1.0 / 3, training=False, generator=None):
+    """torch's randomized leaky ReLU: ``x`` where ``x > 0``; else ``x * a`` with ``a`` the mean slope
+    ``(lower + upper) / 2`` (evaluation) or drawn uniformly from ``[lower, upper)`` per element (training; the
+    library's global random state, as dropout's)."""
+    if generator is not None:
+        raise TypeError("rrelu(): generator= takes a torch.Generator, for torch data only; NumPy and CuPy data "
+                        "draw from their library's global random state (seed it with np.random.seed / "
+                        "cupy.random.seed)")
+    if lower > upper:
+        raise ValueError(f"rrelu(): Lower bound should be less than or equal to the upper bound, got "
+                         f"lower={lower}, upper={upper}")
+    if not training:  # torch: leaky_relu with the mean slope, cast to the data's dtype
+        return xp.where(x > 0, x, x * x.dtype.type((lower + upper) / 2))
+    slopes = (xp.random.random_sample(x.shape) * (upper - lower) + lower).astype(x.dtype, copy=False)
+    return xp.where(x <= 0, x * slopes, x)  # (NaN: not <= 0, kept as torch keeps it)
+
+
+#: pointwise table name -> ``fn(xp, special, *args, **kwargs)``
+XP_FORMULAS = {
+    "xlogy": xlogy, "xlog1py": xlog1py, "mvlgamma": mvlgamma, "polygamma": polygamma, "rrelu": rrelu,
+    **POLYNOMIALS,
+}  # fmt: skip
