@@ -153,10 +153,8 @@ def _check_qkv(q, k, v):
             f"{ks.n}, {vs.n}"
         )
     for name, x in (("query", qs), ("key", ks), ("value", vs)):
-        if x.n and not all(x.regular[:-2]) or x.n and not x.regular[-1]:
-            raise ShapeError(
-                f"scaled_dot_product_attention(): {name} may be ragged only in its sequence dim (dim -2)"
-            )
+        if x.n and not x.regular[-1]:
+            raise ShapeError(f"scaled_dot_product_attention(): {name}'s embedding dim (dim -1) must not be ragged")
     if qs.n and (not np.array_equal(qs.sizes[:, :-2], ks.sizes[:, :-2]) or not np.array_equal(
             ks.sizes[:, :-1], vs.sizes[:, :-1])):
         raise ShapeError(
@@ -185,6 +183,9 @@ def _nested_mask(mask, q, k):
             f"scaled_dot_product_attention(): attn_mask must be a nested tensor of components (..., Lq, Lk), or a "
             f"dense array (B, ..., max Lq, max Lk) of {qs.rank + 1} dims"
         )
+    if qs.n and not all(qs.regular[:-2]):
+        raise ShapeError("scaled_dot_product_attention(): a dense attn_mask cannot follow a ragged batch-like dim of "
+                         "query (dims 1 to -3); give a nested attn_mask of components (..., Lq, Lk)")
     be = q.backend
     lq, lk = qs.sizes[:, -2], ks.sizes[:, -2]
     shape = tuple(int(s) for s in mask.shape)
@@ -232,6 +233,15 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         if out is not None:
             return out
     be = query.backend
+    qs = query._struct
+    if attn_mask is None and qs.n and all(qs.regular[-2:]) and all(x._struct.regular[-2] for x in (key, value)):
+        # ragged only in batch-like dims ((B, (P), S, E): prompts of a fixed length): the rows are the batch
+        axis = qs.rank - 2
+        q, k, v = (x._struct.tail_view(x._buffer, axis) for x in (query, key, value))
+        out = be.attention(q, k, v, None, is_causal, scale, float(dropout_p))
+        sizes = qs.sizes.copy()
+        sizes[:, -1] = value._struct.sizes[0, -1]
+        return make(out.reshape(-1), qs.derive(sizes), query._layout)
     inputs = [query, key, value]
     if attn_mask is not None:
         inputs.append(_nested_mask(attn_mask, query, key))

@@ -212,6 +212,8 @@ def nested_tensor(tensor_list, *, dtype=None, layout=None, device=None, requires
     if isinstance(tensor_list, NestedTensor):
         tensor_list = list(tensor_list.unbind())
     buffer, structure = _from_list(tensor_list, dtype, device, layout, where, keep_history=False)
+    if requires_grad and all(isinstance(item, (list, tuple, numbers.Number)) for item in tensor_list):
+        buffer = get_backend("torch").asarray(buffer)  # Python numbers alone and autograd asked: torch data
     check_requires_grad(buffer, requires_grad, where)
     if pin_memory:
         buffer = pin(buffer)

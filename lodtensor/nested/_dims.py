@@ -107,9 +107,19 @@ def squeeze(input, dim=None):
         keep = [a for a in range(st.rank) if not (st.n and st.regular[a] and st.sizes[0, a] == 1)]
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        axes = {_regular_dim("squeeze()", input, d) for d in dims}
+        axes = {_squeeze_axis(input, d) for d in dims}
         keep = [a for a in range(st.rank) if not (a in axes and st.n and st.sizes[0, a] == 1)]
     return _view(input, _keep(keep), st.sizes[:, keep])
+
+
+def _squeeze_axis(nt, dim):
+    """Component axis of squeeze's ``dim``. torch's strided layout leaves a ragged dim in place (its sizes
+    are not all 1, as dense squeeze leaves a dim that is not 1); its jagged layout refuses one."""
+    st = nt._struct
+    d = op_dim(nt, dim, "squeeze()")
+    if nt._layout == "strided" and d > 0 and st.n and not st.regular[d - 1]:
+        return None
+    return _regular_dim("squeeze()", nt, dim)
 
 
 @implements("flatten", "torch.flatten", _T + "flatten")
@@ -207,8 +217,21 @@ def _describe(nt):
 
 @implements("narrow", _T + "narrow")
 def narrow_nested(input, dim, start, length):
-    """Elements ``start:start + length`` of regular dim ``dim`` in every component; a copy."""
+    """Elements ``start:start + length`` of regular dim ``dim`` in every component; a copy. On the strided
+    layout dim 0 narrows the components (a view, as torch's strided ``narrow``; its jagged layout refuses).
+
+    >>> import lodtensor.nested as ln
+    >>> ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4)), np.ones((1, 4))]).narrow(0, 1, 2).nested_size().tolist()
+    [[3, 4], [1, 4]]
+    """
     check_nested(input, "narrow()")
+    if input._layout == "strided" and not input._st.outer and normalize_dim(dim, input.dim()) == 0:
+        count = input._struct.n
+        start, length = operator.index(start), operator.index(length)
+        start = start + count if start < 0 else start
+        if length < 0 or not 0 <= start <= count or start + length > count:
+            raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({count}).")
+        return components_slice(input, start, start + length)
     a = _regular_dim("narrow()", input, dim)
     st = input._struct
     size = int(st.sizes[0, a]) if st.n else 0

@@ -67,7 +67,7 @@ def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
     if not 1 <= jd <= values.ndim:
         raise ShapeError(f"{where}: jagged_dim must be in [1, {values.ndim}] for {values.ndim}-d values, got {jd}")
     if offsets is None and lengths is None:
-        raise ValueError(f"{where}: pass offsets or lengths")
+        raise ShapeError(f"{where}: At least one of offsets or lengths is required.")
     be = backend_of(values)
     rows_values = values if jd == 1 else be.swapaxes(values, 0, jd - 1)
     rows = int(rows_values.shape[0])
@@ -159,6 +159,9 @@ def narrow(tensor, dim, start, length, layout="strided"):
     offsets = np.append(starts + np.arange(b, dtype=np.int64) * size, starts[-1] + (b - 1) * size + lens[-1]) \
         if b else np.zeros(1, np.int64)
     values = tensor.reshape((b * size,) + tuple(tensor.shape[2:]))
+    if b and not starts[1:].any() and np.all(starts[:-1] + lens[:-1] == size):
+        # the rows tile one stretch of the buffer: no holes, a contiguous view (torch's lengths() is None too)
+        return nested_tensor_from_jagged(values[int(offsets[0]) : int(offsets[-1])], offsets - offsets[0])
     return nested_tensor_from_jagged(values, offsets, lens)
 
 

@@ -20,6 +20,7 @@ from ._grouped import map_components
 from ._registry import OP_TABLE, implements
 from ._structure import op_dim
 from ._tensor import NestedTensor, make, normalize_dim
+from ._whole_norm import covers_components, whole_layer_norm
 
 __all__ = ["softmax", "linear", "matmul", "bmm", "layer_norm", "embedding_bag"]
 
@@ -338,7 +339,8 @@ def _rmatmul(input, other):
 
 @implements("bmm", "torch.bmm", _T + "bmm")
 def bmm(input, mat2):
-    """Batched matrix product of two 3-d nested tensors (``mat2`` may also be a dense 3-d array).
+    """Batched matrix product of two 3-d nested tensors (either may be a dense 3-d array, as torch's strided
+    layout takes; dense ``input`` rows are its components).
 
     >>> import lodtensor.nested as ln
     >>> a = ln.nested_tensor([np.ones((2, 3)), np.ones((1, 2))])
@@ -346,6 +348,8 @@ def bmm(input, mat2):
     >>> ln.bmm(a, b).nested_size().tolist()
     [[2, 4], [1, 5]]
     """
+    if not isinstance(input, NestedTensor) and isinstance(mat2, NestedTensor) and backend_name_of(input):
+        input = as_nested_tensor(input, layout=mat2._layout) if input.ndim == 3 else input
     check_nested(input, "bmm()")
     if input.dim() != 3:
         raise ShapeError(f"batch1 must be a 3D tensor, got a {input.dim()}-d nested tensor")
@@ -364,7 +368,8 @@ def bmm(input, mat2):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the last ``len(normalized_shape)`` dims of every component, one pass.
 
-    ``normalized_shape`` must lie within the regular trailing dims;
+    ``normalized_shape`` must lie within the regular trailing dims, or be ``nt.shape[1:]`` (every
+    component normalised over all its elements, as torch's jagged layout; no ``weight`` or ``bias`` then);
     ``weight`` and ``bias`` (optional, shape ``normalized_shape``) scale and shift.
 
     >>> import lodtensor.nested as ln
@@ -382,6 +387,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
             f"{where}: normalized_shape {list(ns)} must name 1 to {st.rank} trailing dims of the components"
         )
     if not all(st.regular[st.rank - k :]):
+        if covers_components(input, ns):  # the ragged dim and all after it (nt.shape[1:]): whole components
+            return whole_layer_norm(input, eps, weight, bias, make)
         raise ShapeError("normalized_shape extends into irregular dimensions for the nested tensor")
     if st.n:
         have = tuple(int(s) for s in st.sizes[0, st.rank - k :])

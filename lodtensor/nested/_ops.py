@@ -115,7 +115,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 @implements("clone", "torch.clone", _T + "clone")
 def clone(input, *, memory_format=None):
-    """A copy with its own buffer (keeps autograd history on torch).
+    """A copy with its own buffer (keeps autograd history on torch); a transposed view stays one unless
+    ``memory_format`` is ``torch.contiguous_format``.
 
     >>> import lodtensor.nested as ln
     >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
@@ -124,6 +125,8 @@ def clone(input, *, memory_format=None):
     False
     """
     check_nested(input, "clone()")
+    if _wants_contiguous("clone()", memory_format) and not input.is_contiguous():
+        return input.contiguous()  # (a copy in component order, as torch's clone to contiguous_format)
     return make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
 
 
@@ -137,6 +140,17 @@ def detach(input):
     """
     check_nested(input, "detach()")
     return make_view(input.backend.detach(input._buf), input._st, input._perm, input._layout)
+
+
+def _wants_contiguous(where, memory_format):
+    """True for ``torch.contiguous_format``, False for None or ``torch.preserve_format``; any other memory
+    format (channels_last...) is refused, as torch refuses it for a nested tensor."""
+    name = str(memory_format).replace("torch.", "")
+    if memory_format is None or name == "preserve_format":
+        return False
+    if name == "contiguous_format":
+        return True
+    raise ShapeError(f"{where}: a nested tensor supports memory formats Preserve and Contiguous, got {memory_format}")
 
 
 def _like(where, input, dtype, device, requires_grad, fill):
@@ -168,6 +182,7 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
     >>> ln.empty_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
     [[2], [1]]
     """
+    _wants_contiguous("empty_like()", memory_format)  # (the result is contiguous)
     return _like("empty_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.empty(s, d, b))
 
 
@@ -179,6 +194,7 @@ def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
     >>> ln.zeros_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).to_tensor_list()[0].tolist()
     [0.0, 0.0]
     """
+    _wants_contiguous("zeros_like()", memory_format)  # (the result is contiguous)
     return _like("zeros_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.zeros(s, d, b))
 
 
@@ -191,6 +207,7 @@ def randn_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
     [[2], [1]]
     """
     _require_floating(input, dtype, "normal_kernel_cpu")
+    _wants_contiguous("randn_like()", memory_format)  # (the result is contiguous)
     return _like("randn_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.randn(s, d, b))
 
 
@@ -202,6 +219,7 @@ def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
     >>> ln.ones_like(ln.nested_tensor([[1.0, 2.0], [3.0]])).to_tensor_list()[1].tolist()
     [1.0]
     """
+    _wants_contiguous("ones_like()", memory_format)  # (the result is contiguous)
     return _like("ones_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.full(s, 1, d, b))
 
 
@@ -215,6 +233,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     """
     if scalar_like(fill_value) is None:
         raise TypeError(f"full_like(): fill_value must be a number, got {type(fill_value).__name__}")
+    _wants_contiguous("full_like()", memory_format)  # (the result is contiguous)
     return _like("full_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.full(s, fill_value, d, b))
 
 
@@ -227,6 +246,7 @@ def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fals
     [[2], [1]]
     """
     _require_floating(input, dtype, "check_uniform_bounds")
+    _wants_contiguous("rand_like()", memory_format)  # (the result is contiguous)
     return _like("rand_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.rand(s, d, b))
 
 
@@ -240,6 +260,8 @@ def fill_(input, value):
     [7.0]
     """
     check_nested(input, "fill_()")
+    if scalar_like(value) is None and getattr(value, "ndim", 0):
+        raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
     input._buf[...] = value  # every element: how the storage is viewed does not matter

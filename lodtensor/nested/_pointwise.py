@@ -373,6 +373,9 @@ def _history_safe(input, args):
 
 def _inplace(name, fn):
     def op(input, *args, **kwargs):
+        if not isinstance(input, NestedTensor) and any(isinstance(a, NestedTensor) for a in args):
+            raise ShapeError(f"{name}_(): output with shape {list(getattr(input, 'shape', ()))} doesn't match the "
+                             f"broadcast shape: a dense tensor cannot hold the result of an op with a nested tensor")
         check_nested(input, f"{name}_()")
         takes = getattr(fn, "arguments", None)  # a unary op's parameters: an extra one was bound to inplace=
         if takes is not None and (len(args) > len(takes) or "inplace" in kwargs):

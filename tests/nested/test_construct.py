@@ -215,7 +215,8 @@ BAD_INPUTS = [
     ("bad layout", lambda: ln.nested_tensor([[1.0]], layout="coo"), ValueError, "layout is unsupported.*'coo'"),
     ("requires_grad int", lambda: ln.nested_tensor([[1, 2]], requires_grad=True), TypeError,
      "floating point and complex dtype"),
-    ("requires_grad numpy", lambda: ln.nested_tensor([[1.0]], requires_grad=True), TypeError, "needs torch data"),
+    ("requires_grad numpy", lambda: ln.nested_tensor([np.ones(1)], requires_grad=True), TypeError,
+     "needs torch data"),  # (Python lists alone build torch data then: test_torch_own_cases)
     ("bad dtype", lambda: ln.nested_tensor([[1.0]], dtype="U3"), TypeError, "numeric or bool dtype"),
     ("size out of range", lambda: ln.nested_tensor([[1.0]]).size(2), IndexError,
      r"Dimension out of range \(expected to be in range of \[-2, 1\], but got 2\)"),
