@@ -4,7 +4,7 @@ Every error subclasses the builtin that fits, so ``except ValueError`` keeps
 working for callers that do not know about lodtensor.
 """
 
-__all__ = ["LoDError", "BackendMismatchError", "ShapeError"]
+__all__ = ["LoDError", "BackendMismatchError", "ShapeError", "DTypeError"]
 
 
 class LoDError(ValueError):
@@ -58,4 +58,25 @@ class ShapeError(ValueError, RuntimeError):
 
     >>> issubclass(ShapeError, ValueError) and issubclass(ShapeError, RuntimeError)
     True
+    """
+
+
+class DTypeError(TypeError, ValueError, RuntimeError):
+    """A dtype cannot hold an op's result: an in-place op whose result is of a higher category (a float
+    result written into integers, a complex one into floats).
+
+    NumPy raises a ``TypeError`` (``UFuncTypeError``) for the same call and torch a ``RuntimeError``
+    ("result type Float can't be cast to the desired output type Long"), so code written for either
+    catches it unchanged, and so does code that catches ``ValueError``.
+
+    >>> import numpy as np
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.array([1, 2]), np.array([3])])
+    >>> try:
+    ...     nt.add_(1.5)
+    ... except DTypeError as err:  # also caught by ``except TypeError`` and ``except RuntimeError``
+    ...     print(err)
+    add_(): result type Float can't be cast to the desired output type Long
+    >>> nt.to_tensor_list()[0].tolist()  # nothing written
+    [1, 2]
     """

@@ -14,7 +14,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ._broadcast import align, check_nested, scalar_like
 from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
@@ -98,13 +98,11 @@ def write_into(nt, result, where):
     rules: no casting to a lower category); a transposed view writes through to its storage."""
     buf = nt._buf
     if not result._struct.same_as(nt._struct):  # a dense operand broadcast the components' size-1 dims up
-        raise RuntimeError(f"{where}: the result's component sizes {result._struct.sizes.tolist()} do not match "
+        raise ShapeError(f"{where}: the result's component sizes {result._struct.sizes.tolist()} do not match "
                            f"the sizes {nt._struct.sizes.tolist()} of the tensor written in place")
     if _CATEGORY[kind_of(result.dtype)] > _CATEGORY[kind_of(buf.dtype)]:
-        raise RuntimeError(
-            f"{where}: result type {torch_name(result.dtype)} can't be cast to the desired output type "
-            f"{torch_name(buf.dtype)}"
-        )
+        raise DTypeError(f"{where}: result type {torch_name(result.dtype)} can't be cast to the desired output "
+                         f"type {torch_name(buf.dtype)}")
     out = result._buf if same_layout(nt, result) else nt._stored(result._buffer)
     buf[...] = out.reshape(buf.shape)
     nt._written()
