@@ -31,6 +31,7 @@ import types
 import warnings
 
 from tests._fingerprints import bad_variants, diff, fingerprint
+from tests.test_docs_examples import _resolve as resolve_name
 
 #: Error types a bad input may raise (lodtensor.errors subclass the first two); ImportError is a
 #: missing optional library, OSError a file that is not there (the recorded paths are gone).
@@ -126,18 +127,10 @@ def _arguments(frame):
 
 def _resolve(dotted):
     """The object a dotted public name refers to (None if it names nothing)."""
-    head, *attrs = dotted.split(".")
-    obj, path = importlib.import_module(head), head
-    for attr in attrs:
-        path += "." + attr
-        try:
-            obj = getattr(obj, attr)
-        except AttributeError:
-            try:
-                obj = importlib.import_module(path)
-            except ImportError:
-                return None
-    return obj
+    try:
+        return resolve_name(dotted)
+    except ImportError:
+        return None
 
 
 class Call:
