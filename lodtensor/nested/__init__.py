@@ -30,6 +30,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _more_pointwise,
     _nn,
     _ops,
+    _persist,
     _pointwise,
     _reductions,
     _shape,

@@ -2,11 +2,12 @@
 ``is_contiguous()``, ``contiguous()`` and the DLPack export, installed on the class when
 ``lodtensor.nested`` is imported (``NestedTensor._attach``)."""
 
-import numpy as np  # noqa: F401 - the doctests use it
+import numpy as np
 
 from ..errors import ShapeError
 from . import _dispatch
 from ._permute import permute_view, permuted
+from ._structure import op_dim
 from ._tensor import NestedTensor, make
 
 __all__ = ["JaggedAccessors"]
@@ -143,6 +144,39 @@ class JaggedAccessors:
             )
         return self.backend.from_host(st.rows()[0].copy(), like=self._buf)
 
+    def stride(self, dim=None):
+        """``stride(dim)`` for a component dim (``dim >= 1``): the step between neighbours along it, in
+        elements, when every component has the same one (torch's jagged layout gives these ints; a
+        transposed view's are its storage's, permuted). ``stride()`` and ``stride(0)`` raise ShapeError (a
+        RuntimeError): torch's jagged layout answers with a nested int (``3*j1``), which has no value here,
+        and its strided layout refuses any stride; ``nested_strides()`` gives every component's strides.
+
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.nested_tensor([np.zeros((2, 3, 4)), np.zeros((5, 3, 4))])
+        >>> nt.stride(1), nt.stride(-1), nt.transpose(1, 2).stride(2)
+        (12, 1, 12)
+        >>> nt.stride()  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        lodtensor.errors.ShapeError: stride(): dim 0 of a nested tensor has no int stride (...); use stride(dim) ...
+        """
+        d = None if dim is None else op_dim(self, dim, "stride()")
+        if not d:
+            raise ShapeError("stride(): dim 0 of a nested tensor has no int stride (torch's jagged layout gives a "
+                             "nested int); use stride(dim) for a dim >= 1 or nested_strides() for every "
+                             "component's strides")
+        sizes = self._st.sizes  # the storage's: a transposed view reads its axes through _perm
+        strides = np.ones_like(sizes)
+        if sizes.shape[1] > 1:
+            strides[:, :-1] = np.cumprod(sizes[:, :0:-1], axis=1)[:, ::-1]
+        column = strides[:, d - 1 if self._perm is None else self._perm[d - 1]]
+        if column.size == 0:
+            raise ShapeError("stride(): a nested tensor of no component has no strides")
+        if (column != column[0]).any():
+            raise ShapeError(f"stride(): dim {dim} has a different stride in each component (a ragged dim "
+                             f"after it); nested_strides() gives every component's strides")
+        return int(column[0])
+
     # -- DLPack (the flat buffer; see docs/interop.md for the ragged convention) ----------------
     def __dlpack__(self, **kwargs):
         """A DLPack capsule over ``values()`` (shared): ``np.from_dlpack(nt)``, ``torch.from_dlpack(nt)``.
@@ -159,5 +193,5 @@ class JaggedAccessors:
 
 
 NestedTensor._attach(**{name: JaggedAccessors.__dict__[name] for name in (
-    "is_contiguous", "lengths", "jagged_dim", "contiguous", "values", "offsets", "__dlpack__",
+    "is_contiguous", "lengths", "jagged_dim", "contiguous", "values", "offsets", "stride", "__dlpack__",
     "__dlpack_device__", "nelement", "ndimension")})

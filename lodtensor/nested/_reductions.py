@@ -6,7 +6,8 @@ Over the ragged dim of sequences (only dim 1 ragged) the result is dense
 one segment kernel; prod/any/all/argmax/argmin pad with the reduction's
 identity once and reduce the dense axis. Over a regular dim the result is a
 nested tensor without that dim; with several ragged dims, components of equal
-shape are reduced together (``_grouped``).
+shape are reduced together (``_grouped``). ``keepdim=True`` over the last dim of the strided
+layout stays nested (``kept_nested``), as torch's strided layout.
 """
 
 import builtins
@@ -252,13 +253,31 @@ def rows_of_components(input, result):
     return make(result.reshape(-1), structure, input._layout)
 
 
+def kept_nested(input, dim, keepdim, result):
+    """A dense result of ``keepdim=True`` over the last dim of a strided-layout tensor (ragged there: 1-d
+    components, or a ragged last dim) as a nested tensor of its rows, as torch's strided layout, which
+    reduces that dim alone, keeps one (``sum(-1, keepdim=True)`` of 1-d components: components ``(1,)``).
+    Other results as they are (over dim 1 of wider components: dense, as torch's jagged layout)."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 1:
+        dim = dim[0]
+    if not (keepdim and isinstance(dim, int) and input._layout == "strided") or isinstance(result, NestedTensor):
+        return result
+    if input._st.outer or getattr(result, "ndim", 0) < 2 or normalize_dim(dim, input.dim()) != input.dim() - 1:
+        return result
+    return make(result.reshape(-1), Structure.uniform(int(result.shape[0]), tuple(result.shape[1:])), "strided")
+
+
 def _make_reduction(name, takes_dtype, what):
+    def reduced(input, dim, keepdim, dtype):
+        return kept_nested(input, dim, keepdim, rows_of_components(
+            input, _reduce(f"{name}()", name, input, dim, keepdim, dtype)))
+
     if takes_dtype:
         def op(input, dim=None, keepdim=False, *, dtype=None):
-            return rows_of_components(input, _reduce(f"{name}()", name, input, dim, keepdim, dtype))
+            return reduced(input, dim, keepdim, dtype)
     else:
         def op(input, dim=None, keepdim=False):
-            return rows_of_components(input, _reduce(f"{name}()", name, input, dim, keepdim, None))
+            return reduced(input, dim, keepdim, None)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = (
@@ -309,13 +328,14 @@ def _extreme(kind):
             return _reduce(f"{kind}()", f"a{kind}", input, None, False, None)
         fast = _extreme_over_ragged(kind, input, dim, keepdim)
         if fast is not None:
-            return MaxMin(*fast)
+            return MaxMin(*(kept_nested(input, dim, keepdim, r) for r in fast))
         values = rows_of_components(input, _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None))
         keys = input
         if kind_of(input._buffer.dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers
             keys = make(input.backend.astype(input._buffer, resolve_dtype(np.int64, input.backend.name)),
                         input._struct, input._layout)
-        return MaxMin(values, rows_of_components(input, _reduce(f"{kind}()", f"arg{kind}", keys, dim, keepdim, None)))
+        indices = rows_of_components(input, _reduce(f"{kind}()", f"arg{kind}", keys, dim, keepdim, None))
+        return MaxMin(kept_nested(input, dim, keepdim, values), kept_nested(input, dim, keepdim, indices))
 
     op.__name__ = op.__qualname__ = kind
     op.__doc__ = (

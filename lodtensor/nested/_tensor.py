@@ -13,7 +13,7 @@ import numpy as np
 from .._compile import eager_under_compile
 from .._format import nested_repr
 from ..backend import backend_name_of, backend_of
-from ..backend._pickle import portable, unpickled_by
+from ..backend._pickle import unpickled_by
 from ..errors import ShapeError
 from ..lod import LoD
 from ..place import place_of
@@ -339,35 +339,6 @@ class NestedTensor(AutogradMixin):
 
     def __bool__(self):
         raise ShapeError("the truth value of a NestedTensor is ambiguous")
-
-    def __reduce__(self):
-        buf = self._buffer
-        if self.requires_grad and not self.is_leaf:
-            buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
-        outer = tuple(portable(level.copy()) for level in self._st.outer)
-        st = self._struct  # (no component: ``hollow`` keeps its dims)
-        return (_rebuild, (portable(buf), portable(st.sizes.copy()), self._layout, outer, st.hollow, st.jag))
-
-    def __deepcopy__(self, memo):
-        """A new tensor with its own buffer and no history: a leaf (requiring grad where this one does),
-        as torch's deepcopy of a leaf; a tensor with history refuses, as torch's."""
-        if id(self) in memo:
-            return memo[id(self)]
-        if not self.is_leaf:
-            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
-                               "protocol at the moment; detach() it first")
-        be = self.backend
-        out = make_view(be.clone(be.detach(self._buf)), self._st, self._perm, self._layout)
-        holes = getattr(self, "_holes", None)
-        if holes is not None:
-            out._holes = holes  # (host index arrays, never written)
-        if self.requires_grad:
-            out.requires_grad_()
-        memo[id(self)] = out
-        return out
-
-    def __copy__(self):
-        return make_view(self._buf, self._st, self._perm, self._layout)
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         """NumPy ufuncs return NestedTensors (see ``lodtensor.nested._pointwise.array_ufunc``)."""

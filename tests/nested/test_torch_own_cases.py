@@ -111,6 +111,43 @@ def test_squeeze_of_a_ragged_dim_is_a_no_op_on_the_strided_layout(comps, dim):
         _differ(lambda nt: nt.squeeze(dim), comps, torch.jagged)
 
 
+# -- reductions with keepdim on the strided layout -----------------------------------------------
+_KEPT = ["sum", "mean", "prod", "amax", "amin", "any", "all", "argmax", "argmin", "max", "min"]
+
+
+def _kept(op, x, dim):
+    x = x > 0.5 if op in ("any", "all") else x
+    out = getattr(torch, op)(x, dim, keepdim=True)
+    return out.values if op in ("max", "min") else out
+
+
+@pytest.mark.parametrize("comps", [
+    [_rand(2), _rand(3, seed=1), _rand(1, seed=2)],             # 1-d components: the last dim is the ragged one
+    [_rand(3, 2), _rand(3, 5, seed=1)],                         # ragged in the last dim
+    [_rand(3), _rand(3, seed=1)],                               # no ragged dim
+], ids=["1d", "ragged-last", "regular"])
+@pytest.mark.parametrize("op", _KEPT)
+def test_keepdim_over_the_last_dim_stays_nested_on_the_strided_layout(op, comps):
+    """From TestNestedTensorDeviceType.test_sum_dtype / test_nested_tensor_sum_dim: on torch's strided layout
+    ``nt.sum(-1, keepdim=True)`` (its only reduction over a dim) gives a nested tensor of components whose
+    last dim is 1, also where that dim is the ragged one; ours gave a dense ``(B, ..., 1)``. The other
+    reductions (torch's strided layout has none: NotImplementedError) follow sum; the jagged layout keeps
+    its dense result, as torch's. (torch's strided ``all(dim)`` without keepdim gives components of the
+    wrong shape, and over dim 1 of wider components a nested result where its jagged layout gives a
+    dense one: not copied.)"""
+    for dim in (-1, comps[0].dim()):
+        if op == "sum":
+            _differ(lambda nt, d=dim: nt.sum(d, keepdim=True), comps, torch.strided)
+        ours = _kept(op, _build("ln", comps, torch.strided), dim)
+        assert isinstance(ours, ln.NestedTensor) and ours.layout == torch.strided
+        _assert_close(_parts(ours), [_parts(_kept(op, c, dim - 1 if dim > 0 else dim)) for c in comps])
+    if comps[0].dim() == 2:
+        return  # (torch's jagged layout cannot hold a ragged last dim)
+    ours, theirs = _differ(lambda nt: _kept(op, nt, -1), comps, torch.jagged) if op not in ("any", "all") else (
+        _kept(op, _build("ln", comps, torch.jagged), -1), None)
+    assert not isinstance(ours, ln.NestedTensor) and tuple(ours.shape) == (len(comps), 1)
+
+
 # -- contiguity ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("starts,lengths", [
     ([1, 0, 0, 0, 0], [9, 10, 10, 10, 8]),   # the rows tile one stretch of the buffer
@@ -156,6 +193,96 @@ def test_clone_to_contiguous_format_and_refused_memory_formats():
             assert isinstance(err, RuntimeError)
         ours, _ = _differ(lambda nt: torch.zeros_like(nt, memory_format=torch.contiguous_format), comps, layout)
         assert ours.is_contiguous()
+
+
+# -- pickle, copy, deepcopy; stride ---------------------------------------------------------------------
+def _round_trips():
+    import copy
+    import io
+    import pickle
+
+    def saved(x):
+        buf = io.BytesIO()
+        torch.save(x, buf)
+        buf.seek(0)
+        with torch.serialization.safe_globals(__import__("lodtensor").interop.torch_safe_globals()):
+            return torch.load(buf, weights_only=True)
+
+    return {"pickle": lambda x: pickle.loads(pickle.dumps(x)), "torch.save": saved, "copy": copy.copy,
+            "deepcopy": copy.deepcopy}
+
+
+@pytest.mark.parametrize("how", ["pickle", "torch.save", "copy", "deepcopy"])
+def test_pickle_and_copies_keep_holes_and_transposed_views(how):
+    """From TestNestedTensorSubclass.test_serialization / test_copy_: torch's pickle, torch.save, copy.copy and
+    copy.deepcopy of a tensor with holes keep ``lengths()``, ``offsets()`` and ``values()`` (not contiguous),
+    and of a transposed view its layout (not contiguous). Our pickle and copy.copy dropped the holes, and
+    pickle returned a transposed view contiguous."""
+    trip = _round_trips()[how]
+    base = torch.arange(20.0).reshape(4, 5)
+    starts, lengths = torch.tensor([0, 1, 2, 0]), torch.tensor([3, 2, 1, 4])
+    for lib in (torch.nested, ln):
+        nt = lib.narrow(base, 1, starts, lengths, layout=torch.jagged)
+        back = trip(nt)
+        assert back.lengths().tolist() == [3, 2, 1, 4] and not back.is_contiguous()
+        assert back.offsets().tolist() == nt.offsets().tolist() and torch.equal(back.values(), base.reshape(-1))
+        assert all(torch.equal(a, b) for a, b in zip(back.unbind(), nt.unbind()))
+        if how == "deepcopy":  # its own values(): ours shared the original's
+            assert back.values().data_ptr() != nt.values().data_ptr()
+    part = ln.nested_tensor_from_jagged(torch.arange(12.0).reshape(6, 2), [1, 3, 5])  # offsets over part of values
+    back = trip(part)
+    assert back.offsets().tolist() == [1, 3, 5] and tuple(back.values().shape) == (6, 2)
+    assert all(torch.equal(a, b) for a, b in zip(back.unbind(), part.unbind()))
+    comps = [_rand(n, 3, 4, seed=n) for n in (2, 3)]
+    for layout, flip in ((torch.strided, lambda nt: nt.transpose(-1, -2)),
+                         (torch.jagged, lambda nt: nt.transpose(1, 2))):
+        if how == "deepcopy" and layout == torch.strided:  # (torch's strided deepcopy raises: no new_empty)
+            continue
+        ours, theirs = _differ(lambda nt, f=flip: trip(f(nt)), comps, layout)
+        assert not ours.is_contiguous() and not theirs.is_contiguous()
+
+
+def test_unpickling_checks_the_holes_and_the_permutation():
+    """A pickle is outside data: a permutation or holes that do not fit the components raise."""
+    import pickle
+
+    from lodtensor.nested._persist import _rebuild_view
+
+    nt = ln.narrow(torch.arange(8.0).reshape(2, 4), 1, torch.tensor([0, 1]), torch.tensor([1, 3]), layout="jagged")
+    fn, args = nt.__reduce__()
+    assert fn is _rebuild_view and pickle.loads(pickle.dumps(nt)).lengths().tolist() == [1, 3]
+    args = [getattr(a, "array", a) for a in args[:-1]] + [tuple(getattr(h, "array", h) for h in args[-1])]
+    values, offsets, lengths = args[-1]
+    with pytest.raises(ValueError, match="do not describe the components"):
+        _rebuild_view(*args[:-1], (values, offsets, np.array([2, 2])))
+    with pytest.raises(ValueError, match="outside the 8 rows"):
+        _rebuild_view(*args[:-1], (values, np.array([0, 7, 9]), lengths))
+    with pytest.raises(ValueError, match="perm must be a permutation"):
+        _rebuild_view(*args[:-2], (1, 1), None)
+
+
+@pytest.mark.parametrize("layout", [torch.strided, torch.jagged])
+def test_stride_of_a_component_dim(layout):
+    """From TestNestedTensorSubclass.test_jagged_layout_construction_nested_tensor (``nt.stride()``): torch's
+    jagged layout gives ``(3*j1, 3, 1)``, nested ints we cannot return; ``stride(d)`` for d >= 1 is an int
+    there (a transposed view's permuted), and its strided layout raises RuntimeError for any stride. Ours
+    had no ``stride``: ``stride(d >= 1)`` is now torch's jagged int on both layouts, and ``stride()`` /
+    ``stride(0)`` raise RuntimeError naming ``nested_strides()``."""
+    comps = [_rand(n, 3, 4, seed=n) for n in (2, 5)]
+    jagged = _build("torch", comps, torch.jagged)
+    ours = _build("ln", comps, layout)
+    for view in (lambda nt: nt, lambda nt: nt.transpose(1, 2), lambda nt: nt.transpose(2, 3)):
+        for d in (1, 2, 3, -1, -2):
+            assert view(ours).stride(d) == view(jagged).stride(d)
+    for call in (lambda nt: nt.stride(), lambda nt: nt.stride(0)):
+        with pytest.raises(RuntimeError, match="nested_strides"):
+            call(ours)
+    with pytest.raises(RuntimeError):
+        _build("torch", comps, torch.strided).stride(1)  # (torch's strided layout: no strides at all)
+    ragged_last = ln.nested_tensor([_rand(2, 3), _rand(2, 5)], layout=layout)
+    assert ragged_last.stride(2) == 1
+    with pytest.raises(RuntimeError, match="different stride in each component"):
+        ragged_last.stride(1)
 
 
 # -- errors catchable as torch's ----------------------------------------------------------------------

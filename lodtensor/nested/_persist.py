@@ -1,0 +1,129 @@
+"""Pickling and copying a NestedTensor: ``pickle``, ``torch.save``, ``copy.copy`` and ``copy.deepcopy``
+keep what torch's keep, a transposed view's layout (``is_contiguous()`` False, the same storage order)
+and the holes of a tensor built from ``offsets`` and ``lengths`` (``lengths()``, ``values()``,
+``offsets()``), installed on the class when ``lodtensor.nested`` is imported (``NestedTensor._attach``).
+
+A plain tensor pickles as before (``_tensor._rebuild``); a view or a tensor with holes pickles through
+:func:`_rebuild_view`, which passes the buffer through the same gate, then checks the permutation and
+rebuilds the holes with ``nested_tensor_from_jagged``'s checks (a pickle is outside data).
+"""
+
+import numpy as np
+
+from ..backend import backend_of
+from ..backend._pickle import portable, unpickled_by
+from ..errors import ShapeError
+from ._jagged import _from_jagged
+from ._tensor import NestedTensor, _rebuild, make_view
+
+__all__ = ["Persist"]
+
+_WHERE = "unpickling a NestedTensor"
+
+
+def _portable_holes(holes):
+    values, offsets, lengths = holes
+    return (portable(values), portable(np.asarray(offsets).copy()),
+            None if lengths is None else portable(np.asarray(lengths).copy()))
+
+
+class Persist:
+    """The methods; see each one."""
+
+    def __reduce__(self):
+        """Pickle the storage buffer and size table, with the permutation of a transposed view and the holes
+        of a tensor built with them (torch keeps both); the autograd history is not kept, as for torch.
+
+        >>> import pickle
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.narrow(np.arange(8.0).reshape(2, 4), 1, 0, np.array([1, 3]), layout="jagged")
+        >>> back = pickle.loads(pickle.dumps(nt))
+        >>> back.lengths().tolist(), back.is_contiguous(), back.to_tensor_list()[1].tolist()
+        ([1, 3], False, [4.0, 5.0, 6.0])
+        >>> pickle.loads(pickle.dumps(ln.nested_tensor([np.ones((2, 3))]).transpose(1, 2))).is_contiguous()
+        False
+        """
+        holes = getattr(self, "_holes", None)
+        plain = self._perm is None and holes is None
+        buf = self._buffer if plain else self._buf
+        if self.requires_grad and not self.is_leaf:
+            buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
+        outer = tuple(portable(level.copy()) for level in self._st.outer)
+        st = self._struct if plain else self._st  # (no component: ``hollow`` keeps its dims)
+        args = (portable(buf), portable(st.sizes.copy()), self._layout, outer, st.hollow, st.jag)
+        if plain:
+            return (_rebuild, args)
+        return (_rebuild_view, (*args, self._perm, None if holes is None else _portable_holes(holes)))
+
+    def __deepcopy__(self, memo):
+        """A new tensor with its own buffer (and its own ``values()`` where built with holes) and no history:
+        a leaf (requiring grad where this one does), as torch's deepcopy of a leaf; a tensor with history
+        refuses, as torch's.
+
+        >>> import copy
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.narrow(np.arange(8.0).reshape(2, 4), 1, 0, np.array([1, 3]), layout="jagged")
+        >>> twin = copy.deepcopy(nt)
+        >>> twin.lengths().tolist(), np.shares_memory(twin.values(), nt.values())
+        ([1, 3], False)
+        """
+        if id(self) in memo:
+            return memo[id(self)]
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                               "protocol at the moment; detach() it first")
+        be = self.backend
+        out = make_view(be.clone(be.detach(self._buf)), self._st, self._perm, self._layout)
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            values = backend_of(holes[0])
+            out._holes = (values.clone(values.detach(holes[0])), *holes[1:])  # (host index arrays, never written)
+        if self.requires_grad:
+            out.requires_grad_()
+        memo[id(self)] = out
+        return out
+
+    def __copy__(self):
+        """A new tensor over the same buffer, with this one's layout and holes (as torch's ``copy.copy``).
+
+        >>> import copy
+        >>> import lodtensor.nested as ln
+        >>> nt = ln.narrow(np.arange(8.0).reshape(2, 4), 1, 0, np.array([1, 3]), layout="jagged")
+        >>> copy.copy(nt).lengths().tolist()
+        [1, 3]
+        """
+        out = make_view(self._buf, self._st, self._perm, self._layout)
+        holes = getattr(self, "_holes", None)
+        if holes is not None:
+            out._holes = holes
+        return out
+
+
+def _checked_perm(perm, rank):
+    if not isinstance(perm, tuple) or sorted(p if isinstance(p, int) else -1 for p in perm) != list(range(rank)):
+        raise ShapeError(f"{_WHERE}: perm must be a permutation of the {rank} component dims, got {perm!r}")
+    return perm
+
+
+@unpickled_by
+def _rebuild_view(buffer, sizes, layout, outer, hollow, jag, perm, holes):
+    """Unpickle a transposed view or a tensor with holes: the storage through ``_rebuild``'s gate, the
+    permutation checked, the holes rebuilt by ``nested_tensor_from_jagged`` (its checks) and compared with
+    the components."""
+    base = _rebuild(buffer, sizes, layout, outer, hollow, jag)
+    if perm is not None:
+        perm = _checked_perm(perm, int(base._st.sizes.shape[1]))
+    out = make_view(base._buf, base._st, perm, layout)
+    if holes is None:
+        return out
+    if not isinstance(holes, tuple) or len(holes) != 3 or base._st.outer:
+        raise ShapeError(f"{_WHERE}: holes must be (values, offsets, lengths) of a one-level tensor")
+    gated = _from_jagged(holes[0], holes[1], holes[2], 1 if perm is None else perm[0] + 1, None, None)
+    if gated._perm != out._perm or not np.array_equal(gated._st.sizes, out._st.sizes):
+        raise ShapeError(f"{_WHERE}: the holes (values, offsets, lengths) do not describe the components: "
+                         f"sizes {gated._struct.sizes.tolist()[:8]}, expected {out._struct.sizes.tolist()[:8]}")
+    out._holes = gated._holes
+    return out
+
+
+NestedTensor._attach(**{name: Persist.__dict__[name] for name in ("__reduce__", "__deepcopy__", "__copy__")})
