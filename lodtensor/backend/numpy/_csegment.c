@@ -390,6 +390,7 @@ static PyObject *softmax_grad(PyObject *self, PyObject *args)
     }
     off = checked_offsets("softmax_grad", offsets, lo, hi, (int64_t)(y->len / size / width));
     if (off == NULL) goto done;
+    if (off[hi] == off[lo]) goto nothing; /* no row: no scratch row (of `width` values, however wide) */
     segment_call call = {.which = 1, .softmax = GRAD_TABLES[active][kind], .a = g->buf, .b = y->buf, .out = out->buf,
                          .off = off, .width = width, .scratch_bytes = (size_t)width * (size_t)size};
     int parts = segment_cuts(&call, lo, hi, size * (Py_ssize_t)width, threads);
@@ -402,6 +403,7 @@ static PyObject *softmax_grad(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     parallel_run(segment_part, &call, parts, threads);
     Py_END_ALLOW_THREADS
+nothing:
     result = Py_None;
     Py_INCREF(result);
 done:
@@ -442,6 +444,7 @@ static PyObject *extreme_grad(PyObject *self, PyObject *args)
     }
     off = checked_offsets("extreme_grad", offsets, lo, hi, (int64_t)(x->len / size / width));
     if (off == NULL) goto done;
+    if (off[hi] == off[lo]) goto nothing; /* no row: no scratch row (of `width` values, however wide) */
     if ((long long)(m->len / size / width) < hi) {
         PyErr_Format(PyExc_ValueError, "extreme_grad: m holds %lld rows of %lld values, needs %lld",
                      (long long)(m->len / size / width), width, hi);
@@ -460,6 +463,7 @@ static PyObject *extreme_grad(PyObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     parallel_run(segment_part, &call, parts, threads);
     Py_END_ALLOW_THREADS
+nothing:
     result = Py_None;
     Py_INCREF(result);
 done:

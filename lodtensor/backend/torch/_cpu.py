@@ -23,7 +23,7 @@ from ..numpy._compiled import (
     compiled_softmax_grad,
 )
 from ..numpy._special import run_compiled
-from . import _jvp
+from . import _jvp, _tuning
 from ._rows import pad_index, segment_ids
 from ._vmap import fast_apply, rows_rule, wrapped
 
@@ -211,15 +211,22 @@ if hasattr(os, "register_at_fork"):
 
 
 def _spmm_parts(rows, dtype):
-    """Column indices ``0..rows-1`` and ``rows`` ones: views of buffers kept for reuse."""
+    """Column indices ``0..rows-1`` and ``rows`` ones: views of buffers kept for reuse, up to
+    ``_tuning.SPMM_KEPT_BYTES`` a dtype; more rows get buffers of their own, for this call only
+    (kept, one batch of 20M rows left 228 MiB held for the rest of the process)."""
     parts = _spmm_buffers.get(dtype)
-    if parts is None or parts[0].numel() < rows:
-        with _spmm_lock:
-            parts = _spmm_buffers.get(dtype)
-            if parts is None or parts[0].numel() < rows:
-                size = max(rows, 2 * (parts[0].numel() if parts is not None else 0), 1024)
-                parts = (torch.arange(size, dtype=torch.int64), torch.ones(size, dtype=dtype))
-                _spmm_buffers[dtype] = parts
+    if parts is not None and parts[0].numel() >= rows:
+        return parts[0][:rows], parts[1][:rows]
+    row_bytes = 8 + dtype.itemsize  # an index and a one per row
+    most = _tuning.SPMM_KEPT_BYTES // row_bytes
+    if rows > most:
+        return torch.arange(rows, dtype=torch.int64), torch.ones(rows, dtype=dtype)
+    with _spmm_lock:
+        parts = _spmm_buffers.get(dtype)
+        if parts is None or parts[0].numel() < rows:
+            size = min(max(rows, 2 * (parts[0].numel() if parts is not None else 0), 1024), most)
+            parts = (torch.arange(size, dtype=torch.int64), torch.ones(size, dtype=dtype))
+            _spmm_buffers[dtype] = parts
     return parts[0][:rows], parts[1][:rows]
 
 

@@ -15,6 +15,10 @@ float32/float64), interleaved rounds; the CUDA rows on one NVIDIA H100 (``bench/
 #: slower than ``index_add_`` at float32 width 64-256 on 74K-300K rows.
 SPMM_MIN_ROW = 4
 SPMM_MAX_ROW_BYTES = 160
+#: The column indices and ones of the SpMM segment sums are kept for reuse up to this many bytes a dtype
+#: (2.8M rows of float32, the largest batches of the benchmarks); more rows get their own for the call:
+#: kept, one batch of 20M rows left 228 MiB held until the process ended (tests/test_memory_hunt.py).
+SPMM_KEPT_BYTES = 32 << 20
 #: CPU max/min: the NumPy kernel up to this many bytes a row (2x faster than ``scatter_reduce`` at
 #: float32 width 16), ``scatter_reduce`` above it (2x faster at width 64-256) unless the compiled
 #: kernel serves the width.
