@@ -3,11 +3,54 @@
 Which library holds data at a place is the backend's rule (``backend._placement``).
 """
 
+import warnings
+
+import numpy as np
+
 from .backend import backend_of
 from .backend._placement import move, pinned_copy
 from .place import CUDAPinnedPlace, place_of
 
-__all__ = ["to_place", "pinned_copy"]
+__all__ = ["to_place", "pinned_copy", "host_array"]
+
+
+def _ragged_warning():
+    """The warning NumPy gives for ragged nested lists where it makes an object array of them (NumPy <
+    1.24, ``VisibleDeprecationWarning``); None where it raises ValueError (NumPy >= 1.24)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            np.asarray([[0], [0, 0]])
+        except ValueError:
+            return None
+    return caught[0].category if caught else None
+
+
+_RAGGED_WARNING = _ragged_warning()
+
+
+def host_array(data):
+    """Python data (numbers, nested lists) as a NumPy array; ragged nested lists raise ValueError.
+
+    NumPy < 1.24 warns and makes an object array of them instead: its warning is that ValueError here,
+    so every NumPy refuses ragged data alike (and the caller's message, not NumPy's warning, reaches the
+    user).
+
+    >>> host_array([[1, 2], [3, 4]]).shape
+    (2, 2)
+    >>> host_array([[1, 2], [3]])
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
+    """
+    if _RAGGED_WARNING is None:
+        return np.asarray(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", _RAGGED_WARNING)
+        try:
+            return np.asarray(data)
+        except _RAGGED_WARNING as err:
+            raise ValueError(str(err)) from None
 
 
 def to_place(data, place, *, copy):

@@ -14,7 +14,7 @@ from . import _indexing
 from . import place as _place
 from ._compile import compiling, eager, eager_under_compile, mark_rows_dynamic
 from ._conversions import ConversionsMixin
-from ._data import to_place
+from ._data import host_array, to_place
 from ._format import tensor_repr
 from ._nested_list import to_nested_list
 from ._paddle_methods import PaddleMethods, raise_unfit, rows_of
@@ -52,7 +52,7 @@ def coerce_data(data, name="data"):
         if isinstance(data, (str, bytes)):
             raise TypeError(f"{name} must be an array or a list of numbers, got {type(data).__name__} {data!r}")
         try:
-            data = np.asarray(data)
+            data = host_array(data)
         except ValueError:
             raise ValueError(
                 f"{name} must be rectangular (one array of rows); for ragged nested lists "

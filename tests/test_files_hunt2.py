@@ -14,6 +14,8 @@ import pytest
 import lodtensor as lt
 from lodtensor.backend._pickle import array_from_bytes, portable
 
+from ._torch_range import safe_globals
+
 pa = pytest.importorskip("pyarrow")
 
 
@@ -134,7 +136,7 @@ def _forged(cls, state, obj=None):
 def _weights_only_load(blob):
     import torch
 
-    with torch.serialization.safe_globals(lt.interop.torch_safe_globals()):
+    with safe_globals(lt.interop.torch_safe_globals()):
         return torch.load(io.BytesIO(blob), weights_only=True)
 
 

@@ -64,6 +64,10 @@ def test_torch_segment_functions_skip_the_per_call_signature_binding(monkeypatch
     """torch's ``Function.apply`` binds the arguments to ``inspect.signature(forward)`` on every call of a
     Function that defines ``setup_context`` (8-20 us, most of a small op's cost); ours go straight to the
     C entry when every argument is given by position, with the same results and gradients."""
+    from lodtensor.backend.torch import _vmap
+
+    if _vmap._FUNCTION_APPLY is None:  # torch 2.14 and 2.15: apply is the C entry, which binds in its own code
+        pytest.skip(f"torch {torch.__version__}'s Function.apply binds the signature itself: no shortcut to take")
     data = torch.from_numpy(_data()).requires_grad_(requires_grad)
     tt = lt.LoDTensor(data, [OFFSETS])
     col = lt.LoDTensor(data[:, :1], tt.lod)

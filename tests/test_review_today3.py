@@ -15,6 +15,8 @@ from lodtensor.nn import functional as F
 from lodtensor.nn._common import LAYER_ACTIVATIONS
 from lodtensor.text import BucketBatchSampler
 
+from ._torch_range import safe_globals
+
 
 # -- a LoD hashes as the tuple it equals ---------------------------------------------------------
 @pytest.mark.parametrize("levels", [[[0, 2, 5]], [[0, 1, 3], [0, 2, 2, 7]], [[0]], []])
@@ -72,7 +74,7 @@ def test_subclass_attributes_load_with_torch_weights_only():
     buf = io.BytesIO()
     torch.save(t, buf)
     buf.seek(0)
-    with torch.serialization.safe_globals([*torch_safe_globals(), Tagged]):
+    with safe_globals([*torch_safe_globals(), Tagged]):
         u = torch.load(buf, weights_only=True)
     assert type(u) is Tagged and u.note == "n" and u.lod() == [[0, 1, 4]]
 
@@ -172,4 +174,5 @@ def test_fast_apply_keeps_torchs_apply_on_a_torch_without_the_python_classmethod
     Twice.apply(x).sum().backward()
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
     monkeypatch.undo()
-    assert "apply" in _vmap.fast_apply(Twice).__dict__  # torch 2.13: the shortcut
+    if _vmap._FUNCTION_APPLY is not None:  # torch 2.13: the shortcut (torch 2.14 and 2.15 have none)
+        assert "apply" in _vmap.fast_apply(Twice).__dict__

@@ -24,6 +24,8 @@ import lodtensor as lt
 from lodtensor import sequence as S
 from lodtensor.text import BucketBatchSampler
 
+from ._torch_range import safe_globals
+
 torch = pytest.importorskip("torch")
 
 
@@ -72,7 +74,7 @@ def test_subclass_attribute_cycle_loads_with_torch_weights_only():
     buf = io.BytesIO()
     torch.save(t, buf)
     buf.seek(0)
-    with torch.serialization.safe_globals([*torch_safe_globals(), Linked]):
+    with safe_globals([*torch_safe_globals(), Linked]):
         u = torch.load(buf, weights_only=True)
     assert type(u) is Linked and u.me is u and u.tags == ["a", "b"] and u.lod() == [[0, 1, 3]]
 

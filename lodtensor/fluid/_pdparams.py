@@ -280,7 +280,7 @@ def read_pdparams(buf, where):
     >>> read_pdparams(blob[:-9], "m.pdparams")
     Traceback (most recent call last):
     ...
-    ValueError: m.pdparams: truncated or corrupted .pdparams file: SHORT_BINBYTES at offset 243 needs 24 bytes, 23 left
+    ValueError: m.pdparams: truncated or corrupted .pdparams file: SHORT_BINBYTES at offset ... needs 24 bytes, 23 left
     """
     view = memoryview(buf).cast("B")
     token = _BUDGET.set([view.nbytes + _SHARED_SLACK, view.nbytes])

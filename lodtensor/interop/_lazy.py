@@ -1,19 +1,32 @@
 """Lazy imports of the foreign libraries, each with an ImportError naming its extra."""
 
 import importlib
+import importlib.util
 import sys
 
 __all__ = ["require", "loaded"]
 
 
 def require(module, extra, what):
-    """Import ``module`` now; if missing, an ImportError naming the extra to install."""
+    """Import ``module`` now; if missing, an ImportError naming the extra to install; if it is installed but
+    its import fails (pyarrow >= 21 with NumPy 1.x: "pyarrow requires NumPy 2.0 or newer"), one with that reason.
+
+    >>> require("lodtensor_no_such_module", "arrow", "f()")
+    Traceback (most recent call last):
+    ...
+    ImportError: f() needs lodtensor_no_such_module, which is not installed; install it with ...
+    """
     try:
         return importlib.import_module(module)
     except ImportError as err:
+        top = module.split(".")[0]
+        if importlib.util.find_spec(top) is not None:
+            raise ImportError(
+                f"{what} needs {top}, which is installed but does not import here: {err} (see "
+                f"`pip install lodtensor[{extra}]`)"
+            ) from err
         raise ImportError(
-            f"{what} needs {module.split('.')[0]}, which is not installed; "
-            f"install it with `pip install lodtensor[{extra}]`"
+            f"{what} needs {top}, which is not installed; install it with `pip install lodtensor[{extra}]`"
         ) from err
 
 

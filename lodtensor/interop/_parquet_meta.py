@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 from ..lod import MAX_LOD_LEVELS
-from .arrow import host_dtype
+from .arrow import host_dtype, leaf_dtype
 
 __all__ = [
     "KEY",
@@ -163,5 +163,5 @@ def layout(pa, pf, names, specs):
         lists, row, leaf = type_shape(pa, pf.schema_arrow.field(name).type)
         if not (pa.types.is_integer(leaf) or pa.types.is_floating(leaf) or pa.types.is_boolean(leaf)):
             raise ValueError(f"column {name!r} holds Arrow type {leaf}: not lists of numbers or booleans")
-        out[name] = (lists, np.dtype(leaf.to_pandas_dtype()), row)
+        out[name] = (lists, leaf_dtype(pa, leaf), row)
     return out

@@ -206,6 +206,22 @@ def _check_no_nulls(arr, where, level):
         )
 
 
+def leaf_dtype(pa, typ):
+    """The NumPy dtype of Arrow boolean, integer or floating type ``typ``.
+
+    Not ``typ.to_pandas_dtype()``: pyarrow < 21 (the releases that run with NumPy 1.x) imports pandas for it,
+    and lodtensor does not need pandas.
+
+    >>> import pyarrow as pa
+    >>> leaf_dtype(pa, pa.uint16()), leaf_dtype(pa, pa.float32()), leaf_dtype(pa, pa.bool_())
+    (dtype('uint16'), dtype('float32'), dtype('bool'))
+    """
+    if pa.types.is_boolean(typ):
+        return np.dtype(np.bool_)
+    kind = "f" if pa.types.is_floating(typ) else "i" if pa.types.is_signed_integer(typ) else "u"
+    return np.dtype(f"{kind}{typ.bit_width // 8}")
+
+
 def _leaf_numpy(pa, arr, where):
     """The values array (FixedSizeLists over a primitive) as NumPy data of shape (N, *row_shape)."""
     row_shape = []
@@ -226,7 +242,7 @@ def _leaf_numpy(pa, arr, where):
     elif pa.types.is_boolean(typ):
         flat = arr.to_numpy(zero_copy_only=False)  # unpacking bits: a copy
     elif pa.types.is_integer(typ) or pa.types.is_floating(typ):
-        raw, dtype = arr.buffers()[1], typ.to_pandas_dtype()
+        raw, dtype = arr.buffers()[1], leaf_dtype(pa, typ)
         if raw is None:  # Arrow lets an empty array have no data buffer (validate() refused it for any other)
             flat = np.empty(0, dtype=dtype)
         else:

@@ -109,8 +109,15 @@ def _check_capsule(capsule, what):
 
 
 def _ragged_parts(data):
-    """``data.__dlpack_ragged__()`` checked: ``(values_capsule, [offsets_capsule, ...])``."""
-    got = data.__dlpack_ragged__(max_version=(1, 0))
+    """``data.__dlpack_ragged__()`` checked: ``(values_capsule, [offsets_capsule, ...])``.
+
+    Asked for DLPack 1.0 capsules first, then, where that raises TypeError, for the unversioned ones, as
+    NumPy and torch ask a producer: ``__dlpack__`` of torch 2.4 and of NumPy < 2.1 takes no ``max_version``.
+    """
+    try:
+        got = data.__dlpack_ragged__(max_version=(1, 0))
+    except TypeError:  # a producer (or the data of a LoDTensor) from before DLPack 1.0
+        got = data.__dlpack_ragged__()
     if not (isinstance(got, (tuple, list)) and len(got) == 2 and isinstance(got[1], (tuple, list))):
         shown = type(got).__name__
         if isinstance(got, (tuple, list)):

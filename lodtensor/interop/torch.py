@@ -14,6 +14,8 @@ attention kernels; a PackedSequence is the same rows reordered time-major.
 [[0, 2, 5]]
 """
 
+import codecs
+
 import numpy as np
 
 from .._compile import eager_under_compile
@@ -129,12 +131,14 @@ def _jagged_view(torch, values, offsets, shortest, longest, *, fresh):
     the torch-function layer (a no-op for this call) is skipped.
     """
     cls = _jagged_class()
+    as_tensors = getattr(cls, "_max_seqlen_tensor", None) is not None  # (torch 2.4 caches ints, no tensors)
     if cls is not None and fresh and not values.requires_grad:
+        cache = {"min_seqlen": shortest, "max_seqlen": longest} if as_tensors else _seqlens(shortest, longest)
         try:
-            return cls(values, offsets, _metadata_cache={"min_seqlen": shortest, "max_seqlen": longest})
+            return cls(values, offsets, _metadata_cache=cache)
         except TypeError:  # a torch version changed the private constructor: the public one below
             pass
-    view = _jagged_view_op(torch) if cls is not None else None
+    view = _jagged_view_op(torch) if as_tensors else None
     if view is not None:
         view_op, dummy = view
         try:
@@ -142,9 +146,15 @@ def _jagged_view(torch, values, offsets, shortest, longest, *, fresh):
                 return view_op(values, offsets, dummy(), None, 1, shortest, longest)
         except TypeError:  # a torch version changed the private op's arguments: the public one below
             pass
-    return torch.nested.nested_tensor_from_jagged(  # the public constructor: the same tensor
-        values, offsets, min_seqlen=shortest.shape[0], max_seqlen=longest.shape[0]
-    )
+    try:  # the public constructor: the same tensor
+        return torch.nested.nested_tensor_from_jagged(values, offsets, **_seqlens(shortest, longest))
+    except TypeError:  # torch 2.4 takes neither length: it finds them from the offsets when asked
+        return torch.nested.nested_tensor_from_jagged(values, offsets)
+
+
+def _seqlens(shortest, longest):
+    """The shortest and longest component lengths, as ints (held as the first dim of a (n, 0) tensor)."""
+    return {"min_seqlen": shortest.shape[0], "max_seqlen": longest.shape[0]}
 
 
 def _jagged_view_op(torch):
@@ -327,5 +337,8 @@ def torch_safe_globals():
     >>> with torch.serialization.safe_globals(torch_safe_globals()):
     ...     torch.load(buf, weights_only=True)["batch"].lod()
     [[0, 1, 3]]
+
+    It includes ``_codecs.encode``, how ``torch.save``'s pickle protocol writes bytes (the arrays' raw
+    data): a recent torch (2.13) admits it by default, torch 2.4's loader only when it is listed.
     """
-    return list(UNPICKLERS)
+    return [*UNPICKLERS, codecs.encode]

@@ -6,7 +6,7 @@ import numbers
 
 import numpy as np
 
-from .._data import to_place
+from .._data import host_array, to_place
 from ..backend import backend_name_of, get_backend
 from ..backend._placement import pin
 from ..errors import BackendMismatchError, ShapeError
@@ -51,7 +51,7 @@ def _coerce_item(item, index, where):
         raise TypeError(f"{where}: tensor_list[{index}] is a nested tensor; components must be dense")
     if isinstance(item, (bool, numbers.Number, np.generic)) or isinstance(item, (list, tuple)):
         try:
-            arr = np.asarray(item)
+            arr = host_array(item)
         except ValueError:
             raise ShapeError(
                 f"{where}: tensor_list[{index}] is a ragged nested list; each component must be "

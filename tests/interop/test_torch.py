@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 import lodtensor as lt
 import lodtensor.nested as ln
 
+from .._torch_range import public_njt, safe_globals, seqlens, torch_jagged
+
 torch = pytest.importorskip("torch")
 nn = torch.nn
 rnn = torch.nn.utils.rnn
@@ -53,9 +55,7 @@ def _public_njt(t):
     data = t.data if isinstance(t.data, torch.Tensor) else torch.from_numpy(t.data)
     lengths = np.diff(t.lod.levels[0])
     offsets = t.to_nested_jagged().offsets()  # the same offsets tensor, so the same nested int
-    return torch.nested.nested_tensor_from_jagged(
-        data, offsets, min_seqlen=int(lengths.min()), max_seqlen=int(lengths.max())
-    )
+    return public_njt(data, offsets, int(lengths.min()), int(lengths.max()))
 
 
 @given(t=one_level)
@@ -66,13 +66,12 @@ def test_to_nested_jagged_equals_torchs_constructor(t):
     assert type(njt) is type(want)
     assert njt.shape == want.shape and njt.dtype == want.dtype and njt.device == want.device
     assert njt._ragged_idx == want._ragged_idx and njt.lengths() is None
-    assert njt._get_min_seqlen() == want._get_min_seqlen()
-    assert njt._get_max_seqlen() == want._get_max_seqlen()
+    assert seqlens(njt) == seqlens(want)
     assert njt.requires_grad == want.requires_grad
     assert all(torch.equal(a, b) for a, b in zip(njt.unbind(), want.unbind()))
     # same nested int: ops between ours and torch's own njt work
     assert torch.equal((njt + want).values(), want.values() * 2)
-    assert torch.equal(torch.nested.to_padded_tensor(njt, -1), torch.nested.to_padded_tensor(want, -1))
+    assert torch.equal(torch_jagged(torch.nested.to_padded_tensor, njt, -1), torch.nested.to_padded_tensor(want, -1))
     if isinstance(t.data, torch.Tensor):  # caller-held data: a view of it, as torch makes
         assert njt._is_view() and njt._base is t.data
 
@@ -87,7 +86,7 @@ def test_to_nested_jagged_gradients_equal_torchs(dtype):
         t = lt.from_torch(leaf, recursive_sequence_lengths=[lengths])
         njt = t.to_nested_jagged() if build == "lodtensor" else _public_njt(t)
         assert njt.requires_grad and njt.grad_fn is not None
-        out = torch.nested.to_padded_tensor(njt.sin() * njt, 0.0)
+        out = torch_jagged(torch.nested.to_padded_tensor, njt.sin() * njt, 0.0)
         out.sum().backward()
         grads.append(leaf.grad)
     torch.testing.assert_close(grads[0], grads[1])
@@ -102,7 +101,8 @@ def _backward_after_write(build, write):
     x = torch.arange(18.0).reshape(6, 3)
     w = torch.ones(6, 3, requires_grad=True)
     njt = build(x)
-    y = torch.nested.to_padded_tensor(njt * torch.nested.nested_tensor_from_jagged(w, njt.offsets()), 0.0).sum()
+    y = torch_jagged(torch.nested.to_padded_tensor, njt * torch.nested.nested_tensor_from_jagged(w, njt.offsets()), 0.0)
+    y = y.sum()
     if write:
         x.add_(1)
     try:
@@ -331,7 +331,7 @@ def test_to_nested_jagged_falls_back_when_torchs_private_names_change(monkeypatc
         monkeypatch.setattr(interop, "_jagged_class", lambda: Changed)
     njt = t.to_nested_jagged()
     monkeypatch.undo()
-    assert type(njt) is type(want) and njt._get_max_seqlen() == want._get_max_seqlen()
+    assert type(njt) is type(want) and seqlens(njt) == seqlens(want)
     assert all(torch.equal(a, b) for a, b in zip(njt.unbind(), want.unbind()))
     assert njt.values().data_ptr() == want.values().data_ptr()
     assert njt.requires_grad == want.requires_grad
@@ -349,7 +349,7 @@ def test_torch_load_with_weights_only_admits_lodtensor_objects():
     with pytest.raises(Exception, match="weights_only|Unsupported global"):
         torch.load(buf, weights_only=True)  # torch's default refuses what it does not know
     buf.seek(0)
-    with torch.serialization.safe_globals(lt.interop.torch_safe_globals()):
+    with safe_globals(lt.interop.torch_safe_globals()):
         back = torch.load(buf, weights_only=True)
     assert back["t"].lod() == [[0, 2, 6]] and torch.equal(back["t"].data, objs["t"].data)
     assert back["n"].tolist() == objs["n"].tolist() and back["lod"] == objs["lod"]
@@ -367,6 +367,6 @@ def test_torch_load_with_weights_only_takes_tensors_of_no_element(make, lod):
     buf = io.BytesIO()
     torch.save({"t": t}, buf)
     buf.seek(0)
-    with torch.serialization.safe_globals(lt.interop.torch_safe_globals()):
+    with safe_globals(lt.interop.torch_safe_globals()):
         back = torch.load(buf, weights_only=True)["t"]
     assert back.lod() == lod and tuple(back.data.shape) == (0, 3) and type(back.data) is type(t.data)

@@ -168,7 +168,8 @@ CALLS["linalg_matrix_norm"] = _dims(torch.linalg.matrix_norm, "fro", values=((1,
 CALLS["frobenius_norm"] = [lambda x, d=d: torch.frobenius_norm(x, d) for d in ((1, 2), (0, 1), (-1,))]
 CALLS["nuclear_norm"] = [lambda x, d=d: torch.nuclear_norm(x, d) for d in ((1, 2), (0, 1))] + [
     (torch.nuclear_norm, X[:, :, 0]), (lambda x: torch.nuclear_norm(x, True), X[:, :, 0])]
-CALLS["hash_tensor"] = _dims(torch.hash_tensor)
+if hasattr(torch, "hash_tensor"):  # (torch 2.4 has none: test_every_table_row_is_sampled skips it there)
+    CALLS["hash_tensor"] = _dims(torch.hash_tensor)
 CALLS["norm_except_dim"] = [lambda x, d=d: torch.norm_except_dim(x, 2, d) for d in (0, 1, 2)] + [
     torch.norm_except_dim, lambda x: torch.norm_except_dim(x, dim=-1)]
 CALLS["unfold_copy"] = [lambda x, d=d: torch.unfold_copy(x, d, 2, 1) for d in (0, 1, 2, -1)]
@@ -510,6 +511,8 @@ SAMPLES = list(_samples())
 
 @pytest.mark.parametrize("name", sorted(RULES))
 def test_every_table_row_is_sampled(name):
+    if name == "hash_tensor" and not hasattr(torch, name):
+        pytest.skip(f"torch {torch.__version__} has no {name}: nothing to sample")
     assert any(n == name for n, *_ in SAMPLES), f"no sample call for table entry {name!r}"
 
 

@@ -133,6 +133,27 @@ def test_fused_gru_equals_unfused_for_every_activation(act, which):
     _compare(_gru_fused(lod, *inputs, **kw), _gru_unfused(lod, *inputs, **kw), inputs)
 
 
+def test_fused_softmax_gradients_where_torchs_kernel_misreads_strided_blocks(monkeypatch):
+    """torch 2.4.1's CPU ``_softmax_backward_data`` read strided blocks (a gate's columns of a step's
+    buffer) as if contiguous: the fused LSTM's and GRU's softmax activations had wrong gradients there.
+    The steps' probe finds such a kernel and hands it contiguous blocks."""
+    from lodtensor.backend.torch import _steps
+
+    real = torch._softmax_backward_data
+
+    def misreads(grad, output, dim, dtype):  # each operand's memory read as if it were contiguous
+        flat = [torch.as_strided(t, t.shape, torch.empty(t.shape).stride(), t.storage_offset()) for t in (grad, output)]
+        return real(*flat, dim, dtype)
+
+    monkeypatch.setattr(torch, "_softmax_backward_data", misreads)
+    monkeypatch.setattr(_steps, "_STRIDED_SOFTMAX_GRAD", _steps._strided_softmax_grad())
+    assert not _steps._STRIDED_SOFTMAX_GRAD  # the probe sees the simulated kernel
+    lod, inputs, kw = _lstm_case(LODS["mixed"], True, False, "both", ("softmax", "tanh", "tanh"))
+    _compare(_lstm_fused(lod, *inputs, **kw), _lstm_unfused(lod, *inputs, **kw), inputs)
+    lod, inputs, kw = _gru_case(LODS["mixed"], False, True, True, ("softmax", "tanh"))
+    _compare(_gru_fused(lod, *inputs, **kw), _gru_unfused(lod, *inputs, **kw), inputs)
+
+
 def _gradcheck(fused, lod, inputs, kw):
     """gradcheck of ``fused`` over the inputs that are given (None ones stay None)."""
     present = [t is not None for t in inputs]
@@ -236,7 +257,8 @@ def test_small_recurrences_run_their_steps_on_one_thread_forward_and_backward(la
         return gemm(self, run, *args, **kwargs)
 
     monkeypatch.setattr(StepThreads, "gemm", probe)
-    previous = torch.get_num_threads()
+    monkeypatch.setattr("lodtensor.backend.torch._steps._SWITCH", [True])  # (where changing the count is slow,
+    previous = torch.get_num_threads()  # torch 2.4's, the loops keep it: test_version_range.py)
     torch.set_num_threads(2)
     try:
         rng = np.random.RandomState(0)
@@ -263,10 +285,11 @@ def test_small_recurrences_run_their_steps_on_one_thread_forward_and_backward(la
         torch.set_num_threads(previous)
 
 
-def test_large_steps_keep_torch_threads():
+def test_large_steps_keep_torch_threads(monkeypatch):
     from lodtensor.backend.torch._recurrent import StepThreads
     from lodtensor.backend.torch._tuning import STEP_ELEMENTS_PER_THREAD, STEP_WORK_PER_THREAD
 
+    monkeypatch.setattr("lodtensor.backend.torch._steps._SWITCH", [True])  # a torch whose count changes cheaply
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     try:

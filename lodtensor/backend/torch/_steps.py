@@ -10,6 +10,8 @@ row gathers, and the guard that refuses a second differentiation.
 [[0.25, 0.1966119259595871]]
 """
 
+import time
+
 import numpy as np
 import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
@@ -61,8 +63,25 @@ _ACT_ = {
 
 
 def _softmax_grad_(y, g, width):
-    back = torch._softmax_backward_data(_blocks(g, width), _blocks(y, width), -1, y.dtype)
+    g_blocks, y_blocks = _blocks(g, width), _blocks(y, width)
+    if not _STRIDED_SOFTMAX_GRAD:
+        g_blocks, y_blocks = g_blocks.contiguous(), y_blocks.contiguous()
+    back = torch._softmax_backward_data(g_blocks, y_blocks, -1, y.dtype)
     g.copy_(back.reshape(g.shape))
+
+
+def _strided_softmax_grad():
+    """Whether ``torch._softmax_backward_data`` reads strided blocks right (a gate's columns of a step's
+    buffer): torch 2.4.1's CPU kernel read them as if contiguous (a softmax activation's gradients were
+    wrong), torch 2.13's reads them right. Checked once, on two rows of two blocks."""
+    y = torch.softmax(torch.arange(16.0, dtype=torch.float64).reshape(2, 8).sin(), -1)
+    g = torch.arange(16.0, dtype=torch.float64).reshape(2, 8).cos()
+    strided = _blocks(g[:, 1:7], 3), _blocks(y[:, 1:7], 3)
+    got = torch._softmax_backward_data(*strided, -1, torch.float64)
+    return torch.equal(got, torch._softmax_backward_data(*(b.contiguous() for b in strided), -1, torch.float64))
+
+
+_STRIDED_SOFTMAX_GRAD = _strided_softmax_grad()
 
 
 def _softsign_grad_(y, g, width):
@@ -84,6 +103,31 @@ _GRAD_ = {
 
 
 # -- helpers ------------------------------------------------------------------------------------
+_SWITCH = []  # [whether changing torch's thread count is cheap here], once measured
+
+
+def switch_is_cheap():
+    """Whether a change of torch's thread count costs at most ``_tuning.STEP_SWITCH_MAX_SECONDS``.
+
+    Measured once, on the first loop that would change it: the fastest of up to three changes there
+    and back (one where the first is cheap). torch 2.13 takes microseconds, torch 2.8.0 0.15 ms;
+    torch 2.4.1 (its PyPI wheel) 14 ms a change on the 2-core VM, more than a loop of small steps
+    saves, so there :class:`StepThreads` keeps torch's count.
+    """
+    if not _SWITCH:
+        have = torch.get_num_threads()
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            torch.set_num_threads(have - 1 if have > 1 else 2)
+            torch.set_num_threads(have)
+            best = min(best, (time.perf_counter() - start) / 2)
+            if best <= _tuning.STEP_SWITCH_MAX_SECONDS:
+                break
+        _SWITCH[:] = [best <= _tuning.STEP_SWITCH_MAX_SECONDS]
+    return _SWITCH[0]
+
+
 class StepThreads:
     """torch's intra-op threads for a loop of small steps (CPU), restored afterwards.
 
@@ -96,7 +140,8 @@ class StepThreads:
     and the per-step GEMMs, through :meth:`gemm`, on ``gemm`` threads (one per
     ``STEP_WORK_PER_THREAD`` multiply-adds), both at most torch's count. CPU data only;
     ``torch.set_num_threads`` is process-wide: other threads of the process see the lower
-    count meanwhile.
+    count meanwhile. Where changing the count is itself slow (:func:`switch_is_cheap`: 14 ms
+    on torch 2.4.1), the loop keeps torch's count.
     """
 
     __slots__ = ("gemm_threads", "pointwise", "saved")
@@ -107,7 +152,7 @@ class StepThreads:
             have = torch.get_num_threads()
             gemm = max(1, min(have, (int(batch) * d * gates * d) // _tuning.STEP_WORK_PER_THREAD))
             pointwise = max(1, min(have, (int(batch) * d) // _tuning.STEP_ELEMENTS_PER_THREAD))
-            if min(gemm, pointwise) < have:
+            if min(gemm, pointwise) < have and switch_is_cheap():
                 self.gemm_threads, self.pointwise = gemm, pointwise
 
     def __enter__(self):

@@ -49,3 +49,10 @@ NUMPY_TANH = True
 #: pay off. On the loaded 2-core VM six element-wise ops of a [2266, 256] step took 0.62 ms on one
 #: thread and 4.8 ms on two (medians of 60 interleaved rounds; p90 3.4 and 25.8 ms).
 STEP_ELEMENTS_PER_THREAD = 1 << 20
+#: A change of torch's thread count (``torch.set_num_threads``) slower than this makes the recurrences'
+#: step loops keep torch's count (``_steps.switch_is_cheap``): a loop changes it twice a step when its
+#: GEMMs and element-wise ops get different counts, and fewer threads saved a [2266, 256] step 4 ms on
+#: the loaded 2-core VM (STEP_ELEMENTS_PER_THREAD). Measured there, a change took 1.5 us on torch 2.13
+#: (CPU build), 0.15 ms on torch 2.8.0 and 14 ms on torch 2.4.1 (their PyPI CUDA wheels, on the CPU):
+#: on 2.4.1 a small LSTM's gradcheck ran for minutes.
+STEP_SWITCH_MAX_SECONDS = 1e-3
