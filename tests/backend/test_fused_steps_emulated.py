@@ -65,7 +65,8 @@ def test_fused_steps_give_the_unfused_values_and_gradients(route, monkeypatch, a
     route.launches.clear()
     plain = _run(inputs, peep, reverse, acts, monkeypatch, False)
     assert not any(name.startswith("lt_lstm") for name in _launched(route))
-    for got, want in zip(fused, plain, strict=True):
+    assert len(fused) == len(plain)  # (no zip(strict=): the tests run on Python 3.9 too)
+    for got, want in zip(fused, plain):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 
@@ -131,7 +132,8 @@ def test_fused_gru_steps_give_the_unfused_values_and_gradients(route, monkeypatc
     route.launches.clear()
     plain = _run_gru(inputs, origin, reverse, acts, monkeypatch, False)
     assert not any(name.startswith("lt_gru") for name in _launched(route))
-    for got, want in zip(fused, plain, strict=True):
+    assert len(fused) == len(plain)  # (no zip(strict=): the tests run on Python 3.9 too)
+    for got, want in zip(fused, plain):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
 
 

@@ -141,7 +141,8 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
         results.append([h.data.detach(), c.data.detach(), x.grad, w.grad, b.grad, c0.grad])
     assert launched
     scale = 5e-4 if dtype == "float32" else 1e-12  # the gradients reach 1e4: rounding, relative to them
-    for got, want in zip(*results, strict=True):
+    assert len(results[0]) == len(results[1])  # (no zip(strict=): Python 3.9)
+    for got, want in zip(*results):
         torch.testing.assert_close(got, want, rtol=0, atol=scale * float(want.abs().max()))
     results = []
     for fused in (True, False):  # the GRU likewise
@@ -151,7 +152,8 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
         h = F.dynamic_gru(lt.LoDTensor(x, [offsets]), w, b, h0, origin_mode=True)
         h.data.sum().backward()
         results.append([h.data.detach(), x.grad, w.grad, b.grad, h0.grad])
-    for got, want in zip(*results, strict=True):
+    assert len(results[0]) == len(results[1])  # (no zip(strict=): Python 3.9)
+    for got, want in zip(*results):
         torch.testing.assert_close(got, want, rtol=0, atol=scale * float(want.abs().max()))
 
 
