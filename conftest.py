@@ -7,6 +7,7 @@ The doctest collector (``--doctest-modules``) imports every module under
 import importlib.util
 
 collect_ignore = ["tests/data"]  # fixtures and the scripts that write them (run by hand, with real Paddle)
+collect_ignore.append("tests/_memory_drive.py")  # a script run in a child process (tests/test_memory_hunt.py)
 if importlib.util.find_spec("torch") is None:
     collect_ignore.append("lodtensor/backend/torch")
 if importlib.util.find_spec("cupy") is None:  # the CUDA sources' folder (cuda/) needs no cupy
