@@ -226,23 +226,30 @@ def narrow_nested(input, dim, start, length):
     """
     check_nested(input, "narrow()")
     if input._layout == "strided" and not input._st.outer and normalize_dim(dim, input.dim()) == 0:
-        count = input._struct.n
-        start, length = operator.index(start), operator.index(length)
-        start = start + count if start < 0 else start
-        if length < 0 or not 0 <= start <= count or start + length > count:
-            raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({count}).")
+        start, length = _narrow_range(start, length, input._struct.n)
         return components_slice(input, start, start + length)
     a = _regular_dim("narrow()", input, dim)
     st = input._struct
-    size = int(st.sizes[0, a]) if st.n else 0
-    start, length = operator.index(start), operator.index(length)
-    if start < 0:
-        start += size
-    if length < 0 or not 0 <= start <= size or start + length > size:
-        raise IndexError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    start, length = _narrow_range(start, length, int(st.sizes[0, a]) if st.n else 0)
     new = st.sizes.copy()
     new[:, a] = length
     return _map(input, a, lambda block, ax: _take(block, ax, start, start + length), new)
+
+
+def _narrow_range(start, length, size):
+    """``(start, length)`` of narrow over ``size`` elements, ``start`` counted from 0; torch's errors: an
+    IndexError for a start outside ``[-size, size]``, a RuntimeError (ShapeError) for a negative length or one
+    running past the end."""
+    start, length = operator.index(start), operator.index(length)
+    if not -size <= start <= size:
+        raise IndexError(f"narrow(): start out of range (expected to be in range of [{-size}, {size}], but got "
+                         f"{start})")
+    if length < 0:
+        raise ShapeError(f"narrow(): length must be non-negative, got {length}")
+    begin = start + size if start < 0 else start
+    if begin + length > size:
+        raise ShapeError(f"start ({begin}) + length ({length}) exceeds dimension size ({size}).")
+    return begin, length
 
 
 def slice_dim(input, dim, index):

@@ -159,8 +159,9 @@ def narrow(tensor, dim, start, length, layout="strided"):
     offsets = np.append(starts + np.arange(b, dtype=np.int64) * size, starts[-1] + (b - 1) * size + lens[-1]) \
         if b else np.zeros(1, np.int64)
     values = tensor.reshape((b * size,) + tuple(tensor.shape[2:]))
-    if b and not starts[1:].any() and np.all(starts[:-1] + lens[:-1] == size):
-        # the rows tile one stretch of the buffer: no holes, a contiguous view (torch's lengths() is None too)
+    if b and not starts[1:].any() and np.all(starts[:-1] + lens[:-1] == size) and starts[0] + lens[0] == size:
+        # the rows tile one stretch of the buffer: no holes, a contiguous view (torch's lengths() is None too;
+        # as torch's, the first row must reach the end of its row also when it is the only one)
         return nested_tensor_from_jagged(values[int(offsets[0]) : int(offsets[-1])], offsets - offsets[0])
     return nested_tensor_from_jagged(values, offsets, lens)
 

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ..errors import ShapeError
-from ._broadcast import check_nested, scalar_like
+from ._broadcast import check_nested, not_implemented, scalar_like
 from ._dtypes import kind_of, torch_name
 from ._pointwise import _history_safe, _inplace, _unary_input, _wrap, binary, write_into
 from ._registry import OP_TABLE, implements
@@ -187,6 +187,11 @@ def _torch_rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=
 
 def _rrelu(input, lower, upper, training, generator, inplace):
     check_nested(input, "rrelu()")
+    for key, value in (("lower", lower), ("upper", upper)):  # (the NumPy formula would fail on them unnamed)
+        if not (isinstance(value, numbers.Real) or scalar_like(value) is not None and kind_of(value.dtype) in "biuf"):
+            raise TypeError(f"rrelu(): argument {key!r} must be a real number, got {type(value).__name__} {value!r}")
+    if kind_of(input.dtype) == "c":  # torch's leaky_relu kernel refuses complex data (NumPy would compare them)
+        raise not_implemented("rrelu", input, "real floating point")
     src = _history_safe(input, ())[0] if inplace else input
     buf = _unary_input("rrelu", "fp", src)
     kwargs = {"lower": lower, "upper": upper, "training": bool(training)}

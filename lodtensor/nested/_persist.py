@@ -10,7 +10,7 @@ rebuilds the holes with ``nested_tensor_from_jagged``'s checks (a pickle is outs
 
 import numpy as np
 
-from ..backend import backend_of
+from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable, unpickled_by
 from ..errors import ShapeError
 from ._jagged import _from_jagged
@@ -105,6 +105,17 @@ def _checked_perm(perm, rank):
     return perm
 
 
+def _check_like_buffer(values, buf):
+    """The holes' ``values`` hold the components' data: the buffer's library, dtype and device (``values()``
+    and the components must agree on what they are)."""
+    lib, want = backend_name_of(values), backend_name_of(buf)
+    be = backend_of(buf)
+    if lib != want or values.dtype != buf.dtype or be.device_of(values) != be.device_of(buf):
+        got = (lib, str(values.dtype), str(backend_of(values).device_of(values)))
+        raise TypeError(f"{_WHERE}: the holes' values must be {want} data of dtype {buf.dtype} on "
+                        f"{be.device_of(buf)}, as the buffer, got {got[0]} data of dtype {got[1]} on {got[2]}")
+
+
 @unpickled_by
 def _rebuild_view(buffer, sizes, layout, outer, hollow, jag, perm, holes):
     """Unpickle a transposed view or a tensor with holes: the storage through ``_rebuild``'s gate, the
@@ -119,6 +130,7 @@ def _rebuild_view(buffer, sizes, layout, outer, hollow, jag, perm, holes):
     if not isinstance(holes, tuple) or len(holes) != 3 or base._st.outer:
         raise ShapeError(f"{_WHERE}: holes must be (values, offsets, lengths) of a one-level tensor")
     gated = _from_jagged(holes[0], holes[1], holes[2], 1 if perm is None else perm[0] + 1, None, None)
+    _check_like_buffer(holes[0], base._buf)
     if gated._perm != out._perm or not np.array_equal(gated._st.sizes, out._st.sizes):
         raise ShapeError(f"{_WHERE}: the holes (values, offsets, lengths) do not describe the components: "
                          f"sizes {gated._struct.sizes.tolist()[:8]}, expected {out._struct.sizes.tolist()[:8]}")

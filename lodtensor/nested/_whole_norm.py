@@ -9,7 +9,10 @@ components are contiguous, so each is one segment of elements.
 
 import numpy as np
 
+from ..backend import dtype_name
 from ..errors import ShapeError
+from ._broadcast import not_implemented
+from ._dtypes import kind_of, resolve_dtype
 from ._symbolic import RaggedSize
 
 __all__ = ["covers_components", "whole_layer_norm"]
@@ -39,6 +42,14 @@ def whole_layer_norm(input, eps, weight, bias, make):
     st = input._struct
     be = input.backend
     buf = input._buffer
+    kind = kind_of(buf.dtype)
+    if kind not in "iuf":  # (torch's jagged layout refuses bool and complex data too)
+        raise not_implemented("layer_norm", input, "integer or floating point")
+    # integers give float32, as torch's; half precision is summed in float32 (a component of 2**16 elements
+    # overflows float16's sums and counts), as torch's layer_norm accumulates
+    half = kind == "f" and dtype_name(buf.dtype) in ("float16", "bfloat16")
+    if kind != "f" or half:
+        buf = be.astype(buf, resolve_dtype("float32", be.name))
     total = int(buf.shape[0])
     offsets = be.from_host(np.asarray(st.offsets, dtype=np.int64), like=buf, dtype=np.int64)
     ids = be.segment_ids(offsets, total=total)
@@ -47,4 +58,5 @@ def whole_layer_norm(input, eps, weight, bias, make):
     centered = buf - be.gather(mean, ids)
     var = be.segment_sum(centered * centered, offsets) / count
     std = be.pointwise("sqrt", "sqrt", var + float(eps))
-    return make(centered / be.gather(std, ids), st, input._layout)
+    out = centered / be.gather(std, ids)
+    return make(be.astype(out, input.dtype) if half else out, st, input._layout)

@@ -229,7 +229,9 @@ def _evaluate(name, xp, x, n):
         covered = rules[0][0]
         for mask, _ in rules[1:]:
             covered = covered | mask
-        if not bool(covered.any()):  # no closed form applies anywhere: the recurrence on the whole input
+        if x.size == 0:  # (nothing to evaluate: the recurrence would read the highest degree of none)
+            out = xp.zeros(x.shape, dtype=dtype)
+        elif not bool(covered.any()):  # no closed form applies anywhere: the recurrence on the whole input
             out = _recurrence(xp, first, step, x, k, T, degree)
         else:
             out = xp.zeros(x.shape, dtype=dtype)

@@ -17,22 +17,32 @@ from ._orthopoly import POLYNOMIALS
 __all__ = ["XP_FORMULAS"]
 
 
-def _x_log(xp, x, y, log):
+def _x_log(xp, x, y, log, name):
     """``x * log(y)`` with 0 where ``x == 0`` and ``y`` is not NaN (torch's xlogy / xlog1py), in the operands'
-    dtype (Python scalars are weak, NEP 50: float32 stays float32)."""
+    dtype (Python scalars are weak, NEP 50: float32 stays float32); complex operands refused, as torch's."""
     dtype = xp.result_type(x, y)
+    if dtype.kind == "c":  # (NumPy's log would give a complex value where torch has no kernel)
+        raise TypeError(f"{name}(): not implemented for complex operands (torch's {name} has no complex kernel), "
+                        f"got dtype {dtype}")
     x, y = xp.asarray(x, dtype=dtype), xp.asarray(y, dtype=dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = x * log(y)
     return xp.where((x == 0) & ~xp.isnan(y), dtype.type(0), out).astype(out.dtype, copy=False)
 
 
+def _real(name, x):
+    """A complex ``x`` refused (SciPy's functions would refuse it naming their ufunc, not the op)."""
+    if x.dtype.kind == "c":
+        raise TypeError(f"{name}(): not implemented for complex data (torch's {name} has no complex kernel), got "
+                        f"dtype {x.dtype}")
+
+
 def xlogy(xp, special, x, y):
-    return _x_log(xp, x, y, xp.log)
+    return _x_log(xp, x, y, xp.log, "xlogy")
 
 
 def xlog1py(xp, special, x, y):
-    return _x_log(xp, x, y, xp.log1p)
+    return _x_log(xp, x, y, xp.log1p, "xlog1py")
 
 
 def mvlgamma(xp, special, x, p=None):
@@ -42,6 +52,7 @@ def mvlgamma(xp, special, x, p=None):
         raise TypeError("mvlgamma() missing 1 required positional argument: 'p'")
     if p < 1:
         raise ValueError(f"mvlgamma(): p has to be greater than or equal to 1, got p={p}")
+    _real("mvlgamma", x)
     gammaln = special("gammaln")
     out = xp.full(x.shape, p * (p - 1) / 4 * math.log(math.pi), dtype=x.dtype)
     for j in range(p):
@@ -51,6 +62,7 @@ def mvlgamma(xp, special, x, p=None):
 
 def polygamma(xp, special, x, n):
     """The ``n``-th derivative of digamma (``n`` a Python int, checked by the op), in ``x``'s dtype."""
+    _real("polygamma", x)
     return special("polygamma")(xp.asarray(n, dtype=np.float64), x).astype(x.dtype, copy=False)
 
 
