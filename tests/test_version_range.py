@@ -1,4 +1,4 @@
-"""The edges of the declared version range (setup.cfg: numpy>=1.22, torch>=2.4), in the tests' own venv.
+"""The edges of the declared version range (setup.cfg: numpy>=1.23, torch>=2.4), in the tests' own venv.
 
 The suite runs on torch 2.13 and NumPy 2; each case here puts back, by monkeypatching, the one thing an
 older release does differently (the release named in the test), so the branch that serves it runs here
