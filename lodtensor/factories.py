@@ -189,9 +189,17 @@ def create_random_int_lodtensor(recursive_seq_lens, base_shape, place, low, high
         raise TypeError(f"create_random_int_lodtensor(): base_shape must hold integers, got {base_shape!r}") from None
     if any(d < 0 for d in dims):
         raise ValueError(f"create_random_int_lodtensor(): base_shape must be non-negative, got {base_shape!r}")
-    low, high = operator.index(low), operator.index(high)
+    try:
+        low, high = operator.index(low), operator.index(high)
+    except TypeError:
+        raise TypeError(
+            f"create_random_int_lodtensor(): low and high must be integers, got low={low!r}, high={high!r}"
+        ) from None
     if low > high:
         raise ValueError(f"create_random_int_lodtensor(): low={low} must not exceed high={high}")
+    if low < -(2**63) or high > 2**63 - 1:
+        raise ValueError(f"create_random_int_lodtensor(): low and high must be int64 values "
+                         f"(-2**63 ... 2**63 - 1), got low={low}, high={high}")
     data = np.random.randint(low, high + 1, size=[lod.num_rows] + dims).astype(np.int64)
     return create_lod_tensor(data, recursive_seq_lens, place)
 

@@ -100,7 +100,7 @@ def split_sentences(docs, column=None):
     and empty ones dropped, so an empty document has no sentence. White
     space and line breaks are Unicode's, as Python's ``str.isspace`` and
     ``str.splitlines`` see them (an ideographic space U+3000 is white space;
-    ``\r`` and U+2028 are line breaks), except that a no-break space (U+00A0,
+    ``\\r`` and U+2028 are line breaks), except that a no-break space (U+00A0,
     U+2007, U+202F) ends no sentence. Abbreviations ("Dr. Who") split
     too: for other rules, split before and pass sentences with ``split_sentences=False``. Runs in Arrow's string
     kernels: no Python loop over characters or sentences.
