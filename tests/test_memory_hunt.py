@@ -45,15 +45,7 @@ compiled = pytest.mark.skipif(_csegment is None, reason="the compiled kernels we
 LOD = [[0, 3, 10, 10, 30, 50]]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _frozen_heap():
-    """What the session made before these tests is moved out of the collector's sight (``gc.freeze``): each
-    ``gc.collect()`` here then scans only what the tests make (in a whole ``make test`` process, a full
-    collection took most of each check's 5 s); what they make is collected as before."""
-    gc.collect()
-    gc.freeze()
-    yield
-    gc.unfreeze()
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # gc.collect() scans only what the tests make
 
 
 def _traced_growth(fn, n=None, windows=4, warm=10, seconds=0.1):

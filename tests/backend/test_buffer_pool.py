@@ -26,6 +26,8 @@ from lodtensor.backend import buffer_pool_info, set_buffer_pool, trim_buffer_poo
 from lodtensor.backend.numpy import _pool as _np_pool
 from lodtensor.backend.numpy import _tuning as np_tuning
 
+pytestmark = pytest.mark.usefixtures("frozen_heap")  # gc.collect() scans only what the tests make
+
 KIB = 1 << 10
 
 
