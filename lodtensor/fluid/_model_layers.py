@@ -102,9 +102,26 @@ def _cast_feed(value, want, where, name):
     return value.with_data(got) if isinstance(value, LoDTensor) else got
 
 
-def _fed(where, name, dtype, shape, lod_level, batch_dim):
+def _python_feed(feed, where, name):
+    """A feed given as Python numbers (a list, tuple or scalar) as a NumPy array, as Paddle's executor
+    takes it (``np.array(feed)``, then the layer's dtype)."""
+    if not isinstance(feed, (list, tuple, int, float, bool)):
+        return feed
+    try:
+        array = np.asarray(feed)
+    except ValueError as err:  # ragged lists (NumPy 2)
+        raise ValueError(f"{where}: feed {name!r} is a nested list that is not a regular array ({err}); give "
+                         f"ragged data as a LoDTensor (fluid.create_lod_tensor)") from None
+    if array.dtype == object:
+        raise ValueError(f"{where}: feed {name!r} is a nested list that is not a regular array; give ragged "
+                         f"data as a LoDTensor (fluid.create_lod_tensor)")
+    return array
+
+
+def _fed(where, name, dtype, shape, lod_level, batch_dim, check_batch=False):
     """The feed ``name`` of the running program in ``dtype``, checked against ``shape`` (batch dim
-    excluded: it may be any size); ``batch_dim=None``: ``shape`` holds it if it has the feed's rank."""
+    excluded: it may be any size, unless ``check_batch`` and a feed without lod); ``batch_dim=None``:
+    ``shape`` holds it if it has the feed's rank."""
     frame = _frame(where)
     if name not in frame.feeds:
         raise ValueError(
@@ -114,13 +131,16 @@ def _fed(where, name, dtype, shape, lod_level, batch_dim):
     if isinstance(frame.feeds[name], LoDTensor) and frame.feeds[name].data is None:
         raise ValueError(f"{where}: feed {name!r} is a LoDTensor that holds no data yet; give it an array with "
                          f"t.set(array, place)")
-    value = _cast_feed(as_torch(frame.feeds[name], where, f"feed {name!r}"), _torch_dtype(dtype, where), where,
-                       name)
+    feed = _python_feed(frame.feeds[name], where, name)
+    value = _cast_feed(as_torch(feed, where, f"feed {name!r}"), _torch_dtype(dtype, where), where, name)
     got = _data(value)
     if batch_dim is None:
         batch_dim = len(shape) == got.dim()
     want, have = shape[1:] if batch_dim else shape, [int(s) for s in got.shape[1:]]
-    if len(want) != len(have) or any(w not in (-1, h) for w, h in zip(want, have)):
+    # Paddle's check_feed_shape_type: a fixed batch dim must match, unless the feed has a lod
+    batch_differs = (check_batch and batch_dim and got.dim() and shape[0] not in (-1, int(got.shape[0]))
+                     and not (isinstance(value, LoDTensor) and value.lod_level))
+    if batch_differs or len(want) != len(have) or any(w not in (-1, h) for w, h in zip(want, have)):
         if batch_dim:
             raise ValueError(f"{where}: the feed has shape {[int(s) for s in got.shape]}, but the data layer "
                              f"declares {shape} (-1: any size)")
@@ -152,8 +172,9 @@ def data(name, shape, dtype="float32", lod_level=0, append_batch_size=True, type
 def data_v2(name, shape, dtype="float32", lod_level=0):
     """``fluid.data`` (Paddle 1.6+, ``paddle.static.data``): as :func:`data`, but ``shape`` is the whole
     shape, batch dim included (``None`` or ``-1`` for any size): ``fluid.data("x", [None, 1], "int64")``.
-    (A shape without ``None``/``-1`` and one dim short of the feed is taken as its rows, as
-    ``fluid.layers.data``; the batch dim itself is not checked.)
+    A fixed batch dim must match the feed's, as Paddle checks it, unless the feed has a lod. (A shape
+    without ``None``/``-1`` and one dim short of the feed is taken as its rows, as ``fluid.layers.data``;
+    Paddle refuses it.) A feed may be a LoDTensor, an array, or Python numbers (a list), as Paddle's.
 
     >>> import numpy as np
     >>> import lodtensor.fluid as fluid
@@ -163,7 +184,7 @@ def data_v2(name, shape, dtype="float32", lod_level=0):
     """
     where = f"fluid.data(name={name!r})"
     rows = _shape_arg(shape, where)
-    return _fed(where, name, dtype, rows, lod_level, batch_dim=True if -1 in rows else None)
+    return _fed(where, name, dtype, rows, lod_level, batch_dim=True if -1 in rows else None, check_batch=True)
 
 
 def _embedding_size(size, where):

@@ -8,6 +8,8 @@ steps back. Data move with the backend's ``gather``/``concat``, so torch
 inputs keep autograd.
 """
 
+import copy
+
 import numpy as np
 
 from ..backend import backend_of
@@ -40,15 +42,22 @@ class LoDTensorArray(list):
     __slots__ = ()
 
     def append(self, tensor):
-        """Add ``tensor`` (a LoDTensor; arrays are wrapped) at the end.
+        """Add ``tensor`` (a LoDTensor; arrays are wrapped) at the end. As in Paddle, the element shares
+        ``tensor``'s data but has a lod of its own: a later ``tensor.set_lod(...)`` (or ``set()`` of new
+        data) leaves the element as it was appended.
 
         >>> import numpy as np
         >>> arr = LoDTensorArray()
         >>> arr.append(np.zeros((2, 1)))  # an array is wrapped as a LoDTensor without lod
         >>> type(arr[0]).__name__, arr[0].shape()
         ('LoDTensor', [2, 1])
+        >>> t = LoDTensor(np.zeros((2, 1)), [[0, 2]])
+        >>> arr.append(t)
+        >>> t.set_lod([[0, 1, 2]])
+        >>> arr[1].lod(), arr[1].data is t.data
+        ([[0, 2]], True)
         """
-        super().append(_as_tensor(tensor, "LoDTensorArray.append()"))
+        super().append(_stored(tensor, "LoDTensorArray.append()"))
 
     # list's other writers check every item as append does, all before the first is stored (Paddle's
     # pybind array refuses a non-tensor item too): a bad item leaves the array as it was
@@ -61,7 +70,7 @@ class LoDTensorArray(list):
         >>> len(arr), arr[1].shape()
         (2, [1, 1])
         """
-        super().extend(_as_tensors(tensors, "LoDTensorArray.extend()"))
+        super().extend(_stored_all(tensors, "LoDTensorArray.extend()"))
 
     def insert(self, index, tensor):
         """Put ``tensor`` (checked as :meth:`append` checks) before position ``index``.
@@ -73,11 +82,11 @@ class LoDTensorArray(list):
         >>> [t.shape() for t in arr]
         [[3, 1], [2, 1]]
         """
-        super().insert(index, _as_tensor(tensor, "LoDTensorArray.insert()"))
+        super().insert(index, _stored(tensor, "LoDTensorArray.insert()"))
 
     def __setitem__(self, index, value):
         where = "LoDTensorArray[...] = value"
-        value = _as_tensors(value, where) if isinstance(index, slice) else _as_tensor(value, where)
+        value = _stored_all(value, where) if isinstance(index, slice) else _stored(value, where)
         super().__setitem__(index, value)
 
     def __iadd__(self, tensors):
@@ -85,8 +94,17 @@ class LoDTensorArray(list):
         return self
 
     def _move_to_list(self):
-        """Paddle's name: the elements as a plain list."""
-        return list(self)
+        """Paddle's name: the elements as a plain list, moved out (the array is left empty, as Paddle's).
+
+        >>> import numpy as np
+        >>> arr = LoDTensorArray()
+        >>> arr.append(np.zeros((2, 1)))
+        >>> len(arr._move_to_list()), len(arr)
+        (1, 0)
+        """
+        out = list(self)
+        self.clear()
+        return out
 
     def __repr__(self):
         return f"LoDTensorArray({list.__repr__(self)})"
@@ -101,6 +119,17 @@ def _as_tensor(value, where):
         return LoDTensor(value)
     except (TypeError, ValueError) as err:
         raise TypeError(f"{where}: expected a LoDTensor or an array, got {type(value).__name__}: {err}") from None
+
+
+def _stored(value, where):
+    """What an array stores for ``value``: a LoDTensor that shares its data and holds its lod as it is now
+    (Paddle's ``ShareDataWith`` + ``set_lod``), so a later ``set()`` or ``set_lod()`` on ``value``, or on
+    the element, leaves the other as it was; an array is wrapped."""
+    return copy.copy(value) if isinstance(value, LoDTensor) else _as_tensor(value, where)
+
+
+def _stored_all(values, where):
+    return [_stored(t, where) for t in _as_tensors(values, where)]
 
 
 def _as_tensors(values, where):
