@@ -4,7 +4,7 @@ Every error subclasses the builtin that fits, so ``except ValueError`` keeps
 working for callers that do not know about lodtensor.
 """
 
-__all__ = ["LoDError", "BackendMismatchError", "ShapeError", "DTypeError"]
+__all__ = ["LoDError", "BackendMismatchError", "ShapeError", "DTypeError", "ArgumentError"]
 
 
 class LoDError(ValueError):
@@ -63,7 +63,8 @@ class ShapeError(ValueError, RuntimeError):
 
 class DTypeError(TypeError, ValueError, RuntimeError):
     """A dtype cannot hold an op's result: an in-place op whose result is of a higher category (a float
-    result written into integers, a complex one into floats).
+    result written into integers, a complex one into floats): a nested tensor's ``add_``..., a LoDTensor's
+    ``+=``... or ufunc ``out=`` (by its data's library's casting rule), raised before anything is written.
 
     NumPy raises a ``TypeError`` (``UFuncTypeError``) for the same call and torch a ``RuntimeError``
     ("result type Float can't be cast to the desired output type Long"), so code written for either
@@ -80,3 +81,35 @@ class DTypeError(TypeError, ValueError, RuntimeError):
     >>> nt.to_tensor_list()[0].tolist()  # nothing written
     [1, 2]
     """
+
+
+class ArgumentError(ValueError, RuntimeError):
+    """An argument's value is one the operation refuses (an activation's ``min_val > max_val``, CELU's
+    ``alpha=0``, softshrink's negative ``lambd``, gelu's unknown ``approximate``, rrelu's ``lower > upper``,
+    a probability outside ``[0, 1]``, ...).
+
+    torch raises ``RuntimeError`` for most of these calls (its C++ argument checks) and ``ValueError`` for
+    the few its Python layer checks (``F.hardtanh``, ``F.dropout``), so code written for torch catches it
+    unchanged, and so does code that catches ``ValueError``.
+
+    Attributes
+    ----------
+    argument : str or None
+        The name of the refused argument.
+    value : object
+        The value it was given.
+
+    >>> import numpy as np
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.array([1.0, -2.0]), np.array([3.0])])
+    >>> try:
+    ...     ln.celu(nt, alpha=0.0)
+    ... except RuntimeError as err:  # also caught by ``except ValueError`` and ``except ArgumentError``
+    ...     print(type(err).__name__, err.argument, err.value, "|", err)
+    ArgumentError alpha 0.0 | celu(): alpha cannot be 0 for CELU, got alpha=0.0
+    """
+
+    def __init__(self, message, *, argument=None, value=None):
+        super().__init__(message)
+        self.argument = argument
+        self.value = value

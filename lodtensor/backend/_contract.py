@@ -323,7 +323,9 @@ class Backend(abc.ABC):
     # -- elementwise ------------------------------------------------------------------------------------
     @abc.abstractmethod
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
-        """A NumPy ufunc call (``__array_ufunc__``'s arguments) run with this library."""
+        """A NumPy ufunc call (``__array_ufunc__``'s arguments) run with this library; an ``out=`` (an in-place
+        operator's tensor) that cannot hold the result's dtype under the library's casting rule raises
+        :class:`~lodtensor.errors.DTypeError` before anything is written."""
 
     @abc.abstractmethod
     def pointwise(self, np_name, torch_name, *args, **kwargs):

@@ -34,6 +34,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _pointwise,
     _reductions,
     _shape,
+    _storage,
     _tables,
 )
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
@@ -71,12 +72,13 @@ from ._pointwise import BINARY, UNARY
 from ._reductions import all, amax, amin, any, argmax, argmin, max, mean, min, prod, sum
 from ._registry import OP_TABLE
 from ._shape import getitem, permute, reshape, reshape_as, select, to_padded_tensor, transpose, unbind, view
+from ._storage import native_dropout  # noqa: F401 - ln.native_dropout (torch.native_dropout's; docs/nested.md)
 from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
 #: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
 _NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method", "polygamma_method", "randint_like",
-                "torch_rrelu"}
+                "torch_rrelu", "native_dropout"}  # (torch.Tensor has no native_dropout method either)
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 _more_ops._method_aliases()
 

@@ -17,18 +17,22 @@ class JaggedAccessors:
     """The methods; see each one."""
 
     def is_contiguous(self, memory_format=None):
-        """True unless built with holes (``offsets`` and ``lengths``) or a transposed view of another
-        tensor's buffer, as torch reports (``contiguous()`` copies such a view into order).
+        """True unless built with holes (``offsets`` and ``lengths``), a transposed view of another
+        tensor's buffer or a view of part of a regular dim whose ``values()`` are strided (``narrow``,
+        ``chunk``, ``nt[..., 1:3]``... of more than one row), as torch reports (``contiguous()`` copies
+        such a view into order).
 
         >>> import lodtensor.nested as ln
         >>> nt = ln.nested_tensor([[[1, 2]], [[3, 4], [5, 6]]])
-        >>> nt.is_contiguous(), nt.transpose(1, 2).is_contiguous()
-        (True, False)
+        >>> nt.is_contiguous(), nt.transpose(1, 2).is_contiguous(), nt[..., :1].is_contiguous()
+        (True, False, False)
         >>> ln.nested_tensor_from_jagged(np.arange(6.0), np.array([0, 2, 6]), lengths=np.array([1, 3])).is_contiguous()
         False
         """
         if memory_format is not None and "contiguous_format" not in str(memory_format):
             return False  # (channels_last...: never, as torch's jagged layout answers)
+        if self._src is not None:  # a view of part of a regular dim: as its values(), as torch's
+            return self._perm is None and self.backend.is_c_contiguous(self._src)
         holes = getattr(self, "_holes", None)  # offsets over part of values, without lengths: no hole
         return (holes is None or holes[2] is None) and self._perm is None
 
@@ -87,6 +91,8 @@ class JaggedAccessors:
         >>> packed.is_contiguous(), packed.values().tolist(), packed.offsets().tolist()
         (True, [0.0, 4.0, 5.0, 6.0], [0, 1, 4])
         """
+        if self._src is not None:  # a view of part of a regular dim: its window, copied into order
+            return self if self.is_contiguous() else make(self._buffer, self._struct, self._layout)
         if self._perm is None:
             holes = getattr(self, "_holes", None)
             if holes is None or holes[2] is None:
@@ -101,7 +107,8 @@ class JaggedAccessors:
         """The buffer as rows ``(total rows, *row)`` when only the first component dim is ragged
         (torch's jagged ``values()``), else the flat buffer; a view either way. A transposed view's
         values are its storage's read through the same permutation, as torch's
-        (``nt.transpose(1, 2).values()`` is ``nt.values().transpose(0, 1)``).
+        (``nt.transpose(1, 2).values()`` is ``nt.values().transpose(0, 1)``), and a view of part of a
+        regular dim's are its input's, strided (``nt[..., 1:3].values()`` is ``nt.values()[:, 1:3]``).
 
         >>> import lodtensor.nested as ln
         >>> ln.nested_tensor([np.ones((2, 3)), np.ones((4, 3))]).values().shape
@@ -110,6 +117,8 @@ class JaggedAccessors:
         holes = getattr(self, "_holes", None)
         if holes is not None:
             return holes[0]
+        if self._src is not None:  # a view of part of a regular dim: its rows, strided (torch's values())
+            return self._src if self._perm is None else permute_view(self.backend, self._src, self._perm)
         st = self._st
         traced = _dispatch.compiling()
         if st.tail is not None and 0 not in st.tail and (traced or st._sizes is None):
@@ -142,19 +151,20 @@ class JaggedAccessors:
                 "offsets(): only a nested tensor ragged in its first component dim alone has row offsets; "
                 "use nested_size() for the sizes of every dim"
             )
-        return self.backend.from_host(st.rows()[0].copy(), like=self._buf)
+        return self._index_array(st.rows()[0])
 
     def stride(self, dim=None):
         """``stride(dim)`` for a component dim (``dim >= 1``): the step between neighbours along it, in
         elements, when every component has the same one (torch's jagged layout gives these ints; a
-        transposed view's are its storage's, permuted). ``stride()`` and ``stride(0)`` raise ShapeError (a
+        transposed view's are its storage's, permuted; a view of part of a regular dim's are its input's
+        rows', ``nt[..., 1:3].stride(1) == nt.stride(1)``). ``stride()`` and ``stride(0)`` raise ShapeError (a
         RuntimeError): torch's jagged layout answers with a nested int (``3*j1``), which has no value here,
         and its strided layout refuses any stride; ``nested_strides()`` gives every component's strides.
 
         >>> import lodtensor.nested as ln
         >>> nt = ln.nested_tensor([np.zeros((2, 3, 4)), np.zeros((5, 3, 4))])
-        >>> nt.stride(1), nt.stride(-1), nt.transpose(1, 2).stride(2)
-        (12, 1, 12)
+        >>> nt.stride(1), nt.stride(-1), nt.transpose(1, 2).stride(2), nt[..., ::2].stride(-1)
+        (12, 1, 12, 2)
         >>> nt.stride()  # doctest: +ELLIPSIS
         Traceback (most recent call last):
         ...
@@ -166,6 +176,8 @@ class JaggedAccessors:
                              "nested int); use stride(dim) for a dim >= 1 or nested_strides() for every "
                              "component's strides")
         sizes = self._st.sizes  # the storage's: a transposed view reads its axes through _perm
+        if self._src is not None:  # a view of part of a regular dim: its window's strides, as torch's
+            return int(self._steps[d - 1 if self._perm is None else self._perm[d - 1]])
         strides = np.ones_like(sizes)
         if sizes.shape[1] > 1:
             strides[:, :-1] = np.cumprod(sizes[:, :0:-1], axis=1)[:, ::-1]
@@ -189,7 +201,7 @@ class JaggedAccessors:
 
     def __dlpack_device__(self):
         """``(device_type, device_id)`` of the buffer, as DLPack defines them."""
-        return self._buf.__dlpack_device__()
+        return self._array().__dlpack_device__()
 
 
 NestedTensor._attach(**{name: JaggedAccessors.__dict__[name] for name in (

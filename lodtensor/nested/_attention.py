@@ -14,7 +14,7 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ._broadcast import check_nested, not_implemented, same_backend
 from ._dtypes import dtype_name, kind_of
 from ._grouped import map_components
@@ -140,7 +140,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
 def _check_qkv(q, k, v):
     for name, x in (("query", q), ("key", k), ("value", v)):
         check_nested(x, "scaled_dot_product_attention()", name)
-    same_backend("scaled_dot_product_attention()", q._buf, k._buf, v._buf)
+    same_backend("scaled_dot_product_attention()", q._array(), k._array(), v._array())
     qs, ks, vs = q._struct, k._struct, v._struct
     if not qs.rank == ks.rank == vs.rank or qs.rank < 2:
         raise ShapeError(
@@ -223,7 +223,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if attn_mask is not None and is_causal:
         raise ShapeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True")
     if not 0.0 <= float(dropout_p) <= 1.0:
-        raise ValueError(f"scaled_dot_product_attention(): dropout_p must be in [0, 1], got {dropout_p}")
+        raise ArgumentError(f"scaled_dot_product_attention(): dropout probability has to be between 0 and 1, "
+                            f"but got dropout_p={dropout_p}", argument="dropout_p", value=dropout_p)
     if enable_gqa:
         raise ShapeError("scaled_dot_product_attention(): enable_gqa is not supported for nested tensors")
     if kind_of(query.dtype) != "f":

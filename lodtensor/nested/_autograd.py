@@ -1,8 +1,9 @@
 """The autograd surface of a NestedTensor (torch data): requires_grad, grad, backward.
 
 A mixin of :class:`~lodtensor.nested._tensor.NestedTensor`, which provides the buffer
-(``_buf``), the structure and the two layout helpers it calls (``_grad_view``,
-``_buffer_like``). NumPy and CuPy data record no history: ``requires_grad`` is False.
+(``_buf``; ``_array()``, the array holding it), the structure and the two layout helpers it
+calls (``_grad_view``, ``_buffer_like``). NumPy and CuPy data record no history:
+``requires_grad`` is False.
 """
 
 from ..errors import ShapeError
@@ -18,21 +19,21 @@ class AutogradMixin:
 
     @property
     def requires_grad(self):
-        return bool(getattr(self._buf, "requires_grad", False))
+        return bool(getattr(self._array(), "requires_grad", False))
 
     @property
     def is_leaf(self):
-        return bool(getattr(self._buf, "is_leaf", True))
+        return bool(getattr(self._array(), "is_leaf", True))
 
     @property
     def grad(self):
         """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward)."""
-        grad = getattr(self._buf, "grad", None)
+        grad = getattr(self._array(), "grad", None)
         return None if grad is None else self._grad_view(grad)
 
     @property
     def grad_fn(self):
-        return getattr(self._buf, "grad_fn", None)
+        return getattr(self._array(), "grad_fn", None)
 
     def requires_grad_(self, requires_grad=True):
         """Make this (torch, floating) leaf record operations; in place, returns self.
@@ -43,9 +44,10 @@ class AutogradMixin:
         >>> nt.requires_grad, nt.is_leaf
         (True, True)
         """
-        check_requires_grad(self._buf, requires_grad, "requires_grad_()")
-        if requires_grad or self.backend.requires_grad(self._buf):
-            self._buf.requires_grad_(requires_grad)
+        array = self._array()  # (the buffer; a view's window of its input)
+        check_requires_grad(array, requires_grad, "requires_grad_()")
+        if requires_grad or self.backend.requires_grad(array):
+            array.requires_grad_(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):

@@ -137,7 +137,7 @@ def align(where, operands, *, dense=True, names=None):
                     f"{where} does not support broadcasting when given a NestedTensor: the nested "
                     f"structures differ ({describe(ref)} vs {describe(other)})"
                 )
-        same_backend(where, ref._buf, other._buf)
+        same_backend(where, ref._array(), other._array())
     if grown is not st:  # nested operands whose size-1 regular dims broadcast, as torch's jagged layout
         return _align_grown(where, operands, nested, grown)
     dense_ops = []
@@ -150,7 +150,7 @@ def align(where, operands, *, dense=True, names=None):
                 raise TypeError(f"{where}: expected NestedTensors, arrays or scalars, got {type(x).__name__}")
             dense_ops.append(x)
         elif backend_name_of(s) is not None:
-            same_backend(where, ref._buf, s)
+            same_backend(where, ref._array(), s)
     if dense_ops and not dense:
         shape = tuple(dense_ops[0].shape)
         raise ShapeError(
@@ -172,7 +172,7 @@ def align(where, operands, *, dense=True, names=None):
         elif x is None or scalar_like(x) is not None:
             arrays.append(_weak(x))
         else:
-            same_backend(where, ref._buffer, x)
+            same_backend(where, ref._array(), x)
             lined = _dense(where, ref, axis, x)
             arrays.append(lined)
             if grown is not None:  # (not max: a size 0 stays 0 against a dense size 1)
@@ -210,7 +210,7 @@ def _align_grown(where, operands, nested, grown):
         elif x is None or scalar_like(x) is not None:
             arrays.append(_weak(x))
         else:
-            same_backend(where, nested[0]._buffer, x)
+            same_backend(where, nested[0]._array(), x)
             lined = _dense(where, nested[0], axis, x, grown)
             if grown.n and tuple(lined.shape[1:]) != tuple(int(v) for v in grown.sizes[0, axis:]):
                 raise ShapeError(f"{where}: a dense operand of shape {tuple(x.shape)} cannot grow the sizes of "

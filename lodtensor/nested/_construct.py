@@ -9,7 +9,7 @@ import numpy as np
 from .._data import host_array, to_place
 from ..backend import backend_name_of, get_backend
 from ..backend._placement import pin
-from ..errors import BackendMismatchError, ShapeError
+from ..errors import ArgumentError, BackendMismatchError, ShapeError
 from ..lod import LoD
 from ..ops._packed import unpacked_rows
 from ..place import CUDAPinnedPlace, as_place
@@ -30,9 +30,9 @@ def _check_layout(layout):
     key = layout if isinstance(layout, str) else str(layout)
     out = _LAYOUTS.get(key)
     if out is None:
-        raise ValueError(
+        raise ArgumentError(
             f"Specified layout is unsupported for nested tensors: {layout!r}; expected 'strided', "
-            f"'jagged', torch.strided or torch.jagged"
+            f"'jagged', torch.strided or torch.jagged", argument="layout", value=layout,
         )
     return out
 

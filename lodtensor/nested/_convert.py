@@ -8,6 +8,7 @@ when ``lodtensor.nested`` is imported.
 import numpy as np
 
 from ..backend import backend_name_of, get_backend
+from ..errors import ArgumentError
 from ._construct import as_nested_tensor
 from ._dtypes import kind_of
 from ._layouts import layout_of, to_layout
@@ -59,8 +60,9 @@ class Conversions:
             copy = flags[1]
         if memory_format is not None and "preserve" not in str(memory_format) and "contiguous" not in str(
                 memory_format):  # (torch's jagged layout changes no layout for either)
-            raise ValueError(f"to(): memory_format must be torch.preserve_format or torch.contiguous_format for a "
-                             f"nested tensor, got {memory_format!r}")
+            raise ArgumentError(f"to(): memory_format must be torch.preserve_format or torch.contiguous_format for "
+                                f"a nested tensor, got {memory_format!r}", argument="memory_format",
+                                value=memory_format)
         for arg in head:
             if isinstance(arg, NestedTensor) or (not _is_dtype(arg) and backend_name_of(arg) is not None
                                                  and hasattr(arg, "shape")):  # another (nested) tensor

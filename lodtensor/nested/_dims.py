@@ -4,9 +4,12 @@ chunk, split, split_with_sizes, cat.
 As on torch's jagged layout, none of them touches dim 0 (``chunk`` excepted:
 it splits the batch) or a ragged dim. squeeze, unsqueeze, flatten and
 unflatten only rewrite the size table (every component is contiguous, so the
-buffer is shared: a view). The others move data once over the whole buffer:
-viewed as ``(rows, *regular tail)`` when the dims from the op's dim on are
-regular (the sequences case), one dense op per group of equal shapes otherwise.
+buffer is shared: a view). narrow, split, split_with_sizes and chunk return
+views of the input's rows where it has them (``_views.py``), as torch's jagged
+layout. The others (and those where the components are not rows) move data
+once over the whole buffer: viewed as ``(rows, *regular tail)`` when the dims
+from the op's dim on are regular (the sequences case), one dense op per group
+of equal shapes otherwise.
 """
 
 import numbers
@@ -22,6 +25,7 @@ from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
+from ._views import components_slice_view, regrouped, window
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
            "split_with_sizes", "cat", "stack", "slice_dim", "components_slice"]  # fmt: skip
@@ -43,13 +47,17 @@ def _regular_dim(where, nt, dim, extra=0):
 def _view(nt, plan, sizes):
     """A view whose component dims regroup ``nt``'s as ``plan`` says (see ``_permute.regroup``); ``sizes``,
     the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied)."""
-    out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else None  # contiguous: the sizes are the storage
+    out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else (sizes, None)  # (no perm: sizes = storage)
     jag = moved_jag(plan, nt._struct.jag)  # (the logical jagged dim, as the plan moves it)
     if out is None:
         return make(nt._buffer, nt._st.derive(sizes, nt._st.offsets, jag=jag), nt._layout)
     table, perm = out
     if jag is not None:
-        jag = compose(perm, len(plan))[jag]
+        jag = compose(perm, table.shape[1])[jag]
+    # a window view: its window reshaped (flatten copies, as torch's jagged layout)
+    view = regrouped(nt, table, perm, jag) if nt._src is not None and all(p[0] != "merge" for p in plan) else None
+    if view is not None:
+        return view
     return make_view(nt._buf, nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout)
 
 
@@ -217,8 +225,10 @@ def _describe(nt):
 
 @implements("narrow", _T + "narrow")
 def narrow_nested(input, dim, start, length):
-    """Elements ``start:start + length`` of regular dim ``dim`` in every component; a copy. On the strided
-    layout dim 0 narrows the components (a view, as torch's strided ``narrow``; its jagged layout refuses).
+    """Elements ``start:start + length`` of regular dim ``dim`` in every component: a view of the input's
+    rows, as torch's jagged ``narrow`` (a copy where the components are not rows: several ragged dims). On
+    the strided layout dim 0 narrows the components (a view, as torch's strided ``narrow``; its jagged layout
+    refuses).
 
     >>> import lodtensor.nested as ln
     >>> ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4)), np.ones((1, 4))]).narrow(0, 1, 2).nested_size().tolist()
@@ -231,6 +241,9 @@ def narrow_nested(input, dim, start, length):
     a = _regular_dim("narrow()", input, dim)
     st = input._struct
     start, length = _narrow_range(start, length, int(st.sizes[0, a]) if st.n else 0)
+    view = window(input, a, slice(start, start + length))
+    if view is not None:
+        return view
     new = st.sizes.copy()
     new[:, a] = length
     return _map(input, a, lambda block, ax: _take(block, ax, start, start + length), new)
@@ -253,13 +266,17 @@ def _narrow_range(start, length, size):
 
 
 def slice_dim(input, dim, index):
-    """``index`` (a slice, any positive step) of regular dim ``dim`` in every component; a copy
-    (``nt[..., 1:5:2]``)."""
+    """``index`` (a slice, any positive step) of regular dim ``dim`` in every component (``nt[..., 1:5:2]``):
+    a view of the input's rows where it has them (as torch's jagged layout), else a copy."""
     a = _regular_dim("slice()", input, dim)
     st = input._struct
-    start, stop, step = index.indices(int(st.sizes[0, a]) if st.n else 0)
+    size = st.dim_sizes()[a]  # (no component: the size the tensor keeps for the dim, as torch's (0, j1, 4))
+    start, stop, step = index.indices(size if isinstance(size, int) else 0)
     if step <= 0:
         raise ShapeError(f"slice(): step must be greater than zero, got {index.step}")
+    view = window(input, a, slice(start, stop, step))
+    if view is not None:
+        return view
     new = st.sizes.copy()
     new[:, a] = len(range(start, stop, step))
     return _map(input, a, lambda block, ax: block[(slice(None),) * ax + (slice(start, stop, step),)], new)
@@ -269,6 +286,11 @@ def _pieces(input, axis, lengths):
     st = input._struct
     out, start = [], 0
     for length in lengths:
+        view = window(input, axis, slice(start, start + length))  # (all or none of the pieces are views)
+        if view is not None:
+            out.append(view)
+            start += length
+            continue
         new = st.sizes.copy()
         new[:, axis] = length
         s = start
@@ -279,7 +301,8 @@ def _pieces(input, axis, lengths):
 
 @implements("split_with_sizes", "torch.split_with_sizes", _T + "split_with_sizes")
 def split_with_sizes(input, split_sizes, dim=0):
-    """Pieces of regular dim ``dim`` with the given sizes (they must add up to the dim's size).
+    """Pieces of regular dim ``dim`` with the given sizes (they must add up to the dim's size); views of the
+    input's rows, as :func:`narrow`.
 
     >>> import lodtensor.nested as ln
     >>> [c.nested_size().tolist() for c in ln.split_with_sizes(ln.nested_tensor([np.ones((2, 4))]), [1, 3], -1)]
@@ -299,7 +322,8 @@ def split_with_sizes(input, split_sizes, dim=0):
 
 @implements("split", "torch.split", _T + "split")
 def split(input, split_size_or_sections, dim=0):
-    """Pieces of regular dim ``dim``: of ``split_size`` each (the last may be shorter), or of the listed sizes.
+    """Pieces of regular dim ``dim``: of ``split_size`` each (the last may be shorter), or of the listed sizes;
+    views of the input's rows, as :func:`narrow`.
 
     >>> import lodtensor.nested as ln
     >>> a, b = ln.nested_tensor([np.ones((2, 4)), np.ones((3, 4))]).split(2, -1)
@@ -320,8 +344,8 @@ def split(input, split_size_or_sections, dim=0):
 
 @implements("chunk", "torch.chunk", _T + "chunk")
 def chunk(input, chunks, dim=0):
-    """``chunks`` pieces of regular dim ``dim`` (each ``ceil(size / chunks)``), or of the components (dim 0:
-    views of groups of components).
+    """``chunks`` pieces of regular dim ``dim`` (each ``ceil(size / chunks)``; views of the input's rows, as
+    :func:`narrow`), or of the components (dim 0: views of groups of components).
 
     >>> import lodtensor.nested as ln
     >>> [c.nested_size().tolist() for c in ln.nested_tensor([np.ones((2, 4)), np.ones((1, 4))]).chunk(2, -1)]
@@ -343,6 +367,8 @@ def chunk(input, chunks, dim=0):
 
 def components_slice(nt, lo, hi):
     """Entries ``lo:hi`` of dim 0 (components, or the top outer level's entries), a view."""
+    if nt._src is not None:  # a view of part of a regular dim: its window's rows lo:hi
+        return components_slice_view(nt, lo, hi)
     st = nt._struct
     lo, hi, levels = st.top_slice(lo, hi)
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
@@ -363,7 +389,7 @@ def cat(tensors, dim=0):
         raise TypeError("cat(): expected a non-empty sequence of NestedTensors of the same number of components")
     first = tensors[0]
     for t in tensors[1:]:
-        same_backend("cat()", first._buffer, t._buffer)
+        same_backend("cat()", first._array(), t._array())
     a = _regular_dim("cat()", first, dim)
     st = first._struct
     for t in tensors[1:]:

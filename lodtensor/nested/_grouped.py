@@ -79,47 +79,48 @@ def map_components(inputs, fn, out_sizes, *, dtype=None, into=None):
     first = inputs[0]
     be = first.backend
     ops = be
+    bufs = [x._buffer for x in inputs]  # read once (a view of part of a regular dim copies on each read)
     out_struct = first._struct.derive(out_sizes)  # the components keep their outer levels
     keys = np.concatenate([x._struct.sizes for x in inputs], axis=1)
     ranks = [x._struct.rank for x in inputs]
     groups = shape_groups(keys)
     if not groups:
-        probe = fn(*[x._buffer[:0].reshape((0,) + (1,) * r) for x, r in zip(inputs, ranks)])
-        return ops.empty((0,), dtype or probe.dtype, first._buffer), out_struct
+        probe = fn(*[b[:0].reshape((0,) + (1,) * r) for b, r in zip(bufs, ranks)])
+        return ops.empty((0,), dtype or probe.dtype, bufs[0]), out_struct
     out = None
     n = first._struct.n
     out_offsets = out_struct.offsets
     cuts = [sum(ranks[:k]) for k in range(len(ranks) + 1)]
     if len(groups) > 1 and any(x.requires_grad for x in inputs):
-        pairs = [(x._buffer, x._struct.offsets) for x in inputs]
+        pairs = [(b, x._struct.offsets) for b, x in zip(bufs, inputs)]
         return joined(be, pairs, fn, groups, cuts, out_struct.offsets), out_struct
     lone = _lone_slices(inputs, groups, out_offsets, out_struct.sizes if into is not None else None)
     for members, key in groups:
         if members.size == 1 and lone is not None:
             (i, bounds, (out_lo, out_hi), out_shape) = next(lone)
             blocks = [
-                x._buffer[lo:hi].reshape((1,) + key[cuts[k] : cuts[k + 1]])
-                for k, (x, (lo, hi)) in enumerate(zip(inputs, bounds))
+                b[lo:hi].reshape((1,) + key[cuts[k] : cuts[k + 1]])
+                for k, (b, (lo, hi)) in enumerate(zip(bufs, bounds))
             ]
             if into is not None and dtype is not None:
                 if out is None:
-                    out = ops.empty((out_struct.numel,), dtype, first._buffer)
+                    out = ops.empty((out_struct.numel,), dtype, bufs[0])
                 into(*blocks, out=out[out_lo:out_hi].reshape((1, *out_shape)))
                 continue
             res = fn(*blocks)
             if out is None:
-                out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
+                out = ops.empty((out_struct.numel,), res.dtype, bufs[0])
             out[out_lo:out_hi].reshape(tuple(res.shape))[...] = res  # one copy, into place
             continue
         blocks = [
-            block_of(be, x._buffer, x._struct.offsets, members, key[cuts[k] : cuts[k + 1]])
-            for k, x in enumerate(inputs)
+            block_of(be, b, x._struct.offsets, members, key[cuts[k] : cuts[k + 1]])
+            for k, (b, x) in enumerate(zip(bufs, inputs))
         ]
         res = fn(*blocks)
         if len(groups) == 1 and members.size == n:
             return ops.contiguous(res).reshape(-1), out_struct
         if out is None:
-            out = ops.empty((out_struct.numel,), res.dtype, first._buffer)
+            out = ops.empty((out_struct.numel,), res.dtype, bufs[0])
         flat = res.reshape(-1)
         m = flat.shape[0] // members.size
         be.scatter(out, be.from_host(element_index(out_offsets, members, m), like=out), flat)

@@ -87,7 +87,7 @@ def _index_arrays(input, indices):
         if backend_name_of(ix) is None:
             raise TypeError(f"{where}: indices[{i}] must be an integer array of the input's library, got "
                             f"{type(ix).__name__}")
-        same_backend(where, input._buf, ix)
+        same_backend(where, input._array(), ix)
         kind = kind_of(ix.dtype)
         if kind == "b" or torch_name(ix.dtype) == "Byte":  # (torch reads uint8 indices as a mask too)
             raise TypeError(f"{where}: indices[{i}] is a {torch_name(ix.dtype)} mask; index with integer arrays "
@@ -128,7 +128,7 @@ def _positions(input, indices, values):
     if isinstance(values, NestedTensor) or backend_name_of(values) is None:
         raise TypeError(f"{where}: values must be a dense array of the input's library, got "
                         f"{type(values).__name__}")
-    same_backend(where, input._buf, values)
+    same_backend(where, input._array(), values)
     if values.dtype != input.dtype:
         raise TypeError(f"{where}: Index put requires the source and destination dtypes match, got "
                         f"{torch_name(input.dtype)} for the destination and {torch_name(values.dtype)} for the source")

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ._broadcast import check_nested, not_implemented, scalar_like
 from ._dtypes import kind_of, torch_name
 from ._pointwise import _history_safe, _inplace, _unary_input, _wrap, binary, write_into
@@ -38,7 +38,7 @@ def polygamma(n, input):
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
         raise TypeError(f"polygamma(): argument 'n' (position 1) must be int, not {type(n).__name__}")
     if n < 0:
-        raise ValueError(f"polygamma(n, x) does not support negative n, got n={n}")
+        raise ArgumentError(f"polygamma(n, x) does not support negative n, got n={n}", argument="n", value=n)
     buf = _unary_input("polygamma", "float", input)
     return _wrap(input, input.backend.pointwise("polygamma", "Tensor.polygamma", buf, int(n)))
 
@@ -75,7 +75,8 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
         raise TypeError(f"{torch_name(input.dtype)} did not match {torch_name(other.dtype)}")
     for what, value in (("rtol", rtol), ("atol", atol)):
         if value < 0:
-            raise ValueError(f"{what} must be greater than or equal to zero, but got {value}")
+            raise ArgumentError(f"isclose(): {what} must be greater than or equal to zero, but got {value}",
+                                argument=what, value=value)
     op = OP_TABLE
     if not isinstance(other, NestedTensor):  # a dense operand, broadcast once into input's structure
         other = op["add"](op["zeros_like"](input), other)
@@ -190,6 +191,9 @@ def _rrelu(input, lower, upper, training, generator, inplace):
     for key, value in (("lower", lower), ("upper", upper)):  # (the NumPy formula would fail on them unnamed)
         if not (isinstance(value, numbers.Real) or scalar_like(value) is not None and kind_of(value.dtype) in "biuf"):
             raise TypeError(f"rrelu(): argument {key!r} must be a real number, got {type(value).__name__} {value!r}")
+    if lower > upper:  # (torch's RuntimeError names neither bound)
+        raise ArgumentError(f"rrelu(): Lower bound should be less than or equal to the upper bound, got "
+                            f"lower={lower}, upper={upper}", argument="lower", value=lower)
     if kind_of(input.dtype) == "c":  # torch's leaky_relu kernel refuses complex data (NumPy would compare them)
         raise not_implemented("rrelu", input, "real floating point")
     src = _history_safe(input, ())[0] if inplace else input

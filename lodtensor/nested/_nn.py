@@ -159,7 +159,7 @@ def _check_weight(where, nt, weight, bias):
     for name, arr in (("weight", weight), ("bias", bias)):
         if arr is not None and backend_name_of(arr) is None:
             raise TypeError(f"{where}: {name} must be an array or tensor, got {type(arr).__name__}")
-    same_backend(where, nt._buffer, *[a for a in (weight, bias) if a is not None])
+    same_backend(where, nt._array(), *[a for a in (weight, bias) if a is not None])
     dtype = nt._buffer.dtype
     for name, arr in (("weight", weight), ("bias", bias)):
         if arr is not None and arr.dtype != dtype:
@@ -247,7 +247,7 @@ def _check_pair(where, a, b, name_b):
             f"{where}: Expected size for the 1st dimension of {name_b} tensor to be: {a._struct.n} "
             f"but got: {b._struct.n}."
         )
-    same_backend(where, a._buffer, b._buffer)
+    same_backend(where, a._array(), b._array())
     if a._buffer.dtype != b._buffer.dtype:
         raise TypeError(
             f"{where}: expected both inputs to have the same dtype, got {a._buffer.dtype} and {b._buffer.dtype}"
@@ -305,7 +305,7 @@ def matmul(input, other):
                 f"non-nested other of {getattr(other, 'ndim', type(other).__name__)} dims; "
                 f"a dense other must be a 2-d matrix"
             )
-        same_backend(where, input._buffer, other)
+        same_backend(where, input._array(), other)
         last = _regular_last(where, input)
         k, m = (int(s) for s in other.shape)
         if input._struct.n and last != k:

@@ -10,13 +10,14 @@ import numbers
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from ._broadcast import align, check_nested, describe, not_implemented, same_backend, scalar_like
 from ._construct import _place
 from ._dtypes import check_requires_grad, kind_of, resolve_dtype
 from ._pointwise import write_into
 from ._registry import implements
 from ._tensor import NestedTensor, make, make_view
+from ._views import compact, rebase, write_back
 
 __all__ = [
     "masked_fill", "dropout", "clone", "detach", "empty_like", "zeros_like", "randn_like", "ones_like",
@@ -102,13 +103,15 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """
     check_nested(input, "dropout()")
     if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}", argument="p", value=p)
     if not training:  # any dtype, as torch's
         return input
     if kind_of(input._buffer.dtype) not in "fc":
         raise not_implemented("dropout", input)
     if p == 0:
         return input
+    if inplace and (input._perm is not None or input._src is not None):  # a view: its _buffer is no storage,
+        return write_into(input, dropout(input, p, training), "dropout(inplace=True)")  # so written through
     out = input.backend.dropout(input._buffer, p, inplace)
     return input if inplace else make(out, input._struct, input._layout)
 
@@ -132,13 +135,15 @@ def clone(input, *, memory_format=None):
 
 @implements("detach", "torch.detach", _T + "detach")
 def detach(input):
-    """The same data without autograd history (shares the buffer).
+    """The same data without autograd history (shares the buffer; a view of part of a regular dim stays one).
 
     >>> import lodtensor.nested as ln
     >>> ln.detach(ln.nested_tensor([[1.0, 2.0], [3.0]])).nested_size().tolist()
     [[2], [1]]
     """
     check_nested(input, "detach()")
+    if input._src is not None:
+        return rebase(input, input.backend.detach(input._src))
     return make_view(input.backend.detach(input._buf), input._st, input._perm, input._layout)
 
 
@@ -264,7 +269,7 @@ def fill_(input, value):
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
-    input._buf[...] = value  # every element: how the storage is viewed does not matter
+    input._array()[...] = value  # every element: how the storage is viewed does not matter
     input._written()
     return input
 
@@ -291,14 +296,17 @@ def copy_(input, src, non_blocking=False):
     [2.0, 4.0]
     """
     check_nested(input, "copy_()")
+    if input._src is not None:  # a view of part of a regular dim: copied into a compact copy, then the window
+        return write_back(input, copy_(compact(input), src, non_blocking))
     aligned = align("copy_", (input, src), names=("self", "src"))
+    if input._perm is not None and not aligned._stored:  # a transposed view read through a materialised copy:
+        done = make(input._buffer, input._struct, input._layout)  # copy into that copy, then store it back
+        copy_(done, src, non_blocking)
+        input._buf[...] = input._stored(done._buf)
+        return input
     dst, value = aligned.arrays
     dst[...] = value
-    if input._perm is not None:  # a transposed view: dst was its storage, or its materialised copy (then write back)
-        if aligned._stored:
-            input._written()
-        else:
-            input._buf[...] = input._stored(input._buffer)
+    input._written()
     return input
 
 

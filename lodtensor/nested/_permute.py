@@ -6,9 +6,10 @@ dim reads (component ``i`` is ``storage_component_i.permute(perm)``). The
 ops that know about views (transpose, unflatten, flatten, squeeze, unsqueeze,
 pointwise ops between tensors of one layout, ``scaled_dot_product_attention``
 over ``(B, heads, (L), E)``) work on the storage directly; every other op
-reads the *logical* buffer, materialised once per tensor (one dense permute
+reads the *logical* buffer, materialised on each read (one dense permute
 over the rows when the ragged axis stays first, else one per group of equal
-component shapes) and cached.
+component shapes): not cached, since a write into the base or another view
+of the storage would leave a cached copy stale.
 """
 
 import numpy as np

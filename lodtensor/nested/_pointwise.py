@@ -14,12 +14,13 @@ import numbers
 
 import numpy as np
 
-from ..errors import DTypeError, ShapeError
+from ..errors import ArgumentError, DTypeError, ShapeError
 from ._broadcast import align, check_nested, scalar_like
 from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
 from ._tables import _SPECS, ALIASES, BINARY, UNARY
 from ._tensor import NestedTensor, make_view, same_layout
+from ._views import through_copies, window_in
 
 _NAMESPACES = ("torch.", "torch.Tensor.", "torch.special.", "torch.nn.functional.")
 __all__ = ["UNARY", "BINARY", "where", "clamp", "array_ufunc", "binary", "write_into"]  # + every table op
@@ -95,8 +96,9 @@ def _unary_input(name, rule, nt):
 
 def write_into(nt, result, where):
     """The nested tensor ``result`` (``nt``'s structure) written into ``nt``'s buffer (torch's in-place
-    rules: no casting to a lower category); a transposed view writes through to its storage."""
-    buf = nt._buf
+    rules: no casting to a lower category); a transposed view writes through to its storage, a view of part
+    of a regular dim into its window of the input's rows."""
+    buf = nt._array()
     if not result._struct.same_as(nt._struct):  # a dense operand broadcast the components' size-1 dims up
         raise ShapeError(f"{where}: the result's component sizes {result._struct.sizes.tolist()} do not match "
                            f"the sizes {nt._struct.sizes.tolist()} of the tensor written in place")
@@ -110,19 +112,24 @@ def write_into(nt, result, where):
 
 
 #: torch's checks of an activation's arguments (the NumPy kernels would compute on regardless: NaN for
-#: celu's alpha=0, a constant for hardtanh's min_val > max_val), run before any op, in place or not
+#: celu's alpha=0, a constant for hardtanh's min_val > max_val), run before any op, in place or not:
+#: name -> fn(bound arguments) -> None, or (the refused argument, what torch says of it)
 _ARG_RULES = {
-    "hardtanh": lambda a: a["min_val"] > a["max_val"] and "min_val cannot be greater than max_val",
-    "celu": lambda a: a["alpha"] == 0 and "alpha cannot be 0 for CELU",
-    "softshrink": lambda a: a["lambd"] < 0 and f"lambda must be in range [0, inf), but found {a['lambd']}",
-    "gelu": lambda a: a["approximate"] not in ("none", "tanh")
-    and f"approximate argument must be either none or tanh, got {a['approximate']!r}",
+    "hardtanh": lambda a: a["min_val"] > a["max_val"] and (
+        "min_val", f"min_val cannot be greater than max_val, got min_val={a['min_val']}, max_val={a['max_val']}"),
+    "celu": lambda a: a["alpha"] == 0 and ("alpha", f"alpha cannot be 0 for CELU, got alpha={a['alpha']}"),
+    "softshrink": lambda a: a["lambd"] < 0 and ("lambd", f"lambda must be in range [0, inf), but found {a['lambd']}"),
+    "gelu": lambda a: a["approximate"] not in ("none", "tanh") and (
+        "approximate", f"approximate argument must be either none or tanh, got {a['approximate']!r}"),
+    "mvlgamma": lambda a: isinstance(a["p"], numbers.Real) and a["p"] < 1 and (
+        "p", f"p has to be greater than or equal to 1, got p={a['p']}"),
 }
 
 
 def _check_args(name, bound, defaults):
-    """A numeric argument that is no number, or one torch refuses (:data:`_ARG_RULES`): the error, before
-    anything is computed or written."""
+    """A numeric argument that is no number, or one torch refuses (:data:`_ARG_RULES`; torch's
+    ``RuntimeError``, or ``F.hardtanh``'s ``ValueError``: :class:`~lodtensor.errors.ArgumentError` is both):
+    the error, before anything is computed or written."""
     for key, value in bound.items():
         default = defaults[key]
         if isinstance(default, (int, float)) and not isinstance(default, bool) and scalar_like(value) is None:
@@ -130,7 +137,8 @@ def _check_args(name, bound, defaults):
     rule = _ARG_RULES.get(name)
     broken = rule is not None and rule(bound)
     if broken:
-        raise ValueError(f"{name}(): {broken}")
+        argument, message = broken
+        raise ArgumentError(f"{name}(): {message}", argument=argument, value=bound[argument])
 
 
 def _make_unary(name, np_name, torch_path, rule, spec):
@@ -304,8 +312,9 @@ def div(input, other, *, rounding_mode=None):
     if rounding_mode is None:
         return binary("div", input, other)
     if rounding_mode not in ("trunc", "floor"):
-        raise ValueError(
-            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'"
+        raise ArgumentError(
+            f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'",
+            argument="rounding_mode", value=rounding_mode,
         )
     return binary(f"div_{rounding_mode}", input, other, rounding_mode=rounding_mode)
 
@@ -470,6 +479,8 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
         scalars = any(not isinstance(x, NestedTensor) and scalar_like(x) is not None for x in inputs)
         if name in UNARY or BINARY[name][3] or not scalars:
             return OP_TABLE[name](*inputs)
+    if out is not None and window_in(out):  # views of part of a regular dim: through compact copies
+        return through_copies(out, lambda copies: array_ufunc(ufunc, method, *inputs, out=copies, **kwargs))
     aligned = align(where, inputs)
     if out is not None:
         outs = out if isinstance(out, tuple) else (out,)

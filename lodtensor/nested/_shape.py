@@ -2,9 +2,10 @@
 
 Reshapes only rewrite the size table (the components are contiguous, so the
 buffer is shared); ``transpose`` is a view through a permutation of the
-component dims (``_permute.py``). ``select`` copies: over regular trailing
-dims one dense op on the buffer viewed as rows, else grouped by component
-shape. Indexing (``nt[...]``) composes select, slices and unsqueeze.
+component dims (``_permute.py``). ``select`` of a regular dim is a view of the
+rows (``_views.py``); elsewhere it copies: over regular trailing dims one dense
+op on the buffer viewed as rows, else grouped by component shape. Indexing
+(``nt[...]``) composes select, slices and unsqueeze.
 """
 
 import operator
@@ -23,7 +24,8 @@ from ._permute import compose
 from ._registry import implements
 from ._structure import dropped_jag, one_level, op_dim
 from ._symbolic import keep_ragged
-from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
+from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._views import component, padded_permuted, regrouped, window, with_perm
 
 __all__ = ["reshape", "view", "reshape_as", "transpose", "permute", "select", "unbind", "to_padded_tensor"]
 
@@ -78,9 +80,12 @@ def _new_sizes(where, nt, shape):
     return new
 
 
-def _reshaped(nt, sizes):
+def _reshaped(nt, sizes, as_view=False):
     jag = nt._struct.jag  # (kept in place: _new_sizes allows only -1 there)
     jag = jag if jag is not None and jag < sizes.shape[1] else None
+    view = regrouped(nt, sizes, None, jag) if as_view and nt._src is not None and nt._perm is None else None
+    if view is not None:  # view() of part of a regular dim: its window reshaped (reshape() copies, as torch's)
+        return view
     st = nt._struct.derive(sizes, nt._struct.offsets, jag=jag)
     return make(nt._buffer, st, nt._layout)
 
@@ -116,7 +121,7 @@ def view(input, shape):
     """
     check_nested(input, "view()")
     one_level(input, "view()")
-    return _reshaped(input, _new_sizes("view()", input, shape))
+    return _reshaped(input, _new_sizes("view()", input, shape), as_view=True)
 
 
 @implements("reshape_as", _T + "reshape_as")
@@ -180,7 +185,7 @@ def transpose(input, dim0, dim1):
     perm = list(compose(input._perm, input._st.rank))
     a, b = d0 - 1, d1 - 1
     perm[a], perm[b] = perm[b], perm[a]
-    return make_view(input._buf, input._st, perm, input._layout)
+    return with_perm(input, perm)
 
 
 @implements("permute", "torch.permute", _T + "permute")
@@ -206,12 +211,13 @@ def permute(input, *dims):
         kept = "dim 0 (the batch dim)" if not levels else f"dims 0..{levels} (the batch and outer ragged dims)"
         raise ShapeError(f"permute(): {kept} must stay in place, got {tuple(dims)}")
     perm = compose(input._perm, input._st.rank)
-    return make_view(input._buf, input._st, [perm[d - levels - 1] for d in norm[levels + 1 :]], input._layout)
+    return with_perm(input, [perm[d - levels - 1] for d in norm[levels + 1 :]])
 
 
 @implements("select", "torch.select", _T + "select")
 def select(input, dim, index):
-    """Index ``index`` of ``dim`` in every component (dim 0: component ``index`` itself, a view).
+    """Index ``index`` of ``dim`` in every component (dim 0: component ``index`` itself, a view; a regular
+    dim: a view of the rows, as torch's jagged layout; a ragged one: a copy).
 
     On an irregular dim a negative index counts from the end of each component.
 
@@ -238,6 +244,8 @@ def select(input, dim, index):
         if not -st.n <= index < st.n:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {st.n}")
         i = index % st.n
+        if input._src is not None:  # a view of part of a regular dim: the component's part of the window
+            return component(input, i)
         a, b = int(st.offsets[i]), int(st.offsets[i + 1])
         return input._buffer[a:b].reshape(tuple(int(s) for s in st.sizes[i]))
     axis = d - 1
@@ -253,6 +261,10 @@ def select(input, dim, index):
     jag = dropped_jag(st.jag, axis)
     # selecting in the jagged dim itself (torch refuses) leaves no ragged dim: a strided-layout result
     layout = "strided" if st.jag is not None and jag is None else input._layout
+    if st.n and st.regular[axis]:  # a regular dim: a view of the input's rows where it has them, as torch's
+        view = window(input, axis, index % int(sizes[0]))
+        if view is not None:
+            return view
     ops = input.backend
     buf = input._buffer
     if st.n == 0:
@@ -289,9 +301,10 @@ def getitem(input, index):
     otherwise ``...``, slices, ints and ``None`` act on the dims in order.
 
     Ints select (:func:`select`; on a ragged dim, counting from each component's own end), slices
-    of a regular dim keep every ``step``-th element (a copy), ``:`` keeps a dim, ``None`` inserts
-    one of size 1, a slice of dim 0 keeps a run of components (a view; step 1). torch's jagged
-    layout accepts ``nt[i, ...]`` and ``nt[..., j]``; slices of dim 0 go beyond it.
+    of a regular dim keep every ``step``-th element (a view of the rows, as torch's jagged layout),
+    ``:`` keeps a dim, ``None`` inserts one of size 1, a slice of dim 0 keeps a run of components (a
+    view; step 1). torch's jagged layout accepts ``nt[i, ...]`` and ``nt[..., j]``; slices of dim 0
+    go beyond it.
 
     >>> import lodtensor.nested as ln
     >>> nt = ln.nested_tensor([np.arange(12).reshape(2, 6), np.arange(24).reshape(4, 6)])
@@ -433,6 +446,8 @@ def to_padded_tensor(input, padding, output_size=None):
     if input._st.outer:  # components padded, then each outer level (the LoD core's padding)
         return _padded_levels(input, padding, output_size)
     shape = _padded_shape(input, output_size)
+    if input._perm is not None and input._st.is_lod and getattr(input, "_holes", None) is None:
+        return padded_permuted(input, lambda storage, size: to_padded_tensor(storage, padding, size), output_size)
     st = input._struct
     buf = input._buffer
     be = input.backend

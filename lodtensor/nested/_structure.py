@@ -363,12 +363,15 @@ def _jag_axis(jag, rank):
 
 
 def moved_jag(plan, jag):
-    """The jagged dim after a regroup ``plan`` (see ``_permute.regroup``): where its ``("keep", jag)`` went."""
+    """The jagged dim after a regroup ``plan`` (see ``_permute.regroup``): where its ``("keep", jag)`` went,
+    counting the dims a ``("split", a, sizes)`` before it makes."""
     if jag is None:
         return None
-    for position, step in enumerate(plan):
+    position = 0
+    for step in plan:
         if step[0] == "keep" and step[1] == jag:
             return position
+        position += len(step[2]) if step[0] == "split" else 1
     return None
 
 

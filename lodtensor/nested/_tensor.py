@@ -93,11 +93,13 @@ class NestedTensor(AutogradMixin):
     """
 
     # _buf, _st: the buffer and its size table (the storage); _perm: which storage axis each component dim
-    # reads (None: the same; see _permute.py), _logical/_dense: the size table and buffer read through _perm
-    # (cached); _holes: see _jagged.py. Outer ragged levels (documents) are part of the Structure.
-    __slots__ = ("_buf", "_st", "_perm", "_logical", "_dense", "_layout", "_holes", "__weakref__")
+    # reads (None: the same; see _permute.py), _logical: the size table read through _perm (cached; the buffer
+    # read through it is materialised per read, _buffer); _holes: see _jagged.py. Outer ragged levels
+    # (documents) are part of the Structure.
+    __slots__ = ("_buf", "_st", "_perm", "_logical", "_layout", "_holes", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
+    _src = None  # the strided window a view of a regular dim reads (``_views.WindowView``); none here
 
     def __init__(self, *args, **kwargs):
         raise TypeError("NestedTensor() cannot be called directly; use lodtensor.nested.nested_tensor(list)")
@@ -127,13 +129,11 @@ class NestedTensor(AutogradMixin):
 
     @property
     def _buffer(self):
-        """The components as they read, one after another (a permuted view is materialised once, cached)."""
+        """The components as they read, one after another (a permuted view: materialised on each read, so it
+        has the storage's current values whoever wrote into it: the base, another view, ``values()``)."""
         if self._perm is None:
             return self._buf
-        buf = getattr(self, "_dense", None)
-        if buf is None:
-            buf = self._dense = permuted(backend_of(self._buf), self._buf, self._st, self._perm)
-        return buf
+        return permuted(backend_of(self._buf), self._buf, self._st, self._perm)
 
     def _stored(self, buffer):
         """A buffer laid out as this tensor's components read (``_buffer``'s layout) moved into its storage layout."""
@@ -143,9 +143,13 @@ class NestedTensor(AutogradMixin):
         return permuted(backend_of(buffer), buffer, self._struct, inverse)
 
     def _written(self):
-        """Forget the materialised buffer after an in-place write into the storage."""
-        if self._perm is not None:
-            self._dense = None
+        """Hook called after an in-place write into the storage (a permuted view keeps no copy to forget)."""
+
+    def _array(self):
+        """The array holding this tensor's storage, which in-place writes go into (the buffer; a view of a
+        regular dim's window of its input's rows, ``_views.WindowView``), and which tells its library,
+        dtype, device and autograd state."""
+        return self._buf
 
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
@@ -256,23 +260,23 @@ class NestedTensor(AutogradMixin):
         return self._index_array(strides)
 
     def _index_array(self, table):
-        return self.backend.from_host(table.copy(), like=self._buf)
+        return self.backend.from_host(table.copy(), like=self._array())
 
     @property
     def dtype(self):
-        return self._buf.dtype
+        return self._array().dtype
 
     @property
     def device(self):
         """``torch.device`` for torch data, the device string (``'cpu'``, ``'cuda:0'``) otherwise."""
-        buf = self._buf
+        buf = self._array()
         torch_data = backend_name_of(buf) == "torch"  # backend-branch: a torch.device, as torch gives it
         return buf.device if torch_data else self.backend.device_of(buf)
 
     @property
     def place(self):
         """The lodtensor place (``CPUPlace()``, ``CUDAPlace(i)``) of the buffer."""
-        return place_of(self._buf, self.backend)
+        return place_of(self._array(), self.backend)
 
     @property
     def layout(self):
@@ -282,7 +286,7 @@ class NestedTensor(AutogradMixin):
 
     @property
     def backend(self):
-        return backend_of(self._buf)
+        return backend_of(self._array())
 
     def _grad_view(self, grad):
         """``grad`` (a buffer like this tensor's) as a nested tensor laid out as this one."""
@@ -427,16 +431,15 @@ def _components(nt):
     """The components as views of the buffer: one slice per component (permuted views of a transposed
     tensor), no other work."""
     st = nt._st
-    buf = nt._buf
     if st.n == 0:
         return []
     offsets, row_offsets, sizes = st.lists()
-    ops = backend_of(buf)
-    if row_offsets is not None:
-        rows = buf.reshape((row_offsets[-1],) + st.rows()[1])
+    ops = nt.backend
+    if row_offsets is not None:  # (a view of a regular dim's window: its strided rows)
+        rows = nt._src if nt._src is not None else nt._buf.reshape((row_offsets[-1],) + st.rows()[1])
         parts = ops.split_rows(rows, row_offsets)
     else:
-        parts = [p.reshape(s) for p, s in zip(ops.split_rows(buf, offsets), sizes)]
+        parts = [p.reshape(s) for p, s in zip(ops.split_rows(nt._buf, offsets), sizes)]
     if nt._perm is None:
         return parts
     return [permute_view(ops, p, nt._perm) for p in parts]

@@ -138,11 +138,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return np.array(x, copy=True) if copy else x
 
     def apply_ufunc(self, ufunc, method, *args, **kwargs):
-        if method == "__call__" and ufunc.signature is None:  # not gufuncs (matmul)
-            result = _ufunc.threaded_ufunc(ufunc, args, kwargs)
-            if result is not None:
-                return result
-        return getattr(ufunc, method)(*args, **kwargs)
+        return _ufunc.apply_ufunc(ufunc, method, args, kwargs)
 
     # -- index helpers -----------------------------------------------------------------------
     def segment_ids(self, offsets, *, total=None):

@@ -5,10 +5,49 @@ import math
 
 import numpy as np
 
+from ...errors import DTypeError
 from .._threads import get_num_threads, run_together
 from . import _pool, _special, _tuning
 
-__all__ = ["threaded_ufunc"]
+__all__ = ["apply_ufunc", "threaded_ufunc", "out_cast_error"]
+
+#: the in-place operator of each ufunc that is one (named in the error of a result its tensor cannot hold)
+_INPLACE = {
+    "add": "+=", "subtract": "-=", "multiply": "*=", "divide": "/=", "true_divide": "/=", "floor_divide": "//=",
+    "remainder": "%=", "power": "**=", "bitwise_and": "&=", "bitwise_or": "|=", "bitwise_xor": "^=",
+    "left_shift": "<<=", "right_shift": ">>=",
+}
+
+
+def out_cast_error(name, result, out):
+    """The :class:`~lodtensor.errors.DTypeError` of ufunc ``name`` whose result dtype ``result`` its ``out=``
+    (dtype ``out``: an in-place operator's tensor) cannot hold under its library's casting rule; checked before
+    anything is written, so the tensor is left as it was.
+
+    >>> err = out_cast_error("add", np.dtype("float64"), np.dtype("int64"))
+    >>> str(err).split(";")[0]
+    "numpy.add (+= or out=): result type float64 can't be cast to the desired output type int64"
+    """
+    op = _INPLACE.get(name)
+    where, new = (f"{op} or out=", f"t = t {op[:-1]} x") if op else ("out=", f"numpy.{name} without out=")
+    return DTypeError(f"numpy.{name} ({where}): result type {result} can't be cast to the desired output type "
+                      f"{out}; an in-place op keeps the tensor's dtype ({new} gives the promoted dtype)")
+
+
+def apply_ufunc(ufunc, method, args, kwargs):
+    """A NumPy ufunc call (split over the threads where :func:`threaded_ufunc` applies). An ``out=`` that
+    cannot hold the result's dtype (NumPy's ``same_kind`` rule, checked by NumPy before anything is
+    written) raises :func:`out_cast_error`'s DTypeError (a TypeError, as NumPy's UFuncTypeError is)."""
+    try:
+        if method == "__call__" and ufunc.signature is None:  # not gufuncs (matmul)
+            result = threaded_ufunc(ufunc, args, kwargs)
+            if result is not None:
+                return result
+        return getattr(ufunc, method)(*args, **kwargs)
+    except TypeError as error:
+        if type(error).__qualname__ != "_UFuncOutputCastingError":  # (NumPy's class is private; its name is not)
+            raise
+        raise out_cast_error(ufunc.__name__, error.from_, error.to) from None
 
 # The widest item of a numeric result (complex long double): bounds a result's bytes before its dtype is known
 # (a wider one, a string ufunc's, is at worst not split: the same values from one call).

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ...errors import ArgumentError
 from ._orthopoly import POLYNOMIALS
 
 __all__ = ["XP_FORMULAS"]
@@ -51,7 +52,7 @@ def mvlgamma(xp, special, x, p=None):
     if p is None:
         raise TypeError("mvlgamma() missing 1 required positional argument: 'p'")
     if p < 1:
-        raise ValueError(f"mvlgamma(): p has to be greater than or equal to 1, got p={p}")
+        raise ArgumentError(f"mvlgamma(): p has to be greater than or equal to 1, got p={p}", argument="p", value=p)
     _real("mvlgamma", x)
     gammaln = special("gammaln")
     out = xp.full(x.shape, p * (p - 1) / 4 * math.log(math.pi), dtype=x.dtype)
@@ -75,8 +76,8 @@ def rrelu(xp, special, x, lower=0.125, upper=1.0 / 3, training=False, generator=
                         "draw from their library's global random state (seed it with np.random.seed / "
                         "cupy.random.seed)")
     if lower > upper:
-        raise ValueError(f"rrelu(): Lower bound should be less than or equal to the upper bound, got "
-                         f"lower={lower}, upper={upper}")
+        raise ArgumentError(f"rrelu(): Lower bound should be less than or equal to the upper bound, got "
+                            f"lower={lower}, upper={upper}", argument="lower", value=lower)
     if not training:  # torch: leaky_relu with the mean slope, cast to the data's dtype
         return xp.where(x > 0, x, x * x.dtype.type((lower + upper) / 2))
     slopes = (xp.random.random_sample(x.shape) * (upper - lower) + lower).astype(x.dtype, copy=False)

@@ -9,7 +9,10 @@ steps in reverse with in-place ``mul``/``addcmul``/``addmm`` into preallocated
 buffers, one GEMM per step for the gradient of the previous hidden state, and
 takes the weights' gradients as one GEMM over all steps at the end. Both run on
 fewer torch threads when a step is small (``_steps.StepThreads``).
-Double backward is refused with a clear error when attempted.
+Double backward is refused with a clear error when attempted. Gradients batched by a vmap
+(``autograd.grad(..., is_grads_batched=True)``, ``autograd.functional.jacobian(vectorize=True)``,
+``torch.func.vmap`` over ``autograd.grad``) cannot be added into those unbatched buffers: for them the
+backward runs the same steps out of place (``_recurrent_grads``).
 """
 
 import contextlib
@@ -17,7 +20,7 @@ import contextlib
 import torch
 
 from ..._compile import eager_under_compile
-from . import _recurrent_ops
+from . import _recurrent_grads, _recurrent_ops
 from ._fused_steps import steps as fused_steps
 from ._steps import _ACT_, _GRAD_, StepThreads, _bounds, _once, _previous_rows, _rowdot, _take, _with_previous
 from ._vmap import steps_rule, wrapped
@@ -362,10 +365,22 @@ def _backward(ctx, where, steps_backward, gate_count, *grads):
     ``loss.backward()`` (a graph break) runs the autograd engine with dynamo's frame hook on, which traced
     these host-planned steps (the step counts) and recompiled them for every new LoD."""
     saved = ctx.saved_tensors
-    threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), gate_count)
+    batched = any(g is not None and wrapped(g) for g in grads)  # by a vmap (is_grads_batched=True...)
+    if batched and torch.is_grad_enabled():  # (_once cannot mark a batch: torch 2.13 crashes on it)
+        raise RuntimeError(f"{where}: a graph of batched gradients (is_grads_batched=True or a vectorized "
+                           f"jacobian/hessian, with create_graph=True) is not supported through the fused "
+                           f"recurrence; differentiate the recurrence once, or take the gradients one at a time")
     with torch.no_grad():
-        result = steps_backward(saved, ctx.meta, *grads, ctx.needs_input_grad, threads)
+        if batched:  # no in-place step into an unbatched buffer: the same steps out of place
+            result = _BATCHED[steps_backward](saved, ctx.meta, *grads, ctx.needs_input_grad)
+        else:
+            threads = StepThreads(saved[4], ctx.meta[0][0], int(saved[0].shape[0]), gate_count)
+            result = steps_backward(saved, ctx.meta, *grads, ctx.needs_input_grad, threads)
     return (*_once(where, result), None, None, None, None, None)
+
+
+#: each fused backward's out-of-place form, for gradients batched by a vmap (``_recurrent_grads``)
+_BATCHED = {_lstm_backward: _recurrent_grads.lstm_backward, _gru_backward: _recurrent_grads.gru_backward}
 
 
 _FUNCTIONS = {}

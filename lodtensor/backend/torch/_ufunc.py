@@ -12,6 +12,8 @@ import operator
 import numpy as np
 import torch
 
+from ..numpy._ufunc import out_cast_error
+
 __all__ = ["apply_ufunc"]
 
 # NumPy ufunc names whose torch function has another name (or another meaning).
@@ -38,6 +40,26 @@ _OPERATORS = {
     "less": operator.lt, "less_equal": operator.le, "greater": operator.gt, "greater_equal": operator.ge,
 }
 
+_COMPARISONS = {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"}
+#: binary ufuncs whose torch function's result dtype is ``torch.result_type`` of the operands (true division:
+#: then a floating type): their ``out=`` is checked before the call (:func:`_check_out`)
+_PROMOTING = frozenset(_OPERATORS).difference(_COMPARISONS) | {"true_divide", "maximum", "minimum", "fmod"}
+
+
+def _check_out(name, operands, out):
+    """torch's own check of an ``out=`` (the result type castable to its dtype: ``torch.can_cast``), made
+    before the call so that the error is lodtensor's DTypeError, as on NumPy data, and nothing is written."""
+    if len(operands) != 2 or name not in _PROMOTING:
+        return  # (other calls: torch's own check and error)
+    try:
+        result = torch.result_type(*operands)
+    except (TypeError, RuntimeError):
+        return
+    if name in ("divide", "true_divide") and not (result.is_floating_point or result.is_complex):  # (NumPy 1.x)
+        result = torch.get_default_dtype()
+    if not torch.can_cast(result, out.dtype):
+        raise out_cast_error(name, result, out.dtype)
+
 
 def _number(value):
     """``value`` as a Python number where it is one (Python's, a NumPy scalar, a 0-d NumPy array), else None."""
@@ -62,13 +84,19 @@ def apply_ufunc(ufunc, method, *args, **kwargs):
     if len(args) == 2 and name in _OPERATORS:
         numbers = [_number(a) for a in args]
         if isinstance(args[0], torch.Tensor) and numbers[1] is not None:  # t <op> number (out=: the function's)
-            return _OPERATORS[name](args[0], numbers[1]) if out is None else fn(args[0], numbers[1], out=out[0])
+            if out is None:
+                return _OPERATORS[name](args[0], numbers[1])
+            _check_out(name, (args[0], numbers[1]), out[0])
+            return fn(args[0], numbers[1], out=out[0])
         if isinstance(args[1], torch.Tensor) and numbers[0] is not None and out is None:  # number <op> t
             return _OPERATORS[name](numbers[0], args[1])
     if len(args) > 1:  # torch's binary functions want tensors: Python and NumPy numbers become 0-d tensors
         like = next(a for a in args if isinstance(a, torch.Tensor))
         args = [a if isinstance(a, torch.Tensor) else _scalar_tensor(a, like) for a in args]
-    return fn(*args) if out is None else fn(*args, out=out[0])
+    if out is None:
+        return fn(*args)
+    _check_out(name, args, out[0])
+    return fn(*args, out=out[0])
 
 
 def _scalar_tensor(value, like):

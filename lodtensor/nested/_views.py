@@ -1,0 +1,251 @@
+"""Views of regular component dims: ``narrow``, ``split``, ``split_with_sizes``, ``chunk``, slices and int
+indexing of a regular dim share the input's memory, as torch's jagged layout (whose results are views of
+``values()``: a write into one reaches the input, and the other way round).
+
+A nested tensor keeps its components one after another in one buffer; a window
+of a regular dim (``nt[..., 1:3]`` of ``(B, j, 12)``) is no such buffer, its rows
+are strided. A :class:`WindowView` holds the window as an array of the input's
+library, ``_src`` (shape ``(rows, *row)``: a view of the input's rows, what
+torch's ``values()`` is), and reads like a compact nested tensor: its ``_buf``
+is a fresh contiguous copy of the window on each read (so it always has the
+input's current values; no cache to go stale), which ``_st`` and ``_perm``
+describe as any buffer, so every op reads it as it reads any nested tensor.
+What keeps the window: ``values()``, ``unbind()``, ``nt[i]``, the ops of this
+module's callers (the window ops themselves, ``transpose``, ``permute``,
+``detach``, slices of dim 0, and ``unflatten``, ``squeeze``, ``unsqueeze`` and
+``view`` where the window reshapes without a copy; ``reshape`` and ``flatten``
+copy, as torch's jagged layout) and every write (in-place ops, ``copy_``,
+``fill_``, ``out=``), which goes into ``_src`` (``_array()``), so into the
+input; torch records it for autograd as it records any write into a view.
+
+Only storage laid out as rows (the ragged dim first in storage, as torch's
+jagged layout always has it; transposed views of it included) without outer
+ragged levels gets views. Elsewhere (several ragged dims, images) and while
+``torch.compile`` traces, the ops copy.
+"""
+
+import numpy as np
+
+from ..backend import backend_of, get_backend
+from ._dispatch import compiling
+from ._permute import compose, normalize_perm, permute_view, permuted
+from ._structure import dropped_jag
+from ._tensor import NestedTensor, Structure, make_view
+
+__all__ = ["WindowView", "window", "regrouped", "rebase", "with_perm", "components_slice_view", "component",
+           "compact", "write_back", "window_in", "through_copies", "padded_permuted"]
+
+_object_new = object.__new__
+
+
+class WindowView(NestedTensor):
+    """A nested tensor over a strided window of another one's rows (see the module docstring)."""
+
+    # _src: the window, (rows, *storage dims 1..) of the input's library; _steps: its strides in elements
+    __slots__ = ("_src", "_steps")
+
+    @property
+    def _buf(self):
+        """The window copied into a compact buffer (a new one on each read: the input's current values)."""
+        src = self._src
+        return backend_of(src).contiguous(src).reshape(-1)
+
+    @property
+    def _buffer(self):
+        buf = self._buf
+        return buf if self._perm is None else permuted(backend_of(buf), buf, self._st, self._perm)
+
+    def _array(self):
+        return self._src
+
+    def _grad_view(self, grad):
+        return make_view(backend_of(grad).contiguous(grad).reshape(-1), self._st, self._perm, self._layout)
+
+    def __copy__(self):
+        return rebase(self, self._src)
+
+    def to_torch(self):
+        """This view with torch data, sharing memory (see :meth:`NestedTensor.to_torch`)."""
+        src = get_backend("torch").asarray(self._src)
+        return self if src is self._src else rebase(self, src)
+
+    def numpy(self):
+        """This view with NumPy data (see :meth:`NestedTensor.numpy`)."""
+        src = self.backend.to_numpy(self._src)
+        return self if src is self._src else rebase(self, src)
+
+
+def _window_of(src, storage, perm, layout, steps):
+    t = _object_new(WindowView)
+    t._src = src
+    t._steps = tuple(steps)
+    t._st = storage if (storage.jag is None) == (layout != "jagged") else storage.for_layout(layout)
+    t._perm = normalize_perm(perm)
+    t._layout = layout
+    return t
+
+
+def _c_steps(shape):
+    """Element strides of a C-contiguous array of ``shape`` (torch's: a dim of size 0 counts as 1)."""
+    steps, acc = [], 1
+    for size in reversed(shape):
+        steps.append(acc)
+        acc *= max(int(size), 1)
+    return tuple(reversed(steps))
+
+
+def window(nt, axis, item):
+    """The view of component axis ``axis`` (a regular one) of ``nt`` indexed by ``item`` (a slice of positive
+    step within the dim, or an index in ``[0, size)``), or None where the storage has no rows to view (then
+    the caller copies)."""
+    st = nt._st
+    if compiling() or st.outer or st.tail is None or not st.rank:
+        return None
+    perm = compose(nt._perm, st.rank)
+    s = perm[axis]  # the storage axis the dim reads: axis 0 holds the rows (the ragged dim)
+    if s == 0:
+        return None
+    be = nt.backend
+    if nt._src is not None:
+        rows, steps = nt._src, list(nt._steps)
+    else:
+        if not be.is_c_contiguous(nt._buf):
+            return None
+        rows = st.tail_view(nt._buf, 1)
+        steps = list(_c_steps(rows.shape))
+    src = rows[(slice(None),) * s + (item,)]
+    if isinstance(item, slice):
+        steps[s] *= item.indices(int(rows.shape[s]))[2]
+        sizes = st.sizes.copy()
+        sizes[:, s] = int(src.shape[s])
+        new_perm, jag = perm, st.jag
+    else:
+        del steps[s]
+        sizes = np.delete(st.sizes, s, axis=1)
+        new_perm = [p - (p > s) for i, p in enumerate(perm) if i != axis]
+        jag = dropped_jag(st.jag, s)
+    storage = st.derive(sizes, tail=tuple(int(x) for x in src.shape[1:]), jag=jag)
+    if tuple(steps) == _c_steps(src.shape):  # the window is the rows laid out as a buffer: a plain view
+        return make_view(src.reshape(-1), storage, new_perm, nt._layout)
+    return _window_of(src, storage, new_perm, nt._layout, steps)
+
+
+def regrouped(nt, table, perm, jag):
+    """The window view ``nt`` with its storage regrouped as ``table`` (the same elements in the same order:
+    size-1 dims added or dropped, dims split or merged; ``jag`` its jagged axis), read through ``perm``; None
+    where the window cannot be reshaped so without a copy, or its rows would not stay first."""
+    st = nt._st
+    table = np.asarray(table, dtype=np.int64)
+    if not st.n or not table.shape[1] or not np.array_equal(table[:, 0], st.sizes[:, 0]) or (
+            table[:, 1:] != table[:1, 1:]).any():
+        return None
+    shape = (int(nt._src.shape[0]), *(int(s) for s in table[0, 1:]))
+    steps = _reshape_steps(tuple(int(s) for s in nt._src.shape), nt._steps, shape)
+    if steps is None:
+        return None
+    storage = st.derive(table, st.offsets, tail=shape[1:], jag=jag)
+    return _window_of(nt._src.reshape(shape), storage, perm, nt._layout, steps)
+
+
+def _reshape_steps(old_shape, old_steps, new_shape):
+    """The strides (elements) of ``new_shape`` viewing, in the same C order, the elements of an array of
+    ``old_shape`` and strides ``old_steps``; None where no strides can (NumPy's no-copy reshape rule). Both
+    shapes hold the same number of elements."""
+    if 0 in old_shape or 0 in new_shape:  # no element: any strides read them all
+        return _c_steps(new_shape)
+    old = [(s, t) for s, t in zip(old_shape, old_steps) if s != 1]
+    wide = [k for k, s in enumerate(new_shape) if s != 1]
+    steps = [1] * len(new_shape)
+    i = j = 0
+    while i < len(wide):
+        group, count = [wide[i]], new_shape[wide[i]]
+        first, total = j, old[j][0]
+        j += 1
+        while count != total:  # the smallest runs of new and old dims that hold the same elements
+            if count < total:
+                i += 1
+                group.append(wide[i])
+                count *= new_shape[wide[i]]
+            else:
+                total *= old[j][0]
+                j += 1
+        if any(old[k][1] != old[k + 1][0] * old[k + 1][1] for k in range(first, j - 1)):
+            return None  # old dims merged here that are not one run in memory
+        step = old[j - 1][1]
+        for k in reversed(group):
+            steps[k] = step
+            step *= new_shape[k]
+        i += 1
+    for k in reversed(range(len(new_shape))):  # a dim of size 1: torch's stride for it (unsqueeze's)
+        if new_shape[k] == 1:
+            steps[k] = steps[k + 1] * new_shape[k + 1] if k + 1 < len(new_shape) else 1
+    return tuple(steps)
+
+
+def rebase(nt, src):
+    """The window view ``nt`` over another array ``src`` of its shape (``detach``, a conversion)."""
+    return _window_of(src, nt._st, nt._perm, nt._layout, nt._steps)
+
+
+def with_perm(nt, perm):
+    """``nt`` reading its storage through ``perm`` (``transpose``, ``permute``): a window view stays one."""
+    if nt._src is None:
+        return make_view(nt._buf, nt._st, perm, nt._layout)
+    return _window_of(nt._src, nt._st, perm, nt._layout, nt._steps)
+
+
+def components_slice_view(nt, lo, hi):
+    """Components ``lo:hi`` of the window view ``nt`` (a view of the same window; ``lo <= hi`` in range)."""
+    st = nt._st
+    rows = st.rows()[0]
+    storage = Structure(st.sizes[lo:hi].copy(), tail=st.tail, jag=st.jag)
+    return _window_of(nt._src[int(rows[lo]) : int(rows[hi])], storage, nt._perm, nt._layout, nt._steps)
+
+
+def component(nt, i):
+    """Component ``i`` (in range) of the window view ``nt``: a view of its window."""
+    rows = nt._st.rows()[0]
+    part = nt._src[int(rows[i]) : int(rows[i + 1])]
+    return part if nt._perm is None else permute_view(nt.backend, part, nt._perm)
+
+
+def compact(nt):
+    """A nested tensor of its own over a compact copy of the window view ``nt`` (for an in-place op to write
+    into, then :func:`write_back`)."""
+    return make_view(nt._buf, nt._st, nt._perm, nt._layout)
+
+
+def write_back(nt, done):
+    """The values of ``done`` (a :func:`compact` copy of ``nt``, written) into ``nt``'s window; returns ``nt``."""
+    target = nt._src
+    target[...] = done._buf.reshape(target.shape)
+    return nt
+
+
+def window_in(out):
+    """Whether ``out`` (an ``out=`` argument: a nested tensor, or a tuple of them and None) holds a window view."""
+    return any(o._src is not None for o in (out if isinstance(out, tuple) else (out,)) if isinstance(o, NestedTensor))
+
+
+def through_copies(out, run):
+    """``run(copies)`` with a :func:`compact` copy standing for each window view of ``out`` (``out=``), the
+    copies then written into the windows; returns ``out`` as ``out=`` calls return it."""
+    outs = out if isinstance(out, tuple) else (out,)
+    copies = tuple(compact(o) if isinstance(o, NestedTensor) and o._src is not None else o for o in outs)
+    run(copies)
+    for o, c in zip(outs, copies):
+        if c is not o:
+            write_back(o, c)
+    return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+
+
+def padded_permuted(nt, pad, output_size):
+    """``to_padded_tensor`` of the transposed view ``nt`` whose storage is rows (ragged dim first): the storage
+    padded by ``pad(storage, size)`` (one pass), then its axes permuted as ``nt`` reads them; the components
+    are never materialised through the permutation (one gather per group of equal shapes)."""
+    perm = nt._perm
+    inverse = tuple(int(a) for a in np.argsort(perm))
+    size = None if output_size is None else (output_size[0], *(output_size[1 + inverse[a]] for a in range(len(perm))))
+    dense = pad(make_view(nt._buf, nt._st, None, nt._layout), size)
+    be = nt.backend
+    return be.contiguous(permute_view(be, dense, (0, *(1 + p for p in perm))))
