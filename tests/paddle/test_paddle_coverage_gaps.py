@@ -585,30 +585,7 @@ from test_paddle_fluid_layers import Ours, PaddleFluid, _check  # noqa: E402
 H, V, E, TAGS = 6, 15, 4, 4
 
 
-class PaddleFluidMore(PaddleFluid):
-    """:class:`PaddleFluid` with Paddle 1.8's whole ``dynamic_gru`` signature (activations, ``h_0``)."""
-
-    @staticmethod
-    def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False, gate_activation="sigmoid",  # noqa: A002
-                    candidate_activation="tanh", h_0=None, origin_mode=False):
-        from paddle.base.layer_helper import LayerHelper  # noqa: PLC0415
-
-        helper = LayerHelper("gru", input=input, param_attr=param_attr, bias_attr=bias_attr)
-        dtype = helper.input_dtype()
-        w = helper.create_parameter(attr=helper.param_attr, shape=[size, 3 * size], dtype=dtype)
-        b = helper.create_parameter(attr=helper.bias_attr, shape=[1, 3 * size], dtype=dtype, is_bias=True)
-        outs = {k: helper.create_variable_for_type_inference(dtype)
-                for k in ("Hidden", "BatchGate", "BatchResetHiddenPrev", "BatchHidden")}
-        inputs = {"Input": input, "Weight": w}
-        if b is not None:
-            inputs["Bias"] = b
-        if h_0 is not None:  # (needing its gradient: without, Paddle's is wrong; test_difference_gru_h0_...)
-            h_0.stop_gradient = False
-            inputs["H0"] = h_0
-        helper.append_op(type="gru", inputs=inputs, outputs=outs,
-                         attrs={"is_reverse": is_reverse, "gate_activation": gate_activation,
-                                "activation": candidate_activation, "origin_mode": origin_mode})
-        return outs["Hidden"]
+PaddleFluidMore = PaddleFluid  # (its dynamic_gru has Paddle 1.8's whole signature: activations, h_0)
 
 
 def tagger_with_attributes(L, words, h0, target):

@@ -100,7 +100,9 @@ class PaddleFluid:
         return outs["Hidden"], outs["Cell"]
 
     @staticmethod
-    def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False, origin_mode=False):  # noqa: A002
+    def dynamic_gru(input, size, param_attr=None, bias_attr=None, is_reverse=False, gate_activation="sigmoid",  # noqa: A002
+                    candidate_activation="tanh", h_0=None, origin_mode=False):
+        """Paddle 1.8's whole ``dynamic_gru`` signature (activations, ``h_0``) on the ``gru`` operator."""
         helper = LayerHelper("gru", input=input, param_attr=param_attr, bias_attr=bias_attr)
         dtype = helper.input_dtype()
         w = helper.create_parameter(attr=helper.param_attr, shape=[size, 3 * size], dtype=dtype)
@@ -110,9 +112,12 @@ class PaddleFluid:
         inputs = {"Input": input, "Weight": w}
         if b is not None:
             inputs["Bias"] = b
+        if h_0 is not None:  # (needing its gradient: without, Paddle's is wrong; test_difference_gru_h0_...)
+            h_0.stop_gradient = False
+            inputs["H0"] = h_0
         helper.append_op(type="gru", inputs=inputs, outputs=outs,
-                         attrs={"is_reverse": is_reverse, "gate_activation": "sigmoid", "activation": "tanh",
-                                "origin_mode": origin_mode})
+                         attrs={"is_reverse": is_reverse, "gate_activation": gate_activation,
+                                "activation": candidate_activation, "origin_mode": origin_mode})
         return outs["Hidden"]
 
     @staticmethod
