@@ -253,5 +253,5 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     def attend(q, k, v, mask=None):
         return be.attention(q, k, v, mask, is_causal, scale, float(dropout_p))
 
-    out, struct = map_components(inputs, attend, sizes, dtype=query._buffer.dtype)
+    out, struct = map_components(inputs, attend, sizes, dtype=query._array().dtype)
     return make(out, struct, query._layout)

@@ -302,18 +302,20 @@ def as_nested_tensor(tensor_list, dtype=None, device=None, layout=None):
 
 
 def _convert(nt, dtype, device, layout, where):
-    buffer = nt._buffer
-    name = backend_name_of(buffer)
-    target = resolve_dtype(dtype, name)
-    if target is not None and target != buffer.dtype:
-        buffer = nt.backend.astype(buffer, target)
-    buffer = _place(buffer, device)
+    array = nt._array()  # the storage: its dtype and device, read without materialising a view's components
+    target = resolve_dtype(dtype, backend_name_of(array))
     layout = layout or nt._layout
     if layout == "jagged":
         _check_jagged(nt._struct, where)
-    if buffer is nt._buffer and layout == nt._layout:
+    moved = _place(array, device) if (target is None or target == array.dtype) and layout == nt._layout else None
+    if moved is array:  # nothing changes: self, as torch's to() (a view stays that view)
         return nt
-    return make(buffer, nt._struct, layout)
+    buffer = nt._buffer
+    if moved is not None and buffer is array:  # (the storage is the buffer: moved once)
+        return make(moved, nt._struct, layout)
+    if target is not None and target != buffer.dtype:
+        buffer = nt.backend.astype(buffer, target)
+    return make(_place(buffer, device), nt._struct, layout)
 
 
 def _from_dense(array, where):

@@ -160,7 +160,7 @@ def _check_weight(where, nt, weight, bias):
         if arr is not None and backend_name_of(arr) is None:
             raise TypeError(f"{where}: {name} must be an array or tensor, got {type(arr).__name__}")
     same_backend(where, nt._array(), *[a for a in (weight, bias) if a is not None])
-    dtype = nt._buffer.dtype
+    dtype = nt._array().dtype
     for name, arr in (("weight", weight), ("bias", bias)):
         if arr is not None and arr.dtype != dtype:
             raise TypeError(
@@ -248,9 +248,9 @@ def _check_pair(where, a, b, name_b):
             f"but got: {b._struct.n}."
         )
     same_backend(where, a._array(), b._array())
-    if a._buffer.dtype != b._buffer.dtype:
+    if a._array().dtype != b._array().dtype:
         raise TypeError(
-            f"{where}: expected both inputs to have the same dtype, got {a._buffer.dtype} and {b._buffer.dtype}"
+            f"{where}: expected both inputs to have the same dtype, got {a._array().dtype} and {b._array().dtype}"
         )
     sa, sb = a._struct.sizes, b._struct.sizes
     bad = np.flatnonzero(sa[:, -1] != sb[:, -2])
@@ -402,7 +402,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if arr is not None and tuple(arr.shape) != ns:
             raise ShapeError(f"{where}: {name} must have shape {ns} (normalized_shape), got {tuple(arr.shape)}")
     _check_weight(where, input, weight, bias)
-    if kind_of(input._buffer.dtype) != "f":
+    if kind_of(input._array().dtype) != "f":
         raise not_implemented("LayerNormKernelImpl", input)
     width = int(np.prod(ns))
     buf = st.tail_view(input._buffer, st.rank - k, ns)
@@ -437,8 +437,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         raise ShapeError(f"{where}: offsets has to be None if input is a nested tensor (its components are the bags)")
     if input.dim() != 2:
         raise ShapeError(f"{where}: input must be a nested tensor of 1-d id sequences (dim 2), got dim {input.dim()}")
-    if kind_of(input._buffer.dtype) not in "iu":
-        raise TypeError(f"{where}: input must hold integer ids, got dtype {input._buffer.dtype}")
+    if kind_of(input._array().dtype) not in "iu":
+        raise TypeError(f"{where}: input must hold integer ids, got dtype {input._array().dtype}")
     if backend_name_of(weight) is None or weight.ndim != 2:
         raise ShapeError(f"{where}: weight must be a 2-d array (num_embeddings, embedding_dim)")
     if mode not in ("sum", "mean", "max"):

@@ -106,7 +106,7 @@ def dropout(input, p=0.5, training=True, inplace=False):
         raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}", argument="p", value=p)
     if not training:  # any dtype, as torch's
         return input
-    if kind_of(input._buffer.dtype) not in "fc":
+    if kind_of(input._array().dtype) not in "fc":
         raise not_implemented("dropout", input)
     if p == 0:
         return input
@@ -175,7 +175,7 @@ def _require_floating(input, dtype, kernel):
     """torch's error for random values of a non-floating dtype (its ``kernel`` not implemented for it)."""
     if not isinstance(input, NestedTensor):
         return  # _like names what it is
-    if kind_of(resolve_dtype(dtype, input.backend.name) or input._buffer.dtype) not in "fc":
+    if kind_of(resolve_dtype(dtype, input.backend.name) or input._array().dtype) not in "fc":
         raise not_implemented(kernel, input)
 
 

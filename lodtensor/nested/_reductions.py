@@ -331,7 +331,7 @@ def _extreme(kind):
             return MaxMin(*(kept_nested(input, dim, keepdim, r) for r in fast))
         values = rows_of_components(input, _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None))
         keys = input
-        if kind_of(input._buffer.dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers
+        if kind_of(input._array().dtype) == "b":  # torch.max takes bool (argmax does not): compare as integers
             keys = make(input.backend.astype(input._buffer, resolve_dtype(np.int64, input.backend.name)),
                         input._struct, input._layout)
         indices = rows_of_components(input, _reduce(f"{kind}()", f"arg{kind}", keys, dim, keepdim, None))

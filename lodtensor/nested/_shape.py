@@ -83,8 +83,11 @@ def _new_sizes(where, nt, shape):
 def _reshaped(nt, sizes, as_view=False):
     jag = nt._struct.jag  # (kept in place: _new_sizes allows only -1 there)
     jag = jag if jag is not None and jag < sizes.shape[1] else None
-    view = regrouped(nt, sizes, None, jag) if as_view and nt._src is not None and nt._perm is None else None
-    if view is not None:  # view() of part of a regular dim: its window reshaped (reshape() copies, as torch's)
+    if as_view and nt._src is not None and nt._perm is None and nt._st.n:  # view() of part of a regular dim: its
+        view = regrouped(nt, sizes, None, jag)  # window reshaped (reshape() copies, as torch's), or torch's error
+        if view is None:
+            raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
+                             "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return view
     st = nt._struct.derive(sizes, nt._struct.offsets, jag=jag)
     return make(nt._buffer, st, nt._layout)
@@ -113,7 +116,7 @@ def reshape(input, shape):
 
 @implements("view", _T + "view")
 def view(input, shape):
-    """Same as :func:`reshape`: a nested tensor's components are contiguous, so it never copies.
+    """As :func:`reshape`; on a view of part of a regular dim a view of its window, or torch's error where none can.
 
     >>> import lodtensor.nested as ln
     >>> ln.nested_tensor([np.ones((2, 6)), np.ones((1, 6))]).view(2, -1, 3, 2).nested_size().tolist()

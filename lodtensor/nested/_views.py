@@ -99,7 +99,8 @@ def window(nt, axis, item):
     step within the dim, or an index in ``[0, size)``), or None where the storage has no rows to view (then
     the caller copies)."""
     st = nt._st
-    if compiling() or st.outer or st.tail is None or not st.rank:
+    holes = getattr(nt, "_holes", None)  # with lengths, _buf is a compacted copy of values(): no view of it
+    if compiling() or st.outer or st.tail is None or not st.rank or (holes is not None and holes[2] is not None):
         return None
     perm = compose(nt._perm, st.rank)
     s = perm[axis]  # the storage axis the dim reads: axis 0 holds the rows (the ragged dim)

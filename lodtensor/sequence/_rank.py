@@ -43,8 +43,9 @@ class LoDTensorArray(list):
 
     def append(self, tensor):
         """Add ``tensor`` (a LoDTensor; arrays are wrapped) at the end. As in Paddle, the element shares
-        ``tensor``'s data but has a lod of its own: a later ``tensor.set_lod(...)`` (or ``set()`` of new
-        data) leaves the element as it was appended.
+        ``tensor``'s data but has a lod of its own: a later ``tensor.set_lod(...)`` leaves the element as it
+        was appended, and so does ``set()`` of new data (which in Paddle writes into the shared buffer
+        where the new data fits it: docs/porting.md).
 
         >>> import numpy as np
         >>> arr = LoDTensorArray()
