@@ -68,3 +68,17 @@ def test_to_padded_tensor_of_a_transposed_view_pads_the_components_as_they_read(
             want[i][tuple(slice(0, s) for s in p.shape)] = p
         got = np.asarray(t.to_padded_tensor(-1.0, size))
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("lib", sorted(LIBS))
+@pytest.mark.parametrize("case", ["no row", "no component", "no column", "rows", "one column", "one row each"])
+def test_is_contiguous_of_a_transposed_view_as_torch(lib, case):
+    """A transposed view with no element, or whose moved dims have size 1, is contiguous (torch's answer, by
+    the dense rule on its values()); it was always False."""
+    values, offsets = {"no row": ((0, 3), [0, 0, 0]), "no component": ((0, 3), [0]), "no column": ((5, 0), [0, 2, 5]),
+                       "rows": ((5, 3), [0, 2, 5]), "one column": ((5, 1), [0, 2, 5]),
+                       "one row each": ((2, 3), [0, 1, 2])}[case]
+    theirs = torch.nested.nested_tensor_from_jagged(torch.zeros(values), torch.tensor(offsets)).transpose(1, 2)
+    data = np.zeros(values, np.float32) if lib == "numpy" else torch.zeros(values)
+    ours = ln.nested_tensor_from_jagged(data, np.array(offsets) if lib == "numpy" else torch.tensor(offsets))
+    assert ours.transpose(1, 2).is_contiguous() == theirs.is_contiguous()

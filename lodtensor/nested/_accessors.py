@@ -34,7 +34,13 @@ class JaggedAccessors:
         if self._src is not None:  # a view of part of a regular dim: as its values(), as torch's
             return self._perm is None and self.backend.is_c_contiguous(self._src)
         holes = getattr(self, "_holes", None)  # offsets over part of values, without lengths: no hole
-        return (holes is None or holes[2] is None) and self._perm is None
+        if holes is not None and holes[2] is not None:
+            return False
+        if self._perm is None:
+            return True
+        # a transposed view: as its values() (the rows read through the permutation), by the library's rule
+        # (no element, or the dims that move of size 1: contiguous, as torch answers)
+        return self._st.is_lod and self.backend.is_c_contiguous(self.values())
 
     def nelement(self):
         """``numel()``, as torch's alias.
