@@ -99,15 +99,21 @@ JAGGED_ORACLE_TESTS = {
 }
 
 
-#: tests of the one-graph tracing of LoDTensor and NestedTensor code under torch.compile (fullgraph=True,
-#: graph and frame counts): it needs the dynamo of the torch the test extra pins (2.13; 2.15 passes too).
-#: torch 2.4's and 2.8's dynamo break the graph inside lodtensor's traced forms (generators,
-#: ``object.__new__``, operators on a LoDTensor): values as in eager mode, more graphs, and fullgraph=True
-#: raises Unsupported (docs/nested.md, "torch.compile"), so there they are skipped (a file: all its tests).
+#: the oldest torch release whose dynamo traces LoDTensor and NestedTensor code into one graph
+#: (torch.compile with fullgraph=True, the tests' graph and frame counts): the tests below skip before it.
+#: Checked on PyPI's releases (docs/compatibility.md): 2.13 passes (2.15 too); 2.12.0 and 2.12.1 trace no
+#: ``object.__new__`` (NestedTensor) and no ``int < LoDTensor``; 2.9 to 2.11 no ``bool`` of a list either;
+#: 2.4 and 2.8 no generator, no ``object.__new__`` and no operator on a LoDTensor. There compiled functions
+#: give eager mode's values, with more graphs, and fullgraph=True raises Unsupported (docs/nested.md,
+#: "torch.compile"). It is apart from JAGGED_ORACLE_RELEASE: the two need not move together.
+COMPILE_RELEASE = (2, 13)
+#: the one-graph tests (a file: all its tests).
 COMPILE_TESTS = {
     "tests/test_compile_lod.py",
     "tests/nested/test_compile.py",
     "tests/nested/test_fast_paths.py::test_max_over_the_ragged_dim_against_torch_jagged",
+    "tests/test_compile_hunt2.py::test_fc_compiles_once_for_every_lod",
+    "tests/test_compile_hunt2.py::test_fc_module_with_fullgraph_on_a_parameter_type_not_seen_before",
 }
 
 
@@ -123,20 +129,24 @@ def torch_release():
 
 
 def older_oracle_skips(items):
-    """Skip each collected test whose oracle is a newer torch than the installed one."""
+    """Skip each collected test that needs a newer torch than the installed one: its oracle is torch's
+    jagged layout (JAGGED_ORACLE_TESTS, before JAGGED_ORACLE_RELEASE), or it takes torch.compile's one
+    graph (COMPILE_TESTS, a file or a test, before COMPILE_RELEASE)."""
     import pytest  # noqa: PLC0415
 
     release = torch_release()
-    if release is None or release >= JAGGED_ORACLE_RELEASE:
+    if release is None:
         return
-    pinned, here = (".".join(map(str, r)) for r in (JAGGED_ORACLE_RELEASE, release))
-    oracle = pytest.mark.skip(reason=f"its oracle is torch {pinned}'s jagged layout; torch {here}'s lacks or "
-                                     f"differs in its ops")
-    compiled = pytest.mark.skip(reason=f"one-graph tracing under torch.compile needs torch {pinned}'s dynamo; "
-                                       f"torch {here}'s breaks graphs inside lodtensor (same values)")
+    needs = ((JAGGED_ORACLE_RELEASE, JAGGED_ORACLE_TESTS,
+              "its oracle is torch {}'s jagged layout; torch {}'s lacks or differs in its ops"),
+             (COMPILE_RELEASE, COMPILE_TESTS,
+              "one-graph tracing under torch.compile needs torch {}'s dynamo; torch {}'s breaks graphs inside "
+              "lodtensor (same values)"))
+    skips = [(tests, pytest.mark.skip(reason=why.format(*(".".join(map(str, r)) for r in (floor, release)))))
+             for floor, tests, why in needs if release < floor]
     for item in items:
         test = item.nodeid.split("[")[0]
-        if test in JAGGED_ORACLE_TESTS:
-            item.add_marker(oracle)
-        elif test in COMPILE_TESTS or test.split("::")[0] in COMPILE_TESTS:
-            item.add_marker(compiled)
+        for tests, mark in skips:
+            if test in tests or test.split("::")[0] in tests:
+                item.add_marker(mark)
+                break

@@ -17,6 +17,7 @@ import lodtensor.nested as ln
 from lodtensor import _data
 from lodtensor.nn import functional as nnf
 
+from . import _torch_range
 from ._torch_range import safe_globals
 
 torch = pytest.importorskip("torch")
@@ -240,3 +241,39 @@ def test_arrow_and_parquet_reads_take_no_pandas_dtype(tmp_path):
         assert got.lod() == [[0, 2, 6]] and got.data.dtype == np.int16 and got.tolist() == t.tolist()
     for typ, want in ((pa.uint64(), "uint64"), (pa.float16(), "float16"), (pa.int8(), "int8"), (pa.bool_(), "bool")):
         assert lt.interop.arrow.leaf_dtype(pa, typ) == np.dtype(want)
+
+
+class _Item:
+    """What older_oracle_skips reads and writes of a collected pytest item."""
+
+    def __init__(self, nodeid):
+        self.nodeid, self.reasons = nodeid, []
+
+    def add_marker(self, mark):
+        self.reasons.append(mark.kwargs["reason"])
+
+
+@pytest.mark.parametrize(("release", "skipped"), [((2, 11), {"compiled", "jagged"}), ((2, 12), {"jagged"}),
+                                                  ((2, 13), set()), (None, set())])
+def test_compile_tests_skip_below_their_own_release(monkeypatch, release, skipped):
+    """The one-graph torch.compile tests skip below COMPILE_RELEASE, the jagged-oracle tests below
+    JAGGED_ORACLE_RELEASE, each on its own (here 2.12 and 2.13, made apart by monkeypatching): both skipped
+    before 2.13 under the one JAGGED_ORACLE_RELEASE, so moving one floor moved the other."""
+    monkeypatch.setattr(_torch_range, "COMPILE_RELEASE", (2, 12))
+    monkeypatch.setattr(_torch_range, "JAGGED_ORACLE_RELEASE", (2, 13))
+    monkeypatch.setattr(_torch_range, "torch_release", lambda: release)
+    items = {"compiled": _Item("tests/test_compile_lod.py::test_the_lod_gate_stays_outside_the_graph[aot_eager]"),
+             "compiled test": _Item(next(t for t in sorted(_torch_range.COMPILE_TESTS) if "::" in t)),
+             "jagged": _Item(sorted(_torch_range.JAGGED_ORACLE_TESTS)[0] + "[float32]"),
+             "other": _Item("tests/test_version_range.py::test_arrow_and_parquet_reads_take_no_pandas_dtype")}
+    _torch_range.older_oracle_skips(list(items.values()))
+    assert items["compiled"].reasons == items["compiled test"].reasons
+    assert {name for name in ("compiled", "jagged") if items[name].reasons} == skipped
+    assert items["other"].reasons == [] and all(len(item.reasons) <= 1 for item in items.values())
+    here = ".".join(map(str, release or ()))
+    if "compiled" in skipped:
+        assert items["compiled"].reasons == [f"one-graph tracing under torch.compile needs torch 2.12's dynamo; "
+                                             f"torch {here}'s breaks graphs inside lodtensor (same values)"]
+    if "jagged" in skipped:
+        assert items["jagged"].reasons == [f"its oracle is torch 2.13's jagged layout; torch {here}'s lacks or "
+                                           f"differs in its ops"]
