@@ -82,3 +82,28 @@ def test_is_contiguous_of_a_transposed_view_as_torch(lib, case):
     data = np.zeros(values, np.float32) if lib == "numpy" else torch.zeros(values)
     ours = ln.nested_tensor_from_jagged(data, np.array(offsets) if lib == "numpy" else torch.tensor(offsets))
     assert ours.transpose(1, 2).is_contiguous() == theirs.is_contiguous()
+
+
+def test_dlpack_of_reversed_data_is_refused_instead_of_crashing_torch():
+    """``torch.from_dlpack`` of a capsule over negative strides (NumPy exports them) aborts the process;
+    a LoDTensor over a reversed view refuses the export with a BufferError naming the cure, and leaves
+    the data as it was."""
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import lodtensor as lt  # noqa: PLC0415
+
+    data = np.arange(6.0)[::-1]
+    t = lt.LoDTensor(data, [[0, 2, 6]])
+    with pytest.raises(BufferError, match="negative strides"):
+        t.__dlpack__()
+    with pytest.raises(BufferError, match="negative strides"):
+        t.__dlpack_ragged__()
+    assert data.tolist() == [5.0, 4.0, 3.0, 2.0, 1.0, 0.0]
+    code = ("import numpy as np, torch, lodtensor as lt\n"
+            "t = lt.LoDTensor(np.arange(6.0)[::-1], [[0, 2, 6]])\n"
+            "try:\n    torch.from_dlpack(t)\nexcept BufferError:\n    print('refused')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0 and "refused" in done.stdout, done.stderr[-2000:]
+    copied = lt.LoDTensor(data.copy(), [[0, 2, 6]])
+    assert torch.from_dlpack(copied).tolist() == data.tolist()

@@ -1,10 +1,30 @@
-"""Lazy imports of the foreign libraries, each with an ImportError naming its extra."""
+"""Lazy imports of the foreign libraries, each with an ImportError naming its extra; the check that a
+conversion was given a LoDTensor."""
 
 import importlib
 import importlib.util
 import sys
 
-__all__ = ["require", "loaded"]
+from ..tensor import LoDTensor
+
+__all__ = ["require", "loaded", "lod_tensor_arg"]
+
+
+def lod_tensor_arg(t, what):
+    """Refuse ``t`` unless it is a LoDTensor, with a TypeError naming what to call for a nested tensor (whose
+    missing LoDTensor methods would otherwise surface as an AttributeError).
+
+    >>> import numpy as np
+    >>> import lodtensor.nested as ln
+    >>> lod_tensor_arg(ln.nested_tensor([np.ones((2, 3))]), "to_arrow()")
+    Traceback (most recent call last):
+    ...
+    TypeError: to_arrow(): expected a LoDTensor, got NestedTensor; a nested tensor ragged in its first ...
+    """
+    if not isinstance(t, LoDTensor):
+        hint = ("; a nested tensor ragged in its first component dim converts with nt.to_lod_tensor()"
+                if getattr(t, "is_nested", False) is True else "")
+        raise TypeError(f"{what}: expected a LoDTensor, got {type(t).__name__}{hint}")
 
 
 def require(module, extra, what):

@@ -13,6 +13,7 @@ from .._compile import eager_under_compile
 from ..lod import LoD
 from ..ops._packed import packed_sequence, unpacked_rows
 from ..tensor import LoDTensor
+from ._lazy import lod_tensor_arg
 from ._torch_base import _torch, _torch_data
 
 __all__ = ["to_packed_sequence", "from_packed_sequence"]
@@ -40,6 +41,7 @@ def to_packed_sequence(t, enforce_sorted=False):
     >>> ps.data.tolist(), ps.batch_sizes.tolist()  # time-major: step 0 of both sequences first
     ([0.0, 3.0, 1.0, 4.0, 2.0], [2, 2, 1])
     """
+    lod_tensor_arg(t, "to_packed_sequence()")
     torch = _torch("to_packed_sequence()")
     t._require_lod("to_packed_sequence()")
     data = _torch_data(t, "to_packed_sequence()")

@@ -22,7 +22,7 @@ import numpy as np
 from ..backend import backend_name_of
 from ..lod import MAX_LOD_LEVELS, LoD
 from ..tensor import LoDTensor
-from ._lazy import loaded, require
+from ._lazy import loaded, lod_tensor_arg, require
 
 __all__ = [
     "to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap", "wrap_levels", "check_nesting",
@@ -43,6 +43,7 @@ def _pa(what):
 
 def _host_data(t, what):
     """The tensor's data as a C-contiguous NumPy array (shared when it already is one)."""
+    lod_tensor_arg(t, what)
     data = t._check_fits(what)
     name = backend_name_of(data)
     if name == "torch":

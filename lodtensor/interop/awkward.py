@@ -14,7 +14,7 @@ import numpy as np
 from ..backend import backend_name_of
 from ..lod import LoD
 from ..tensor import LoDTensor
-from ._lazy import require
+from ._lazy import lod_tensor_arg, require
 
 __all__ = ["to_awkward", "from_awkward"]
 
@@ -25,6 +25,7 @@ def _ak(what):
 
 def _host_data(t, what):
     """The data as NumPy in the machine's byte order (shared when it already is; awkward refuses the other)."""
+    lod_tensor_arg(t, what)
     data = t._check_fits(what)
     name = backend_name_of(data)
     if name == "torch" and data.device.type == "cpu":
@@ -149,6 +150,9 @@ def from_awkward(a):
     where = "from_awkward()"
     if isinstance(a, (str, bytes)) or a is None:
         raise TypeError(f"from_awkward(): expected an ak.Array (or nested lists of numbers), got {type(a).__name__}")
+    if getattr(a, "is_nested", False) is True:  # read as its dense values(): the components would be lost
+        raise TypeError(f"{where}: expected an ak.Array, got a nested tensor ({type(a).__name__}); a nested tensor "
+                        f"ragged in its first component dim is a LoDTensor already: nt.to_lod_tensor()")
     layout = ak.to_layout(a)
     levels = []
     while True:

@@ -50,6 +50,12 @@ def dlpack(t, **kwargs):
     [7.0, 1.0, 2.0, 3.0, 4.0]
     """
     data = t._require_data("__dlpack__()")
+    strides = getattr(data, "strides", None)  # (NumPy and CuPy, in bytes; torch's are never negative)
+    if strides is not None and any(s < 0 for s in strides):
+        raise BufferError(
+            f"__dlpack__(): the data has negative strides {tuple(strides)} (a reversed view); DLPack "
+            f"consumers differ on them (torch.from_dlpack aborts the process), so it is not exported: "
+            f"give the LoDTensor a copy (t.data.copy()) first")
     return data.__dlpack__(**kwargs)
 
 

@@ -23,7 +23,7 @@ from ..backend import backend_name_of
 from ..errors import LoDError
 from ..lod import LoD
 from ..tensor import LoDTensor
-from ._lazy import loaded, require
+from ._lazy import loaded, lod_tensor_arg, require
 
 __all__ = ["to_sparse_csr", "to_sparse_coo", "from_sparse"]
 
@@ -32,6 +32,7 @@ _FORMATS = ("torch", "scipy")
 
 def _parts(t, what):
     """(data, offsets of the last level in rows, lengths, positions, sequence ids, dense shape)."""
+    lod_tensor_arg(t, what)
     t._require_lod(what)
     data = t._check_fits(what)
     lod = t.lod

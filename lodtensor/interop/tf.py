@@ -10,7 +10,7 @@ import numpy as np
 from ..backend import backend_name_of
 from ..lod import LoD
 from ..tensor import LoDTensor
-from ._lazy import loaded, require
+from ._lazy import loaded, lod_tensor_arg, require
 
 __all__ = ["to_ragged_tensor", "from_ragged_tensor"]
 
@@ -34,6 +34,7 @@ def to_ragged_tensor(t):
     >>> t.to_ragged_tensor().to_list()  # doctest: +SKIP
     [[[0.0, 1.0], []], [[2.0, 3.0, 4.0]]]
     """
+    lod_tensor_arg(t, "to_ragged_tensor()")
     tf = require("tensorflow", "tf", "to_ragged_tensor()")
     data = t._check_fits("to_ragged_tensor()")
     if backend_name_of(data) != "numpy":

@@ -23,6 +23,7 @@ from ..backend import backend_name_of
 from ..backend._pickle import UNPICKLERS
 from ..lod import LoD
 from ..tensor import LoDTensor
+from ._lazy import lod_tensor_arg
 from ._packed import from_packed_sequence, to_packed_sequence
 from ._torch_base import _intact, _offsets_on, _torch, _torch_data
 
@@ -73,6 +74,7 @@ def to_nested_jagged(t, level=None):
     >>> t.to_nested_jagged(level=1).offsets().tolist()                  # sentences
     [0, 1, 3, 6]
     """
+    lod_tensor_arg(t, "to_nested_jagged()")
     torch = _torch("to_nested_jagged()")
     if level is None:
         if t.lod_level != 1:
@@ -273,6 +275,7 @@ def embedding_bag_inputs(t):
     >>> ids.tolist(), offsets.tolist()
     ([4, 1, 2], [0, 2, 2])
     """
+    lod_tensor_arg(t, "embedding_bag_inputs()")
     torch = _torch("embedding_bag_inputs()")
     t._require_lod("embedding_bag_inputs()")
     data = _torch_data(t, "embedding_bag_inputs()")
@@ -310,6 +313,7 @@ def cu_seqlens(t, level=-1):
     >>> cu.tolist(), cu.dtype, longest
     ([0, 2, 5], dtype('int32'), 3)
     """
+    lod_tensor_arg(t, "cu_seqlens()")
     t._require_lod("cu_seqlens()")
     data = t._check_fits("cu_seqlens()")
     offsets = t.lod.absolute_offsets(level)

@@ -25,7 +25,7 @@ from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
-from ._views import components_slice_view, regrouped, window
+from ._views import components_slice_view, regrouped, viewed, window
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
            "split_with_sizes", "cat", "stack", "slice_dim", "components_slice"]  # fmt: skip
@@ -367,7 +367,7 @@ def chunk(input, chunks, dim=0):
 
 def components_slice(nt, lo, hi):
     """Entries ``lo:hi`` of dim 0 (components, or the top outer level's entries), a view."""
-    if nt._src is not None:  # a view of part of a regular dim: its window's rows lo:hi
+    if viewed(nt):  # a view (of a window, or transposed): a view of its storage
         return components_slice_view(nt, lo, hi)
     st = nt._struct
     lo, hi, levels = st.top_slice(lo, hi)

@@ -18,6 +18,7 @@ from ._broadcast import same_backend
 from ._construct import as_nested_tensor
 from ._dispatch import COMPILE_HOOKS, OP_TABLE, compiling, mark_dynamic
 from ._tensor import NestedTensor, Structure, make, normalize_dim
+from ._views import rows_window
 
 __all__ = ["nested_tensor_from_jagged", "narrow", "masked_select"]
 
@@ -35,7 +36,8 @@ def _host_ints(x, name, where):
 def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=None, min_seqlen=None, max_seqlen=None):
     """A jagged-layout nested tensor over ``values`` split at ``offsets`` along ``jagged_dim - 1``.
 
-    - ``offsets`` alone: component ``i`` is ``values[offsets[i]:offsets[i + 1]]`` (shared, a view).
+    - ``offsets`` alone: component ``i`` is ``values[offsets[i]:offsets[i + 1]]`` (shared, a view; strided
+      ``values``, a slice or a transpose, too, as torch's: a window view, ``values()`` is ``values``).
     - ``offsets`` and ``lengths``: components with holes, ``values[offsets[i]:offsets[i] + lengths[i]]``
       (gathered once; ``lengths()``, ``values()`` and ``offsets()`` report torch's view).
     - ``lengths`` alone stands for ``offsets = [0, *cumsum(lengths)]``.
@@ -112,7 +114,10 @@ def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
             raise ShapeError(f"{where}: {err} (values.shape[0]={rows})") from None
         flat = rows_values if holes is None else rows_values[first:last]
         lengths_rows = np.diff(lod.offsets(0))
-    nt = make(be.contiguous(flat).reshape(-1), Structure.of_rows(lengths_rows, row_shape), "jagged")
+    storage = Structure.of_rows(lengths_rows, row_shape)
+    # strided values (no holes): a window view over them, their memory shared as torch's; else one buffer
+    nt = rows_window(flat, storage, "jagged") if holes is None and not be.is_c_contiguous(flat) else None
+    nt = make(be.contiguous(flat).reshape(-1), storage, "jagged") if nt is None else nt
     if jd != 1:
         nt = OP_TABLE["transpose"](nt, 1, jd)
         nt._layout = "jagged"

@@ -25,7 +25,7 @@ from ._registry import implements
 from ._structure import dropped_jag, one_level, op_dim
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, normalize_dim
-from ._views import component, padded_permuted, regrouped, window, with_perm
+from ._views import component, padded_permuted, regrouped, viewed, window, with_perm
 
 __all__ = ["reshape", "view", "reshape_as", "transpose", "permute", "select", "unbind", "to_padded_tensor"]
 
@@ -83,14 +83,15 @@ def _new_sizes(where, nt, shape):
 def _reshaped(nt, sizes, as_view=False):
     jag = nt._struct.jag  # (kept in place: _new_sizes allows only -1 there)
     jag = jag if jag is not None and jag < sizes.shape[1] else None
+    if as_view and nt._perm is not None and viewed(nt) and np.array_equal(sizes, nt._struct.sizes):  # view() of a
+        return with_perm(nt, nt._perm)  # transposed view to the shape it has: a view of the same storage
     if as_view and nt._src is not None and nt._perm is None and nt._st.n:  # view() of part of a regular dim: its
         view = regrouped(nt, sizes, None, jag)  # window reshaped (reshape() copies, as torch's), or torch's error
         if view is None:
             raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                              "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return view
-    st = nt._struct.derive(sizes, nt._struct.offsets, jag=jag)
-    return make(nt._buffer, st, nt._layout)
+    return make(nt._buffer, nt._struct.derive(sizes, nt._struct.offsets, jag=jag), nt._layout)
 
 
 @implements("reshape", "torch.reshape", _T + "reshape")
@@ -247,7 +248,7 @@ def select(input, dim, index):
         if not -st.n <= index < st.n:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {st.n}")
         i = index % st.n
-        if input._src is not None:  # a view of part of a regular dim: the component's part of the window
+        if viewed(input):  # a view (of a window, or transposed): the component, a view of its storage
             return component(input, i)
         a, b = int(st.offsets[i]), int(st.offsets[i + 1])
         return input._buffer[a:b].reshape(tuple(int(s) for s in st.sizes[i]))

@@ -33,7 +33,7 @@ from ._structure import dropped_jag
 from ._tensor import NestedTensor, Structure, make_view
 
 __all__ = ["WindowView", "window", "regrouped", "rebase", "with_perm", "components_slice_view", "component",
-           "compact", "write_back", "window_in", "through_copies", "padded_permuted"]
+           "compact", "write_back", "window_in", "through_copies", "padded_permuted", "rows_window", "viewed"]
 
 _object_new = object.__new__
 
@@ -131,6 +131,19 @@ def window(nt, axis, item):
     return _window_of(src, storage, new_perm, nt._layout, steps)
 
 
+def rows_window(rows, storage, layout):
+    """A window view over ``rows`` (an array ``(rows, *row)`` that is not C-contiguous, a transposed or sliced
+    one) laid out as ``storage`` (one ragged dim, the first): its memory shared, as torch's
+    ``nested_tensor_from_jagged`` shares strided ``values``. None where a stride is negative or zero, or not
+    a whole number of elements (then the caller copies)."""
+    stride = getattr(rows, "stride", None)  # torch's strides (elements); NumPy's and CuPy's ``strides`` (bytes)
+    raw = tuple(stride()) if callable(stride) else tuple(getattr(rows, "strides", ()))
+    unit = 1 if callable(stride) else int(rows.dtype.itemsize)
+    if len(raw) != rows.ndim or any(t <= 0 or t % unit for t, size in zip(raw, rows.shape) if size > 1):
+        return None
+    return _window_of(rows, storage, None, layout, (int(t) // unit for t in raw))
+
+
 def regrouped(nt, table, perm, jag):
     """The window view ``nt`` with its storage regrouped as ``table`` (the same elements in the same order:
     size-1 dims added or dropped, dims split or merged; ``jag`` its jagged axis), read through ``perm``; None
@@ -195,18 +208,35 @@ def with_perm(nt, perm):
     return _window_of(nt._src, nt._st, perm, nt._layout, nt._steps)
 
 
+def viewed(nt):
+    """Whether ``nt`` is a view whose components, slices of dim 0 and same-shape ``view()`` are views of its
+    storage: a window view, or a transposed view without holes (with them, its buffer is a compacted copy of
+    ``values()``, so these copy, as the window ops do on such a tensor)."""
+    return nt._src is not None or (nt._perm is not None and getattr(nt, "_holes", None) is None)
+
+
 def components_slice_view(nt, lo, hi):
-    """Components ``lo:hi`` of the window view ``nt`` (a view of the same window; ``lo <= hi`` in range)."""
+    """Components ``lo:hi`` (top-level entries) of the window view or transposed view ``nt``: a view of the same
+    window, or of the storage read through the same permutation (``lo <= hi`` in range)."""
     st = nt._st
+    if nt._src is None:  # a transposed view: the storage's components lo:hi, still read through _perm
+        lo, hi, levels = st.top_slice(lo, hi)
+        storage = Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail, jag=st.jag)
+        return make_view(nt._buf[int(st.offsets[lo]) : int(st.offsets[hi])], storage, nt._perm, nt._layout)
     rows = st.rows()[0]
     storage = Structure(st.sizes[lo:hi].copy(), tail=st.tail, jag=st.jag)
     return _window_of(nt._src[int(rows[lo]) : int(rows[hi])], storage, nt._perm, nt._layout, nt._steps)
 
 
 def component(nt, i):
-    """Component ``i`` (in range) of the window view ``nt``: a view of its window."""
-    rows = nt._st.rows()[0]
-    part = nt._src[int(rows[i]) : int(rows[i + 1])]
+    """Component ``i`` (in range) of the window view or transposed view ``nt``: a view of its window, or of its
+    storage read through its permutation (as torch's ``nt.transpose(1, 2)[i]``)."""
+    st = nt._st
+    if nt._src is None:
+        part = nt._buf[int(st.offsets[i]) : int(st.offsets[i + 1])].reshape(tuple(int(s) for s in st.sizes[i]))
+    else:
+        rows = st.rows()[0]
+        part = nt._src[int(rows[i]) : int(rows[i + 1])]
     return part if nt._perm is None else permute_view(nt.backend, part, nt._perm)
 
 
