@@ -80,7 +80,7 @@ def _wrap(data, lod, place):
     views of a tensor's own data); data from outside goes through the
     constructor, ``with_data`` or ``from_*``, which check it.
     """
-    t = _object_new(LoDTensor)
+    t = object.__new__(LoDTensor)  # (not the _object_new alias: torch 2.12's dynamo traces only this spelling)
     t._data = data
     t._lod = lod
     t._where = place
@@ -427,7 +427,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return out
 
     def __copy__(self):
-        t = _object_new(type(self))  # a subclass (fluid's LoDTensor) stays itself, as deepcopy and pickle keep it
+        t = object.__new__(type(self))  # a subclass (fluid's LoDTensor) stays itself (not _object_new: see _wrap)
         t._data, t._lod, t._where = self._data, self._lod, self._where
         if getattr(self, "__dict__", None):
             t.__dict__.update(self.__dict__)

@@ -3,6 +3,8 @@ graph (fullgraph=True) with aot_eager and inductor; the same numbers and gradien
 with new LoDs of the same depth and row width; no LoD metadata in the graph or its guards; the sequence ops run
 eagerly behind graph breaks, with eager's numbers and no recompile per LoD."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -115,6 +117,7 @@ _FLOAT_OPS = {
     "0 < t": lambda t, u, w: 0 < t,
     "t >= w": lambda t, u, w: t >= w,
     "torch.relu(t)": lambda t, u, w: torch.relu(t),
+    "copy.copy(t) * 2": lambda t, u, w: copy.copy(t) * 2,
     "t.data.exp() (plain)": lambda t, u, w: t.data.exp(),
     "torch.add(t, u, alpha=2)": lambda t, u, w: torch.add(t, u, alpha=2),
     "torch.where(t > 0, t, u)": lambda t, u, w: torch.where(t > 0, t, u),

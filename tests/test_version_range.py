@@ -5,6 +5,7 @@ older release does differently (the release named in the test), so the branch th
 too and fails without its fix. Run on the real releases: see docs/compatibility.md.
 """
 
+import importlib
 import io
 import time
 import warnings
@@ -277,3 +278,32 @@ def test_compile_tests_skip_below_their_own_release(monkeypatch, release, skippe
     if "jagged" in skipped:
         assert items["jagged"].reasons == [f"its oracle is torch 2.13's jagged layout; torch {here}'s lacks or "
                                            f"differs in its ops"]
+
+
+@pytest.mark.parametrize(("release", "skipped"), [((2, 11), {"case", "sibling"}), ((2, 12), {"case"}),
+                                                  ((2, 13), set())])
+def test_a_compile_case_skips_below_its_own_floor(monkeypatch, release, skipped):
+    """A case of COMPILE_CASE_RELEASES (a test id with its parameters) skips below its own floor, with its own
+    reason; the test's other cases (and the rest of COMPILE_TESTS) run from COMPILE_RELEASE."""
+    case = "tests/test_compile_lod.py::test_operators_and_functions_match_eager_in_one_graph[0 < t]"
+    monkeypatch.setattr(_torch_range, "COMPILE_RELEASE", (2, 12))
+    monkeypatch.setattr(_torch_range, "COMPILE_CASE_RELEASES", {case: ((2, 13), "needs {}; here {}")})
+    monkeypatch.setattr(_torch_range, "torch_release", lambda: release)
+    items = {"case": _Item(case), "sibling": _Item(case.replace("[0 < t]", "[t > 0]"))}
+    _torch_range.older_oracle_skips(list(items.values()))
+    assert {name for name, item in items.items() if item.reasons} == skipped
+    assert all(len(item.reasons) <= 1 for item in items.values())
+    if skipped == {"case"}:
+        assert items["case"].reasons == ["needs 2.13; here 2.12"]
+
+
+def test_each_compile_case_names_a_case_of_a_one_graph_test():
+    """Each key of COMPILE_CASE_RELEASES is a parametrized case of a test of COMPILE_TESTS (a misspelt id
+    would skip nothing)."""
+    for case, (floor, _) in _torch_range.COMPILE_CASE_RELEASES.items():
+        test, param = case[:-1].split("[", 1)
+        path, name = test.split("::")
+        assert test in _torch_range.COMPILE_TESTS or path in _torch_range.COMPILE_TESTS
+        assert floor > _torch_range.COMPILE_RELEASE
+        fn = getattr(importlib.import_module(path[:-3].replace("/", ".")), name)
+        assert any(param in mark.args[1] for mark in fn.pytestmark if mark.name == "parametrize")

@@ -27,12 +27,11 @@ from ._symbolic import LayoutName, RaggedSize, Size, ragged_size
 __all__ = ["NestedTensor", "Structure", "make", "make_view", "same_layout", "normalize_dim", "documents"]
 
 _INT64 = np.dtype(np.int64)
-_object_new = object.__new__
 
 
 def make(buffer, structure, layout="strided"):
     """A NestedTensor from parts known to fit together (no checks): the fast internal path."""
-    t = _object_new(NestedTensor)
+    t = object.__new__(NestedTensor)  # (not an alias of it: torch 2.12's dynamo traces only this spelling)
     t._buf = buffer
     t._st = structure if (structure.jag is None) == (layout != "jagged") else structure.for_layout(layout)
     t._perm = None
@@ -42,7 +41,7 @@ def make(buffer, structure, layout="strided"):
 
 def make_view(buffer, storage, perm, layout="strided"):
     """A NestedTensor whose component dim ``a`` reads storage axis ``perm[a]`` of ``buffer`` laid out as ``storage``."""
-    t = _object_new(NestedTensor)
+    t = object.__new__(NestedTensor)
     t._buf = buffer
     t._st = storage if (storage.jag is None) == (layout != "jagged") else storage.for_layout(layout)
     t._perm = normalize_perm(perm)
