@@ -9,6 +9,7 @@ NumPy inputs are converted (``fluid.layers.data`` also casts a feed to its decla
 
 import numpy as np
 
+from .._data import host_array
 from ..nn import functional as F
 from ..nn._common import as_torch
 from ..ops._common import int_arg
@@ -108,8 +109,8 @@ def _python_feed(feed, where, name):
     if not isinstance(feed, (list, tuple, int, float, bool)):
         return feed
     try:
-        array = np.asarray(feed)
-    except ValueError as err:  # ragged lists (NumPy 2)
+        array = host_array(feed)
+    except ValueError as err:  # ragged lists (on every NumPy: host_array)
         raise ValueError(f"{where}: feed {name!r} is a nested list that is not a regular array ({err}); give "
                          f"ragged data as a LoDTensor (fluid.create_lod_tensor)") from None
     if array.dtype == object:

@@ -46,6 +46,12 @@ def element_offset(a):
     return 0 if start is None or first is None else (first - start) // a.dtype.itemsize
 
 
+def _flag(nt, name):
+    """The data's own answer to ``name()`` (torch's ``is_pinned``/``is_shared``), False where its array has none."""
+    method = getattr(nt._array(), name, None)
+    return bool(method()) if callable(method) else False
+
+
 class StorageMethods:
     """The methods; see each one."""
 
@@ -71,8 +77,7 @@ class StorageMethods:
         >>> ln.nested_tensor([np.zeros(2), np.ones(3)]).is_pinned()
         False
         """
-        method = getattr(self._array(), "is_pinned", None)
-        return bool(method()) if callable(method) else False
+        return _flag(self, "is_pinned")
 
     def is_shared(self):
         """Whether the data is in shared memory (torch's ``is_shared()``; False for NumPy and CuPy data).
@@ -81,8 +86,7 @@ class StorageMethods:
         >>> ln.nested_tensor([np.zeros(2), np.ones(3)]).is_shared()
         False
         """
-        method = getattr(self._array(), "is_shared", None)
-        return bool(method()) if callable(method) else False
+        return _flag(self, "is_shared")
 
     def share_memory_(self):
         """Move the data into shared memory, in place, for other processes (torch's ``share_memory_()``:

@@ -272,8 +272,9 @@ def through_copies(out, run):
 
 def padded_permuted(nt, pad, output_size):
     """``to_padded_tensor`` of the transposed view ``nt`` whose storage is rows (ragged dim first): the storage
-    padded by ``pad(storage, size)`` (one pass), then its axes permuted as ``nt`` reads them; the components
-    are never materialised through the permutation (one gather per group of equal shapes)."""
+    padded by ``pad(storage, size)`` (one pass), then its axes permuted as ``nt`` reads them (one copy): the
+    components are never materialised through the permutation, which takes one gather per group of equal
+    shapes."""
     perm = nt._perm
     inverse = tuple(int(a) for a in np.argsort(perm))
     size = None if output_size is None else (output_size[0], *(output_size[1 + inverse[a]] for a in range(len(perm))))
