@@ -212,6 +212,31 @@ def _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, wor
                     f"{theirs / mine:.2f}x")
 
 
+def _fresh_pad(report, lt, torch, device, tdata, offsets, lengths, workload):
+    """Pad forward+backward of a new LoD each call, as a training step meets every batch (no host plan
+    on the device: wants_host_plan), beside the same LoD reused and torch.nested jagged's."""
+    toffsets = torch.from_numpy(offsets).to(tdata.device)
+    reused = lt.LoD([offsets])
+
+    def step(lod):
+        x = tdata.detach().requires_grad_()
+        lt.LoDTensor(x, lod).to_padded(pad_value=0.0)[0].sum().backward()
+        return x.grad
+
+    def njt():
+        x = tdata.detach().requires_grad_()
+        nt = torch.nested.nested_tensor_from_jagged(x, toffsets, min_seqlen=int(lengths.min()),
+                                                    max_seqlen=int(lengths.max()))
+        torch.nested.to_padded_tensor(nt, 0.0).sum().backward()
+        return x.grad
+
+    table = report.table("pad forward+backward, a new LoD each call", workload, reference="lodtensor (torch)")
+    table.add("lodtensor (torch)", device.timed(lambda: step([offsets])), **GPU)
+    table.add("lodtensor (torch, one LoD reused)", device.timed(lambda: step(reused)), **GPU)
+    table.add("torch.nested jagged", device.timed(njt), **GPU)
+    table.finish()
+
+
 def _max_training(report, lt, S, torch, device, tdata, offsets, toffsets, workload):
     """Segment max forward+backward on torch CUDA (the fused backward beside the unfused ops,
     ``_tuning.FUSED_EXTREME_GRAD``) against ``torch.segment_reduce``'s autograd."""
@@ -393,6 +418,7 @@ def run(report):
     if "training" in parts and torch is not None and (dry or torch.cuda.is_available()):
         _recurrences(report, torch, device, where, dry)
         _softmax_training(report, lt, S, torch, device, tdata, offsets, lengths, workload)
+        _fresh_pad(report, lt, torch, device, tdata, offsets, lengths, workload)
 
     if "sweep" in parts and cupy is not None:  # the host-side launch choices of _tuning.py, side by side
         import _gpu_sweep  # noqa: PLC0415

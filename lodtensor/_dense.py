@@ -194,7 +194,7 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()",
                          f"larger than any array can be")
     if out is not None:
         _check_out(be, out, shape, data.dtype, where)
-    plan = pad_plan(lod, level, maxlen) if be.uses_host_plans else None
+    plan = pad_plan(lod, level, maxlen) if be.wants_host_plan(data) else None
     padded = be.pad(data, lod.on(be, "absolute_offsets", level, like=data), maxlen, pad_value, out=out, plan=plan)
     # the caller's own copy of the LoD's device lengths (a device copy: no host-to-device transfer)
     return padded, be.clone(lod.on(be, "absolute_lengths", level, like=data))

@@ -42,10 +42,6 @@ class Backend(abc.ABC):
         ``"numpy"``, ``"cupy"`` or ``"torch"``: the key of ``get_backend``.
     xp : module
         The library's array namespace; used inside the backend only.
-    uses_host_plans : bool
-        ``pad``/``unpad`` take a host ``plan`` (``LoD.pad_plan``); device backends compute their own.
-    uses_segment_ids : bool
-        The segment kernels use a precomputed ``ids`` (the LoD caches it per device); else None is passed.
     follows_torch_promotion : bool
         Binary ops promote dtypes as torch does by themselves; else op code computes the result dtype
         and passes it to :meth:`binary`.
@@ -104,8 +100,6 @@ class Backend(abc.ABC):
 
     name = "abstract"
     xp = None
-    uses_host_plans = False
-    uses_segment_ids = False
     follows_torch_promotion = False
     records_autograd = False
 
@@ -279,6 +273,17 @@ class Backend(abc.ABC):
         """Running sum along axis 0 (``exclusive``: starting at 0, without the last)."""
 
     # -- segment kernels -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def wants_segment_ids(self, like):
+        """Whether the segment kernels for data ``like`` take a precomputed ``ids`` (the LoD's host
+        copy, cached per device); else op code passes None and the kernels compute what they need from
+        the offsets, when they need it (a fresh LoD then costs no host pass over its rows)."""
+
+    @abc.abstractmethod
+    def wants_host_plan(self, like):
+        """Whether :meth:`pad` of data ``like`` takes the LoD's cached host ``plan`` (``pad_plan``);
+        else op code passes None (device kernels plan on the device: no host pass over the rows)."""
+
     @abc.abstractmethod
     def segment_sum(self, data, offsets, *, ids=None):
         """Sum of the rows of each sequence; an empty sequence gives 0. Float16/bfloat16 accumulate in
@@ -454,7 +459,7 @@ ACTIVATIONS = ("sigmoid", "tanh", "relu", "identity", "linear", "softmax", "leak
 DERIVED = ()
 
 #: Attributes every backend sets (see :class:`Backend`).
-ATTRIBUTES = ("name", "xp", "uses_host_plans", "uses_segment_ids", "follows_torch_promotion", "records_autograd")
+ATTRIBUTES = ("name", "xp", "follows_torch_promotion", "records_autograd")
 
 
 def groups():

@@ -49,7 +49,7 @@ class _DeviceArrays(dict):
 
     def __missing__(self, key):
         lod, be, level, like = self._args
-        if key == "ids" and not be.uses_segment_ids:
+        if key == "ids" and not be.wants_segment_ids(like):
             value = None  # this backend's kernels work from the offsets alone
         else:
             value = lod.on(be, "absolute_offsets" if key == "offsets" else "segment_ids", level, like=like)

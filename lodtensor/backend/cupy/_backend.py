@@ -44,7 +44,6 @@ def _alloc(shape, dtype):
 class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions beyond the kernel set
     name = "cupy"
     xp = cupy
-    uses_segment_ids = False  # the kernels find each piece's sequence themselves
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False):
@@ -128,6 +127,11 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         return cupy.arange(n, dtype=cupy.int64)
 
     # -- segment reductions ------------------------------------------------------------------
+    def wants_segment_ids(self, like):
+        return False  # the kernels find each piece's sequence themselves
+
+    def wants_host_plan(self, like):
+        return False  # the kernels plan on the device
     def _reduce(self, op, data, offsets, empty):
         with data.device:
             return self._reduce_here(op, data, offsets, empty)

@@ -118,7 +118,6 @@ def _fill_tails(out, groups, lo, hi, pad_value, zero):
 class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond the kernel set
     name = "numpy"
     xp = np
-    uses_host_plans = True
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False):
@@ -195,6 +194,11 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return np.arange(n, dtype=_INT64)
 
     # -- segment reductions ------------------------------------------------------------------
+    def wants_segment_ids(self, like):
+        return False  # the kernels read the offsets alone
+
+    def wants_host_plan(self, like):
+        return True  # pad and unpad run by the LoD's cached plan
     def _reduceat(self, ufunc, data, offsets, fill, *, owner=None):
         """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.
 

@@ -162,8 +162,6 @@ def _spmm_fits(data, n):
 class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functions beyond the kernel set
     name = "torch"
     xp = torch
-    uses_segment_ids = True
-    uses_host_plans = True  # CPU pad and unpad run the NumPy kernels, which take the LoD's cached plan
 
     # -- arrays and transfer -----------------------------------------------------------------
     def asarray(self, obj, dtype=None, *, copy=False, device=None):
@@ -257,6 +255,14 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return torch.arange(n, dtype=torch.int64, device=None if like is None else like.device)
 
     # -- segment reductions ------------------------------------------------------------------
+    def wants_segment_ids(self, like):
+        # CPU: the LoD's cached host ids (torch's repeat_interleave there costs more than NumPy's);
+        # the CUDA kernels need none, and elsewhere on a device they are a device op, when needed
+        return like.device.type == "cpu" and not _cuda.fits(like)
+
+    def wants_host_plan(self, like):
+        # CPU pad and unpad run the NumPy kernels, which take the LoD's cached plan; the CUDA kernels don't
+        return like.device.type == "cpu" and not _cuda.fits(like, words=True)
     def _segment(self, data, offsets, reduce, empty, ids=None):
         """Max or min per segment; empty segments get ``empty``.
 

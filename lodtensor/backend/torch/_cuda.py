@@ -5,8 +5,8 @@ kernels of ``backend/cupy/cuda/*.cu`` (launched by ``backend/cupy/_launch.py``) 
 own memory: the tensors are viewed by CuPy through ``__cuda_array_interface__`` (no copy),
 outputs come from torch's caching allocator, and the launches go on torch's current stream
 of the tensor's device. Nothing is read back to the host: sizes come from shapes and the
-LoD's host offsets. Every backward pass is a kernel too (an ``index_select`` by the
-cached segment ids, a segment sum, pad or unpad).
+LoD's host offsets. Every backward pass is a kernel too (an ``index_select`` by segment ids made on the device
+when needed, a segment sum, pad or unpad: op code never asks the LoD for host ids here).
 
 Where CuPy is not installed, under ``torch.compile``/torch.func transforms, or for dtypes the
 kernels lack (bfloat16, complex), the torch backend keeps its torch ops. ``_EMULATED``
