@@ -95,6 +95,8 @@ def make_stub():
             return _wrap_all(fn(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()}))
 
         call.__name__ = name
+        if isinstance(fn, np.ufunc):  # cupy.add.at and the like (CuPy 13+), in place as NumPy's
+            call.at = lambda a, index, *values: fn.at(a, _plain(index), *_plain(values))
         return call
 
     stub.__getattr__ = delegate  # PEP 562: any other name is NumPy's, returning stub arrays

@@ -102,10 +102,13 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         return out
 
     def scatter_add(self, out, index, values):
-        import cupyx  # noqa: PLC0415 - part of cupy
-
         out = out.copy()
-        cupyx.scatter_add(out, self._index(index), values)
+        add_at = getattr(cupy.add, "at", None)  # CuPy 13+: cupyx.scatter_add is deprecated there
+        if add_at is None:
+            import cupyx  # noqa: PLC0415 - part of cupy
+
+            add_at = cupyx.scatter_add
+        add_at(out, self._index(index), values)
         return out
 
     def concat(self, arrays):
