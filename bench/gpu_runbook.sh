@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole device run of issue 24, for a session lent a GPU (docs/gpu.md, "The runbook"):
 #
-#     bash bench/gpu_runbook.sh "$OUT"                      # every part, about 9 minutes on an H100
+#     bash bench/gpu_runbook.sh "$OUT"                      # every part: about 7 minutes on an H100 (2026-11-27)
 #     bash bench/gpu_runbook.sh "$OUT" build test           # some parts (a device call is at most 10 min)
 #
 # Parts: build (the C kernels in place), test (make test-gpu), bench (make bench-gpu), memcheck
