@@ -25,7 +25,7 @@ from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
-from ._views import components_slice_view, regrouped, viewed, window
+from ._views import aliased, components_slice_view, pieces, regrouped, viewed, window
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
            "split_with_sizes", "cat", "stack", "slice_dim", "components_slice"]  # fmt: skip
@@ -50,7 +50,7 @@ def _view(nt, plan, sizes):
     out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else (sizes, None)  # (no perm: sizes = storage)
     jag = moved_jag(plan, nt._struct.jag)  # (the logical jagged dim, as the plan moves it)
     if out is None:
-        return make(nt._buffer, nt._st.derive(sizes, nt._st.offsets, jag=jag), nt._layout)
+        return make(aliased(nt._buffer), nt._st.derive(sizes, nt._st.offsets, jag=jag), nt._layout)
     table, perm = out
     if jag is not None:
         jag = compose(perm, table.shape[1])[jag]
@@ -58,7 +58,7 @@ def _view(nt, plan, sizes):
     view = regrouped(nt, table, perm, jag) if nt._src is not None and all(p[0] != "merge" for p in plan) else None
     if view is not None:
         return view
-    return make_view(nt._buf, nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout)
+    return make_view(aliased(nt._buf), nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout)
 
 
 def _keep(axes):
@@ -285,12 +285,10 @@ def slice_dim(input, dim, index):
 def _pieces(input, axis, lengths):
     st = input._struct
     out, start = [], 0
+    views = pieces(input, axis, lengths)  # (one multi-output split, as torch's; None: every piece copies)
+    if views is not None:
+        return views
     for length in lengths:
-        view = window(input, axis, slice(start, start + length))  # (all or none of the pieces are views)
-        if view is not None:
-            out.append(view)
-            start += length
-            continue
         new = st.sizes.copy()
         new[:, axis] = length
         s = start

@@ -32,7 +32,8 @@ class Persist:
 
     def __reduce__(self):
         """Pickle the storage buffer and size table, with the permutation of a transposed view and the holes
-        of a tensor built with them (torch keeps both); the autograd history is not kept, as for torch.
+        of a tensor built with them (torch keeps both); the autograd history is not kept, ``requires_grad``
+        is (a non-leaf unpickles as a leaf that requires grad), as for torch.
 
         >>> import pickle
         >>> import lodtensor.nested as ln
@@ -46,8 +47,8 @@ class Persist:
         holes = getattr(self, "_holes", None)
         plain = self._perm is None and holes is None
         buf = self._buffer if plain else self._buf
-        if self.requires_grad and not self.is_leaf:
-            buf = buf.detach()  # torch pickles leaves only; the history is not kept, as for torch tensors
+        # (a tensor with history pickles as a leaf that requires grad where this one does: the history is not
+        # kept, ``requires_grad`` is, as torch's pickle of a non-leaf jagged tensor or view)
         outer = tuple(portable(level.copy()) for level in self._st.outer)
         st = self._struct if plain else self._st  # (no component: ``hollow`` keeps its dims)
         args = (portable(buf), portable(st.sizes.copy()), self._layout, outer, st.hollow, st.jag)

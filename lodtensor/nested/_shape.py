@@ -25,7 +25,7 @@ from ._registry import implements
 from ._structure import dropped_jag, one_level, op_dim
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, normalize_dim
-from ._views import component, padded_permuted, regrouped, viewed, window, with_perm
+from ._views import aliased, component, padded_permuted, regrouped, viewed, window, with_perm
 
 __all__ = ["reshape", "view", "reshape_as", "transpose", "permute", "select", "unbind", "to_padded_tensor"]
 
@@ -91,7 +91,7 @@ def _reshaped(nt, sizes, as_view=False):
             raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                              "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return view
-    return make(nt._buffer, nt._struct.derive(sizes, nt._struct.offsets, jag=jag), nt._layout)
+    return make(aliased(nt._buffer), nt._struct.derive(sizes, nt._struct.offsets, jag=jag), nt._layout)
 
 
 @implements("reshape", "torch.reshape", _T + "reshape")

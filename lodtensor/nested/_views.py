@@ -32,8 +32,9 @@ from ._permute import compose, normalize_perm, permute_view, permuted
 from ._structure import dropped_jag
 from ._tensor import NestedTensor, Structure, make_view
 
-__all__ = ["WindowView", "window", "regrouped", "rebase", "with_perm", "components_slice_view", "component",
-           "compact", "write_back", "window_in", "through_copies", "padded_permuted", "rows_window", "viewed"]
+__all__ = ["WindowView", "window", "pieces", "aliased", "regrouped", "rebase", "with_perm", "components_slice_view",
+           "component", "compact", "write_back", "window_in", "through_copies", "padded_permuted", "rows_window",
+           "viewed"]
 
 _object_new = object.__new__
 
@@ -94,10 +95,10 @@ def _c_steps(shape):
     return tuple(reversed(steps))
 
 
-def window(nt, axis, item):
-    """The view of component axis ``axis`` (a regular one) of ``nt`` indexed by ``item`` (a slice of positive
-    step within the dim, or an index in ``[0, size)``), or None where the storage has no rows to view (then
-    the caller copies)."""
+def _rows(nt, axis):
+    """``(rows, steps, perm, s)``: the rows ``nt`` reads component axis ``axis`` (a regular one) from, their
+    strides in elements, ``nt``'s permutation and the storage axis ``s`` of the dim; None where the storage has
+    no rows to view (then the caller copies)."""
     st = nt._st
     holes = getattr(nt, "_holes", None)  # with lengths, _buf is a compacted copy of values(): no view of it
     if compiling() or st.outer or st.tail is None or not st.rank or (holes is not None and holes[2] is not None):
@@ -106,15 +107,18 @@ def window(nt, axis, item):
     s = perm[axis]  # the storage axis the dim reads: axis 0 holds the rows (the ragged dim)
     if s == 0:
         return None
-    be = nt.backend
     if nt._src is not None:
-        rows, steps = nt._src, list(nt._steps)
-    else:
-        if not be.is_c_contiguous(nt._buf):
-            return None
-        rows = st.tail_view(nt._buf, 1)
-        steps = list(_c_steps(rows.shape))
-    src = rows[(slice(None),) * s + (item,)]
+        return nt._src, list(nt._steps), perm, s
+    if not nt.backend.is_c_contiguous(nt._buf):
+        return None
+    rows = st.tail_view(nt._buf, 1)
+    return rows, list(_c_steps(rows.shape)), perm, s
+
+
+def _windowed(nt, rows, steps, perm, s, axis, src, item):
+    """The view of ``nt`` whose window ``src`` is ``rows`` indexed by ``item`` along storage axis ``s``."""
+    st = nt._st
+    steps = list(steps)
     if isinstance(item, slice):
         steps[s] *= item.indices(int(rows.shape[s]))[2]
         sizes = st.sizes.copy()
@@ -129,6 +133,36 @@ def window(nt, axis, item):
     if tuple(steps) == _c_steps(src.shape):  # the window is the rows laid out as a buffer: a plain view
         return make_view(src.reshape(-1), storage, new_perm, nt._layout)
     return _window_of(src, storage, new_perm, nt._layout, steps)
+
+
+def window(nt, axis, item):
+    """The view of component axis ``axis`` (a regular one) of ``nt`` indexed by ``item`` (a slice of positive
+    step within the dim, or an index in ``[0, size)``), or None where the storage has no rows to view (then
+    the caller copies)."""
+    found = _rows(nt, axis)
+    if found is None:
+        return None
+    rows, steps, perm, s = found
+    return _windowed(nt, rows, steps, perm, s, axis, rows[(slice(None),) * s + (item,)], item)
+
+
+def pieces(nt, axis, lengths):
+    """Views of consecutive pieces of ``lengths`` elements of component axis ``axis`` (a regular one; the
+    lengths add up to its size) of ``nt``, or None where the storage has no rows to view. The windows come
+    from one split of the rows, as torch's ``split``/``chunk`` make them: views that are outputs of one
+    function returning several, which autograd refuses to let in-place ops write into where the input
+    requires grad (torch's "... is a view and is being modified inplace ... multiple views")."""
+    found = _rows(nt, axis)
+    if found is None:
+        return None
+    rows, steps, perm, s = found
+    be = nt.backend
+    bounds = [0]
+    for length in lengths:
+        bounds.append(bounds[-1] + length)
+    parts = be.split_rows(be.swapaxes_view(rows, 0, s), bounds)  # (one multi-output op along axis s)
+    return tuple(_windowed(nt, rows, steps, perm, s, axis, be.swapaxes_view(part, 0, s), slice(lo, hi))
+                 for part, lo, hi in zip(parts, bounds, bounds[1:]))
 
 
 def rows_window(rows, storage, layout):
@@ -201,11 +235,21 @@ def rebase(nt, src):
     return _window_of(src, nt._st, nt._perm, nt._layout, nt._steps)
 
 
+def aliased(array):
+    """``array`` as the array of a view of the tensor that holds it: where autograd tracks it and it is a leaf,
+    a view of it (a result of an op, as torch's views: ``is_leaf`` False, a ``grad_fn``, in-place writes
+    refused as into a view of a leaf); else ``array`` itself."""
+    if backend_of(array).requires_grad(array) and getattr(array, "is_leaf", False):
+        return array[:]
+    return array
+
+
 def with_perm(nt, perm):
-    """``nt`` reading its storage through ``perm`` (``transpose``, ``permute``): a window view stays one."""
+    """``nt`` reading its storage through ``perm`` (``transpose``, ``permute``): a window view stays one; a
+    view, so never a leaf where autograd tracks ``nt`` (as torch's)."""
     if nt._src is None:
-        return make_view(nt._buf, nt._st, perm, nt._layout)
-    return _window_of(nt._src, nt._st, perm, nt._layout, nt._steps)
+        return make_view(aliased(nt._buf), nt._st, perm, nt._layout)
+    return _window_of(aliased(nt._src), nt._st, perm, nt._layout, nt._steps)
 
 
 def viewed(nt):

@@ -208,6 +208,10 @@ def test_gradients_through_in_place_writes_into_views(name, view):
     comps = _comps((2, 0, 3))
     leaf = _ours(comps, "torch", requires_grad=True)
     z = leaf * 1.5
+    if view == "chunk_piece":  # a piece of a multi-output view op: torch refuses the write where autograd records
+        with pytest.raises(RuntimeError, match="modified inplace"):  # (tests/nested/test_view_autograd_flags.py)
+            ours_write(PICKS[view][0](z))
+        return
     ours_write(PICKS[view][0](z))
     _loss([z.unbind()]).backward()
     leaves = [c.clone().requires_grad_() for c in comps]
