@@ -281,8 +281,10 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def wants_host_plan(self, like):
-        """Whether :meth:`pad` of data ``like`` takes the LoD's cached host ``plan`` (``pad_plan``);
-        else op code passes None (device kernels plan on the device: no host pass over the rows)."""
+        """Whether op code makes the row plans of data ``like`` on the host: :meth:`pad`'s ``plan``
+        (``pad_plan``) and the row indices it gathers by (``ops/_rows.py``); else :meth:`pad` gets None
+        and the indices are made on ``like``'s device from per-sequence arrays (no host pass over the
+        rows of a fresh LoD)."""
 
     @abc.abstractmethod
     def segment_sum(self, data, offsets, *, ids=None):

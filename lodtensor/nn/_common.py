@@ -11,6 +11,7 @@ import numpy as np
 from ..backend import backend_name_of, backend_of, dtype_kind, get_backend
 from ..backend._contract import ACTIVATIONS
 from ..ops._common import snapshot
+from ..ops._rows import on_host
 from ..tensor import LoDTensor
 
 __all__ = ["lod_input", "require_float", "param", "act_name", "activate", "LAYER_ACTIVATIONS", "TimePlan",
@@ -216,9 +217,14 @@ def time_plan(x, reverse=False):
     return lod._plan(("nn.time_plan", bool(reverse)), lambda: TimePlan(lod.offsets(-1), bool(reverse)))
 
 
-def on_device(x, key, build, like):
+def on_device(x, key, build, like, device_build=None):
     """The host array ``build()`` (derived from ``x``'s LoD alone, named by ``key``) as an array of
-    ``like``'s backend on its device: built and copied once per LoD, backend and device."""
+    ``like``'s backend on its device: built and copied once per LoD, backend and device. Where
+    ``device_build`` is given and ``like`` is device data (``ops._rows.on_host``), ``device_build()`` makes
+    the same array on the device instead: no host pass over the rows of a fresh LoD."""
     be = backend_of(like)
     lod = x.lod
-    return lod._plan(("nn.on", key, be.name, be.device_of(like)), lambda: be.from_host(build(), like=like))
+    key = ("nn.on", key, be.name, be.device_of(like))
+    if device_build is not None and not on_host(be, like):
+        return lod._plan(key, device_build)
+    return lod._plan(key, lambda: be.from_host(build(), like=like))

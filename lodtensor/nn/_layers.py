@@ -9,6 +9,7 @@ from .._compile import eager_under_compile
 from ..backend import backend_name_of, backend_of
 from ..lod import offsets_to_segment_ids
 from ..ops._common import int_arg
+from ..ops._rows import per_row
 from ..sequence import sequence_pool
 from ..tensor import LoDTensor
 from ._common import act_name, activate, lod_input, on_device, out_like, param, require_float
@@ -173,6 +174,16 @@ def _padding_rows(offsets, n, shift, begin_pad):
     return np.where(pos < 0, begin_pad + pos, begin_pad + pos - (ends - starts))
 
 
+def _context_on_device(be, x, n, shifts, like):
+    """On ``like``'s device, for every row ``r`` (rows) and shift ``s`` (columns): the row ``r + s``, the
+    start and end of ``r``'s sequence, and whether ``r + s`` lies in it (no host pass over the rows)."""
+    offsets, lengths = x.offsets(-1), x.lod.lengths(-1)
+    src = be.arange(n, like=like)[:, None] + be.from_host(np.asarray(shifts, dtype=np.int64), like=like)
+    starts = per_row(be, offsets[:-1], lengths, like)[:, None]
+    ends = per_row(be, offsets[1:], lengths, like)[:, None]
+    return src, starts, ends, (src >= starts) & (src < ends)
+
+
 @eager_under_compile  # the context rows read the host offsets: under torch.compile, behind a graph break
 def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padding_start=None, act=None,  # noqa: A002
                   padding_trainable=False, padding_data=None):
@@ -234,7 +245,15 @@ def sequence_conv(input, weight, bias=None, filter_size=3, filter_stride=1, padd
             cols.append(np.where(valid, idx, outside))
         return np.stack(cols, axis=1).reshape(-1)
 
-    index = on_device(x, ("nn.sequence_conv", start, size, learned), build, data)
+    def build_on_device():  # the same index, made on the data's device
+        src, starts, ends, valid = _context_on_device(be, x, n, range(start, start + size), data)
+        outside = n
+        if learned:
+            pos = src - starts
+            outside = n + be.where(pos < 0, begin_pad + pos, begin_pad + pos - (ends - starts))
+        return be.where(valid, src, outside).reshape(-1)
+
+    index = on_device(x, ("nn.sequence_conv", start, size, learned), build, data, build_on_device)
     extra = pad if learned else be.zeros((1, d), data.dtype, data)  # the padding rows, or one zero row
     windows = be.gather(be.concat([data, extra]), index).reshape(n, size * d)
     out = be.matmul(windows, w)
@@ -273,7 +292,11 @@ def row_conv(input, weight, act=None):  # noqa: A002
             cols.append(np.where(valid, idx, n))
         return np.stack(cols, axis=1).reshape(-1)
 
-    index = on_device(x, ("nn.row_conv", ahead), build, data)
+    def build_on_device():  # the same index, made on the data's device
+        src, _, _, valid = _context_on_device(be, x, n, range(ahead), data)
+        return be.where(valid, src, n).reshape(-1)
+
+    index = on_device(x, ("nn.row_conv", ahead), build, data, build_on_device)
     ahead_rows = be.gather(be.concat([data, be.zeros((1, d), data.dtype, data)]), index).reshape(n, ahead, d)
     out = be.reduce(ahead_rows * w, "sum", 1, False)
     return out_like(x, activate(be, act, out))

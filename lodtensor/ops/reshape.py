@@ -11,6 +11,7 @@ from ..factories import _unpadded
 from ..lod import LoD, as_lengths, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
 from ._common import as_data, host_ints, int_arg, require_lod, wrap
+from ._rows import on_host, per_row
 
 __all__ = ["pad", "unpad", "reshape_rows", "enumerate_windows", "mask"]
 
@@ -83,11 +84,18 @@ def enumerate_windows(x, win_size, pad_value=0, where="sequence_enumerate()"):
     if n == 0:  # before the (rows, win_size) index: no window to build, whatever win_size
         return x.with_data(flat.reshape(0, win_size))
     offsets = x.lod.offsets(-1)
-    ends = offsets[1:][offsets_to_segment_ids(offsets)]
-    index = np.arange(n, dtype=np.int64)[:, None] + np.arange(win_size, dtype=np.int64)
-    outside = index >= ends[:, None]
-    picked = be.gather(flat, be.from_host(np.minimum(index, n - 1).ravel(), like=flat)).reshape(n, win_size)
-    return x.with_data(be.astype(be.where(be.from_host(outside, like=picked), pad_value, picked), picked.dtype))
+    if on_host(be, flat):
+        ends = offsets[1:][offsets_to_segment_ids(offsets)]
+        index = np.arange(n, dtype=np.int64)[:, None] + np.arange(win_size, dtype=np.int64)
+        outside = index >= ends[:, None]
+        picked = be.gather(flat, be.from_host(np.minimum(index, n - 1).ravel(), like=flat)).reshape(n, win_size)
+        outside = be.from_host(outside, like=picked)
+    else:  # on the device: no host pass over the rows of a fresh LoD (a row outside reads its own row)
+        rows = be.arange(n, like=flat)
+        index = rows[:, None] + be.from_host(np.arange(win_size, dtype=np.int64), like=flat)
+        outside = index >= per_row(be, offsets[1:], x.lod.lengths(-1), flat)[:, None]
+        picked = be.gather(flat, be.where(outside, rows[:, None], index).reshape(-1)).reshape(n, win_size)
+    return x.with_data(be.astype(be.where(outside, pad_value, picked), picked.dtype))
 
 
 def mask(x, maxlen=None, dtype="int64", where="sequence_mask()"):

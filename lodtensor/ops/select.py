@@ -1,7 +1,8 @@
 """Ops that pick rows: expand, expand_as, concat, reverse, slice, scatter.
 
-Each computes a row index on the host from the LoD (vectorised, no loop over
-sequences) and moves the data once with the backend's ``gather``.
+Each computes a row index from the LoD (vectorised, no loop over sequences; on the host for CPU
+data, on the data's device for the others: ``_rows``) and moves the data once with the backend's
+``gather``.
 """
 
 import numpy as np
@@ -11,6 +12,7 @@ from ..errors import LoDError
 from ..lod import LoD, concat_ranges, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
 from ._common import as_data, host_ints, level_index, require_lod, snapshot, wrap
+from ._rows import on_host, per_row, ranges
 
 __all__ = ["expand", "expand_as", "concat", "reverse", "slice_sequences", "scatter"]
 
@@ -102,10 +104,13 @@ def concat(inputs, where="sequence_concat()"):
     bases = np.cumsum([0] + [x.num_rows for x in inputs[:-1]])
     starts = np.stack([x.lod.offsets(-1)[:-1] + b for x, b in zip(inputs, bases)], axis=1).ravel()
     stops = np.stack([x.lod.offsets(-1)[1:] + b for x, b in zip(inputs, bases)], axis=1).ravel()
-    rows, counts_flat = concat_ranges(starts, stops)
-    lengths = counts_flat.reshape(counts, len(inputs)).sum(axis=1)
+    lengths = (stops - starts).reshape(counts, len(inputs)).sum(axis=1)
     joined = be.concat([x.data for x in inputs])
-    data = be.gather(joined, be.from_host(rows, like=joined))
+    if on_host(be, joined):
+        rows = be.from_host(concat_ranges(starts, stops)[0], like=joined)
+    else:  # on the device: no host pass over the rows of a fresh LoD
+        rows = ranges(be, starts, stops, joined)
+    data = be.gather(joined, rows)
     return wrap(data, outer + (lengths_to_offsets(lengths),))
 
 
@@ -113,9 +118,13 @@ def reverse(x, where="sequence_reverse()"):
     """The rows of every last-level sequence in reverse order; same lod."""
     x = require_lod(x, where)
     offsets = x.lod.offsets(-1)
+    be, data = x.backend, x.data
+    if not on_host(be, data):  # on the device: row r of sequence [a, b) reads row a + b - 1 - r
+        last = per_row(be, offsets[:-1] + offsets[1:] - 1, x.lod.lengths(-1), data)
+        return x.with_data(be.gather(data, last - be.arange(int(offsets[-1]), like=data)))
     seg = offsets_to_segment_ids(offsets)
     rows = offsets[:-1][seg] + offsets[1:][seg] - 1 - np.arange(seg.size, dtype=np.int64)
-    return x.with_data(_gather(x.data, rows, x.backend))
+    return x.with_data(_gather(data, rows, be))
 
 
 def slice_sequences(x, offset, length, where="sequence_slice()"):
@@ -136,8 +145,12 @@ def slice_sequences(x, offset, length, where="sequence_slice()"):
             f"must satisfy 0 <= offset, 0 <= length, offset + length <= {lengths[i]}"
         )
     starts = x.lod.offsets(-1)[:-1] + off
-    rows, _ = concat_ranges(starts, starts + size)
-    return wrap(_gather(x.data, rows, x.backend), x.lod.levels[:-1] + (lengths_to_offsets(size),))
+    be, data = x.backend, x.data
+    if on_host(be, data):
+        rows = be.from_host(concat_ranges(starts, starts + size)[0], like=data)
+    else:  # on the device: no host pass over the rows kept
+        rows = ranges(be, starts, starts + size, data)
+    return wrap(be.gather(data, rows), x.lod.levels[:-1] + (lengths_to_offsets(size),))
 
 
 def scatter(x, index, updates, where="sequence_scatter()"):
