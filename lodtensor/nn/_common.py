@@ -11,11 +11,11 @@ import numpy as np
 from ..backend import backend_name_of, backend_of, dtype_kind, get_backend
 from ..backend._contract import ACTIVATIONS
 from ..ops._common import snapshot
-from ..ops._rows import on_host
+from ..ops._rows import on_host, per_row
 from ..tensor import LoDTensor
 
 __all__ = ["lod_input", "require_float", "param", "act_name", "activate", "LAYER_ACTIVATIONS", "TimePlan",
-           "time_plan", "on_device", "out_like", "as_torch"]
+           "time_plan", "step_rows", "step_inverse", "on_device", "out_like", "as_torch"]
 
 
 def require_float(data, where, name="input"):
@@ -172,38 +172,52 @@ class TimePlan:
     ``rows`` lists the data row of every (step, active sequence) pair, step-major: forward the
     ``t``-th row of each sequence, with ``reverse`` the ``t``-th from its end. ``bounds[t]`` is
     where step ``t`` starts in ``rows`` (``steps_at``: the same as a Python list); ``inverse``
-    puts step-major results back in row order. Host arrays, built once per LoD
-    (:func:`time_plan`).
+    puts step-major results back in row order. Built once per LoD (:func:`time_plan`): the
+    per-sequence and per-step host arrays at once; ``rows`` and ``inverse``, a host pass over
+    every row, only when read, which CPU data alone do (device data get theirs made on their
+    device: :func:`step_rows`, :func:`step_inverse`).
 
     >>> plan = TimePlan(np.array([0, 2, 2, 5]))
     >>> plan.counts.tolist(), plan.rows.tolist(), plan.order.tolist()
     ([2, 2, 1], [2, 0, 3, 1, 4], [2, 0, 1])
     """
 
-    __slots__ = ("order", "lengths", "counts", "rows", "bounds", "inverse", "steps", "steps_at")
+    __slots__ = ("order", "lengths", "counts", "bounds", "steps", "steps_at", "reverse", "starts", "ends",
+                 "_rows", "_inverse")
 
     def __init__(self, offsets, reverse=False):
         offsets = np.asarray(offsets, dtype=np.int64)
         lengths = np.diff(offsets)
+        self.reverse = bool(reverse)
         self.order = np.argsort(-lengths, kind="stable")
         self.lengths = lengths[self.order]
         self.steps = int(self.lengths[0]) if self.lengths.size else 0
         self.counts = np.searchsorted(-self.lengths, -np.arange(self.steps), side="left").astype(np.int64)
         self.bounds = np.concatenate([[0], np.cumsum(self.counts)]).astype(np.int64)
         self.steps_at = self.bounds.tolist()
-        starts = offsets[:-1][self.order]
-        ends = offsets[1:][self.order]
-        total = int(self.bounds[-1])
-        step_of = np.repeat(np.arange(self.steps, dtype=np.int64), self.counts)
-        slot = np.arange(total, dtype=np.int64) - self.bounds[:-1][step_of]
-        self.rows = (ends[slot] - 1 - step_of) if reverse else (starts[slot] + step_of)
-        self.inverse = np.empty(total, dtype=np.int64)
-        self.inverse[self.rows] = np.arange(total, dtype=np.int64)
+        self.starts = offsets[:-1][self.order]  # of the sorted sequences
+        self.ends = offsets[1:][self.order]
+        self._rows = self._inverse = None
+
+    @property
+    def rows(self):
+        """The data row of every (step, active sequence) pair, step-major (host; built on first read)."""
+        if self._rows is None:
+            self._rows, self._inverse = _host_rows(self)
+        return self._rows
+
+    @property
+    def inverse(self):
+        """The step-major position of every data row (host; built on first read)."""
+        if self._inverse is None:
+            self._rows, self._inverse = _host_rows(self)
+        return self._inverse
 
     @property
     def nbytes(self):
         """Bytes held (for the LoD's plan cache)."""
-        return sum(a.nbytes for a in (self.order, self.lengths, self.counts, self.rows, self.bounds, self.inverse))
+        held = (self.order, self.lengths, self.counts, self.bounds, self.starts, self.ends, self._rows, self._inverse)
+        return sum(a.nbytes for a in held if a is not None)
 
     def ending(self, t):
         """Sorted positions of the sequences whose last step is ``t``: ``[counts[t+1], counts[t])``."""
@@ -211,10 +225,56 @@ class TimePlan:
         return nxt, int(self.counts[t])
 
 
+def _host_rows(plan):
+    """``plan``'s ``rows`` and ``inverse`` as host arrays: a NumPy pass over every row (CPU data only)."""
+    total = int(plan.bounds[-1])
+    step_of = np.repeat(np.arange(plan.steps, dtype=np.int64), plan.counts)
+    slot = np.arange(total, dtype=np.int64) - plan.bounds[:-1][step_of]
+    rows = (plan.ends[slot] - 1 - step_of) if plan.reverse else (plan.starts[slot] + step_of)
+    inverse = np.empty(total, dtype=np.int64)
+    inverse[rows] = np.arange(total, dtype=np.int64)
+    return rows, inverse
+
+
 def time_plan(x, reverse=False):
     """The :class:`TimePlan` of ``x``'s last lod level, cached on its LoD."""
     lod = x.lod
     return lod._plan(("nn.time_plan", bool(reverse)), lambda: TimePlan(lod.offsets(-1), bool(reverse)))
+
+
+def step_rows(x, plan, like):
+    """``plan.rows`` (``plan``: ``x``'s :func:`time_plan`) on ``like``'s device, cached on the LoD. Device
+    data get it made there from the per-step and per-sequence host arrays (no host pass over the rows):
+    the entry ``bounds[t] + j`` of step ``t`` reads row ``starts[j] + t`` (reverse: ``ends[j] - 1 - t``)."""
+    be = backend_of(like)
+
+    def build_on_device():
+        step = per_row(be, np.arange(plan.steps, dtype=np.int64), plan.counts, like)
+        slot = be.arange(int(plan.bounds[-1]), like=like) - per_row(be, plan.bounds[:-1], plan.counts, like)
+        if plan.reverse:
+            return be.gather(be.from_host(plan.ends - 1, like=like), slot) - step
+        return be.gather(be.from_host(plan.starts, like=like), slot) + step
+
+    return on_device(x, ("nn.rows", plan.reverse), lambda: plan.rows, like, build_on_device)
+
+
+def step_inverse(x, plan, like):
+    """``plan.inverse`` on ``like``'s device, cached on the LoD. Device data get it made there (no host
+    pass over the rows): row ``r`` of sequence ``i`` runs at step ``t`` (its place in the sequence,
+    counted from the end with ``reverse``) as the ``rank[i]``-th sequence of the sorted order, so it
+    sits at ``bounds[t] + rank[i]`` (every sequence longer than ``t`` ranks before those that are not)."""
+    be = backend_of(like)
+
+    def build_on_device():
+        offsets, lengths = x.lod.offsets(-1), x.lod.lengths(-1)
+        rank = np.empty(plan.order.size, dtype=np.int64)
+        rank[plan.order] = np.arange(plan.order.size, dtype=np.int64)
+        at = be.arange(int(offsets[-1]), like=like)
+        step = (per_row(be, offsets[1:] - 1, lengths, like) - at) if plan.reverse else \
+            (at - per_row(be, offsets[:-1], lengths, like))
+        return be.gather(be.from_host(plan.bounds, like=like), step) + per_row(be, rank, lengths, like)
+
+    return on_device(x, ("nn.inverse", plan.reverse), lambda: plan.inverse, like, build_on_device)
 
 
 def on_device(x, key, build, like, device_build=None):

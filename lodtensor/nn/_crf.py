@@ -12,7 +12,7 @@ from .._compile import eager_under_compile
 from ..ops._common import flag_arg, int_arg
 from ..ops.reduce import pool
 from ..tensor import LoDTensor
-from ._common import lod_input, on_device, param, time_plan
+from ._common import lod_input, on_device, param, step_inverse, step_rows, time_plan
 
 __all__ = ["linear_chain_crf", "crf_decoding", "warpctc"]
 
@@ -32,7 +32,7 @@ def _labels(label, where, name="label"):
 def _steps(x, be, data):
     """The time plan of ``x`` and ``data``'s rows cut into its steps (views of one step-major copy)."""
     plan = time_plan(x)
-    rows = on_device(x, ("nn.rows", False), lambda: plan.rows, data)
+    rows = step_rows(x, plan, data)
     return plan, be.split_rows(be.gather(data, rows), plan.steps_at)
 
 
@@ -162,7 +162,7 @@ def crf_decoding(input, transition, label=None):  # noqa: A002
         if best_last[t] is not None:
             parts.append(best_last[t])
         tag = tags[t] = parts[0] if len(parts) == 1 else be.concat(parts)
-    inverse = on_device(x, ("nn.inverse", False), lambda: plan.inverse, data)
+    inverse = step_inverse(x, plan, data)
     path = be.gather(be.concat(tags), inverse).reshape(-1, 1)
     if lab is not None:
         path = be.astype(path == be.from_host(lab.reshape(-1, 1), like=path), "int64")

@@ -11,7 +11,7 @@ in reverse.
 
 from .._compile import eager_under_compile
 from ..ops._common import flag_arg
-from ._common import act_name, lod_input, on_device, out_like, param, time_plan
+from ._common import act_name, lod_input, on_device, out_like, param, step_inverse, step_rows, time_plan
 
 __all__ = ["dynamic_lstm", "dynamic_gru"]
 
@@ -40,11 +40,10 @@ def _gated_input(input, where, gates, weight=None):
 
 
 def _plan(x, data, reverse):
-    """The time plan and its step order / inverse on ``data``'s device (cached on the LoD)."""
+    """The time plan and its step order / inverse on ``data``'s device (cached on the LoD; made there for
+    device data: no host pass over the rows of a fresh LoD)."""
     plan = time_plan(x, reverse)
-    rows = on_device(x, ("nn.rows", reverse), lambda: plan.rows, data)
-    inverse = on_device(x, ("nn.inverse", reverse), lambda: plan.inverse, data)
-    return plan, rows, inverse
+    return plan, step_rows(x, plan, data), step_inverse(x, plan, data)
 
 
 def _initial(state, x, plan, be, like, where, name, width):
