@@ -13,7 +13,8 @@ __all__ = ["AutogradMixin"]
 
 
 class AutogradMixin:
-    """``requires_grad``, ``is_leaf``, ``grad``, ``grad_fn``, ``requires_grad_`` and ``backward``."""
+    """``requires_grad``, ``is_leaf``, ``grad``, ``grad_fn``, ``requires_grad_``, ``retain_grad`` and
+    ``backward``."""
 
     __slots__ = ()
 
@@ -49,6 +50,28 @@ class AutogradMixin:
         if requires_grad or self.backend.requires_grad(array):
             array.requires_grad_(requires_grad)
         return self
+
+    @property
+    def retains_grad(self):
+        return bool(getattr(self._array(), "retains_grad", False))
+
+    def retain_grad(self):
+        """Keep this (torch, non-leaf) tensor's ``grad`` after backward, as torch's; a no-op on a leaf.
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> x = ln.nested_tensor([torch.ones(2, 3), torch.ones(1, 3)], requires_grad=True)
+        >>> y = x.transpose(1, 2)
+        >>> y.retain_grad()
+        >>> (y * 3).sum().backward()
+        >>> y.retains_grad, y.grad.to_padded_tensor(0).shape
+        (True, torch.Size([2, 3, 2]))
+        """
+        array = self._array()  # (the buffer; a view's window of its input, or its own alias: _views.aliased)
+        if not self.backend.requires_grad(array):
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False (NumPy and CuPy data "
+                               "never record autograd history; torch data needs requires_grad=True)")
+        array.retain_grad()
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure.

@@ -85,7 +85,9 @@ class Persist:
         return out
 
     def __copy__(self):
-        """A new tensor over the same buffer, with this one's layout and holes (as torch's ``copy.copy``).
+        """A new tensor over the same buffer, with this one's layout and holes (as torch's ``copy.copy``): where
+        autograd tracks this one, a new leaf that requires grad (its history, a view's or an op's, not kept; a
+        backward through it fills its own ``grad``, not this one's).
 
         >>> import copy
         >>> import lodtensor.nested as ln
@@ -93,11 +95,17 @@ class Persist:
         >>> copy.copy(nt).lengths().tolist()
         [1, 3]
         """
-        out = make_view(self._buf, self._st, self._perm, self._layout)
-        holes = getattr(self, "_holes", None)
+        buf, holes = self._buf, getattr(self, "_holes", None)
+        tracked = self.backend.requires_grad(buf)
+        if tracked:  # as torch's: a leaf over the same memory, requiring grad, its history not kept
+            buf = self.backend.detach(buf)
+            if holes is not None:
+                values = backend_of(holes[0])
+                holes = (values.detach(holes[0]), *holes[1:])
+        out = make_view(buf, self._st, self._perm, self._layout)
         if holes is not None:
             out._holes = holes
-        return out
+        return out.requires_grad_() if tracked else out
 
 
 def _checked_perm(perm, rank):

@@ -63,7 +63,11 @@ class WindowView(NestedTensor):
         return make_view(backend_of(grad).contiguous(grad).reshape(-1), self._st, self._perm, self._layout)
 
     def __copy__(self):
-        return rebase(self, self._src)
+        src = self._src
+        be = backend_of(src)
+        if not be.requires_grad(src):
+            return rebase(self, src)
+        return rebase(self, be.detach(src)).requires_grad_()  # as torch's: a leaf, its history not kept
 
     def to_torch(self):
         """This view with torch data, sharing memory (see :meth:`NestedTensor.to_torch`)."""
@@ -236,10 +240,11 @@ def rebase(nt, src):
 
 
 def aliased(array):
-    """``array`` as the array of a view of the tensor that holds it: where autograd tracks it and it is a leaf,
-    a view of it (a result of an op, as torch's views: ``is_leaf`` False, a ``grad_fn``, in-place writes
-    refused as into a view of a leaf); else ``array`` itself."""
-    if backend_of(array).requires_grad(array) and getattr(array, "is_leaf", False):
+    """``array`` as the array of a view of the tensor that holds it: where autograd tracks it, a view of it (a
+    result of an op, as torch's views: ``is_leaf`` False, a ``grad_fn``, in-place writes refused as into a view
+    of a leaf; its own node, so ``retain_grad()`` of the view keeps the gradient through the view alone, not
+    its input's); else ``array`` itself."""
+    if backend_of(array).requires_grad(array):
         return array[:]
     return array
 

@@ -135,6 +135,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
 
     def wants_host_plan(self, like):
         return False  # the kernels plan on the device
+
     def _reduce(self, op, data, offsets, empty):
         with data.device:
             return self._reduce_here(op, data, offsets, empty)

@@ -199,6 +199,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
 
     def wants_host_plan(self, like):
         return True  # pad and unpad run by the LoD's cached plan
+
     def _reduceat(self, ufunc, data, offsets, fill, *, owner=None):
         """``ufunc`` over the rows of each sequence; empty sequences get ``fill``.
 

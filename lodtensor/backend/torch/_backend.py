@@ -263,6 +263,7 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
     def wants_host_plan(self, like):
         # CPU pad and unpad run the NumPy kernels, which take the LoD's cached plan; the CUDA kernels don't
         return like.device.type == "cpu" and not _cuda.fits(like, words=True)
+
     def _segment(self, data, offsets, reduce, empty, ids=None):
         """Max or min per segment; empty segments get ``empty``.
 
