@@ -13,24 +13,16 @@ being non-leaves:
 """
 
 import copy
-import warnings
 
 import pytest
 
 import lodtensor.nested as ln
 
+from .nested.test_view_autograd_flags import _build
+
 torch = pytest.importorskip("torch")
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-def _build(lib, nonleaf=False, requires_grad=True):
-    g = torch.Generator().manual_seed(0)
-    comps = [torch.rand(n, 3, 4, generator=g, dtype=torch.float64) for n in (2, 1, 3)]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        nt = lib.nested_tensor(comps, layout=torch.jagged, requires_grad=requires_grad)
-    return nt * 1 if nonleaf else nt
 
 
 VIEWS = {
@@ -48,7 +40,7 @@ def _total(nt):
 
 
 def _copy_outcome(lib, name, nonleaf):
-    nt = _build(lib, nonleaf)
+    nt = _build(lib, nonleaf=nonleaf)
     twin = copy.copy(VIEWS[name](nt))
     flags = (twin.is_leaf, twin.requires_grad, twin.grad_fn is None)
     with torch.no_grad():

@@ -42,6 +42,26 @@ def route(_emulator, monkeypatch):
     return stub
 
 
+@pytest.fixture(params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
+def device_route(request):
+    """The torch device of a test of the device route: "cpu" with the route on ("emulated": CPU tensors down
+    the torch-CUDA route, its kernels emulated; needs g++), or "cuda" (marked gpu; needs a GPU)."""
+    return _route_device(request, request.param)
+
+
+def _route_device(request, where):
+    if where == "emulated":
+        if shutil.which("g++") is None:
+            pytest.skip("needs g++ to build the CUDA stand-in")
+        request.getfixturevalue("route")
+        return "cpu"
+    import torch  # noqa: PLC0415
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    return "cuda"
+
+
 @pytest.fixture(params=["cpu", "emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
 def torch_device(request):
     """The device of a torch-backend test: "cpu"; "emulated" (CPU tensors down the torch-CUDA route,

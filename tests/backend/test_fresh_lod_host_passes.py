@@ -12,7 +12,6 @@ Runs the torch-CUDA route's host code on CPU tensors (kernels emulated; ``cuda``
 compares every result with the same op on NumPy data.
 """
 
-import shutil
 
 import numpy as np
 import pytest
@@ -31,17 +30,11 @@ OFFSETS = np.concatenate([[0], np.cumsum(LENGTHS)]).astype(np.int64)
 ROWS = int(OFFSETS[-1])
 
 
-@pytest.fixture(params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
-def device(request):
-    """Where the route runs: "emulated" (CPU tensors, kernels emulated; needs g++) or "cuda" (marked gpu)."""
-    if request.param == "emulated":
-        if shutil.which("g++") is None:
-            pytest.skip("needs g++ to build the CUDA stand-in")
-        request.getfixturevalue("route")
-        return "cpu"
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    return "cuda"
+
+@pytest.fixture
+def device(device_route):
+    """Where the route runs (conftest's ``device_route``: emulated, or CUDA marked gpu)."""
+    return device_route
 
 
 #: the host builders of a row index (module, name) that device data must not reach

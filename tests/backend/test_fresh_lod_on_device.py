@@ -23,17 +23,11 @@ from lodtensor import sequence as S  # noqa: E402
 from lodtensor.lod import LoD  # noqa: E402
 
 
-@pytest.fixture(params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
-def device(request):
-    """Where the route runs: "emulated" (CPU tensors, kernels emulated; needs g++) or "cuda" (marked gpu)."""
-    if request.param == "emulated":
-        if shutil.which("g++") is None:
-            pytest.skip("needs g++ to build the CUDA stand-in")
-        request.getfixturevalue("route")
-        return "cpu"
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    return "cuda"
+@pytest.fixture
+def device(device_route):
+    """Where the route runs (conftest's ``device_route``: emulated, or CUDA marked gpu)."""
+    return device_route
+
 
 LENGTHS = [3, 0, 40, 1, 0, 7, 300]
 

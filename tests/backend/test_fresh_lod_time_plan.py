@@ -13,7 +13,6 @@ Runs the torch-CUDA route's host code on CPU tensors (kernels emulated; ``cuda``
 compares values and gradients with the same layer on plain CPU tensors.
 """
 
-import shutil
 
 import numpy as np
 import pytest
@@ -31,20 +30,6 @@ OFFSETS = np.concatenate([[0], np.cumsum(LENGTHS)]).astype(np.int64)
 ROWS, SEQS, D = int(OFFSETS[-1]), len(LENGTHS), 3
 
 
-def _enter(request, where):
-    """Switch to the device ``where`` names: "emulated" turns the route on (CPU tensors, kernels
-    emulated; needs g++), "cuda" needs a GPU. Returns the torch device of the data."""
-    if where == "emulated":
-        if shutil.which("g++") is None:
-            pytest.skip("needs g++ to build the CUDA stand-in")
-        request.getfixturevalue("route")
-        return "cpu"
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA device")
-    return "cuda"
-
-
-WHERE = ["emulated", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 
 def _refuse_host_rows(monkeypatch):
@@ -85,11 +70,10 @@ def _run(name, host, reverse, device):
 @pytest.mark.parametrize("h0", [False, True], ids=["no_h0", "h0"])
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 @pytest.mark.parametrize("name", ["lstm", "gru"])
-@pytest.mark.parametrize("where", WHERE)
-def test_recurrence_makes_its_time_plan_on_the_device(request, monkeypatch, where, name, reverse, h0):
+def test_recurrence_makes_its_time_plan_on_the_device(device_route, monkeypatch, name, reverse, h0):
     host = _inputs(name, h0)
     _, want_values, want_grads = _run(name, host, reverse, "cpu")  # plain CPU tensors: the host plan
-    device = _enter(request, where)
+    device = device_route
     _refuse_host_rows(monkeypatch)
     x, values, grads = _run(name, host, reverse, device)
     for got, want in zip(values + grads, want_values + want_grads):
@@ -102,11 +86,10 @@ def test_recurrence_makes_its_time_plan_on_the_device(request, monkeypatch, wher
     assert _common.time_plan(x, reverse).nbytes < 8 * ROWS
 
 
-@pytest.mark.parametrize("where", WHERE)
-def test_crf_decoding_makes_its_time_plan_on_the_device(request, monkeypatch, where):
+def test_crf_decoding_makes_its_time_plan_on_the_device(device_route, monkeypatch):
     scores, transition = _host(ROWS, 4, seed=5), _host(6, 4, seed=6)
     want = F.crf_decoding(lt.LoDTensor(scores, [OFFSETS.copy()]), transition).data
-    device = _enter(request, where)
+    device = device_route
     _refuse_host_rows(monkeypatch)
     x = lt.LoDTensor(torch.tensor(scores, device=device), [OFFSETS.copy()])
     got = F.crf_decoding(x, transition).data
