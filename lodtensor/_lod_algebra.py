@@ -64,11 +64,14 @@ class LevelAlgebra:
         return type(self)._from_valid(arrays), a, b
 
     @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
-    def select(self, indices):
+    def select(self, indices, *, rows=True):
         """LoD of the top-level sequences ``indices`` (any order, repeats allowed).
 
         Returns ``(lod, rows)`` where ``rows`` indexes the data rows to gather. Where the
         selected sequences are all empty, the levels under them hold no sequence (``[0]``).
+        With ``rows=False`` it makes no index over the rows (a pass over every one of them) and
+        returns ``(lod, starts, stops)``: last-level sequence ``i`` of the result copies the data
+        rows ``[starts[i], stops[i])`` (per-sequence arrays, for an index made where the data live).
 
         >>> from lodtensor.lod import LoD
         >>> lod, rows = LoD([[0, 2, 3], [0, 1, 1, 4]]).select([1, 0])
@@ -76,14 +79,22 @@ class LevelAlgebra:
         ([[0, 1, 3], [0, 3, 4, 4]], [1, 2, 3, 0])
         >>> LoD([[0, 0, 1], [0, 2]]).select([0])[0]()
         [[0, 0], [0]]
+        >>> lod, starts, stops = LoD([[0, 2, 3], [0, 1, 1, 4]]).select([1, 0], rows=False)
+        >>> lod(), starts.tolist(), stops.tolist()
+        ([[0, 1, 3], [0, 3, 4, 4]], [1, 0, 1], [4, 1, 1])
         """
         items = np.asarray(indices, dtype=_INT64)
+        starts, stops = items, items + 1  # no level: every item is one row
         arrays = []
-        for offs in self._levels:
+        for k, offs in enumerate(self._levels):
+            if k:  # the entries of this level under the previous level's spans
+                items, _ = concat_ranges(starts, stops)
             starts, stops = offs[items], offs[items + 1]
             arrays.append(lengths_to_offsets(stops - starts))
-            items, _ = concat_ranges(starts, stops)
-        return type(self)._from_valid(arrays), items
+        lod = type(self)._from_valid(arrays)
+        if not rows:
+            return lod, starts, stops
+        return lod, concat_ranges(starts, stops)[0]
 
     @eager_under_compile  # under torch.compile: read behind a graph break, never traced as NumPy
     def split(self):

@@ -48,10 +48,15 @@ def expand(x, y, ref_level=-1, where="sequence_expand()"):
     be = x.backend
     if not x.lod_level:  # rows repeated; no repeats at all gives an empty result, as in Paddle
         return wrap(_repeat_rows(data, repeats, be), ())
-    picks = np.repeat(np.arange(n, dtype=np.int64), repeats)
+    picks = np.repeat(np.arange(n, dtype=np.int64), repeats)  # one per output top-level sequence
     x._check_fits()
-    lod, rows = x.lod.select(picks)  # no picks at all: an empty batch (lod [[0]]), as Paddle returns
-    return wrap(_gather(data, rows, be), lod)
+    # no picks at all: an empty batch (lod [[0]]), as Paddle returns
+    if on_host(be, data):
+        lod, rows = x.lod.select(picks)
+        return wrap(_gather(data, rows, be), lod)
+    # on the device: the row index from the copied sequences' spans (no host pass over the output rows)
+    lod, starts, stops = x.lod.select(picks, rows=False)
+    return wrap(be.gather(data, ranges(be, starts, stops, data)), lod)
 
 
 def expand_as(x, y, where="sequence_expand_as()"):
