@@ -146,7 +146,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         row_shape = tuple(data.shape[1:])
         native = _cuda.compute_dtype(data.dtype)
         result = data.dtype if op != "mean" or data.dtype.kind == "f" else np.dtype(np.float64)
-        rows, width = int(data.shape[0]), int(np.prod(row_shape, dtype=np.int64))
+        rows, width = int(data.shape[0]), math.prod(row_shape)  # (np.prod: microseconds per call)
         if n <= 0 or width == 0:
             return cupy.empty((max(n, 0),) + row_shape, dtype=result)
         x = cupy.ascontiguousarray(data, dtype=native).reshape(rows, width)
@@ -170,7 +170,7 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         owner, offsets = offsets, self._index(offsets)
         n = int(offsets.size) - 1
         result = data.dtype if data.dtype.kind == "f" else np.result_type(data.dtype, np.float32)
-        rows, width = int(data.shape[0]), int(np.prod(data.shape[1:], dtype=np.int64))
+        rows, width = int(data.shape[0]), math.prod(data.shape[1:])
         if rows == 0 or width == 0 or n <= 0:
             return data.astype(result, copy=True)
         x = cupy.ascontiguousarray(data, dtype=_cuda.compute_dtype(data.dtype)).reshape(rows, width)

@@ -10,6 +10,7 @@ pieces of rows, one warp each; 16-byte packs of values where the row width allow
 few narrow rows one thread each.
 """
 
+import functools
 import weakref
 
 import numpy as np
@@ -28,6 +29,38 @@ _FUNCTIONS = {}
 _PLANS = {}
 _MAX_GRID_X = 2**31 - 1
 _MAX_GRID_Y = 65535
+# Host work of a launch, done once per key rather than once per call (the ops are launch-bound on
+# small batches: a few microseconds of Python each add up). Every cache below maps immutable keys to
+# immutable values, filled by a single dict store (a race computes the same value twice): no lock.
+# dtype -> its name ("float32"); the accumulator dtype of (op, native name); a kernel's name expression
+_DTYPE_NAMES = {}
+_ACCUMULATORS = {}
+_KERNEL_NAMES = {}
+
+
+def _dtype_name(dtype):
+    """``np.dtype(dtype).name``, looked up once per dtype (NumPy computes the name in Python each time)."""
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
+def _accumulator(op, native):
+    """``np.dtype(cuda.accumulator(op, native))``, once per (op, native dtype name)."""
+    acc = _ACCUMULATORS.get((op, native))
+    if acc is None:
+        acc = _ACCUMULATORS[(op, native)] = np.dtype(_cuda.accumulator(op, native))
+    return acc
+
+
+def _kernel(xp, module, kind, op=None, dtype=None, pack=1):
+    """:func:`kernel` of ``cuda.kernel_name(kind, op=op, dtype=dtype, pack=pack)``, the name made once."""
+    key = (kind, op, dtype, pack)
+    name = _KERNEL_NAMES.get(key)
+    if name is None:
+        name = _KERNEL_NAMES[key] = _cuda.kernel_name(kind, op=op, dtype=dtype, pack=pack)
+    return kernel(xp, module, name)
 
 
 def kernel(xp, module, name):
@@ -105,7 +138,17 @@ def layout(x, n, pack=None, owner=None):
         pack = 1
     narrow = width * x.dtype.itemsize <= _tuning.SHORT_ROW_BYTES
     longest = frozen_fact(owner, "longest") if owner is not None else None
-    return Layout(rows, width, n, pack, _tuning.SHORT_ROWS if narrow else -1, longest)
+    return _layout(rows, width, int(n), pack, _tuning.SHORT_ROWS if narrow else -1, longest,
+                   _tuning.PIECE_THREADS, _tuning.TILES_FIRST, _tuning.MAX_PIECE_BLOCKS, _tuning.COMBINE_BLOCKS,
+                   _tuning.MAX_SHORT_BLOCKS, _cuda.CHUNK_STEPS)
+
+
+@functools.lru_cache(maxsize=256)
+def _layout(rows, width, n, pack, short_max, longest, *tuning):
+    """The :class:`Layout` of these sizes, made once per sizes and ``tuning`` (the ``_tuning`` values it
+    reads and ``cuda.CHUNK_STEPS``, in the key so that a changed setting, as the launch sweep makes, makes a
+    new one). A Layout is never written after it is made: the launches share it."""
+    return Layout(rows, width, n, pack, short_max, longest)
 
 
 def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
@@ -144,34 +187,46 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
     ``owner``: see :func:`plan`. Where the sequences average ``_tuning.REDUCE_BLOCK_STEPS`` block
     steps of rows or more (:func:`_by_block`), every one-piece sequence is one block's
     (``lt_segment_reduce_block``) and the piece kernel takes only the multi-piece sequences."""
-    native = np.dtype(x.dtype).name
-    acc = np.dtype(_cuda.accumulator(op, native))
+    native = _dtype_name(x.dtype)
+    acc = _accumulator(op, native)
     width = int(x.shape[1])
     out = alloc((n, width), acc)
     lay = layout(x, n, owner=owner)
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     fill = acc.type(empty)
     if lay.short_max >= 0:
-        kernel(xp, "segment", _cuda.kernel_name("reduce_short", op=op, dtype=native))(
+        _kernel(xp, "segment", "reduce_short", op=op, dtype=native)(
             lay.short_grid, (_cuda.BLOCK,),
             (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max), fill))
     by_block = _by_block(lay, int(x.shape[0]), n, _tuning.REDUCE_BLOCK_STEPS)
     if by_block:
-        kernel(xp, "segment", _cuda.kernel_name("reduce_block", op=op, dtype=native, pack=lay.pack))(
+        _kernel(xp, "segment", "reduce_block", op=op, dtype=native, pack=lay.pack)(
             lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
             (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), fill,
              np.int32(lay.tiles_first)))
         if not lay.multi:
             return out
-    partial = alloc((lay.slots if lay.multi else 1, width), acc)
-    kernel(xp, "segment", _cuda.kernel_name("reduce", op=op, dtype=native, pack=lay.pack))(
+    partial = _workspace(alloc, lay, (width,), acc, out)
+    _kernel(xp, "segment", "reduce", op=op, dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,),
         (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
          np.int64(lay.chunk), fill, np.int32(by_block), np.int32(lay.tiles_first)))
     if lay.multi:
-        kernel(xp, "segment", _cuda.kernel_name("combine", op=op, dtype=native))(
+        _kernel(xp, "segment", "combine", op=op, dtype=native)(
             lay.combine_grid, (_cuda.BLOCK,), (offsets, pieces, partial, out, np.int64(n), np.int64(width), fill))
     return out
+
+
+def _workspace(alloc, lay, row, dtype, spare, lead=()):
+    """The ``partial`` workspace of the piece kernels: ``lead + (lay.slots,) + row`` values of ``dtype``
+    where some sequence has several pieces (``lay.multi``). Else ``spare`` (an array the same kernel
+    writes, of ``dtype`` and ``lead`` + [n] + ``row``: its output), with no allocation: a kernel writes
+    a piece's partial only for a sequence of several pieces (``pieces == 1 ? out : partial`` in
+    cuda/segment.cu and cuda/softmax.cu), so where there are none that pointer is passed but never
+    read or written (it was a fresh one-row array, which a write would have overrun just as well)."""
+    if lay.multi:
+        return alloc(tuple(lead) + (lay.slots,) + tuple(row), dtype)
+    return spare
 
 
 def _by_block(lay, rows, n, steps):
@@ -191,33 +246,33 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     sequences; else the three passes take every planned sequence (a block over a few rows would
     leave most of its warps idle).
     """
-    native = np.dtype(x.dtype).name
-    acc = np.dtype(_cuda.accumulator("softmax", native))
+    native = _dtype_name(x.dtype)
+    acc = _accumulator("softmax", native)
     rows, width = int(x.shape[0]), int(x.shape[1])
     lay = layout(x, n, _cuda.softmax_pack(native), owner)
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     out = alloc((rows, width), acc)
     if lay.short_max >= 0:
-        kernel(xp, "softmax", _cuda.kernel_name("softmax_short", dtype=native))(
+        _kernel(xp, "softmax", "softmax_short", dtype=native)(
             lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
     by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
-        kernel(xp, "softmax", _cuda.kernel_name("softmax_block", dtype=native, pack=lay.pack))(
+        _kernel(xp, "softmax", "softmax_block", dtype=native, pack=lay.pack)(
             lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
             (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int32(lay.tiles_first)))
         if not lay.multi:
             return out
     stats = alloc((2, n, width), acc)  # running max, sum of exp
-    partial = alloc((2, lay.slots if lay.multi else 1, width), acc)
+    partial = _workspace(alloc, lay, (width,), acc, stats, lead=(2,))
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
                 np.int32(lay.tiles_first))
-    kernel(xp, "softmax", _cuda.kernel_name("softmax_stats", dtype=native, pack=lay.pack))(
+    _kernel(xp, "softmax", "softmax_stats", dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
     if lay.multi:
-        kernel(xp, "softmax", _cuda.kernel_name("softmax_combine", dtype=native))(
+        _kernel(xp, "softmax", "softmax_combine", dtype=native)(
             lay.combine_grid, (_cuda.BLOCK,),
             (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
-    kernel(xp, "softmax", _cuda.kernel_name("softmax_apply", dtype=native, pack=lay.pack))(
+    _kernel(xp, "softmax", "softmax_apply", dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
     return out
 
@@ -255,35 +310,35 @@ def _backward(xp, kernels, operands, counted, offsets, n, alloc, owner):
     """
     module, prefix, summed = kernels
     x = operands[0]
-    native = np.dtype(x.dtype).name
+    native = _dtype_name(x.dtype)
     rows, width = int(x.shape[0]), int(x.shape[1])
     aligned = all(pointer(a) % 16 == 0 for a in operands)
     lay = layout(x, n, None if aligned else 1, owner)  # every operand read in packs, or none
     pieces = plan(xp, offsets, n, lay.chunk, lay.short_max, owner)
     out = alloc((rows, width), x.dtype)
     if lay.short_max >= 0:
-        kernel(xp, module, _cuda.kernel_name(f"{prefix}_short", dtype=native))(
+        _kernel(xp, module, f"{prefix}_short", dtype=native)(
             lay.short_grid, (_cuda.BLOCK,),
             operands + (offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
     by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
-        kernel(xp, module, _cuda.kernel_name(f"{prefix}_block", dtype=native, pack=lay.pack))(
+        _kernel(xp, module, f"{prefix}_block", dtype=native, pack=lay.pack)(
             lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
             operands + (offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
                         np.int32(lay.tiles_first)))
         if not lay.multi:
             return out
     total = alloc((n, width), x.dtype)
-    partial = alloc((lay.slots if lay.multi else 1, width), x.dtype)
+    partial = _workspace(alloc, lay, (width,), x.dtype, total)
     geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
                 np.int32(lay.tiles_first))
-    kernel(xp, "segment", _cuda.kernel_name(summed, dtype=native, pack=lay.pack))(
+    _kernel(xp, "segment", summed, dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,), counted + (offsets, pieces, total, partial) + geometry)
     if lay.multi:
-        kernel(xp, "segment", _cuda.kernel_name("combine", op="sum", dtype=native))(
+        _kernel(xp, "segment", "combine", op="sum", dtype=native)(
             lay.combine_grid, (_cuda.BLOCK,),
             (offsets, pieces, partial, total, np.int64(n), np.int64(width), x.dtype.type(0)))
-    kernel(xp, module, _cuda.kernel_name(f"{prefix}_apply", dtype=native, pack=lay.pack))(
+    _kernel(xp, module, f"{prefix}_apply", dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,), operands + (offsets, pieces, total, out) + geometry)
     return out
 

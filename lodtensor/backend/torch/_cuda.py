@@ -15,11 +15,14 @@ behind a cupy stub (``tests/backend/cuda_emu.py``), so the host code here runs w
 """
 
 import contextlib
+import math
 import sys
+import weakref
 
 import numpy as np
 import torch
 
+from .._placement import is_frozen
 from ..cupy import _launch, _tuning
 from ..cupy import cuda as _kernels
 from . import _jvp
@@ -67,8 +70,27 @@ def _native(dtype):
     return _kernels.compute_dtype(_NAMES[dtype])
 
 
+# (id(offsets), id(cupy module), device) -> (weak reference of a frozen offsets tensor, its CuPy view)
+_OFFSET_VIEWS = {}
+_TORCH_DTYPES = {}  # NumPy dtype or its name -> the torch dtype (filled by single stores: no lock)
+_NUMPY_DTYPES = {}  # torch dtype -> the NumPy dtype
+
+
 def _torch_dtype(dtype):
-    return torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+    """The torch dtype of NumPy ``dtype`` (or its name), found once per dtype (an empty NumPy array
+    through ``torch.from_numpy``: microseconds a call, four calls an op)."""
+    found = _TORCH_DTYPES.get(dtype)
+    if found is None:
+        found = _TORCH_DTYPES[dtype] = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+    return found
+
+
+def _numpy_dtype(dtype):
+    """The NumPy dtype of torch ``dtype`` (its name's last part), found once per dtype."""
+    found = _NUMPY_DTYPES.get(dtype)
+    if found is None:
+        found = _NUMPY_DTYPES[dtype] = np.dtype(str(dtype).rsplit(".", 1)[-1])
+    return found
 
 
 class _Device:
@@ -109,10 +131,25 @@ class _Device:
         xp = self.xp
         if self.device.type != "cuda":  # emulated: the stub views a CPU tensor's memory
             return xp.asarray(t)
-        dtype = np.dtype(str(t.dtype).rsplit(".", 1)[-1])
+        dtype = _numpy_dtype(t.dtype)
         memory = xp.cuda.UnownedMemory(t.data_ptr(), t.numel() * t.element_size(), t, self.device.index)
         strides = tuple(s * t.element_size() for s in t.stride())
         return xp.ndarray(tuple(t.shape), dtype=dtype, memptr=xp.cuda.MemoryPointer(memory, 0), strides=strides)
+
+    def offsets(self, offsets):
+        """:meth:`view` of the offsets tensor ``offsets``, made once for a LoD's frozen device copy
+        (``_placement.is_frozen``: never written, its memory fixed) and kept while it lives, as its
+        plan is (``_launch.plan``): a view costs microseconds of host time per launch on a device."""
+        if not is_frozen(offsets):
+            return self.view(offsets.contiguous())
+        key = (id(offsets), id(self.xp), self.device)
+        hit = _OFFSET_VIEWS.get(key)
+        if hit is not None and hit[0]() is offsets:
+            return hit[1]
+        view = self.view(offsets.contiguous())  # (holds offsets' memory, not offsets: the entry goes with it)
+        _OFFSET_VIEWS[key] = (weakref.ref(offsets, lambda _ref, key=key, views=_OFFSET_VIEWS: views.pop(key, None)),
+                              view)
+        return view
 
     def tensor(self, view):
         return self._made[id(view)]
@@ -144,7 +181,7 @@ def _reduce(op, data, offsets, empty):
     """``op`` over each sequence of ``data``'s rows (the kernels' result dtypes, cast as the contract says)."""
     n = offsets.numel() - 1
     row_shape = tuple(data.shape[1:])
-    rows, width = int(data.shape[0]), int(np.prod(row_shape, dtype=np.int64))
+    rows, width = int(data.shape[0]), math.prod(row_shape)
     result = data.dtype if op != "mean" or data.is_floating_point() else torch.float64
     if n <= 0 or width == 0:
         return torch.full((max(n, 0),) + row_shape, empty, dtype=result, device=data.device)
@@ -152,7 +189,7 @@ def _reduce(op, data, offsets, empty):
     dev = _Device(data.device).result((n,) + row_shape, _torch_dtype(_kernels.accumulator(op, native)))
     x = data.detach().to(_torch_dtype(native)).contiguous().reshape(rows, width)
     with dev.launching():
-        out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.view(offsets.contiguous()), n, empty, dev.alloc,
+        out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.offsets(offsets), n, empty, dev.alloc,
                                      owner=offsets)  # (a LoD's frozen copy keeps its plan: _launch.plan)
     return dev.tensor(out).to(result)
 
@@ -167,7 +204,7 @@ def _extreme_grad(data, out, grad, offsets):
     """Segment max's or min's gradient by the fused kernels (``_launch.segment_extreme_grad``: the rows
     read twice, written once, where the unfused ops make about 8 passes), in float32 or float64."""
     n = offsets.numel() - 1
-    rows, width = int(data.shape[0]), int(np.prod(tuple(data.shape[1:]), dtype=np.int64))
+    rows, width = int(data.shape[0]), math.prod(data.shape[1:])
     compute = torch.float64 if data.dtype == torch.float64 else torch.float32
     dev = _Device(data.device)
     x = data.detach().to(compute).contiguous().reshape(rows, width)
@@ -175,7 +212,7 @@ def _extreme_grad(data, out, grad, offsets):
     g = grad.to(compute).contiguous().reshape(n, width)
     with dev.launching():
         res = _launch.segment_extreme_grad(dev.xp, dev.view(x), dev.view(m), dev.view(g),
-                                           dev.view(offsets.contiguous()), n, dev.alloc, owner=offsets)
+                                           dev.offsets(offsets), n, dev.alloc, owner=offsets)
     return dev.tensor(res).reshape(data.shape).to(grad.dtype)
 
 
@@ -227,13 +264,13 @@ def _softmax_grad(grad, y, offsets):
     """``y * (grad - segsum(grad * y))`` by the fused kernels (``_launch.segment_softmax_grad``: 2 reads
     and 1 write of the data's size where the unfused ops make 7 and 4), in float32 or float64."""
     n = offsets.numel() - 1
-    rows, width = int(y.shape[0]), int(np.prod(tuple(y.shape[1:]), dtype=np.int64))
+    rows, width = int(y.shape[0]), math.prod(y.shape[1:])
     compute = torch.float64 if y.dtype == torch.float64 else torch.float32
     dev = _Device(y.device)
     g = grad.to(compute).contiguous().reshape(rows, width)
     yc = y.detach().to(compute).contiguous().reshape(rows, width)
     with dev.launching():
-        out = _launch.segment_softmax_grad(dev.xp, dev.view(g), dev.view(yc), dev.view(offsets.contiguous()), n,
+        out = _launch.segment_softmax_grad(dev.xp, dev.view(g), dev.view(yc), dev.offsets(offsets), n,
                                            dev.alloc, owner=offsets)
     return dev.tensor(out).reshape(y.shape).to(y.dtype)
 
@@ -246,7 +283,7 @@ class SegmentSoftmax(_jvp.SoftmaxRule, torch.autograd.Function):
     @staticmethod
     def forward(data, offsets, ids):
         n = offsets.numel() - 1
-        rows, width = int(data.shape[0]), int(np.prod(tuple(data.shape[1:]), dtype=np.int64))
+        rows, width = int(data.shape[0]), math.prod(data.shape[1:])
         result = data.dtype if data.is_floating_point() else torch.float32
         if rows == 0 or width == 0 or n <= 0:
             return data.detach().to(result).clone()
@@ -254,7 +291,7 @@ class SegmentSoftmax(_jvp.SoftmaxRule, torch.autograd.Function):
         dev = _Device(data.device).result(data.shape, _torch_dtype(_kernels.accumulator("softmax", native)))
         x = data.detach().to(_torch_dtype(native)).contiguous().reshape(rows, width)
         with dev.launching():
-            out = _launch.segment_softmax(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, dev.alloc,
+            out = _launch.segment_softmax(dev.xp, dev.view(x), dev.offsets(offsets), n, dev.alloc,
                                           owner=offsets)
         return dev.tensor(out).to(result)
 
@@ -290,7 +327,7 @@ def _words(x):
 def _pad(data, offsets, maxlen, pad_value):
     n = offsets.numel() - 1
     row_shape = tuple(data.shape[1:])
-    width = int(np.prod(row_shape, dtype=np.int64))
+    width = math.prod(row_shape)
     out = torch.empty((n, int(maxlen)) + row_shape, dtype=data.dtype, device=data.device)
     if n <= 0 or width == 0 or maxlen == 0:
         return out.fill_(pad_value) if out.numel() else out
@@ -299,7 +336,7 @@ def _pad(data, offsets, maxlen, pad_value):
     dev = _Device(data.device)
     x = data.detach().contiguous().reshape(-1, width).view(word)
     with dev.launching():
-        _launch.pad(dev.xp, dev.view(x), dev.view(offsets.contiguous()), n, int(maxlen), dev.view(fill.view(word)),
+        _launch.pad(dev.xp, dev.view(x), dev.offsets(offsets), n, int(maxlen), dev.view(fill.view(word)),
                     dev.view(out.view(n, int(maxlen), width).view(word)))
     return out
 
@@ -307,14 +344,14 @@ def _pad(data, offsets, maxlen, pad_value):
 def _unpad(padded, offsets, total):
     n, maxlen = int(padded.shape[0]), int(padded.shape[1])
     row_shape = tuple(padded.shape[2:])
-    width = int(np.prod(row_shape, dtype=np.int64))
+    width = math.prod(row_shape)
     if total == 0 or width == 0:
         return torch.empty((total,) + row_shape, dtype=padded.dtype, device=padded.device)
     word = _words(padded)
     dev = _Device(padded.device).result((total,) + row_shape, padded.dtype)
     flat = padded.detach().contiguous().reshape(n, maxlen, width).view(word)
     with dev.launching():
-        out = _launch.unpad(dev.xp, dev.view(flat), dev.view(offsets.contiguous()), n, total, dev.alloc, owner=offsets)
+        out = _launch.unpad(dev.xp, dev.view(flat), dev.offsets(offsets), n, total, dev.alloc, owner=offsets)
     return dev.tensor(out)
 
 

@@ -26,6 +26,7 @@ The launch constants here are the ones the sources are written for:
 (256, 4)
 """
 
+import contextlib
 import os
 import re
 
@@ -67,6 +68,7 @@ GRAD_DTYPES = ("float32", "float64")
 #: op name -> template code in segment.cu.
 OPS = {"sum": 0, "max": 1, "min": 2, "mean": 3}
 
+_COMPUTE = {}  # dtype as given -> compute_dtype's answer
 _WIDEN = {"float16": "float32", "bool": "int32", "int8": "int32", "int16": "int32", "uint8": "int32",
           "uint16": "int32", "uint32": "int64"}
 
@@ -81,11 +83,16 @@ def compute_dtype(dtype, name="data"):
     ...
     TypeError: the CuPy segment kernels take float, int, uint and bool data; data has dtype complex64
     """
+    try:
+        return _COMPUTE[dtype]  # (once per dtype: NumPy makes a dtype's name in Python each time)
+    except (KeyError, TypeError):
+        pass
     key = np.dtype(dtype).name
-    if key in NATIVE:
-        return key
-    if key in _WIDEN:
-        return _WIDEN[key]
+    if key in NATIVE or key in _WIDEN:
+        native = key if key in NATIVE else _WIDEN[key]
+        with contextlib.suppress(TypeError):  # an unhashable spelling of a dtype: not kept
+            _COMPUTE[dtype] = native
+        return native
     raise TypeError(f"the CuPy segment kernels take float, int, uint and bool data; {name} has dtype {key}")
 
 
