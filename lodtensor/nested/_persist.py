@@ -100,8 +100,7 @@ class Persist:
         if tracked:  # as torch's: a leaf over the same memory, requiring grad, its history not kept
             buf = self.backend.detach(buf)
             if holes is not None:
-                values = backend_of(holes[0])
-                holes = (values.detach(holes[0]), *holes[1:])
+                holes = (backend_of(holes[0]).detach(holes[0]), *holes[1:])
         out = make_view(buf, self._st, self._perm, self._layout)
         if holes is not None:
             out._holes = holes

@@ -14,7 +14,7 @@ offsets, so nothing is read back from the device.
 [5, 6, 0, 1, 2]
 """
 
-from ..lod import lengths_to_offsets
+from ..lod import concat_ranges, lengths_to_offsets
 
 __all__ = ["on_host", "per_row", "ranges"]
 
@@ -37,8 +37,10 @@ def per_row(be, values, counts, like):
 
 
 def ranges(be, starts, stops, like):
-    """``arange(starts[i], stops[i])`` for every ``i``, concatenated (int64), on ``like``'s device: what
-    ``lod.concat_ranges`` makes on the host."""
+    """``arange(starts[i], stops[i])`` for every ``i``, concatenated (int64), on ``like``'s device: made
+    there from the per-range arrays for device data, by ``lod.concat_ranges`` on the host for CPU data."""
+    if on_host(be, like):
+        return be.from_host(concat_ranges(starts, stops)[0], like=like)
     counts = stops - starts
     return per_row(be, starts - lengths_to_offsets(counts)[:-1], counts, like) + be.arange(int(counts.sum()),
                                                                                           like=like)

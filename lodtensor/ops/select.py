@@ -9,7 +9,7 @@ import numpy as np
 
 from ..backend import backend_of
 from ..errors import LoDError
-from ..lod import LoD, concat_ranges, lengths_to_offsets, offsets_to_segment_ids
+from ..lod import LoD, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
 from ._common import as_data, host_ints, level_index, require_lod, snapshot, wrap
 from ._rows import on_host, per_row, ranges
@@ -50,11 +50,7 @@ def expand(x, y, ref_level=-1, where="sequence_expand()"):
         return wrap(_repeat_rows(data, repeats, be), ())
     picks = np.repeat(np.arange(n, dtype=np.int64), repeats)  # one per output top-level sequence
     x._check_fits()
-    # no picks at all: an empty batch (lod [[0]]), as Paddle returns
-    if on_host(be, data):
-        lod, rows = x.lod.select(picks)
-        return wrap(_gather(data, rows, be), lod)
-    # on the device: the row index from the copied sequences' spans (no host pass over the output rows)
+    # no picks at all: an empty batch (lod [[0]]), as Paddle returns; the row index made where the data live
     lod, starts, stops = x.lod.select(picks, rows=False)
     return wrap(be.gather(data, ranges(be, starts, stops, data)), lod)
 
@@ -111,11 +107,7 @@ def concat(inputs, where="sequence_concat()"):
     stops = np.stack([x.lod.offsets(-1)[1:] + b for x, b in zip(inputs, bases)], axis=1).ravel()
     lengths = (stops - starts).reshape(counts, len(inputs)).sum(axis=1)
     joined = be.concat([x.data for x in inputs])
-    if on_host(be, joined):
-        rows = be.from_host(concat_ranges(starts, stops)[0], like=joined)
-    else:  # on the device: no host pass over the rows of a fresh LoD
-        rows = ranges(be, starts, stops, joined)
-    data = be.gather(joined, rows)
+    data = be.gather(joined, ranges(be, starts, stops, joined))  # (device data: made on their device)
     return wrap(data, outer + (lengths_to_offsets(lengths),))
 
 
@@ -151,10 +143,7 @@ def slice_sequences(x, offset, length, where="sequence_slice()"):
         )
     starts = x.lod.offsets(-1)[:-1] + off
     be, data = x.backend, x.data
-    if on_host(be, data):
-        rows = be.from_host(concat_ranges(starts, starts + size)[0], like=data)
-    else:  # on the device: no host pass over the rows kept
-        rows = ranges(be, starts, starts + size, data)
+    rows = ranges(be, starts, starts + size, data)  # (device data: made on their device)
     return wrap(be.gather(data, rows), x.lod.levels[:-1] + (lengths_to_offsets(size),))
 
 

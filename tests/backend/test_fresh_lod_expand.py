@@ -20,6 +20,7 @@ import lodtensor as lt  # noqa: E402
 from lodtensor import _lod_algebra  # noqa: E402
 from lodtensor import sequence as S  # noqa: E402
 from lodtensor.lod import LoD  # noqa: E402
+from lodtensor.ops import _rows as ops_rows  # noqa: E402
 from lodtensor.ops import select as ops_select  # noqa: E402
 
 LENGTHS = [3, 0, 40, 1, 0, 7, 300, 2]  # x's last level: 8 sequences, two empty, 353 rows
@@ -84,7 +85,7 @@ def _refuse_host_rows(monkeypatch, limit):
         raise AssertionError("a host pass over the LoD's rows on the device route")
 
     monkeypatch.setattr(_lod_algebra, "concat_ranges", guarded)
-    monkeypatch.setattr(ops_select, "concat_ranges", refuse)
+    monkeypatch.setattr(ops_rows, "concat_ranges", refuse)
     monkeypatch.setattr(ops_select, "offsets_to_segment_ids", refuse)
 
 
@@ -164,8 +165,8 @@ def test_cpu_tensors_keep_the_host_row_index(monkeypatch):
     """Off the route, CPU tensors and NumPy data keep the NumPy index of ``LoD.select`` (a guard of the CPU
     path: it passes without the device change too)."""
     calls = []
-    real = _lod_algebra.concat_ranges
-    monkeypatch.setattr(_lod_algebra, "concat_ranges", lambda *a: calls.append(real(*a)[0].size) or real(*a))
+    real = ops_rows.concat_ranges  # (the host index of ops/_rows.ranges, from LoD.select's spans)
+    monkeypatch.setattr(ops_rows, "concat_ranges", lambda *a: calls.append(real(*a)[0].size) or real(*a))
     for make in (lambda a: a, torch.from_numpy):
         calls.clear()
         x, y, ref_level, host = _inputs("2lvl_x_1lvl_y", make)

@@ -22,6 +22,7 @@ import lodtensor as lt  # noqa: E402
 from lodtensor import sequence as S  # noqa: E402
 from lodtensor.nn import _layers  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
+from lodtensor.ops import _rows as ops_rows  # noqa: E402
 from lodtensor.ops import reshape as ops_reshape  # noqa: E402
 from lodtensor.ops import select as ops_select  # noqa: E402
 
@@ -39,7 +40,7 @@ def device(device_route):
 
 #: the host builders of a row index (module, name) that device data must not reach
 HOST_BUILDERS = [
-    (ops_select, "concat_ranges"),
+    (ops_rows, "concat_ranges"),  # (the host range index of ops/_rows.ranges: CPU data only)
     (ops_select, "offsets_to_segment_ids"),
     (ops_reshape, "offsets_to_segment_ids"),
     (_layers, "_context_rows"),
@@ -116,8 +117,8 @@ def test_reverse_trains_on_the_device_index(device, monkeypatch):
 def test_cpu_tensors_keep_the_host_index(monkeypatch):
     """Off the route, CPU tensors keep the NumPy index (the host build there costs less than torch's ops)."""
     calls = []
-    real = ops_select.concat_ranges
-    monkeypatch.setattr(ops_select, "concat_ranges", lambda *a: calls.append(1) or real(*a))
+    real = ops_rows.concat_ranges
+    monkeypatch.setattr(ops_rows, "concat_ranges", lambda *a: calls.append(1) or real(*a))
     x_np, x_cpu = _pair(2, "cpu")
     _same(S.sequence_concat([x_cpu, x_cpu]), S.sequence_concat([x_np, x_np]))
     assert calls
