@@ -160,23 +160,39 @@ def _recurrences(report, torch, device, where, dry):
         # the steps' element-wise ops one by one (before the fused step kernels)
         table.add("lodtensor (torch, unfused steps)", device.timed(_unfused(ours)), **GPU)
         table.add(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)", device.timed(cudnn), **GPU)
+        # the same precision on both sides: torch lets cuDNN's float32 RNNs use TF32 tensor cores by default
+        # (torch.backends.cudnn.allow_tf32) but not its float32 GEMMs (torch.backends.cuda.matmul.allow_tf32)
+        table.add(f"torch nn.{kind.upper()} (cuDNN, TF32 off)",
+                  device.timed(_switched(cudnn, torch.backends.cudnn, "allow_tf32", False)), **GPU)
+        table.add("lodtensor (torch, TF32 GEMMs)",
+                  device.timed(_switched(ours, torch.backends.cuda.matmul, "allow_tf32", True)), **GPU)
         table.finish()
-        mine, theirs = table._best("lodtensor (torch)"), table._best(f"torch nn.{kind.upper()} (cuDNN, PackedSequence)")
-        if mine is not None and theirs is not None:
-            report.goal(f"dynamic_{kind} forward+backward on CUDA: at or under nn.{kind.upper()} (cuDNN)",
-                        mine <= theirs, f"{theirs / mine:.2f}x")
+        for mine, theirs, precision in (("lodtensor (torch)", f"torch nn.{kind.upper()} (cuDNN, PackedSequence)",
+                                         "torch's defaults"),
+                                        ("lodtensor (torch)", f"torch nn.{kind.upper()} (cuDNN, TF32 off)", "float32"),
+                                        ("lodtensor (torch, TF32 GEMMs)",
+                                         f"torch nn.{kind.upper()} (cuDNN, PackedSequence)", "TF32")):
+            mine, theirs = table._best(mine), table._best(theirs)
+            if mine is not None and theirs is not None:
+                report.goal(f"dynamic_{kind} forward+backward on CUDA ({precision}): at or under "
+                            f"nn.{kind.upper()} (cuDNN)", mine <= theirs, f"{theirs / mine:.2f}x")
 
 
 def _unfused(fn, switch="FUSED_STEPS"):
     from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
 
+    return _switched(fn, _tuning, switch, False)
+
+
+def _switched(fn, owner, name, value):
+    """``fn`` run with ``owner.name`` set to ``value`` (restored afterwards)."""
     def call():
-        saved = getattr(_tuning, switch)
-        setattr(_tuning, switch, False)
+        saved = getattr(owner, name)
+        setattr(owner, name, value)
         try:
             return fn()
         finally:
-            setattr(_tuning, switch, saved)
+            setattr(owner, name, saved)
 
     return call
 

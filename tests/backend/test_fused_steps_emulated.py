@@ -249,3 +249,36 @@ def test_fused_steps_launch_a_few_kernels_a_step(route, monkeypatch, kind, most,
         kernels = sum(1 for name, *_ in route.launches if name.startswith(f"lt_{kind}"))
         per_step[fused] = (counter.count + kernels) / steps
     assert per_step[True] <= most and per_step[False] >= fewer * per_step[True], per_step
+
+
+@pytest.mark.parametrize("kind", ["lstm", "gru"])
+def test_fused_loops_take_their_addresses_once_not_per_step(route, monkeypatch, kind):
+    """The fused loops plan every step's launch before the loop (``_steps._Steps.plan``): the operands'
+    device addresses are read a few times per loop, the same number for 3 steps as for 40 (a loop
+    reading them per step spent more host time on them than on its GEMMs' launches)."""
+    from lodtensor.backend.torch import _fused_steps  # noqa: PLC0415
+
+    reads = []
+    made = _fused_steps.steps
+
+    def counting(*args):
+        fused = made(*args)
+        if fused is not None:
+            ptr = fused.ptr
+            fused.ptr = lambda a: reads.append(1) or ptr(a)
+        return fused
+
+    monkeypatch.setattr(_fused_steps, "steps", counting)
+    monkeypatch.setattr("lodtensor.backend.torch._recurrent.fused_steps", counting)
+    gates, per_loop = (4 if kind == "lstm" else 3), {}
+    for steps in (3, 40):
+        offsets = [0, steps, steps + 1, 2 * steps + 1]
+        x = torch.rand(offsets[-1], gates * 4, dtype=torch.float64, requires_grad=True)
+        w = torch.rand(4, gates * 4, dtype=torch.float64, requires_grad=True)
+        reads.clear()
+        t = lt.LoDTensor(x, [offsets])
+        out = F.dynamic_lstm(t, w, torch.zeros(1, 7 * 4, dtype=torch.float64))[0] if kind == "lstm" \
+            else F.dynamic_gru(t, w)
+        out.data.sum().backward()
+        per_loop[steps] = len(reads)
+    assert 0 < per_loop[3] == per_loop[40] <= 16, per_loop

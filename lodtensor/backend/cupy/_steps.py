@@ -5,8 +5,10 @@ on a GPU each op is a launch, and the loop is bound by launches rather than by b
 :class:`LSTMSteps` launches one kernel after each forward GEMM and one before each backward GEMM;
 :class:`GRUSteps` one after each of a step's two GEMMs, each way. Both GPU routes use them: CuPy
 arrays (``numpy/_recurrent.py`` on CuPy, forward) and torch CUDA tensors
-(``backend/torch/_fused_steps.py``, with autograd), each giving its pointers (no views: no host
-work per operand) and the context of its launches. float32/float64 data, and the activations
+(``backend/torch/_fused_steps.py``, with autograd), each giving its pointers and the context of its
+launches. A loop plans all its launches before its first step (:meth:`_Steps.plan`: every operand's
+address at every step, from the step-major buffers' base addresses, by NumPy): a step then costs its
+launch alone, no view and no pointer lookup per operand. float32/float64 data, and the activations
 ``cuda.RNN_ACTS`` (identity, sigmoid, tanh, relu); the callers keep their unfused steps otherwise.
 """
 
@@ -54,16 +56,47 @@ class _Steps:
     def launching(self):
         return self.context()
 
-    def _run(self, kind, like, arrays, *flags):
-        """Kernel ``kind`` over the ``[n, D]`` values of ``like``: pointers, n, D, the activations, flags."""
-        n, d = int(like.shape[0]), int(like.shape[1])
-        grid = (_launch.blocks(n * d, _cuda.BLOCK, _MAX_BLOCKS),)
-        args = tuple(_NULL if a is None else np.uint64(self.ptr(a)) for a in arrays)
-        self.fns[kind](grid, (_cuda.BLOCK,), args + (np.int64(n), np.int64(d), self.acts)
-                       + tuple(np.int32(f) for f in flags))
+    # -- a whole loop's launches planned at once: per step only the launch itself (no views, no pointers) --
+    def at(self, a):
+        """The address of ``a`` (None: 0), the same at every step."""
+        return _NULL if a is None else np.uint64(self.ptr(a))
+
+    def rows_at(self, a, starts):
+        """Per step, the address of row ``starts[t]`` of ``a`` (a contiguous step-major buffer; None: 0)."""
+        if a is None:
+            return _NULL
+        starts = np.asarray(starts, dtype=np.uint64)
+        return self.at(a) + starts * np.uint64(a.nbytes // max(int(a.shape[0]), 1))
+
+    def previous(self, a, starts, first):
+        """Per step ``t``, the address of step ``t - 1``'s rows of ``a`` (``starts``: each step's first
+        row); at step 0 the address of ``first`` (the initial state; None: 0)."""
+        prev = self.rows_at(a, [0, *starts[:-1]])
+        prev[0] = self.at(first)
+        return prev
+
+    def plan(self, kind, counts, width, operands, *flags):
+        """Kernel ``kind``'s launches, one per step ``t`` over ``counts[t]`` rows of ``width``, its pointer
+        arguments ``operands``: each an address (:meth:`at`) or an address per step (:meth:`rows_at`,
+        :meth:`previous`). Run step ``t``'s with :meth:`launch`."""
+        n = np.asarray(counts, dtype=np.int64)
+        columns = [list(np.broadcast_to(np.asarray(a, dtype=np.uint64), n.shape)) for a in operands]
+        grids = np.clip(-(-n * width // _cuda.BLOCK), 1, _MAX_BLOCKS).tolist()
+        d, tail = np.int64(width), (self.acts, *(np.int32(f) for f in flags))
+        fn, block = self.fns[kind], (_cuda.BLOCK,)
+        return [(fn, (grid,), block, (*pointers, rows, d, *tail)) for grid, rows, *pointers in zip(grids, n, *columns)]
+
+    @staticmethod
+    def launch(planned):
+        """One launch of :meth:`plan`."""
+        fn, grid, block, args = planned
+        fn(grid, block, args)
 
 
 class LSTMSteps(_Steps):
+    """Kernels ``lstm_step`` (after a step's GEMM: the gates activated in place, the cell, the hidden state and,
+    for the backward, the cell's activation) and ``lstm_step_grad`` (before a step's GEMM backward)."""
+
     __slots__ = ()
     KERNELS = ("lstm_step", "lstm_step_grad")
 
@@ -71,39 +104,15 @@ class LSTMSteps(_Steps):
     def _code(gate, cell, cand):
         return gate | cell << 4 | cand << 8
 
-    def forward(self, g, c_prev, peep, c, h, tc):
-        """Activate the step's gates ``g`` ``[n, 4D]`` in place, write ``c``, ``h`` and (unless None)
-        ``tc`` ``[n, D]`` from ``c_prev`` (None: none) and the peepholes ``peep`` ``[3D]`` (None: none)."""
-        self._run("lstm_step", c, (g, c_prev, peep, c, h, tc))
-
-    def backward(self, g, tc, c_prev, peep, gh, gc, dh, dc, dg):
-        """The step's gate gradients into ``dg`` ``[n, 4D]`` from ``dh`` + ``gh`` and ``dc`` + ``gc``
-        (``gh``/``gc`` None: no output gradient); ``dc`` becomes the previous cell's gradient."""
-        self._run("lstm_step_grad", dh, (g, tc, c_prev, peep, gh, gc, dh, dc, dg))
-
 
 class GRUSteps(_Steps):
+    """Kernels ``gru_step_gates`` (after the gates' GEMM: update and reset activated, ``r * h_prev``),
+    ``gru_step_out`` (after the candidate's GEMM: the new state), and their gradients ``gru_step_grad_out``
+    and ``gru_step_grad_reset``."""
+
     __slots__ = ()
     KERNELS = ("gru_step_gates", "gru_step_out", "gru_step_grad_out", "gru_step_grad_reset")
 
     @staticmethod
     def _code(gate, cand):
         return gate | cand << 8
-
-    def gates(self, g, h_prev, rh):
-        """After the gates' GEMM: update and reset activated in place in ``g`` ``[n, 3D]``, ``rh = r * h_prev``."""
-        self._run("gru_step_gates", rh, (g, h_prev, rh))
-
-    def out(self, g, h_prev, out, origin):
-        """After the candidate's GEMM (or the whole step where ``h_prev`` is None): the candidate (and,
-        without ``h_prev``, the update) activated in place, the new state into ``out``."""
-        self._run("gru_step_out", out, (g, h_prev, out), origin)
-
-    def grad_out(self, g, h_prev, gh, dh, dg, origin):
-        """The update's and candidate's gradients into ``dg`` from ``dh`` + ``gh``; ``dh`` becomes the
-        direct part of the previous state's gradient (without ``h_prev``: the reset's gradient 0)."""
-        self._run("gru_step_grad_out", dh, (g, h_prev, gh, dh, dg), origin)
-
-    def grad_reset(self, g, h_prev, drh, dh, dg):
-        """The reset's gradient into ``dg`` from ``drh`` (the gradient of ``r * h_prev``); ``dh += drh * r``."""
-        self._run("gru_step_grad_reset", dh, (g, h_prev, drh, dh, dg))

@@ -52,18 +52,22 @@ def lstm(xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peep
         w_ic, w_fc, w_oc = bias[:, 4 * d : 5 * d], bias[:, 5 * d : 6 * d], bias[:, 6 * d : 7 * d]
     peep = bias[0, 4 * d :] if peepholes else None
     fused = None if steps is None else steps("lstm", gates, activations, (h_0, c_0, peep))
+    if fused is not None:  # the rest of each step in one kernel, every launch planned before the loop
+        starts = _starts(counts)
+        step = fused.plan("lstm_step", counts, d, (
+            fused.rows_at(gates, starts), fused.previous(cs, starts, c_0), fused.at(peep), fused.rows_at(cs, starts),
+            fused.rows_at(hs, starts), fused.at(None)))
     h, c, lo = h_0, c_0, 0
-    for n in counts:
+    for t, n in enumerate(counts):
         hi = lo + n
         g = gates[lo:hi]
         if h is not None:
             xp.add(g, xp.matmul(h[:n], weight, out=buf[:n]), out=g)
-        c_prev = None if c is None else c[:n]
-        if fused is not None:  # the rest of the step in one kernel
-            c, h = cs[lo:hi], hs[lo:hi]
-            fused.forward(g, c_prev, peep, c, h, None)
-            lo = hi
+        if fused is not None:
+            fused.launch(step[t])
+            h, lo = hs[lo:hi], hi
             continue
+        c_prev = None if c is None else c[:n]
         activation_(xp, cand, g[:, :d], d)
         if peepholes and c_prev is not None:
             g[:, d : 2 * d] += xp.multiply(c_prev, w_ic, out=tmp[:n])
@@ -98,17 +102,21 @@ def gru(xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, or
     tmp = xp.empty((width, d), dtype=gates.dtype)
     prod = xp.empty((width, d), dtype=gates.dtype)
     fused = None if steps is None else steps("gru", gates, activations, (h_0,))
+    if fused is not None:  # one kernel after each GEMM, every launch planned before the loop
+        starts = _starts(counts)
+        g_at, prev_at = fused.rows_at(gates, starts), fused.previous(hs, starts, h_0)
+        reset = fused.plan("gru_step_gates", counts, d, (g_at, prev_at, fused.at(tmp)))
+        step = fused.plan("gru_step_out", counts, d, (g_at, prev_at, fused.rows_at(hs, starts)), origin_mode)
     h, lo = h_0, 0
-    for n in counts:
+    for t, n in enumerate(counts):
         hi = lo + n
         g, out = gates[lo:hi], hs[lo:hi]
-        if fused is not None:  # one kernel after each GEMM
-            h_prev = None if h is None else h[:n]
-            if h_prev is not None:
-                xp.add(g[:, : 2 * d], xp.matmul(h_prev, w_gate, out=buf[:n]), out=g[:, : 2 * d])
-                fused.gates(g, h_prev, tmp[:n])
+        if fused is not None:
+            if h is not None:
+                xp.add(g[:, : 2 * d], xp.matmul(h[:n], w_gate, out=buf[:n]), out=g[:, : 2 * d])
+                fused.launch(reset[t])
                 xp.add(g[:, 2 * d :], xp.matmul(tmp[:n], w_cand, out=prod[:n]), out=g[:, 2 * d :])
-            fused.out(g, h_prev, out, origin_mode)
+            fused.launch(step[t])
             h, lo = out, hi
             continue
         if h is None:
@@ -135,6 +143,11 @@ def gru(xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, or
         h = out
         lo = hi
     return xp.take(hs, inverse, axis=0)
+
+
+def _starts(counts):
+    """Each step's first row in the step-major buffers."""
+    return np.concatenate([[0], np.cumsum(counts[:-1], dtype=np.int64)]).astype(np.int64)
 
 
 def _logaddexp(xp, a, b):

@@ -15,8 +15,6 @@ Double backward is refused with a clear error when attempted. Gradients batched 
 backward runs the same steps out of place (``_recurrent_grads``).
 """
 
-import contextlib
-
 import torch
 
 from ..._compile import eager_under_compile
@@ -43,7 +41,20 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, threads, keep=False):
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     peep_w = b[0, 4 * d :] if peep else None
     fused = fused_steps("lstm", gates, acts, (h, c, peep_w))  # CUDA: one kernel a step for what follows the GEMM
-    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
+    if fused is not None:
+        with threads, fused.launching():
+            starts = _bounds(counts)[:-1]
+            step = fused.plan("lstm_step", counts, d, (
+                fused.rows_at(gates, starts), fused.previous(cs, starts, c), fused.at(peep_w),
+                fused.rows_at(cs, starts), fused.rows_at(hs, starts), fused.rows_at(cell_acts, starts)))
+            g_steps, h_steps = torch.split(gates, counts), torch.split(hs, counts)
+            for t, n in enumerate(counts):
+                h_prev = h_steps[t - 1] if t else h
+                if h_prev is not None:
+                    threads.gemm(g_steps[t].addmm_, h_prev[:n], w)
+                fused.launch(step[t])
+        return gates, hs, cs, cell_acts
+    with threads:
         lo = 0
         for n in counts:
             hi = lo + n
@@ -51,11 +62,6 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, threads, keep=False):
             if h is not None:
                 threads.gemm(g.addmm_, h[:n], w)
             c_prev = None if c is None else c[:n]
-            if fused is not None:
-                c, h = cs[lo:hi], hs[lo:hi]
-                fused.forward(g, c_prev, peep_w, c, h, None if cell_acts is None else cell_acts[lo:hi])
-                lo = hi
-                continue
             cand(g[:, :d], d)
             if peep and c_prev is not None:
                 g[:, d : 2 * d].addcmul_(c_prev, w_ic)
@@ -97,51 +103,56 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs, threads):
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     peep_w = b[0, 4 * d :] if peep else None
     fused = fused_steps("lstm", gates, acts, (c0, peep_w, g_h, g_c))
-    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
-        for t in range(len(counts) - 1, -1, -1):
-            n, lo = counts[t], bounds[t]
-            hi = lo + n
-            dhv, dcv = dh[:n], dc[:n]  # rows past the previous step's count are still zero
-            if fused is not None:
-                c_prev = cs[bounds[t - 1] : bounds[t - 1] + n] if t else c0
-                fused.backward(gates[lo:hi], cell_acts[lo:hi], c_prev, peep_w,
-                               None if g_h is None else g_h[lo:hi], None if g_c is None else g_c[lo:hi],
-                               dhv, dcv, dgates[lo:hi])
+    if fused is not None:
+        with threads, fused.launching():
+            starts = bounds[:-1]
+            step = fused.plan("lstm_step_grad", counts, d, (
+                fused.rows_at(gates, starts), fused.rows_at(cell_acts, starts), fused.previous(cs, starts, c0),
+                fused.at(peep_w), fused.rows_at(g_h, starts), fused.rows_at(g_c, starts), fused.at(dh), fused.at(dc),
+                fused.rows_at(dgates, starts)))
+            dg_steps, w_t = torch.split(dgates, counts), w.t()
+            for t in range(len(counts) - 1, -1, -1):
+                fused.launch(step[t])  # dh, dc: rows past the previous step's count are still zero
                 if t or h0 is not None:
-                    threads.gemm(torch.mm, dgates[lo:hi], w.t(), out=dhv)
-                continue
-            if g_h is not None:
-                dhv += g_h[lo:hi]
-            if g_c is not None:
-                dcv += g_c[lo:hi]
-            g, dg = gates[lo:hi], dgates[lo:hi]
-            cand, i, f, o = g[:, :d], g[:, d : 2 * d], g[:, 2 * d : 3 * d], g[:, 3 * d :]
-            d_cand, d_i, d_f, d_o = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d : 3 * d], dg[:, 3 * d :]
-            tc = cell_acts[lo:hi]  # cell(c_t)
-            torch.mul(dhv, tc, out=d_o)
-            tmp = scratch[:n]
-            torch.mul(dhv, o, out=tmp)
-            cell_grad(tc, tmp, d)
-            dcv += tmp
-            gate_grad(o, d_o, d)
-            if peep:
-                dcv.addcmul_(d_o, w_oc)
-            torch.mul(dcv, i, out=d_cand)
-            cand_grad(cand, d_cand, d)
-            torch.mul(dcv, cand, out=d_i)
-            gate_grad(i, d_i, d)
-            c_prev = cs[bounds[t - 1] : bounds[t - 1] + n] if t else c0
-            if c_prev is not None:
-                torch.mul(dcv, c_prev, out=d_f)
-                gate_grad(f, d_f, d)
-                dcv.mul_(f)
+                    threads.gemm(torch.mm, dg_steps[t], w_t, out=dh[: counts[t]])
+    else:
+        with threads:
+            for t in range(len(counts) - 1, -1, -1):
+                n, lo = counts[t], bounds[t]
+                hi = lo + n
+                dhv, dcv = dh[:n], dc[:n]  # rows past the previous step's count are still zero
+                if g_h is not None:
+                    dhv += g_h[lo:hi]
+                if g_c is not None:
+                    dcv += g_c[lo:hi]
+                g, dg = gates[lo:hi], dgates[lo:hi]
+                cand, i, f, o = g[:, :d], g[:, d : 2 * d], g[:, 2 * d : 3 * d], g[:, 3 * d :]
+                d_cand, d_i, d_f, d_o = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d : 3 * d], dg[:, 3 * d :]
+                tc = cell_acts[lo:hi]  # cell(c_t)
+                torch.mul(dhv, tc, out=d_o)
+                tmp = scratch[:n]
+                torch.mul(dhv, o, out=tmp)
+                cell_grad(tc, tmp, d)
+                dcv += tmp
+                gate_grad(o, d_o, d)
                 if peep:
-                    dcv.addcmul_(d_i, w_ic)
-                    dcv.addcmul_(d_f, w_fc)
-            else:
-                d_f.zero_()
-            if t or h0 is not None:
-                threads.gemm(torch.mm, dg, w.t(), out=dhv)
+                    dcv.addcmul_(d_o, w_oc)
+                torch.mul(dcv, i, out=d_cand)
+                cand_grad(cand, d_cand, d)
+                torch.mul(dcv, cand, out=d_i)
+                gate_grad(i, d_i, d)
+                c_prev = cs[bounds[t - 1] : bounds[t - 1] + n] if t else c0
+                if c_prev is not None:
+                    torch.mul(dcv, c_prev, out=d_f)
+                    gate_grad(f, d_f, d)
+                    dcv.mul_(f)
+                    if peep:
+                        dcv.addcmul_(d_i, w_ic)
+                        dcv.addcmul_(d_f, w_fc)
+                else:
+                    d_f.zero_()
+                if t or h0 is not None:
+                    threads.gemm(torch.mm, dg, w.t(), out=dhv)
     d_x = _take(dgates, inverse) if needs[0] else None
     d_w = d_b = None
     prev = _previous_rows(counts, gates) if (needs[1] or (needs[2] and peep)) else None
@@ -201,22 +212,27 @@ def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin, threads):
     total = int(gates.shape[0])
     hs, rh_all = gates.new_empty((total, d)), gates.new_empty((total, d))
     fused = fused_steps("gru", gates, acts, (h,))  # CUDA: one kernel after each of a step's GEMMs
-    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
+    if fused is not None:
+        with threads, fused.launching():
+            starts = _bounds(counts)[:-1]
+            g_at, prev_at = fused.rows_at(gates, starts), fused.previous(hs, starts, h)
+            reset = fused.plan("gru_step_gates", counts, d, (g_at, prev_at, fused.rows_at(rh_all, starts)))
+            out = fused.plan("gru_step_out", counts, d, (g_at, prev_at, fused.rows_at(hs, starts)), origin)
+            g_gates, g_cand = torch.split(gates[:, : 2 * d], counts), torch.split(gates[:, 2 * d :], counts)
+            h_steps, rh_steps = torch.split(hs, counts), torch.split(rh_all, counts)
+            for t, n in enumerate(counts):
+                h_prev = h_steps[t - 1] if t else h
+                if h_prev is not None:
+                    threads.gemm(g_gates[t].addmm_, h_prev[:n], w_gate)
+                    fused.launch(reset[t])
+                    threads.gemm(g_cand[t].addmm_, rh_steps[t], w_cand)
+                fused.launch(out[t])
+        return gates, hs, rh_all
+    with threads:
         lo = 0
         for n in counts:
             hi = lo + n
             g, out = gates[lo:hi], hs[lo:hi]
-            if fused is not None:
-                h_prev = None if h is None else h[:n]
-                if h_prev is not None:
-                    threads.gemm(g[:, : 2 * d].addmm_, h_prev, w_gate)
-                    rh = rh_all[lo:hi]
-                    fused.gates(g, h_prev, rh)
-                    threads.gemm(g[:, 2 * d :].addmm_, rh, w_cand)
-                fused.out(g, h_prev, out, origin)
-                h = out
-                lo = hi
-                continue
             if h is None:
                 gate(g[:, :d], d)
                 c = g[:, 2 * d :]
@@ -246,10 +262,55 @@ def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin, threads):
     return gates, hs, rh_all
 
 
+def _gru_backward_steps(gates, hs, h0, g_h, dgates, dh, t1, w_gate, w_cand, counts, bounds, acts, origin,
+                                threads):
+    """The GRU backward's steps one op at a time (where the fused steps do not serve): the gates' gradients
+    into ``dgates``, the initial state's into ``dh``."""
+    gate_grad, cand_grad = (_GRAD_[a] for a in acts)
+    d = int(w_cand.shape[0])
+    for t in range(len(counts) - 1, -1, -1):
+        n, lo = counts[t], bounds[t]
+        hi = lo + n
+        dhv = dh[:n]
+        dhv += g_h[lo:hi]
+        g, dg = gates[lo:hi], dgates[lo:hi]
+        u, r, c = g[:, :d], g[:, d : 2 * d], g[:, 2 * d :]
+        d_u, d_r, d_c = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d :]
+        h_prev = hs[bounds[t - 1] : bounds[t - 1] + n] if t else h0
+        if h_prev is None:  # h = u * c, or (1 - u) * c
+            torch.mul(dhv, c, out=d_u)
+            torch.mul(dhv, u, out=d_c)
+            if origin:
+                d_u.neg_()
+                torch.sub(dhv, d_c, out=d_c)
+            gate_grad(u, d_u, d)
+            cand_grad(c, d_c, d)
+            d_r.zero_()
+            continue
+        tmp = t1[:n]
+        if origin:  # h = c + u * (h_prev - c)
+            torch.sub(h_prev, c, out=d_u)
+            d_u.mul_(dhv)
+            torch.mul(dhv, u, out=tmp)
+            torch.sub(dhv, tmp, out=d_c)
+            dhv.copy_(tmp)  # the direct part of dh_prev: dh * u
+        else:  # h = h_prev + u * (c - h_prev)
+            torch.sub(c, h_prev, out=d_u)
+            d_u.mul_(dhv)
+            torch.mul(dhv, u, out=d_c)
+            dhv.sub_(d_c)  # dh * (1 - u)
+        gate_grad(u, d_u, d)
+        cand_grad(c, d_c, d)
+        threads.gemm(torch.mm, d_c, w_cand.t(), out=tmp)  # the gradient of r * h_prev
+        torch.mul(tmp, h_prev, out=d_r)
+        gate_grad(r, d_r, d)
+        dhv.addcmul_(tmp, r)
+        threads.gemm(dhv.addmm_, dg[:, : 2 * d], w_gate.t())
+
+
 def _gru_backward(saved, meta, grad_hidden, needs, threads):
     w_gate, w_cand, b, h0, gates, hs, rh_all, rows, inverse = saved
     counts, acts, origin = meta
-    gate_grad, cand_grad = (_GRAD_[a] for a in acts)
     d, n0, total = int(w_cand.shape[0]), counts[0], int(gates.shape[0])
     bounds = _bounds(counts)
     g_h = _take(grad_hidden, rows)
@@ -257,55 +318,29 @@ def _gru_backward(saved, meta, grad_hidden, needs, threads):
     dh = gates.new_zeros((n0, d))
     t1 = gates.new_empty((n0, d))
     fused = fused_steps("gru", gates, acts, (h0, g_h))
-    with threads, (contextlib.nullcontext() if fused is None else fused.launching()):
-        for t in range(len(counts) - 1, -1, -1):
-            n, lo = counts[t], bounds[t]
-            hi = lo + n
-            dhv = dh[:n]
-            if fused is not None:
-                g, dg = gates[lo:hi], dgates[lo:hi]
-                h_prev = hs[bounds[t - 1] : bounds[t - 1] + n] if t else h0
-                fused.grad_out(g, h_prev, g_h[lo:hi], dhv, dg, origin)
-                if h_prev is not None:
-                    drh = t1[:n]
-                    threads.gemm(torch.mm, dg[:, 2 * d :], w_cand.t(), out=drh)
-                    fused.grad_reset(g, h_prev, drh, dhv, dg)
-                    threads.gemm(dhv.addmm_, dg[:, : 2 * d], w_gate.t())
-                continue
-            dhv += g_h[lo:hi]
-            g, dg = gates[lo:hi], dgates[lo:hi]
-            u, r, c = g[:, :d], g[:, d : 2 * d], g[:, 2 * d :]
-            d_u, d_r, d_c = dg[:, :d], dg[:, d : 2 * d], dg[:, 2 * d :]
-            h_prev = hs[bounds[t - 1] : bounds[t - 1] + n] if t else h0
-            if h_prev is None:  # h = u * c, or (1 - u) * c
-                torch.mul(dhv, c, out=d_u)
-                torch.mul(dhv, u, out=d_c)
-                if origin:
-                    d_u.neg_()
-                    torch.sub(dhv, d_c, out=d_c)
-                gate_grad(u, d_u, d)
-                cand_grad(c, d_c, d)
-                d_r.zero_()
-                continue
-            tmp = t1[:n]
-            if origin:  # h = c + u * (h_prev - c)
-                torch.sub(h_prev, c, out=d_u)
-                d_u.mul_(dhv)
-                torch.mul(dhv, u, out=tmp)
-                torch.sub(dhv, tmp, out=d_c)
-                dhv.copy_(tmp)  # the direct part of dh_prev: dh * u
-            else:  # h = h_prev + u * (c - h_prev)
-                torch.sub(c, h_prev, out=d_u)
-                d_u.mul_(dhv)
-                torch.mul(dhv, u, out=d_c)
-                dhv.sub_(d_c)  # dh * (1 - u)
-            gate_grad(u, d_u, d)
-            cand_grad(c, d_c, d)
-            threads.gemm(torch.mm, d_c, w_cand.t(), out=tmp)  # the gradient of r * h_prev
-            torch.mul(tmp, h_prev, out=d_r)
-            gate_grad(r, d_r, d)
-            dhv.addcmul_(tmp, r)
-            threads.gemm(dhv.addmm_, dg[:, : 2 * d], w_gate.t())
+    if fused is not None:
+        with threads, fused.launching():
+            starts = bounds[:-1]
+            g_at, prev_at = fused.rows_at(gates, starts), fused.previous(hs, starts, h0)
+            dg_at = fused.rows_at(dgates, starts)
+            grad_out = fused.plan("gru_step_grad_out", counts, d,
+                                  (g_at, prev_at, fused.rows_at(g_h, starts), fused.at(dh), dg_at), origin)
+            grad_reset = fused.plan("gru_step_grad_reset", counts, d,
+                                    (g_at, prev_at, fused.at(t1), fused.at(dh), dg_at))
+            dg_gates, dg_cand = torch.split(dgates[:, : 2 * d], counts), torch.split(dgates[:, 2 * d :], counts)
+            wg_t, wc_t = w_gate.t(), w_cand.t()
+            for t in range(len(counts) - 1, -1, -1):
+                n = counts[t]
+                fused.launch(grad_out[t])
+                if t or h0 is not None:  # a previous state: the reset's gradient and the state's
+                    threads.gemm(torch.mm, dg_cand[t], wc_t, out=t1[:n])
+                    fused.launch(grad_reset[t])
+                    dhv = dh[:n]
+                    threads.gemm(dhv.addmm_, dg_gates[t], wg_t)
+    else:
+        with threads:
+            _gru_backward_steps(gates, hs, h0, g_h, dgates, dh, t1, w_gate, w_cand, counts, bounds, acts, origin,
+                                threads)
     d_x = _take(dgates, inverse) if needs[0] else None
     first = 0 if h0 is not None else n0
     d_wg = d_wc = None
