@@ -451,9 +451,6 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         """A LoDTensor of parts valid together (no checks), on this tensor's place unless ``place`` is given."""
         return _wrap(data, lod, self._where if place is None else place)
 
-    def _num_rows_or_none(self):
-        return None if self._data is None else int(self._data.shape[0])
-
     def _require_data(self, what):
         if self._data is None:
             raise ValueError(f"{what}: the LoDTensor holds no data yet; call set(array, place) first")
