@@ -6,15 +6,16 @@
 #
 # Parts: build (the C kernels in place), test (make test-gpu), bench (make bench-gpu), memcheck
 # (compute-sanitizer on bench/_gpu_sanitize.py), ncu (Nsight Compute on bench/_gpu_profile.py,
-# where installed). Uses the machine's own interpreter (GPU_PYTHON, default python3: torch, CuPy,
+# where installed), trace (torch.profiler on bench/_gpu_trace.py: host- or device-bound).
+# Uses the machine's own interpreter (GPU_PYTHON, default python3: torch, CuPy,
 # pytest and hypothesis installed, no package index needed). Writes each part's log, a summary
 # and bench/results/gpu.json into the folder given. Each part has its own time limit (TEST_S,
-# BENCH_S, SANITIZE_S, PROFILE_S seconds), so a slow part cannot eat the others' time; the bench
+# BENCH_S, SANITIZE_S, PROFILE_S, TRACE_S seconds), so a slow part cannot eat the others' time; the bench
 # prints each table as it is measured, and what it measured by its limit stays in its log and JSON.
 set -u
 out=${1:-gpu-run}
 shift
-parts=${*:-build test bench memcheck ncu}
+parts=${*:-build test bench memcheck ncu trace}
 py=${GPU_PYTHON:-python3}
 mkdir -p "$out"
 summary="$out/summary.txt"
@@ -52,4 +53,5 @@ if wants ncu; then
         echo "ncu: not installed" >> "$summary"
     fi
 fi
+wants trace && PYTHONPATH=.:bench step trace "${TRACE_S:-60}" "$py" bench/_gpu_trace.py
 cat "$summary"

@@ -84,3 +84,18 @@ def test_a_whole_run_prints_each_table_once(harness, monkeypatch, tmp_path, caps
     assert [out.count(f"== {t}\n") for t in ("one", "two", "three")] == [1, 1, 1]
     assert "[MET   ] a goal" in out and "time limit" not in out
     assert [t["title"] for t in data["tables"]] == ["one", "two", "three"]
+
+
+def test_the_gpu_trace_script_runs_its_calls_on_the_cpu(monkeypatch, capsys):
+    """bench/_gpu_trace.py (the runbook's ``trace`` part) profiles each call and prints its wall and busy
+    time: its dry run on the CPU, so a device call never finds it broken."""
+    pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(os.path.abspath(_BENCH))
+    import _gpu_trace  # noqa: PLC0415
+
+    _gpu_trace.main("cpu", scale=200)
+    out = capsys.readouterr().out
+    for name in ("dynamic_lstm forward+backward", "dynamic_gru forward+backward", "sequence_pool sum",
+                 "torch.segment_reduce sum"):
+        assert f"== {name}" in out, out[-2000:]
+    assert "LSTMBackward" in out and "GRUBackward" in out and out.rstrip().endswith("trace run: done")
