@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import _dispatch
+from ._autograd import view_source
 from ._permute import permute_view, permuted
 from ._structure import op_dim
 from ._tensor import NestedTensor, make
@@ -124,17 +125,19 @@ class JaggedAccessors:
         if holes is not None:
             return holes[0]
         if self._src is not None:  # a view of part of a regular dim: its rows, strided (torch's values())
-            return self._src if self._perm is None else permute_view(self.backend, self._src, self._perm)
+            src = view_source(self._src)
+            return src if self._perm is None else permute_view(self.backend, src, self._perm)
         st = self._st
         traced = _dispatch.compiling()
+        buf = view_source(self._buf)  # (detached where this is a leaf and grad mode is off, as torch's)
         if st.tail is not None and 0 not in st.tail and (traced or st._sizes is None):
-            rows = self._buf.reshape((-1,) + st.tail)  # traced, or a lazy size table: the offsets are not read
+            rows = buf.reshape((-1,) + st.tail)  # traced, or a lazy size table: the offsets are not read
         elif traced:  # the row count comes from the host size table: read behind a graph break
             return _dispatch.COMPILE_HOOKS["eager"](JaggedAccessors.values, self)
         elif st.tail is not None:
-            rows = self._buf.reshape((int(st.rows()[0][-1]),) + st.tail)
+            rows = buf.reshape((int(st.rows()[0][-1]),) + st.tail)
         else:
-            return self._buf if self._perm is None else self._buffer
+            return buf if self._perm is None else self._buffer
         # the rows axis stands for the ragged dim: a transposed view moves it as torch's values() does
         return rows if self._perm is None else permute_view(self.backend, rows, self._perm)
 

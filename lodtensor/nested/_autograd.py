@@ -6,10 +6,29 @@ calls (``_grad_view``, ``_buffer_like``). NumPy and CuPy data record no history:
 ``requires_grad`` is False.
 """
 
+from ..backend import backend_of
 from ..errors import ShapeError
+from ._dispatch import compiling
 from ._dtypes import check_requires_grad
 
-__all__ = ["AutogradMixin"]
+__all__ = ["AutogradMixin", "view_source"]
+
+
+def view_source(array):
+    """``array`` (a tensor's buffer, or a view's window) as a view of that tensor takes it: ``array`` itself,
+    or, where ``array`` is a leaf that requires grad and autograd records nothing now (``torch.no_grad()``),
+    ``array`` detached (the same memory). torch's jagged layout keeps a leaf's ``requires_grad`` on the
+    nested tensor, not on its ``values``, so its view taken under no_grad does not require grad (nor
+    refuses an in-place write once grad mode is back), where a dense view would."""
+    be = backend_of(array)
+    if not be.requires_grad(array) or not getattr(array, "is_leaf", False) or compiling():
+        return array
+    base = getattr(array, "_base", None)  # a view taken under no_grad of a tracked array: the dense rule, as torch's
+    if base is not None and be.requires_grad(base):
+        return array
+    if getattr(array[:0], "grad_fn", None) is not None:  # autograd records: a view of it gets a history
+        return array
+    return be.detach(array)
 
 
 class AutogradMixin:
@@ -47,7 +66,14 @@ class AutogradMixin:
         """
         array = self._array()  # (the buffer; a view's window of its input)
         check_requires_grad(array, requires_grad, "requires_grad_()")
-        if requires_grad or self.backend.requires_grad(array):
+        be = self.backend
+        if requires_grad and not be.requires_grad(array):
+            # an array of its own over the same memory takes the flag, as torch's nested tensor takes it: the
+            # views taken before (their components, values()) keep reading ``array``, so they stay without it
+            own = be.detach(array).requires_grad_(True)
+            own.grad = array.grad  # (one kept from before requires_grad_(False))
+            self._rebind(own)
+        elif requires_grad or be.requires_grad(array):
             array.requires_grad_(requires_grad)
         return self
 

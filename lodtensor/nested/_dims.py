@@ -4,9 +4,10 @@ chunk, split, split_with_sizes, cat.
 As on torch's jagged layout, none of them touches dim 0 (``chunk`` excepted:
 it splits the batch) or a ragged dim. squeeze, unsqueeze, flatten and
 unflatten only rewrite the size table (every component is contiguous, so the
-buffer is shared: a view). narrow, split, split_with_sizes and chunk return
-views of the input's rows where it has them (``_views.py``), as torch's jagged
-layout. The others (and those where the components are not rows) move data
+buffer is shared: a view). narrow, split, split_with_sizes, chunk and expand
+return views of the input's rows where it has them (``_views.py``; expand's with
+stride 0 along the grown dims), as torch's jagged layout. The others (and those
+where the components are not rows) move data
 once over the whole buffer: viewed as ``(rows, *regular tail)`` when the dims
 from the op's dim on are regular (the sequences case), one dense op per group
 of equal shapes otherwise.
@@ -18,6 +19,7 @@ import operator
 import numpy as np
 
 from ..errors import ShapeError
+from ._autograd import view_source
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
 from ._permute import compose, regroup
@@ -25,7 +27,7 @@ from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
 from ._tensor import NestedTensor, Structure, make, make_view, normalize_dim
-from ._views import aliased, components_slice_view, pieces, regrouped, viewed, window
+from ._views import aliased, components_slice_view, expanded, pieces, regrouped, viewed, window, with_perm
 
 __all__ = ["squeeze", "unsqueeze", "flatten", "unflatten", "expand", "narrow_nested", "chunk", "split",
            "split_with_sizes", "cat", "stack", "slice_dim", "components_slice"]  # fmt: skip
@@ -179,41 +181,62 @@ def unflatten(input, dim, sizes):
                  np.concatenate([st.sizes[:, :a], new, st.sizes[:, a + 1 :]], axis=1))
 
 
-# -- ops that move data ---------------------------------------------------------------------------
+# -- views of the rows (a copy where the components are not rows) -----------------------------------
 @implements("expand", _T + "expand")
 def expand(input, *sizes):
-    """Regular dims of size 1 repeated to ``sizes`` (-1 keeps a dim; ragged dims and dim 0 must be -1 or
-    unchanged); a copy (components are contiguous).
+    """A view with regular dims of size 1 after the ragged one repeated to ``sizes`` (stride 0 along them, as
+    torch's jagged ``expand``: a write into the input shows in it; in-place ops that would write one element
+    twice refuse, as torch's). -1 keeps a dim; dim 0 and the dims up to the ragged one must be -1 or kept
+    (torch's "cannot expand shape"); a grown dim must have size 1 (torch's "must match the existing size").
+    torch's strided layout has no ``expand``; it is the jagged one's on both layouts here. Where the storage
+    has no rows to view (several ragged dims, holes), the result is a copy. NumPy's expanded arrays are
+    read-only: an in-place write into an expanded view of NumPy data raises NumPy's ValueError.
 
     >>> import lodtensor.nested as ln
-    >>> ln.nested_tensor([np.ones((2, 1)), np.ones((3, 1))]).expand(-1, -1, 4).nested_size().tolist()
-    [[2, 4], [3, 4]]
+    >>> nt = ln.nested_tensor([np.ones((2, 1)), np.ones((3, 1))])
+    >>> wide = nt.expand(-1, -1, 4)
+    >>> wide.nested_size().tolist(), bool(ln.all(wide == 1))
+    ([[2, 4], [3, 4]], True)
+    >>> _ = nt.fill_(5.0)
+    >>> wide.to_tensor_list()[1].tolist()
+    [[5.0, 5.0, 5.0, 5.0], [5.0, 5.0, 5.0, 5.0], [5.0, 5.0, 5.0, 5.0]]
     """
     check_nested(input, "expand()")
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     one_level(input, "expand()")
     sizes = keep_ragged("expand()", input, sizes)
-    st = input._struct
-    shape_text = f"expand(): cannot expand shape {_describe(input)} -> {list(sizes)}"
-    if len(sizes) != input.dim() or sizes[0] not in (-1, st.n):
-        raise ShapeError(shape_text)
-    new = st.sizes.copy()
-    for a, s in enumerate(sizes[1:]):
-        if s == -1:
+    st, own = input._struct, tuple(input.shape)
+    ragged = [a + 1 for a in range(st.rank) if (st.n and not st.regular[a]) or a == st.jag]
+    kept = max(ragged, default=0)  # dims 0..kept (the batch, up to the ragged one) stay as they are
+    if len(sizes) != len(own) or any(s != -1 and not (isinstance(n, numbers.Integral) and s == n)
+                                     for s, n in zip(sizes[: kept + 1], own)):
+        raise ShapeError(f"expand(): cannot expand shape {_describe(input)} -> {list(sizes)}")
+    grown = {}
+    for d in range(kept + 1, len(own)):
+        size, have = sizes[d], own[d]
+        if size in (-1, have):
             continue
-        if st.n and not st.regular[a] or (st.n and st.sizes[0, a] not in (1, s)):
-            raise ShapeError(shape_text)
-        new[:, a] = s
-    if np.array_equal(new, st.sizes):
-        return input
-    be = input.backend
-    changed = [a for a in range(st.rank) if sizes[a + 1] != -1 and st.n and st.sizes[0, a] != sizes[a + 1]]
-    first = changed[0]
+        if have != 1:
+            raise ShapeError(f"expand(): the expanded size of the tensor ({size}) must match the existing size "
+                             f"({have}) at non-singleton dimension {d}. Target sizes: {list(sizes)}. Tensor "
+                             f"sizes: {_describe(input)}")
+        if size < 0:
+            raise ShapeError(f"expand(): the expanded size of the tensor ({size}) at dimension {d} must be "
+                             f"non-negative, or -1 to keep that dim. Target sizes: {list(sizes)}")
+        grown[d - 1] = size
+    if not grown:  # a view all the same, as torch's
+        return with_perm(input, input._perm)
+    view = expanded(input, grown)
+    if view is not None:
+        return view
+    new = st.sizes.copy()
+    for a, size in grown.items():
+        new[:, a] = size
+    first, be = min(grown), input.backend
 
-    def grow(block, ax):  # block dims from ``ax`` are component dims ``first..``: repeat the changed ones
-        tail = [int(new[0, first + k]) if first + k in changed else block.shape[ax + k]
-                for k in range(block.ndim - ax)]
+    def grow(block, ax):  # block dims from ``ax`` are component dims ``first..``: repeat the grown ones
+        tail = [grown.get(first + k, block.shape[ax + k]) for k in range(block.ndim - ax)]
         return be.expand(block, tuple(block.shape[:ax]) + tuple(tail))
 
     return _map(input, first, grow, new)
@@ -370,7 +393,8 @@ def components_slice(nt, lo, hi):
     st = nt._struct
     lo, hi, levels = st.top_slice(lo, hi)
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
-    return make(nt._buffer[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail), nt._layout)
+    buf = view_source(nt._buffer)
+    return make(buf[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail), nt._layout)
 
 
 @implements("cat", "torch.cat", "torch.concat", "torch.concatenate")

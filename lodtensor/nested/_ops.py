@@ -17,7 +17,7 @@ from ._dtypes import check_requires_grad, kind_of, resolve_dtype
 from ._pointwise import write_into
 from ._registry import implements
 from ._tensor import NestedTensor, make, make_view
-from ._views import compact, rebase, write_back
+from ._views import compact, fill_target, rebase, write_back
 
 __all__ = [
     "masked_fill", "dropout", "clone", "detach", "empty_like", "zeros_like", "randn_like", "ones_like",
@@ -269,7 +269,7 @@ def fill_(input, value):
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
-    input._array()[...] = value  # every element: how the storage is viewed does not matter
+    fill_target(input)[...] = value  # every element: how the storage is viewed does not matter
     input._written()
     return input
 

@@ -247,11 +247,7 @@ def select(input, dim, index):
     if d == 0:
         if not -st.n <= index < st.n:
             raise IndexError(f"index {index} is out of bounds for dimension 0 with size {st.n}")
-        i = index % st.n
-        if viewed(input):  # a view (of a window, or transposed): the component, a view of its storage
-            return component(input, i)
-        a, b = int(st.offsets[i]), int(st.offsets[i + 1])
-        return input._buffer[a:b].reshape(tuple(int(s) for s in st.sizes[i]))
+        return component(input, index % st.n)  # a view of its storage (read through a transposed view's perm)
     axis = d - 1
     sizes = st.sizes[:, axis]
     bad = np.flatnonzero((index >= sizes) | (index < -sizes))

@@ -19,7 +19,7 @@ from ..lod import LoD
 from ..place import place_of
 from ..tensor import coerce_data
 from . import _dispatch
-from ._autograd import AutogradMixin
+from ._autograd import AutogradMixin, view_source
 from ._permute import compose, logical_structure, normalize_perm, permute_view, permuted
 from ._structure import Structure, normalize_dim
 from ._symbolic import LayoutName, RaggedSize, Size, ragged_size
@@ -149,6 +149,10 @@ class NestedTensor(AutogradMixin):
         regular dim's window of its input's rows, ``_views.WindowView``), and which tells its library,
         dtype, device and autograd state."""
         return self._buf
+
+    def _rebind(self, array):
+        """Hold ``array`` (one over the same memory as :meth:`_array`'s, in its place: ``requires_grad_()``)."""
+        self._buf = array
 
     # -- metadata ----------------------------------------------------------------------------
     def dim(self):
@@ -435,10 +439,11 @@ def _components(nt):
     offsets, row_offsets, sizes = st.lists()
     ops = nt.backend
     if row_offsets is not None:  # (a view of a regular dim's window: its strided rows)
-        rows = nt._src if nt._src is not None else nt._buf.reshape((row_offsets[-1],) + st.rows()[1])
+        rows = view_source(nt._src) if nt._src is not None else view_source(nt._buf).reshape(
+            (row_offsets[-1],) + st.rows()[1])
         parts = ops.split_rows(rows, row_offsets)
     else:
-        parts = [p.reshape(s) for p, s in zip(ops.split_rows(nt._buf, offsets), sizes)]
+        parts = [p.reshape(s) for p, s in zip(ops.split_rows(view_source(nt._buf), offsets), sizes)]
     if nt._perm is None:
         return parts
     return [permute_view(ops, p, nt._perm) for p in parts]
@@ -448,7 +453,7 @@ def documents(nt):
     """The top-level entries (documents) of a nested tensor with outer levels, each a nested tensor one
     level shallower (views of the buffer)."""
     st = nt._struct
-    buf = nt._buffer
+    buf = view_source(nt._buffer)
     out = []
     for i in range(st.count()):
         lo, hi, levels = st.top_slice(i, i + 1)

@@ -1,6 +1,8 @@
-"""Views of regular component dims: ``narrow``, ``split``, ``split_with_sizes``, ``chunk``, slices and int
-indexing of a regular dim share the input's memory, as torch's jagged layout (whose results are views of
-``values()``: a write into one reaches the input, and the other way round).
+"""Views of regular component dims: ``narrow``, ``split``, ``split_with_sizes``, ``chunk``, ``expand``, slices
+and int indexing of a regular dim share the input's memory, as torch's jagged layout (whose results are views
+of ``values()``: a write into one reaches the input, and the other way round; an expanded window has stride
+0 along its grown dims, so the in-place ops that would write one element twice refuse, as torch's, while
+``fill_`` and ``zero_`` write each element once: :func:`fill_target`).
 
 A nested tensor keeps its components one after another in one buffer; a window
 of a regular dim (``nt[..., 1:3]`` of ``(B, j, 12)``) is no such buffer, its rows
@@ -22,19 +24,24 @@ Only storage laid out as rows (the ragged dim first in storage, as torch's
 jagged layout always has it; transposed views of it included) without outer
 ragged levels gets views. Elsewhere (several ragged dims, images) and while
 ``torch.compile`` traces, the ops copy.
+
+Under ``torch.no_grad()`` a view of a leaf that requires grad reads the leaf's array detached, and
+``requires_grad_()`` gives its tensor an array of its own (:mod:`._autograd`): as torch's jagged layout,
+where the flag is the nested tensor's and not its ``values``', such views do not require grad.
 """
 
 import numpy as np
 
 from ..backend import backend_of, get_backend
+from ._autograd import view_source
 from ._dispatch import compiling
 from ._permute import compose, normalize_perm, permute_view, permuted
 from ._structure import dropped_jag
 from ._tensor import NestedTensor, Structure, make_view
 
-__all__ = ["WindowView", "window", "pieces", "aliased", "regrouped", "rebase", "with_perm", "components_slice_view",
-           "component", "compact", "write_back", "window_in", "through_copies", "padded_permuted", "rows_window",
-           "viewed"]
+__all__ = ["WindowView", "window", "pieces", "expanded", "aliased", "regrouped", "rebase", "with_perm",
+           "components_slice_view", "component", "compact", "write_back", "window_in", "through_copies",
+           "padded_permuted", "rows_window", "viewed", "fill_target"]
 
 _object_new = object.__new__
 
@@ -58,6 +65,9 @@ class WindowView(NestedTensor):
 
     def _array(self):
         return self._src
+
+    def _rebind(self, array):
+        self._src = array
 
     def _grad_view(self, grad):
         return make_view(backend_of(grad).contiguous(grad).reshape(-1), self._st, self._perm, self._layout)
@@ -99,24 +109,49 @@ def _c_steps(shape):
     return tuple(reversed(steps))
 
 
-def _rows(nt, axis):
-    """``(rows, steps, perm, s)``: the rows ``nt`` reads component axis ``axis`` (a regular one) from, their
-    strides in elements, ``nt``'s permutation and the storage axis ``s`` of the dim; None where the storage has
-    no rows to view (then the caller copies)."""
+def _rows_of(nt):
+    """``(rows, steps, perm)``: the rows ``nt`` reads (an array ``(rows, *row)``: its buffer's, or its window),
+    their strides in elements and ``nt``'s permutation; None where the storage has no rows to view (then the
+    caller copies)."""
     st = nt._st
     holes = getattr(nt, "_holes", None)  # with lengths, _buf is a compacted copy of values(): no view of it
     if compiling() or st.outer or st.tail is None or not st.rank or (holes is not None and holes[2] is not None):
         return None
     perm = compose(nt._perm, st.rank)
-    s = perm[axis]  # the storage axis the dim reads: axis 0 holds the rows (the ragged dim)
-    if s == 0:
-        return None
     if nt._src is not None:
-        return nt._src, list(nt._steps), perm, s
+        return view_source(nt._src), list(nt._steps), perm
     if not nt.backend.is_c_contiguous(nt._buf):
         return None
-    rows = st.tail_view(nt._buf, 1)
-    return rows, list(_c_steps(rows.shape)), perm, s
+    rows = st.tail_view(view_source(nt._buf), 1)
+    return rows, list(_c_steps(rows.shape)), perm
+
+
+def _rows(nt, axis):
+    """``(rows, steps, perm, s)`` of :func:`_rows_of`, with the storage axis ``s`` that component axis ``axis``
+    (a regular one) reads; None where the storage has no rows to view, or the axis is the ragged one."""
+    found = _rows_of(nt)
+    if found is None or found[2][axis] == 0:  # (storage axis 0 holds the rows: the ragged dim)
+        return None
+    return (*found, found[2][axis])
+
+
+def expanded(nt, grown):
+    """The view of ``nt`` with regular component dims after its ragged one grown as ``grown`` says (component
+    axis -> new size; each such dim of size 1 in every component): stride 0 along them, as torch's jagged
+    ``expand`` (a view of ``values()`` expanded); None where the storage has no rows to view (then the
+    caller copies)."""
+    found = _rows_of(nt)
+    if found is None:
+        return None
+    rows, steps, perm = found
+    st = nt._st
+    tail, table = [int(x) for x in rows.shape[1:]], st.sizes.copy()
+    for a, size in grown.items():
+        s = perm[a]  # (>= 1: a dim after the ragged one is no storage axis 0)
+        tail[s - 1], steps[s] = size, 0
+        table[:, s] = size
+    src = nt.backend.expand(rows, (int(rows.shape[0]), *tail))
+    return _window_of(src, st.derive(table, tail=tuple(tail), jag=st.jag), perm, nt._layout, steps)
 
 
 def _windowed(nt, rows, steps, perm, s, axis, src, item):
@@ -196,7 +231,7 @@ def regrouped(nt, table, perm, jag):
     if steps is None:
         return None
     storage = st.derive(table, st.offsets, tail=shape[1:], jag=jag)
-    return _window_of(nt._src.reshape(shape), storage, perm, nt._layout, steps)
+    return _window_of(view_source(nt._src).reshape(shape), storage, perm, nt._layout, steps)
 
 
 def _reshape_steps(old_shape, old_steps, new_shape):
@@ -243,7 +278,9 @@ def aliased(array):
     """``array`` as the array of a view of the tensor that holds it: where autograd tracks it, a view of it (a
     result of an op, as torch's views: ``is_leaf`` False, a ``grad_fn``, in-place writes refused as into a view
     of a leaf; its own node, so ``retain_grad()`` of the view keeps the gradient through the view alone, not
-    its input's); else ``array`` itself."""
+    its input's); else ``array`` itself (detached where it is a leaf and grad mode is off:
+    :func:`~lodtensor.nested._autograd.view_source`)."""
+    array = view_source(array)
     if backend_of(array).requires_grad(array):
         return array[:]
     return array
@@ -271,22 +308,35 @@ def components_slice_view(nt, lo, hi):
     if nt._src is None:  # a transposed view: the storage's components lo:hi, still read through _perm
         lo, hi, levels = st.top_slice(lo, hi)
         storage = Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail, jag=st.jag)
-        return make_view(nt._buf[int(st.offsets[lo]) : int(st.offsets[hi])], storage, nt._perm, nt._layout)
+        buf = view_source(nt._buf)
+        return make_view(buf[int(st.offsets[lo]) : int(st.offsets[hi])], storage, nt._perm, nt._layout)
     rows = st.rows()[0]
     storage = Structure(st.sizes[lo:hi].copy(), tail=st.tail, jag=st.jag)
-    return _window_of(nt._src[int(rows[lo]) : int(rows[hi])], storage, nt._perm, nt._layout, nt._steps)
+    src = view_source(nt._src)
+    return _window_of(src[int(rows[lo]) : int(rows[hi])], storage, nt._perm, nt._layout, nt._steps)
 
 
 def component(nt, i):
-    """Component ``i`` (in range) of the window view or transposed view ``nt``: a view of its window, or of its
-    storage read through its permutation (as torch's ``nt.transpose(1, 2)[i]``)."""
+    """Component ``i`` (in range) of ``nt`` (one ragged level): a view of its window, or of its storage read
+    through its permutation (as torch's ``nt.transpose(1, 2)[i]``)."""
     st = nt._st
     if nt._src is None:
-        part = nt._buf[int(st.offsets[i]) : int(st.offsets[i + 1])].reshape(tuple(int(s) for s in st.sizes[i]))
+        buf = view_source(nt._buf)
+        part = buf[int(st.offsets[i]) : int(st.offsets[i + 1])].reshape(tuple(int(s) for s in st.sizes[i]))
     else:
         rows = st.rows()[0]
-        part = nt._src[int(rows[i]) : int(rows[i + 1])]
+        part = view_source(nt._src)[int(rows[i]) : int(rows[i + 1])]
     return part if nt._perm is None else permute_view(nt.backend, part, nt._perm)
+
+
+def fill_target(nt):
+    """The array ``fill_`` writes into: ``nt``'s (``_array()``); of an expanded view (a window with steps of 0),
+    the window with one index along each such dim, so each element is written once (torch's ``fill_`` and
+    ``zero_`` write into an expanded view, where its other in-place ops refuse)."""
+    src = nt._array()
+    if nt._src is None or 0 not in nt._steps:
+        return src
+    return src[tuple(slice(0, 1) if step == 0 else slice(None) for step in nt._steps)]
 
 
 def compact(nt):
