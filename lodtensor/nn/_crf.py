@@ -1,15 +1,19 @@
 """Sequence losses and decoding: ``linear_chain_crf``, ``crf_decoding``, ``warpctc``, on any backend.
 
 The forward (and Viterbi) recursions run over all sequences at once, one time
-step at a time over the sorted lengths (:class:`~lodtensor.nn._common.TimePlan`);
-the index arithmetic is done on the host once per LoD and reaches the data through
-the backend.
+step at a time over the sorted lengths (:class:`~lodtensor.nn._common.TimePlan`).
+The label path's indices are made on the host for CPU data and on the data's device
+otherwise (from per-sequence host arrays: a fresh LoD costs no host pass over its
+rows); labels already on that device are checked there, with one read of their
+extremes, not copied back.
 """
 
 import numpy as np
 
 from .._compile import eager_under_compile
-from ..ops._common import flag_arg, int_arg
+from ..backend import backend_name_of, backend_of, dtype_kind
+from ..ops._common import flag_arg, int_arg, int_extremes
+from ..ops._rows import on_host
 from ..ops.reduce import pool
 from ..tensor import LoDTensor
 from ._common import lod_input, on_device, param, step_inverse, step_rows, time_plan
@@ -27,6 +31,38 @@ def _labels(label, where, name="label"):
     if host.ndim != 1 or (host.size and host.dtype.kind not in "iu"):
         raise ValueError(f"{where}: {name} must hold integer ids of shape [N, 1], got {host.dtype} {list(data.shape)}")
     return host.astype(np.int64)
+
+
+def _label_ids(label, where, like, name="label"):
+    """``(host, ids)``: the ids of ``label`` as int64 on ``like``'s device, and as host int64 (``_labels``)
+    unless ``like`` is device data and ``label`` is on its device already (then ``host`` is None: the
+    ids stay there, checked by shape and dtype here, by value by the caller's one read)."""
+    be = backend_of(like)
+    data = label._require_data(where) if isinstance(label, LoDTensor) else None
+    if on_host(be, like) or data is None or backend_name_of(data) != be.name or \
+            be.device_of(data) != be.device_of(like):
+        host = _labels(label, where, name)
+        return host, be.from_host(host, like=like)
+    shape = tuple(int(s) for s in data.shape)
+    if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] != 1) or (
+            shape[0] and dtype_kind(data.dtype) not in "iu"):
+        raise ValueError(f"{where}: {name} must hold integer ids of shape [N, 1], got {data.dtype} {list(shape)}")
+    return None, be.astype(be.flat(data), "int64")
+
+
+def _check_labels(be, host, ids, k, where):
+    """Labels in ``[0, k)``: on the host where they are there (``host``), else one read of the extremes
+    of the device ids ``ids``."""
+    if host is not None:
+        if not host.size:
+            return
+        low, high = int(host.min()), int(host.max())
+    elif not int(ids.shape[0]):
+        return
+    else:
+        low, _, high, _ = int_extremes(be, ids)
+    if low < 0 or high >= k:
+        raise ValueError(f"{where}: labels must be in [0, {k}), got {low}..{high}")
 
 
 def _steps(x, be, data):
@@ -51,6 +87,22 @@ def _path_index(lab, offsets, k):
     return np.concatenate([pair, np.where(first, lab, zero), np.where(last, k + lab, zero)])
 
 
+def _path_index_on_device(be, lab, offsets, k, like):
+    """:func:`_path_index` made on ``like``'s device from the device ids ``lab``: the zeros and the
+    per-sequence entries placed at each sequence's first and last row (host arrays of one entry per
+    sequence), no host pass over the rows."""
+    n = int(lab.shape[0])
+    zero = (k + 2) * k
+    lengths = np.diff(offsets)
+    first = be.from_host(offsets[:-1][lengths > 0], like=like)
+    last = be.from_host(offsets[1:][lengths > 0] - 1, like=like)
+    prev = be.concat([lab[:1], lab[:-1]]) if n else lab
+    pair = be.scatter((prev + 2) * k + lab, first, be.full((int(first.shape[0]),), zero, lab.dtype, lab))
+    start = be.scatter(be.full((n,), zero, lab.dtype, lab), first, be.gather(lab, first))
+    end = be.scatter(be.full((n,), zero, lab.dtype, lab), last, be.gather(lab, last) + k)
+    return be.concat([pair, start, end])
+
+
 @eager_under_compile  # the steps read the host offsets: under torch.compile, behind a graph break
 def linear_chain_crf(input, label, transition):  # noqa: A002
     """Negative log-likelihood of each tag sequence under a linear-chain CRF (Paddle's
@@ -72,19 +124,27 @@ def linear_chain_crf(input, label, transition):  # noqa: A002
     data = x.data
     k = int(data.shape[1])
     w = param(transition, data, where, "transition", (k + 2, k))
-    lab = _labels(label, where)
+    on_cpu = on_host(be, data)
+    lab, ids = (_labels(label, where), None) if on_cpu else _label_ids(label, where, data)
     n = int(data.shape[0])
-    if lab.size != n:
-        raise ValueError(f"{where}: label has {lab.size} rows but input has {n}")
-    if lab.size and (lab.min() < 0 or lab.max() >= k):
-        raise ValueError(f"{where}: labels must be in [0, {k}), got {int(lab.min())}..{int(lab.max())}")
+    got = int((lab if on_cpu else ids).shape[0])
+    if got != n:
+        raise ValueError(f"{where}: label has {got} rows but input has {n}")
+    _check_labels(be, lab, ids, k, where)
     offsets = x.offsets(-1)
     n_seq = offsets.size - 1
     start, end, trans = w[0:1], w[1:2], w[2:]
     # the label path's score: its emissions, transitions, start and end scores, summed per sequence
-    emit = be.gather(be.flat(data), be.from_host(np.arange(n, dtype=np.int64) * k + lab, like=data))
+    # (CPU data: the indices made on the host; device data: on the device, from per-sequence arrays)
+    if on_cpu:
+        emit_at = be.from_host(np.arange(n, dtype=np.int64) * k + lab, like=data)
+        path_at = be.from_host(_path_index(lab, offsets, k), like=data)
+    else:
+        emit_at = be.arange(n, like=data) * k + ids
+        path_at = _path_index_on_device(be, ids, offsets, k, data)
+    emit = be.gather(be.flat(data), emit_at)
     table = be.concat([be.flat(w), be.zeros((1,), data.dtype, data)])
-    picked = be.gather(table, be.from_host(_path_index(lab, offsets, k), like=data)).reshape(3, n)
+    picked = be.gather(table, path_at).reshape(3, n)
     per_row = emit + picked[0] + picked[1] + picked[2]
     score = pool(x.with_data(per_row.reshape(n, 1)), "sum").data
     # the partition function: the forward recursion in log space
@@ -133,9 +193,9 @@ def crf_decoding(input, transition, label=None):  # noqa: A002
     data = be.detach(x.data)
     k = int(data.shape[1])
     w = be.detach(param(transition, data, where, "transition", (k + 2, k)))
-    lab = None if label is None else _labels(label, where)
-    if lab is not None and lab.size != int(data.shape[0]):
-        raise ValueError(f"{where}: label has {lab.size} rows but input has {int(data.shape[0])}")
+    lab = None if label is None else _label_ids(label, where, data)[1]  # (on the device: no read)
+    if lab is not None and int(lab.shape[0]) != int(data.shape[0]):
+        raise ValueError(f"{where}: label has {int(lab.shape[0])} rows but input has {int(data.shape[0])}")
     start, end, trans = w[0], w[1], w[2:]
     plan, steps = _steps(x, be, data)
     if plan.steps == 0:
@@ -165,7 +225,7 @@ def crf_decoding(input, transition, label=None):  # noqa: A002
     inverse = step_inverse(x, plan, data)
     path = be.gather(be.concat(tags), inverse).reshape(-1, 1)
     if lab is not None:
-        path = be.astype(path == be.from_host(lab.reshape(-1, 1), like=path), "int64")
+        path = be.astype(path == lab.reshape(-1, 1), "int64")
     return x.with_data(path)
 
 

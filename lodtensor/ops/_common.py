@@ -88,6 +88,26 @@ def host_ints(values, where, name):
     return arr.astype(np.int64).ravel()
 
 
+def int_extremes(be, values):
+    """``(least, at_least, greatest, at_greatest)`` of the non-empty flat integer array ``values`` of
+    backend ``be``, as Python ints (``at_*``: a position holding that value), compared as int64
+    (an unsigned value above 2**63 - 1 comes back negative).
+
+    Made on the array's device and read back together: four scalars in one device-to-host copy (one
+    synchronisation), not a copy of ``values``, for the ops that check device indices.
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> int_extremes(lt.get_backend("numpy"), np.array([3, -1, 7, 7]))
+    (-1, 1, 7, 2)
+    """
+    as64 = be.astype(values, "int64")
+    least, at_least = be.extreme_with_index(as64, "min", 0, False)
+    greatest, at_greatest = be.extreme_with_index(as64, "max", 0, False)
+    four = be.concat([be.astype(a, "int64").reshape(1) for a in (least, at_least, greatest, at_greatest)])
+    return tuple(int(a) for a in be.to_numpy(four))
+
+
 def wrap(data, lod_arrays):
     """A LoDTensor around new data with the given (valid) offsets arrays."""
     lod = lod_arrays if isinstance(lod_arrays, LoD) else LoD._from_valid(tuple(lod_arrays))

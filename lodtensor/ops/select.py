@@ -7,11 +7,11 @@ data, on the data's device for the others: ``_rows``) and moves the data once wi
 
 import numpy as np
 
-from ..backend import backend_of
+from ..backend import backend_name_of, backend_of, dtype_kind
 from ..errors import LoDError
 from ..lod import LoD, lengths_to_offsets, offsets_to_segment_ids
 from ..tensor import LoDTensor
-from ._common import as_data, host_ints, level_index, require_lod, snapshot, wrap
+from ._common import as_data, host_ints, int_extremes, level_index, require_lod, snapshot, wrap
 from ._rows import on_host, per_row, ranges
 
 __all__ = ["expand", "expand_as", "concat", "reverse", "slice_sequences", "scatter"]
@@ -150,7 +150,12 @@ def slice_sequences(x, offset, length, where="sequence_slice()"):
 def scatter(x, index, updates, where="sequence_scatter()"):
     """``x`` (dense, one row per sequence) plus ``updates`` added at columns ``index``.
 
-    ``out[i, index[i][j]] += updates[i][j]`` for every sequence ``i`` of ``index``.
+    ``out[i, index[i][j]] += updates[i][j]`` for every sequence ``i`` of ``index``. Device data with a
+    device ``index`` get the flat index made on their device, and the columns checked there with one
+    read of four scalars (``int_extremes``), not a copy of ``index`` (Paddle 2.6 checks nothing: a
+    column past the row lands in the next row, a negative one corrupts the heap; an unchecked column
+    in torch CUDA's ``index_add_`` fails a device-side assert, reported at a later synchronisation,
+    after which the CUDA context is unusable).
     """
     data = as_data(x, where, "input")
     index = require_lod(index, where, name="index")
@@ -163,25 +168,56 @@ def scatter(x, index, updates, where="sequence_scatter()"):
             f"{where}: input must have shape (sequences={n}, width, ...), got {tuple(data.shape)}"
         )
     width = int(data.shape[1])
-    cols = host_ints(index.data, where, "index")
-    if cols.size != index.num_rows:
+    be = backend_of(data, updates.data)
+    on_device = not on_host(be, data) and _on_device_of(index.data, data, be)
+    cols = None if on_device else host_ints(index, where, "index")  # (elsewhere: read to the host, checked there)
+    size = int(np.prod(index.data.shape, dtype=np.int64))
+    if on_device and dtype_kind(index.data.dtype) not in "iu":
+        raise TypeError(f"{where}: index must hold integers, got {index.data.dtype}")
+    if size != index.num_rows:
         raise ValueError(f"{where}: index must hold one column per row, got shape {tuple(index.data.shape)}")
-    bad = (cols < 0) | (cols >= width)
-    if bad.any():
-        j = int(np.flatnonzero(bad)[0])
-        raise IndexError(f"{where}: index[{j}]={cols[j]} is out of range for input width {width}")
+    if cols is not None:
+        bad = (cols < 0) | (cols >= width)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise IndexError(f"{where}: index[{j}]={cols[j]} is out of range for input width {width}")
     if updates.dtype != data.dtype:
         raise TypeError(f"{where}: updates has dtype {updates.dtype} but input has {data.dtype}; they must match")
-    be = backend_of(data, updates.data)
-    flat_index = index.lod.segment_ids(-1) * width + cols
     row_shape = tuple(data.shape[2:])
     shape = tuple(updates.data.shape)
-    if not shape or shape[0] != cols.size or int(np.prod(shape[1:], dtype=np.int64)) != int(
+    if not shape or shape[0] != size or int(np.prod(shape[1:], dtype=np.int64)) != int(
             np.prod(row_shape, dtype=np.int64)):
         what = f"one row of input's row shape {row_shape}" if row_shape else "one value"
-        expected = (cols.size,) + (row_shape or (1,))
+        expected = (size,) + (row_shape or (1,))
         raise ValueError(f"{where}: updates must hold {what} per index row, shape {expected}, got {shape}")
-    values = updates.data.reshape((cols.size,) + row_shape)
+    if on_host(be, data):  # CPU data: the host index
+        flat_index = be.from_host(index.lod.segment_ids(-1) * width + cols, like=data)
+    else:  # device data: sequence i's columns start at i * width, made on the device (no pass over the rows)
+        if cols is None:
+            cols = be.astype(be.flat(index.data), "int64")
+            _check_columns(be, cols, index.data.dtype, width, where)
+        else:
+            cols = be.from_host(cols, like=data)
+        flat_index = per_row(be, np.arange(n, dtype=np.int64) * width, index.lod.lengths(-1), data) + cols
+    values = updates.data.reshape((size,) + row_shape)
     flat = data.reshape((n * width,) + row_shape)
-    out = be.scatter_add(flat, be.from_host(flat_index, like=flat), values)
+    out = be.scatter_add(flat, flat_index, values)
     return out.reshape(tuple(data.shape))
+
+
+def _on_device_of(values, like, be):
+    """Whether array ``values`` is of backend ``be`` and on ``like``'s device."""
+    return backend_name_of(values) == be.name and be.device_of(values) == be.device_of(like)
+
+
+def _check_columns(be, cols, dtype, width, where):
+    """Raise the host path's error where a device column is outside ``[0, width)``: one read of the
+    columns' extremes (an unsigned value above 2**63 - 1 reads back negative, as int64)."""
+    if int(cols.shape[0]) == 0:
+        return
+    least, at_least, greatest, at_greatest = int_extremes(be, cols)
+    if least < 0 and dtype_kind(dtype) == "u":
+        raise ValueError(f"{where}: index[{at_least}]={least + 2 ** 64} is too large (at most 2**63 - 1)")
+    if least < 0 or greatest >= width:
+        j, value = (at_least, least) if least < 0 else (at_greatest, greatest)
+        raise IndexError(f"{where}: index[{j}]={value} is out of range for input width {width}")
