@@ -49,6 +49,13 @@ def device_route(request):
     return _route_device(request, request.param)
 
 
+@pytest.fixture(params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
+def enter_route(request):
+    """As ``device_route``, entered later: a function that puts the test on the route when called (so that
+    the test can first compute its reference on plain CPU tensors) and returns the route's torch device."""
+    return lambda: _route_device(request, request.param)
+
+
 def _route_device(request, where):
     if where == "emulated":
         if shutil.which("g++") is None:

@@ -35,8 +35,6 @@ from lodtensor.nn import functional as F  # noqa: E402
 from lodtensor.ops import _rows as ops_rows  # noqa: E402
 from lodtensor.ops import select as ops_select  # noqa: E402
 
-from .conftest import _route_device  # noqa: E402
-
 crf_module = importlib.import_module("lodtensor.nn._crf")
 
 LENGTHS = [3, 0, 40, 1, 0, 7, 300, 2]
@@ -49,13 +47,6 @@ LODS = {  # lod name -> its levels (the last level: the sequences scatter and th
 }
 K = 4  # the CRF's tags
 WIDTH = 5  # sequence_scatter's input width
-
-
-@pytest.fixture(params=["emulated", pytest.param("cuda", marks=pytest.mark.gpu)])
-def enter_route(request):
-    """A function that puts the test on conftest's ``device_route`` when called (so that the test can first
-    compute its reference on plain CPU tensors) and returns the torch device of the route."""
-    return lambda: _route_device(request, request.param)
 
 
 def _lod(name):

@@ -70,10 +70,10 @@ def _run(name, host, reverse, device):
 @pytest.mark.parametrize("h0", [False, True], ids=["no_h0", "h0"])
 @pytest.mark.parametrize("reverse", [False, True], ids=["forward", "reverse"])
 @pytest.mark.parametrize("name", ["lstm", "gru"])
-def test_recurrence_makes_its_time_plan_on_the_device(device_route, monkeypatch, name, reverse, h0):
+def test_recurrence_makes_its_time_plan_on_the_device(enter_route, monkeypatch, name, reverse, h0):
     host = _inputs(name, h0)
     _, want_values, want_grads = _run(name, host, reverse, "cpu")  # plain CPU tensors: the host plan
-    device = device_route
+    device = enter_route()
     _refuse_host_rows(monkeypatch)
     x, values, grads = _run(name, host, reverse, device)
     for got, want in zip(values + grads, want_values + want_grads):
