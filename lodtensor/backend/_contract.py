@@ -449,8 +449,10 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
         """CTC loss of each sequence of unnormalised scores ``logits`` ``[T, C]`` (host ``input_offsets``;
-        softmax inside) against the ids of host int64 ``labels`` (host ``label_offsets``):
-        ``[num_sequences]`` in ``logits``' dtype, ``inf`` where no alignment exists."""
+        softmax inside) against the 1-D int64 ids ``labels`` (host ``label_offsets``), checked in ``[0, C)``
+        by the caller: a host (NumPy) array, or an array of this backend on ``logits``' device, used there
+        (neither read back nor indexed on the host row by row). ``[num_sequences]`` in ``logits``' dtype,
+        ``inf`` where no alignment exists."""
 
 
 #: The activations :meth:`Backend.activation` knows (Paddle's names).

@@ -5,7 +5,7 @@ step at a time over the sorted lengths (:class:`~lodtensor.nn._common.TimePlan`)
 The label path's indices are made on the host for CPU data and on the data's device
 otherwise (from per-sequence host arrays: a fresh LoD costs no host pass over its
 rows); labels already on that device are checked there, with one read of their
-extremes, not copied back.
+extremes, not copied back (``warpctc`` hands them to ``Backend.ctc_loss`` there too).
 """
 
 import numpy as np
@@ -50,9 +50,9 @@ def _label_ids(label, where, like, name="label"):
     return None, be.astype(be.flat(data), "int64")
 
 
-def _check_labels(be, host, ids, k, where):
+def _check_labels(be, host, ids, k, where, what="labels"):
     """Labels in ``[0, k)``: on the host where they are there (``host``), else one read of the extremes
-    of the device ids ``ids``."""
+    of the device ids ``ids`` (the error names them ``what``)."""
     if host is not None:
         if not host.size:
             return
@@ -62,7 +62,7 @@ def _check_labels(be, host, ids, k, where):
     else:
         low, _, high, _ = int_extremes(be, ids)
     if low < 0 or high >= k:
-        raise ValueError(f"{where}: labels must be in [0, {k}), got {low}..{high}")
+        raise ValueError(f"{where}: {what} must be in [0, {k}), got {low}..{high}")
 
 
 def _steps(x, be, data):
@@ -250,7 +250,7 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     where = "warpctc()"
     x, be = lod_input(input, where)
     data = x.data
-    lab = _labels(label, where)
+    host, lab = _label_ids(label, where, data)  # device ids stay there: checked by one read below
     if label.lod_level < 1:
         raise ValueError(f"{where}: label must have a lod")
     t_off, l_off = x.offsets(-1), label.offsets(-1)
@@ -261,8 +261,7 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     norm = flag_arg(norm_by_times, where, "norm_by_times")
     if not 0 <= blank < c:
         raise ValueError(f"{where}: blank must be in [0, {c}), got {blank}")
-    if lab.size and (lab.min() < 0 or lab.max() >= c):
-        raise ValueError(f"{where}: label ids must be in [0, {c}), got {int(lab.min())}..{int(lab.max())}")
+    _check_labels(be, host, lab, c, where, "label ids")
     loss = be.ctc_loss(data, t_off, lab, l_off, blank)
     if norm and be.requires_grad(loss):  # the gradient scaled, the value kept (inf stays inf)
         scale = be.from_host(1.0 / np.maximum(np.diff(t_off), 1), like=loss, dtype=loss.dtype)

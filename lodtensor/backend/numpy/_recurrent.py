@@ -159,6 +159,19 @@ def _logaddexp(xp, a, b):
     return xp.where(xp.isfinite(top), out, -np.inf)
 
 
+def _extended(xp, labels, starts, counts, width, blank):
+    """``[n, width]`` int64: sequence ``s``'s ids (``counts[s]`` of ``labels`` from ``starts[s]``, host
+    per-sequence arrays) at the odd positions, ``blank`` elsewhere; gathered on the labels' device (host
+    labels copied there), no pass over the ids on the host."""
+    if not int(labels.shape[0]):
+        return xp.full((counts.size, width), blank, dtype=np.int64)
+    labels = xp.asarray(labels, dtype=np.int64)
+    slot = xp.arange(width) // 2  # position 2j + 1 holds the j-th id
+    is_id = (xp.arange(width) % 2 == 1)[None, :] & (slot[None, :] < xp.asarray(counts)[:, None])
+    at = xp.where(is_id, xp.asarray(starts)[:, None] + slot[None, :], 0)
+    return xp.where(is_id, labels[at], blank)
+
+
 def ctc_loss(xp, logits, input_offsets, labels, label_offsets, blank):
     """See ``Backend.ctc_loss``: the forward recursion over all sequences at once, one time step at a
     time over the sequences sorted by length (float64 inside, the result in ``logits``' dtype)."""
@@ -168,19 +181,16 @@ def ctc_loss(xp, logits, input_offsets, labels, label_offsets, blank):
     l_len = np.diff(label_offsets)
     n = t_len.size
     width = 2 * int(l_len.max(initial=0)) + 1
-    # host: the extended label (blanks between the ids), where a skip over a blank is allowed, which
-    # positions exist, all in the sequences' length order (longest first)
-    ext = np.full((n, width), blank, dtype=np.int64)
-    seq = np.repeat(np.arange(n), l_len)
-    ext[seq, 2 * (np.arange(labels.size) - label_offsets[:-1][seq]) + 1] = labels
-    skip = np.zeros((n, width), dtype=bool)
-    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
-    valid = np.arange(width)[None, :] < (2 * l_len + 1)[:, None]
     order = np.argsort(-t_len, kind="stable")
     lengths = t_len[order]
     steps = int(lengths[0]) if n else 0
     counts = np.searchsorted(-lengths, -np.arange(steps), side="left")
-    ext_s, skip_s, valid_s = (xp.asarray(a[order]) for a in (ext, skip, valid))
+    # in the sequences' length order (longest first): the extended label (blanks between the ids), where
+    # a skip over a blank is allowed, which positions exist; made where the labels are
+    ext_s = _extended(xp, labels, label_offsets[:-1][order], l_len[order], width, blank)
+    skip_s = xp.zeros((n, width), dtype=bool)
+    skip_s[:, 2:] = (ext_s[:, 2:] != blank) & (ext_s[:, 2:] != ext_s[:, :-2])
+    valid_s = xp.arange(width)[None, :] < xp.asarray(2 * l_len[order] + 1)[:, None]
     end = 2 * l_len[order]
     starts = input_offsets[:-1][order]
     loss_sorted = np.zeros(n, dtype=np.float64)
