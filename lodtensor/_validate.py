@@ -75,8 +75,11 @@ def _remember(arr):
 
 
 def _recognised(arr):
-    """The frozen checked level whose memory ``arr`` is exactly, or None."""
-    if arr.size < _REMEMBER_FROM or arr.dtype != _INT64 or not arr.flags.c_contiguous:
+    """The frozen checked level whose memory ``arr`` is exactly, or None. A writable array is never looked up
+    (the common fresh offsets): no NumPy call makes a writable view of frozen memory, and an array that
+    something else made so is checked as new, which is the safe side."""
+    flags = arr.flags
+    if arr.size < _REMEMBER_FROM or flags.writeable or arr.dtype != _INT64 or not flags.c_contiguous:
         return None
     return _CHECKED.get(_key(arr))
 
@@ -197,26 +200,29 @@ def as_offsets(values, *, level=None, name="offsets", copy=True):
     elif not is_frozen(arr):  # shared, as the caller asked, through a read-only buffer (no .base is writable)
         arr = np.ascontiguousarray(arr)
         arr = np.frombuffer(memoryview(arr).toreadonly(), dtype=arr.dtype).reshape(arr.shape)
-    label = "lod level" if level is None else f"lod level {level}"
     if arr.size < 1:
         raise LoDError(
-            f"{label} must have at least 1 offset (offsets [0] for no sequence), got {preview(arr)}",
+            f"{_label(level)} must have at least 1 offset (offsets [0] for no sequence), got {preview(arr)}",
             level=level,
             index=0,
         )
     if arr[0] != 0:
-        raise LoDError(f"{label} must start at 0, got offsets[0]={arr[0]}", level=level, index=0)
+        raise LoDError(f"{_label(level)} must start at 0, got offsets[0]={arr[0]}", level=level, index=0)
     down = arr[1:] < arr[:-1]  # a comparison, not np.diff: a difference of int64 values can wrap
     if down.any():
         j = int(np.flatnonzero(down)[0])
         raise LoDError(
-            f"{label} must be non-decreasing, but offsets[{j}]={arr[j]} > offsets[{j + 1}]={arr[j + 1]}",
+            f"{_label(level)} must be non-decreasing, but offsets[{j}]={arr[j]} > offsets[{j + 1}]={arr[j + 1]}",
             level=level,
             index=j + 1,
         )
     if is_frozen(arr):
         _remember(arr)
     return arr
+
+
+def _label(level):
+    return "lod level" if level is None else f"lod level {level}"
 
 
 def offsets_from_lengths(lengths, *, level=None, name="recursive_sequence_lengths"):

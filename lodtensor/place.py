@@ -182,6 +182,7 @@ class DevicePlace(Place):
 
 
 _CPU = CPUPlace()
+_DEVICE_PLACES = {}  # device string -> its Place (immutable: shared by the arrays there)
 #: device types of torch that no Paddle place names (``place_of`` gives them a DevicePlace)
 _OTHER_DEVICES = ("meta", "mps", "xpu", "hpu", "privateuseone")
 
@@ -229,5 +230,8 @@ def place_of(array, backend):
     device = backend.device_of(array)
     if device == "cpu":
         return _CPU
-    return as_place(device)
+    place = _DEVICE_PLACES.get(device)
+    if place is None:  # (as_place parses the string: once per device, not once per op result)
+        place = _DEVICE_PLACES[device] = as_place(device)
+    return place
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from .._compile import mark_rows_dynamic
 from .._dense import check_fill
 from ..backend import dtype_kind
 from ._common import level_index, require_lod, wrap
@@ -38,8 +39,7 @@ _POOLS = {
 class _DeviceArrays(dict):
     """The LoD's offsets and segment ids of one level on the data's backend, fetched when first used."""
 
-    def __init__(self, lod, be, level, like):
-        super().__init__()
+    def __init__(self, lod, be, level, like):  # (dict's own __init__ has nothing to do: not called)
         self._args = (lod, be, level, like)
 
     def lod_array(self, what, dtype):
@@ -56,6 +56,7 @@ class _DeviceArrays(dict):
         self[key] = value
         return value
 POOL_TYPES = tuple(_POOLS)
+_NUMBERS = (float, int, bool)  # Python scalars: 0-d
 # The dtype a pool of integer or bool rows computes in (the others keep the input's): sums as
 # torch.sum and np.sum do (int64; bools count), averages as the float mean (NumPy's float64).
 _INT_POOL_DTYPE = {"sum": "int64", "average": "float64", "sqrt": "float64"}
@@ -76,7 +77,7 @@ def pool(x, pool_type="sum", *, level=-1, pad_value=0.0, where="sequence_pool()"
     kind = pool_type.lower() if isinstance(pool_type, str) else pool_type
     if kind not in _POOLS:
         raise ValueError(f"{where}: pool_type must be one of {', '.join(POOL_TYPES)}, got {pool_type!r}")
-    if np.ndim(pad_value) != 0:
+    if type(pad_value) not in _NUMBERS and np.ndim(pad_value) != 0:  # (np.ndim: a microsecond a call)
         raise ValueError(f"{where}: pad_value must be a scalar, got shape {np.shape(pad_value)}")
     k = level_index(x, level, where)
     offsets = x.lod.absolute_offsets(k)
@@ -110,6 +111,9 @@ def softmax(x, *, level=-1, where="sequence_softmax()"):
     dev = _DeviceArrays(x.lod, be, k, x.data)
     data = x.data
     if data.dtype.itemsize == 2:  # float16/bfloat16: exp and sums in float32, one rounding at the end (as torch)
-        out = be.segment_softmax(be.astype(data, "float32"), dev["offsets"], ids=dev["ids"])
-        return x.with_data(be.astype(out, data.dtype))
-    return x.with_data(be.segment_softmax(data, dev["offsets"], ids=dev["ids"]))
+        out = be.astype(be.segment_softmax(be.astype(data, "float32"), dev["offsets"], ids=dev["ids"]), data.dtype)
+    else:
+        out = be.segment_softmax(data, dev["offsets"], ids=dev["ids"])
+    # the kernel's rows under x's LoD (x.with_data's checks of outside data: a microsecond a call); rows marked
+    # dynamic for torch.compile as with_data marks them
+    return wrap(mark_rows_dynamic(out), x.lod)

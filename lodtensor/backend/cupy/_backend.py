@@ -41,6 +41,29 @@ def _alloc(shape, dtype):
     return cupy.empty(shape, dtype=dtype)
 
 
+_INT64 = np.dtype(np.int64)
+_NATIVE = {}  # a dtype name -> its dtype (native byte order, as the kernels read it)
+
+
+def _rows(data, native, rows, width):
+    """``data`` as the kernels' contiguous ``[rows, width]`` of dtype name ``native``: ``data`` itself where
+    it is one (``ascontiguousarray`` and ``reshape`` would give a new array object of the same memory,
+    shape and strides). (The dtype compared, not its name: ">f4" is named "float32" too.)"""
+    dtype = _NATIVE.get(native)
+    if dtype is None:
+        dtype = _NATIVE[native] = np.dtype(native)
+    if data.ndim == 2 and data.dtype == dtype and data.flags.c_contiguous:
+        return data
+    return cupy.ascontiguousarray(data, dtype=native).reshape(rows, width)
+
+
+def _shaped(out, shape, dtype):
+    """``out.reshape(shape).astype(dtype, copy=False)``, with no new array object where it is both already."""
+    if out.shape == shape and out.dtype == dtype:
+        return out
+    return out.reshape(shape).astype(dtype, copy=False)
+
+
 class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions beyond the kernel set
     name = "cupy"
     xp = cupy
@@ -73,6 +96,8 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         return x.flags.c_contiguous
 
     def _index(self, offsets):
+        if type(offsets) is cupy.ndarray and offsets.dtype == _INT64 and offsets.flags.c_contiguous:
+            return offsets  # (what the two calls below return for it: a LoD's device offsets, every op)
         return cupy.ascontiguousarray(cupy.asarray(offsets, dtype=cupy.int64))
 
     # -- index helpers -----------------------------------------------------------------------
@@ -149,9 +174,8 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         rows, width = int(data.shape[0]), math.prod(row_shape)  # (np.prod: microseconds per call)
         if n <= 0 or width == 0:
             return cupy.empty((max(n, 0),) + row_shape, dtype=result)
-        x = cupy.ascontiguousarray(data, dtype=native).reshape(rows, width)
-        out = _launch.segment_reduce(cupy, op, x, offsets, n, empty, _alloc, owner)
-        return out.reshape((n,) + row_shape).astype(result, copy=False)
+        out = _launch.segment_reduce(cupy, op, _rows(data, native, rows, width), offsets, n, empty, _alloc, owner)
+        return _shaped(out, (n,) + row_shape, result)
 
     def segment_sum(self, data, offsets, *, ids=None):
         return self._reduce("sum", data, offsets, 0)
@@ -173,9 +197,9 @@ class CupyBackend(CupyArrayKernels, Backend):  # CupyArrayKernels: the functions
         rows, width = int(data.shape[0]), math.prod(data.shape[1:])
         if rows == 0 or width == 0 or n <= 0:
             return data.astype(result, copy=True)
-        x = cupy.ascontiguousarray(data, dtype=_cuda.compute_dtype(data.dtype)).reshape(rows, width)
+        x = _rows(data, _cuda.compute_dtype(data.dtype), rows, width)
         out = _launch.segment_softmax(cupy, x, offsets, n, _alloc, owner)
-        return out.reshape(data.shape).astype(result, copy=False)
+        return _shaped(out, data.shape, result)
 
     # -- dense <-> flat ----------------------------------------------------------------------
     def place_rows(self, data, index, shape, pad_value, *, out=None):

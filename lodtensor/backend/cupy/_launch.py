@@ -32,10 +32,13 @@ _MAX_GRID_Y = 65535
 # Host work of a launch, done once per key rather than once per call (the ops are launch-bound on
 # small batches: a few microseconds of Python each add up). Every cache below maps immutable keys to
 # immutable values, filled by a single dict store (a race computes the same value twice): no lock.
-# dtype -> its name ("float32"); the accumulator dtype of (op, native name); a kernel's name expression
+# dtype -> its name ("float32"); the accumulator dtype of (op, native name); (id(cupy module), module,
+# kind, op, dtype, pack, device id) -> the kernel (:func:`_kernel`; the function holds its cupy module, so
+# that id is never reused while the entry lives)
 _DTYPE_NAMES = {}
 _ACCUMULATORS = {}
-_KERNEL_NAMES = {}
+_KERNELS = {}
+_FLAGS32 = (np.int32(0), np.int32(1))  # a kernel's int32 flag argument, by its truth
 
 
 def _dtype_name(dtype):
@@ -55,12 +58,13 @@ def _accumulator(op, native):
 
 
 def _kernel(xp, module, kind, op=None, dtype=None, pack=1):
-    """:func:`kernel` of ``cuda.kernel_name(kind, op=op, dtype=dtype, pack=pack)``, the name made once."""
-    key = (kind, op, dtype, pack)
-    name = _KERNEL_NAMES.get(key)
-    if name is None:
-        name = _KERNEL_NAMES[key] = _cuda.kernel_name(kind, op=op, dtype=dtype, pack=pack)
-    return kernel(xp, module, name)
+    """:func:`kernel` of ``cuda.kernel_name(kind, op=op, dtype=dtype, pack=pack)``: one lookup per launch
+    (the name, the module and the function found once per cupy module, name and device)."""
+    key = (id(xp), module, kind, op, dtype, pack, xp.cuda.Device().id)
+    fn = _KERNELS.get(key)
+    if fn is None:
+        fn = _KERNELS[key] = kernel(xp, module, _cuda.kernel_name(kind, op=op, dtype=dtype, pack=pack))
+    return fn
 
 
 def kernel(xp, module, name):
@@ -119,6 +123,11 @@ class Layout:
         multi = min(n, rows // (self.chunk + 1)) + 1  # bound on the multi-piece sequences
         self.combine_grid = (int(min(multi, _tuning.COMBINE_BLOCKS)), int(min(-(-width // 32), _MAX_GRID_Y)), 1)
         self.short_grid = (blocks(n, _cuda.BLOCK, _tuning.MAX_SHORT_BLOCKS),)
+        self.block_grid = self.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS))  # one block per sequence
+        # the kernels' scalar arguments of these sizes, made once (NumPy scalars are immutable: shared)
+        self.n64, self.width64, self.short64 = np.int64(n), np.int64(width), np.int64(short_max)
+        self.log2cw32, self.chunk64 = np.int32(self.log2cw), np.int64(self.chunk)
+        self.tiles32 = np.int32(self.tiles_first)
 
     def over_tiles(self, count):
         """The grid of ``count`` blocks (over pieces or sequences) for each column tile: tiles along x
@@ -197,23 +206,22 @@ def segment_reduce(xp, op, x, offsets, n, empty, alloc, owner=None):
     if lay.short_max >= 0:
         _kernel(xp, "segment", "reduce_short", op=op, dtype=native)(
             lay.short_grid, (_cuda.BLOCK,),
-            (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max), fill))
+            (x, offsets, out, lay.n64, lay.width64, lay.short64, fill))
     by_block = _by_block(lay, int(x.shape[0]), n, _tuning.REDUCE_BLOCK_STEPS)
     if by_block:
         _kernel(xp, "segment", "reduce_block", op=op, dtype=native, pack=lay.pack)(
-            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
-            (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), fill,
-             np.int32(lay.tiles_first)))
+            lay.block_grid, (_cuda.BLOCK,),
+            (x, offsets, pieces, out, lay.n64, lay.width64, lay.log2cw32, fill, lay.tiles32))
         if not lay.multi:
             return out
     partial = _workspace(alloc, lay, (width,), acc, out)
     _kernel(xp, "segment", "reduce", op=op, dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,),
-        (x, offsets, pieces, out, partial, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-         np.int64(lay.chunk), fill, np.int32(by_block), np.int32(lay.tiles_first)))
+        (x, offsets, pieces, out, partial, lay.n64, lay.width64, lay.log2cw32, lay.chunk64, fill,
+         _FLAGS32[by_block], lay.tiles32))
     if lay.multi:
         _kernel(xp, "segment", "combine", op=op, dtype=native)(
-            lay.combine_grid, (_cuda.BLOCK,), (offsets, pieces, partial, out, np.int64(n), np.int64(width), fill))
+            lay.combine_grid, (_cuda.BLOCK,), (offsets, pieces, partial, out, lay.n64, lay.width64, fill))
     return out
 
 
@@ -254,26 +262,26 @@ def segment_softmax(xp, x, offsets, n, alloc, owner=None):
     out = alloc((rows, width), acc)
     if lay.short_max >= 0:
         _kernel(xp, "softmax", "softmax_short", dtype=native)(
-            lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+            lay.short_grid, (_cuda.BLOCK,), (x, offsets, out, lay.n64, lay.width64, lay.short64))
     by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
         _kernel(xp, "softmax", "softmax_block", dtype=native, pack=lay.pack)(
-            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
-            (x, offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int32(lay.tiles_first)))
+            lay.block_grid, (_cuda.BLOCK,),
+            (x, offsets, pieces, out, lay.n64, lay.width64, lay.log2cw32, lay.tiles32))
         if not lay.multi:
             return out
     stats = alloc((2, n, width), acc)  # running max, sum of exp
+    peak, total = stats[0], stats[1]  # (each view made once: the launches share them)
     partial = _workspace(alloc, lay, (width,), acc, stats, lead=(2,))
-    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
-                np.int32(lay.tiles_first))
+    part_peak, part_total = (partial[0], partial[1]) if lay.multi else (peak, total)  # (the same views)
+    geometry = (lay.n64, lay.width64, lay.log2cw32, lay.chunk64, _FLAGS32[by_block], lay.tiles32)
     _kernel(xp, "softmax", "softmax_stats", dtype=native, pack=lay.pack)(
-        lay.grid, (lay.threads,), (x, offsets, pieces, stats[0], stats[1], partial[0], partial[1]) + geometry)
+        lay.grid, (lay.threads,), (x, offsets, pieces, peak, total, part_peak, part_total) + geometry)
     if lay.multi:
         _kernel(xp, "softmax", "softmax_combine", dtype=native)(
-            lay.combine_grid, (_cuda.BLOCK,),
-            (pieces, partial[0], partial[1], stats[0], stats[1], np.int64(n), np.int64(width)))
+            lay.combine_grid, (_cuda.BLOCK,), (pieces, part_peak, part_total, peak, total, lay.n64, lay.width64))
     _kernel(xp, "softmax", "softmax_apply", dtype=native, pack=lay.pack)(
-        lay.grid, (lay.threads,), (x, offsets, pieces, stats[0], stats[1], out) + geometry)
+        lay.grid, (lay.threads,), (x, offsets, pieces, peak, total, out) + geometry)
     return out
 
 
@@ -319,25 +327,23 @@ def _backward(xp, kernels, operands, counted, offsets, n, alloc, owner):
     if lay.short_max >= 0:
         _kernel(xp, module, f"{prefix}_short", dtype=native)(
             lay.short_grid, (_cuda.BLOCK,),
-            operands + (offsets, out, np.int64(n), np.int64(width), np.int64(lay.short_max)))
+            operands + (offsets, out, lay.n64, lay.width64, lay.short64))
     by_block = _by_block(lay, rows, n, _tuning.SOFTMAX_BLOCK_STEPS)
     if by_block:
         _kernel(xp, module, f"{prefix}_block", dtype=native, pack=lay.pack)(
-            lay.over_tiles(blocks(n, 1, _tuning.MAX_PIECE_BLOCKS)), (_cuda.BLOCK,),
-            operands + (offsets, pieces, out, np.int64(n), np.int64(width), np.int32(lay.log2cw),
-                        np.int32(lay.tiles_first)))
+            lay.block_grid, (_cuda.BLOCK,),
+            operands + (offsets, pieces, out, lay.n64, lay.width64, lay.log2cw32, lay.tiles32))
         if not lay.multi:
             return out
     total = alloc((n, width), x.dtype)
     partial = _workspace(alloc, lay, (width,), x.dtype, total)
-    geometry = (np.int64(n), np.int64(width), np.int32(lay.log2cw), np.int64(lay.chunk), np.int32(by_block),
-                np.int32(lay.tiles_first))
+    geometry = (lay.n64, lay.width64, lay.log2cw32, lay.chunk64, _FLAGS32[by_block], lay.tiles32)
     _kernel(xp, "segment", summed, dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,), counted + (offsets, pieces, total, partial) + geometry)
     if lay.multi:
         _kernel(xp, "segment", "combine", op="sum", dtype=native)(
             lay.combine_grid, (_cuda.BLOCK,),
-            (offsets, pieces, partial, total, np.int64(n), np.int64(width), x.dtype.type(0)))
+            (offsets, pieces, partial, total, lay.n64, lay.width64, x.dtype.type(0)))
     _kernel(xp, module, f"{prefix}_apply", dtype=native, pack=lay.pack)(
         lay.grid, (lay.threads,), operands + (offsets, pieces, total, out) + geometry)
     return out

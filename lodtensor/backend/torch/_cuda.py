@@ -15,12 +15,14 @@ behind a cupy stub (``tests/backend/cuda_emu.py``), so the host code here runs w
 """
 
 import contextlib
+import inspect
 import math
 import sys
 import weakref
 
 import numpy as np
 import torch
+from torch.autograd import forward_ad as _forward_ad
 
 from .._placement import is_frozen
 from ..cupy import _launch, _tuning
@@ -72,8 +74,10 @@ def _native(dtype):
 
 # (id(offsets), id(cupy module), device) -> (weak reference of a frozen offsets tensor, its CuPy view)
 _OFFSET_VIEWS = {}
+_NO_CONTEXT = contextlib.nullcontext()  # (reentrant and stateless: one serves every emulated launch)
 _TORCH_DTYPES = {}  # NumPy dtype or its name -> the torch dtype (filled by single stores: no lock)
 _NUMPY_DTYPES = {}  # torch dtype -> the NumPy dtype
+_KERNEL_DTYPES = {}  # (op, torch dtype) -> (compute dtype, accumulator dtype), torch's
 
 
 def _torch_dtype(dtype):
@@ -82,6 +86,16 @@ def _torch_dtype(dtype):
     found = _TORCH_DTYPES.get(dtype)
     if found is None:
         found = _TORCH_DTYPES[dtype] = torch.from_numpy(np.empty(0, dtype=np.dtype(dtype))).dtype
+    return found
+
+
+def _kernel_dtypes(op, dtype):
+    """(the kernels' compute dtype, the accumulator dtype of ``op`` in it) for torch ``dtype``, as torch dtypes:
+    found once per (op, dtype) (four lookups and two dtype conversions a call otherwise)."""
+    found = _KERNEL_DTYPES.get((op, dtype))
+    if found is None:
+        native = _native(dtype)
+        found = _KERNEL_DTYPES[(op, dtype)] = (_torch_dtype(native), _torch_dtype(_kernels.accumulator(op, native)))
     return found
 
 
@@ -108,16 +122,19 @@ class _Device:
         values) a view of a fresh tensor of ``shape`` and ``dtype``, which :meth:`tensor` then gives
         back as it is: a Function that returned a reshape or a ``view(dtype)`` of its output would
         return a view, which autograd forbids writing in place (``segment_mean``'s own ``div_``)."""
-        self._result = (tuple(int(s) for s in shape), dtype)
+        self._result = (tuple(map(int, shape)), dtype)
         return self
 
     def alloc(self, shape, dtype):
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(map(int, shape))
         if self._result is not None:
             full, full_dtype = self._result
             self._result = None
             t = torch.empty(full, dtype=full_dtype, device=self.device)
-            view = self.view(t.view(_torch_dtype(dtype)).view(shape))
+            kind = _torch_dtype(dtype)
+            # (the tensor itself where the kernel's array is its shape and dtype: the same memory, shape
+            # and strides as the views would give, two views fewer a call)
+            view = self.view(t if full == shape and kind == full_dtype else t.view(kind).view(shape))
         else:
             t = torch.empty(shape, dtype=_torch_dtype(dtype), device=self.device)
             view = self.view(t)
@@ -154,11 +171,14 @@ class _Device:
     def tensor(self, view):
         return self._made[id(view)]
 
-    @contextlib.contextmanager
     def launching(self):
+        """The context the kernels launch in: the device current and torch's stream CuPy's (emulated: none)."""
         if self.device.type != "cuda":  # emulated
-            yield
-            return
+            return _NO_CONTEXT
+        return self._on_stream()
+
+    @contextlib.contextmanager
+    def _on_stream(self):
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         stream = torch.cuda.current_stream(self.device)
         with self.xp.cuda.Device(index), _cupy_stream(self.xp.cuda, stream):
@@ -185,13 +205,28 @@ def _reduce(op, data, offsets, empty):
     result = data.dtype if op != "mean" or data.is_floating_point() else torch.float64
     if n <= 0 or width == 0:
         return torch.full((max(n, 0),) + row_shape, empty, dtype=result, device=data.device)
-    native = _native(data.dtype)
-    dev = _Device(data.device).result((n,) + row_shape, _torch_dtype(_kernels.accumulator(op, native)))
-    x = data.detach().to(_torch_dtype(native)).contiguous().reshape(rows, width)
+    native, acc = _kernel_dtypes(op, data.dtype)
+    dev = _Device(data.device).result((n,) + row_shape, acc)
+    x = _rows(data, native, rows, width)
     with dev.launching():
         out = _launch.segment_reduce(dev.xp, op, dev.view(x), dev.offsets(offsets), n, empty, dev.alloc,
                                      owner=offsets)  # (a LoD's frozen copy keeps its plan: _launch.plan)
-    return dev.tensor(out).to(result)
+    return _as(dev.tensor(out), result)
+
+
+def _rows(data, dtype, rows, width):
+    """``data`` as the kernels' contiguous ``[rows, width]`` of ``dtype``: itself where it already is one
+    (the chain ``detach().to().contiguous().reshape()`` made two new tensor objects of the same memory, shape
+    and strides, and parsed the arguments of four calls; :meth:`_Device.view` detaches)."""
+    x = data if data.dtype == dtype else data.detach().to(dtype)
+    if not x.is_contiguous():
+        x = x.contiguous()
+    return x if x.dim() == 2 else x.reshape(rows, width)
+
+
+def _as(t, dtype):
+    """``t.to(dtype)``, with no call where it has that dtype already."""
+    return t if t.dtype == dtype else t.to(dtype)
 
 
 def _ids(ids, offsets, rows):
@@ -216,6 +251,35 @@ def _extreme_grad(data, out, grad, offsets):
     return dev.tensor(res).reshape(data.shape).to(grad.dtype)
 
 
+def _untracked_forward(cls):
+    """Give kernel Function ``cls`` (``rows_rule``'s) an ``apply`` that runs its ``forward`` as a plain call
+    where autograd would record nothing: the data needs no gradient (or grad mode is off), no torch.func
+    transform is active (vmap's rule, grad's and jvp's wrappers take the Function) and no forward-AD dual
+    level is open (a dual tensor's tangent takes its ``jvp``). ``Function.apply`` there still made a context,
+    ran ``setup_context`` and wrapped the outputs: 12-15 us of host time a call, as much as the rest of
+    the op's Python. The result is the same tensor ``apply`` returns then (fresh memory, no ``grad_fn``)."""
+    recorded = getattr(cls.apply, "__func__", None)  # (fast_apply's, or torch's Python classmethod)
+    transforms = getattr(torch._C, "_are_functorch_transforms_active", None)
+    functorch_wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    if recorded is None or transforms is None or functorch_wrapped is None:  # (a torch without them: apply)
+        return cls
+    forward = cls.forward
+    arity = len(inspect.signature(forward).parameters)
+    grad_mode = torch.is_grad_enabled
+
+    def apply(klass, *args, **kwargs):
+        data = args[0] if args else None
+        if (kwargs or klass is not cls or len(args) != arity or type(data) is not torch.Tensor
+                or (data.requires_grad and grad_mode()) or transforms()
+                or getattr(_forward_ad, "_current_level", 0) >= 0 or functorch_wrapped(data)):
+            return recorded(klass, *args, **kwargs)
+        return forward(*args)
+
+    cls.apply = classmethod(apply)
+    return cls
+
+
+@_untracked_forward
 @rows_rule
 class SegmentReduce(torch.autograd.Function):
     """Segment sum/mean/max/min by the kernels; backward by ``index_select`` over the segment ids
@@ -275,6 +339,7 @@ def _softmax_grad(grad, y, offsets):
     return dev.tensor(out).reshape(y.shape).to(y.dtype)
 
 
+@_untracked_forward
 @rows_rule
 class SegmentSoftmax(_jvp.SoftmaxRule, torch.autograd.Function):
     """Softmax over each sequence's rows by the kernels; backward ``y * (g - segsum(g * y))``, fused
@@ -287,13 +352,13 @@ class SegmentSoftmax(_jvp.SoftmaxRule, torch.autograd.Function):
         result = data.dtype if data.is_floating_point() else torch.float32
         if rows == 0 or width == 0 or n <= 0:
             return data.detach().to(result).clone()
-        native = _native(data.dtype)
-        dev = _Device(data.device).result(data.shape, _torch_dtype(_kernels.accumulator("softmax", native)))
-        x = data.detach().to(_torch_dtype(native)).contiguous().reshape(rows, width)
+        native, acc = _kernel_dtypes("softmax", data.dtype)
+        dev = _Device(data.device).result(data.shape, acc)
+        x = _rows(data, native, rows, width)
         with dev.launching():
             out = _launch.segment_softmax(dev.xp, dev.view(x), dev.offsets(offsets), n, dev.alloc,
                                           owner=offsets)
-        return dev.tensor(out).to(result)
+        return _as(dev.tensor(out), result)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
