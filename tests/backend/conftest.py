@@ -2,6 +2,7 @@
 
 import shutil
 
+import numpy as np
 import pytest
 
 from . import cuda_emu
@@ -79,3 +80,17 @@ def torch_device(request):
         request.getfixturevalue("route")
         return "cpu"
     return request.param
+
+
+def count_reads(monkeypatch, be):
+    """The sizes of the arrays ``be.to_numpy`` reads from now on (a list that grows)."""
+    reads = []
+    cls = type(be)
+    real = cls.to_numpy
+
+    def counted(self, x):
+        reads.append(int(np.prod(x.shape, dtype=np.int64)))
+        return real(self, x)
+
+    monkeypatch.setattr(cls, "to_numpy", counted)
+    return reads

@@ -32,6 +32,8 @@ from lodtensor.backend.numpy import _recurrent as numpy_recurrent  # noqa: E402
 from lodtensor.backend.torch import _arrays as torch_arrays  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
 
+from .conftest import count_reads  # noqa: E402
+
 crf_module = importlib.import_module("lodtensor.nn._crf")
 
 C = 6  # classes, the blank included
@@ -78,20 +80,6 @@ def _refuse_host_passes(monkeypatch):
     monkeypatch.setattr(numpy_recurrent, "np", _Refusing(np, "repeat"))
 
 
-def _count_reads(monkeypatch, be):
-    """The sizes of the arrays ``be.to_numpy`` reads from now on (a list that grows)."""
-    reads = []
-    cls = type(be)
-    real = cls.to_numpy
-
-    def counted(self, x):
-        reads.append(int(np.prod(x.shape, dtype=np.int64)))
-        return real(self, x)
-
-    monkeypatch.setattr(cls, "to_numpy", counted)
-    return reads
-
-
 def _ctc(host, device, case, label_shape=(-1, 1), label_dtype=torch.int64, norm=False, blank=0):
     """warpctc's loss on torch data on ``device`` and the gradient of the scores for fixed upstream weights."""
     scores, labels = host
@@ -135,7 +123,7 @@ def test_ctc_takes_device_labels_on_the_device(enter_route, monkeypatch, case, l
     np.testing.assert_allclose(want[0], on_numpy, rtol=1e-9, atol=1e-9)
     device = enter_route()
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = _ctc(host, device, case, shape, dtype, norm)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)  # the same numbers: torch's ctc_loss on the same inputs
@@ -148,7 +136,7 @@ def test_ctc_takes_device_labels_with_another_blank(device_route, monkeypatch):
     want = _ctc(host, "cpu", "mixed", blank=2)
     np.testing.assert_allclose(want[0].ravel(), _torch_reference(host, "mixed", blank=2), rtol=1e-12, atol=1e-12)
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = _ctc(host, device_route, "mixed", blank=2)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
@@ -166,7 +154,7 @@ def test_ctc_refuses_device_labels_out_of_range(device_route, monkeypatch, bad):
         F.warpctc(lt.LoDTensor(scores, [t_off]), lt.LoDTensor(labels, [l_off]))
     assert str(on_cpu.value) == want
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     x = torch.tensor(scores, device=device_route)
     y = torch.tensor(labels, device=device_route)
     before = (x.clone(), y.clone())
@@ -181,7 +169,7 @@ def test_ctc_refuses_device_labels_of_floats_without_reading_them(device_route, 
     scores, labels = _inputs("mixed")
     t_off, l_off = (_offsets(a) for a in CASES["mixed"])
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     with pytest.raises(ValueError, match=r"label must hold integer ids of shape \[N, 1\], got torch.float64"):
         F.warpctc(lt.LoDTensor(torch.tensor(scores, device=device_route), [t_off]),
                   lt.LoDTensor(torch.tensor(labels * 1.0, device=device_route), [l_off]))
@@ -194,7 +182,7 @@ def test_ctc_with_host_labels_pads_on_the_device(device_route, monkeypatch):
     t_off, l_off = (_offsets(a) for a in CASES["mixed"])
     want = F.warpctc(lt.LoDTensor(host[0], [t_off]), lt.LoDTensor(host[1], [l_off]))
     monkeypatch.setattr(torch_arrays, "np", _Refusing(np, "repeat"))
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = F.warpctc(lt.LoDTensor(torch.tensor(host[0], device=device_route), [t_off]),
                     lt.LoDTensor(host[1], [l_off]))
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-9, atol=1e-9)
@@ -207,7 +195,7 @@ def test_ctc_on_cupy_takes_device_labels(emulated, monkeypatch, case):
     t_off, l_off = (_offsets(a) for a in CASES[case])
     want = F.warpctc(lt.LoDTensor(host[0], [t_off]), lt.LoDTensor(host[1], [l_off]))
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, emulated.be)
+    reads = count_reads(monkeypatch, emulated.be)
     got = F.warpctc(lt.LoDTensor(emulated.array(host[0]), [t_off]), lt.LoDTensor(emulated.array(host[1]), [l_off]))
     assert reads == ([4] if l_off[-1] else []), reads
     np.testing.assert_array_equal(emulated.numpy(got), want)  # the same recursion, on the same ids
@@ -218,7 +206,7 @@ def test_ctc_on_cupy_refuses_device_labels_out_of_range(emulated, monkeypatch):
     labels[7] = C
     t_off, l_off = (_offsets(a) for a in CASES["mixed"])
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, emulated.be)
+    reads = count_reads(monkeypatch, emulated.be)
     with pytest.raises(ValueError, match=rf"^warpctc\(\): label ids must be in \[0, {C}\), got 1\.\.{C}$"):
         F.warpctc(lt.LoDTensor(emulated.array(scores), [t_off]), lt.LoDTensor(emulated.array(labels), [l_off]))
     assert reads == [4]

@@ -35,6 +35,8 @@ from lodtensor.nn import functional as F  # noqa: E402
 from lodtensor.ops import _rows as ops_rows  # noqa: E402
 from lodtensor.ops import select as ops_select  # noqa: E402
 
+from .conftest import count_reads  # noqa: E402
+
 crf_module = importlib.import_module("lodtensor.nn._crf")
 
 LENGTHS = [3, 0, 40, 1, 0, 7, 300, 2]
@@ -66,20 +68,6 @@ def _refuse_host_passes(monkeypatch):
     monkeypatch.setattr(crf_module, "_labels", refuse)
     monkeypatch.setattr(crf_module, "_path_index", refuse)
     monkeypatch.setattr(_common, "_host_rows", refuse, raising=False)
-
-
-def _count_reads(monkeypatch, be):
-    """The sizes of the arrays ``be.to_numpy`` reads from now on (a list that grows)."""
-    reads = []
-    cls = type(be)
-    real = cls.to_numpy
-
-    def counted(self, x):
-        reads.append(int(np.prod(x.shape, dtype=np.int64)))
-        return real(self, x)
-
-    monkeypatch.setattr(cls, "to_numpy", counted)
-    return reads
 
 
 # -- sequence_scatter ------------------------------------------------------------------------------
@@ -117,7 +105,7 @@ def test_scatter_makes_its_index_on_the_device(enter_route, monkeypatch, lod_nam
     np.testing.assert_allclose(want[0], on_numpy, rtol=1e-12, atol=1e-12)
     device = enter_route()
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = _scatter(host, device, lod_name, grad=True)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
@@ -133,7 +121,7 @@ def test_scatter_refuses_a_device_column_out_of_range(device_route, monkeypatch,
     with pytest.raises(IndexError, match=f"^{want}$"):
         S.sequence_scatter(x, lt.LoDTensor(index, _lod("one_level")), lt.LoDTensor(updates, _lod("one_level")))
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     x_dev = torch.tensor(x, device=device_route)
     before = x_dev.clone()
     with pytest.raises(IndexError, match=f"^{want}$"):
@@ -146,7 +134,7 @@ def test_scatter_refuses_a_device_column_out_of_range(device_route, monkeypatch,
 def test_scatter_refuses_a_device_index_of_floats_or_bools(device_route, monkeypatch):
     x, index, updates = (torch.tensor(a, device=device_route) for a in _scatter_inputs("one_level"))
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     for wrong in (index.double(), index > 2):
         with pytest.raises(TypeError, match=r"index must hold integers, got torch\.(float64|bool)"):
             S.sequence_scatter(x, lt.LoDTensor(wrong, _lod("one_level")), lt.LoDTensor(updates, _lod("one_level")))
@@ -158,7 +146,7 @@ def test_scatter_with_a_host_index_makes_the_flat_index_on_the_device(device_rou
     x, index, updates = _scatter_inputs("two_level")
     want = S.sequence_scatter(x, lt.LoDTensor(index, _lod("two_level")), lt.LoDTensor(updates, _lod("two_level")))
     monkeypatch.setattr(LoD, "segment_ids", lambda *a, **k: pytest.fail("host segment ids on the device route"))
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = S.sequence_scatter(torch.tensor(x, device=device_route), lt.LoDTensor(index, _lod("two_level")),
                              lt.LoDTensor(torch.tensor(updates, device=device_route), _lod("two_level")))
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
@@ -169,7 +157,7 @@ def test_scatter_on_cupy_makes_its_index_on_the_device(emulated, monkeypatch):
     x, index, updates = _scatter_inputs("one_level", (2,))
     want = S.sequence_scatter(x, lt.LoDTensor(index, _lod("one_level")), lt.LoDTensor(updates, _lod("one_level")))
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, emulated.be)
+    reads = count_reads(monkeypatch, emulated.be)
     got = S.sequence_scatter(emulated.array(x), lt.LoDTensor(emulated.array(index), _lod("one_level")),
                              lt.LoDTensor(emulated.array(updates), _lod("one_level")))
     assert reads == [4]
@@ -207,7 +195,7 @@ def test_crf_makes_its_label_path_on_the_device(enter_route, monkeypatch, lod_na
     np.testing.assert_allclose(want[0], on_numpy, rtol=1e-12, atol=1e-12)
     device = enter_route()
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = _crf(host, device, lod_name, shape, dtype)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
@@ -226,7 +214,7 @@ def test_crf_refuses_a_device_label_out_of_range(device_route, monkeypatch, bad)
                            transition)
     assert str(on_cpu.value) == want
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     with pytest.raises(ValueError) as on_device:
         F.linear_chain_crf(lt.LoDTensor(torch.tensor(emission, device=device_route), _lod("one_level")),
                            lt.LoDTensor(torch.tensor(labels, device=device_route), _lod("one_level")), transition)
@@ -237,7 +225,7 @@ def test_crf_refuses_a_device_label_out_of_range(device_route, monkeypatch, bad)
 def test_crf_refuses_device_labels_of_floats_without_reading_them(device_route, monkeypatch):
     emission, labels, transition = _crf_inputs("one_level")
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     with pytest.raises(ValueError, match=r"label must hold integer ids of shape \[N, 1\], got torch.float64"):
         F.linear_chain_crf(lt.LoDTensor(torch.tensor(emission, device=device_route), _lod("one_level")),
                            lt.LoDTensor(torch.tensor(labels * 1.0, device=device_route), _lod("one_level")),
@@ -251,7 +239,7 @@ def test_crf_with_host_labels_makes_its_path_index_on_the_device(device_route, m
     want = F.linear_chain_crf(lt.LoDTensor(emission, _lod("two_level")), lt.LoDTensor(labels, _lod("two_level")),
                               transition)
     monkeypatch.setattr(crf_module, "_path_index", lambda *a: pytest.fail("a host path index on the device route"))
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = F.linear_chain_crf(lt.LoDTensor(torch.tensor(emission, device=device_route), _lod("two_level")),
                              lt.LoDTensor(labels, _lod("two_level")), transition)
     np.testing.assert_allclose(got.cpu().numpy(), want, rtol=1e-12, atol=1e-12)
@@ -264,7 +252,7 @@ def test_crf_decoding_compares_a_device_label_on_the_device(device_route, monkey
                           label=lt.LoDTensor(labels, _lod("one_level"))).data
     assert 0 < int(np.asarray(want).sum()) < want.shape[0]  # some tags match the label, some do not
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, get_backend("torch"))
+    reads = count_reads(monkeypatch, get_backend("torch"))
     got = F.crf_decoding(lt.LoDTensor(torch.tensor(emission, device=device_route), _lod("one_level")), transition,
                          label=lt.LoDTensor(torch.tensor(labels, device=device_route), _lod("one_level"))).data
     np.testing.assert_array_equal(got.cpu().numpy(), np.asarray(want))
@@ -276,7 +264,7 @@ def test_crf_on_cupy_makes_its_label_path_on_the_device(emulated, monkeypatch):
     want = F.linear_chain_crf(lt.LoDTensor(emission, _lod("two_level")), lt.LoDTensor(labels, _lod("two_level")),
                               transition)
     _refuse_host_passes(monkeypatch)
-    reads = _count_reads(monkeypatch, emulated.be)
+    reads = count_reads(monkeypatch, emulated.be)
     got = F.linear_chain_crf(lt.LoDTensor(emulated.array(emission), _lod("two_level")),
                              lt.LoDTensor(emulated.array(labels), _lod("two_level")), transition)
     assert reads == [4], reads
