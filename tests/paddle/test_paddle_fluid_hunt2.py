@@ -112,6 +112,43 @@ def test_difference_warpctc_empty_sequence():
     assert float(tours[1, 0]) == 0
 
 
+BLANK_LABELS = {"one_blank": [1, 0, 2, 3, 1], "blanks": [0, 0, 2, 0, 1]}
+
+
+def _warpctc_with_blank_labels(labels):
+    """Paddle 2.6.2's warpctc losses for labels holding the blank id (0), and the inputs."""
+    rng = np.random.RandomState(7)
+    x = lt.LoDTensor(rng.uniform(-1.6, 1.6, (9, 5)), [[0, 4, 9]])
+    y = lt.LoDTensor(np.array(labels, dtype="int32").reshape(-1, 1), [[0, 2, 5]])
+
+    def build(v, op):
+        return op("warpctc", {"Logits": v["x"], "Label": v["y"]}, {"WarpCTCGrad": "float64", "Loss": "float64"},
+                  {"blank": 0, "norm_by_times": False})["Loss"]
+
+    try:
+        (theirs, _), = run(build, {"x": x, "y": y}, {})
+    except RuntimeError as err:  # pragma: no cover - a Paddle build without libwarpctc
+        pytest.skip(f"Paddle's warpctc failed to run: {err}")
+    return theirs.ravel(), x, y
+
+
+@pytest.mark.parametrize("case", sorted(BLANK_LABELS))
+def test_warpctc_takes_a_label_equal_to_the_blank_as_paddle(case):
+    """A label id equal to ``blank`` is accepted, with Paddle 2.6.2's loss (a skip into a blank label is
+    not allowed): the NumPy backend's recursion."""
+    theirs, x, y = _warpctc_with_blank_labels(BLANK_LABELS[case])
+    np.testing.assert_allclose(np.asarray(F.warpctc(x, y)).ravel(), theirs, rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="known difference: the torch backend's warpctc is torch's ctc_loss, whose "
+                                       "targets must not hold the blank (it allows a skip into a blank label)")
+@pytest.mark.parametrize("case", sorted(BLANK_LABELS))
+def test_difference_warpctc_on_torch_with_a_label_equal_to_the_blank(case):
+    theirs, x, y = _warpctc_with_blank_labels(BLANK_LABELS[case])
+    tours = F.warpctc(x.with_data(torch.tensor(x.numpy())), y)
+    np.testing.assert_allclose(tours.numpy().ravel(), theirs, rtol=1e-6)
+
+
 def test_normal_initializers_of_scale_zero_as_paddle():
     """TruncatedNormal(loc, 0) raised ZeroDivisionError (from torch); Paddle fills loc."""
     from paddle.nn.initializer import normal  # noqa: PLC0415
