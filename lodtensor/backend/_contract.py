@@ -447,12 +447,16 @@ class Backend(abc.ABC):
         in the step order of :meth:`lstm`; the hidden states ``[N, D]`` in ``x``'s row order."""
 
     @abc.abstractmethod
-    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
+    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank, blank_labels=None):
         """CTC loss of each sequence of unnormalised scores ``logits`` ``[T, C]`` (host ``input_offsets``;
         softmax inside) against the 1-D int64 ids ``labels`` (host ``label_offsets``), checked in ``[0, C)``
         by the caller: a host (NumPy) array, or an array of this backend on ``logits``' device, used there
         (neither read back nor indexed on the host row by row). ``[num_sequences]`` in ``logits``' dtype,
-        ``inf`` where no alignment exists."""
+        ``inf`` where no alignment exists.
+
+        A label id may equal ``blank`` (Paddle's warpctc): no path skips into it from the label before (it
+        passes through the blank first). ``blank_labels`` says whether some id does, where the caller knows
+        (None: the backend finds out, which may read the device)."""
 
 
 #: The activations :meth:`Backend.activation` knows (Paddle's names).

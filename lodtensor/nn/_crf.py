@@ -5,14 +5,15 @@ step at a time over the sorted lengths (:class:`~lodtensor.nn._common.TimePlan`)
 The label path's indices are made on the host for CPU data and on the data's device
 otherwise (from per-sequence host arrays: a fresh LoD costs no host pass over its
 rows); labels already on that device are checked there, with one read of their
-extremes, not copied back (``warpctc`` hands them to ``Backend.ctc_loss`` there too).
+extremes, not copied back (``warpctc`` hands them to ``Backend.ctc_loss`` there too,
+with whether an id equals the blank, counted in the same read).
 """
 
 import numpy as np
 
 from .._compile import eager_under_compile
 from ..backend import backend_name_of, backend_of, dtype_kind
-from ..ops._common import flag_arg, int_arg, int_extremes
+from ..ops._common import extremes_on_device, flag_arg, int_arg, read_ints
 from ..ops._rows import on_host
 from ..ops.reduce import pool
 from ..tensor import LoDTensor
@@ -50,19 +51,26 @@ def _label_ids(label, where, like, name="label"):
     return None, be.astype(be.flat(data), "int64")
 
 
-def _check_labels(be, host, ids, k, where, what="labels"):
+def _check_labels(be, host, ids, k, where, what="labels", blank=None):
     """Labels in ``[0, k)``: on the host where they are there (``host``), else one read of the extremes
-    of the device ids ``ids`` (the error names them ``what``)."""
+    of the device ids ``ids`` (the error names them ``what``). With ``blank``: whether an id equals it,
+    found in the same read."""
     if host is not None:
         if not host.size:
-            return
+            return False
         low, high = int(host.min()), int(host.max())
+        holds_blank = blank is not None and bool((host == blank).any())
     elif not int(ids.shape[0]):
-        return
+        return False
     else:
-        low, _, high, _ = int_extremes(be, ids)
+        scalars = extremes_on_device(be, ids)
+        if blank is not None:
+            scalars += (be.reduce(be.astype(ids == blank, "int64"), "sum", None, False),)
+        low, _, high, _, *blanks = read_ints(be, scalars)
+        holds_blank = bool(blanks and blanks[0])
     if low < 0 or high >= k:
         raise ValueError(f"{where}: {what} must be in [0, {k}), got {low}..{high}")
+    return holds_blank
 
 
 def _steps(x, be, data):
@@ -238,7 +246,9 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     ``norm_by_times`` divides each sequence's gradient by its length (the loss is unchanged),
     as Paddle. The loss is the backend's (``torch.nn.functional.ctc_loss`` on torch; the
     forward recursion over all sequences at once on NumPy and CuPy). An impossible alignment
-    gives ``inf``.
+    gives ``inf``. A label id equal to ``blank`` is accepted with Paddle's rule: no path skips
+    into it from the label before (on torch, the recursion in torch ops rather than torch's
+    ``ctc_loss``, whose targets must not hold the blank).
 
     >>> import numpy as np
     >>> import lodtensor as lt
@@ -261,8 +271,8 @@ def warpctc(input, label, blank=0, norm_by_times=False):  # noqa: A002
     norm = flag_arg(norm_by_times, where, "norm_by_times")
     if not 0 <= blank < c:
         raise ValueError(f"{where}: blank must be in [0, {c}), got {blank}")
-    _check_labels(be, host, lab, c, where, "label ids")
-    loss = be.ctc_loss(data, t_off, lab, l_off, blank)
+    blank_labels = _check_labels(be, host, lab, c, where, "label ids", blank)
+    loss = be.ctc_loss(data, t_off, lab, l_off, blank, blank_labels)
     if norm and be.requires_grad(loss):  # the gradient scaled, the value kept (inf stays inf)
         scale = be.from_host(1.0 / np.maximum(np.diff(t_off), 1), like=loss, dtype=loss.dtype)
         fixed = be.detach(loss)

@@ -101,11 +101,27 @@ def int_extremes(be, values):
     >>> int_extremes(lt.get_backend("numpy"), np.array([3, -1, 7, 7]))
     (-1, 1, 7, 2)
     """
+    return read_ints(be, extremes_on_device(be, values))
+
+
+def extremes_on_device(be, values):
+    """The four device scalars :func:`int_extremes` reads (to read them with others in one copy)."""
     as64 = be.astype(values, "int64")
     least, at_least = be.extreme_with_index(as64, "min", 0, False)
     greatest, at_greatest = be.extreme_with_index(as64, "max", 0, False)
-    four = be.concat([be.astype(a, "int64").reshape(1) for a in (least, at_least, greatest, at_greatest)])
-    return tuple(int(a) for a in be.to_numpy(four))
+    return least, at_least, greatest, at_greatest
+
+
+def read_ints(be, scalars):
+    """Python ints of the integer or boolean device scalars of backend ``be``, read back together: one
+    device-to-host copy (one synchronisation) however many there are.
+
+    >>> import numpy as np
+    >>> import lodtensor as lt
+    >>> read_ints(lt.get_backend("numpy"), [np.int64(3), np.bool_(True)])
+    (3, 1)
+    """
+    return tuple(int(a) for a in be.to_numpy(be.concat([be.astype(a, "int64").reshape(1) for a in scalars])))
 
 
 def wrap(data, lod_arrays):

@@ -1,4 +1,4 @@
-"""warpctc on a fresh LoD: device labels stay on the device, checked with one read of four scalars.
+"""warpctc on a fresh LoD: device labels stay on the device, checked with one read of five scalars.
 
 ``warpctc`` read its labels back to the host whole (``_labels``: one device-to-host copy and one
 synchronisation, 8 bytes a label), checked them there, and handed the host ids to
@@ -10,9 +10,10 @@ sequences (labels of 1..50 ids, 198K input rows, torch ``meta`` data, the loss k
 about 8 ms, 1.5 ms after.
 
 The contract's ``ctc_loss`` now takes the labels on ``logits``' device as well as on the host; with
-labels on the data's device ``warpctc`` checks them with ``ops._common.int_extremes`` (the host path's
-error text), the torch backend makes its padding index there from the per-sequence starts and
-lengths, and the NumPy/CuPy recursion gathers its extended labels where the labels are.
+labels on the data's device ``warpctc`` checks them with their extremes (the host path's error text),
+read together with the count of ids equal to the blank, the torch backend makes its padding index there
+from the per-sequence starts and lengths, and the NumPy/CuPy recursion gathers its extended labels where
+the labels are.
 
 Runs the torch-CUDA route's host code on CPU tensors (kernels emulated; ``cuda`` adds the GPU) and the
 CuPy backend on its stub; values and gradients are compared with plain CPU tensors, which are
@@ -29,7 +30,7 @@ torch = pytest.importorskip("torch")
 import lodtensor as lt  # noqa: E402
 from lodtensor import get_backend  # noqa: E402
 from lodtensor.backend.numpy import _recurrent as numpy_recurrent  # noqa: E402
-from lodtensor.backend.torch import _arrays as torch_arrays  # noqa: E402
+from lodtensor.backend.torch import _ctc as torch_ctc  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
 
 from .conftest import count_reads  # noqa: E402
@@ -76,7 +77,7 @@ def _refuse_host_passes(monkeypatch):
         raise AssertionError("a copy of device labels to the host on the device route")
 
     monkeypatch.setattr(crf_module, "_labels", refuse)
-    monkeypatch.setattr(torch_arrays, "np", _Refusing(np, "repeat"))
+    monkeypatch.setattr(torch_ctc, "np", _Refusing(np, "repeat"))
     monkeypatch.setattr(numpy_recurrent, "np", _Refusing(np, "repeat"))
 
 
@@ -127,7 +128,7 @@ def test_ctc_takes_device_labels_on_the_device(enter_route, monkeypatch, case, l
     got = _ctc(host, device, case, shape, dtype, norm)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)  # the same numbers: torch's ctc_loss on the same inputs
-    assert reads == ([4] if sum(l_len) else []), reads  # the label check: one read of four scalars
+    assert reads == ([5] if sum(l_len) else []), reads  # the label check: one read of five scalars
 
 
 def test_ctc_takes_device_labels_with_another_blank(device_route, monkeypatch):
@@ -140,7 +141,7 @@ def test_ctc_takes_device_labels_with_another_blank(device_route, monkeypatch):
     got = _ctc(host, device_route, "mixed", blank=2)
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
-    assert reads == [4], reads
+    assert reads == [5], reads
 
 
 @pytest.mark.parametrize("bad", [-1, C, 1000], ids=["negative", "num_classes", "huge"])
@@ -161,7 +162,7 @@ def test_ctc_refuses_device_labels_out_of_range(device_route, monkeypatch, bad):
     with pytest.raises(ValueError) as on_device:
         F.warpctc(lt.LoDTensor(x, [t_off]), lt.LoDTensor(y, [l_off]))
     assert str(on_device.value) == want
-    assert reads == [4]  # the extremes alone, not the labels
+    assert reads == [5]  # the extremes and the count of blank ids alone, not the labels
     assert torch.equal(x, before[0]) and torch.equal(y, before[1])  # the caller's tensors untouched
 
 
@@ -181,7 +182,7 @@ def test_ctc_with_host_labels_pads_on_the_device(device_route, monkeypatch):
     host = _inputs("mixed")
     t_off, l_off = (_offsets(a) for a in CASES["mixed"])
     want = F.warpctc(lt.LoDTensor(host[0], [t_off]), lt.LoDTensor(host[1], [l_off]))
-    monkeypatch.setattr(torch_arrays, "np", _Refusing(np, "repeat"))
+    monkeypatch.setattr(torch_ctc, "np", _Refusing(np, "repeat"))
     reads = count_reads(monkeypatch, get_backend("torch"))
     got = F.warpctc(lt.LoDTensor(torch.tensor(host[0], device=device_route), [t_off]),
                     lt.LoDTensor(host[1], [l_off]))
@@ -197,7 +198,7 @@ def test_ctc_on_cupy_takes_device_labels(emulated, monkeypatch, case):
     _refuse_host_passes(monkeypatch)
     reads = count_reads(monkeypatch, emulated.be)
     got = F.warpctc(lt.LoDTensor(emulated.array(host[0]), [t_off]), lt.LoDTensor(emulated.array(host[1]), [l_off]))
-    assert reads == ([4] if l_off[-1] else []), reads
+    assert reads == ([5] if l_off[-1] else []), reads
     np.testing.assert_array_equal(emulated.numpy(got), want)  # the same recursion, on the same ids
 
 
@@ -209,4 +210,4 @@ def test_ctc_on_cupy_refuses_device_labels_out_of_range(emulated, monkeypatch):
     reads = count_reads(monkeypatch, emulated.be)
     with pytest.raises(ValueError, match=rf"^warpctc\(\): label ids must be in \[0, {C}\), got 1\.\.{C}$"):
         F.warpctc(lt.LoDTensor(emulated.array(scores), [t_off]), lt.LoDTensor(emulated.array(labels), [l_off]))
-    assert reads == [4]
+    assert reads == [5]

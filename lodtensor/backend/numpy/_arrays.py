@@ -292,7 +292,7 @@ class ArrayKernels:
     def gru(self, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
         return _recurrent.gru(self.xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode)
 
-    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
+    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank, blank_labels=None):
         return _recurrent.ctc_loss(self.xp, logits, input_offsets, labels, label_offsets, blank)
 
     def activation(self, name, x):

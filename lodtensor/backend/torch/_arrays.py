@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F  # noqa: N812 - torch's own spelling
 
 from .._contract import ACTIVATIONS
-from . import _recurrent
+from . import _ctc, _recurrent
 
 __all__ = ["TorchArrayKernels", "torch_dtype"]
 
@@ -249,31 +249,12 @@ class TorchArrayKernels:
     def gru(self, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode):
         return _recurrent.gru(x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, origin_mode)
 
-    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank):
+    def ctc_loss(self, logits, input_offsets, labels, label_offsets, blank, blank_labels=None):
         """``torch.nn.functional.ctc_loss`` of the sequences, padded time-major by one gather whose index is
         made on ``logits``' device from the per-sequence starts and lengths; device ``labels`` are its
-        targets as they are (host ones copied there), the lengths host tensors (torch reads them there)."""
-        torch = self.torch
-        if logits.dtype in (torch.float16, torch.bfloat16):  # torch's ctc_loss has no half kernels: float32
-            return self.ctc_loss(logits.float(), input_offsets, labels, label_offsets, blank).to(logits.dtype)
-        t_len, l_len = np.diff(input_offsets), np.diff(label_offsets)
-        n, tmax, total = t_len.size, int(t_len.max(initial=0)), int(input_offsets[-1])
-        if tmax == 0:  # no input rows at all (torch's ctc_loss refuses empty log_probs): 0, or inf for a label
-            empty = torch.from_numpy(np.where(l_len == 0, 0.0, np.inf)).to(logits.device, logits.dtype)
-            return empty + logits.sum() * 0  # still on the logits' graph
-        # slot (t, s) of the padded [tmax, n]: row starts[s] + t while t < t_len[s], else row ``total`` (a zero row)
-        per_seq = self.from_host(np.stack([input_offsets[:-1], t_len]).astype(np.int64), like=logits)
-        step = torch.arange(tmax, device=logits.device).unsqueeze(1)
-        index = torch.where(step < per_seq[1], per_seq[0] + step, total).reshape(-1)
-        log_probs = torch.log_softmax(logits, dim=1)
-        rows = torch.cat([log_probs, log_probs.new_zeros((1, logits.shape[1]))])
-        padded = rows.index_select(0, index).reshape(tmax, n, -1)
-        if isinstance(labels, torch.Tensor):
-            targets = labels.to(logits.device, torch.int64)
-        else:
-            targets = self.from_host(np.ascontiguousarray(labels, dtype=np.int64), like=logits)
-        return self.F.ctc_loss(padded, targets, torch.from_numpy(t_len), torch.from_numpy(l_len), blank=blank,
-                               reduction="none", zero_infinity=False)
+        targets as they are (host ones copied there), the lengths host tensors (torch reads them there).
+        Labels holding the blank: Paddle's recursion in torch ops (``_ctc.py``)."""
+        return _ctc.ctc_loss(self, logits, input_offsets, labels, label_offsets, blank, blank_labels)
 
     def activation(self, name, x):
         return _ACT[name](x)
