@@ -27,14 +27,22 @@ def main():
             _train(t)
             padded, lengths = S.sequence_pad(t, 0.0)
             S.sequence_unpad(padded, np.asarray(lens))
+    # a plan of two rounds of lt_piece_plan's block (2,048 sequences a round)
+    lens = np.concatenate([rng.integers(0, 9, 2300), [700]])
+    offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
+    host = rng.standard_normal((offsets[-1], 8)).astype(np.float32)
+    for data in (cupy.asarray(host), torch.from_numpy(host).cuda()):
+        t = lt.LoDTensor(data, [offsets])
+        S.sequence_pool(t, "sum")
+        S.sequence_softmax(t)
     # softmax and pools by blocks (sequences of many rows) beside the pieces (a sequence of several),
-    # in both tile orders
+    # in both tile orders; planned by the count kernel and scans
     from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
 
     lens = np.concatenate([rng.integers(30, 300, 64), [0, 2000]])
     offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64).tolist()
-    saved = _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST
-    _tuning.REDUCE_BLOCK_STEPS = 4
+    saved = _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST, _tuning.PLAN_ONE_BLOCK
+    _tuning.REDUCE_BLOCK_STEPS, _tuning.PLAN_ONE_BLOCK = 4, 0
     try:
         for width, first in ((8, False), (128, False), (130, True), (300, False)):
             _tuning.TILES_FIRST = first
@@ -44,7 +52,7 @@ def main():
                 _train(t)
                 S.sequence_pool(t, "max")
     finally:
-        _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST = saved
+        _tuning.REDUCE_BLOCK_STEPS, _tuning.TILES_FIRST, _tuning.PLAN_ONE_BLOCK = saved
     _recurrences(cupy, torch, rng)
     cupy.cuda.Device().synchronize()
     torch.cuda.synchronize()

@@ -1,7 +1,9 @@
 """The host-side launch choices of the CUDA piece kernels, measured side by side (part of bench/gpu.py).
 
 The choices the host makes without recompiling a kernel: whether a LoD keeps its piece plan
-for the next op (``_tuning.CACHE_PLANS``), from what mean sequence length softmax goes by blocks
+for the next op (``_tuning.CACHE_PLANS``), whether a plan of few sequences is one launch
+(``_tuning.PLAN_ONE_BLOCK``: timed where the plan is made every call, on a training-sized batch),
+from what mean sequence length softmax goes by blocks
 (``_tuning.SOFTMAX_BLOCK_STEPS``; 0: three passes always), in which order blocks cover the column
 tiles of wide rows (``_tuning.TILES_FIRST``), how many threads a block of the piece kernels has
 (``_tuning.PIECE_THREADS``: a block's warp slots free together), how many blocks the piece kernels launch
@@ -24,6 +26,7 @@ CONFIGS = (
     ("128 steps a piece", {"CHUNK_STEPS": 128}),
     ("512 steps a piece", {"CHUNK_STEPS": 512}),
     ("plan made every call", {"CACHE_PLANS": False}),
+    ("plan made every call by a count kernel and scans", {"CACHE_PLANS": False, "PLAN_ONE_BLOCK": 0}),
     ("64 threads a block", {"PIECE_THREADS": 64}),
     ("128 threads a block", {"PIECE_THREADS": 128}),
     ("tiles first", {"TILES_FIRST": True}),

@@ -446,4 +446,13 @@ def run(report):
             so = torch.from_numpy(soffsets).to(where) if torch is not None else None
             st_cupy = lt.LoDTensor(cupy.asarray(sdata), [soffsets])
             workloads.append((f"skewed D={width}, {slengths.size} sequences", st_cupy, st, so, ops))
+        # a training step's batch: few sequences, where the plan's launches (not its bytes) cost
+        g = np.random.default_rng(5)
+        blengths = g.integers(1, 129, 512)
+        boffsets = _common.offsets_of(blengths)
+        bdata = g.standard_normal((int(boffsets[-1]), 256), dtype=np.float32)
+        bt = torch.from_numpy(bdata).to(where) if torch is not None else None
+        bo = torch.from_numpy(boffsets).to(where) if torch is not None else None
+        workloads.append((f"small batch [{boffsets[-1]}, 256], {blengths.size} sequences",
+                          lt.LoDTensor(cupy.asarray(bdata), [boffsets]), bt, bo, ("sum", "softmax")))
         _gpu_sweep.sweep(report, S, cupy, torch, device, workloads, GPU)

@@ -24,7 +24,7 @@ from lodtensor.backend.cupy import cuda as kernels
 from . import cupy_stub
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_COOPERATIVE = ("lt_segment_", "lt_softmax_", "lt_extreme_", "lt_unpad")  # shuffles, ballots, barriers
+_COOPERATIVE = ("lt_segment_", "lt_softmax_", "lt_extreme_", "lt_unpad", "lt_piece_plan")  # shuffles, ballots, barriers
 
 
 def _names():

@@ -193,4 +193,4 @@ def test_a_uniform_batch_of_long_sequences_goes_by_blocks_alone(emulated, monkey
     emulated.stub.launches.clear()
     got = emulated.numpy(emulated.be.segment_max(data, off, empty=0))
     np.testing.assert_array_equal(got, get_backend("numpy").segment_max(host, offsets, empty=0))
-    assert _kinds(emulated) == ["lt_piece_counts", "lt_segment_reduce_block"]
+    assert _kinds(emulated) == ["lt_piece_plan", "lt_segment_reduce_block"]

@@ -165,21 +165,21 @@ def test_valid_lods_do_launch(stub):
     assert type(t.data).__module__ == "cupy" and t.backend.name == "cupy"
     S.sequence_pool(t, "max")
     # rows of 12 bytes are narrow: sequences of a few rows go one per thread, longer ones by pieces
-    assert _launched(stub) == ["lt_piece_counts", kernels.kernel_name("reduce_short", op="max", dtype="float32"),
+    assert _launched(stub) == ["lt_piece_plan", kernels.kernel_name("reduce_short", op="max", dtype="float32"),
                                kernels.kernel_name("reduce", op="max", dtype="float32")]
     name, grid, block, args = stub.launches[-1]
     assert block == (kernels.BLOCK,) and grid[1] == 1  # width 3: one column tile
     assert args[-6:-3] == (np.int64(3), np.int32(2), np.int64(kernels.CHUNK_STEPS * 8))  # D, log2cw, chunk
     stub.launches.clear()
     S.sequence_softmax(lt.LoDTensor(_data(stub, 5, 1)[:, 0].copy(), [[0, 2, 2, 5]]))
-    assert _launched(stub) == ["lt_piece_counts", "lt_softmax_short<float, float>", "lt_softmax_stats<float, float, 1>",
+    assert _launched(stub) == ["lt_piece_plan", "lt_softmax_short<float, float>", "lt_softmax_stats<float, float, 1>",
                                "lt_softmax_apply<float, float, 1>"]
     stub.launches.clear()
     padded, _ = t.to_padded(pad_value=-1.0)
     assert _launched(stub) == ["lt_pad<unsigned int>"] and padded.shape == (3, 3, 3)
     stub.launches.clear()
     lt.from_padded(stub.asarray(np.zeros((2, 4, 2), np.float64)), [1, 3])
-    assert _launched(stub) == ["lt_piece_counts", "lt_unpad<unsigned long long>"]
+    assert _launched(stub) == ["lt_piece_plan", "lt_unpad<unsigned long long>"]
 
 
 def test_long_sequences_take_the_combine_pass(stub):
@@ -188,7 +188,7 @@ def test_long_sequences_take_the_combine_pass(stub):
     rows = chunk * 3 + 5
     t = lt.LoDTensor(stub.asarray(np.ones(rows, np.float64)), [[0, 1, 1, rows]])
     S.sequence_pool(t, "sum")
-    assert _launched(stub) == ["lt_piece_counts", "lt_segment_reduce_short<0, double, double>",
+    assert _launched(stub) == ["lt_piece_plan", "lt_segment_reduce_short<0, double, double>",
                                "lt_segment_reduce<0, double, double, 1>", "lt_segment_combine<0, double>"]
     _, grid, _, args = stub.launches[2]
     partial = args[4]
@@ -209,4 +209,4 @@ def test_every_entry_point_accepts_valid_lods(stub, lens):
         call()
     launched = set(_launched(stub))
     # only from_padded moves data
-    assert launched <= {"lt_piece_counts"} | {f"lt_unpad<{w}>" for w in kernels.WORDS.values()}, launched
+    assert launched <= {"lt_piece_plan"} | {f"lt_unpad<{w}>" for w in kernels.WORDS.values()}, launched

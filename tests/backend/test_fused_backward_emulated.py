@@ -90,13 +90,13 @@ def test_the_routes_each_launch_what_they_should(emulated, monkeypatch):
     g, y = _inputs(rng, lens, 128, "float32")
     got, offsets = _grad(emulated, g, y, lens)
     np.testing.assert_allclose(got, _want(g, y, offsets), rtol=1e-4, atol=1e-6)
-    assert _kinds(emulated) == ["lt_piece_counts", "lt_softmax_grad_block"]
+    assert _kinds(emulated) == ["lt_piece_plan", "lt_softmax_grad_block"]
 
     lens[4] = 700  # three pieces
     g, y = _inputs(rng, lens, 128, "float32")
     got, offsets = _grad(emulated, g, y, lens)
     np.testing.assert_allclose(got, _want(g, y, offsets), rtol=1e-4, atol=1e-6)
-    assert _kinds(emulated) == ["lt_piece_counts", "lt_softmax_grad_block", "lt_segment_dot", "lt_segment_combine",
+    assert _kinds(emulated) == ["lt_piece_plan", "lt_softmax_grad_block", "lt_segment_dot", "lt_segment_combine",
                                 "lt_softmax_grad_apply"]
     assert "lt_segment_dot<float, 4>" in {name for name, *_ in emulated.stub.launches}
 
@@ -178,8 +178,8 @@ def test_extreme_routes_each_launch_what_they_should(emulated, monkeypatch):
     monkeypatch.setattr(_tuning, "SOFTMAX_BLOCK_STEPS", 4)
     rng = np.random.default_rng(9)
     lens = rng.integers(40, 200, size=9)
-    for long, kinds in ((None, ["lt_piece_counts", "lt_extreme_grad_block"]),
-                        (700, ["lt_piece_counts", "lt_extreme_grad_block", "lt_segment_hits", "lt_segment_combine",
+    for long, kinds in ((None, ["lt_piece_plan", "lt_extreme_grad_block"]),
+                        (700, ["lt_piece_plan", "lt_extreme_grad_block", "lt_segment_hits", "lt_segment_combine",
                                "lt_extreme_grad_apply"])):
         if long:
             lens[4] = long

@@ -161,7 +161,9 @@ def _layout(rows, width, n, pack, short_max, longest, *tuning):
 
 
 def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
-    """Device prefix sums of the pieces (see segment.cu): a count kernel and three 1-d scans, no sync.
+    """Device prefix sums of the pieces (see segment.cu), no sync: for fewer than
+    ``_tuning.PLAN_ONE_BLOCK`` sequences one launch (``lt_piece_plan``), else a count kernel and three
+    1-d scans.
 
     (One scan per third of the counts, each over one contiguous run: a scan along an axis of a
     ``(3, n + 1)`` array is far slower for millions of sequences.) Where ``owner`` (the offsets as
@@ -178,13 +180,15 @@ def plan(xp, offsets, n, chunk, short_max=-1, owner=None):
         hit = _PLANS.get(key)
         if hit is not None and hit[0]() is owner:
             return hit[1]
-    counts = xp.empty(3 * (n + 1), dtype=np.int64)
-    kernel(xp, "segment", "lt_piece_counts")(
-        (blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,),
-        (offsets, np.int64(n), np.int64(chunk), np.int64(short_max), counts))
     out = xp.empty(3 * (n + 1), dtype=np.int64)
-    for k in range(3):
-        xp.cumsum(counts[k * (n + 1) : (k + 1) * (n + 1)], out=out[k * (n + 1) : (k + 1) * (n + 1)])
+    sizes = (offsets, np.int64(n), np.int64(chunk), np.int64(short_max))
+    if n < _tuning.PLAN_ONE_BLOCK:  # one launch: the counts and their scans by one block
+        kernel(xp, "segment", "lt_piece_plan")((1,), (_cuda.BLOCK,), (*sizes, out))
+    else:
+        counts = xp.empty(3 * (n + 1), dtype=np.int64)
+        kernel(xp, "segment", "lt_piece_counts")((blocks(n + 1, _cuda.BLOCK, 4096),), (_cuda.BLOCK,), (*sizes, counts))
+        for k in range(3):
+            xp.cumsum(counts[k * (n + 1) : (k + 1) * (n + 1)], out=out[k * (n + 1) : (k + 1) * (n + 1)])
     if key is not None:
         _PLANS[key] = (weakref.ref(owner, lambda _ref, key=key, plans=_PLANS: plans.pop(key, None)), out)
     return out

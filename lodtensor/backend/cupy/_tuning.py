@@ -39,6 +39,14 @@ SHORT_ROWS = 32
 #: layout (``_launch.plan``: 24 bytes of device memory per sequence while the LoD lives);
 #: bench/_gpu_sweep.py times both. False: a plan per call, as before 2026-11-26.
 CACHE_PLANS = True
+#: Fewer sequences than this: the plan is one launch of one block (``lt_piece_plan``: the counts and
+#: their three scans, 2,048 sequences a round), not a count kernel and three ``cupy.cumsum`` calls (each
+#: a few launches and allocations of host time). A training step's new LoD of a few thousand sequences
+#: is planned on every call, so its launches, not its bytes, are the plan's cost. 0: the count kernel
+#: and the scans always, as before 2026-11-28. Not yet measured on a device (bench/_gpu_sweep.py times
+#: both: "plan by a count kernel and scans"); the model: a round of the block costs about what one
+#: scan launch does, so up to 8 rounds (16,384 sequences) should cost no more device time.
+PLAN_ONE_BLOCK = 1 << 14
 #: Softmax by blocks (``_launch.segment_softmax``, ``lt_softmax_block``) where the sequences average
 #: at least this many block steps of rows (a block step: 8 warps x 32 / cw rows; 8 rows for float32
 #: D >= 128): the one-piece sequences then cross HBM once each way instead of twice in and once

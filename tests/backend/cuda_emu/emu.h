@@ -74,6 +74,17 @@ template <typename T> inline T __shfl_xor_sync(unsigned, T v, int mask) {
     return out;
 }
 
+template <typename T> inline T __shfl_up_sync(unsigned, T v, unsigned delta) {
+    static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
+    const unsigned t = threadIdx.x, lane = t % 32, src = lane >= delta ? t - delta : t;
+    std::memcpy(&emu::slots[t], &v, sizeof(T));
+    emu::warp_barrier();
+    T out;
+    std::memcpy(&out, &emu::slots[src], sizeof(T));
+    emu::warp_barrier();
+    return out;
+}
+
 inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
 
 inline unsigned __ballot_sync(unsigned, bool pred) {

@@ -135,6 +135,8 @@ def kernel_name(kind, *, op=None, dtype=None, itemsize=None, pack=1):
         return f"lt_{kind}<{WORDS[itemsize]}>"
     if kind == "counts":
         return "lt_piece_counts"
+    if kind == "plan":
+        return "lt_piece_plan"
     if kind in RNN_KERNELS:
         return f"lt_{kind}<{NATIVE[dtype]}>"
     if kind in ("dot", "hits"):
@@ -200,7 +202,7 @@ def name_expressions(module):
 
 
 #: Kernels declared extern "C" (found by their plain name, no name expression).
-EXTERN_C = {"segment": ("lt_piece_counts",), "softmax": (), "dense": (), "rnn": ()}
+EXTERN_C = {"segment": ("lt_piece_counts", "lt_piece_plan"), "softmax": (), "dense": (), "rnn": ()}
 
 
 def include_dir():

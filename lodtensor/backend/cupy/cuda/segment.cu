@@ -61,6 +61,70 @@ lt_piece_counts(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i6
     }
 }
 
+// lt_piece_counts and the inclusive scans of its thirds in one launch, for few sequences
+// (_tuning.PLAN_ONE_BLOCK), where a count kernel and three scans cost more launches than work: one
+// block walks the sequences LT_BLOCK * LT_PLAN_ITEMS at a time, each thread LT_PLAN_ITEMS consecutive
+// ones (summed serially, then counted again to write them), then an exclusive scan of the threads' sums (warp shuffles, then the warps'
+// totals in shared memory); the running totals carry from one round to the next. Launch (1), (LT_BLOCK).
+#define LT_PLAN_ITEMS 8
+__device__ __forceinline__ i64 lt_pieces_of(const i64* __restrict__ off, i64 s, i64 n, i64 chunk, i64 short_max) {
+    if (s < 1 || s > n) return 0;
+    const i64 len = off[s] - off[s - 1];
+    return len <= short_max ? 0 : (len > chunk ? (len + chunk - 1) / chunk : 1);
+}
+
+extern "C" __global__ void __launch_bounds__(LT_BLOCK, LT_MIN_BLOCKS)
+lt_piece_plan(const i64* __restrict__ off, i64 n, i64 chunk, i64 short_max, i64* __restrict__ plan) {
+    __shared__ i64 warp_sums[3][LT_WARPS];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    i64 carry[3] = {0, 0, 0};
+    for (i64 base = 0; base <= n; base += (i64)LT_BLOCK * LT_PLAN_ITEMS) {
+        const i64 first = base + (i64)threadIdx.x * LT_PLAN_ITEMS;
+        i64 sum[3] = {0, 0, 0};
+#pragma unroll
+        for (int j = 0; j < LT_PLAN_ITEMS; ++j) {
+            const i64 p = lt_pieces_of(off, first + j, n, chunk, short_max);
+            sum[0] += p;
+            sum[1] += p > 1 ? p : 0;
+            sum[2] += p > 1 ? 1 : 0;
+        }
+        i64 before[3];
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            i64 v = sum[k];
+#pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const i64 u = __shfl_up_sync(0xffffffffu, v, d);
+                if (lane >= d) v += u;
+            }
+            if (lane == 31) warp_sums[k][warp] = v;
+            before[k] = carry[k] + v - sum[k];
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < 3; ++k) {
+            for (int w = 0; w < LT_WARPS; ++w) {
+                const i64 t = warp_sums[k][w];
+                if (w < warp) before[k] += t;
+                carry[k] += t;
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < LT_PLAN_ITEMS; ++j) {  // the counts again (their offsets now in L1), written scanned
+            const i64 s = first + j, p = lt_pieces_of(off, s, n, chunk, short_max);
+            before[0] += p;
+            before[1] += p > 1 ? p : 0;
+            before[2] += p > 1 ? 1 : 0;
+            if (s <= n) {
+                plan[s] = before[0];
+                plan[n + 1 + s] = before[1];
+                plan[2 * n + 2 + s] = before[2];
+            }
+        }
+        __syncthreads();  // warp_sums is written again in the next round
+    }
+}
+
 // Pass 1: one warp per piece. x is [rows, D] row-major, read as [rows, D / V] packs (with y, by MODE:
 // lt_fold_rows; for LT_HITS y is [n, D], each sequence's row); out is [n, D]; partial [slots, D].
 template <class Op, int MODE, typename T, typename A, int V>
