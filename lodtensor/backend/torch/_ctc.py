@@ -75,10 +75,9 @@ def _paddle_recursion(be, logits, input_offsets, targets, label_offsets, blank):
     logp = torch.cat([logp, logp.new_zeros((1, logp.shape[1]))])
     step = torch.arange(steps, device=dev)[:, None]
     rows = torch.where(step < t_sorted, starts + step, int(input_offsets[-1]))
-    emit = torch.gather(logp[rows], 2, ext.expand(steps, n, width))
+    emit = logp.reshape(-1)[rows[:, :, None] * logp.shape[1] + ext]  # no [steps, n, classes] copy
     never = torch.full((n, width), _NEVER, dtype=torch.float64, device=dev)
-    start = torch.full((n, width), _NEVER, dtype=torch.float64, device=dev)
-    alpha = torch.where((pos < 2) & valid, 0.0, start) + emit[0]
+    alpha = torch.where((pos < 2) & valid, 0.0, never) + emit[0]
     finals = []
     for t in range(steps):
         k = int(counts[t])
