@@ -16,6 +16,7 @@ import os
 import sys
 
 import _common
+import _gpu_sweep
 import numpy as np
 
 import lodtensor as lt
@@ -60,6 +61,8 @@ def _calls(stub, data, offsets):
         "sequence_pool average": op(lambda x: S.sequence_pool(x, "average")),
         "sequence_softmax": op(S.sequence_softmax),
         "sequence_pool sum, a new LoD each call": op(lambda x: S.sequence_pool(x, "sum"), fresh=True),
+        "the same, planned by a count kernel and scans": _gpu_sweep._configured(
+            op(lambda x: S.sequence_pool(x, "sum"), fresh=True), {"PLAN_ONE_BLOCK": 0}),
     }
 
 
