@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
-from ..errors import BackendMismatchError, ShapeError
+from ..errors import BackendMismatchError, DTypeError, ShapeError
 from ._dtypes import torch_name
 from ._structure import same_levels
 from ._tensor import NestedTensor, make, make_view, same_layout
@@ -44,7 +44,7 @@ def check_nested(x, where, name="input"):
 
 def not_implemented(op, nt, allowed="floating point"):
     dtype = nt.dtype
-    return TypeError(
+    return DTypeError(  # (TypeError and RuntimeError: torch raises a NotImplementedError, a RuntimeError)
         f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {allowed} data, got dtype "
         f"{dtype}; cast it first"
     )

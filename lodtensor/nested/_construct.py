@@ -16,7 +16,7 @@ from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
 from ._dispatch import COMPILE_HOOKS, compiling, mark_dynamic
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, check_requires_grad, resolve_dtype
-from ._tensor import NestedTensor, Structure, make
+from ._tensor import NestedTensor, Structure, make, make_view
 
 __all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "is_two_level_list", "from_lists",
            "with_levels"]
@@ -310,6 +310,11 @@ def _convert(nt, dtype, device, layout, where):
     moved = _place(array, device) if (target is None or target == array.dtype) and layout == nt._layout else None
     if moved is array:  # nothing changes: self, as torch's to() (a view stays that view)
         return nt
+    if nt._perm is not None and nt._src is None and layout == nt._layout:  # a transposed view: its storage
+        buffer = nt._buf  # converted, read through the same permutation (torch's to() keeps the view's layout)
+        if target is not None and target != buffer.dtype:
+            buffer = nt.backend.astype(buffer, target)
+        return make_view(_place(buffer, device), nt._st, nt._perm, layout)
     buffer = nt._buffer
     if moved is not None and buffer is array:  # (the storage is the buffer: moved once)
         return make(moved, nt._struct, layout)

@@ -73,7 +73,9 @@ class Conversions:
                 dtype = arg
             else:
                 device = arg
-        out = as_nested_tensor(self, dtype=dtype, device=device)
+        out = as_nested_tensor(self, dtype=dtype, device=device)  # (a transposed view stays one: preserve_format)
+        if memory_format is not None and "contiguous" in str(memory_format) and out is not self:  # (as torch)
+            out = out.contiguous()
         return OP_TABLE["clone"](out) if copy and out is self else out
 
     def double(self):

@@ -148,6 +148,8 @@ def flatten(input, start_dim=0, end_dim=-1):
         raise ShapeError(f"flatten() has invalid args: start_dim cannot come after end_dim ({start_dim} > {end_dim})")
     for axis in range(a, b + 1):
         _regular_dim("flatten()", input, axis + 1)
+    if a == b:  # one dim: the input itself, as torch (a dense or nested tensor's ``flatten(d, d)`` is ``self``)
+        return input
     merged = st.sizes[:, a : b + 1].prod(axis=1, keepdims=True)
     return _view(input, _keep(range(a)) + [("merge", a, b)] + _keep(range(b + 1, st.rank)),
                  np.concatenate([st.sizes[:, :a], merged, st.sizes[:, b + 1 :]], axis=1))

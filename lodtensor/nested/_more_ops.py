@@ -12,9 +12,9 @@ import numbers
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested, not_implemented, scalar_like
-from ._dtypes import kind_of
+from ._dtypes import kind_of, torch_name
 from ._pointwise import _inplace, binary, clamp, where, write_into
 from ._registry import OP_TABLE, implements
 from ._tables import ALIASES
@@ -97,9 +97,9 @@ def lerp(input, end, weight):
             return binary("add", input, binary("mul", diff, w))
         return binary("sub", end, binary("mul", diff, 1 - w))
     low = binary("add", input, binary("mul", diff, weight))
-    high = binary("sub", end, binary("mul", diff, binary("sub", 1, weight)))
-    small = binary("lt", weight.abs() if isinstance(weight, NestedTensor) else abs(weight), 0.5)
-    return where(small, low, high)
+    nested = isinstance(weight, NestedTensor)  # (a dense weight: its own library's operators, no nested operand)
+    high = binary("sub", end, binary("mul", diff, binary("sub", 1, weight) if nested else 1 - weight))
+    return where(binary("lt", weight.abs(), 0.5) if nested else abs(weight) < 0.5, low, high)
 
 
 def float_power(input, exponent):
@@ -147,9 +147,11 @@ def _integer_binary(name):
                 if dtype is not None
                 else ("b" if isinstance(x, bool) else "i" if isinstance(x, numbers.Integral) else "f")
             )
+            if kind not in "iu" and dtype is not None:  # (torch: a NotImplementedError, a RuntimeError)
+                raise DTypeError(f'"{name}_cpu" not implemented for \'{torch_name(dtype)}\': {name}() needs '
+                                 f'integer data, got dtype {dtype}')
             if kind not in "iu":
-                what = f"'{dtype}'" if dtype is not None else type(x).__name__
-                raise TypeError(f'"{name}_cpu" not implemented for {what}: {name}() needs integer data')
+                raise TypeError(f'"{name}_cpu" not implemented for {type(x).__name__}: {name}() needs integer data')
         return binary(name, input, other)
 
     op.__name__ = op.__qualname__ = name

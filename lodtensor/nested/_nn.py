@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ..backend import backend_name_of, get_backend
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested, not_implemented, same_backend
 from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
@@ -163,10 +163,8 @@ def _check_weight(where, nt, weight, bias):
     dtype = nt._array().dtype
     for name, arr in (("weight", weight), ("bias", bias)):
         if arr is not None and arr.dtype != dtype:
-            raise TypeError(
-                f"{where}: expected the nested tensor and {name} to have the same dtype, got "
-                f"{dtype} and {arr.dtype}"
-            )
+            raise DTypeError(f"{where}: expected the nested tensor and {name} to have the same dtype, got "
+                             f"{dtype} and {arr.dtype}")  # (TypeError; torch raises a RuntimeError)
 
 
 def _with_last(st, size):
@@ -249,7 +247,7 @@ def _check_pair(where, a, b, name_b):
         )
     same_backend(where, a._array(), b._array())
     if a._array().dtype != b._array().dtype:
-        raise TypeError(
+        raise DTypeError(  # (torch: a RuntimeError)
             f"{where}: expected both inputs to have the same dtype, got {a._array().dtype} and {b._array().dtype}"
         )
     sa, sb = a._struct.sizes, b._struct.sizes
@@ -291,15 +289,21 @@ def matmul(input, other):
     [[2, 4], [1, 5]]
     """
     where = "matmul"
-    if not isinstance(input, NestedTensor):
-        raise ShapeError(
-            "matmul: Expected both self and other to be nested, but got a non-nested self and nested "
-            "other; a dense @ nested product is not supported"
-        )
+    if not isinstance(input, NestedTensor):  # (D, E) or (B, D, E) @ (B, E, j1): (B, D, j1), as torch's jagged
+        if backend_name_of(input) is not None and input.ndim in (2, 3) and isinstance(other, NestedTensor) and (
+                other._struct.regular == (True, False)):  # layout: (other^T @ input^T)^T
+            swapped = same_backend(where, other._array(), input).swapaxes_view(input, -1, -2)
+            out = OP_TABLE["transpose"](matmul(OP_TABLE["transpose"](other, 1, 2), swapped), 1, 2)
+            return out.contiguous() if input.ndim == 2 else out  # (torch's: values() @, or a padded product)
+        raise ShapeError("matmul: Expected both self and other to be nested, but got a non-nested self and nested "
+                         "other; a dense @ nested product needs other's ragged dim last, (B, E, j1)")
     if not isinstance(other, NestedTensor):
-        if backend_name_of(other) is not None and other.ndim == 3 and input.dim() == 3:
+        dense = backend_name_of(other) is not None
+        if dense and other.ndim == input.dim() >= 3 and all(int(s) == 1 for s in other.shape[:-2]):
+            other = other.reshape(tuple(other.shape[-2:]))  # one matrix for every component: torch broadcasts it
+        if dense and other.ndim == 3 and input.dim() == 3:
             return bmm(input, other)  # a dense (batch, k, m): one matrix per component
-        if backend_name_of(other) is None or other.ndim != 2:
+        if not dense or other.ndim != 2:
             raise ShapeError(
                 f"matmul: Expected both self and other to be nested, but got a nested self and "
                 f"non-nested other of {getattr(other, 'ndim', type(other).__name__)} dims; "

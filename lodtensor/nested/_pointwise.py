@@ -55,7 +55,7 @@ def _bind(name, params, args, kwargs):
 
 
 def _refuse(op, dtype, what):
-    return TypeError(
+    return DTypeError(  # (TypeError and RuntimeError: torch raises a NotImplementedError, a RuntimeError)
         f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {what} data, got dtype {dtype}; "
         f"cast it first"
     )
@@ -76,7 +76,7 @@ def _unary_input(name, rule, nt):
     kind = kind_of(buf.dtype)
     if rule in ("int", "fpi") and kind == "b":
         if name in _BOOL_REFUSALS:
-            raise TypeError(_BOOL_REFUSALS[name])
+            raise DTypeError(_BOOL_REFUSALS[name])  # (torch: a RuntimeError)
         raise _refuse(name, buf.dtype, "numeric (not bool)")
     if rule == "fp" and kind not in "fc":
         raise _refuse(name, buf.dtype, "floating point")
@@ -214,21 +214,10 @@ def binary(name, a, b, **kwargs):
     if not scalar_ok and any(isinstance(x, (bool, numbers.Number, np.generic)) for x in (a, b)):
         which, bad = ("input", a) if isinstance(a, (bool, numbers.Number, np.generic)) else ("other", b)
         raise TypeError(f"{name}(): argument '{which}' must be Tensor, not {type(bad).__name__}")
-    kinds = [
-        kind_of(x.dtype)
-        if hasattr(x, "dtype")
-        else "b"
-        if isinstance(x, bool)
-        else "f"
-        if isinstance(x, float)
-        else "i"
-        for x in arrays
-    ]
-    if (
-        name in _NO_BOOL
-        and all(k == "b" for k in kinds)
-        and (name != "pow" or all(hasattr(x, "dtype") for x in arrays))
-    ):
+    kinds = [kind_of(x.dtype) if hasattr(x, "dtype") else "b" if isinstance(x, bool) else
+             "f" if isinstance(x, float) else "i" for x in arrays]
+    if name in _NO_BOOL and all(k == "b" for k in kinds) and (name != "pow" or all(hasattr(x, "dtype")
+                                                                                  for x in arrays)):
         raise _refuse(f"{name}_cpu", np.dtype(bool), "numeric (not bool)")
     if rule == "fp" and all(k in "biu" for k in kinds):
         raise _refuse(name, a.dtype if isinstance(a, NestedTensor) else b.dtype, "floating point")
@@ -247,10 +236,10 @@ def _refuse_bool_sub(operands):
     """torch refuses a subtraction with any bool operand (a Python bool too)."""
     bools = [isinstance(x, (bool, np.bool_)) or kind_of(getattr(x, "dtype", "f")) == "b" for x in operands]
     if all(bools):
-        raise TypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+        raise DTypeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                         "`logical_xor()` operator instead.")
     if any(bools):
-        raise TypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
+        raise DTypeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying to "
                         "invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
@@ -351,20 +340,24 @@ def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
     if min is None and max is None:
         raise ShapeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     out = input
-    if min is not None:
-        out = binary("maximum", out, min) if scalar_like(min) is None else _clamp_scalar(out, min, None)
-    if max is not None:
-        out = binary("minimum", out, max) if scalar_like(max) is None else _clamp_scalar(out, None, max)
+    for bound, side in ((min, "min"), (max, "max")):
+        if bound is not None:
+            out = _clamp_one(out, bound, side)
     return out
 
 
-def _clamp_scalar(nt, lo, hi):
+def _clamp_one(nt, bound, side):
+    """``clamp`` to one bound, a scalar or a tensor (nested or dense, aligned with ``nt``), by the library's own
+    clamp: its gradient is torch's (a value equal to the bound passes it to ``nt``; ``maximum`` splits it)."""
+    scalar = scalar_like(bound) is not None
+    aligned = None if scalar else align("clamp", (nt, bound), names=("input", side))
     be = nt.backend
-    buf = nt._buf
+    x, b = (nt._buf, bound) if scalar else aligned.arrays
     if not be.follows_torch_promotion:
-        dtype = promote(buf.dtype, lo if hi is None else hi)
-        buf = be.astype(buf, dtype)
-    return _wrap(nt, be.pointwise("clamp", "clamp", buf, lo, hi))
+        dtype = _binary_dtype("promote", [x, b])
+        x, b = _cast(be, x, dtype), (b if scalar else _cast(be, b, dtype))
+    out = be.pointwise("clamp", "clamp", x, *((b, None) if side == "min" else (None, b)))
+    return _wrap(nt, out) if scalar else aligned.wrap(out)
 
 
 def _history_safe(input, args):

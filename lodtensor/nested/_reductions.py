@@ -17,7 +17,7 @@ import numpy as np
 
 from .._dense import pad_level
 from ..backend import dtype_name
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
 from ._grouped import map_components
@@ -83,12 +83,12 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         buf = ops.astype(buf, resolve_dtype(dtype, be.name))
     k = kind_of(buf.dtype)
     if kind in ("argmax", "argmin") and k == "b":
-        raise TypeError(f"{kind}(): does not support bool input")
+        raise DTypeError(f"{kind}(): does not support bool input")  # (torch: a RuntimeError)
     if kind in ("sum", "prod") and k in "biu" and dtype is None:
         buf = ops.astype(buf, resolve_dtype(np.int64, be.name))  # torch: integer sums and products are int64
     if kind == "mean" and k not in "fc":
         if not _over_ragged(input._struct, dim):
-            raise TypeError(
+            raise DTypeError(  # (TypeError and RuntimeError: torch raises a RuntimeError)
                 f"mean(): could not infer output dtype. Input dtype must be either a floating point or complex "
                 f"dtype. Got: {torch_name(buf.dtype)}"
             )
@@ -160,7 +160,7 @@ def _reduce_several(where, kind, input, buf, dims, keepdim):
     ds = sorted({op_dim(input, d, where) for d in dims}, reverse=True)  # (a dim named twice counts once)
     st = input._struct
     ragged = [a + 1 for a, r in enumerate(st.regular) if not r]
-    if kind not in ("sum", "mean", "amax", "amin") or not ds:
+    if kind not in ("sum", "mean", "amax", "amin", "any", "all") or not ds:
         raise ShapeError(
             f"{where}: reducing along several dims at once is not supported for nested tensors "
             f"(got dim={tuple(dims)!r}); reduce one dim at a time"

@@ -23,7 +23,7 @@ from ._nn import segments_along
 from ._permute import compose
 from ._registry import implements
 from ._structure import dropped_jag, one_level, op_dim
-from ._symbolic import keep_ragged
+from ._symbolic import keep_ragged, row_inferred
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 from ._views import aliased, component, padded_permuted, regrouped, viewed, window, with_perm
 
@@ -44,6 +44,7 @@ def _new_sizes(where, nt, shape):
             f"reshape: For now nested reshape cannot change or infer the implicit batch dimension: "
             f"shape[0] must be {st.n} (the number of components), got {list(shape)}"
         )
+    shape = row_inferred(nt, shape) or shape  # torch's jagged layout: a -1 past the ragged dim is inferred
     new = np.empty((st.n, len(shape) - 1), dtype=np.int64)
     for j, size in enumerate(shape[1:], start=1):
         axis = j - 1
@@ -157,7 +158,7 @@ def reshape_as(input, other):
             f"reshape_as(): shape {b.sizes[i].tolist()} is invalid for input of size "
             f"{int(a.offsets[i + 1] - a.offsets[i])} (component {i})"
         )
-    return make(input._buffer, b, input._layout)
+    return make(aliased(input._buffer), b, input._layout)  # a view (never the input's leaf itself), as torch's
 
 
 # -- transpose / select -----------------------------------------------------------------------

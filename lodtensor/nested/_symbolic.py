@@ -176,6 +176,21 @@ def keep_ragged(where, nt, shape, offset=0):
     return tuple(out)
 
 
+def row_inferred(nt, shape):
+    """``shape`` with its one -1 past the ragged dim 1 inferred from the row size, as torch's jagged ``view``
+    (a dense view of ``values()``), or None where that does not apply (then a -1 keeps that dim's size, as the
+    strided layout's; where both apply they agree: the rows' element count fixes the size)."""
+    st = nt._struct
+    if nt._layout != "jagged" or not st.is_lod or len(shape) < 3 or shape[1] != -1:
+        return None
+    rest = list(shape[2:])
+    known = int(np.prod([s for s in rest if s != -1], dtype=np.int64))
+    if rest.count(-1) != 1 or known <= 0 or int(np.prod(st.tail, dtype=np.int64)) % known:
+        return None
+    rest[rest.index(-1)] = int(np.prod(st.tail, dtype=np.int64)) // known
+    return (*shape[:2], *rest)
+
+
 def _text(shape):
     return f"[{', '.join(str(s) for s in shape)}]"
 
