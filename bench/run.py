@@ -65,6 +65,16 @@ def _print_table(table):
     print(f"   ({table.elapsed:.1f} s)", flush=True)
 
 
+def _torch_threads(restore=None):
+    """torch's intra-op threads (None where torch was never imported); with ``restore``, set them back."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    if restore is not None:
+        torch.set_num_threads(restore)
+    return torch.get_num_threads()
+
+
 def run_module(name):
     module = __import__(name)
     report = _common.Report(name, getattr(module, "TITLE", name))
@@ -72,6 +82,7 @@ def run_module(name):
     report.stream = _print_table
     t0 = time.perf_counter()
     interrupted = False
+    threads = _torch_threads()
     try:
         module.run(report)
     except Interrupted:  # a device call has a time limit: keep the tables measured so far
@@ -79,6 +90,8 @@ def run_module(name):
         report.abandon()
         report.notes.append("stopped at its time limit (BENCH_DEADLINE or SIGTERM): the tables measured by "
                             "then, the last one from its first timing pass")
+    finally:
+        _torch_threads(threads)  # a module that sets torch's threads (per-call costs: one) leaves the next as found
     report.close()
     elapsed = time.perf_counter() - t0
     print(f"\n   {name}: {elapsed:.1f} s")

@@ -99,3 +99,23 @@ def test_the_gpu_trace_script_runs_its_calls_on_the_cpu(monkeypatch, capsys):
                  "torch.segment_reduce sum"):
         assert f"== {name}" in out, out[-2000:]
     assert "LSTMBackward" in out and "GRUBackward" in out and out.rstrip().endswith("trace run: done")
+
+
+def test_a_module_that_sets_torchs_threads_leaves_the_next_as_found(harness, monkeypatch):
+    """bench/overhead.py and bench/gpu_host.py time per-call costs on one torch thread; before, every module
+    after them in the same run (padding, sequence, ...) measured torch on one thread too."""
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    want = 2 if before == 1 else 1
+
+    def body(report):
+        torch.set_num_threads(want)
+        table = report.table("t", "w", reference="x")
+        _timed(table, "x")
+        table.finish()
+
+    try:
+        harness.run_module(_fake(monkeypatch, body))
+        assert torch.get_num_threads() == before
+    finally:
+        torch.set_num_threads(before)
