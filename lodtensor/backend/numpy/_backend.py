@@ -9,7 +9,6 @@ import math
 
 import numpy as np
 
-from ...errors import ShapeError
 from .._contract import Backend
 from .._threads import get_num_threads, run_split, run_together, split_bounds
 from . import _pool, _routes, _tuning, _ufunc
@@ -17,7 +16,7 @@ from ._arrays import ArrayKernels
 from ._chunks import chunk_reduce
 from ._compiled import compiled_reduce
 from ._pieces import pieces_reduce
-from ._util import _PLANS, _as_rows, _cached_plan, _scratch, truncation  # noqa: F401 - _PLANS: tests look there
+from ._util import _PLANS, _as_rows, _cached_plan, _scratch, pad_index, truncation, unpad_mask  # noqa: F401 - _PLANS: tests look there
 
 __all__ = ["NumpyBackend"]
 
@@ -406,17 +405,6 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
         return out
 
     # -- dense <-> flat ----------------------------------------------------------------------
-    def _pad_index(self, offsets, maxlen, *, unpad=False):
-        """Flat position (sequence * maxlen + position) of every row; for ``unpad``, a ShapeError where a
-        sequence is longer than ``maxlen`` (its rows past it were never padded)."""
-        lengths = np.diff(offsets)
-        if unpad and lengths.size and int(lengths.max()) > maxlen:
-            longest = int(lengths.max())
-            raise ShapeError(f"unpad: padded holds {maxlen} rows per sequence (padded.shape[1]), fewer than "
-                             f"the longest sequence of offsets ({longest} rows); expected padded.shape[1] >= {longest}")
-        shift = np.arange(lengths.size, dtype=_INT64) * maxlen - offsets[:-1]
-        return np.arange(int(offsets[-1]), dtype=_INT64) + np.repeat(shift, lengths)
-
     def place_rows(self, data, index, shape, pad_value, *, out=None):
         full = tuple(shape) + tuple(data.shape[1:])
         if out is None:
@@ -449,7 +437,7 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             data, offsets, plan = self.gather(data, cut[0]), cut[1], None
         row_shape = data.shape[1:]
         shape = (n, maxlen) + row_shape
-        index, groups = plan if plan is not None else (self._pad_index(offsets, maxlen), None)
+        index, groups = plan if plan is not None else (pad_index(offsets, maxlen), None)
         zero = _zero_bits(pad_value)
         if out is None and groups is not None and _pool.pools(shape, data.dtype):
             out, tails_done = _pool.empty(shape, data.dtype), False  # tails filled: no page faults
@@ -480,7 +468,9 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
     def unpad(self, padded, offsets, *, plan=None, total=None):
         n, maxlen = padded.shape[:2]
         row_shape = padded.shape[2:]
-        index = plan[0] if plan is not None else self._pad_index(offsets, maxlen, unpad=True)
+        if plan is None and padded.nbytes <= _tuning.UNPAD_MASK_BYTES and not padded.dtype.hasobject:
+            return padded[unpad_mask(offsets, maxlen)]  # small: NumPy's boolean index (no index, no rows view)
+        index = plan[0] if plan is not None else pad_index(offsets, maxlen, unpad=True)
         flat = np.ascontiguousarray(padded).reshape((n * maxlen,) + row_shape)
         out = _pool.empty((index.size,) + row_shape, padded.dtype)
         src, dst = _as_rows(flat), _as_rows(out)

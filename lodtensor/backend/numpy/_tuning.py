@@ -124,3 +124,7 @@ POOL_DEFAULT_BYTES = 256 << 20
 SCRATCH_KEPT_BYTES = 8 << 20
 #: Bytes of host plans (block plans, CSR matrices, pieces) kept across calls, least recently used out.
 PLAN_CACHE_BYTES = 256 << 20
+#: ``unpad`` of padded data of at most this many bytes without a cached plan: NumPy's boolean index
+#: (``padded[mask]``), where making the row index and the row views cost more than the copy (the
+#: per-call cost of ``from_padded`` on 16 sequences: 17 -> 6 us, bench/overhead.py).
+UNPAD_MASK_BYTES = 256 << 10

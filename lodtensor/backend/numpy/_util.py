@@ -7,6 +7,7 @@ import weakref
 import numpy as np
 
 from ..._cache import ByteLRU, nbytes_of
+from ...errors import ShapeError
 from . import _tuning
 
 __all__ = ["_PLANS", "_cached_plan", "_scratch", "_as_rows", "broadcast_row", "truncation"]
@@ -130,3 +131,36 @@ def truncation(offsets, maxlen):
     kept = np.concatenate([np.zeros(1, np.int64), np.cumsum(keep)])
     rows = np.arange(int(kept[-1]), dtype=np.int64) + np.repeat(offsets[:-1] - kept[:-1], keep)
     return rows, kept
+
+
+def _longest_fits(lengths, maxlen):
+    """A ShapeError where a sequence is longer than ``maxlen`` (its rows past it were never padded)."""
+    if lengths.size and int(lengths.max()) > maxlen:
+        longest = int(lengths.max())
+        raise ShapeError(f"unpad: padded holds {maxlen} rows per sequence (padded.shape[1]), fewer than "
+                         f"the longest sequence of offsets ({longest} rows); expected padded.shape[1] >= {longest}")
+
+
+def pad_index(offsets, maxlen, *, unpad=False):
+    """Flat position (sequence * maxlen + position) of every row; for ``unpad``, a ShapeError where a
+    sequence is longer than ``maxlen``.
+
+    >>> pad_index(np.array([0, 2, 3]), 3).tolist()
+    [0, 1, 3]
+    """
+    lengths = np.diff(offsets)
+    if unpad:
+        _longest_fits(lengths, maxlen)
+    shift = np.arange(lengths.size, dtype=np.int64) * maxlen - offsets[:-1]
+    return np.arange(int(offsets[-1]), dtype=np.int64) + np.repeat(shift, lengths)
+
+
+def unpad_mask(offsets, maxlen):
+    """``[n, maxlen]`` bool: which padded slots hold rows (the ShapeError of :func:`pad_index` first).
+
+    >>> unpad_mask(np.array([0, 2, 3]), 3).astype(int).tolist()
+    [[1, 1, 0], [1, 0, 0]]
+    """
+    lengths = np.diff(offsets)
+    _longest_fits(lengths, maxlen)
+    return np.arange(maxlen) < lengths[:, None]
