@@ -63,26 +63,27 @@ inline float __int_as_float(int v) { float f; std::memcpy(&f, &v, 4); return f; 
 inline double __longlong_as_double(long long v) { double d; std::memcpy(&d, &v, 8); return d; }
 template <typename T> inline T __ldg(const T* p) { return *p; }
 
-template <typename T> inline T __shfl_xor_sync(unsigned, T v, int mask) {
+namespace emu {
+// Every lane of the warp posts v; each reads the value of lane ``src`` (a thread index in the block).
+template <typename T> inline T shuffle_from(T v, unsigned src) {
     static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
-    const unsigned t = threadIdx.x, warp = t / 32, src = warp * 32 + ((t % 32) ^ mask);
-    std::memcpy(&emu::slots[t], &v, sizeof(T));
-    emu::warp_barrier();
+    std::memcpy(&slots[threadIdx.x], &v, sizeof(T));
+    warp_barrier();
     T out;
-    std::memcpy(&out, &emu::slots[src], sizeof(T));
-    emu::warp_barrier();
+    std::memcpy(&out, &slots[src], sizeof(T));
+    warp_barrier();
     return out;
+}
+}  // namespace emu
+
+template <typename T> inline T __shfl_xor_sync(unsigned, T v, int mask) {
+    const unsigned t = threadIdx.x;
+    return emu::shuffle_from(v, t / 32 * 32 + ((t % 32) ^ mask));
 }
 
 template <typename T> inline T __shfl_up_sync(unsigned, T v, unsigned delta) {
-    static_assert(sizeof(T) <= 8, "shuffle of more than 8 bytes");
-    const unsigned t = threadIdx.x, lane = t % 32, src = lane >= delta ? t - delta : t;
-    std::memcpy(&emu::slots[t], &v, sizeof(T));
-    emu::warp_barrier();
-    T out;
-    std::memcpy(&out, &emu::slots[src], sizeof(T));
-    emu::warp_barrier();
-    return out;
+    const unsigned t = threadIdx.x;
+    return emu::shuffle_from(v, t % 32 >= delta ? t - delta : t);
 }
 
 inline int __clz(unsigned v) { return v ? __builtin_clz(v) : 32; }
