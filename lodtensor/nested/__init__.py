@@ -33,6 +33,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _persist,
     _pointwise,
     _reductions,
+    _refused,
     _shape,
     _storage,
     _tables,
@@ -52,12 +53,14 @@ from ._layouts import (
     to_tensor_list,
 )
 from ._nn import bmm, embedding_bag, layer_norm, linear, matmul, softmax
-from ._ops import (
+from ._ops import (  # noqa: F401 - alpha_dropout, feature_alpha_dropout: ln.<name> as native_dropout (not __all__)
+    alpha_dropout,
     clone,
     copy_,
     detach,
     dropout,
     empty_like,
+    feature_alpha_dropout,
     fill_,
     full_like,
     masked_fill,
@@ -76,9 +79,10 @@ from ._storage import native_dropout  # noqa: F401 - ln.native_dropout (torch.na
 from ._symbolic import RaggedSize, Size
 from ._tensor import NestedTensor, attach_ops
 
-#: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks)
+#: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks, or
+#: torch.Tensor has no such method either: native_dropout, alpha_dropout, feature_alpha_dropout)
 _NOT_METHODS = {"array_ufunc", "rsub", "rdiv", "rpow", "getitem", "where_method", "polygamma_method", "randint_like",
-                "torch_rrelu", "native_dropout"}  # (torch.Tensor has no native_dropout method either)
+                "torch_rrelu", "native_dropout", "alpha_dropout", "feature_alpha_dropout"}
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 _more_ops._method_aliases()
 

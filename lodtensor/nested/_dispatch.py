@@ -13,7 +13,8 @@ import threading
 
 from .._compile import loaded_dynamo
 
-__all__ = ["OP_TABLE", "TORCH_NAMES", "COMPILE_HOOKS", "torch_dispatch", "torch_table", "compiling", "mark_dynamic"]
+__all__ = ["OP_TABLE", "TORCH_NAMES", "REFUSED", "COMPILE_HOOKS", "torch_dispatch", "torch_table", "compiling",
+           "mark_dynamic"]
 
 #: lodtensor op name -> implementation.
 OP_TABLE = {}
@@ -21,6 +22,9 @@ OP_TABLE = {}
 COMPILE_HOOKS = {}
 #: lodtensor op name -> dotted names of the torch callables it implements.
 TORCH_NAMES = {}
+#: ops torch's nested layouts refuse (std, var, norm...): name -> (dotted torch names, the function raising
+#: torch's error); filled by ``_refused``, kept out of OP_TABLE (they are no supported op)
+REFUSED = {}
 _RESOLVED = {}
 _RESOLVE_LOCK = threading.Lock()
 
@@ -36,13 +40,14 @@ def torch_table():
         with _RESOLVE_LOCK:
             if not _RESOLVED:
                 resolved = {}
-                for name, paths in TORCH_NAMES.items():
+                entries = [(paths, OP_TABLE[name]) for name, paths in TORCH_NAMES.items()]
+                for paths, impl in [*entries, *REFUSED.values()]:
                     for path in paths:
                         try:
                             obj = operator.attrgetter(path.partition(".")[2])(torch)
                         except AttributeError:
                             continue  # not in this torch version
-                        resolved[obj] = OP_TABLE[name]
+                        resolved[obj] = impl
                 _RESOLVED.update(resolved)  # one step for the readers, who look without the lock
     return _RESOLVED
 

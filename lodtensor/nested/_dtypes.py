@@ -12,8 +12,9 @@ import sys
 import numpy as np
 
 from ..backend import backend_of, dtype_kind, dtype_name, get_backend
+from ..errors import DTypeError
 
-__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad"]
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -105,6 +106,25 @@ def promote(a, b):
     if cat_a != cat_b and max(cat_a, cat_b) <= 2:
         return a if cat_a > cat_b else b
     return np.result_type(a, b)
+
+
+def check_alpha(operands, alpha):
+    """``add``/``sub``'s ``alpha`` as torch takes it: the result dtype is the operands' alone, ``alpha`` is cast to
+    it (a bool for a bool result: nonzero is True); a bool ``alpha`` needs a bool result, a float one a floating
+    result, a complex one a complex result (torch's ``alpha_check``). Returns ``alpha`` (None stays None)."""
+    if alpha is None:
+        return None
+    if hasattr(alpha, "shape") and not alpha.shape or isinstance(alpha, np.generic):  # a 0-d array: its scalar
+        alpha = alpha.item()
+    kinds = {kind_of(x.dtype) if hasattr(x, "dtype") else "b" if isinstance(x, bool) else
+             "c" if isinstance(x, complex) else "f" if isinstance(x, float) else "i" for x in operands}
+    if isinstance(alpha, bool) and kinds != {"b"}:
+        raise DTypeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and kinds <= set("biu"):
+        raise DTypeError("For integral input tensors, argument alpha must not be a floating point number.")
+    if isinstance(alpha, complex) and "c" not in kinds:
+        raise DTypeError("For non-complex input tensors, argument alpha must not be a complex number.")
+    return bool(alpha) if kinds == {"b"} else alpha
 
 
 def torch_loaded():

@@ -17,6 +17,7 @@ from ._broadcast import check_nested, not_implemented, scalar_like
 from ._dtypes import kind_of, torch_name
 from ._pointwise import _inplace, binary, clamp, where, write_into
 from ._registry import OP_TABLE, implements
+from ._structure import implicit_dim
 from ._tables import ALIASES
 from ._tensor import NestedTensor, _op, make_view
 
@@ -211,6 +212,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     [0.5, 0.5]
     """
     check_nested(input, "softmin()")
+    if dim is None:  # torch's legacy implicit dim, warned about under softmin's name
+        dim = implicit_dim("softmin", input.dim())
     return OP_TABLE["softmax"](OP_TABLE["neg"](input), dim, dtype=dtype)
 
 

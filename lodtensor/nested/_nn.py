@@ -18,7 +18,7 @@ from ._construct import as_nested_tensor
 from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
 from ._registry import OP_TABLE, implements
-from ._structure import op_dim
+from ._structure import implicit_dim, op_dim
 from ._tensor import NestedTensor, make, normalize_dim
 from ._whole_norm import covers_components, whole_layer_norm
 
@@ -48,7 +48,7 @@ def segments_along(struct, axis):
 def softmax_like(name, input, dim, dtype, dim0_error, segments):
     """``softmax`` or ``log_softmax`` (op ``name``, also the backend's dense function) along ``dim``.
 
-    Checks the arguments (``dim`` given and not 0, ``dim0_error`` being torch's
+    Checks the arguments (``dim`` not 0, torch's implicit one if None; ``dim0_error`` being torch's
     message for dim 0; the buffer, cast to ``dtype`` when given, floating),
     then: a dense call over a regular trailing dim; ``segments(be, x, offsets,
     rows)`` over a ragged dim with regular dims after it (``x`` the buffer as
@@ -56,8 +56,8 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
     one dense call per group of equal component shapes.
     """
     check_nested(input, f"{name}()")
-    if dim is None:
-        raise TypeError(f"{name}(): dim must be given for a nested tensor (any dim but 0)")
+    if dim is None:  # torch's legacy implicit dim (1 or the batch dim 0), with its warning
+        dim = implicit_dim(name, input.dim())
     if not input._st.outer and normalize_dim(dim, input.dim()) == 0:
         raise ShapeError(dim0_error)
     d = op_dim(input, dim, f"{name}()")

@@ -20,7 +20,8 @@ from ._tensor import NestedTensor, make, make_view
 from ._views import compact, fill_target, rebase, write_back
 
 __all__ = [
-    "masked_fill", "dropout", "clone", "detach", "empty_like", "zeros_like", "randn_like", "ones_like",
+    "masked_fill", "dropout", "alpha_dropout", "feature_alpha_dropout",
+    "clone", "detach", "empty_like", "zeros_like", "randn_like", "ones_like",
     "full_like", "rand_like", "fill_", "zero_", "copy_", "masked_fill_",
 ]  # fmt: skip
 
@@ -95,25 +96,94 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when training).
 
     NumPy data draws from NumPy's global random state (``np.random.seed``
-    applies), torch data from torch's. ``training=False`` returns ``input``.
+    applies), torch data from torch's. With ``training=False`` or ``p=0`` (and not ``inplace``) the jagged
+    layout gives a copy, on the autograd graph (torch's jagged dropout is ``native_dropout``, which copies),
+    the strided layout ``input`` itself.
 
     >>> import lodtensor.nested as ln
     >>> ln.dropout(ln.nested_tensor([[1.0, 2.0], [3.0]]), p=0.5, training=False).to_tensor_list()[1].tolist()
     [3.0]
     """
     check_nested(input, "dropout()")
-    if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
-        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}", argument="p", value=p)
+    _check_p(p)
     if not training:  # any dtype, as torch's
-        return input
+        return _kept(input, inplace)
     if kind_of(input._array().dtype) not in "fc":
         raise not_implemented("dropout", input)
     if p == 0:
-        return input
+        return _kept(input, inplace)
     if inplace and (input._perm is not None or input._src is not None):  # a view: its _buffer is no storage,
         return write_into(input, dropout(input, p, training), "dropout(inplace=True)")  # so written through
     out = input.backend.dropout(input._buffer, p, inplace)
     return input if inplace else make(out, input._struct, input._layout)
+
+
+#: SELU's saturation ``-alpha`` is the value alpha_dropout drops to (torch's constant, ATen Dropout.cpp)
+_SELU_ALPHA = 1.7580993408473766
+
+
+@implements("alpha_dropout", _F + "alpha_dropout", "torch.alpha_dropout")
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """torch's ``alpha_dropout``, for SELU networks: training, each element is kept with probability ``1 - p``
+    else set to SELU's saturation ``-alpha``, then all go through the affine map ``a * v + alpha * a * p``,
+    ``a = ((alpha**2 * p + 1) * (1 - p)) ** -0.5``, which keeps zero mean and unit variance (``p=1``: zeros).
+    ``training=False`` or ``p=0`` returns ``input`` itself (as torch's, on both layouts).
+
+    torch 2.13's nested layouts refuse training mode (``bernoulli_``); here it is torch's dense formula on the
+    buffer. NumPy data draws from NumPy's global random state, torch data from torch's.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> ln.alpha_dropout(nt, 0.5, training=False) is nt
+    True
+    >>> ln.alpha_dropout(nt, 1.0, training=True).to_tensor_list()[0].tolist()
+    [0.0, 0.0]
+    """
+    check_nested(input, "alpha_dropout()")
+    _check_p(p)
+    if not training or p == 0:  # any dtype, as torch's
+        return input
+    if kind_of(input._array().dtype) not in "fc":
+        raise not_implemented("alpha_dropout", input)
+    buf = input._buffer
+    be = input.backend
+    if p == 1:
+        out = buf * 0
+    else:
+        a = ((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p)) ** -0.5
+        keep = be.astype(be.keep_mask(tuple(buf.shape), p, buf), buf.dtype)
+        out = buf * (keep * a) + ((keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p)
+    out = make(out, input._struct, input._layout)
+    return write_into(input, out, "alpha_dropout(inplace=True)") if inplace else out
+
+
+@implements("feature_alpha_dropout", _F + "feature_alpha_dropout", "torch.feature_alpha_dropout")
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """``training=False`` or ``p=0``: ``input`` itself, as torch's. Training is refused, as torch 2.13's nested
+    layouts refuse it (``NotImplementedError``, a ``RuntimeError``): its noise is one draw per channel.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1.0, 2.0], [3.0]])
+    >>> ln.feature_alpha_dropout(nt, 0.5, training=False) is nt
+    True
+    """
+    check_nested(input, "feature_alpha_dropout()")
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    raise NotImplementedError("feature_alpha_dropout() in training mode is not supported for a nested tensor "
+                              "(torch 2.13's nested layouts refuse it too); use alpha_dropout() for one draw per "
+                              "element, or training=False")
+
+
+def _check_p(p):
+    if not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+        raise ArgumentError(f"dropout probability has to be between 0 and 1, but got {p}", argument="p", value=p)
+
+
+def _kept(input, inplace):
+    """dropout's result when nothing is dropped: ``input`` in place or on the strided layout; else a copy."""
+    return input if inplace or input._layout != "jagged" else clone(input)
 
 
 @implements("clone", "torch.clone", _T + "clone")

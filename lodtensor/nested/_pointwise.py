@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
 from ._broadcast import align, check_nested, scalar_like
-from ._dtypes import _CATEGORY, DEFAULT_FLOAT, kind_of, promote, torch_name
+from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
 from ._tables import _SPECS, ALIASES, BINARY, UNARY
 from ._tensor import NestedTensor, make_view, same_layout
@@ -259,10 +259,13 @@ def _make_binary(name):
     return op
 
 
-def _scaled(other, alpha):
+def _scaled(input, other, alpha):
+    alpha = check_alpha((input, other), alpha)  # (bool operands: a bool alpha, so the result stays bool)
     if alpha is None or alpha == 1:
         return other
-    return binary("mul", other, alpha) if isinstance(other, NestedTensor) else other * alpha
+    if isinstance(other, NestedTensor):
+        return binary("mul", other, alpha)
+    return other and alpha if isinstance(other, bool) else other * alpha  # (a bool times a bool is an int)
 
 
 def add(input, other, *, alpha=1):
@@ -276,7 +279,7 @@ def add(input, other, *, alpha=1):
     >>> (nt + nt).to_padded_tensor(0).tolist()
     [[2, 4], [6, 0]]
     """
-    return binary("add", input, _scaled(other, alpha))
+    return binary("add", input, _scaled(input, other, alpha))
 
 
 def sub(input, other, *, alpha=1):
@@ -287,7 +290,7 @@ def sub(input, other, *, alpha=1):
     [array([0, 1]), array([2])]
     """
     _refuse_bool_sub((input, other))  # before alpha scales a bool ``other`` to integers
-    return binary("sub", input, _scaled(other, alpha))
+    return binary("sub", input, _scaled(input, other, alpha))
 
 
 def div(input, other, *, rounding_mode=None):

@@ -1,5 +1,7 @@
 """The size table of a nested tensor (``Structure``) and the dim checks shared by its ops."""
 
+import warnings
+
 import numpy as np
 
 from .._validate import _integer_array
@@ -8,8 +10,8 @@ from ..errors import ShapeError
 from ..lod import LoD
 from ._symbolic import ragged_size
 
-__all__ = ["Structure", "normalize_dim", "op_dim", "one_level", "same_levels", "hollow_dims", "moved_jag",
-           "dropped_jag"]
+__all__ = ["Structure", "normalize_dim", "op_dim", "implicit_dim", "one_level", "same_levels", "hollow_dims",
+           "moved_jag", "dropped_jag"]
 
 _INT64 = np.dtype(np.int64)
 _KEEP = object()
@@ -427,6 +429,14 @@ def op_dim(nt, dim, where, extra=0):
             f"ragged dims; the op is defined per sentence (dims {levels + 1} and up): pool the words first"
         )
     return d - levels
+
+
+def implicit_dim(name, ndim, stacklevel=4):
+    """torch's legacy dim for ``softmax``/``log_softmax``/``softmin`` called without one (``F._get_softmax_dim``):
+    0 for 0, 1 or 3 dims, else 1, with its deprecation warning (``name`` the op's)."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X as "
+                  f"an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
 
 
 def one_level(nt, where):
