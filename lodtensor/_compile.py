@@ -26,7 +26,8 @@ import sys
 
 import numpy as np
 
-__all__ = ["HOOKS", "compiling", "mark_rows_dynamic", "eager", "eager_under_compile", "loaded_dynamo", "never"]
+__all__ = ["HOOKS", "compiling", "mark_rows_dynamic", "eager", "eager_under_compile", "loaded_dynamo", "never",
+           "tracing"]
 
 #: traced forms installed by the torch layer: "operator" -> ``fn(name, tensor, *other)``
 HOOKS = {}
@@ -64,6 +65,18 @@ def compiling():
     """
     dynamo = sys.modules.get("torch._dynamo")
     return dynamo is not None and getattr(dynamo, "is_compiling", never)()
+
+
+def tracing():
+    """:func:`compiling` by ``torch.compiler.is_dynamo_compiling`` where torch has it (27 ns a call against
+    120: the check of the per-sequence hot paths, ``t[i]`` and ``len(t)``). The two differ only under
+    non-strict ``torch.export``, which runs the Python code eagerly (no graph to break).
+
+    >>> tracing()
+    False
+    """
+    check = getattr(sys.modules.get("torch.compiler"), "is_dynamo_compiling", None)
+    return compiling() if check is None else check()
 
 
 def mark_rows_dynamic(data, dims=0):

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _indexing
 from . import place as _place
-from ._compile import compiling, eager, eager_under_compile, mark_rows_dynamic
+from ._compile import eager, eager_under_compile, mark_rows_dynamic, tracing
 from ._conversions import ConversionsMixin
 from ._data import host_array, to_place
 from ._format import tensor_repr
@@ -306,7 +306,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         return data if dtype is None else data.astype(dtype, copy=False)
 
     def __len__(self):
-        if _modules.get("torch._dynamo") is not None and compiling():  # (inlined: a wrapper doubles the cost)
+        if _modules.get("torch._dynamo") is not None and tracing():  # (inlined: a wrapper doubles the cost)
             return eager(LoDTensor.__len__, self)  # the host offsets: read behind a graph break
         levels = self._lod._levels
         if levels:
@@ -317,7 +317,7 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         lod = self._lod
         data = self._data
         dynamo = _modules.get("torch._dynamo")  # while dynamo traces: the general path, behind a graph break
-        if type(index) is int and data is not None and (dynamo is None or not compiling()) and data.ndim and (
+        if type(index) is int and data is not None and (dynamo is None or not tracing()) and data.ndim and (
             lod._rows == (len(data) if type(data) is _ndarray else data.shape[0])  # len(): cheaper for NumPy only
         ):
             # fast paths for one top-level sequence (the lod has levels and fits the rows)
