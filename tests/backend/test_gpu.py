@@ -124,9 +124,10 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
     from lodtensor.backend.cupy import _tuning  # noqa: PLC0415
     from lodtensor.nn import functional as F  # noqa: PLC0415
 
-    launched = []
-    real = _fused_steps.LSTMSteps.backward
-    monkeypatch.setattr(_fused_steps.LSTMSteps, "backward", lambda self, *a: (launched.append(1), real(self, *a))[1])
+    planned = []  # the fused kernels each loop plans (forward and backward)
+    real = _fused_steps._Steps.plan
+    monkeypatch.setattr(_fused_steps._Steps, "plan",
+                        lambda self, kind, *a: (planned.append(kind), real(self, kind, *a))[1])
     rng = np.random.default_rng(7)
     lens = rng.integers(0, 40, 300)
     offsets = np.concatenate([[0], np.cumsum(lens)]).tolist()
@@ -139,7 +140,8 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
         h, c = F.dynamic_lstm(lt.LoDTensor(x, [offsets]), w, b, None, c0)
         (h.data.sum() + (c.data * 0.5).sum()).backward()
         results.append([h.data.detach(), c.data.detach(), x.grad, w.grad, b.grad, c0.grad])
-    assert launched
+        assert set(planned) == ({"lstm_step", "lstm_step_grad"} if fused else set()), planned
+        planned.clear()
     scale = 5e-4 if dtype == "float32" else 1e-12  # the gradients reach 1e4: rounding, relative to them
     assert len(results[0]) == len(results[1])  # (no zip(strict=): Python 3.9)
     for got, want in zip(*results):
@@ -152,6 +154,8 @@ def test_torch_cuda_rnn_fused_steps_match_the_unfused(monkeypatch, dtype):
         h = F.dynamic_gru(lt.LoDTensor(x, [offsets]), w, b, h0, origin_mode=True)
         h.data.sum().backward()
         results.append([h.data.detach(), x.grad, w.grad, b.grad, h0.grad])
+        assert set(planned) == (set(_fused_steps.GRUSteps.KERNELS) if fused else set()), planned
+        planned.clear()
     assert len(results[0]) == len(results[1])  # (no zip(strict=): Python 3.9)
     for got, want in zip(*results):
         torch.testing.assert_close(got, want, rtol=0, atol=scale * float(want.abs().max()))
@@ -256,3 +260,37 @@ def test_torch_cuda_device_mixing_is_gone():
     assert S.sequence_pool(t, "sqrt").data.device.type == "cuda"
     ids = lt.from_torch(torch.arange(6, device="cuda").reshape(6, 1), [[0, 2, 6]])
     assert S.sequence_enumerate(ids, 2).data.device.type == "cuda"
+
+
+def test_torch_cuda_kernels_launch_on_torch_s_current_stream(monkeypatch):
+    """Under ``torch.cuda.stream(side)`` the kernels go on ``side`` (CuPy's current stream inside the launch
+    context is torch's), after the work queued there before them; back on the default stream after."""
+    torch = _cuda_torch()
+    cupy = pytest.importorskip("cupy")
+    from lodtensor.backend.torch import _cuda  # noqa: PLC0415
+
+    seen = []
+    real = _cuda._Launch.__enter__
+
+    def enter(self):
+        entered = real(self)
+        seen.append(cupy.cuda.get_current_stream().ptr)
+        return entered
+
+    monkeypatch.setattr(_cuda._Launch, "__enter__", enter)
+    rng = np.random.default_rng(3)
+    offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 300, 2000))]).tolist()
+    host = rng.standard_normal((offsets[-1], 64)).astype(np.float32)
+    x = torch.tensor(host, device="cuda")
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        y = x * 2  # queued on side: the pool must follow it there
+        out = S.sequence_pool(lt.LoDTensor(y, [offsets]), "sum").data
+    side.synchronize()
+    assert seen and set(seen) == {side.cuda_stream}, (seen, side.cuda_stream)
+    want = S.sequence_pool(lt.LoDTensor(host.astype(np.float64) * 2, [offsets]), "sum").data
+    np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-4, atol=1e-3)
+    seen.clear()
+    S.sequence_pool(lt.LoDTensor(x, [offsets]), "sum")
+    assert set(seen) == {torch.cuda.current_stream().cuda_stream}
