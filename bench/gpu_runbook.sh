@@ -6,7 +6,8 @@
 #
 # Parts: build (the C kernels in place), test (make test-gpu), bench (make bench-gpu), memcheck
 # (compute-sanitizer on bench/_gpu_sanitize.py), ncu (Nsight Compute on bench/_gpu_profile.py,
-# where installed), trace (torch.profiler on bench/_gpu_trace.py: host- or device-bound).
+# where installed), trace (torch.profiler on bench/_gpu_trace.py: host- or device-bound), hostprof
+# (bench/_gpu_hostprof.py: where a small call's host time goes; not in the default parts).
 # Uses the machine's own interpreter (GPU_PYTHON, default python3: torch, CuPy,
 # pytest and hypothesis installed, no package index needed). Writes each part's log, a summary
 # and bench/results/gpu.json into the folder given. Each part has its own time limit (TEST_S,
@@ -54,4 +55,5 @@ if wants ncu; then
     fi
 fi
 wants trace && PYTHONPATH=.:bench step trace "${TRACE_S:-60}" "$py" bench/_gpu_trace.py
+wants hostprof && PYTHONPATH=.:bench step hostprof "${HOSTPROF_S:-90}" "$py" bench/_gpu_hostprof.py
 cat "$summary"

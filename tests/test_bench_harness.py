@@ -101,6 +101,21 @@ def test_the_gpu_trace_script_runs_its_calls_on_the_cpu(monkeypatch, capsys):
     assert "LSTMBackward" in out and "GRUBackward" in out and out.rstrip().endswith("trace run: done")
 
 
+def test_the_gpu_hostprof_script_runs_its_calls_on_the_cpu(monkeypatch, capsys):
+    """bench/_gpu_hostprof.py (the runbook's ``hostprof`` part): its calls, per-call times and profiles on
+    the CPU (NumPy and torch CPU), so a device call never finds them broken."""
+    pytest.importorskip("torch")
+    monkeypatch.syspath_prepend(os.path.abspath(_BENCH))
+    import _gpu_hostprof  # noqa: PLC0415
+
+    _gpu_hostprof.main("cpu", n=2)
+    out = capsys.readouterr().out
+    for name in ("torch: pool sum, 64 seqs", "numpy: pool sum, a new LoD, 512 seqs", "torch: softmax, 512 seqs",
+                 "torch.segment_reduce sum, 64 seqs", "torch: pool sum forward+backward, a new LoD, 64 seqs"):
+        assert name in out, out[-2000:]
+    assert out.count("== cProfile, 2 calls") == 6 and out.rstrip().endswith("hostprof run: done")
+
+
 def test_a_module_that_sets_torchs_threads_leaves_the_next_as_found(harness, monkeypatch):
     """bench/overhead.py and bench/gpu_host.py time per-call costs on one torch thread; before, every module
     after them in the same run (padding, sequence, ...) measured torch on one thread too."""

@@ -1,0 +1,181 @@
+"""Where the host time of a GPU op call goes, on a real device (bench/gpu_runbook.sh's ``hostprof`` part):
+
+    python bench/_gpu_hostprof.py          # on a GPU: CuPy arrays and torch CUDA tensors
+    python bench/_gpu_hostprof.py cpu      # the lodtensor calls on NumPy and torch CPU (a dry run)
+
+On a small batch a call's time is its host time: the kernels take microseconds. For each call it prints
+the host time per call (calls queued back to back, then one sync), the time per call with a sync after
+each (what bench/gpu.py's tables count), and then cProfile's top functions by their own time over
+many calls of the two routes (CuPy, torch CUDA) beside ``torch.segment_reduce``. Last, the costs of the
+pieces every launch on the torch route takes (the stream, the device, a CuPy view of a tensor, a
+launch with arrays or with plain addresses), which cProfile splits among C functions it cannot name.
+"""
+
+import cProfile
+import io
+import pstats
+import sys
+import time
+
+import numpy as np
+
+SMALL = (64, 16, 32)  # sequences, most rows, width: the kernels' time is nothing beside the host's
+BATCH = (512, 128, 256)  # bench/gpu.py's small batch
+
+
+def _per_call(fn, sync, n):
+    """(host us a call, queued back to back; us a call with a sync after each, best of ``n``)."""
+    fn()
+    sync()
+    start = time.perf_counter()
+    for _ in range(n):
+        fn()
+    queued = time.perf_counter() - start
+    sync()
+    best = float("inf")
+    for _ in range(n):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return queued / n * 1e6, best * 1e6
+
+
+def _batch(shape, seed=5):
+    n, most, width = shape
+    g = np.random.default_rng(seed)
+    lengths = g.integers(1, most + 1, n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return g.standard_normal((int(offsets[-1]), width), dtype=np.float32), offsets
+
+
+def _calls(torch, cupy, where):
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor import sequence as S  # noqa: PLC0415
+
+    calls = {}
+    for shape in (SMALL, BATCH):
+        data, offsets = _batch(shape)
+        listed = offsets.tolist()  # a new LoD's offsets as a user's list
+        label = f"{shape[0]} seqs, D={shape[2]}"
+        routes = {"torch": torch.from_numpy(data).to(where)}
+        if cupy is not None:
+            routes["cupy"] = cupy.asarray(data)
+        elif where == "cpu":
+            routes["numpy"] = data
+        for route, x in routes.items():
+            t = lt.LoDTensor(x, [offsets])
+            calls[f"{route}: pool sum, {label}"] = lambda t=t: S.sequence_pool(t, "sum")
+            calls[f"{route}: pool sum, a new LoD, {label}"] = (
+                lambda x=x, o=listed: S.sequence_pool(lt.LoDTensor(x, [o]), "sum"))
+            calls[f"{route}: softmax, {label}"] = lambda t=t: S.sequence_softmax(t)
+            calls[f"{route}: to_padded, {label}"] = lambda t=t: t.to_padded(pad_value=0.0)
+        tx, toffs = routes["torch"], torch.from_numpy(offsets).to(where)
+        calls[f"torch.segment_reduce sum, {label}"] = lambda x=tx, o=toffs: torch.segment_reduce(x, "sum", offsets=o)
+        calls[f"torch x.sum(0) (one launch), {label}"] = lambda x=tx: x.sum(0)
+        xg = tx.clone().requires_grad_()
+
+        def grad_step(xg=xg, o=listed):
+            S.sequence_pool(lt.LoDTensor(xg, [o]), "sum").data.sum().backward()
+
+        calls[f"torch: pool sum forward+backward, a new LoD, {label}"] = grad_step
+    return calls
+
+
+def _profile(fn, n, limit=28):
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(n):
+        fn()
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(limit)
+    return out.getvalue()
+
+
+def _pieces(torch, cupy):
+    """us a call of each piece of a torch-route launch (best of 5 rounds of 2,000)."""
+    import lodtensor as lt  # noqa: PLC0415
+    from lodtensor.backend import get_backend  # noqa: PLC0415
+    from lodtensor.backend.torch import _cuda  # noqa: PLC0415
+
+    dev = torch.device("cuda", 0)
+    t = torch.zeros((64, 32), device=dev)
+    rows = torch.zeros((512, 32), device=dev)
+    kern = cupy.RawKernel('extern "C" __global__ void lt_nop(const float* a, float* b, long long n) {}', "lt_nop")
+    a, b = cupy.zeros(8, dtype=np.float32), cupy.zeros(8, dtype=np.float32)
+    pa, pb, n64 = np.uint64(a.data.ptr), np.uint64(b.data.ptr), np.int64(8)
+    device = _cuda._Device(dev)
+    offsets = np.arange(0, 65 * 8, 8, dtype=np.int64)
+    listed = offsets.tolist()
+    be = get_backend("torch")
+
+    def enter_launching():
+        with device.launching():
+            pass
+
+    def enter_device():
+        with cupy.cuda.Device(0):
+            pass
+
+    pieces = {
+        "torch.cuda.current_stream(device)": lambda: torch.cuda.current_stream(dev),
+        "torch._C._cuda_getCurrentRawStream(0)": lambda: _cuda._RAW_STREAM(0),
+        "_stream_of (CuPy's stream of torch's, cached)": lambda: _cuda._stream_of(cupy.cuda, 0),
+        "with cupy.cuda.Device(0)": enter_device,
+        "cupy.cuda.Device().id": lambda: cupy.cuda.Device().id,
+        "_Device(device)": lambda: _cuda._Device(dev),
+        "_Device.launching() entered": enter_launching,
+        "_Device.view(tensor)": lambda: device.view(t),
+        "torch.empty((64, 32), cuda)": lambda: torch.empty((64, 32), device=dev),
+        "cupy.empty(195, int64)": lambda: cupy.empty(195, dtype=np.int64),
+        "t.data_ptr()": t.data_ptr,
+        "launch, cupy arrays": lambda: kern((1,), (32,), (a, b, n64)),
+        "launch, np.uint64 addresses": lambda: kern((1,), (32,), (pa, pb, n64)),
+        "be.from_host(65 offsets, like=cuda)": lambda: be.from_host(offsets, like=t),
+        "torch.from_numpy(65 offsets).to(cuda)": lambda: torch.from_numpy(offsets).to(dev),
+        "cupy.asarray(65 offsets)": lambda: cupy.asarray(offsets),
+        "lt.LoDTensor(cuda tensor, [list of 65])": lambda: lt.LoDTensor(rows, [listed]),
+        "a new LoD's offsets on the device": lambda: lt.LoD([listed]).on(be, "offsets", like=rows),
+    }
+    print("\n== the pieces of a launch on the torch route, us a call (best of 5 x 2,000)")
+    for name, fn in pieces.items():
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001 - a piece this torch or CuPy lacks: say so, time the rest
+            print(f"   {'-':>8}  {name}: {type(exc).__name__}: {exc}")
+            continue
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            for _ in range(2000):
+                fn()
+            best = min(best, (time.perf_counter() - start) / 2000)
+        print(f"   {best * 1e6:8.2f}  {name}")
+    torch.cuda.synchronize()
+
+
+def main(where="cuda", n=2000):
+    import torch  # noqa: PLC0415
+
+    cupy = None
+    if where == "cuda":
+        import cupy  # noqa: PLC0415
+    sync = torch.cuda.synchronize if where == "cuda" else (lambda: None)
+    calls = _calls(torch, cupy, where)
+    print(f"== host us a call (queued, {n} calls then one sync) and us a call with a sync after each (best)")
+    for name, fn in calls.items():
+        queued, synced = _per_call(fn, sync, n)
+        print(f"   {queued:8.1f} {synced:8.1f}  {name}")
+    profiled = ("pool sum, 64", "pool sum, a new LoD, 64", "forward+backward, a new LoD, 64", "segment_reduce")
+    for name in [k for k in calls if k.endswith(f"D={SMALL[2]}") and any(p in k for p in profiled)]:
+        print(f"\n== cProfile, {n} calls: {name}")
+        print(_profile(calls[name], n))
+        sync()
+    if cupy is not None:
+        _pieces(torch, cupy)
+    print("hostprof run: done")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "cuda", n=2000 if len(sys.argv) <= 1 else 50)
