@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import lodtensor as lt
 from lodtensor import sequence as S
+from lodtensor.backend.cupy import _tuning
 from lodtensor.backend.cupy import cuda as kernels
 
 from . import cupy_stub
@@ -182,8 +183,11 @@ def test_valid_lods_do_launch(stub):
     assert _launched(stub) == ["lt_piece_plan", "lt_unpad<unsigned long long>"]
 
 
-def test_long_sequences_take_the_combine_pass(stub):
-    """A sequence longer than one piece goes through the block-level combine kernel."""
+def test_long_sequences_take_the_combine_pass(stub, monkeypatch):
+    """A sequence longer than one piece goes through the block-level combine kernel (the piece route
+    alone: by blocks, ``_tuning.REDUCE_BLOCK_STEPS``, its one-piece sequences would take a block kernel
+    first; tests/backend/test_cuda_by_blocks.py covers that route)."""
+    monkeypatch.setattr(_tuning, "REDUCE_BLOCK_STEPS", 0)
     chunk = kernels.CHUNK_STEPS * 32  # width 1: 32 rows per warp step
     rows = chunk * 3 + 5
     t = lt.LoDTensor(stub.asarray(np.ones(rows, np.float64)), [[0, 1, 1, rows]])

@@ -169,6 +169,7 @@ def test_the_launch_arguments_follow_the_sizes_and_settings(emulated, monkeypatc
     """The scalar arguments kept on the cached Layout are NumPy scalars of the kernels' types and the
     values of these sizes and settings: a Layout kept past a change would pass the old ones."""
     stub = emulated.stub
+    monkeypatch.setattr(_tuning, "REDUCE_BLOCK_STEPS", 0)  # the base: every sequence by the piece kernel
     rows, n = 40000, 64
     base = _reduce_args(stub, rows, n)
     types = [np.int64, np.int64, np.int32, np.int64, np.float32, np.int32, np.int32]

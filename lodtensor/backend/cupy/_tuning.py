@@ -86,9 +86,11 @@ FUSED_EXTREME_GRAD = True
 #: tiles first (bench/_gpu_sweep.py times both); rows of one tile launch the same grid either way.
 TILES_FIRST = False
 #: Segment sum/mean/max/min by blocks (``_launch.segment_reduce``, ``lt_segment_reduce_block``) where
-#: the sequences average at least this many block steps of rows; 0: a warp per piece always, as
-#: measured on the H100 (uniform [8M, 128] sum 1.67 ms against torch.segment_reduce's 1.44). A block
+#: the sequences average at least this many block steps of rows; 0: a warp per piece always. A block
 #: per sequence needs no search of the plan and its warps end together, where 8 warps on 8
-#: sequences of 1..159 rows hold their block until the longest is done. Not yet measured
-#: (bench/_gpu_sweep.py times it: "sum and max by blocks").
-REDUCE_BLOCK_STEPS = 0
+#: sequences of 1..159 rows hold their block until the longest is done. Measured on the H100 in two
+#: runs (bench/_gpu_sweep.py, "sum and max by blocks"; docs/gpu.md): by blocks was the faster on the
+#: uniform [8M, 128] sum and max each time (1.47 vs 1.49-1.50 ms; 1.43 vs 1.45-1.46 ms, under
+#: torch.segment_reduce's 1.44) and on a small batch (512 sequences, D=256: 60 vs 67 us); the skewed
+#: batches average fewer rows than 4 block steps and take the piece kernel either way.
+REDUCE_BLOCK_STEPS = 4
