@@ -97,7 +97,7 @@ def _pieces(torch, cupy):
     """us a call of each piece of a torch-route launch (best of 5 rounds of 2,000)."""
     import lodtensor as lt  # noqa: PLC0415
     from lodtensor.backend import get_backend  # noqa: PLC0415
-    from lodtensor.backend.torch import _cuda  # noqa: PLC0415
+    from lodtensor.backend.torch import _cuda, _launching  # noqa: PLC0415
 
     dev = torch.device("cuda", 0)
     t = torch.zeros((64, 32), device=dev)
@@ -108,7 +108,8 @@ def _pieces(torch, cupy):
     device = _cuda._Device(dev)
     offsets = np.arange(0, 65 * 8, 8, dtype=np.int64)
     listed = offsets.tolist()
-    be = get_backend("torch")
+    be, cbe = get_backend("torch"), get_backend("cupy")
+    crows = cupy.zeros((512, 32), dtype=np.float32)
 
     def enter_launching():
         with device.launching():
@@ -120,8 +121,8 @@ def _pieces(torch, cupy):
 
     pieces = {
         "torch.cuda.current_stream(device)": lambda: torch.cuda.current_stream(dev),
-        "torch._C._cuda_getCurrentRawStream(0)": lambda: _cuda._RAW_STREAM(0),
-        "_stream_of (CuPy's stream of torch's, cached)": lambda: _cuda._stream_of(cupy.cuda, 0),
+        "torch._C._cuda_getCurrentRawStream(0)": lambda: _launching._RAW_STREAM(0),
+        "stream_of (CuPy's stream of torch's, cached)": lambda: _launching.stream_of(cupy.cuda, 0),
         "with cupy.cuda.Device(0)": enter_device,
         "cupy.cuda.Device().id": lambda: cupy.cuda.Device().id,
         "_Device(device)": lambda: _cuda._Device(dev),
@@ -137,6 +138,9 @@ def _pieces(torch, cupy):
         "cupy.asarray(65 offsets)": lambda: cupy.asarray(offsets),
         "lt.LoDTensor(cuda tensor, [list of 65])": lambda: lt.LoDTensor(rows, [listed]),
         "a new LoD's offsets on the device": lambda: lt.LoD([listed]).on(be, "offsets", like=rows),
+        "CuPy backend: from_host(65 offsets)": lambda: cbe.from_host(offsets, like=crows),
+        "CuPy backend: a new LoD's offsets on the device": lambda: lt.LoD([listed]).on(cbe, "offsets", like=crows),
+        "lt.LoD([list of 65]) alone": lambda: lt.LoD([listed]),
     }
     print("\n== the pieces of a launch on the torch route, us a call (best of 5 x 2,000)")
     for name, fn in pieces.items():

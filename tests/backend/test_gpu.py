@@ -267,17 +267,17 @@ def test_torch_cuda_kernels_launch_on_torch_s_current_stream(monkeypatch):
     context is torch's), after the work queued there before them; back on the default stream after."""
     torch = _cuda_torch()
     cupy = pytest.importorskip("cupy")
-    from lodtensor.backend.torch import _cuda  # noqa: PLC0415
+    from lodtensor.backend.torch import _launching  # noqa: PLC0415
 
     seen = []
-    real = _cuda._Launch.__enter__
+    real = _launching.Launch.__enter__
 
     def enter(self):
         entered = real(self)
         seen.append(cupy.cuda.get_current_stream().ptr)
         return entered
 
-    monkeypatch.setattr(_cuda._Launch, "__enter__", enter)
+    monkeypatch.setattr(_launching.Launch, "__enter__", enter)
     rng = np.random.default_rng(3)
     offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 300, 2000))]).tolist()
     host = rng.standard_normal((offsets[-1], 64)).astype(np.float32)

@@ -1,4 +1,4 @@
-"""The torch route's launch context on a CUDA device (``backend/torch/_cuda._Launch`` and ``_stream_of``):
+"""The torch route's launch context on a CUDA device (``backend/torch/_launching.Launch`` and ``stream_of``):
 torch's current stream made CuPy's current stream, the device switched only where another is current and
 switched back after, also when the launches raise; CuPy's stream object made once per stream handle and
 device. Offline with a recording stand-in for ``cupy.cuda`` (the emulated route launches in no context);
@@ -10,21 +10,26 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from lodtensor.backend.torch import _cuda  # noqa: E402
+from lodtensor.backend.torch import _launching  # noqa: E402
 
 
 class _Recorder:
-    """A stand-in for ``cupy.cuda``: a current device, and streams that record their entering."""
+    """A stand-in for ``cupy.cuda``: a current device, a ``Device`` context, and streams made as
+    ``_cupy_stream`` makes them (``Stream.from_external`` of torch's stream) that record their entering."""
 
     def __init__(self, device=0):
         self.device, self.events, self.made = device, [], []
         self.runtime = types.SimpleNamespace(getDevice=lambda: self.device, setDevice=self._set)
         recorder = self
 
-        class ExternalStream:
-            def __init__(self, ptr, device_id=-1):
-                self.ptr, self.device_id = ptr, device_id
-                recorder.made.append((ptr, device_id))
+        class Stream:
+            def __init__(self, ptr):
+                self.ptr, self.device_id = ptr, recorder.device
+                recorder.made.append((ptr, recorder.device))
+
+            @classmethod
+            def from_external(cls, stream):
+                return cls(stream.cuda_stream)
 
             def __enter__(self):
                 recorder.events.append(("enter", self.ptr, recorder.device))
@@ -33,7 +38,18 @@ class _Recorder:
             def __exit__(self, *exc):
                 recorder.events.append(("exit", self.ptr, recorder.device))
 
-        self.ExternalStream = ExternalStream
+        class Device:
+            def __init__(self, index):
+                self.index = index
+
+            def __enter__(self):
+                self.previous = recorder.device
+                recorder.device = self.index
+
+            def __exit__(self, *exc):
+                recorder.device = self.previous
+
+        self.Stream, self.Device = Stream, Device
 
     def _set(self, device):
         self.events.append(("device", device))
@@ -42,16 +58,25 @@ class _Recorder:
 
 @pytest.fixture
 def recorder(monkeypatch):
+    """The recorder, torch's current stream handle 0xA0 on device 0 and 0xB1 on device 1 (both ways of
+    asking: the raw call and the Stream object), nothing cached."""
     rec = _Recorder()
     handles = {0: 0xA0, 1: 0xB1}
-    monkeypatch.setattr(_cuda, "_RAW_STREAM", lambda index: handles[index])
-    monkeypatch.setattr(_cuda, "_STREAMS", {})
-    rec.handles = handles
+    rec.handles, rec.asked = handles, []
+
+    def current(index):
+        rec.asked.append(index)
+        return types.SimpleNamespace(cuda_stream=handles[index])
+
+    monkeypatch.setattr(_launching, "_CURRENT_STREAM", current)
+    monkeypatch.setattr(_launching, "_RAW_STREAM", lambda index: handles[index])
+    monkeypatch.setattr(_launching, "_RAW_OK", None)
+    monkeypatch.setattr(_launching, "_STREAMS", {})
     return rec
 
 
 def _context(rec, index):
-    return _cuda._Launch(rec, index, _cuda._stream_of(rec, index))
+    return _launching.Launch(rec, index, _launching.stream_of(rec, index))
 
 
 def test_same_device_enters_the_stream_and_switches_nothing(recorder):
@@ -94,25 +119,47 @@ def test_a_context_can_be_entered_again(recorder):
 
 
 def test_one_stream_object_per_handle_and_device(recorder):
-    first = _cuda._stream_of(recorder, 0)
-    assert _cuda._stream_of(recorder, 0) is first
-    assert _cuda._stream_of(recorder, 1) is not first
-    assert recorder.made == [(0xA0, 0), (0xB1, 1)]
+    first = _launching.stream_of(recorder, 0)
+    assert _launching.stream_of(recorder, 0) is first
+    assert _launching.stream_of(recorder, 1) is not first
+    assert recorder.made == [(0xA0, 0), (0xB1, 1)]  # each made with its own device current
+    assert recorder.device == 0
     recorder.handles[0] = 0xC0  # torch's current stream changed (a `with torch.cuda.stream(s)`)
-    assert _cuda._stream_of(recorder, 0).ptr == 0xC0
+    assert _launching.stream_of(recorder, 0).ptr == 0xC0
+
+
+def test_the_raw_handle_is_trusted_once_it_matched_the_stream_s(recorder):
+    for _ in range(3):
+        _launching.stream_of(recorder, 0)
+    # the Stream object asked twice: for the check, and to make CuPy's stream; the raw call after
+    assert _launching._RAW_OK is True and recorder.asked == [0, 0]
+
+
+@pytest.mark.parametrize("raw", [None, "raises", "differs"])
+def test_a_raw_handle_that_is_missing_or_differs_is_never_used(recorder, monkeypatch, raw):
+    def raising(index):
+        raise TypeError("no device argument")
+
+    monkeypatch.setattr(_launching, "_RAW_STREAM", {None: None, "raises": raising, "differs": lambda i: 0xDEAD}[raw])
+    for _ in range(3):
+        assert _launching.stream_of(recorder, 0).ptr == 0xA0
+    assert _launching._RAW_OK is False and len(recorder.asked) == 4  # every call asks the Stream object
 
 
 def test_the_stream_cache_is_bounded(recorder, monkeypatch):
-    monkeypatch.setattr(_cuda, "_RAW_STREAM", lambda index: len(recorder.made) + 1)
-    for _ in range(3 * _cuda._MAX_STREAMS):
-        _cuda._stream_of(recorder, 0)
-    assert len(_cuda._STREAMS) <= _cuda._MAX_STREAMS
+    count = iter(range(1, 10**6))
+    monkeypatch.setattr(_launching, "_CURRENT_STREAM", lambda index: types.SimpleNamespace(cuda_stream=next(count)))
+    monkeypatch.setattr(_launching, "_RAW_OK", False)
+    for _ in range(3 * _launching._MAX_STREAMS):
+        _launching.stream_of(recorder, 0)
+    assert len(_launching._STREAMS) <= _launching._MAX_STREAMS
 
 
-def test_a_cupy_whose_external_stream_takes_no_device(recorder):
+def test_a_cupy_without_stream_from_external(recorder):
     class Old:
         def __init__(self, ptr):
             self.ptr = ptr
 
+    recorder.Stream = types.SimpleNamespace()  # (no from_external: CuPy before 14)
     recorder.ExternalStream = Old
-    assert _cuda._stream_of(recorder, 0).ptr == 0xA0
+    assert _launching.stream_of(recorder, 0).ptr == 0xA0

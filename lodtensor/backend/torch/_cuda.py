@@ -27,7 +27,7 @@ from torch.autograd import forward_ad as _forward_ad
 from .._placement import is_frozen
 from ..cupy import _launch, _tuning
 from ..cupy import cuda as _kernels
-from . import _jvp
+from . import _jvp, _launching
 from ._rows import segment_ids
 from ._vmap import legacy_batched, rows_rule, wrapped
 
@@ -178,69 +178,7 @@ class _Device:
         if self.device.type != "cuda":  # emulated
             return _NO_CONTEXT
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-        return _Launch(self.xp.cuda, index, _stream_of(self.xp.cuda, index))
-
-
-# The handle of torch's current stream on a device, as an int (torch's CUDA builds; inductor's
-# ``get_raw_stream``): 0.3 us where torch.cuda.current_stream made a Stream object in 5.4 (H100 host).
-_RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-# (id(cuda module), stream handle, device index) -> CuPy's stream object of that handle, which only wraps
-# it (made once: 1.2 us a call; a handle reused by a new torch stream is the same stream to CuPy's launches)
-_STREAMS = {}
-_MAX_STREAMS = 64
-
-
-def _stream_of(cuda, index):
-    """CuPy's stream object of torch's current stream on CUDA device ``index``."""
-    raw = _RAW_STREAM(index) if _RAW_STREAM is not None else torch.cuda.current_stream(index).cuda_stream
-    key = (id(cuda), raw, index)
-    stream = _STREAMS.get(key)
-    if stream is None:
-        if len(_STREAMS) >= _MAX_STREAMS:  # (streams made and dropped by the caller: forget the old handles)
-            _STREAMS.clear()
-        try:
-            stream = cuda.ExternalStream(raw, index)
-        except TypeError:  # (a CuPy whose ExternalStream takes no device)
-            stream = cuda.ExternalStream(raw)
-        _STREAMS[key] = stream
-    return stream
-
-
-class _Launch:
-    """The kernels' launch context on CUDA device ``index``: that device current (switched, and back after,
-    only where another is), ``stream`` CuPy's current stream. A class rather than a generator context
-    (whose enter and exit cost about 3 us beside the switches themselves); made per call, so threads
-    never share one."""
-
-    __slots__ = ("cuda", "index", "stream", "previous")
-
-    def __init__(self, cuda, index, stream):
-        self.cuda, self.index, self.stream, self.previous = cuda, index, stream, None
-
-    def __enter__(self):
-        runtime = self.cuda.runtime
-        current = runtime.getDevice()
-        if current != self.index:
-            runtime.setDevice(self.index)
-            self.previous = current
-        try:
-            self.stream.__enter__()
-        except BaseException:
-            self._restore()
-            raise
-        return self
-
-    def __exit__(self, *exc):
-        try:
-            self.stream.__exit__(*exc)
-        finally:
-            self._restore()
-        return False
-
-    def _restore(self):
-        if self.previous is not None:
-            self.cuda.runtime.setDevice(self.previous)
-            self.previous = None
+        return _launching.Launch(self.xp.cuda, index, _launching.stream_of(self.xp.cuda, index))
 
 
 def _reduce(op, data, offsets, empty):
