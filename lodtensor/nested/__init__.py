@@ -52,7 +52,8 @@ from ._layouts import (
     to_padded,
     to_tensor_list,
 )
-from ._nn import bmm, embedding_bag, layer_norm, linear, matmul, softmax
+from ._matmul import bmm, matmul
+from ._nn import embedding_bag, layer_norm, linear, softmax
 from ._ops import (  # noqa: F401 - alpha_dropout, feature_alpha_dropout: ln.<name> as native_dropout (not __all__)
     alpha_dropout,
     clone,
