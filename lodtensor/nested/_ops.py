@@ -96,9 +96,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (when training).
 
     NumPy data draws from NumPy's global random state (``np.random.seed``
-    applies), torch data from torch's. With ``training=False`` or ``p=0`` (and not ``inplace``) the jagged
-    layout gives a copy, on the autograd graph (torch's jagged dropout is ``native_dropout``, which copies),
-    the strided layout ``input`` itself.
+    applies), torch data from torch's. With ``training=False`` or ``p=0`` (and not ``inplace``) it gives a
+    copy, on the autograd graph, on both layouts (torch's nested dropout is ``native_dropout``, which copies).
 
     >>> import lodtensor.nested as ln
     >>> ln.dropout(ln.nested_tensor([[1.0, 2.0], [3.0]]), p=0.5, training=False).to_tensor_list()[1].tolist()
@@ -182,8 +181,9 @@ def _check_p(p):
 
 
 def _kept(input, inplace):
-    """dropout's result when nothing is dropped: ``input`` in place or on the strided layout; else a copy."""
-    return input if inplace or input._layout != "jagged" else clone(input)
+    """dropout's result when nothing is dropped: ``input`` in place, else a copy (torch 2.13's jagged and
+    strided layouts both copy, through ``native_dropout``)."""
+    return input if inplace else clone(input)
 
 
 @implements("clone", "torch.clone", _T + "clone")

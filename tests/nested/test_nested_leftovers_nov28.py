@@ -102,11 +102,12 @@ DROPOUT_KEEPS = {
 }
 
 
+@pytest.mark.parametrize("layout", ["jagged", "strided"])
 @pytest.mark.parametrize("requires_grad", [False, True])
 @pytest.mark.parametrize("case", list(DROPOUT_KEEPS))
-def test_dropout_keeping_everything_copies_on_the_jagged_layout_as_torch(case, requires_grad):
+def test_dropout_keeping_everything_copies_as_torch(case, requires_grad, layout):
     call = DROPOUT_KEEPS[case]
-    ours, theirs = _pair(_comps(), requires_grad=requires_grad)
+    ours, theirs = _pair(_comps(), requires_grad=requires_grad, layout=layout)
     got, want = call(ours), call(theirs)
     assert (got is ours) == (want is theirs) and want is not theirs
     assert (got.grad_fn is None) == (want.grad_fn is None)
@@ -127,12 +128,6 @@ def test_dropout_keeping_everything_jagged_numpy_data_and_in_place():
     ours, theirs = _pair(_comps())
     assert F.dropout(ours, 0.0, inplace=True) is ours  # in place: the input itself, as torch's
     assert F.dropout(theirs, 0.0, inplace=True) is theirs
-
-
-@pytest.mark.parametrize("case", list(DROPOUT_KEEPS))
-def test_dropout_keeping_everything_strided_stays_the_input(case):
-    ours, _ = _pair(_comps(), layout="strided")
-    assert DROPOUT_KEEPS[case](ours) is ours  # (unchanged: the strided layout keeps dense torch's identity)
 
 
 # -- 3. alpha_dropout ----------------------------------------------------------------------------------
