@@ -11,10 +11,13 @@ ratios first: every table names a reference contender (lodtensor) and, where
 it makes sense, a memory-copy limit on the same bytes.
 """
 
+import cProfile
 import gc
 import importlib
+import io
 import os
 import platform
+import pstats
 import sys
 import time
 
@@ -382,6 +385,18 @@ def run_worker(python, worker, spec, missing, timeout=600):
 
 
 # -- workloads ------------------------------------------------------------------------------
+def profile_text(fn, calls, limit):
+    """cProfile's table of ``calls`` calls of ``fn``, the ``limit`` functions of most own time first."""
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(limit)
+    return out.getvalue()
+
+
 def rng(offset=0):
     return np.random.default_rng(SEED + offset)
 

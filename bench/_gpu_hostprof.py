@@ -11,12 +11,11 @@ pieces every launch on the torch route takes (the stream, the device, a CuPy vie
 launch with arrays or with plain addresses), which cProfile splits among C functions it cannot name.
 """
 
-import cProfile
-import io
-import pstats
 import sys
 import time
 
+import _common
+import _gpu_trace
 import numpy as np
 
 SMALL = (64, 16, 32)  # sequences, most rows, width: the kernels' time is nothing beside the host's
@@ -32,13 +31,7 @@ def _per_call(fn, sync, n):
         fn()
     queued = time.perf_counter() - start
     sync()
-    best = float("inf")
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return queued / n * 1e6, best * 1e6
+    return queued / n * 1e6, _gpu_trace._wall(fn, sync, n) * 1e6
 
 
 def _batch(shape, seed=5):
@@ -80,17 +73,6 @@ def _calls(torch, cupy, where):
 
         calls[f"torch: pool sum forward+backward, a new LoD, {label}"] = grad_step
     return calls
-
-
-def _profile(fn, n, limit=28):
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(n):
-        fn()
-    prof.disable()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(limit)
-    return out.getvalue()
 
 
 def _pieces(torch, cupy):
@@ -174,7 +156,7 @@ def main(where="cuda", n=2000):
     profiled = ("pool sum, 64", "pool sum, a new LoD, 64", "forward+backward, a new LoD, 64", "segment_reduce")
     for name in [k for k in calls if k.endswith(f"D={SMALL[2]}") and any(p in k for p in profiled)]:
         print(f"\n== cProfile, {n} calls: {name}")
-        print(_profile(calls[name], n))
+        print(_common.profile_text(calls[name], n, 28))
         sync()
     if cupy is not None:
         _pieces(torch, cupy)

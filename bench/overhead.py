@@ -13,10 +13,7 @@ With torch installed, a second table times the same ops on torch data (the torch
 hand and torch.nested's jagged layout (no goal: a torch op has a fixed cost of its own).
 """
 
-import cProfile
-import io
 import os
-import pstats
 
 import _common
 import numpy as np
@@ -123,14 +120,7 @@ def _torch_rows(torch, data, lengths, offsets):
 
 
 def _profile(fn, calls=2000):
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(calls):
-        fn()
-    prof.disable()
-    out = io.StringIO()
-    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(5)
-    lines = [line for line in out.getvalue().splitlines() if line.strip()[:1].isdigit()]
+    lines = [line for line in _common.profile_text(fn, calls, 5).splitlines() if line.strip()[:1].isdigit()]
     return lines[-5:]
 
 
