@@ -50,26 +50,32 @@ def _matmul_nested(where, a, b):
     return make(out, st, a._layout)  # torch's strided layout keeps such a product nested
 
 
-def _matmul_padded(where, nt, other):
-    """Jagged ``(B, j, *mid, k)`` @ dense ``(B or 1, x, *mid', k, m)``: torch's jagged rule, the product of
-    the padded batch (``x``, 1 or the longest length, broadcast against the ragged dim as ``mid'`` against
-    ``mid``), each component's rows taken back."""
-    same_backend(where, nt._array(), other)
-    st, be = nt._struct, nt.backend
+def _matmul_padded(where, nt, other, d=1):
+    """Jagged ``nt`` @ dense ``other`` of the same rank: torch's jagged rule, the product of the padded batch
+    (a dim of ``other`` against the ragged dim 1 or the longest length, the other batch dims broadcast), each
+    component's rows taken back. ``nt`` is ragged in dim 1; ``d``: the dim the caller's tensor is ragged in
+    (``nt`` is it with dims 1 and ``d`` swapped, and so is the result)."""
+    be = same_backend(where, nt._array(), other)
+    st = nt._struct
     padded = OP_TABLE["to_padded_tensor"](nt, 0)
+    if d != 1:
+        padded = be.swapaxes_view(padded, 1, d)
     ps, os_ = tuple(int(v) for v in padded.shape), tuple(int(v) for v in other.shape)
     if ps[-1] != os_[-2]:
         raise ShapeError(f"{where}: last dimension of self ({ps[-1]}) does not match the rows of other ({os_[-2]})")
-    for d, (a, b) in enumerate(zip(ps[:-2], os_[:-2])):
-        if b not in (a, 1) and (a != 1 or d == 0):  # (the batch keeps its size)
+    for i, (a, b) in enumerate(zip(ps[:-2], os_[:-2])):
+        if b not in (a, 1) and (a != 1 or i == 0):  # (the batch keeps its size)
             raise ShapeError(f"{where}: The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                             f"non-singleton dimension {d}")
+                             f"non-singleton dimension {i}")
     out = be.matmul(padded, other)
+    if d != 1:
+        out = be.contiguous(be.swapaxes_view(out, 1, d))
     tail = tuple(int(v) for v in out.shape[2:])
     sizes = np.concatenate([st.sizes[:, :1], np.broadcast_to(np.asarray(tail, np.int64), (st.n, len(tail)))], axis=1)
     lod = st.lod()
     rows = be.unpad(out, lod.on(be, "offsets", 0, like=out), total=lod.num_rows)
-    return make(rows.reshape(-1), st.derive(sizes), "jagged")
+    result = make(rows.reshape(-1), st.derive(sizes), "jagged")
+    return result if d == 1 else OP_TABLE["transpose"](result, 1, d)
 
 
 @implements("matmul", "torch.matmul", _T + "matmul", _T + "__matmul__")
@@ -104,14 +110,17 @@ def matmul(input, other):
             other = other.reshape(tuple(other.shape[-2:]))  # one matrix for every component: torch broadcasts it
         if dense and other.ndim == 3 and input.dim() == 3:
             return bmm(input, other)  # a dense (batch, k, m): one matrix per component
+        ragged = [c for c, r in enumerate(input._struct.regular) if not r]
         if dense and other.ndim == input.dim() >= 4 and input._layout == "jagged" and input._struct.n and (
-                input._struct.regular == (False,) + (True,) * (input._struct.rank - 1)):
-            return _matmul_padded(where, input, other)
+                len(ragged) == 1 and ragged[0] <= input._struct.rank - 2):  # one ragged dim, not the last
+            d = ragged[0] + 1
+            return _matmul_padded(where, input if d == 1 else OP_TABLE["transpose"](input, 1, d), other, d)
         if not dense or other.ndim != 2:
             raise ShapeError(
                 f"matmul: Expected both self and other to be nested, but got a nested self and "
-                f"non-nested other of {getattr(other, 'ndim', type(other).__name__)} dims; "
-                f"a dense other must be a 2-d matrix"
+                f"non-nested other of {getattr(other, 'ndim', type(other).__name__)} dims; a dense other must "
+                f"be a 2-d matrix, a (batch, k, m) one for 3-d components' tensors, or, on the jagged layout "
+                f"with one ragged dim before the last, a (batch or 1, ..., k, m) one of the same rank"
             )
         same_backend(where, input._array(), other)
         last = _regular_last(where, input)
@@ -169,6 +178,3 @@ def bmm(input, mat2):
         raise ShapeError(f"batch2 must be a 3D tensor, got a {mat2.dim()}-d nested tensor")
     _check_pair("bmm", input, mat2, "batch2")
     return _matmul_nested("bmm", input, mat2)
-
-
-# -- layer_norm -------------------------------------------------------------------------------

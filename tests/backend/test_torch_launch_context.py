@@ -163,3 +163,15 @@ def test_a_cupy_without_stream_from_external(recorder):
     recorder.Stream = types.SimpleNamespace()  # (no from_external: CuPy before 14)
     recorder.ExternalStream = Old
     assert _launching.stream_of(recorder, 0).ptr == 0xA0
+
+
+def test_the_default_stream_decides_nothing_about_the_raw_handle(recorder, monkeypatch):
+    """On the default stream the Stream's handle is 0, which a raw call that answers something else (a stream
+    id, 0 there too) would match: the check waits for a side stream's handle (a review's finding)."""
+    ids = {0: 0, 0xB5: 35}  # handle -> what a wrong raw call would answer
+    monkeypatch.setattr(_launching, "_RAW_STREAM", lambda index: ids[recorder.handles[index]])
+    recorder.handles[0] = 0  # the default stream
+    assert _launching._raw_stream(0) == 0 and _launching._RAW_OK is None
+    recorder.handles[0] = 0xB5  # a side stream: the wrong answer shows, and the raw call is never used
+    assert _launching._raw_stream(0) == 0xB5 and _launching._RAW_OK is False
+    assert _launching._raw_stream(0) == 0xB5

@@ -105,3 +105,61 @@ def test_the_strided_layout_refuses_as_torch():
         torch.matmul(torch.nested.nested_tensor(comps), other)
     with pytest.raises(RuntimeError, match="Expected both"):
         torch.matmul(ln.nested_tensor(comps), other)
+
+
+MOVED = [  # (component lengths, component shape with None for the ragged dim, the transpose making it, other)
+    ((2, 1, 3), (None, 3, 4), (1, 2), (3, 3, 4, 5)),  # ragged in the matrix rows: (B, 3, j, 4) @ (B, 3, 4, 5)
+    ((2, 1, 3), (None, 3, 4), (1, 2), (1, 3, 4, 5)),
+    ((2, 1, 3), (None, 3, 4), (1, 2), (3, 1, 4, 5)),
+    ((2, 1, 3), (None, 2, 3, 4), (1, 2), (3, 2, 1, 4, 5)),  # ragged in a batch dim: (B, 2, j, 3, 4)
+    ((2, 1, 3), (None, 2, 3, 4), (1, 2), (3, 1, 3, 4, 5)),  # x the longest length there
+]
+
+
+def _padded_reference(comps, swap, other):
+    """torch's rule in dense torch ops, with autograd (torch's own backward refuses several of these): each
+    component moved as the transpose moves it, zero-padded along the ragged dim to the longest length, times
+    its matrix of ``other``, and its rows taken back."""
+    longest = max(c.shape[0] for c in comps)
+    d = swap[1] - 1  # the ragged dim's place in a moved component
+    outs = []
+    for i, c in enumerate(comps):
+        moved = c.transpose(0, d)
+        pad = [0, 0] * (moved.dim() - 1 - d) + [0, longest - c.shape[0]]
+        prod = torch.nn.functional.pad(moved, pad) @ other[i if other.shape[0] > 1 else 0]
+        outs.append(prod.narrow(d, 0, c.shape[0]))
+    return outs
+
+
+@pytest.mark.parametrize("lengths, shape, swap, other_shape", MOVED)
+def test_a_ragged_dim_moved_from_1_as_torch(lengths, shape, swap, other_shape):
+    """The jagged tensor transposed so that its ragged dim is not dim 1 (a review found these refused): the
+    values of torch's jagged product, and the gradients of the same rule in dense torch ops."""
+    comps = _comps(lengths, shape[1:], grad=True)
+    other = torch.randn(other_shape, dtype=torch.float64, generator=torch.Generator().manual_seed(4),
+                        requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = torch.matmul(torch.nested.nested_tensor([c.detach() for c in comps], layout=torch.jagged)
+                              .transpose(*swap), other.detach()).unbind()
+        ours = torch.matmul(ln.as_nested_tensor(comps, layout=torch.jagged).transpose(*swap), other).unbind()
+    reference = _padded_reference(comps, swap, other)
+    assert [tuple(c.shape) for c in ours] == [tuple(c.shape) for c in theirs] == [tuple(c.shape) for c in reference]
+    for g, w, r in zip(ours, theirs, reference):
+        torch.testing.assert_close(torch.as_tensor(g).detach(), w)
+        torch.testing.assert_close(r.detach(), w)
+    weights = [torch.randn(c.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(5)) for c in theirs]
+    grads = []
+    for outs in (ours, reference):
+        for c in (*comps, other):
+            c.grad = None
+        sum((o * w).sum() for o, w in zip(outs, weights)).backward()
+        grads.append([c.grad.clone() for c in (*comps, other)])
+    for g, w in zip(*grads):
+        torch.testing.assert_close(g, w)
+
+
+def test_the_refusal_names_the_dense_others_taken():
+    nt = ln.nested_tensor(_comps((2, 1), (3, 4)), layout=torch.jagged)
+    with pytest.raises(RuntimeError, match="a dense other must be a 2-d matrix, a \\(batch, k, m\\) one"):
+        torch.matmul(nt, torch.ones(1, 2, 3, 4, 5, dtype=torch.float64))

@@ -15,7 +15,8 @@ __all__ = ["Launch", "stream_of"]
 
 # The handle of torch's current stream on a device as an int, without a Stream object (torch's CUDA builds;
 # inductor's ``get_raw_stream``): torch.cuda.current_stream took 5.4 us a call on the H100's host. Trusted
-# only once its first answer equals the Stream's handle (``_RAW_OK``: None until checked).
+# only once its answer equals the Stream's handle on a stream other than the default one, whose handle, 0,
+# proves little (``_RAW_OK``: None until checked).
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _RAW_OK = None
 _CURRENT_STREAM = torch.cuda.current_stream  # (a module attribute: the tests stand in for it)
@@ -32,7 +33,7 @@ def _raw_stream(index):
     if _RAW_OK:
         return _RAW_STREAM(index)
     handle = _CURRENT_STREAM(index).cuda_stream
-    if _RAW_OK is None:
+    if _RAW_OK is None and handle:  # (decided on a side stream's handle: the default stream's is 0, proving little)
         try:
             _RAW_OK = _RAW_STREAM is not None and _RAW_STREAM(index) == handle
         except Exception:  # noqa: BLE001 - a torch whose raw-stream call differs: the Stream's handle serves
