@@ -4,6 +4,7 @@ switched back after, also when the launches raise; CuPy's stream object made onc
 device. Offline with a recording stand-in for ``cupy.cuda`` (the emulated route launches in no context);
 on a GPU, tests/backend/test_gpu.py runs the kernels on a side stream."""
 
+import contextlib
 import types
 
 import pytest
@@ -72,6 +73,17 @@ def recorder(monkeypatch):
     monkeypatch.setattr(_launching, "_RAW_STREAM", lambda index: handles[index])
     monkeypatch.setattr(_launching, "_RAW_OK", None)
     monkeypatch.setattr(_launching, "_STREAMS", {})
+
+    @contextlib.contextmanager
+    def side(index):  # a side stream current for the raw call's check: its own handle
+        before = handles[index]
+        handles[index] = 0x5E00 + index
+        try:
+            yield
+        finally:
+            handles[index] = before
+
+    monkeypatch.setattr(_launching, "_SIDE_STREAM", side)
     return rec
 
 
@@ -131,8 +143,10 @@ def test_one_stream_object_per_handle_and_device(recorder):
 def test_the_raw_handle_is_trusted_once_it_matched_the_stream_s(recorder):
     for _ in range(3):
         _launching.stream_of(recorder, 0)
-    # the Stream object asked twice: for the check, and to make CuPy's stream; the raw call after
-    assert _launching._RAW_OK is True and recorder.asked == [0, 0]
+    # the Stream object asked three times: on the current and a side stream for the check, and to make CuPy's
+    # stream; the raw call alone after
+    assert _launching._RAW_OK is True and recorder.asked == [0, 0, 0]
+    assert recorder.handles[0] == 0xA0  # (the side stream of the check is no longer current)
 
 
 @pytest.mark.parametrize("raw", [None, "raises", "differs"])
@@ -165,13 +179,13 @@ def test_a_cupy_without_stream_from_external(recorder):
     assert _launching.stream_of(recorder, 0).ptr == 0xA0
 
 
-def test_the_default_stream_decides_nothing_about_the_raw_handle(recorder, monkeypatch):
+def test_a_raw_call_matching_on_the_default_stream_alone_is_never_used(recorder, monkeypatch):
     """On the default stream the Stream's handle is 0, which a raw call that answers something else (a stream
-    id, 0 there too) would match: the check waits for a side stream's handle (a review's finding)."""
-    ids = {0: 0, 0xB5: 35}  # handle -> what a wrong raw call would answer
+    id, 0 there too) would match: the check also asks on a side stream, where the wrong answer shows, so the
+    default stream alone never decides (a review's finding)."""
+    ids = {0: 0, 0x5E00: 35, 0xB5: 36}  # handle -> what a wrong raw call would answer
     monkeypatch.setattr(_launching, "_RAW_STREAM", lambda index: ids[recorder.handles[index]])
     recorder.handles[0] = 0  # the default stream
-    assert _launching._raw_stream(0) == 0 and _launching._RAW_OK is None
-    recorder.handles[0] = 0xB5  # a side stream: the wrong answer shows, and the raw call is never used
-    assert _launching._raw_stream(0) == 0xB5 and _launching._RAW_OK is False
+    assert _launching._raw_stream(0) == 0 and _launching._RAW_OK is False
+    recorder.handles[0] = 0xB5  # a side stream of the caller's: the Stream's handle, not the raw answer
     assert _launching._raw_stream(0) == 0xB5

@@ -15,16 +15,33 @@ __all__ = ["Launch", "stream_of"]
 
 # The handle of torch's current stream on a device as an int, without a Stream object (torch's CUDA builds;
 # inductor's ``get_raw_stream``): torch.cuda.current_stream took 5.4 us a call on the H100's host. Trusted
-# only once its answer equals the Stream's handle on a stream other than the default one, whose handle, 0,
-# proves little (``_RAW_OK``: None until checked).
+# only once its answers equal the Stream's handles on the current stream and on a side stream made for the
+# check (the default stream's handle, 0, alone would prove little) (``_RAW_OK``: None until checked).
 _RAW_STREAM = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 _RAW_OK = None
-_CURRENT_STREAM = torch.cuda.current_stream  # (a module attribute: the tests stand in for it)
+_CURRENT_STREAM = torch.cuda.current_stream  # (module attributes: the tests stand in for them)
 # (id(cuda module), stream handle, device index) -> CuPy's stream object of that stream, made once by
 # ``_cupy_stream`` (the construction the device runs verified); a handle reused by a new torch stream is
 # the same stream to CuPy's launches
 _STREAMS = {}
 _MAX_STREAMS = 64
+
+
+def _side_stream(index):
+    """A context with a new torch stream of device ``index`` current."""
+    return torch.cuda.stream(torch.cuda.Stream(index))
+
+
+_SIDE_STREAM = _side_stream
+
+
+def _raw_matches(index, handle):
+    """Whether the raw call gives the Stream's handle ``handle`` here and on a side stream's."""
+    if _RAW_STREAM is None or _RAW_STREAM(index) != handle:
+        return False
+    with _SIDE_STREAM(index):
+        side = _CURRENT_STREAM(index).cuda_stream
+        return side != handle and _RAW_STREAM(index) == side
 
 
 def _raw_stream(index):
@@ -33,9 +50,9 @@ def _raw_stream(index):
     if _RAW_OK:
         return _RAW_STREAM(index)
     handle = _CURRENT_STREAM(index).cuda_stream
-    if _RAW_OK is None and handle:  # (decided on a side stream's handle: the default stream's is 0, proving little)
+    if _RAW_OK is None:
         try:
-            _RAW_OK = _RAW_STREAM is not None and _RAW_STREAM(index) == handle
+            _RAW_OK = _raw_matches(index, handle)
         except Exception:  # noqa: BLE001 - a torch whose raw-stream call differs: the Stream's handle serves
             _RAW_OK = False
     return handle
