@@ -70,13 +70,15 @@ def test_torch_func_grad_through_the_recurrences(layer, torch_device):
     lod = [[0, 2, 2, 7]]
     x = x.to(torch_device)
     if layer == "lstm":
-        w, b = torch.randn(d, 4 * d, dtype=torch.float64, generator=g), torch.randn(1, 7 * d, dtype=torch.float64)
+        w = torch.randn(d, 4 * d, dtype=torch.float64, generator=g)
+        b = torch.randn(1, 7 * d, dtype=torch.float64, generator=g)
         w, b = w.to(torch_device), b.to(torch_device)
 
         def loss(x):
             return F.dynamic_lstm(lt.LoDTensor(x, lod), w, b)[0].data.square().sum()
     else:
-        w, b = torch.randn(d, 3 * d, dtype=torch.float64, generator=g), torch.randn(1, 3 * d, dtype=torch.float64)
+        w = torch.randn(d, 3 * d, dtype=torch.float64, generator=g)
+        b = torch.randn(1, 3 * d, dtype=torch.float64, generator=g)
         w, b = w.to(torch_device), b.to(torch_device)
 
         def loss(x):
