@@ -6,8 +6,12 @@ Arrays are a NumPy subclass whose type lives in module "cupy" (so lodtensor rout
 them to the CuPy backend). Every ``RawModule`` kernel launch is recorded in
 ``stub.launches`` as ``(name, grid, block, args)`` and does nothing else: the stub
 checks how the backend calls kernels; ``tests/backend/cuda_emu.py`` adds running them.
+cuBLAS GEMMs by address (``cupy.cuda.cublas.sgemm``/``dgemm``) are recorded in ``stub.blas_calls``
+as ``(name, args)`` after cuBLAS's own argument checks, and computed (NumPy, on the addresses as
+host memory, column-major as cuBLAS reads them) where launches run.
 """
 
+import ctypes
 import importlib.util
 import os
 import sys
@@ -83,6 +87,7 @@ def make_stub():
     """A module named cupy: NumPy's functions on stub arrays, a recording RawModule, a cuda namespace."""
     stub = types.ModuleType("cupy")
     stub.launches, stub.modules, stub.calls, stub.execute = [], [], [], None
+    stub.__version__ = "14.0.0"  # (what the backend reads of it: cuBLAS's scalars by address, CuPy 10 on)
     stub.ndarray = ndarray
 
     def delegate(name):
@@ -144,9 +149,44 @@ def make_stub():
         def synchronize(self):
             pass
 
-    stub.cuda = types.SimpleNamespace(Device=_DeviceCtx,
-                                      runtime=types.SimpleNamespace(getDeviceCount=lambda: 0))
+    stub.blas_calls = []
+    cublas = types.SimpleNamespace(sgemm=_gemm(stub, "sgemm", np.float32), dgemm=_gemm(stub, "dgemm", np.float64))
+    stub.cuda = types.SimpleNamespace(Device=_DeviceCtx, runtime=types.SimpleNamespace(getDeviceCount=lambda: 0),
+                                      cublas=cublas, get_cublas_handle=lambda: 0)
     return stub
+
+
+def _column_major(address, dtype, rows, cols, ld):
+    """The ``rows`` x ``cols`` column-major matrix at host ``address`` with leading dimension ``ld``."""
+    item = np.dtype(dtype).itemsize
+    span = ((cols - 1) * ld + rows) * item
+    buffer = (ctypes.c_char * span).from_address(address)
+    return np.ndarray((rows, cols), dtype=dtype, buffer=buffer, strides=(item, ld * item))
+
+
+def _gemm(stub, name, dtype):
+    """cuBLAS's ``<t>gemm``: ``C = alpha op(A) op(B) + beta C``, column-major, every operand an address, the
+    scalars by address (host pointer mode); its argument checks give CUBLAS_STATUS_INVALID_VALUE."""
+
+    def gemm(handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+        args = (handle, transa, transb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+        assert all(isinstance(v, int) for v in args), f"{name}: arguments {args}"
+        stub.blas_calls.append((name, args))
+        a_rows, b_rows = (m if transa == 0 else k), (k if transb == 0 else n)
+        if (transa not in (0, 1, 2) or transb not in (0, 1, 2) or min(m, n, k) < 0 or lda < max(1, a_rows)
+                or ldb < max(1, b_rows) or ldc < max(1, m)):
+            raise RuntimeError(f"CUBLAS_STATUS_INVALID_VALUE: {name}{args}")
+        if stub.execute is None or m == 0 or n == 0:
+            return
+        scalar = _column_major(alpha, dtype, 1, 1, 1)[0, 0], _column_major(beta, dtype, 1, 1, 1)[0, 0]
+        op_a = _column_major(a, dtype, a_rows, m + k - a_rows, lda) if k else np.zeros((m, 0), dtype)
+        op_b = _column_major(b, dtype, b_rows, n + k - b_rows, ldb) if k else np.zeros((0, n), dtype)
+        out = _column_major(c, dtype, m, n, ldc)
+        product = scalar[0] * ((op_a if transa == 0 else op_a.T) @ (op_b if transb == 0 else op_b.T))
+        out[...] = product if scalar[1] == 0 else product + scalar[1] * out  # (beta 0: C is not read)
+
+    gemm.__name__ = name
+    return gemm
 
 
 def _cupyx():

@@ -5,6 +5,8 @@ off) and NumPy's, for peepholes or none, reverse, initial states, each activatio
 compute; activations they lack keep the unfused steps. Skipped without g++."""
 
 import shutil
+import types
+import weakref
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ torch = pytest.importorskip("torch")
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 import lodtensor as lt  # noqa: E402
+from lodtensor.backend.cupy import _steps as _cupy_steps  # noqa: E402
 from lodtensor.backend.cupy import _tuning  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
 
@@ -228,7 +231,7 @@ class _CountOps(TorchDispatchMode):
 
 @pytest.mark.parametrize("kind, most, fewer", [("lstm", 4.5, 6), ("gru", 8.5, 2)])
 def test_fused_steps_launch_a_few_kernels_a_step(route, monkeypatch, kind, most, fewer):
-    """Forward and backward over 64 steps: torch ops (GEMMs) plus step kernels per step, fused, at
+    """Forward and backward over 64 steps: torch ops and cuBLAS calls (GEMMs) plus step kernels per step, fused, at
     most ``most`` (LSTM: a GEMM and a kernel each way; GRU: two of each) and ``fewer`` times fewer
     than the unfused steps' (measured: LSTM 4.2 against 27.1, GRU 8.1 against 19.0)."""
     gates, steps = (4 if kind == "lstm" else 3), 64
@@ -241,13 +244,18 @@ def test_fused_steps_launch_a_few_kernels_a_step(route, monkeypatch, kind, most,
                 for shape in ((offsets[-1], gates * 8), (8, gates * 8)))
         b = torch.zeros(1, (7 if kind == "lstm" else 3) * 8, dtype=torch.float64, requires_grad=True)
         route.launches.clear()
+        route.blas_calls.clear()
         counter = _CountOps()
         with counter:
             t = lt.LoDTensor(x, [offsets])
             out = F.dynamic_lstm(t, w, b)[0] if kind == "lstm" else F.dynamic_gru(t, w, b)
             out.data.sum().backward()
         kernels = sum(1 for name, *_ in route.launches if name.startswith(f"lt_{kind}"))
-        per_step[fused] = (counter.count + kernels) / steps
+        if fused:  # the steps' GEMMs are cuBLAS calls, no torch ops: one a step each way (LSTM), two (GRU), none
+            assert len(route.blas_calls) == (2 if kind == "lstm" else 4) * (steps - 1)  # at step 0 (no h0)
+        else:
+            assert not route.blas_calls
+        per_step[fused] = (counter.count + len(route.blas_calls) + kernels) / steps
     assert per_step[True] <= most and per_step[False] >= fewer * per_step[True], per_step
 
 
@@ -255,7 +263,7 @@ def test_fused_steps_launch_a_few_kernels_a_step(route, monkeypatch, kind, most,
 def test_fused_loops_take_their_addresses_once_not_per_step(route, monkeypatch, kind):
     """The fused loops plan every step's launch before the loop (``_steps._Steps.plan``): the operands'
     device addresses are read a few times per loop, the same number for 3 steps as for 40 (a loop
-    reading them per step spent more host time on them than on its GEMMs' launches)."""
+    reading them per step spent more host time on them than on its GEMMs' launches); the GEMMs' too."""
     from lodtensor.backend.torch import _fused_steps  # noqa: PLC0415
 
     reads = []
@@ -281,4 +289,32 @@ def test_fused_loops_take_their_addresses_once_not_per_step(route, monkeypatch, 
             else F.dynamic_gru(t, w)
         out.data.sum().backward()
         per_loop[steps] = len(reads)
-    assert 0 < per_loop[3] == per_loop[40] <= 16, per_loop
+    assert 0 < per_loop[3] == per_loop[40] <= 24, per_loop  # (the kernels' and the cuBLAS GEMMs' operands)
+
+
+@pytest.mark.parametrize("cupy_is", ["v8", "without cuBLAS"])
+def test_fused_steps_need_cupy_s_cublas_by_address(route, monkeypatch, cupy_is):
+    """The steps' GEMMs are cuBLAS calls through CuPy's binding with alpha and beta by address (CuPy 10 on; v8
+    took them by value, which an address would silently turn into a huge scale): with an older CuPy, or one
+    whose cuBLAS cannot load, the recurrences keep their unfused steps (no step kernel, no cuBLAS call), with
+    the same values."""
+    inputs = _inputs(3, True, "hc", torch.float64)
+    fused = _run(inputs, True, False, ("sigmoid", "tanh", "tanh"), monkeypatch, True)
+    assert route.blas_calls and "lt_lstm_step<double>" in _launched(route)
+    if cupy_is == "v8":
+        monkeypatch.setattr(route, "__version__", "8.6.0")
+    else:
+        namespace = {k: v for k, v in vars(route.cuda).items() if k != "cublas"}
+
+        class Cuda(types.SimpleNamespace):
+            def __getattr__(self, name):  # (CuPy loads cupy.cuda.cublas on first use, as this module's __getattr__)
+                raise ImportError("libcublas.so.12: cannot open shared object file")
+
+        monkeypatch.setattr(route, "cuda", Cuda(**namespace))
+    monkeypatch.setattr(_cupy_steps, "_BLAS", weakref.WeakKeyDictionary())  # (found once per CuPy module)
+    route.launches.clear()
+    route.blas_calls.clear()
+    plain = _run(inputs, True, False, ("sigmoid", "tanh", "tanh"), monkeypatch, True)
+    assert not route.blas_calls and not any(name.startswith("lt_lstm") for name in _launched(route))
+    for got, want in zip(fused, plain):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)

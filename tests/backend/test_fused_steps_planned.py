@@ -22,6 +22,8 @@ from lodtensor.backend.cupy import _tuning  # noqa: E402
 from lodtensor.backend.cupy import cuda as _kernels  # noqa: E402
 from lodtensor.nn import functional as F  # noqa: E402
 
+from . import cupy_stub  # noqa: E402
+
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ to build the CUDA stand-in")
 
 LODS = {
@@ -362,3 +364,96 @@ def test_cupy_fused_forward_edge_cases_give_numpy_values(emulated, monkeypatch, 
         gates = _args(stub.launches, "lt_gru_step_gates")
         assert [a[3] for *_, a in gates] == (counts if "h" in states else counts[1:])
         assert len({a[2] for *_, a in gates}) <= 1  # r * h_prev: one scratch buffer every step
+
+
+# -- the steps' GEMMs: one cuBLAS call each, on the per-step views' addresses ---------------------------------
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("lod, origin, states, reverse", [case[:4] for case in LAUNCH_CASES])
+def test_planned_gemms_pass_the_per_step_operands(route, monkeypatch, dtype, lod, origin, states, reverse):
+    """Each GEMM of a fused GRU and LSTM step is one cuBLAS call, in column-major terms ``C^T = op(W)^T A^T``:
+    ``m, n, k``, leading dimensions, ``beta`` (1: accumulate into the gates and dh; 0: overwrite t1 and the
+    LSTM's dh) and the per-step addresses of the rows of the step-major buffers, as the per-step views of the
+    unfused code, in the steps' order; and ``op(W)^T`` holds the weights (transposed in the backward)."""
+    lod = LODS[lod]
+    counts = _counts(lod)
+    bounds = np.concatenate([[0], np.cumsum(counts)]).tolist()
+    d = 3
+    name = "dgemm" if dtype == torch.float64 else "sgemm"
+    calls = []  # (name, args, the right factor of the row-major product, read at the call: the weights'
+    # contiguous copies live as long as the loop)
+
+    def recording(fn_name, real, np_dtype):
+        def record(*a):
+            _, op, _, m, _, k, _, w_at, ldw = a[:9]
+            stored = cupy_stub._column_major(w_at, np_dtype, *((m, k) if op == 0 else (k, m)), ldw)
+            scalars = tuple(float(cupy_stub._column_major(a[i], np_dtype, 1, 1, 1)[0, 0]) for i in (6, 11))
+            calls.append((fn_name, a, (stored if op == 0 else stored.T).T.copy(), scalars))  # op(W)^T: the factor
+            return real(*a)
+
+        return record
+
+    for n, np_dtype in (("sgemm", np.float32), ("dgemm", np.float64)):
+        monkeypatch.setattr(route.cuda.cublas, n, recording(n, getattr(route.cuda.cublas, n), np_dtype))
+    for kind in ("gru", "lstm"):
+        calls.clear()
+        if kind == "gru":
+            leaves, args = _gru_inputs(lod, d, "h" in states, dtype, views=True)
+        else:
+            leaves, args = _lstm_inputs(lod, d, origin, states, dtype, views=True)
+        if kind == "gru":
+            _, _, _, saved = _gru(leaves, args, lod, origin, reverse, True, monkeypatch)
+            w_gate, w_cand, _, h0, gates, hs, rh_all = saved[:7]
+            weights = {"gate": w_gate, "cand": w_cand}  # (Paddle's [D, 3D] weight split by its memory)
+            widths = 3 * d
+        else:
+            _, _, _, saved = _lstm(leaves, args, lod, origin, reverse, "hc", True, monkeypatch)
+            w, _, h0, _, gates, hs = saved[:6]
+            weights = {"w": args[1].detach()}
+            widths = 4 * d
+        size = gates.element_size()
+
+        def prev(t, hs=hs, h0=h0):
+            return _step_rows(hs, bounds[t - 1], bounds[t - 1] + counts[t]) if t else _ptr(h0)
+
+        steps = [t for t in range(len(counts)) if prev(t)]
+        forward = calls[: (2 if kind == "gru" else 1) * len(steps)]
+        backward = calls[len(forward):]
+        assert len(backward) == len(forward) and all(c[0] == name for c in calls)
+        assert all(c[3] == (1, 1) for c in forward)  # alpha 1, beta 1: accumulated into the gates
+        want = []
+        for t in steps:
+            lo, n = bounds[t], counts[t]
+            rows = _step_rows(gates, lo, lo + n)
+            if kind == "gru":
+                want += [((0, 0, 0, 2 * d, n, d), (2 * d, prev(t), d, rows, widths), "gate"),
+                         ((0, 0, 0, d, n, d), (d, _step_rows(rh_all, lo, lo + n), d, rows + 2 * d * size, widths),
+                          "cand")]
+            else:
+                want.append(((0, 0, 0, 4 * d, n, d), (4 * d, prev(t), d, rows, widths), "w"))
+        for (_, got, w_values, _), (head, tail, which) in zip(forward, want):
+            assert got[:6] == head and (*got[8:11], *got[12:]) == tail
+            torch.testing.assert_close(torch.from_numpy(w_values), weights[which], rtol=0, atol=0)
+        # the backward, steps last to first: GRU t1 = dg_cand W_cand^T (beta 0), dh += dg_gates W_gate^T;
+        # LSTM dh = dgates W^T (beta 0); every C the same buffer each step, every A a fresh step-major buffer's rows
+        per_step = 2 if kind == "gru" else 1
+        assert len(backward) == per_step * len(steps)
+        for i, t in enumerate(reversed(steps)):
+            n = counts[t]
+            group = backward[per_step * i : per_step * (i + 1)]
+            if kind == "gru":
+                (_, reset, w_reset, reset_scalars), (_, state, w_state, state_scalars) = group
+                assert reset[1:6] == (1, 0, d, n, d) and reset[8] == d and reset[10] == widths and reset[13] == d
+                assert state[1:6] == (1, 0, d, n, 2 * d) and state[8] == 2 * d and state[10] == widths
+                assert reset_scalars == (1, 0) and state_scalars == (1, 1)  # t1 overwritten, dh accumulated
+                assert state[9] + 2 * d * size == reset[9] and reset[12] != state[12]  # dg_gates, dg_cand; t1, dh
+                torch.testing.assert_close(torch.from_numpy(w_reset), weights["cand"].t(), rtol=0, atol=0)
+                torch.testing.assert_close(torch.from_numpy(w_state), weights["gate"].t(), rtol=0, atol=0)
+            else:
+                ((_, got, w_values, scalars),) = group
+                assert got[1:6] == (1, 0, d, n, 4 * d) and got[8] == 4 * d and got[10] == widths
+                assert scalars == (1, 0) and got[13] == d  # dh overwritten
+                torch.testing.assert_close(torch.from_numpy(w_values), weights["w"].t(), rtol=0, atol=0)
+        cs = [c[1][12] for c in backward[per_step - 1 :: per_step]]
+        assert len(set(cs)) <= 1  # dh: one buffer for every step
+        dg = [c[1][9] for c in backward[per_step - 1 :: per_step]]
+        assert dg == [dg[0] - (bounds[steps[-1]] - bounds[t]) * widths * size for t in reversed(steps)]

@@ -294,3 +294,51 @@ def test_torch_cuda_kernels_launch_on_torch_s_current_stream(monkeypatch):
     seen.clear()
     S.sequence_pool(lt.LoDTensor(x, [offsets]), "sum")
     assert set(seen) == {torch.cuda.current_stream().cuda_stream}
+
+
+@pytest.mark.parametrize("tf32", [False, True])
+def test_torch_cuda_rnn_gemms_run_on_torch_s_stream_and_math_mode(monkeypatch, tf32):
+    """The fused recurrences' GEMMs are cuBLAS calls planned on torch's handle (``_steps._Steps.gemm``): under
+    ``torch.cuda.stream(side)`` each runs on ``side``, in torch's math mode (TF32 tensor ops exactly where
+    ``torch.backends.cuda.matmul.allow_tf32`` asks for them); the GRU's outputs and gradients match float64
+    on the CPU (TF32's 10-bit mantissa: a looser bound)."""
+    torch = _cuda_torch()
+    cupy = pytest.importorskip("cupy")
+    from lodtensor.backend.cupy import _steps  # noqa: PLC0415
+    from lodtensor.nn import functional as F  # noqa: PLC0415
+
+    seen = []  # (the stream CuPy's binding sets on the handle, the handle's math mode) at each call
+    real = _steps._Steps.gemm
+
+    def gemm(self, *args, **kwargs):
+        def watched(fn):
+            def call(*a):
+                seen.append((cupy.cuda.get_current_stream().ptr, cupy.cuda.cublas.getMathMode(a[0])))
+                return fn(*a)
+
+            return call
+
+        return [(watched(fn), a) for fn, a in real(self, *args, **kwargs)]
+
+    monkeypatch.setattr(_steps._Steps, "gemm", gemm)
+    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", tf32)
+    rng = np.random.default_rng(11)
+    offsets = np.concatenate([[0], np.cumsum(rng.integers(0, 30, 200))]).tolist()
+    d = 96
+    host = [rng.uniform(-0.5, 0.5, shape) for shape in ((offsets[-1], 3 * d), (d, 3 * d), (1, 3 * d), (200, d))]
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        x, w, b, h0 = (torch.tensor(a, dtype=torch.float32, device="cuda", requires_grad=True) for a in host)
+        h = F.dynamic_gru(lt.LoDTensor(x, [offsets]), w, b, h0)
+        (h.data * torch.linspace(-1, 1, h.data.numel(), device="cuda").reshape(h.data.shape)).sum().backward()
+    side.synchronize()
+    assert seen and {stream for stream, _ in seen} == {side.cuda_stream}
+    assert {mode & 0xF for _, mode in seen} == {3 if tf32 else 0}  # CUBLAS_TF32_TENSOR_OP_MATH, CUBLAS_DEFAULT_MATH
+    ref = [torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in host]
+    want = F.dynamic_gru(lt.LoDTensor(ref[0], [offsets]), *ref[1:])
+    (want.data * torch.linspace(-1, 1, want.data.numel(), dtype=torch.float64).reshape(want.data.shape)).sum() \
+        .backward()
+    scale = 2e-3 if tf32 else 2e-5
+    for got, expected in zip([h.data, x.grad, w.grad, b.grad, h0.grad], [want.data] + [r.grad for r in ref]):
+        expected = expected.to(torch.float32)
+        torch.testing.assert_close(got.detach().cpu(), expected, rtol=0, atol=scale * float(expected.abs().max()))

@@ -56,7 +56,7 @@ class CupyArrayKernels(ArrayKernels):
 
     def _fused_steps(self, kind, gates, acts, operands):
         """The recurrences' fused steps (``_steps``) where the kernels serve, else None."""
-        if not _tuning.FUSED_STEPS or not _steps.serves(gates.dtype, acts, operands):
+        if not _tuning.FUSED_STEPS or not _steps.serves(gates.dtype, acts, operands) or _steps.blas(self.xp) is None:
             return None
         cls = _steps.LSTMSteps if kind == "lstm" else _steps.GRUSteps
         return cls(self.xp, gates.dtype, acts, _launch.pointer)

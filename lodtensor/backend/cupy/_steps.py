@@ -10,19 +10,45 @@ launches. A loop plans all its launches before its first step (:meth:`_Steps.pla
 address at every step, from the step-major buffers' base addresses, by NumPy): a step then costs its
 launch alone, no view and no pointer lookup per operand. float32/float64 data, and the activations
 ``cuda.RNN_ACTS`` (identity, sigmoid, tanh, relu); the callers keep their unfused steps otherwise.
+
+The steps' GEMMs are planned the same way (:meth:`_Steps.gemm`): each one cuBLAS call by address through
+CuPy's binding (``cupy.cuda.cublas``), with the handle the caller gives (torch's, on torch data: its stream,
+workspace and TF32 mode), in place of a library matmul per step. On the H100 (2026-11-28) a GRU step's four
+torch GEMMs and four launches took about 230 us of host time against about 120 us of GPU time: the loop
+waited on the host. Where CuPy has no cuBLAS binding the steps do not serve (:func:`blas`).
 """
 
 import contextlib
+import weakref
 
 import numpy as np
 
 from . import _launch
 from . import cuda as _cuda
 
-__all__ = ["LSTMSteps", "GRUSteps", "serves"]
+__all__ = ["LSTMSteps", "GRUSteps", "serves", "blas"]
 
 _NULL = np.uint64(0)
 _MAX_BLOCKS = 1 << 16
+_OP_N, _OP_T = 0, 1  # cuBLAS's CUBLAS_OP_N, CUBLAS_OP_T
+_GEMMS = {"float32": "sgemm", "float64": "dgemm"}
+_BLAS = weakref.WeakKeyDictionary()  # cupy module -> its cuBLAS binding, or None where it has none
+
+
+_SCALARS_BY_ADDRESS = 10  # the first CuPy major version known to take alpha and beta by address (v8: by value)
+
+
+def blas(xp):
+    """CuPy ``xp``'s cuBLAS binding (``xp.cuda.cublas``: ``sgemm``/``dgemm`` by address, alpha and beta too), or
+    None where it cannot be imported (no cuBLAS library), lacks them or is older."""
+    if xp not in _BLAS:
+        major = str(getattr(xp, "__version__", "0")).split(".")[0]
+        try:
+            found = xp.cuda.cublas if major.isdigit() and int(major) >= _SCALARS_BY_ADDRESS else None
+        except Exception:  # noqa: BLE001 - an unloadable cuBLAS is no cuBLAS: the unfused steps serve
+            found = None
+        _BLAS[xp] = found if all(hasattr(found, g) for g in _GEMMS.values()) else None
+    return _BLAS[xp]
 
 
 def serves(dtype, acts, operands=()):
@@ -43,15 +69,19 @@ def _contiguous(a):
 
 
 class _Steps:
-    __slots__ = ("acts", "fns", "ptr", "context")
+    __slots__ = ("acts", "fns", "ptr", "context", "gemm_fn", "handle", "scalars")
     KERNELS = ()
 
-    def __init__(self, xp, dtype, acts, ptr, context=contextlib.nullcontext):
-        """``ptr(array)``: its device address; ``context()``: the context to launch in."""
+    def __init__(self, xp, dtype, acts, ptr, context=contextlib.nullcontext, handle=None):
+        """``ptr(array)``: its device address; ``context()``: the context to launch in; ``handle()``: the cuBLAS
+        handle to plan the GEMMs with, asked in that context (default: CuPy's of the current device)."""
         self.ptr, self.context = ptr, context
         self.acts = np.int32(self._code(*(_cuda.RNN_ACTS[a] for a in acts)))
         name = np.dtype(dtype).name
         self.fns = {k: _launch.kernel(xp, "rnn", _cuda.kernel_name(k, dtype=name)) for k in self.KERNELS}
+        self.gemm_fn = getattr(blas(xp), _GEMMS[name])
+        self.handle = handle if handle is not None else xp.cuda.get_cublas_handle
+        self.scalars = np.array([1, 0], dtype=name)  # alpha 1; beta 1 or 0, by address (host pointer mode)
 
     def launching(self):
         return self.context()
@@ -61,12 +91,14 @@ class _Steps:
         """The address of ``a`` (None: 0), the same at every step."""
         return _NULL if a is None else np.uint64(self.ptr(a))
 
-    def rows_at(self, a, starts):
-        """Per step, the address of row ``starts[t]`` of ``a`` (a contiguous step-major buffer; None: 0)."""
+    def rows_at(self, a, starts, column=0):
+        """Per step, the address of row ``starts[t]`` of ``a`` (a contiguous step-major buffer; None: 0), at its
+        ``column``."""
         if a is None:
             return _NULL
         starts = np.asarray(starts, dtype=np.uint64)
-        return self.at(a) + starts * np.uint64(a.nbytes // max(int(a.shape[0]), 1))
+        row = a.nbytes // max(int(a.shape[0]), 1)
+        return self.at(a) + starts * np.uint64(row) + np.uint64(column * (row // max(int(a.shape[1]), 1)))
 
     def previous(self, a, starts, first):
         """Per step ``t``, the address of step ``t - 1``'s rows of ``a`` (``starts``: each step's first
@@ -78,19 +110,38 @@ class _Steps:
     def plan(self, kind, counts, width, operands, *flags):
         """Kernel ``kind``'s launches, one per step ``t`` over ``counts[t]`` rows of ``width``, its pointer
         arguments ``operands``: each an address (:meth:`at`) or an address per step (:meth:`rows_at`,
-        :meth:`previous`). Run step ``t``'s with :meth:`launch`."""
+        :meth:`previous`). Run step ``t``'s with :meth:`run`."""
         n = np.asarray(counts, dtype=np.int64)
         columns = [list(np.broadcast_to(np.asarray(a, dtype=np.uint64), n.shape)) for a in operands]
         grids = np.clip(-(-n * width // _cuda.BLOCK), 1, _MAX_BLOCKS).tolist()
         d, tail = np.int64(width), (self.acts, *(np.int32(f) for f in flags))
         fn, block = self.fns[kind], (_cuda.BLOCK,)
-        return [(fn, (grid,), block, (*pointers, rows, d, *tail)) for grid, rows, *pointers in zip(grids, n, *columns)]
+        return [(fn, ((grid,), block, (*pointers, rows, d, *tail)))
+                for grid, rows, *pointers in zip(grids, n, *columns)]
+
+    def gemm(self, counts, out, ldc, a, lda, w, *, transposed=False, accumulate=True):
+        """Per step ``t``, the GEMM ``out_t (+)= a_t @ w`` (``w.T`` where ``transposed``) over ``counts[t]`` rows,
+        as one cuBLAS call each: ``out`` and ``a`` are the rows' addresses (per step, or one for every step) of
+        row-major matrices with rows ``ldc`` and ``lda`` elements apart, ``w`` a contiguous 2-D array; ``+=``
+        where ``accumulate``, else ``=``. cuBLAS is column-major: a row-major matrix's memory is its transpose
+        there, so it computes ``out^T = B^T a^T`` (``B``: ``w`` or ``w.T``), with ``w``'s memory (``w^T`` there)
+        as its first operand, ``CUBLAS_OP_T`` where ``transposed`` (``B^T = w``), and ``a``'s as its second."""
+        rows, cols = (int(s) for s in w.shape)
+        m, k, op = (rows, cols, _OP_T) if transposed else (cols, rows, _OP_N)
+        alpha = self.scalars.ctypes.data
+        beta = alpha + (0 if accumulate else self.scalars.itemsize)
+        n = np.asarray(counts, dtype=np.int64)
+        outs, ins = (np.broadcast_to(np.asarray(p, dtype=np.uint64), n.shape).tolist() for p in (out, a))
+        head, w_at = (self.handle(), op, _OP_N, m), self.ptr(w)
+        fn = self.gemm_fn
+        return [(fn, (*head, r, k, alpha, w_at, cols, a_t, lda, beta, c_t, ldc))
+                for r, a_t, c_t in zip(n.tolist(), ins, outs)]
 
     @staticmethod
-    def launch(planned):
-        """One launch of :meth:`plan`."""
-        fn, grid, block, args = planned
-        fn(grid, block, args)
+    def run(step):
+        """The planned calls ``step`` (of :meth:`plan` and :meth:`gemm`), in order."""
+        for fn, args in step:
+            fn(*args)
 
 
 class LSTMSteps(_Steps):

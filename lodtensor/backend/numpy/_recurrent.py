@@ -51,22 +51,24 @@ def lstm(xp, x, weight, bias, h_0, c_0, rows, inverse, counts, activations, peep
     if peepholes:
         w_ic, w_fc, w_oc = bias[:, 4 * d : 5 * d], bias[:, 5 * d : 6 * d], bias[:, 6 * d : 7 * d]
     peep = bias[0, 4 * d :] if peepholes else None
-    fused = None if steps is None else steps("lstm", gates, activations, (h_0, c_0, peep))
-    if fused is not None:  # the rest of each step in one kernel, every launch planned before the loop
+    w_c = xp.ascontiguousarray(weight)
+    fused = None if steps is None else steps("lstm", gates, activations, (h_0, c_0, peep, w_c))
+    if fused is not None:  # each step one GEMM (cuBLAS) and one kernel, every call planned before the loop
         starts = _starts(counts)
+        g_at = fused.rows_at(gates, starts)
+        gemm = fused.gemm(counts, g_at, 4 * d, fused.previous(hs, starts, h_0), d, w_c)
         step = fused.plan("lstm_step", counts, d, (
-            fused.rows_at(gates, starts), fused.previous(cs, starts, c_0), fused.at(peep), fused.rows_at(cs, starts),
+            g_at, fused.previous(cs, starts, c_0), fused.at(peep), fused.rows_at(cs, starts),
             fused.rows_at(hs, starts), fused.at(None)))
+        for t in range(len(counts)):
+            fused.run((gemm[t], step[t]) if t or h_0 is not None else (step[t],))
+        return xp.take(hs, inverse, axis=0), xp.take(cs, inverse, axis=0)
     h, c, lo = h_0, c_0, 0
-    for t, n in enumerate(counts):
+    for n in counts:
         hi = lo + n
         g = gates[lo:hi]
         if h is not None:
             xp.add(g, xp.matmul(h[:n], weight, out=buf[:n]), out=g)
-        if fused is not None:
-            fused.launch(step[t])
-            h, lo = hs[lo:hi], hi
-            continue
         c_prev = None if c is None else c[:n]
         activation_(xp, cand, g[:, :d], d)
         if peepholes and c_prev is not None:
@@ -101,24 +103,22 @@ def gru(xp, x, w_gate, w_cand, bias, h_0, rows, inverse, counts, activations, or
     buf = xp.empty((width, 2 * d), dtype=gates.dtype)
     tmp = xp.empty((width, d), dtype=gates.dtype)
     prod = xp.empty((width, d), dtype=gates.dtype)
-    fused = None if steps is None else steps("gru", gates, activations, (h_0,))
-    if fused is not None:  # one kernel after each GEMM, every launch planned before the loop
+    w_g, w_c = xp.ascontiguousarray(w_gate), xp.ascontiguousarray(w_cand)
+    fused = None if steps is None else steps("gru", gates, activations, (h_0, w_g, w_c))
+    if fused is not None:  # cuBLAS GEMMs and one kernel after each, every call planned before the loop
         starts = _starts(counts)
-        g_at, prev_at = fused.rows_at(gates, starts), fused.previous(hs, starts, h_0)
-        reset = fused.plan("gru_step_gates", counts, d, (g_at, prev_at, fused.at(tmp)))
+        g_at, prev_at, rh = fused.rows_at(gates, starts), fused.previous(hs, starts, h_0), fused.at(tmp)
+        gemm_gates = fused.gemm(counts, g_at, 3 * d, prev_at, d, w_g)
+        reset = fused.plan("gru_step_gates", counts, d, (g_at, prev_at, rh))
+        gemm_cand = fused.gemm(counts, fused.rows_at(gates, starts, 2 * d), 3 * d, rh, d, w_c)
         step = fused.plan("gru_step_out", counts, d, (g_at, prev_at, fused.rows_at(hs, starts)), origin_mode)
+        for t in range(len(counts)):
+            fused.run((gemm_gates[t], reset[t], gemm_cand[t], step[t]) if t or h_0 is not None else (step[t],))
+        return xp.take(hs, inverse, axis=0)
     h, lo = h_0, 0
-    for t, n in enumerate(counts):
+    for n in counts:
         hi = lo + n
         g, out = gates[lo:hi], hs[lo:hi]
-        if fused is not None:
-            if h is not None:
-                xp.add(g[:, : 2 * d], xp.matmul(h[:n], w_gate, out=buf[:n]), out=g[:, : 2 * d])
-                fused.launch(reset[t])
-                xp.add(g[:, 2 * d :], xp.matmul(tmp[:n], w_cand, out=prod[:n]), out=g[:, 2 * d :])
-            fused.launch(step[t])
-            h, lo = out, hi
-            continue
         if h is None:
             activation_(xp, gate, g[:, :d], d)
             c = activation_(xp, cand, g[:, 2 * d :], d)

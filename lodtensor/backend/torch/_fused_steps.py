@@ -3,7 +3,8 @@
 With CuPy installed, the recurrences of ``_recurrent`` on CUDA tensors run each element-wise part
 of a time step as one kernel, forward and backward, on torch's current stream and memory (the
 tensors' addresses). :func:`steps` gives None where they cannot serve (no CuPy, not CUDA, under
-tracing, a dtype or an activation the kernels lack, ``_tuning.FUSED_STEPS`` off); the results
+tracing, a dtype or an activation the kernels lack, no cuBLAS binding in CuPy, a stream under CUDA graph
+capture, ``_tuning.FUSED_STEPS`` off); the steps' GEMMs are cuBLAS calls on torch's handle; the results
 are those of the unfused steps (tests: the emulated route, ``_cuda._EMULATED``).
 """
 
@@ -26,6 +27,18 @@ def steps(kind, x, acts, operands):
             t is not None and (t.device != x.device or _cuda.wrapped(t)) for t in operands):
         return None
     dev = _cuda._Device(x.device)
+    if _steps.blas(dev.xp) is None:
+        return None
+    if x.device.type == "cuda":
+        if torch.cuda.is_current_stream_capturing():  # (CuPy's cuBLAS binding refuses a stream under capture)
+            return None
+        handle = torch.cuda.current_blas_handle  # torch's, asked on the device: its stream, workspace, TF32 mode
+    else:
+        handle = _NO_HANDLE  # emulated
     cls = _steps.LSTMSteps if kind == "lstm" else _steps.GRUSteps
     with dev.launching():  # the kernels looked up (and their module loaded) on the tensors' device
-        return cls(dev.xp, _DTYPES[x.dtype], acts, torch.Tensor.data_ptr, dev.launching)
+        return cls(dev.xp, _DTYPES[x.dtype], acts, torch.Tensor.data_ptr, dev.launching, handle)
+
+
+def _NO_HANDLE():  # noqa: N802 - a constant's role: the cupy stub's cuBLAS takes no handle
+    return 0

@@ -40,19 +40,18 @@ def _lstm_forward(x, w, b, h, c, rows, counts, acts, peep, threads, keep=False):
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     peep_w = b[0, 4 * d :] if peep else None
-    fused = fused_steps("lstm", gates, acts, (h, c, peep_w))  # CUDA: one kernel a step for what follows the GEMM
+    w_c = w.contiguous()
+    fused = fused_steps("lstm", gates, acts, (h, c, peep_w, w_c))  # CUDA: a cuBLAS GEMM and one kernel a step
     if fused is not None:
-        with threads, fused.launching():
+        with fused.launching():
             starts = _bounds(counts)[:-1]
+            g_at = fused.rows_at(gates, starts)
+            gemm = fused.gemm(counts, g_at, 4 * d, fused.previous(hs, starts, h), d, w_c)
             step = fused.plan("lstm_step", counts, d, (
-                fused.rows_at(gates, starts), fused.previous(cs, starts, c), fused.at(peep_w),
-                fused.rows_at(cs, starts), fused.rows_at(hs, starts), fused.rows_at(cell_acts, starts)))
-            g_steps, h_steps = torch.split(gates, counts), torch.split(hs, counts)
-            for t, n in enumerate(counts):
-                h_prev = h_steps[t - 1] if t else h
-                if h_prev is not None:
-                    threads.gemm(g_steps[t].addmm_, h_prev[:n], w)
-                fused.launch(step[t])
+                g_at, fused.previous(cs, starts, c), fused.at(peep_w), fused.rows_at(cs, starts),
+                fused.rows_at(hs, starts), fused.rows_at(cell_acts, starts)))
+            for t in range(len(counts)):
+                fused.run((gemm[t], step[t]) if t or h is not None else (step[t],))
         return gates, hs, cs, cell_acts
     with threads:
         lo = 0
@@ -102,19 +101,19 @@ def _lstm_backward(saved, meta, grad_hidden, grad_cell, needs, threads):
     if peep:
         w_ic, w_fc, w_oc = b[:, 4 * d : 5 * d], b[:, 5 * d : 6 * d], b[:, 6 * d : 7 * d]
     peep_w = b[0, 4 * d :] if peep else None
-    fused = fused_steps("lstm", gates, acts, (c0, peep_w, g_h, g_c))
+    w_c = w.contiguous()
+    fused = fused_steps("lstm", gates, acts, (c0, peep_w, g_h, g_c, w_c))
     if fused is not None:
-        with threads, fused.launching():
+        with fused.launching():
             starts = bounds[:-1]
+            dg_at = fused.rows_at(dgates, starts)
             step = fused.plan("lstm_step_grad", counts, d, (
                 fused.rows_at(gates, starts), fused.rows_at(cell_acts, starts), fused.previous(cs, starts, c0),
                 fused.at(peep_w), fused.rows_at(g_h, starts), fused.rows_at(g_c, starts), fused.at(dh), fused.at(dc),
-                fused.rows_at(dgates, starts)))
-            dg_steps, w_t = torch.split(dgates, counts), w.t()
-            for t in range(len(counts) - 1, -1, -1):
-                fused.launch(step[t])  # dh, dc: rows past the previous step's count are still zero
-                if t or h0 is not None:
-                    threads.gemm(torch.mm, dg_steps[t], w_t, out=dh[: counts[t]])
+                dg_at))
+            gemm = fused.gemm(counts, fused.at(dh), d, dg_at, 4 * d, w_c, transposed=True, accumulate=False)
+            for t in range(len(counts) - 1, -1, -1):  # dh, dc: rows past the previous step's count are still zero
+                fused.run((step[t], gemm[t]) if t or h0 is not None else (step[t],))
     else:
         with threads:
             for t in range(len(counts) - 1, -1, -1):
@@ -211,22 +210,19 @@ def _gru_forward(x, w_gate, w_cand, b, h, rows, counts, acts, origin, threads):
         gates += b
     total = int(gates.shape[0])
     hs, rh_all = gates.new_empty((total, d)), gates.new_empty((total, d))
-    fused = fused_steps("gru", gates, acts, (h,))  # CUDA: one kernel after each of a step's GEMMs
+    w_g, w_c = w_gate.contiguous(), w_cand.contiguous()
+    fused = fused_steps("gru", gates, acts, (h, w_g, w_c))  # CUDA: cuBLAS GEMMs, one kernel after each
     if fused is not None:
-        with threads, fused.launching():
+        with fused.launching():
             starts = _bounds(counts)[:-1]
             g_at, prev_at = fused.rows_at(gates, starts), fused.previous(hs, starts, h)
-            reset = fused.plan("gru_step_gates", counts, d, (g_at, prev_at, fused.rows_at(rh_all, starts)))
+            rh_at = fused.rows_at(rh_all, starts)
+            gemm_gates = fused.gemm(counts, g_at, 3 * d, prev_at, d, w_g)
+            reset = fused.plan("gru_step_gates", counts, d, (g_at, prev_at, rh_at))
+            gemm_cand = fused.gemm(counts, fused.rows_at(gates, starts, 2 * d), 3 * d, rh_at, d, w_c)
             out = fused.plan("gru_step_out", counts, d, (g_at, prev_at, fused.rows_at(hs, starts)), origin)
-            g_gates, g_cand = torch.split(gates[:, : 2 * d], counts), torch.split(gates[:, 2 * d :], counts)
-            h_steps, rh_steps = torch.split(hs, counts), torch.split(rh_all, counts)
-            for t, n in enumerate(counts):
-                h_prev = h_steps[t - 1] if t else h
-                if h_prev is not None:
-                    threads.gemm(g_gates[t].addmm_, h_prev[:n], w_gate)
-                    fused.launch(reset[t])
-                    threads.gemm(g_cand[t].addmm_, rh_steps[t], w_cand)
-                fused.launch(out[t])
+            for t in range(len(counts)):
+                fused.run((gemm_gates[t], reset[t], gemm_cand[t], out[t]) if t or h is not None else (out[t],))
         return gates, hs, rh_all
     with threads:
         lo = 0
@@ -317,26 +313,23 @@ def _gru_backward(saved, meta, grad_hidden, needs, threads):
     dgates = torch.empty_like(gates)
     dh = gates.new_zeros((n0, d))
     t1 = gates.new_empty((n0, d))
-    fused = fused_steps("gru", gates, acts, (h0, g_h))
+    w_g, w_c = w_gate.contiguous(), w_cand.contiguous()
+    fused = fused_steps("gru", gates, acts, (h0, g_h, w_g, w_c))
     if fused is not None:
-        with threads, fused.launching():
+        with fused.launching():
             starts = bounds[:-1]
             g_at, prev_at = fused.rows_at(gates, starts), fused.previous(hs, starts, h0)
             dg_at = fused.rows_at(dgates, starts)
             grad_out = fused.plan("gru_step_grad_out", counts, d,
                                   (g_at, prev_at, fused.rows_at(g_h, starts), fused.at(dh), dg_at), origin)
+            gemm_reset = fused.gemm(counts, fused.at(t1), d, fused.rows_at(dgates, starts, 2 * d), 3 * d, w_c,
+                                    transposed=True, accumulate=False)  # the gradient of r * h_prev
             grad_reset = fused.plan("gru_step_grad_reset", counts, d,
                                     (g_at, prev_at, fused.at(t1), fused.at(dh), dg_at))
-            dg_gates, dg_cand = torch.split(dgates[:, : 2 * d], counts), torch.split(dgates[:, 2 * d :], counts)
-            wg_t, wc_t = w_gate.t(), w_cand.t()
-            for t in range(len(counts) - 1, -1, -1):
-                n = counts[t]
-                fused.launch(grad_out[t])
-                if t or h0 is not None:  # a previous state: the reset's gradient and the state's
-                    threads.gemm(torch.mm, dg_cand[t], wc_t, out=t1[:n])
-                    fused.launch(grad_reset[t])
-                    dhv = dh[:n]
-                    threads.gemm(dhv.addmm_, dg_gates[t], wg_t)
+            gemm_state = fused.gemm(counts, fused.at(dh), d, dg_at, 3 * d, w_g, transposed=True)
+            for t in range(len(counts) - 1, -1, -1):  # with a previous state: the reset's gradient and the state's
+                fused.run((grad_out[t], gemm_reset[t], grad_reset[t], gemm_state[t]) if t or h0 is not None
+                          else (grad_out[t],))
     else:
         with threads:
             _gru_backward_steps(gates, hs, h0, g_h, dgates, dh, t1, w_gate, w_cand, counts, bounds, acts, origin,
