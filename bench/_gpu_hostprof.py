@@ -97,6 +97,15 @@ def _pieces(torch, cupy):
         with device.launching():
             pass
 
+    # a recurrence step's GEMM, [64, 32] @ [32, 128] into 64 rows of a [512, 384] gates buffer: torch's addmm_
+    # (what the fused steps did) against one cuBLAS call by address through CuPy's binding on torch's handle
+    # (what they do since: backend/cupy/_steps.py, _Steps.gemm)
+    gates, h, w = (torch.rand(shape, device=dev) for shape in ((512, 384), (64, 32), (32, 128)))
+    step_rows = gates[64:128, :128]
+    one = np.ones(1, dtype=np.float32)
+    gemm_args = (torch.cuda.current_blas_handle(), 0, 0, 128, 64, 32, one.ctypes.data, w.data_ptr(), 128,
+                 h.data_ptr(), 32, one.ctypes.data, gates[64:].data_ptr(), 384)
+
     def enter_device():
         with cupy.cuda.Device(0):
             pass
@@ -115,6 +124,9 @@ def _pieces(torch, cupy):
         "t.data_ptr()": t.data_ptr,
         "launch, cupy arrays": lambda: kern((1,), (32,), (a, b, n64)),
         "launch, np.uint64 addresses": lambda: kern((1,), (32,), (pa, pb, n64)),
+        "step GEMM: torch addmm_ into gates rows": lambda: step_rows.addmm_(h, w),
+        "step GEMM: cuBLAS sgemm by address (torch's handle)": lambda: cupy.cuda.cublas.sgemm(*gemm_args),
+        "torch.cuda.current_blas_handle()": torch.cuda.current_blas_handle,
         "be.from_host(65 offsets, like=cuda)": lambda: be.from_host(offsets, like=t),
         "torch.from_numpy(65 offsets).to(cuda)": lambda: torch.from_numpy(offsets).to(dev),
         "cupy.asarray(65 offsets)": lambda: cupy.asarray(offsets),
