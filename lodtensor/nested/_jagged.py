@@ -6,7 +6,8 @@ buffer. Components with holes (``offsets`` plus ``lengths``: each component
 ``values[offsets[i]:offsets[i] + lengths[i]]``) are gathered once at
 construction, with one vectorised index; the tensor remembers the original
 ``values``/``offsets``/``lengths`` so that ``values()``, ``offsets()`` and
-``lengths()`` answer as torch's do. Results of ops on it have no holes.
+``lengths()`` answer as torch's do. Elementwise ops keep the holes and in-place
+ops write into ``values``, as torch's (``_holes``); other results have none.
 """
 
 import numpy as np
@@ -17,6 +18,7 @@ from ..lod import LoD
 from ._broadcast import same_backend
 from ._construct import as_nested_tensor
 from ._dispatch import COMPILE_HOOKS, OP_TABLE, compiling, mark_dynamic
+from ._holes import rows_of
 from ._tensor import NestedTensor, Structure, make, normalize_dim
 from ._views import rows_window
 
@@ -91,9 +93,7 @@ def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
             raise ShapeError(
                 f"{where}: component {i} spans rows {int(offs[i])}:{int(ends[i])}, outside the {rows} rows of values"
             )
-        counts = lod.offsets(0)
-        index = np.repeat(offs[:-1] - counts[:-1], lens) + np.arange(int(counts[-1]), dtype=np.int64)
-        flat = be.gather(rows_values, be.from_host(index, like=rows_values))
+        flat = be.gather(rows_values, be.from_host(rows_of(offs, lens), like=rows_values))
         holes = (values, offs, lens)
         lengths_rows = lens
     else:

@@ -11,6 +11,7 @@ import numbers
 import numpy as np
 
 from ..errors import ArgumentError, ShapeError
+from . import _holes as holes
 from ._broadcast import align, check_nested, describe, not_implemented, same_backend, scalar_like
 from ._construct import _place
 from ._dtypes import check_requires_grad, kind_of, resolve_dtype
@@ -200,6 +201,9 @@ def clone(input, *, memory_format=None):
     check_nested(input, "clone()")
     if _wants_contiguous("clone()", memory_format) and not input.is_contiguous():
         return input.contiguous()  # (a copy in component order, as torch's clone to contiguous_format)
+    kept = holes.gathered(input)
+    if kept is not None:  # a copy of all of values, the holes kept (as torch's)
+        return holes.over(input.backend.clone(kept[0]), kept[1], kept[2])
     return make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
 
 
@@ -214,7 +218,11 @@ def detach(input):
     check_nested(input, "detach()")
     if input._src is not None:
         return rebase(input, input.backend.detach(input._src))
-    return make_view(input.backend.detach(input._buf), input._st, input._perm, input._layout)
+    out = make_view(input.backend.detach(input._buf), input._st, input._perm, input._layout)
+    kept = getattr(input, "_holes", None)
+    if kept is not None:  # the holes kept, over the values detached (shared, as the buffer is)
+        out._holes = (input.backend.detach(kept[0]), *kept[1:])
+    return out
 
 
 def _wants_contiguous(where, memory_format):
@@ -339,6 +347,10 @@ def fill_(input, value):
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
+    holes.check_writable(input)
+    kept = holes.gathered(input)
+    if kept is not None:  # every row of values, the holes too (as torch's)
+        kept[0][...] = value
     fill_target(input)[...] = value  # every element: how the storage is viewed does not matter
     input._written()
     return input
@@ -366,6 +378,10 @@ def copy_(input, src, non_blocking=False):
     [2.0, 4.0]
     """
     check_nested(input, "copy_()")
+    holes.check_writable(input)
+    kept, theirs = holes.gathered(input), holes.gathered(src) if isinstance(src, NestedTensor) else None
+    if kept is not None and (scalar_like(src) is not None or (theirs is not None and holes.same(kept, theirs))):
+        kept[0][...] = src if theirs is None else theirs[0]  # every row of values, the holes too (as torch's)
     if input._src is not None:  # a view of part of a regular dim: copied into a compact copy, then the window
         return write_back(input, copy_(compact(input), src, non_blocking))
     aligned = align("copy_", (input, src), names=("self", "src"))

@@ -10,15 +10,17 @@ backend (``be.pointwise``) runs the one it speaks. Every op is registered as
 ``__torch_function__``, and an in-place ``<name>_``.
 """
 
+import functools
 import numbers
 
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
+from . import _holes as holes
 from ._broadcast import align, check_nested, scalar_like
 from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
-from ._tables import _SPECS, ALIASES, BINARY, UNARY
+from ._tables import _SPECS, ALIASES, ARG_RULES, BINARY, BOOL_REFUSALS, UNARY
 from ._tensor import NestedTensor, make_view, same_layout
 from ._views import through_copies, window_in
 
@@ -61,22 +63,14 @@ def _refuse(op, dtype, what):
     )
 
 
-#: torch's own words where it refuses bool input.
-_BOOL_REFUSALS = {
-    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
-    "use the `~` or `logical_not()` operator instead.",
-    "relu": "Boolean inputs not supported for relu",
-}
-
-
 def _unary_input(name, rule, nt):
     """The buffer (storage: elementwise ops do not care how it is viewed) ready for the library call:
     refused or cast to float32 as torch would."""
     buf = nt._buf
     kind = kind_of(buf.dtype)
     if rule in ("int", "fpi") and kind == "b":
-        if name in _BOOL_REFUSALS:
-            raise DTypeError(_BOOL_REFUSALS[name])  # (torch: a RuntimeError)
+        if name in BOOL_REFUSALS:
+            raise DTypeError(BOOL_REFUSALS[name])  # (torch: a RuntimeError)
         raise _refuse(name, buf.dtype, "numeric (not bool)")
     if rule == "fp" and kind not in "fc":
         raise _refuse(name, buf.dtype, "floating point")
@@ -98,6 +92,7 @@ def write_into(nt, result, where):
     """The nested tensor ``result`` (``nt``'s structure) written into ``nt``'s buffer (torch's in-place
     rules: no casting to a lower category); a transposed view writes through to its storage, a view of part
     of a regular dim into its window of the input's rows."""
+    holes.check_writable(nt)  # (values that take no write: refused before anything is written)
     buf = nt._array()
     if not result._struct.same_as(nt._struct):  # a dense operand broadcast the components' size-1 dims up
         raise ShapeError(f"{where}: the result's component sizes {result._struct.sizes.tolist()} do not match "
@@ -106,35 +101,23 @@ def write_into(nt, result, where):
         raise DTypeError(f"{where}: result type {torch_name(result.dtype)} can't be cast to the desired output "
                          f"type {torch_name(buf.dtype)}")
     out = result._buf if same_layout(nt, result) else nt._stored(result._buffer)
+    mine, theirs = holes.gathered(nt), holes.gathered(result)
+    if mine is not None and theirs is not None and holes.same(mine, theirs):  # every row of values, as torch's
+        mine[0][...] = theirs[0]
     buf[...] = out.reshape(buf.shape)
     nt._written()
     return nt
 
 
-#: torch's checks of an activation's arguments (the NumPy kernels would compute on regardless: NaN for
-#: celu's alpha=0, a constant for hardtanh's min_val > max_val), run before any op, in place or not:
-#: name -> fn(bound arguments) -> None, or (the refused argument, what torch says of it)
-_ARG_RULES = {
-    "hardtanh": lambda a: a["min_val"] > a["max_val"] and (
-        "min_val", f"min_val cannot be greater than max_val, got min_val={a['min_val']}, max_val={a['max_val']}"),
-    "celu": lambda a: a["alpha"] == 0 and ("alpha", f"alpha cannot be 0 for CELU, got alpha={a['alpha']}"),
-    "softshrink": lambda a: a["lambd"] < 0 and ("lambd", f"lambda must be in range [0, inf), but found {a['lambd']}"),
-    "gelu": lambda a: a["approximate"] not in ("none", "tanh") and (
-        "approximate", f"approximate argument must be either none or tanh, got {a['approximate']!r}"),
-    "mvlgamma": lambda a: isinstance(a["p"], numbers.Real) and a["p"] < 1 and (
-        "p", f"p has to be greater than or equal to 1, got p={a['p']}"),
-}
-
-
 def _check_args(name, bound, defaults):
-    """A numeric argument that is no number, or one torch refuses (:data:`_ARG_RULES`; torch's
+    """A numeric argument that is no number, or one torch refuses (:data:`ARG_RULES`; torch's
     ``RuntimeError``, or ``F.hardtanh``'s ``ValueError``: :class:`~lodtensor.errors.ArgumentError` is both):
     the error, before anything is computed or written."""
     for key, value in bound.items():
         default = defaults[key]
         if isinstance(default, (int, float)) and not isinstance(default, bool) and scalar_like(value) is None:
             raise TypeError(f"{name}(): argument {key!r} must be a number, got {type(value).__name__} {value!r}")
-    rule = _ARG_RULES.get(name)
+    rule = ARG_RULES.get(name)
     broken = rule is not None and rule(bound)
     if broken:
         argument, message = broken
@@ -157,6 +140,9 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         # dispatches to a kernel int64 lacks; defaults are left out, as torch's Python signature does
         if name == "round" and bound.get("decimals") and kind_of(input.dtype) != "f":
             raise _refuse("round", input.dtype, "floating point (with decimals)")
+        held = None if inplace else holes.apply(op, (input,), bound)  # over all of values, the holes kept
+        if held is not None:
+            return held
         src = _history_safe(input, ())[0] if inplace else input
         buf = _unary_input(name, rule, src)
         out = _wrap(src, src.backend.pointwise(np_name, torch_path, buf, **bound))
@@ -206,6 +192,9 @@ _NO_BOOL = {"fmod", "remainder", "pow", "div_trunc", "div_floor", "bitwise_left_
 
 def binary(name, a, b, **kwargs):
     """The table's binary op ``name`` on nested/scalar/dense operands."""
+    held = holes.apply(functools.partial(binary, name), (a, b), kwargs)  # over all of values, the holes kept
+    if held is not None:
+        return held
     np_name, torch_path, rule, scalar_ok = _SPECS[name]
     aligned = align(name, (a, b), names=("input", "other"))
     be = aligned.backend
@@ -320,6 +309,9 @@ def where(condition, input, other):
     >>> ln.where(nt > 0, nt, 0.0).to_tensor_list()
     [array([1., 0.], dtype=float32), array([0.], dtype=float32)]
     """
+    held = holes.apply(where, (condition, input, other))  # over all of values, the holes kept
+    if held is not None:
+        return held
     aligned = align("where", (condition, input, other), names=("condition", "input", "other"))
     be = aligned.backend
     cond, a, b = aligned.arrays
@@ -342,6 +334,9 @@ def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
     check_nested(input, "clamp()")
     if min is None and max is None:
         raise ShapeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    held = holes.apply(clamp, (input, min, max))  # over all of values, the holes kept
+    if held is not None:
+        return held
     out = input
     for bound, side in ((min, "min"), (max, "max")):
         if bound is not None:
@@ -370,7 +365,9 @@ def _history_safe(input, args):
     given, which the write would overwrite (torch saves the original for its in-place ops too)."""
     if not input.backend.requires_grad(input._buf):
         return input, args
-    copy = make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
+    kept = holes.gathered(input)  # (a copy with the same holes: the write then reaches every row of values)
+    copy = holes.over(input.backend.clone(kept[0]), *kept[1:]) if kept else make_view(
+        input.backend.clone(input._buf), input._st, input._perm, input._layout)
     return copy, tuple(copy if a is input else a for a in args)
 
 

@@ -17,6 +17,7 @@ import operator
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
+from . import _holes as holes
 from ._broadcast import check_nested
 from ._construct import _place
 from ._dtypes import check_requires_grad, kind_of, resolve_dtype, torch_name
@@ -164,6 +165,7 @@ class StorageMethods:
         if not builtins.callable(fn):  # (the builtin: torch names the parameter ``callable``)
             raise TypeError(f"apply_(): callable must be callable, got {type(fn).__name__}")
         be = self.backend
+        holes.check_writable(self)
         array = self._array()
         if be.device_of(array) != "cpu":
             raise RuntimeError(f"apply_ is only implemented on CPU tensors (the data is on {be.device_of(array)})")

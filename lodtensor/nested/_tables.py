@@ -5,7 +5,9 @@ cupy. ``_pointwise.py`` turns every entry into ``ln.<name>``, a NestedTensor
 method, the torch names' ``__torch_function__`` entries and ``<name>_`` in place.
 """
 
-__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS"]
+import numbers
+
+__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS", "BOOL_REFUSALS", "ARG_RULES"]
 
 # The dtype rule of an op: what integer and bool inputs give, as in torch 2.13.
 #   float  a floating result (integers and bools compute in float32)
@@ -185,3 +187,26 @@ ALIASES = {
     "bitwise_left_shift": ("__lshift__",), "bitwise_right_shift": ("__rshift__",),
     "bitwise_or": ("__or__", "__ror__"), "bitwise_xor": ("__xor__", "__rxor__"), "remainder": ("__mod__",),
 }  # fmt: skip
+
+
+#: torch's own words where it refuses bool input.
+BOOL_REFUSALS = {
+    "neg": "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to invert a mask, "
+    "use the `~` or `logical_not()` operator instead.",
+    "relu": "Boolean inputs not supported for relu",
+}
+
+
+#: torch's checks of an activation's arguments (the NumPy kernels would compute on regardless: NaN for
+#: celu's alpha=0, a constant for hardtanh's min_val > max_val), run before any op, in place or not:
+#: name -> fn(bound arguments) -> None, or (the refused argument, what torch says of it)
+ARG_RULES = {
+    "hardtanh": lambda a: a["min_val"] > a["max_val"] and (
+        "min_val", f"min_val cannot be greater than max_val, got min_val={a['min_val']}, max_val={a['max_val']}"),
+    "celu": lambda a: a["alpha"] == 0 and ("alpha", f"alpha cannot be 0 for CELU, got alpha={a['alpha']}"),
+    "softshrink": lambda a: a["lambd"] < 0 and ("lambd", f"lambda must be in range [0, inf), but found {a['lambd']}"),
+    "gelu": lambda a: a["approximate"] not in ("none", "tanh") and (
+        "approximate", f"approximate argument must be either none or tanh, got {a['approximate']!r}"),
+    "mvlgamma": lambda a: isinstance(a["p"], numbers.Real) and a["p"] < 1 and (
+        "p", f"p has to be greater than or equal to 1, got p={a['p']}"),
+}

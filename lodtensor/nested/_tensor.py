@@ -142,7 +142,10 @@ class NestedTensor(AutogradMixin):
         return permuted(backend_of(buffer), buffer, self._struct, inverse)
 
     def _written(self):
-        """Hook called after an in-place write into the storage (a permuted view keeps no copy to forget)."""
+        """Hook called after an in-place write into the storage (a permuted view keeps no copy to forget;
+        components with holes write their rows back into the values, ``_holes._write_holes``)."""
+        if getattr(self, "_holes", None) is not None:
+            self._write_holes()
 
     def _array(self):
         """The array holding this tensor's storage, which in-place writes go into (the buffer; a view of a

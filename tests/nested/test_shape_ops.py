@@ -154,7 +154,10 @@ def test_from_jagged_with_holes_matches_torch():
     assert ours.offsets().tolist() == theirs.offsets().tolist()
     assert ours.values() is values and not ours.is_contiguous() and ours.jagged_dim == 1
     _same(ours * 2, theirs * 2)
-    assert (ours * 2).lengths() is None  # results are compact (see docs/nested.md)
+    doubled, theirs_doubled = ours * 2, theirs * 2  # elementwise results keep the holes, as torch's (_holes)
+    assert doubled.lengths().tolist() == theirs_doubled.lengths().tolist()
+    assert doubled.offsets().tolist() == theirs_doubled.offsets().tolist()
+    np.testing.assert_array_equal(doubled.values(), theirs_doubled.values().numpy())
     with pytest.raises(ValueError, match="outside the 10 rows"):
         ln.nested_tensor_from_jagged(values, [0, 8, 9], lengths=[1, 3])
     with pytest.raises(ValueError, match="len\\(lengths\\) \\+ 1"):

@@ -1,0 +1,131 @@
+"""Components with holes: torch's jagged ``offsets`` plus ``lengths``, component ``i`` the rows
+``values[offsets[i]:offsets[i] + lengths[i]]`` (``nested_tensor_from_jagged``, ``narrow`` of a dense tensor).
+
+The nested tensor keeps a gathered copy of those rows as its buffer and remembers ``values``, ``offsets`` and
+``lengths`` (``_holes``), so that ``values()``, ``offsets()`` and ``lengths()`` answer as torch's. torch's
+tensor is a view of ``values``, and its elementwise ops compute over all of ``values``, the holes too; here:
+
+- an elementwise op (unary, binary with a scalar, a dense operand over the row dims or a nested operand with the
+  same holes) and ``clone`` compute over the rows of ``values`` and keep the holes (:func:`apply`);
+- an in-place op writes into ``values``: the whole of it where the result keeps the holes (``write_into``,
+  ``fill_``), else the components' rows, written back after any in-place write (``NestedTensor._written``);
+  values that take no in-place write (a leaf that requires grad) are refused first (:func:`check_writable`).
+
+Other ops (reductions, softmax, ``to_padded_tensor``...) compute on the components alone and give a tensor
+without holes. A write into ``values`` from outside is not seen by the nested tensor (its gathered copy).
+
+>>> import lodtensor.nested as ln
+>>> base = np.arange(8.0).reshape(2, 4)
+>>> nt = ln.narrow(base, 1, np.array([0, 1]), np.array([2, 3]), layout="jagged")
+>>> doubled = nt * 2
+>>> doubled.values().tolist(), doubled.lengths().tolist(), doubled.unbind()[1].tolist()
+([0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0], [2, 3], [10.0, 12.0, 14.0])
+>>> _ = nt.add_(1)
+>>> base.tolist()
+[[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]
+"""
+
+import numpy as np
+
+from ..backend import backend_of
+from ._tensor import NestedTensor, Structure, make
+
+__all__ = ["rows_of", "gathered", "over", "apply", "check_writable", "same"]
+
+
+def rows_of(offsets, lengths):
+    """The rows of ``values`` holding the components (host int64), in component order."""
+    counts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
+    return np.repeat(offsets[:-1] - counts[:-1], lengths) + np.arange(int(counts[-1]), dtype=np.int64)
+
+
+def gathered(nt):
+    """``(values, offsets, lengths)`` of a nested tensor whose buffer is a gathered copy of rows of ``values``
+    (offsets with lengths, not a transposed view), else None."""
+    holes = getattr(nt, "_holes", None)
+    if holes is None or holes[2] is None or nt._perm is not None or nt._src is not None:
+        return None
+    return holes
+
+
+def over(values, offsets, lengths):
+    """A jagged nested tensor with holes: the components ``values[offsets[i]:offsets[i] + lengths[i]]``
+    (``values`` as rows ``(rows, *row)``; host int64 ``offsets`` and ``lengths``, already checked)."""
+    be = backend_of(values)
+    flat = be.gather(values, be.from_host(rows_of(offsets, lengths), like=values))
+    nt = make(be.contiguous(flat).reshape(-1), Structure.of_rows(lengths, tuple(int(s) for s in values.shape[1:])),
+              "jagged")
+    nt._holes = (values, offsets, lengths)
+    return nt
+
+
+def same(a, b):
+    """Whether the holes of ``a`` and ``b`` (:func:`gathered`) are the same: values of one shape, the same
+    offsets and lengths."""
+    return (tuple(a[0].shape) == tuple(b[0].shape) and np.array_equal(a[1], b[1]) and np.array_equal(a[2], b[2]))
+
+
+def _rows_tensor(nt):
+    """A one-component jagged nested tensor over every row of ``nt``'s holes' values."""
+    values = nt._holes[0]
+    be = backend_of(values)
+    return make(be.contiguous(values).reshape(-1), Structure.of_rows([int(values.shape[0])], tuple(
+        int(s) for s in values.shape[1:])), "jagged")
+
+
+def apply(fn, args, kwargs=None):
+    """``fn(*args, **kwargs)`` computed over all the rows of the holes' values of its first nested operand, as
+    torch's elementwise ops on a tensor with holes, with the holes kept; None where that does not apply: that
+    operand has no gathered holes, another nested operand has other holes (or none), or a dense operand has dims
+    beyond the row dims that are not 1 (it would broadcast per component)."""
+    kwargs = kwargs or {}
+    operands = (*args, *kwargs.values())
+    first = next((x for x in operands if isinstance(x, NestedTensor)), None)
+    holes = None if first is None else gathered(first)
+    if holes is None:
+        return None
+    row_dims = first.dim() - 2
+    swapped = {}
+    for value in operands:
+        if isinstance(value, NestedTensor):
+            theirs = gathered(value)
+            if theirs is None or not same(holes, theirs):
+                return None
+            swapped[id(value)] = _rows_tensor(value)
+        elif hasattr(value, "shape") and hasattr(value, "ndim") and value.ndim > row_dims and any(
+                int(s) != 1 for s in value.shape[: value.ndim - row_dims]):
+            return None
+
+    def swap(value):
+        return swapped[id(value)] if isinstance(value, NestedTensor) else value
+
+    out = fn(*(swap(a) for a in args), **{k: swap(v) for k, v in kwargs.items()})
+    if not isinstance(out, NestedTensor) or out._perm is not None or out._src is not None:
+        return None  # (not an elementwise result: the caller computes on the components)
+    row_shape = tuple(int(s) for s in out._st.sizes[0, 1:])
+    return over(out._buf.reshape((int(out._st.sizes[0, 0]), *row_shape)), holes[1], holes[2])
+
+
+def check_writable(nt):
+    """Refuse an in-place write into ``nt`` whose holes' values take no in-place write (with autograd, a leaf
+    that requires grad: torch's tensor is a view of them), before anything is written: an empty write into the
+    values raises what the real one would, with the library's words."""
+    holes = gathered(nt)
+    if holes is not None:
+        values = holes[0]
+        be = backend_of(values)
+        be.scatter(values, be.from_host(np.empty(0, dtype=np.int64), like=values), values[:0])
+
+
+def _write_holes(self):
+    """After an in-place write into the buffer: the components' rows written back into the holes' values."""
+    holes = gathered(self)
+    if holes is None:
+        return
+    values, offsets, lengths = holes
+    be = backend_of(values)
+    rows = self._buf.reshape((-1, *tuple(int(s) for s in values.shape[1:])))
+    be.scatter(values, be.from_host(rows_of(offsets, lengths), like=values), rows)
+
+
+NestedTensor._attach(_write_holes=_write_holes)
