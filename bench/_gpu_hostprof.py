@@ -72,7 +72,39 @@ def _calls(torch, cupy, where):
             S.sequence_pool(lt.LoDTensor(xg, [o]), "sum").data.sum().backward()
 
         calls[f"torch: pool sum forward+backward, a new LoD, {label}"] = grad_step
+    if cupy is not None:
+        calls.update(_uploads(torch, cupy))
     return calls
+
+
+def _uploads(torch, cupy):
+    """A new LoD's offsets (65 int64) sent to the device behind queued work (a 128 MB sum, about 40 us of GPU
+    time): does the upload make the host wait for the device? Queued, a call that waits costs the GPU's time;
+    one that does not costs its launches (the "alone" rows). torch: through pinned memory (``from_host``: the
+    caching host allocator reuses a block only once its copy is done) or straight from pageable memory with
+    ``non_blocking`` (the driver stages it); CuPy: ``asarray`` (its pinned pool) or ``copy_from_host_async``
+    from pageable memory."""
+    from lodtensor.backend import get_backend  # noqa: PLC0415
+
+    offsets = np.arange(0, 65 * 8, 8, dtype=np.int64)
+    tx = torch.zeros((1 << 20, 32), device="cuda")
+    cx = cupy.zeros((1 << 20, 32), dtype=np.float32)
+    be = get_backend("torch")
+    target = cupy.empty(65, dtype=np.int64)
+
+    def cupy_pageable():
+        cx.sum(0)
+        target.data.copy_from_host_async(offsets.ctypes.data, offsets.nbytes)
+
+    return {
+        "torch: 128 MB sum alone": lambda: tx.sum(0),
+        "torch: 128 MB sum, then from_host(65 offsets) (pinned)": lambda: (tx.sum(0), be.from_host(offsets, like=tx)),
+        "torch: 128 MB sum, then .to(cuda, non_blocking) from pageable": lambda: (
+            tx.sum(0), torch.from_numpy(offsets).to("cuda", non_blocking=True)),
+        "cupy: 128 MB sum alone": lambda: cx.sum(0),
+        "cupy: 128 MB sum, then asarray(65 offsets)": lambda: (cx.sum(0), cupy.asarray(offsets)),
+        "cupy: 128 MB sum, then copy_from_host_async from pageable": cupy_pageable,
+    }
 
 
 def _pieces(torch, cupy):
