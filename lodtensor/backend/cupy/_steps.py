@@ -12,10 +12,13 @@ launch alone, no view and no pointer lookup per operand. float32/float64 data, a
 ``cuda.RNN_ACTS`` (identity, sigmoid, tanh, relu); the callers keep their unfused steps otherwise.
 
 The steps' GEMMs are planned the same way (:meth:`_Steps.gemm`): each one cuBLAS call by address through
-CuPy's binding (``cupy.cuda.cublas``), with the handle the caller gives (torch's, on torch data: its stream,
-workspace and TF32 mode), in place of a library matmul per step. On the H100 (2026-11-28) a GRU step's four
-torch GEMMs and four launches took about 230 us of host time against about 120 us of GPU time: the loop
-waited on the host. Where CuPy has no cuBLAS binding the steps do not serve (:func:`blas`).
+CuPy's binding (``cupy.cuda.cublas``), with the handle the caller gives (torch's, on torch data: its TF32 mode),
+in place of a library matmul per step. The binding sets the handle's stream to CuPy's current one before each
+call (torch's, in the torch route's launch context); ``cublasSetStream`` also puts the handle back on cuBLAS's
+default workspace, whichever workspace torch gave it (torch sets its own again when it next asks for the
+handle). On the H100 (2026-11-28) a GRU step's four torch GEMMs and four launches took about 230 us of host
+time against about 120 us of GPU time: the loop waited on the host. Where CuPy has no cuBLAS binding the steps
+do not serve (:func:`blas`).
 """
 
 import contextlib
@@ -35,7 +38,9 @@ _GEMMS = {"float32": "sgemm", "float64": "dgemm"}
 _BLAS = weakref.WeakKeyDictionary()  # cupy module -> its cuBLAS binding, or None where it has none
 
 
-_SCALARS_BY_ADDRESS = 10  # the first CuPy major version known to take alpha and beta by address (v8: by value)
+# the first CuPy major version whose every release takes alpha and beta by address (``size_t``: from 9.0.0b1;
+# by value, ``float``/``double``, in v8 and 9.0.0a1/a2)
+_SCALARS_BY_ADDRESS = 10
 
 
 def blas(xp):

@@ -29,14 +29,13 @@ def steps(kind, x, acts, operands):
     dev = _cuda._Device(x.device)
     if _steps.blas(dev.xp) is None:
         return None
-    if x.device.type == "cuda":
-        if torch.cuda.is_current_stream_capturing():  # (CuPy's cuBLAS binding refuses a stream under capture)
-            return None
-        handle = torch.cuda.current_blas_handle  # torch's, asked on the device: its stream, workspace, TF32 mode
-    else:
-        handle = _NO_HANDLE  # emulated
+    # torch's handle, asked on the device: its TF32 mode (CuPy's binding sets the stream, CuPy's current one: torch's
+    # under ``launching()``; that leaves cuBLAS's default workspace on the handle)
+    handle = torch.cuda.current_blas_handle if x.device.type == "cuda" else _NO_HANDLE  # (emulated: none)
     cls = _steps.LSTMSteps if kind == "lstm" else _steps.GRUSteps
     with dev.launching():  # the kernels looked up (and their module loaded) on the tensors' device
+        if x.device.type == "cuda" and torch.cuda.is_current_stream_capturing():  # (that device's stream: CuPy's
+            return None  # cuBLAS binding refuses a stream under capture)
         return cls(dev.xp, _DTYPES[x.dtype], acts, torch.Tensor.data_ptr, dev.launching, handle)
 
 
