@@ -5,10 +5,13 @@ them and installs its methods on :class:`NestedTensor` (``NestedTensor._attach``
 when ``lodtensor.nested`` is imported.
 """
 
+import functools
+
 import numpy as np
 
 from ..backend import backend_name_of, get_backend
 from ..errors import ArgumentError
+from . import _holes as holes
 from ._construct import as_nested_tensor
 from ._dtypes import kind_of
 from ._layouts import layout_of, to_layout
@@ -43,7 +46,8 @@ class Conversions:
         or another nested tensor (whose device and dtype are taken), then
         ``non_blocking`` and ``copy`` (``non_blocking`` is a hint, as torch's).
         With an :class:`~lodtensor.nested.Layout` (``nt.to(ln.Layout.Packed)``)
-        it converts to that layout instead.
+        it converts to that layout instead. A tensor with holes (``offsets`` and ``lengths``) converts all of
+        its ``values`` and keeps the holes, as torch's.
 
         >>> import lodtensor.nested as ln
         >>> nt = ln.nested_tensor([[1, 2], [3]])
@@ -73,8 +77,11 @@ class Conversions:
                 dtype = arg
             else:
                 device = arg
-        out = as_nested_tensor(self, dtype=dtype, device=device)  # (a transposed view stays one: preserve_format)
-        if memory_format is not None and "contiguous" in str(memory_format) and out is not self:  # (as torch)
+        convert = functools.partial(as_nested_tensor, dtype=dtype, device=device)
+        out = holes.converted(self, convert)  # with holes: all of values converted, the holes kept (as torch's,
+        kept = out is not None  # with either memory_format)
+        out = convert(self) if out is None else out  # (a transposed view stays one: preserve_format)
+        if memory_format is not None and "contiguous" in str(memory_format) and out is not self and not kept:
             out = out.contiguous()
         return OP_TABLE["clone"](out) if copy and out is self else out
 

@@ -6,7 +6,8 @@ The nested tensor keeps a gathered copy of those rows as its buffer and remember
 tensor is a view of ``values``, and its elementwise ops compute over all of ``values``, the holes too; here:
 
 - an elementwise op (unary, binary with a scalar, a dense operand over the row dims or a nested operand with the
-  same holes) and ``clone`` compute over the rows of ``values`` and keep the holes (:func:`apply`);
+  same holes), ``clone`` and ``to()`` (the casts) compute over the rows of ``values`` and keep the holes
+  (:func:`apply`, :func:`converted`); ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
 - an in-place op writes into ``values``: the whole of it where the result keeps the holes (``write_into``,
   ``fill_``), else the components' rows, written back after any in-place write (``NestedTensor._written``);
   values that take no in-place write (a leaf that requires grad) are refused first (:func:`check_writable`).
@@ -30,7 +31,7 @@ import numpy as np
 from ..backend import backend_of
 from ._tensor import NestedTensor, Structure, make
 
-__all__ = ["rows_of", "gathered", "over", "apply", "check_writable", "same"]
+__all__ = ["rows_of", "gathered", "over", "apply", "converted", "check_writable", "same", "written"]
 
 
 def rows_of(offsets, lengths):
@@ -99,11 +100,28 @@ def apply(fn, args, kwargs=None):
     def swap(value):
         return swapped[id(value)] if isinstance(value, NestedTensor) else value
 
-    out = fn(*(swap(a) for a in args), **{k: swap(v) for k, v in kwargs.items()})
+    return _kept(fn(*(swap(a) for a in args), **{k: swap(v) for k, v in kwargs.items()}), holes)
+
+
+def _kept(out, holes):
+    """``out``, a result over every row of ``holes``' values (:func:`_rows_tensor`), as a tensor with those
+    holes; None where it is no such result."""
     if not isinstance(out, NestedTensor) or out._perm is not None or out._src is not None:
         return None  # (not an elementwise result: the caller computes on the components)
     row_shape = tuple(int(s) for s in out._st.sizes[0, 1:])
     return over(out._buf.reshape((int(out._st.sizes[0, 0]), *row_shape)), holes[1], holes[2])
+
+
+def converted(nt, convert):
+    """``convert`` (a cast or a move, NestedTensor to NestedTensor) over every row of the holes' values of
+    ``nt``, with the holes kept, as torch's ``to()``: ``nt`` itself where ``convert`` changes nothing; None
+    where ``nt`` has no gathered holes (the caller converts the components)."""
+    holes = gathered(nt)
+    if holes is None:
+        return None
+    rows = _rows_tensor(nt)
+    out = convert(rows)
+    return nt if out is rows else _kept(out, holes)
 
 
 def check_writable(nt):
@@ -115,6 +133,14 @@ def check_writable(nt):
         values = holes[0]
         be = backend_of(values)
         be.scatter(values, be.from_host(np.empty(0, dtype=np.int64), like=values), values[:0])
+
+
+def written(out):
+    """After a write into ``out`` from outside the in-place ops (NumPy's ``out=``: a nested tensor, or a tuple of
+    them and None): the ``_written()`` hook of each nested tensor (with holes: their rows into the values)."""
+    for target in out if isinstance(out, tuple) else (out,):
+        if isinstance(target, NestedTensor):
+            target._written()
 
 
 def _write_holes(self):

@@ -140,10 +140,10 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         # dispatches to a kernel int64 lacks; defaults are left out, as torch's Python signature does
         if name == "round" and bound.get("decimals") and kind_of(input.dtype) != "f":
             raise _refuse("round", input.dtype, "floating point (with decimals)")
-        held = None if inplace else holes.apply(op, (input,), bound)  # over all of values, the holes kept
-        if held is not None:
-            return held
         src = _history_safe(input, ())[0] if inplace else input
+        held = holes.apply(op, (src,), bound)  # over all of values, the holes kept (inplace=True: written there)
+        if held is not None:
+            return write_into(input, held, f"{name}(inplace=True)") if inplace else held
         buf = _unary_input(name, rule, src)
         out = _wrap(src, src.backend.pointwise(np_name, torch_path, buf, **bound))
         if inplace:
@@ -480,8 +480,10 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
         for o in outs:  # (None: NumPy allocates that output, as in out=(q, None))
             if o is not None and (not isinstance(o, NestedTensor) or not o._struct.same_as(aligned.nt._struct)):
                 raise ShapeError(f"{where}: out= must be NestedTensors of the inputs' nested structure (or None)")
+            holes.check_writable(o)  # (holes' values that take no write: refused before anything is written)
         kwargs["out"] = tuple(None if o is None else aligned.view(o) for o in outs)
     res = aligned.backend.apply_ufunc(ufunc, "__call__", *aligned.arrays, **kwargs)
+    holes.written(out)  # (out= with holes: the components' rows written back into the values)
     if isinstance(res, tuple):  # each output: the out= tensor given for it, else a new one
         given = out if isinstance(out, tuple) else (None,) * len(res)
         return tuple(aligned.wrap(r) if o is None else o for r, o in zip(res, given))

@@ -188,3 +188,149 @@ def test_numpy_values_keep_the_holes_and_take_the_writes():
     nt.add_(1)
     np.testing.assert_array_equal(base.reshape(-1), np.arange(24.0) + 1)  # every row, as torch's
     np.testing.assert_array_equal(nt.unbind()[2], base[2, 2:3])
+
+
+F = torch.nn.functional
+
+INPLACE_TRUE = {
+    "relu": lambda x: F.relu(x, inplace=True),
+    "relu6": lambda x: F.relu6(x, inplace=True),
+    "hardtanh": lambda x: F.hardtanh(x, -0.3, 0.4, inplace=True),
+    "elu": lambda x: F.elu(x, alpha=0.5, inplace=True),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.2, inplace=True),
+    "silu": lambda x: F.silu(x, inplace=True),
+    "selu": lambda x: F.selu(x, inplace=True),
+    "celu": lambda x: F.celu(x, inplace=True),
+    "hardsigmoid": lambda x: F.hardsigmoid(x, inplace=True),
+}
+
+
+@pytest.mark.parametrize("op", list(INPLACE_TRUE))
+def test_activations_with_inplace_true_write_every_row_of_the_values_as_torch(op):
+    """``F.<activation>(nt, inplace=True)`` is an in-place elementwise op: every row of the values, the holes
+    too, as ``nt.relu_()`` (before: the components' rows alone)."""
+    theirs, theirs_base, ours, ours_base = _pair(_base(6))
+    assert INPLACE_TRUE[op](ours) is ours
+    INPLACE_TRUE[op](theirs)
+    torch.testing.assert_close(ours_base, theirs_base, rtol=1e-15, atol=1e-15)
+    _same(ours, theirs)
+
+
+def test_activations_with_inplace_true_on_a_copy_give_torch_s_gradients():
+    grads = {}
+    for lib in ("torch", "ours"):
+        base = _base(7).requires_grad_()
+        s, n = torch.tensor(START), torch.tensor(LENGTH)
+        nt = (torch.nested.narrow(base, 1, s, n, layout=torch.jagged) if lib == "torch"
+              else ln.narrow(base, 1, s, n, layout="jagged"))
+        y = F.relu(F.elu(nt.clone(), alpha=0.5, inplace=True) - 0.1, inplace=True)
+        loss = (y.values() * torch.arange(24, dtype=y.dtype).reshape(12, 2)).sum()
+        loss.backward()
+        grads[lib] = base.grad
+    torch.testing.assert_close(grads["ours"], grads["torch"], rtol=1e-12, atol=1e-12)
+
+
+CASTS = {
+    "to(float32)": lambda x: x.to(torch.float32),
+    "float()": lambda x: x.float(),
+    "long()": lambda x: x.long(),
+    "bool()": lambda x: x.bool(),
+    "half()": lambda x: x.half(),
+    "type(float32)": lambda x: x.type(torch.float32),
+    "type_as": lambda x: x.type_as(torch.zeros(1, dtype=torch.int32)),
+    "to(another nested tensor)": lambda x: x.to(x.float()),
+    "to(cpu, float32)": lambda x: x.to("cpu", torch.float32),
+    "to(float32, contiguous_format)": lambda x: x.to(torch.float32, memory_format=torch.contiguous_format),
+    "to(float64, copy=True)": lambda x: x.to(torch.float64, copy=True),
+}
+
+
+@pytest.mark.parametrize("cast", list(CASTS))
+def test_casts_keep_the_holes_as_torch(cast):
+    """``to(dtype)`` and the casts convert all of the values and keep the holes, as torch's (before: a compact
+    copy of the components without holes); the result is a copy, the values untouched by writes into it."""
+    theirs, _, ours, ours_base = _pair(_base(8))
+    got, expected = CASTS[cast](ours), CASTS[cast](theirs)
+    _same(got, expected)
+    assert got.dtype == expected.dtype and got.is_contiguous() == expected.is_contiguous()
+    before = ours_base.clone()
+    got.zero_()
+    assert torch.equal(ours_base, before)
+    assert ours.to(torch.float64) is ours  # (nothing to change: itself, as torch's)
+
+
+def test_a_cast_with_holes_gives_torch_s_gradients():
+    grads = {}
+    for lib in ("torch", "ours"):
+        base = _base(9).requires_grad_()
+        s, n = torch.tensor(START), torch.tensor(LENGTH)
+        nt = (torch.nested.narrow(base, 1, s, n, layout=torch.jagged) if lib == "torch"
+              else ln.narrow(base, 1, s, n, layout="jagged"))
+        y = (nt.float() * 3).double()
+        assert y.lengths() is not None
+        (y.values() * torch.arange(24, dtype=y.dtype).reshape(12, 2)).sum().backward()
+        grads[lib] = base.grad
+    torch.testing.assert_close(grads["ours"], grads["torch"], rtol=0, atol=0)
+
+
+EDGES = {  # (values, offsets, lengths), offsets and lengths given as lists, NumPy arrays or torch tensors
+    "a zero-length component": ((10, 2), [0, 2, 5, 9], np.array([0, 3, 0])),
+    "every component empty": ((10, 2), torch.tensor([0, 2, 5, 9]), [0, 0, 0]),
+    "1-d components": ((10,), np.array([0, 2, 5, 9]), torch.tensor([1, 3, 1])),
+    "3-d components": ((10, 2, 3), [0, 2, 5, 9], [1, 3, 1]),
+    "one component": ((10, 2), [2, 9], [3]),
+    "values with rows past the last offset": ((12, 2), [0, 2, 5, 9], [1, 3, 1]),
+}
+
+
+@pytest.mark.parametrize("edge", list(EDGES))
+def test_edge_shapes_keep_the_holes_through_casts_and_inplace_activations(edge):
+    shape, offsets, lengths = EDGES[edge]
+    values = torch.randn(*shape, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
+    theirs_values, ours_values = values.clone(), values.clone()
+    theirs = torch.nested.nested_tensor_from_jagged(theirs_values, torch.as_tensor(offsets),
+                                                     lengths=torch.as_tensor(lengths))
+    ours = ln.nested_tensor_from_jagged(ours_values, offsets, lengths=lengths)
+    for fn in (lambda x: x.float(), lambda x: (x > 0).long(), lambda x: x.sin() * 2):
+        _same(fn(ours), fn(theirs))
+    F.relu(ours, inplace=True).mul_(3)
+    F.relu(theirs, inplace=True).mul_(3)
+    torch.testing.assert_close(ours_values, theirs_values, rtol=0, atol=0)
+    _same(ours, theirs)
+
+
+def test_numpy_values_cast_and_inplace_activation_keep_the_holes():
+    base = np.arange(24.0).reshape(3, 4, 2) - 12
+    nt = ln.narrow(base, 1, np.array(START), np.array(LENGTH), layout="jagged")
+    cast = nt.to(np.float32)
+    assert cast.dtype == np.float32 and cast.lengths().tolist() == LENGTH and cast.values().shape == (12, 2)
+    np.testing.assert_array_equal(cast.values(), base.reshape(12, 2).astype(np.float32))
+    ln.relu(nt, inplace=True)
+    np.testing.assert_array_equal(base.reshape(-1), np.maximum(np.arange(24.0) - 12, 0))  # every row
+    np.testing.assert_array_equal(nt.unbind()[1], base[1, 1:4])
+
+
+def test_numpy_ufunc_out_writes_the_components_rows_into_the_values():
+    """``np.<ufunc>(..., out=nt)`` writes ``nt``'s components, then their rows of the values as any other
+    write (before: ``unbind()`` changed, ``values()`` and the caller's array stale); read-only values are
+    refused before anything is written."""
+    original = np.arange(24.0).reshape(3, 4, 2)
+    base = original.copy()
+    nt = ln.narrow(base, 1, np.array(START), np.array(LENGTH), layout="jagged")
+    quotient = ln.narrow(np.zeros((3, 4, 2)), 1, np.array(START), np.array(LENGTH), layout="jagged")
+    np.multiply(nt, 2, out=nt)
+    np.divmod(nt, 4, out=(quotient, None))
+    expected = original.copy()
+    for i, (start, length) in enumerate(zip(START, LENGTH)):
+        expected[i, start:start + length] *= 2
+        np.testing.assert_array_equal(nt.unbind()[i], expected[i, start:start + length])
+        np.testing.assert_array_equal(quotient.values().reshape(3, 4, 2)[i, start:start + length],
+                                      expected[i, start:start + length] // 4)
+    np.testing.assert_array_equal(base, expected)  # the components' rows written, the holes as they were
+    assert nt.values() is not None and np.shares_memory(nt.values(), base)
+    frozen = np.broadcast_to(np.arange(2.0), (10, 2))
+    read_only = ln.nested_tensor_from_jagged(frozen, np.array([0, 2, 5, 9]), lengths=np.array([1, 3, 1]))
+    with pytest.raises(ValueError, match="read-only"):
+        np.multiply(read_only, 2, out=read_only)
+    for component in read_only.unbind():
+        np.testing.assert_array_equal(component, np.broadcast_to(np.arange(2.0), component.shape))
