@@ -112,6 +112,13 @@ class Aligned:
         return make(flat, self._struct, layout)
 
 
+def _one_element(x, dims):
+    """Whether ``x`` is a dense array of one element and 1 to ``dims`` dims."""
+    if isinstance(x, NestedTensor) or backend_name_of(x) is None or not 1 <= getattr(x, "ndim", 0) <= dims:
+        return False
+    return all(int(s) == 1 for s in x.shape)
+
+
 def align(where, operands, *, dense=True, names=None):
     """Line up ``operands`` (nested tensors, scalars, dense arrays) around their first nested one.
 
@@ -127,6 +134,9 @@ def align(where, operands, *, dense=True, names=None):
             what = f"argument {names[i]!r} (position {i + 1})" if names else f"operand {i}"
             raise TypeError(f"{where}: {what} is None; expected a NestedTensor, an array or a number")
     ref = nested[0]
+    # a dense operand of one element that adds no dim takes part as a 0-d one (torch's jagged layout: float32
+    # nested * float64 of shape (1,) is float32, int32 * int64 (1,) int32; a dense (3,) promotes as dense)
+    operands = tuple(x.reshape(()) if _one_element(x, ref.dim()) else x for x in operands)
     st = ref._struct
     grown = st
     for other in nested[1:]:

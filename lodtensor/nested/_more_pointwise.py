@@ -11,9 +11,10 @@ import numbers
 
 import numpy as np
 
+from ..backend import backend_name_of, backend_of
 from ..errors import ArgumentError, ShapeError
 from ._broadcast import check_nested, not_implemented, scalar_like
-from ._dtypes import kind_of, torch_name
+from ._dtypes import DEFAULT_FLOAT, kind_of, torch_name
 from ._pointwise import _history_safe, _inplace, _unary_input, _wrap, binary, write_into
 from ._registry import OP_TABLE, implements
 from ._tables import POLYNOMIALS
@@ -55,7 +56,11 @@ def ldexp(input, other):
     >>> ln.ldexp(ln.nested_tensor([[1.0, 3.0], [0.5]]), ln.nested_tensor([[1, 2], [3]])).to_tensor_list()[0].tolist()
     [2.0, 12.0]
     """
-    return OP_TABLE["mul"](input, OP_TABLE["pow"](2.0, other))
+    if isinstance(other, NestedTensor) or backend_name_of(other) is None:
+        return OP_TABLE["mul"](input, OP_TABLE["pow"](2.0, other))
+    be = backend_of(other)  # a dense exponent (a 0-d tensor, or one that broadcasts): 2 ** other as torch's pow
+    scale = be.pointwise("power", "pow", 2.0, other)  # (integers give the default float dtype, as torch's)
+    return OP_TABLE["mul"](input, scale if kind_of(other.dtype) in "fc" else be.astype(scale, DEFAULT_FLOAT))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):

@@ -257,6 +257,8 @@ CASES = {
     "int_floor_div": (lambda x, y, L: L.T.div(x, y + 1, rounding_mode="floor"), "ints"),
     "ldexp": (lambda x, y, L: L.T.ldexp(x, y - 2), "ints"),
     "ldexp_float": (lambda x, y, L: L.T.ldexp(x, y), "grad"),
+    "ldexp_dense_0d": (lambda x, y, L: L.T.ldexp(x, L.d(torch.tensor(2))), "grad"),  # (a dense exponent: was refused)
+    "ldexp_dense_row": (lambda x, y, L: L.T.ldexp(x, L.d(torch.tensor([1.5], dtype=torch.float64))), ""),
     "int_bitwise": (lambda x, y, L: (x & y) | (x ^ 1), "ints"),
     # (torch checks a ragged index against lengths()[t], not the length of its component: whole components only
     # here; tests/nested/test_nested_leftovers.py has the rest)
