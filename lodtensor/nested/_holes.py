@@ -106,8 +106,9 @@ def apply(fn, args, kwargs=None):
 def _kept(out, holes):
     """``out``, a result over every row of ``holes``' values (:func:`_rows_tensor`), as a tensor with those
     holes; None where it is no such result."""
-    if not isinstance(out, NestedTensor) or out._perm is not None or out._src is not None:
-        return None  # (not an elementwise result: the caller computes on the components)
+    if not isinstance(out, NestedTensor) or out._perm is not None or out._src is not None or out._st.n != 1 or int(
+            out._st.sizes[0, 0]) != int(holes[0].shape[0]):
+        return None  # (not a result row for row over the values: the caller computes on the components)
     row_shape = tuple(int(s) for s in out._st.sizes[0, 1:])
     return over(out._buf.reshape((int(out._st.sizes[0, 0]), *row_shape)), holes[1], holes[2])
 
