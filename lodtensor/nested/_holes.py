@@ -6,13 +6,14 @@ The nested tensor keeps a gathered copy of those rows as its buffer and remember
 tensor is a view of ``values``, and its elementwise ops compute over all of ``values``, the holes too; here:
 
 - an elementwise op (unary, binary with a scalar, a dense operand over the row dims or a nested operand with the
-  same holes), ``clone`` and ``to()`` (the casts) compute over the rows of ``values`` and keep the holes
-  (:func:`apply`, :func:`converted`); ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
+  same holes), ``clone``, ``to()`` (the casts), and the reductions, softmax and ``layer_norm`` over the row dims
+  alone (:func:`over_row_dims`) compute over the rows of ``values`` and keep the holes (:func:`apply`,
+  :func:`converted`); ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
 - an in-place op writes into ``values``: the whole of it where the result keeps the holes (``write_into``,
   ``fill_``), else the components' rows, written back after any in-place write (``NestedTensor._written``);
   values that take no in-place write (a leaf that requires grad) are refused first (:func:`check_writable`).
 
-Other ops (reductions, softmax, ``to_padded_tensor``...) compute on the components alone and give a tensor
+Other ops (over the ragged dim, ``to_padded_tensor``...) compute on the components alone and give a tensor
 without holes. A write into ``values`` from outside is not seen by the nested tensor (its gathered copy).
 
 >>> import lodtensor.nested as ln
@@ -31,7 +32,7 @@ import numpy as np
 from ..backend import backend_of
 from ._tensor import NestedTensor, Structure, make
 
-__all__ = ["rows_of", "gathered", "over", "apply", "converted", "check_writable", "same", "written"]
+__all__ = ["rows_of", "gathered", "over", "apply", "over_row_dims", "converted", "check_writable", "same", "written"]
 
 
 def rows_of(offsets, lengths):
@@ -111,6 +112,15 @@ def _kept(out, holes):
         return None  # (not a result row for row over the values: the caller computes on the components)
     row_shape = tuple(int(s) for s in out._st.sizes[0, 1:])
     return over(out._buf.reshape((int(out._st.sizes[0, 0]), *row_shape)), holes[1], holes[2])
+
+
+def over_row_dims(nt, dims):
+    """Whether ``nt`` has gathered holes and ``dims`` (an int or ints, negative from the end; None: every dim)
+    are all dims of its rows (2 on): an op reducing or normalising over them alone keeps the holes."""
+    if gathered(nt) is None or dims is None:
+        return False
+    ndim = nt.dim()
+    return all(isinstance(d, int) and 2 <= d % ndim for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
 
 
 def converted(nt, convert):

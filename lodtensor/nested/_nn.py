@@ -13,6 +13,7 @@ import numpy as np
 
 from ..backend import backend_name_of, get_backend
 from ..errors import DTypeError, ShapeError
+from . import _holes as holes
 from ._broadcast import check_nested, not_implemented, same_backend
 from ._dtypes import kind_of, resolve_dtype
 from ._grouped import map_components
@@ -57,6 +58,10 @@ def softmax_like(name, input, dim, dtype, dim0_error, segments):
     check_nested(input, f"{name}()")
     if dim is None:  # torch's legacy implicit dim (1 or the batch dim 0), with its warning
         dim = implicit_dim(name, input.dim())
+    held = holes.apply(softmax_like, (name, input, dim, dtype, dim0_error, segments)) if holes.over_row_dims(
+        input, dim) else None
+    if held is not None:  # over a row dim of a tensor with holes: all of values, the holes kept (as torch's)
+        return held
     if not input._st.outer and normalize_dim(dim, input.dim()) == 0:
         raise ShapeError(dim0_error)
     d = op_dim(input, dim, f"{name}()")
@@ -256,6 +261,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     ns = (normalized_shape,) if isinstance(normalized_shape, numbers.Integral) else tuple(normalized_shape)
     st = input._struct
     k = len(ns)
+    if 0 < k <= st.rank - 1 and holes.over_row_dims(input, tuple(range(-k, 0))):  # (the holes kept, as torch's)
+        held = holes.apply(layer_norm, (input, normalized_shape, weight, bias, eps))
+        if held is not None:
+            return held
     if k == 0 or k > st.rank:
         raise ShapeError(
             f"{where}: normalized_shape {list(ns)} must name 1 to {st.rank} trailing dims of the components"

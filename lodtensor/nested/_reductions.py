@@ -18,6 +18,7 @@ import numpy as np
 from .._dense import pad_level
 from ..backend import dtype_name
 from ..errors import DTypeError, ShapeError
+from . import _holes as holes
 from ._broadcast import check_nested
 from ._dtypes import DEFAULT_FLOAT, kind_of, resolve_dtype, torch_name
 from ._grouped import map_components
@@ -269,6 +270,9 @@ def kept_nested(input, dim, keepdim, result):
 
 def _make_reduction(name, takes_dtype, what):
     def reduced(input, dim, keepdim, dtype):
+        held = holes.apply(reduced, (input, dim, keepdim, dtype)) if holes.over_row_dims(input, dim) else None
+        if held is not None:  # over the row dims of a tensor with holes: all of values, the holes kept (as torch's)
+            return held
         return kept_nested(input, dim, keepdim, rows_of_components(
             input, _reduce(f"{name}()", name, input, dim, keepdim, dtype)))
 

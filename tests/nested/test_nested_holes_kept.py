@@ -334,3 +334,50 @@ def test_numpy_ufunc_out_writes_the_components_rows_into_the_values():
         np.multiply(read_only, 2, out=read_only)
     for component in read_only.unbind():
         np.testing.assert_array_equal(component, np.broadcast_to(np.arange(2.0), component.shape))
+
+
+def _over_last(name):
+    return lambda x: getattr(torch, name)(x, dim=-1)
+
+
+ROW_DIM_OPS = {
+    **{f"{name}(-1)": _over_last(name) for name in ("sum", "mean", "prod", "amax", "amin", "argmax", "argmin")},
+    "any(-1)": lambda x: torch.any(x > 0, dim=-1),
+    "sum(-1, keepdim)": lambda x: x.sum(-1, keepdim=True),
+    "sum(2)": lambda x: x.sum(2),
+    "sum((2, 3))": lambda x: x.sum((2, 3)),
+    "softmax(-1)": lambda x: x.softmax(-1),
+    "log_softmax(2)": lambda x: x.log_softmax(2),
+    "softmin(-1)": lambda x: torch.nn.functional.softmin(x, -1),
+    "layer_norm((3,))": lambda x: torch.nn.functional.layer_norm(x, (3,)),
+    "layer_norm((2, 3)) with weight": lambda x: torch.nn.functional.layer_norm(
+        x, (2, 3), torch.full((2, 3), 2.0, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)),
+}
+
+
+@pytest.mark.parametrize("op", list(ROW_DIM_OPS))
+def test_reductions_and_normalisations_over_row_dims_keep_the_holes_as_torch(op):
+    """Over the row dims alone (not the ragged dim), torch's jagged layout computes over all of values and keeps
+    the holes: so do these (``_holes.over_row_dims``)."""
+    base = torch.randn(3, 4, 2, 3, generator=torch.Generator().manual_seed(6), dtype=torch.float64)
+    s, n = torch.tensor(START), torch.tensor(LENGTH)
+    theirs = ROW_DIM_OPS[op](torch.nested.narrow(base, 1, s, n, layout=torch.jagged))
+    ours = ROW_DIM_OPS[op](ln.narrow(base, 1, s, n, layout="jagged"))
+    assert ours.lengths() is not None and ours.lengths().tolist() == theirs.lengths().tolist()
+    assert ours.dtype == theirs.dtype and tuple(ours.values().shape) == tuple(theirs.values().shape)
+    torch.testing.assert_close(ours.values(), theirs.values(), rtol=1e-12, atol=1e-12)
+    for a, b in zip(ours.unbind(), theirs.unbind()):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_reductions_over_the_ragged_dim_compute_on_the_components():
+    """Over the ragged dim (torch: "not supported for non-contiguous nested tensors") the components alone."""
+    base = _base(7)
+    s, n = torch.tensor(START), torch.tensor(LENGTH)
+    with pytest.raises(RuntimeError):
+        torch.nested.narrow(base, 1, s, n, layout=torch.jagged).sum(1)
+    ours = ln.narrow(base, 1, s, n, layout="jagged")
+    want = torch.stack([base[i, START[i] : START[i] + LENGTH[i]].sum(0) for i in range(3)])
+    torch.testing.assert_close(ours.sum(1), want, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(ours.softmax(1).unbind()[1], base[1, 1:4].softmax(0), rtol=1e-12, atol=1e-12)
+    assert ours.softmax(1).lengths() is None
