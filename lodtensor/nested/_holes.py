@@ -27,6 +27,8 @@ without holes. A write into ``values`` from outside is not seen by the nested te
 [[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]]
 """
 
+import weakref
+
 import numpy as np
 
 from ..backend import backend_of
@@ -39,6 +41,25 @@ def rows_of(offsets, lengths):
     """The rows of ``values`` holding the components (host int64), in component order."""
     counts = np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
     return np.repeat(offsets[:-1] - counts[:-1], lengths) + np.arange(int(counts[-1]), dtype=np.int64)
+
+
+_INDEX = {}  # (id(offsets), id(lengths), id(backend), device) -> (weakrefs of offsets and lengths, the index there)
+_MAX_INDEX = 64
+
+
+def _index(values, offsets, lengths):
+    """:func:`rows_of` on ``values``' library and device, made once per (offsets, lengths) arrays (the results of
+    ops share their operand's) and device: an op then makes no host pass over the rows and no copy to a GPU."""
+    be = backend_of(values)
+    key = (id(offsets), id(lengths), id(be), be.device_of(values))
+    hit = _INDEX.get(key)
+    if hit is not None and hit[0]() is offsets and hit[1]() is lengths:
+        return hit[2]
+    index = be.from_host(rows_of(offsets, lengths), like=values)
+    if len(_INDEX) >= _MAX_INDEX:  # (tensors made and dropped: forget the old ones)
+        _INDEX.clear()
+    _INDEX[key] = (weakref.ref(offsets), weakref.ref(lengths), index)
+    return index
 
 
 def gathered(nt):
@@ -54,7 +75,7 @@ def over(values, offsets, lengths):
     """A jagged nested tensor with holes: the components ``values[offsets[i]:offsets[i] + lengths[i]]``
     (``values`` as rows ``(rows, *row)``; host int64 ``offsets`` and ``lengths``, already checked)."""
     be = backend_of(values)
-    flat = be.gather(values, be.from_host(rows_of(offsets, lengths), like=values))
+    flat = be.gather(values, _index(values, offsets, lengths))
     nt = make(be.contiguous(flat).reshape(-1), Structure.of_rows(lengths, tuple(int(s) for s in values.shape[1:])),
               "jagged")
     nt._holes = (values, offsets, lengths)
@@ -162,7 +183,7 @@ def _write_holes(self):
     values, offsets, lengths = holes
     be = backend_of(values)
     rows = self._buf.reshape((-1, *tuple(int(s) for s in values.shape[1:])))
-    be.scatter(values, be.from_host(rows_of(offsets, lengths), like=values), rows)
+    be.scatter(values, _index(values, offsets, lengths), rows)
 
 
 NestedTensor._attach(_write_holes=_write_holes)
