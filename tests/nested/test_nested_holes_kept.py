@@ -381,3 +381,26 @@ def test_reductions_over_the_ragged_dim_compute_on_the_components():
     torch.testing.assert_close(ours.sum(1), want, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(ours.softmax(1).unbind()[1], base[1, 1:4].softmax(0), rtol=1e-12, atol=1e-12)
     assert ours.softmax(1).lengths() is None
+
+
+def test_the_rows_index_is_made_once_per_offsets_and_not_reused_for_others(monkeypatch):
+    """An op on a tensor with holes gathers its components' rows by an index made once per (offsets, lengths)
+    and device (``_holes._index``): a chain of ops makes it once; another tensor's holes get their own."""
+    from lodtensor.nested import _holes  # noqa: PLC0415
+
+    made = []
+    real = _holes.rows_of
+    monkeypatch.setattr(_holes, "rows_of", lambda *a: made.append(1) or real(*a))
+    monkeypatch.setattr(_holes, "_INDEX", {})
+    _, _, ours, base = _pair(_base(8))
+    out = ((ours * 2).sin() + ours).relu()
+    ours.add_(1)
+    assert len(made) == 1
+    other = ln.narrow(base, 1, torch.tensor([1, 0, 0]), torch.tensor([1, 1, 4]), layout="jagged")  # other holes
+    assert len(made) == 1  # (construction gathers by its own index: from_jagged's)
+    doubled = other * 2
+    assert len(made) == 2
+    for a, b in zip(doubled.unbind(), other.unbind()):
+        torch.testing.assert_close(a, b * 2, rtol=0, atol=0)
+    for a, b in zip(out.unbind(), ours.unbind()):
+        torch.testing.assert_close(a, ((b - 1) * 2).sin().add(b - 1).relu(), rtol=1e-12, atol=1e-12)
