@@ -29,6 +29,19 @@ def _pair(base):
             ln.narrow(ours_base, 1, s, n, layout="jagged"), ours_base)
 
 
+def _base_grads(seed, loss_of):
+    """The gradient of ``loss_of(nt)`` with respect to the base, for torch's tensor with holes and ours."""
+    grads = {}
+    for lib in ("torch", "ours"):
+        base = _base(seed).requires_grad_()
+        s, n = torch.tensor(START), torch.tensor(LENGTH)
+        nt = (torch.nested.narrow(base, 1, s, n, layout=torch.jagged) if lib == "torch"
+              else ln.narrow(base, 1, s, n, layout="jagged"))
+        loss_of(nt).backward()
+        grads[lib] = base.grad
+    return grads["ours"], grads["torch"]
+
+
 def _same(ours, theirs):
     assert ours.lengths() is not None, "the holes were dropped"
     assert ours.lengths().tolist() == theirs.lengths().tolist()
@@ -131,18 +144,13 @@ def test_values_that_are_a_leaf_requiring_grad_refuse_in_place_ops_before_writin
 
 
 def test_gradients_through_ops_with_holes_reach_the_base_as_torch():
-    grads = {}
-    for lib in ("torch", "ours"):
-        base = _base(4).requires_grad_()
-        s, n = torch.tensor(START), torch.tensor(LENGTH)
-        nt = (torch.nested.narrow(base, 1, s, n, layout=torch.jagged) if lib == "torch"
-              else ln.narrow(base, 1, s, n, layout="jagged"))
+    def loss_of(nt):
         y = torch.where(nt > 0, nt.sin() * 2 + nt, nt * nt)
         assert y.values().requires_grad
-        loss = sum((c * torch.arange(c.numel(), dtype=c.dtype).reshape(c.shape)).sum() for c in y.unbind())
-        loss.backward()
-        grads[lib] = base.grad
-    torch.testing.assert_close(grads["ours"], grads["torch"], rtol=1e-12, atol=1e-12)
+        return sum((c * torch.arange(c.numel(), dtype=c.dtype).reshape(c.shape)).sum() for c in y.unbind())
+
+    ours, theirs = _base_grads(4, loss_of)
+    torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
 def test_from_jagged_with_lengths_keeps_the_holes_through_ops_and_writes():
@@ -217,17 +225,12 @@ def test_activations_with_inplace_true_write_every_row_of_the_values_as_torch(op
 
 
 def test_activations_with_inplace_true_on_a_copy_give_torch_s_gradients():
-    grads = {}
-    for lib in ("torch", "ours"):
-        base = _base(7).requires_grad_()
-        s, n = torch.tensor(START), torch.tensor(LENGTH)
-        nt = (torch.nested.narrow(base, 1, s, n, layout=torch.jagged) if lib == "torch"
-              else ln.narrow(base, 1, s, n, layout="jagged"))
+    def loss_of(nt):
         y = F.relu(F.elu(nt.clone(), alpha=0.5, inplace=True) - 0.1, inplace=True)
-        loss = (y.values() * torch.arange(24, dtype=y.dtype).reshape(12, 2)).sum()
-        loss.backward()
-        grads[lib] = base.grad
-    torch.testing.assert_close(grads["ours"], grads["torch"], rtol=1e-12, atol=1e-12)
+        return (y.values() * torch.arange(24, dtype=y.dtype).reshape(12, 2)).sum()
+
+    ours, theirs = _base_grads(7, loss_of)
+    torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
 CASTS = {
@@ -260,17 +263,13 @@ def test_casts_keep_the_holes_as_torch(cast):
 
 
 def test_a_cast_with_holes_gives_torch_s_gradients():
-    grads = {}
-    for lib in ("torch", "ours"):
-        base = _base(9).requires_grad_()
-        s, n = torch.tensor(START), torch.tensor(LENGTH)
-        nt = (torch.nested.narrow(base, 1, s, n, layout=torch.jagged) if lib == "torch"
-              else ln.narrow(base, 1, s, n, layout="jagged"))
+    def loss_of(nt):
         y = (nt.float() * 3).double()
         assert y.lengths() is not None
-        (y.values() * torch.arange(24, dtype=y.dtype).reshape(12, 2)).sum().backward()
-        grads[lib] = base.grad
-    torch.testing.assert_close(grads["ours"], grads["torch"], rtol=0, atol=0)
+        return (y.values() * torch.arange(24, dtype=y.dtype).reshape(12, 2)).sum()
+
+    ours, theirs = _base_grads(9, loss_of)
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=0)
 
 
 EDGES = {  # (values, offsets, lengths), offsets and lengths given as lists, NumPy arrays or torch tensors
