@@ -12,6 +12,10 @@ lodtensor.nested on NumPy (one blocked pass per length group) and on torch
 (torch's SDPA per length group) against torch's jagged SDPA and a padded
 ``F.scaled_dot_product_attention`` with a boolean key mask.
 
+Tensors with holes (``narrow`` of a padded cache): ``nt * 2``, ``sin`` and ``softmax`` over D, against torch's
+jagged layout with the same holes and against the same ops after ``contiguous()`` (no goal: the figures say what
+keeping torch's layout costs).
+
 Goals: on the torch backend at most 1.05x of torch.nested jagged; on NumPy
 faster than torch.nested jagged except the transcendental ops NumPy has no
 kernel for (erf).
@@ -177,6 +181,31 @@ def run_sdpa(report, ln, torch):
                     f"torch / lodtensor = {padded_best / ours_np:.2f}")
 
 
+def run_holes(report, ln, torch):
+    """Elementwise ops on a tensor with holes (``narrow`` of a ``[64, 512, 256]`` cache, lengths 1..512): as
+    torch's they compute over all of values and keep the holes, plus a gather of the components' rows into the
+    result's buffer; the "contiguous() first" rows are the same ops on a copy without the holes."""
+    g = _common.rng(60)
+    base = g.standard_normal((64, 512, WIDTH), dtype=np.float32)
+    starts, lengths = np.zeros(64, dtype=np.int64), g.integers(1, 513, 64)
+    workload = f"narrow of [64, 512, {WIDTH}] float32, lengths 1..512 ({int(lengths.sum())} of {64 * 512} rows)"
+    holes = {"lodtensor.nested": ln.narrow(base, 1, starts, lengths, layout="jagged")}
+    if torch is not None:
+        tb, ts, tl = torch.from_numpy(base), torch.from_numpy(starts), torch.from_numpy(lengths)
+        holes["lodtensor.nested, torch backend"] = ln.narrow(tb, 1, ts, tl, layout="jagged")
+        holes["torch.nested jagged"] = torch.nested.narrow(tb, 1, ts, tl, layout=torch.jagged)
+    compact = {f"{name}, contiguous() first": nt.contiguous() for name, nt in holes.items() if "lodtensor" in name}
+    ops = (("nt * 2", lambda x: x * 2), ("sin", lambda x: x.sin()), ("softmax over D", lambda x: x.softmax(-1)))
+    for label, op in ops:
+        table = report.table(f"{label}, a tensor with holes", workload, reference="lodtensor.nested")
+        check = _check(op(holes["lodtensor.nested"]))
+        for name, nt in holes.items():
+            table.add(name, lambda nt=nt, op=op: op(nt), check=check, **FAST)
+        for name, nt in compact.items():
+            table.add(name, lambda nt=nt, op=op: op(nt), **FAST)
+        table.finish()
+
+
 def run(report):
     import lodtensor.nested as ln  # noqa: PLC0415
 
@@ -184,3 +213,4 @@ def run(report):
     for case in CASES:
         run_case(report, case, ln, torch)
     run_sdpa(report, ln, torch)
+    run_holes(report, ln, torch)
