@@ -154,6 +154,11 @@ class Backend(abc.ABC):
         """Whether autograd tracks ``x``."""
 
     @abc.abstractmethod
+    def version(self, x):
+        """A count of the in-place writes into ``x``'s memory that views of it share (torch's ``_version``), or
+        None where the library keeps none (NumPy, CuPy)."""
+
+    @abc.abstractmethod
     def astype(self, x, dtype):
         """``x`` converted to ``dtype`` (``x`` itself when it has it)."""
 

@@ -22,6 +22,7 @@ from ..errors import ShapeError
 from ._autograd import view_source
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
+from ._holes import reshaped, sliced
 from ._permute import compose, regroup
 from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
@@ -60,7 +61,7 @@ def _view(nt, plan, sizes):
     view = regrouped(nt, table, perm, jag) if nt._src is not None and all(p[0] != "merge" for p in plan) else None
     if view is not None:
         return view
-    return make_view(aliased(nt._buf), nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout)
+    return reshaped(nt, make_view(aliased(nt._buf), nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout))
 
 
 def _keep(axes):
@@ -396,7 +397,7 @@ def components_slice(nt, lo, hi):
     lo, hi, levels = st.top_slice(lo, hi)
     a, b = int(st.offsets[lo]), int(st.offsets[hi])
     buf = view_source(nt._buffer)
-    return make(buf[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail), nt._layout)
+    return sliced(nt, make(buf[a:b], Structure(st.sizes[lo:hi].copy(), outer=levels, tail=st.tail), nt._layout), lo, hi)
 
 
 @implements("cat", "torch.cat", "torch.concat", "torch.concatenate")

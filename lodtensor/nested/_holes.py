@@ -14,7 +14,15 @@ tensor is a view of ``values``, and its elementwise ops compute over all of ``va
   values that take no in-place write (a leaf that requires grad) are refused first (:func:`check_writable`).
 
 Other ops (over the ragged dim, ``to_padded_tensor``...) compute on the components alone and give a tensor
-without holes. A write into ``values`` from outside is not seen by the nested tensor (its gathered copy).
+without holes.
+
+With values that count their writes (torch's version counter, ``Backend.version``) the tensor is a view of them,
+as torch's: its buffer is stamped with their version when gathered and gathered again on the next read after
+it moved on (a write from outside, through ``values()``, through a view: ``NestedTensor._buf``), and its
+components are views of them (:func:`component`). Its views keep the holes: transposed ones (:func:`carried`,
+``values`` read through the permutation), regrouped ones (:func:`reshaped`) and slices of dim 0
+(:func:`sliced`); those that could not keep them copy. NumPy and CuPy count no writes: there a write into
+``values`` from outside is not seen.
 
 >>> import lodtensor.nested as ln
 >>> base = np.arange(8.0).reshape(2, 4)
@@ -32,9 +40,12 @@ import weakref
 import numpy as np
 
 from ..backend import backend_of
+from ._autograd import view_source
+from ._permute import permute_view
 from ._tensor import NestedTensor, Structure, make
 
-__all__ = ["rows_of", "gathered", "over", "apply", "over_row_dims", "converted", "check_writable", "same", "written"]
+__all__ = ["rows_of", "gathered", "live", "carried", "component", "sliced", "reshaped", "over", "apply",
+           "over_row_dims", "converted", "check_writable", "same", "written"]
 
 
 def rows_of(offsets, lengths):
@@ -68,7 +79,8 @@ def gathered(nt):
     holes = getattr(nt, "_holes", None)
     if holes is None or holes[2] is None or nt._perm is not None or nt._src is not None:
         return None
-    return holes
+    be = backend_of(holes[0])  # (a buffer made to require grad, ``requires_grad_()``, over values that do not:
+    return None if be.requires_grad(nt._data) and not be.requires_grad(holes[0]) else holes  # its graph, not theirs)
 
 
 def over(values, offsets, lengths):
@@ -122,7 +134,11 @@ def apply(fn, args, kwargs=None):
     def swap(value):
         return swapped[id(value)] if isinstance(value, NestedTensor) else value
 
-    return _kept(fn(*(swap(a) for a in args), **{k: swap(v) for k, v in kwargs.items()}), holes)
+    out = fn(*(swap(a) for a in args), **{k: swap(v) for k, v in kwargs.items()})
+    if isinstance(out, tuple):  # (values, indices) of max/min over row dims: both keep the holes
+        kept = [_kept(part, holes) for part in out]
+        return None if any(part is None for part in kept) else type(out)(*kept)
+    return _kept(out, holes)
 
 
 def _kept(out, holes):
@@ -156,11 +172,37 @@ def converted(nt, convert):
     return nt if out is rows else _kept(out, holes)
 
 
+def live(nt):
+    """``(values, offsets, lengths)`` of a nested tensor whose buffer is a gathered copy of rows of ``values``,
+    read through its ``_perm`` (``values`` as its components read: a transposed view's are transposed, as
+    torch's ``values()``), else None."""
+    holes = getattr(nt, "_holes", None)
+    return None if holes is None or holes[2] is None or nt._src is not None else holes
+
+
+def _storage_rows(nt, values):
+    """``values`` (as ``nt``'s components read) as its storage's rows: read through the inverse of ``_perm``."""
+    if nt._perm is None:
+        return values
+    return permute_view(backend_of(values), values, tuple(int(a) for a in np.argsort(nt._perm)))
+
+
+def carried(nt, view):
+    """``view``, a transposed view of ``nt``'s storage (``with_perm``), with ``nt``'s holes read through its
+    permutation (as torch's transposed view of a tensor with holes: its ``values()`` transposed, writes into it
+    reaching them); ``view`` as it is where ``nt`` has none."""
+    holes = live(nt)
+    if holes is not None:
+        rows = _storage_rows(nt, holes[0])
+        view._holes = (rows if view._perm is None else permute_view(backend_of(rows), rows, view._perm), *holes[1:])
+    return view
+
+
 def check_writable(nt):
     """Refuse an in-place write into ``nt`` whose holes' values take no in-place write (with autograd, a leaf
     that requires grad: torch's tensor is a view of them), before anything is written: an empty write into the
     values raises what the real one would, with the library's words."""
-    holes = gathered(nt)
+    holes = live(nt)
     if holes is not None:
         values = holes[0]
         be = backend_of(values)
@@ -176,14 +218,94 @@ def written(out):
 
 
 def _write_holes(self):
-    """After an in-place write into the buffer: the components' rows written back into the holes' values."""
-    holes = gathered(self)
+    """After an in-place write into the buffer: the components' rows written back into the holes' values (and
+    the buffer stamped with their version: it holds what they do)."""
+    holes = live(self)
     if holes is None:
         return
     values, offsets, lengths = holes
     be = backend_of(values)
-    rows = self._buf.reshape((-1, *tuple(int(s) for s in values.shape[1:])))
-    be.scatter(values, _index(values, offsets, lengths), rows)
+    target = _storage_rows(self, values)
+    rows = self._data.reshape((-1, *tuple(int(s) for s in target.shape[1:])))
+    be.scatter(target, _index(target, offsets, lengths), rows)
+    self._stamp = None if self._stamp is None else be.version(values)
 
 
-NestedTensor._attach(_write_holes=_write_holes)
+def _regather(self):
+    """The buffer gathered again from the holes' values, written since it was (their version moved on: from
+    outside, through ``values()`` or a view): a new buffer, or where the buffer is a leaf that requires grad
+    (``requires_grad_()``), the same one rewritten without recording it."""
+    values, offsets, lengths = self._hole_parts
+    be = backend_of(values)
+    rows = _storage_rows(self, values)
+    fresh = be.contiguous(be.gather(rows, _index(rows, offsets, lengths))).reshape(-1)
+    data = self._data
+    if be.requires_grad(data) and getattr(data, "is_leaf", False):
+        be.detach(data)[...] = be.detach(fresh)
+    else:
+        self._data = fresh
+    self._stamp = be.version(values)
+
+
+def component(nt, i):
+    """Component ``i`` of ``nt`` as a view of its holes' values, as torch's (a write into it reaches
+    ``values()``, which ``nt`` reads again), where those values count their writes (:func:`_regather`); else
+    None (then the caller gives a view of the buffer, as it does where the buffer requires grad and the
+    values do not: ``requires_grad_()``)."""
+    if getattr(nt, "_stamp", None) is None:
+        return None
+    values, offsets, lengths = nt._hole_parts
+    be = backend_of(values)
+    if be.requires_grad(nt._data) and not be.requires_grad(values):
+        return None
+    start = int(offsets[i])
+    part = view_source(_storage_rows(nt, values))[start:start + int(lengths[i])]
+    return part if nt._perm is None else permute_view(be, part, nt._perm)
+
+
+def _hole_components(self):
+    """The components as :func:`component` gives them; None where it gives none."""
+    first = component(self, 0)
+    return None if first is None else [first, *(component(self, i) for i in range(1, self._st.n))]
+
+
+def sliced(nt, out, lo, hi):
+    """``out``, components ``lo:hi`` of ``nt`` over its buffer (a slice of dim 0), with those components' holes:
+    over the run of rows of values from the first one's start to the last one's end where they lie there in
+    order (that run holds none of the other components' rows, which an op over all of it would write), else
+    a copy without holes; ``out`` itself where ``nt`` has none (or is transposed: ``out`` is a copy then)."""
+    holes = live(nt)
+    if holes is None or nt._perm is not None:
+        return out
+    starts, lengths = holes[1][lo:hi], holes[2][lo:hi]
+    ends = starts + lengths
+    if not starts.size or (starts[1:] < ends[:-1]).any():
+        out._buf = backend_of(out._data).clone(out._data)
+        return out
+    first, last = int(starts[0]), int(ends[-1])
+    out._holes = (holes[0][first:last], np.append(starts - first, last - first), lengths)
+    return out
+
+
+def reshaped(nt, out, view=True):
+    """``out``, a view of ``nt``'s storage regrouped (``view``, ``unflatten``, ``unsqueeze``...), with ``nt``'s
+    holes where its storage keeps the same rows first: their values viewed with its row shape (C-contiguous
+    ones: a view, as torch's ``values()`` of the result), read through ``out``'s permutation. Elsewhere, and
+    for ``reshape`` (``view`` False: torch's copies a tensor with holes), a copy of the components without
+    holes (not a view of the buffer, which holds what the values do); ``out`` itself where ``nt`` has none."""
+    holes = live(nt)
+    if holes is None:
+        return out
+    st = out._st
+    rows = _storage_rows(nt, holes[0])
+    be = backend_of(rows)
+    if not (view and st.tail is not None and not st.outer and np.array_equal(st.sizes[:, 0], nt._st.sizes[:, 0])
+            and be.is_c_contiguous(rows)):
+        out._buf = be.clone(out._data)
+        return out
+    rows = rows.reshape((int(rows.shape[0]), *st.tail))
+    out._holes = (rows if out._perm is None else permute_view(be, rows, out._perm), *holes[1:])
+    return out
+
+
+NestedTensor._attach(_write_holes=_write_holes, _regather=_regather, _hole_components=_hole_components)

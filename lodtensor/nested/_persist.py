@@ -14,6 +14,7 @@ from ..backend import backend_name_of, backend_of
 from ..backend._pickle import portable, unpickled_by
 from ..errors import ShapeError
 from ._jagged import _from_jagged
+from ._permute import permute_view
 from ._tensor import NestedTensor, _rebuild, make_view
 
 __all__ = ["Persist"]
@@ -137,12 +138,16 @@ def _rebuild_view(buffer, sizes, layout, outer, hollow, jag, perm, holes):
         return out
     if not isinstance(holes, tuple) or len(holes) != 3 or base._st.outer:
         raise ShapeError(f"{_WHERE}: holes must be (values, offsets, lengths) of a one-level tensor")
-    gated = _from_jagged(holes[0], holes[1], holes[2], 1 if perm is None else perm[0] + 1, None, None)
-    _check_like_buffer(holes[0], base._buf)
-    if gated._perm != out._perm or not np.array_equal(gated._st.sizes, out._st.sizes):
+    values = holes[0]  # (as the components read: the storage's rows read through perm)
+    if perm is not None and getattr(values, "ndim", None) != len(perm):
+        raise ShapeError(f"{_WHERE}: the holes' values must have {len(perm)} dims, as the components")
+    rows = values if perm is None else permute_view(backend_of(values), values, tuple(np.argsort(perm).tolist()))
+    gated = _from_jagged(rows, holes[1], holes[2], 1, None, None)
+    _check_like_buffer(values, base._buf)
+    if not np.array_equal(gated._st.sizes, out._st.sizes):
         raise ShapeError(f"{_WHERE}: the holes (values, offsets, lengths) do not describe the components: "
-                         f"sizes {gated._struct.sizes.tolist()[:8]}, expected {out._struct.sizes.tolist()[:8]}")
-    out._holes = gated._holes
+                         f"sizes {gated._st.sizes.tolist()[:8]}, expected {out._st.sizes.tolist()[:8]}")
+    out._holes = (values, *gated._holes[1:])
     return out
 
 

@@ -330,6 +330,9 @@ def _extreme(kind):
             return OP_TABLE["maximum" if kind == "max" else "minimum"](input, dim)
         if dim is None:
             return _reduce(f"{kind}()", f"a{kind}", input, None, False, None)
+        held = holes.apply(op, (input, dim, keepdim)) if holes.over_row_dims(input, dim) else None
+        if held is not None:  # over the row dims of a tensor with holes: all of values, the holes kept (as torch's)
+            return held
         fast = _extreme_over_ragged(kind, input, dim, keepdim)
         if fast is not None:
             return MaxMin(*(kept_nested(input, dim, keepdim, r) for r in fast))

@@ -19,6 +19,7 @@ from ._broadcast import check_nested
 from ._dims import components_slice, slice_dim
 from ._dims import unsqueeze as _unsqueeze
 from ._grouped import block_of, map_components, shape_groups
+from ._holes import reshaped
 from ._nn import segments_along
 from ._permute import compose
 from ._registry import implements
@@ -92,7 +93,8 @@ def _reshaped(nt, sizes, as_view=False):
             raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                              "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
         return view
-    return make(aliased(nt._buffer), nt._struct.derive(sizes, nt._struct.offsets, jag=jag), nt._layout)
+    out = make(aliased(nt._buffer), nt._struct.derive(sizes, nt._struct.offsets, jag=jag), nt._layout)
+    return out if nt._perm is not None else reshaped(nt, out, as_view)  # (holes: kept by a view, as torch's)
 
 
 @implements("reshape", "torch.reshape", _T + "reshape")
@@ -141,10 +143,8 @@ def reshape_as(input, other):
     check_nested(input, "reshape_as()")
     one_level(input, "reshape_as()")
     if not isinstance(other, NestedTensor):
-        raise TypeError(
-            f"reshape_as(): other must be a NestedTensor (get_nested_tensor_impl requires a NestedTensor), "
-            f"got {type(other).__name__}"
-        )
+        raise TypeError(f"reshape_as(): other must be a NestedTensor (get_nested_tensor_impl requires a "
+                        f"NestedTensor), got {type(other).__name__}")
     a, b = input._struct, other._struct
     if a.n != b.n:
         raise ShapeError(
@@ -158,7 +158,8 @@ def reshape_as(input, other):
             f"reshape_as(): shape {b.sizes[i].tolist()} is invalid for input of size "
             f"{int(a.offsets[i + 1] - a.offsets[i])} (component {i})"
         )
-    return make(aliased(input._buffer), b, input._layout)  # a view (never the input's leaf itself), as torch's
+    out = make(aliased(input._buffer), b, input._layout)  # a view (never the input's leaf itself), as torch's
+    return out if input._perm is not None else reshaped(input, out, False)  # (with holes: a copy)
 
 
 # -- transpose / select -----------------------------------------------------------------------

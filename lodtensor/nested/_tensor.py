@@ -32,7 +32,8 @@ _INT64 = np.dtype(np.int64)
 def make(buffer, structure, layout="strided"):
     """A NestedTensor from parts known to fit together (no checks): the fast internal path."""
     t = object.__new__(NestedTensor)  # (not an alias of it: torch 2.12's dynamo traces only this spelling)
-    t._buf = buffer
+    t._data = buffer
+    t._stamp = None
     t._st = structure if (structure.jag is None) == (layout != "jagged") else structure.for_layout(layout)
     t._perm = None
     t._layout = layout
@@ -42,7 +43,8 @@ def make(buffer, structure, layout="strided"):
 def make_view(buffer, storage, perm, layout="strided"):
     """A NestedTensor whose component dim ``a`` reads storage axis ``perm[a]`` of ``buffer`` laid out as ``storage``."""
     t = object.__new__(NestedTensor)
-    t._buf = buffer
+    t._data = buffer
+    t._stamp = None
     t._st = storage if (storage.jag is None) == (layout != "jagged") else storage.for_layout(layout)
     t._perm = normalize_perm(perm)
     t._layout = layout
@@ -93,9 +95,9 @@ class NestedTensor(AutogradMixin):
 
     # _buf, _st: the buffer and its size table (the storage); _perm: which storage axis each component dim
     # reads (None: the same; see _permute.py), _logical: the size table read through _perm (cached; the buffer
-    # read through it is materialised per read, _buffer); _holes: see _jagged.py. Outer ragged levels
-    # (documents) are part of the Structure.
-    __slots__ = ("_buf", "_st", "_perm", "_logical", "_layout", "_holes", "__weakref__")
+    # read through it is materialised per read, _buffer); _holes: see _holes.py (_stamp: their values'
+    # version when the buffer was gathered). Outer ragged levels (documents) are part of the Structure.
+    __slots__ = ("_data", "_st", "_perm", "_logical", "_layout", "_hole_parts", "_stamp", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
     _src = None  # the strided window a view of a regular dim reads (``_views.WindowView``); none here
@@ -116,6 +118,26 @@ class NestedTensor(AutogradMixin):
             setattr(cls, name, fn)
 
     # -- storage -----------------------------------------------------------------------------
+    @property
+    def _buf(self):  # (with holes over values counting their writes, torch's, written since: gathered again)
+        stamp = getattr(self, "_stamp", None)
+        if stamp is not None and stamp != backend_of(self._hole_parts[0]).version(self._hole_parts[0]):
+            self._regather()
+        return self._data
+
+    @_buf.setter
+    def _buf(self, array):
+        self._data = array
+
+    @property
+    def _holes(self):  # (values, offsets, lengths), lengths None where offsets span part of values: _holes.py
+        return getattr(self, "_hole_parts", None)
+
+    @_holes.setter
+    def _holes(self, holes):
+        self._hole_parts = holes
+        self._stamp = None if holes is None or holes[2] is None else backend_of(holes[0]).version(holes[0])
+
     @property
     def _struct(self):
         """The size table of the components as they read (the storage's, through ``_perm``)."""
@@ -426,19 +448,17 @@ def attach_ops(names):
 
 
 def _shape_arg(shape):
-    if len(shape) == 1 and isinstance(shape[0], (list, tuple)) or (
-        len(shape) == 1 and type(shape[0]).__name__ == "Size"
-    ):
-        return tuple(shape[0])
-    return shape
+    one = len(shape) == 1 and (isinstance(shape[0], (list, tuple)) or type(shape[0]).__name__ == "Size")
+    return tuple(shape[0]) if one else shape
 
 
 def _components(nt):
     """The components as views of the buffer: one slice per component (permuted views of a transposed
     tensor), no other work."""
     st = nt._st
-    if st.n == 0:
-        return []
+    parts = nt._hole_components() if st.n and getattr(nt, "_stamp", None) is not None else None
+    if parts is not None or st.n == 0:  # (holes over torch values: views of them, _holes.py)
+        return parts or []
     offsets, row_offsets, sizes = st.lists()
     ops = nt.backend
     if row_offsets is not None:  # (a view of a regular dim's window: its strided rows)

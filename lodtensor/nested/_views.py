@@ -35,6 +35,8 @@ import numpy as np
 from ..backend import backend_of, get_backend
 from ._autograd import view_source
 from ._dispatch import compiling
+from ._holes import carried
+from ._holes import component as hole_component
 from ._permute import compose, normalize_perm, permute_view, permuted
 from ._structure import dropped_jag
 from ._tensor import NestedTensor, Structure, make_view
@@ -289,8 +291,8 @@ def aliased(array):
 def with_perm(nt, perm):
     """``nt`` reading its storage through ``perm`` (``transpose``, ``permute``): a window view stays one; a
     view, so never a leaf where autograd tracks ``nt`` (as torch's)."""
-    if nt._src is None:
-        return make_view(aliased(nt._buf), nt._st, perm, nt._layout)
+    if nt._src is None:  # (with holes: kept, read through perm)
+        return carried(nt, make_view(aliased(nt._buf), nt._st, perm, nt._layout))
     return _window_of(aliased(nt._src), nt._st, perm, nt._layout, nt._steps)
 
 
@@ -320,6 +322,9 @@ def component(nt, i):
     """Component ``i`` (in range) of ``nt`` (one ragged level): a view of its window, or of its storage read
     through its permutation (as torch's ``nt.transpose(1, 2)[i]``)."""
     st = nt._st
+    live = hole_component(nt, i)  # (holes over values that count their writes: a view of them, as torch's)
+    if live is not None:
+        return live
     if nt._src is None:
         buf = view_source(nt._buf)
         part = buf[int(st.offsets[i]) : int(st.offsets[i + 1])].reshape(tuple(int(s) for s in st.sizes[i]))

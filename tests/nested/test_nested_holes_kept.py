@@ -403,3 +403,13 @@ def test_the_rows_index_is_made_once_per_offsets_and_not_reused_for_others(monke
         torch.testing.assert_close(a, b * 2, rtol=0, atol=0)
     for a, b in zip(out.unbind(), ours.unbind()):
         torch.testing.assert_close(a, ((b - 1) * 2).sin().add(b - 1).relu(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_max_min_over_a_row_dim_keep_the_holes(kind, keepdim):
+    """``max``/``min`` with a row dim give ``(values, indices)``, both with the holes, as torch's."""
+    theirs, _, ours, _ = _pair(_base(11))
+    got, want = getattr(ours, kind)(dim=-1, keepdim=keepdim), getattr(theirs, kind)(dim=-1, keepdim=keepdim)
+    _same(got.values, want.values)
+    _same(got.indices, want.indices)

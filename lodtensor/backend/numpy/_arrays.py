@@ -118,6 +118,9 @@ class ArrayKernels:
     def requires_grad(self, x):
         return False
 
+    def version(self, x):
+        return None
+
     def split_rows(self, x, offsets):
         """Views ``x[offsets[i]:offsets[i + 1]]`` (``offsets`` a Python list)."""
         return [x[a:b] for a, b in zip(offsets, offsets[1:])]

@@ -149,6 +149,9 @@ class TorchArrayKernels:
     def requires_grad(self, x):
         return x.requires_grad
 
+    def version(self, x):
+        return x._version
+
     def split_rows(self, x, offsets):
         lengths = [b - a for a, b in zip(offsets, offsets[1:])]
         return list(x.split(lengths))
