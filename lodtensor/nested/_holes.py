@@ -8,7 +8,8 @@ tensor is a view of ``values``, and its elementwise ops compute over all of ``va
 - an elementwise op (unary, binary with a scalar, a dense operand over the row dims or a nested operand with the
   same holes), ``clone``, ``to()`` (the casts), and the reductions, softmax and ``layer_norm`` over the row dims
   alone (:func:`over_row_dims`) compute over the rows of ``values`` and keep the holes (:func:`apply`,
-  :func:`converted`); ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
+  :func:`converted`), on a transposed view too (over ``values`` read through its permutation: one component);
+  ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
 - an in-place op writes into ``values``: the whole of it where the result keeps the holes (``write_into``,
   ``fill_``), else the components' rows, written back after any in-place write (``NestedTensor._written``);
   values that take no in-place write (a leaf that requires grad) are refused first (:func:`check_writable`).
@@ -42,9 +43,9 @@ import numpy as np
 from ..backend import backend_of
 from ._autograd import view_source
 from ._permute import permute_view
-from ._tensor import NestedTensor, Structure, make
+from ._tensor import NestedTensor, Structure, make, make_view
 
-__all__ = ["rows_of", "gathered", "live", "carried", "component", "sliced", "reshaped", "over", "apply",
+__all__ = ["rows_of", "whole", "gathered", "live", "carried", "component", "sliced", "reshaped", "over", "apply",
            "over_row_dims", "converted", "check_writable", "same", "written"]
 
 
@@ -73,14 +74,20 @@ def _index(values, offsets, lengths):
     return index
 
 
-def gathered(nt):
-    """``(values, offsets, lengths)`` of a nested tensor whose buffer is a gathered copy of rows of ``values``
-    (offsets with lengths, not a transposed view), else None."""
-    holes = getattr(nt, "_holes", None)
-    if holes is None or holes[2] is None or nt._perm is not None or nt._src is not None:
+def whole(nt):
+    """``(values, offsets, lengths)`` of a nested tensor whose ops run over all of ``values`` (:func:`live`
+    holes, transposed views too), else None."""
+    holes = live(nt)
+    if holes is None:
         return None
     be = backend_of(holes[0])  # (a buffer made to require grad, ``requires_grad_()``, over values that do not:
     return None if be.requires_grad(nt._data) and not be.requires_grad(holes[0]) else holes  # its graph, not theirs)
+
+
+def gathered(nt):
+    """:func:`whole`'s holes of a nested tensor that is no transposed view (its ``values`` are its storage's
+    rows), else None."""
+    return whole(nt) if nt._perm is None else None
 
 
 def over(values, offsets, lengths):
@@ -101,75 +108,94 @@ def same(a, b):
 
 
 def _rows_tensor(nt):
-    """A one-component jagged nested tensor over every row of ``nt``'s holes' values."""
-    values = nt._holes[0]
-    be = backend_of(values)
-    return make(be.contiguous(values).reshape(-1), Structure.of_rows([int(values.shape[0])], tuple(
-        int(s) for s in values.shape[1:])), "jagged")
+    """A one-component jagged nested tensor over every row of ``nt``'s holes' values, read through ``nt``'s
+    permutation (its component is ``values()``)."""
+    rows = _storage_rows(nt, nt._holes[0])
+    be = backend_of(rows)
+    one = make(be.contiguous(rows).reshape(-1), Structure.of_rows([int(rows.shape[0])], tuple(
+        int(s) for s in rows.shape[1:])), "jagged")
+    return one if nt._perm is None else make_view(one._data, one._st, nt._perm, "jagged")
+
+
+def _ragged_axis(nt):
+    """The component axis of ``nt``'s ragged dim (0 but for a transposed view), None where there is none."""
+    return nt._struct.jag
 
 
 def apply(fn, args, kwargs=None):
-    """``fn(*args, **kwargs)`` computed over all the rows of the holes' values of its first nested operand, as
-    torch's elementwise ops on a tensor with holes, with the holes kept; None where that does not apply: that
-    operand has no gathered holes, another nested operand has other holes (or none), or a dense operand has dims
-    beyond the row dims that are not 1 (it would broadcast per component)."""
+    """``fn(*args, **kwargs)`` computed over all the rows of the holes' values of its first nested operand (read
+    through its permutation: one component, its ``values()``), as torch's elementwise ops on a tensor with holes,
+    with the holes kept; None where that does not apply: that operand has no such holes, another nested operand
+    has other holes (or none, or another layout), or a dense operand has a dim that is not 1 along the batch or
+    the ragged dim (it would broadcast per component)."""
     kwargs = kwargs or {}
     operands = (*args, *kwargs.values())
     first = next((x for x in operands if isinstance(x, NestedTensor)), None)
-    holes = None if first is None else gathered(first)
-    if holes is None:
+    holes = None if first is None else whole(first)
+    ragged = None if holes is None else _ragged_axis(first)
+    if ragged is None:
         return None
-    row_dims = first.dim() - 2
+    dims = first.dim() - 1  # (the component dims; a dense operand's last ones line up with them)
     swapped = {}
     for value in operands:
         if isinstance(value, NestedTensor):
-            theirs = gathered(value)
-            if theirs is None or not same(holes, theirs):
+            theirs = whole(value)
+            if theirs is None or value._perm != first._perm or not same(holes, theirs):
                 return None
             swapped[id(value)] = _rows_tensor(value)
-        elif hasattr(value, "shape") and hasattr(value, "ndim") and value.ndim > row_dims and any(
-                int(s) != 1 for s in value.shape[: value.ndim - row_dims]):
-            return None
+        elif hasattr(value, "shape") and hasattr(value, "ndim"):
+            lead = value.ndim - dims  # (its dims before those of the components: along the batch dim and beyond)
+            if any(int(s) != 1 for s in value.shape[:max(lead, 0)]) or (
+                    0 <= lead + ragged < value.ndim and int(value.shape[lead + ragged]) != 1):
+                return None
 
     def swap(value):
         return swapped[id(value)] if isinstance(value, NestedTensor) else value
 
     out = fn(*(swap(a) for a in args), **{k: swap(v) for k, v in kwargs.items()})
+    rows = int(_storage_rows(first, holes[0]).shape[0])
     if isinstance(out, tuple):  # (values, indices) of max/min over row dims: both keep the holes
-        kept = [_kept(part, holes) for part in out]
+        kept = [_kept(part, holes, rows) for part in out]
         return None if any(part is None for part in kept) else type(out)(*kept)
-    return _kept(out, holes)
+    return _kept(out, holes, rows)
 
 
-def _kept(out, holes):
-    """``out``, a result over every row of ``holes``' values (:func:`_rows_tensor`), as a tensor with those
-    holes; None where it is no such result."""
-    if not isinstance(out, NestedTensor) or out._perm is not None or out._src is not None or out._st.n != 1 or int(
-            out._st.sizes[0, 0]) != int(holes[0].shape[0]):
+def _kept(out, holes, rows):
+    """``out``, a result over every one of the ``rows`` rows of ``holes``' values (one component:
+    :func:`_rows_tensor`), as a tensor with those holes (a transposed view where its ragged dim is not its
+    first); None where it is no such result."""
+    axis = _ragged_axis(out) if isinstance(out, NestedTensor) and out._src is None and out._st.n == 1 else None
+    if axis is None or out._st.outer or int(out._struct.sizes[0, axis]) != rows:
         return None  # (not a result row for row over the values: the caller computes on the components)
-    row_shape = tuple(int(s) for s in out._st.sizes[0, 1:])
-    return over(out._buf.reshape((int(out._st.sizes[0, 0]), *row_shape)), holes[1], holes[2])
+    component = view_source(out._buffer).reshape(tuple(int(s) for s in out._struct.sizes[0]))
+    if axis == 0:
+        return over(component, holes[1], holes[2])
+    order = (axis, *(a for a in range(component.ndim) if a != axis))  # the ragged dim first: the rows
+    base = over(permute_view(backend_of(component), component, order), holes[1], holes[2])
+    return carried(base, make_view(base._data, base._st, tuple(int(a) for a in np.argsort(order)), "jagged"))
 
 
 def over_row_dims(nt, dims):
-    """Whether ``nt`` has gathered holes and ``dims`` (an int or ints, negative from the end; None: every dim)
-    are all dims of its rows (2 on): an op reducing or normalising over them alone keeps the holes."""
-    if gathered(nt) is None or dims is None:
+    """Whether ``nt`` has holes its ops run over (:func:`whole`) and ``dims`` (an int or ints, negative from the
+    end; None: every dim) are all dims of its rows (neither dim 0 nor the ragged dim): an op reducing or
+    normalising over them alone keeps the holes."""
+    if whole(nt) is None or dims is None or _ragged_axis(nt) is None:
         return False
-    ndim = nt.dim()
-    return all(isinstance(d, int) and 2 <= d % ndim for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+    ndim, ragged = nt.dim(), _ragged_axis(nt) + 1
+    return all(isinstance(d, int) and d % ndim not in (0, ragged) for d in (
+        dims if isinstance(dims, (tuple, list)) else (dims,)))
 
 
 def converted(nt, convert):
     """``convert`` (a cast or a move, NestedTensor to NestedTensor) over every row of the holes' values of
     ``nt``, with the holes kept, as torch's ``to()``: ``nt`` itself where ``convert`` changes nothing; None
     where ``nt`` has no gathered holes (the caller converts the components)."""
-    holes = gathered(nt)
-    if holes is None:
+    holes = whole(nt)
+    if holes is None or _ragged_axis(nt) is None:
         return None
     rows = _rows_tensor(nt)
     out = convert(rows)
-    return nt if out is rows else _kept(out, holes)
+    return nt if out is rows else _kept(out, holes, int(_storage_rows(nt, holes[0]).shape[0]))
 
 
 def live(nt):

@@ -201,9 +201,9 @@ def clone(input, *, memory_format=None):
     check_nested(input, "clone()")
     if _wants_contiguous("clone()", memory_format) and not input.is_contiguous():
         return input.contiguous()  # (a copy in component order, as torch's clone to contiguous_format)
-    kept = holes.gathered(input)
-    if kept is not None:  # a copy of all of values, the holes kept (as torch's)
-        return holes.over(input.backend.clone(kept[0]), kept[1], kept[2])
+    held = holes.apply(clone, (input,))
+    if held is not None:  # a copy of all of values, the holes kept (as torch's; a transposed view's too)
+        return held
     return make_view(input.backend.clone(input._buf), input._st, input._perm, input._layout)
 
 
@@ -348,7 +348,7 @@ def fill_(input, value):
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
     holes.check_writable(input)
-    kept = holes.gathered(input)
+    kept = holes.whole(input)
     if kept is not None:  # every row of values, the holes too (as torch's)
         kept[0][...] = value
     fill_target(input)[...] = value  # every element: how the storage is viewed does not matter
@@ -379,7 +379,7 @@ def copy_(input, src, non_blocking=False):
     """
     check_nested(input, "copy_()")
     holes.check_writable(input)
-    kept, theirs = holes.gathered(input), holes.gathered(src) if isinstance(src, NestedTensor) else None
+    kept, theirs = holes.whole(input), holes.whole(src) if isinstance(src, NestedTensor) else None
     if kept is not None and (scalar_like(src) is not None or (theirs is not None and holes.same(kept, theirs))):
         kept[0][...] = src if theirs is None else theirs[0]  # every row of values, the holes too (as torch's)
     if input._src is not None:  # a view of part of a regular dim: copied into a compact copy, then the window

@@ -101,7 +101,7 @@ def write_into(nt, result, where):
         raise DTypeError(f"{where}: result type {torch_name(result.dtype)} can't be cast to the desired output "
                          f"type {torch_name(buf.dtype)}")
     out = result._buf if same_layout(nt, result) else nt._stored(result._buffer)
-    mine, theirs = holes.gathered(nt), holes.gathered(result)
+    mine, theirs = holes.whole(nt), holes.whole(result)
     if mine is not None and theirs is not None and holes.same(mine, theirs):  # every row of values, as torch's
         mine[0][...] = theirs[0]
     buf[...] = out.reshape(buf.shape)
