@@ -22,8 +22,8 @@ as torch's: its buffer is stamped with their version when gathered and gathered 
 it moved on (a write from outside, through ``values()``, through a view: ``NestedTensor._buf``), and its
 components are views of them (:func:`component`). Its views keep the holes: transposed ones (:func:`carried`,
 ``values`` read through the permutation), regrouped ones (:func:`reshaped`) and slices of dim 0
-(:func:`sliced`); those that could not keep them copy. NumPy and CuPy count no writes: there a write into
-``values`` from outside is not seen.
+(:func:`sliced`); those that could not keep them copy. NumPy, CuPy and torch's inference tensors count no
+writes: there a write into ``values`` from outside is not seen.
 
 >>> import lodtensor.nested as ln
 >>> base = np.arange(8.0).reshape(2, 4)

@@ -389,6 +389,7 @@ def copy_(input, src, non_blocking=False):
         done = make(input._buffer, input._struct, input._layout)  # copy into that copy, then store it back
         copy_(done, src, non_blocking)
         input._buf[...] = input._stored(done._buf)
+        input._written()  # (with holes: the components' rows into the values)
         return input
     dst, value = aligned.arrays
     dst[...] = value

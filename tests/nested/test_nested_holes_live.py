@@ -290,3 +290,35 @@ def test_numpy_views_keep_the_holes_and_write_into_the_values():
     np.testing.assert_array_equal(base[mask], np.where(want[mask] > -5, 0.0, want[mask]))
     heads = nt.unflatten(-1, (2, 1))
     assert heads.values().shape == (12, 2, 1) and np.shares_memory(heads.values(), base)
+
+
+def test_values_made_under_inference_mode_count_no_writes():
+    """Inference tensors keep no version counter: such a tensor with holes works (ops keep the holes) and holds
+    its gathered copy, as with NumPy data."""
+    with torch.inference_mode():
+        base = _base(13)
+        nt = ln.narrow(base, 1, torch.tensor(START), torch.tensor(LENGTH), layout="jagged")
+        doubled = nt * 2
+        assert doubled.lengths().tolist() == LENGTH
+        torch.testing.assert_close(doubled.values(), base.reshape(12, 2) * 2, rtol=0, atol=0)
+        assert nt.transpose(1, 2).sum(1).lengths().tolist() == LENGTH
+        nt.add_(1)  # (in-place ops still write into the values)
+        torch.testing.assert_close(base, _base(13) + 1, rtol=0, atol=0)
+    outside = _base(14)
+    with torch.inference_mode():  # (a normal tensor counts its writes, inside inference mode too)
+        nt = ln.narrow(outside, 1, torch.tensor(START), torch.tensor(LENGTH), layout="jagged")
+        outside[0, 0] = 42.0
+        assert float(nt.unbind()[0][0, 0]) == 42.0
+
+
+def test_copy_of_a_tensor_without_holes_into_a_transposed_view_reaches_the_values():
+    """(torch refuses this copy; ours writes the components' rows of the values, as any write through the view.)"""
+    base = torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2)
+    nt = ln.narrow(base, 1, torch.tensor(START), torch.tensor(LENGTH), layout="jagged")
+    src = ln.nested_tensor([torch.full((2, n), -1.0, dtype=torch.float64) for n in LENGTH], layout="jagged")
+    nt.transpose(1, 2).copy_(src)
+    mask = _component_rows(base)
+    assert bool((base[mask] == -1).all())
+    torch.testing.assert_close(base[~mask], torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2)[~mask])
+    for part in nt.unbind():
+        assert bool((part == -1).all())

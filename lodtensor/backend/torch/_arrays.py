@@ -150,7 +150,12 @@ class TorchArrayKernels:
         return x.requires_grad
 
     def version(self, x):
-        return x._version
+        if x.is_inference():  # (made under torch.inference_mode: no counter)
+            return None
+        try:
+            return x._version
+        except RuntimeError:  # (a tensor that keeps none: functorch's wrappers)
+            return None
 
     def split_rows(self, x, offsets):
         lengths = [b - a for a, b in zip(offsets, offsets[1:])]
