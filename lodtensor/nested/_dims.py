@@ -22,7 +22,7 @@ from ..errors import ShapeError
 from ._autograd import view_source
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
-from ._holes import reshaped, sliced
+from ._holes import copied, reshaped, sliced
 from ._permute import compose, regroup
 from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
@@ -76,7 +76,7 @@ def _map(nt, axis, fn, sizes):
         start -= 1
     if st.n and axis >= start:
         out = fn(st.tail_view(nt._buffer, start), axis - start + 1)
-        return make(nt.backend.contiguous(out).reshape(-1), st.derive(sizes), nt._layout)
+        return make(copied(nt, nt.backend.contiguous(out).reshape(-1)), st.derive(sizes), nt._layout)
     out, struct = map_components([nt], lambda block: fn(block, axis + 1), sizes)
     return make(out, struct, nt._layout)
 

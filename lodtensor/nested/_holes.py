@@ -45,8 +45,8 @@ from ._autograd import view_source
 from ._permute import permute_view
 from ._tensor import NestedTensor, Structure, make, make_view
 
-__all__ = ["rows_of", "whole", "gathered", "live", "carried", "component", "sliced", "reshaped", "over", "apply",
-           "over_row_dims", "converted", "check_writable", "same", "written"]
+__all__ = ["rows_of", "whole", "gathered", "live", "carried", "component", "sliced", "copied", "reshaped", "over",
+           "apply", "over_row_dims", "converted", "check_writable", "same", "written"]
 
 
 def rows_of(offsets, lengths):
@@ -231,8 +231,9 @@ def check_writable(nt):
     holes = live(nt)
     if holes is not None:
         values = holes[0]
-        be = backend_of(values)
-        be.scatter(values, be.from_host(np.empty(0, dtype=np.int64), like=values), values[:0])
+        be = backend_of(values)  # (only where it may refuse: the empty write moves a version counter)
+        if be.version(values) is None or (be.requires_grad(values) and getattr(values, "is_leaf", False)):
+            be.scatter(values, be.from_host(np.empty(0, dtype=np.int64), like=values), values[:0])
 
 
 def written(out):
@@ -266,8 +267,8 @@ def _regather(self):
     rows = _storage_rows(self, values)
     fresh = be.contiguous(be.gather(rows, _index(rows, offsets, lengths))).reshape(-1)
     data = self._data
-    if be.requires_grad(data) and getattr(data, "is_leaf", False):
-        be.detach(data)[...] = be.detach(fresh)
+    if be.requires_grad(data) and (getattr(data, "is_leaf", False) or not be.requires_grad(values)):
+        be.detach(data)[...] = be.detach(fresh)  # (made to require grad, requires_grad_(): its graph kept)
     else:
         self._data = fresh
     self._stamp = be.version(values)
@@ -291,8 +292,13 @@ def component(nt, i):
 
 def _hole_components(self):
     """The components as :func:`component` gives them; None where it gives none."""
-    first = component(self, 0)
-    return None if first is None else [first, *(component(self, i) for i in range(1, self._st.n))]
+    if component(self, 0) is None:
+        return None
+    values, offsets, lengths = self._hole_parts
+    be = backend_of(values)
+    rows = view_source(_storage_rows(self, values))
+    parts = [rows[o:o + n] for o, n in zip(offsets[:-1].tolist(), lengths.tolist())]
+    return parts if self._perm is None else [permute_view(be, p, self._perm) for p in parts]
 
 
 def sliced(nt, out, lo, hi):
@@ -305,12 +311,22 @@ def sliced(nt, out, lo, hi):
         return out
     starts, lengths = holes[1][lo:hi], holes[2][lo:hi]
     ends = starts + lengths
-    if not starts.size or (starts[1:] < ends[:-1]).any():
+    first, last = (int(starts[0]), int(ends[-1])) if starts.size else (0, 0)
+    other = np.ones(holes[2].size, dtype=bool)
+    other[lo:hi] = False
+    theirs = holes[1][:-1][other]  # (a component outside the slice with a row in the run would be written too)
+    if not starts.size or (starts[1:] < ends[:-1]).any() or (
+            (theirs < last) & (theirs + holes[2][other] > first) & (holes[2][other] > 0)).any():
         out._buf = backend_of(out._data).clone(out._data)
         return out
-    first, last = int(starts[0]), int(ends[-1])
     out._holes = (holes[0][first:last], np.append(starts - first, last - first), lengths)
     return out
+
+
+def copied(nt, array):
+    """``array``, a result's buffer made from ``nt``'s, as a copy of its own where ``nt`` has holes (it may be
+    ``nt``'s buffer itself, which holds what the values do: a result without the holes must not share it)."""
+    return array if live(nt) is None else backend_of(array).clone(array)
 
 
 def reshaped(nt, out, view=True):

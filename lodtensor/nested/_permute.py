@@ -51,6 +51,12 @@ def logical_structure(st, perm):
     return st.derive(st.sizes[:, list(perm)], st.offsets, hollow=hollow, jag=jag)
 
 
+def _fresh(be, view):
+    """``view`` (of a buffer) copied into a new flat contiguous array, also where it is laid out in order already
+    (size-1 dims moved: ``contiguous()`` would give the buffer itself, and the result would share it)."""
+    return (be.clone(view) if be.is_c_contiguous(view) else be.contiguous(view)).reshape(-1)
+
+
 def permuted(be, buffer, st, perm):
     """``buffer`` (components laid out as ``st``) with every component permuted by ``perm``, contiguous.
 
@@ -64,15 +70,13 @@ def permuted(be, buffer, st, perm):
     rank = st.rank
     if perm[0] == 0 and all(st.regular[1:]):
         rows = st.tail_view(buffer, 1)  # (rows, *tail)
-        out = permute_view(be, rows, (0, *perm[1:]))
-        return be.contiguous(out).reshape(-1)
+        return _fresh(be, permute_view(be, rows, (0, *perm[1:])))
     out_offsets = st.offsets  # every component keeps its number of elements
     groups = shape_groups(st.sizes)
     block_perm = (0, *[p + 1 for p in perm])
     if len(groups) == 1:
         key = groups[0][1]
-        block = buffer.reshape((st.n,) + key)
-        return be.contiguous(permute_view(be, block, block_perm)).reshape(-1)
+        return _fresh(be, permute_view(be, buffer.reshape((st.n,) + key), block_perm))
     if getattr(buffer, "requires_grad", False):  # autograd: no per-group writes (see _grouped.joined)
         return joined(be, [(buffer, st.offsets)], lambda block: permute_view(be, block, block_perm), groups,
                       (0, rank), out_offsets)

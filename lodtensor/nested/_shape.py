@@ -19,7 +19,7 @@ from ._broadcast import check_nested
 from ._dims import components_slice, slice_dim
 from ._dims import unsqueeze as _unsqueeze
 from ._grouped import block_of, map_components, shape_groups
-from ._holes import reshaped
+from ._holes import copied, reshaped
 from ._nn import segments_along
 from ._permute import compose
 from ._registry import implements
@@ -273,7 +273,7 @@ def select(input, dim, index):
         return make(buf[:0], st.derive(new_sizes, jag=jag), layout)
     if all(st.regular[axis:]):
         block = st.tail_view(buf, axis)
-        out = ops.take(block, index % int(sizes[0]), 1).reshape(-1)
+        out = copied(input, ops.take(block, index % int(sizes[0]), 1).reshape(-1))  # (with holes: not a view)
         return make(out, st.derive(new_sizes, jag=jag), layout)
     if all(st.regular[axis + 1 :]):
         offsets, rows, row_shape = segments_along(st, axis)
