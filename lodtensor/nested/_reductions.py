@@ -109,12 +109,7 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
         )
     st = input._struct
     axis = d - 1
-    sizes = st.sizes.copy()
-    if keepdim:
-        sizes[:, axis] = 1
-    else:
-        sizes = np.delete(sizes, axis, axis=1)
-    jag = st.jag if keepdim and st.jag != axis else dropped_jag(st.jag, axis)  # the jagged dim of a nested result
+    sizes, jag = _reduced(st, axis, keepdim)
     over_rows = st.is_lod and axis == 0  # torch's jagged layout: an empty component has a value (below)
     if kind in ("amax", "amin", "argmax", "argmin") and not over_rows and st.n and (st.sizes[:, axis] == 0).any():
         i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
@@ -152,6 +147,16 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     if st.n and others and (axis == 0 or not st.regular[axis]):  # no ragged dim left: dense, as torch's jagged
         return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))  # sum (also of a transposed view)
     return result
+
+
+def _reduced(st, axis, keepdim):
+    """``(sizes, jag)``: the size table and jagged dim of ``st`` reduced over component axis ``axis``."""
+    sizes = st.sizes.copy()
+    if keepdim:
+        sizes[:, axis] = 1
+    else:
+        sizes = np.delete(sizes, axis, axis=1)
+    return sizes, (st.jag if keepdim and st.jag != axis else dropped_jag(st.jag, axis))
 
 
 def _reduce_several(where, kind, input, buf, dims, keepdim):
@@ -324,6 +329,23 @@ def _extreme_over_ragged(kind, input, dim, keepdim):
     return be.extreme_with_index(padded, kind, 1, keepdim)
 
 
+def _extreme_over_row_dim(kind, input, dim, keepdim):
+    """``(values, indices)`` over a regular dim of sequences from the library's max/min with index (one pass;
+    the gradient reaches the one element the index names, as torch's ``max(dim)``, where ``amax`` would share
+    it among ties), or None where the general path applies (the ragged dim, empty rows, several ragged dims)."""
+    st = input._struct
+    if not (isinstance(dim, int) and st.is_lod and st.n and not st.outer):
+        return None
+    axis = op_dim(input, dim, f"{kind}()") - 1
+    offsets, row_shape = st.rows()
+    if axis < 1 or 0 in row_shape:
+        return None
+    rows = input._buffer.reshape((int(offsets[-1]),) + row_shape)
+    sizes, jag = _reduced(st, axis, keepdim)
+    return tuple(make(part.reshape(-1), st.derive(sizes, jag=jag), input._layout)
+                 for part in input.backend.extreme_with_index(rows, kind, axis, keepdim))
+
+
 def _extreme(kind):
     def op(input, dim=None, keepdim=False):
         if isinstance(dim, NestedTensor) or hasattr(dim, "shape"):  # torch.max(a, b): the elementwise maximum
@@ -333,7 +355,7 @@ def _extreme(kind):
         held = holes.apply(op, (input, dim, keepdim)) if holes.over_row_dims(input, dim) else None
         if held is not None:  # over the row dims of a tensor with holes: all of values, the holes kept (as torch's)
             return held
-        fast = _extreme_over_ragged(kind, input, dim, keepdim)
+        fast = _extreme_over_ragged(kind, input, dim, keepdim) or _extreme_over_row_dim(kind, input, dim, keepdim)
         if fast is not None:
             return MaxMin(*(kept_nested(input, dim, keepdim, r) for r in fast))
         values = rows_of_components(input, _reduce(f"{kind}()", f"a{kind}", input, dim, keepdim, None))

@@ -336,8 +336,6 @@ def test_a_refused_in_place_op_leaves_the_values_and_their_graph_as_torch():
     torch.testing.assert_close(got["ours"][1], got["torch"][1])
 
 
-@pytest.mark.xfail(strict=True, reason="max/min over a row dim run amax over all of values (saving them): a later "
-                                       "write into the values breaks backward; torch's max saves the indices")
 @pytest.mark.parametrize("kind", ["max", "min"])
 def test_max_over_a_row_dim_then_a_write_into_the_values_backward_as_torch(kind):
     grads = {}

@@ -197,3 +197,19 @@ def test_extreme_of_an_empty_component_has_torchs_gradient():
         grads.append([g.clone() for g in nt.grad.unbind()])
     for a, b in zip(*grads):
         torch.testing.assert_close(a, b, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [2, -1])
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_max_min_with_ties_send_the_gradient_to_the_index_as_torch(kind, dim, keepdim):
+    """``max``/``min`` over a regular dim: the gradient of the values reaches the one element the index names
+    (torch's ``max(dim)``), not every tie (``amax`` shares it among them)."""
+    parts = [torch.arange(n * 6.0).reshape(n, 2, 3) % 2 for n in (2, 1, 3)]  # (ties along both regular dims)
+    grads = {}
+    for name, mod in (("torch", torch.nested), ("ours", ln)):
+        nt = mod.nested_tensor(parts, layout=torch.jagged if name == "torch" else "jagged", requires_grad=True)
+        out = getattr(nt, kind)(dim=dim, keepdim=keepdim)
+        sum((v * torch.arange(1.0, v.numel() + 1).reshape(v.shape)).sum() for v in out.values.unbind()).backward()
+        grads[name] = [g.tolist() for g in nt.grad.unbind()]
+    assert grads["ours"] == grads["torch"]
