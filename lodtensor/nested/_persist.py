@@ -8,6 +8,8 @@ A plain tensor pickles as before (``_tensor._rebuild``); a view or a tensor with
 rebuilds the holes with ``nested_tensor_from_jagged``'s checks (a pickle is outside data).
 """
 
+import copy
+
 import numpy as np
 
 from ..backend import backend_name_of, backend_of
@@ -77,9 +79,9 @@ class Persist:
         be = self.backend
         out = make_view(be.clone(be.detach(self._buf)), self._st, self._perm, self._layout)
         holes = getattr(self, "_holes", None)
-        if holes is not None:
-            values = backend_of(holes[0])
-            out._holes = (values.clone(values.detach(holes[0])), *holes[1:])  # (host index arrays, never written)
+        if holes is not None:  # (through memo: deep-copied with the tensor they view, the copy views its copy)
+            values = copy.deepcopy(backend_of(holes[0]).detach(holes[0]), memo)
+            out._holes = (values, *holes[1:])  # (host index arrays, never written)
         if self.requires_grad:
             out.requires_grad_()
         memo[id(self)] = out

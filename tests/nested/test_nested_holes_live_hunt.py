@@ -440,9 +440,12 @@ def _torch_save(objects):
     return torch.load(buffer, weights_only=False)
 
 
-@pytest.mark.xfail(strict=True, reason="deepcopy and torch.save copy the holes' values on their own (and as "
-                                       "NumPy-portable data): a copied tensor no longer views the copied base")
-@pytest.mark.parametrize("how", ["deepcopy", "torch.save"])
+@pytest.mark.parametrize("how", [
+    "deepcopy",
+    pytest.param("torch.save", marks=pytest.mark.xfail(strict=True, reason="torch.save stores the holes' values on "
+                                                       "their own (NumPy-portable): the loaded tensor no longer "
+                                                       "views the loaded base")),
+])
 def test_a_copy_with_its_base_still_views_it_as_torch(how):
     got = {}
     for lib in ("torch", "ours"):
