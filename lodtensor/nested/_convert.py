@@ -33,6 +33,9 @@ class Conversions:
         >>> type(tt.to_tensor_list()[0]).__name__, tt.dtype
         ('Tensor', torch.float64)
         """
+        held = holes.converted(self, lambda rows: rows.to_torch())  # (with holes: over their values, shared)
+        if held is not None:
+            return held
         buf = get_backend("torch").asarray(self._buf)
         if buf is self._buf:
             return self
@@ -198,6 +201,9 @@ class Conversions:
         >>> [a.tolist() for a in nt.to_tensor_list()]
         [[0.0, 0.0], [1.0, 1.0, 1.0]]
         """
+        held = holes.converted(self, lambda rows: rows.numpy())  # (with holes: over their values, shared)
+        if held is not None:
+            return held
         buf = self.backend.to_numpy(self._buf)
         if buf is self._buf:
             return self

@@ -322,3 +322,22 @@ def test_copy_of_a_tensor_without_holes_into_a_transposed_view_reaches_the_value
     torch.testing.assert_close(base[~mask], torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2)[~mask])
     for part in nt.unbind():
         assert bool((part == -1).all())
+
+
+@pytest.mark.parametrize("convert", ["numpy", "to_torch"])
+def test_numpy_and_to_torch_keep_the_holes_over_the_same_memory(convert):
+    """``numpy()`` of torch data with holes and ``to_torch()`` of NumPy data: the same holes over the values seen
+    by the other library (shared memory, as for a tensor without holes), so an in-place op through the result
+    reaches the caller's base."""
+    base = np.arange(24.0).reshape(3, 4, 2)
+    start = torch.from_numpy(base) if convert == "numpy" else base
+    nt = ln.narrow(start, 1, np.array(START), np.array(LENGTH), layout="jagged")
+    out = getattr(nt, convert)()
+    assert out.lengths().tolist() == LENGTH and out.offsets().tolist() == nt.offsets().tolist()
+    assert np.shares_memory(np.asarray(out.values()), base)
+    for a, b in zip(out.unbind(), nt.unbind()):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    out.mul_(2)
+    np.testing.assert_array_equal(base, np.arange(24.0).reshape(3, 4, 2) * 2)
+    t = getattr(nt.transpose(1, 2), convert)()
+    assert tuple(t.values().shape) == (2, 12) and t.lengths().tolist() == LENGTH
