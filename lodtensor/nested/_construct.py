@@ -341,9 +341,16 @@ def from_lod_tensor(t, level=-1):
     return mark_dynamic(make(data.reshape(-1), structure))
 
 
+#: ``fn(values, offsets, lengths)``: a tensor with holes over ``values`` through the gate of
+#: ``nested_tensor_from_jagged`` (installed by ``_jagged``, a module above this one)
+JAGGED_WITH_HOLES = {}
+
+
 def _from_torch_nested(nt):
     import torch  # noqa: PLC0415 - the argument is a torch tensor
 
+    if nt.layout == torch.jagged and nt._ragged_idx == 1 and nt._lengths is not None and JAGGED_WITH_HOLES:
+        return JAGGED_WITH_HOLES["fn"](nt.values(), nt.offsets(), nt._lengths)  # (a view of its values, as it is)
     if nt.layout == torch.jagged and nt._ragged_idx == 1 and nt._lengths is None:
         values = nt.values()
         # torch does not check the offsets of a jagged tensor: they pass the gate like any others

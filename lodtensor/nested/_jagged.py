@@ -16,7 +16,7 @@ from ..backend import backend_name_of, backend_of
 from ..errors import ShapeError
 from ..lod import LoD
 from ._broadcast import same_backend
-from ._construct import as_nested_tensor
+from ._construct import JAGGED_WITH_HOLES, as_nested_tensor
 from ._dispatch import COMPILE_HOOKS, OP_TABLE, compiling, mark_dynamic
 from ._holes import rows_of
 from ._tensor import NestedTensor, Structure, make, normalize_dim
@@ -41,7 +41,7 @@ def nested_tensor_from_jagged(values, offsets=None, lengths=None, jagged_dim=Non
     - ``offsets`` alone: component ``i`` is ``values[offsets[i]:offsets[i + 1]]`` (shared, a view; strided
       ``values``, a slice or a transpose, too, as torch's: a window view, ``values()`` is ``values``).
     - ``offsets`` and ``lengths``: components with holes, ``values[offsets[i]:offsets[i] + lengths[i]]``
-      (gathered once; ``lengths()``, ``values()`` and ``offsets()`` report torch's view).
+      (``lengths()``, ``values()`` and ``offsets()`` as torch's; a view of torch ``values``: see ``_holes``).
     - ``lengths`` alone stands for ``offsets = [0, *cumsum(lengths)]``.
     - ``offsets`` that span only part of ``values`` (``offsets[0] > 0`` or ``offsets[-1] < len``), or
       ``lengths`` that add up to less, read that run of rows, as torch's (``values()`` and ``offsets()``
@@ -124,6 +124,9 @@ def _from_jagged(values, offsets, lengths, jagged_dim, min_seqlen, max_seqlen):
     if holes is not None:
         nt._holes = holes
     return nt
+
+
+JAGGED_WITH_HOLES["fn"] = lambda values, offsets, lengths: _from_jagged(values, offsets, lengths, None, None, None)
 
 
 def narrow(tensor, dim, start, length, layout="strided"):

@@ -341,3 +341,19 @@ def test_numpy_and_to_torch_keep_the_holes_over_the_same_memory(convert):
     np.testing.assert_array_equal(base, np.arange(24.0).reshape(3, 4, 2) * 2)
     t = getattr(nt.transpose(1, 2), convert)()
     assert tuple(t.values().shape) == (2, 12) and t.lengths().tolist() == LENGTH
+
+
+def test_as_nested_tensor_of_torch_s_tensor_with_holes_is_a_view_with_them():
+    """``as_nested_tensor`` of torch's jagged tensor with holes: the same holes over the same values (as
+    torch's ``as_nested_tensor`` returns its input), so a later write into the base shows in it."""
+    base = _base(15)
+    theirs = _narrow("torch", base)
+    ours = ln.as_nested_tensor(theirs)
+    _holes_equal(ours, theirs)
+    assert ours.values().data_ptr() == base.data_ptr()
+    base[1, 2] = -9.0
+    _components_equal(ours, theirs)
+    bad = torch.nested.nested_tensor_from_jagged(torch.zeros(4, 2), torch.tensor([0, 3, 4]),
+                                                 lengths=torch.tensor([2, 2]))
+    with pytest.raises(Exception, match="outside the 4 rows"):  # (torch does not check; the gate does)
+        ln.as_nested_tensor(bad)
