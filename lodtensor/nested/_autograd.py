@@ -11,7 +11,7 @@ from ..errors import ShapeError
 from ._dispatch import compiling
 from ._dtypes import check_requires_grad
 
-__all__ = ["AutogradMixin", "view_source"]
+__all__ = ["autograd_arrays", "AutogradMixin", "view_source"]
 
 
 def view_source(array):
@@ -47,9 +47,38 @@ class AutogradMixin:
 
     @property
     def grad(self):
-        """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward)."""
+        """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward); settable to
+        None (``zero_grad(set_to_none=True)``) or to a nested tensor of the same structure, as torch's."""
         grad = getattr(self._array(), "grad", None)
         return None if grad is None else self._grad_view(grad)
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None and not (hasattr(value, "_struct") and self._struct.same_as(value._struct)):
+            raise ShapeError("grad: assigned grad must be None or a nested tensor with the same nested structure")
+        self._array().grad = None if value is None else self._buffer_like(value)
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` with this tensor's gradient (a nested tensor of its structure) during backward;
+        a nested tensor it returns replaces the gradient, as torch's. Returns the handle (``handle.remove()``).
+
+        >>> import torch
+        >>> import lodtensor.nested as ln
+        >>> x = ln.nested_tensor([torch.ones(2), torch.ones(1)], requires_grad=True)
+        >>> handle = x.register_hook(lambda g: g * 10)
+        >>> (x * 3).backward(ln.ones_like(x))
+        >>> x.grad.to_padded_tensor(0).tolist()
+        [[30.0, 30.0], [30.0, 0.0]]
+        """
+        array = self._array()
+        if not backend_of(array).requires_grad(array):
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+
+        def on_buffer(grad):
+            out = hook(self._grad_view(grad))
+            return None if out is None else self._buffer_like(out)
+
+        return array.register_hook(on_buffer)
 
     @property
     def grad_fn(self):
@@ -99,8 +128,9 @@ class AutogradMixin:
                                "never record autograd history; torch data needs requires_grad=True)")
         array.retain_grad()
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
-        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure.
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Backpropagate from this torch nested tensor; ``gradient`` a NestedTensor of the same structure;
+        ``inputs`` (tensors, nested or not) the only ones whose ``grad`` accumulates, as torch's.
 
         >>> import torch
         >>> import lodtensor.nested as ln
@@ -124,4 +154,12 @@ class AutogradMixin:
             if not isinstance(gradient, type(self)) or not self._struct.same_as(gradient._struct):
                 raise ShapeError("backward(): gradient must be a nested tensor with the same nested structure")
             grad = self._buffer_like(gradient)
-        buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph)
+        buf.backward(grad, retain_graph=retain_graph, create_graph=create_graph, inputs=autograd_arrays(inputs))
+
+
+def autograd_arrays(tensors):
+    """``tensors`` (one, a sequence, or None) with each nested tensor as the array autograd tracks for it."""
+    if tensors is None:
+        return None
+    listed = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+    return [t._array() if isinstance(t, AutogradMixin) else t for t in listed]

@@ -136,8 +136,8 @@ def check_requires_grad(buffer, requires_grad, where):
     """torch's rule: only floating and complex torch data can require gradients."""
     if not requires_grad:
         return
-    if kind_of(buffer.dtype) not in "fc":
-        raise TypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
+    if kind_of(buffer.dtype) not in "fc":  # (torch's RuntimeError; a TypeError too)
+        raise DTypeError(f"{where}: Only Tensors of floating point and complex dtype can require gradients")
     if not backend_of(buffer).records_autograd:
         raise TypeError(
             f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "

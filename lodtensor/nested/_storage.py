@@ -18,13 +18,14 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
 from . import _holes as holes
+from ._autograd import autograd_arrays
 from ._broadcast import check_nested
 from ._construct import _place
 from ._dtypes import check_requires_grad, kind_of, resolve_dtype, torch_name
 from ._registry import implements
 from ._tensor import NestedTensor, make
 
-__all__ = ["StorageMethods", "native_dropout"]
+__all__ = ["StorageMethods", "native_dropout", "autograd_grad", "autograd_backward"]
 
 
 def _pointer(a):
@@ -267,3 +268,60 @@ def native_dropout(input, p, train):
 NestedTensor._attach(**{name: StorageMethods.__dict__[name] for name in (
     "storage_offset", "is_pinned", "is_shared", "share_memory_", "detach_", "apply_", "new_empty", "new_zeros",
     "new_ones")})
+
+
+@implements("autograd_grad", "torch.autograd.grad")
+def autograd_grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
+                  allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """``torch.autograd.grad`` where outputs, inputs or grad_outputs are nested tensors (torch data): the
+    gradient of each nested input is a nested tensor of its structure, as torch's jagged layout gives.
+
+    >>> import torch
+    >>> import lodtensor.nested as ln
+    >>> x = ln.nested_tensor([torch.ones(2), torch.ones(1)], requires_grad=True)
+    >>> (g,) = torch.autograd.grad((x * x).values().sum(), x)
+    >>> g.to_padded_tensor(0).tolist()
+    [[2.0, 2.0], [2.0, 0.0]]
+    """
+    import torch  # noqa: PLC0415 - torch calls this (torch.autograd.grad of a nested tensor), so it is loaded
+
+    del only_inputs  # (deprecated and ignored, as torch's)
+    outs, ins = _listed(outputs), _listed(inputs)
+    grads = torch.autograd.grad(
+        [o._buf if isinstance(o, NestedTensor) else o for o in outs], autograd_arrays(ins),
+        _grad_arrays(outs, grad_outputs), retain_graph=retain_graph, create_graph=create_graph,
+        allow_unused=allow_unused, is_grads_batched=is_grads_batched, materialize_grads=materialize_grads)
+    return tuple(x._grad_view(g) if isinstance(x, NestedTensor) and g is not None else g for x, g in zip(ins, grads))
+
+
+@implements("autograd_backward", "torch.autograd.backward")
+def autograd_backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
+                      inputs=None):
+    """``torch.autograd.backward`` where tensors, grad_tensors or inputs are nested tensors (torch data).
+
+    >>> import torch
+    >>> import lodtensor.nested as ln
+    >>> x = ln.nested_tensor([torch.ones(2), torch.ones(1)], requires_grad=True)
+    >>> y = x * 3
+    >>> torch.autograd.backward(y, ln.ones_like(y), inputs=[x])
+    >>> x.grad.to_padded_tensor(0).tolist()
+    [[3.0, 3.0], [3.0, 0.0]]
+    """
+    import torch  # noqa: PLC0415 - torch calls this (torch.autograd.backward of a nested tensor)
+
+    outs = _listed(tensors)
+    torch.autograd.backward([o._buf if isinstance(o, NestedTensor) else o for o in outs],
+                            _grad_arrays(outs, grad_tensors if grad_tensors is not None else grad_variables),
+                            retain_graph=retain_graph, create_graph=create_graph, inputs=autograd_arrays(inputs))
+
+
+def _listed(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _grad_arrays(outs, grads):
+    """The gradients given for ``outs`` (None, one, or one each) as arrays laid out as their buffers."""
+    if grads is None:
+        return None
+    return [o._buffer_like(g) if isinstance(o, NestedTensor) and isinstance(g, NestedTensor) else g
+            for o, g in zip(outs, _listed(grads))]
