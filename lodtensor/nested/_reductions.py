@@ -112,6 +112,8 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     sizes, jag = _reduced(st, axis, keepdim)
     over_rows = st.is_lod and axis == 0  # torch's jagged layout: an empty component has a value (below)
     if kind in ("amax", "amin", "argmax", "argmin") and not over_rows and st.n and (st.sizes[:, axis] == 0).any():
+        if input._layout == "jagged" and st.jag == axis and not st.outer:  # the ragged dim of a transposed view
+            return _over_ragged_first(where, kind, input, d, keepdim, dtype)
         i = int(np.flatnonzero(st.sizes[:, axis] == 0)[0])
         raise ShapeError(
             f"{where}: component {i} has size 0 in dim {d}; {kind} of an empty dim has no value"
@@ -147,6 +149,19 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     if st.n and others and (axis == 0 or not st.regular[axis]):  # no ragged dim left: dense, as torch's jagged
         return out.reshape((st.n,) + tuple(int(s) for s in sizes[0]))  # sum (also of a transposed view)
     return result
+
+
+def _over_ragged_first(where, kind, input, d, keepdim, dtype):
+    """``kind`` over the ragged dim ``d`` of a jagged transposed view, as over its rows (an empty component
+    then has a value, as torch's): the view permuted to put that dim first (a view), reduced over dim 1, and
+    the result's dims back in the input's order."""
+    others = [a for a in range(1, input.dim()) if a != d]
+    out = _reduce(where, kind, OP_TABLE["permute"](input, (0, d, *others)), 1, False, dtype)
+    if not keepdim:
+        return out
+    if isinstance(out, NestedTensor):
+        return OP_TABLE["unsqueeze"](out, d)
+    return out.reshape((*(int(s) for s in out.shape[:d]), 1, *(int(s) for s in out.shape[d:])))
 
 
 def _reduced(st, axis, keepdim):
