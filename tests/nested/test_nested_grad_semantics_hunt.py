@@ -15,6 +15,7 @@ whose torch side starts to work fails the test, so the list stays true).
 """
 
 import math
+import warnings
 from types import SimpleNamespace
 
 import pytest
@@ -997,3 +998,18 @@ def test_ragged_reduction_after_transpose_over_empty_component(reduce, keepdim):
     ref = reduce(torch.nested.nested_tensor_from_jagged(values, torch.tensor(offsets)).transpose(1, 2), keepdim)
     ours = reduce(ln.nested_tensor_from_jagged(values, torch.tensor(offsets)).transpose(1, 2), keepdim)
     torch.testing.assert_close(ours, ref)
+
+
+@pytest.mark.parametrize("width", [3, 300])
+def test_softmax_over_the_ragged_dim_of_a_minus_inf_column_warns_nothing(width):
+    """A column of -inf over a component gives NaN there, as torch's, without a NumPy warning (wide rows took a
+    path that warned 'invalid value encountered in subtract')."""
+    x = torch.randn(5, width, dtype=torch.float64)
+    x[:, 1] = -float("inf")
+    nt = ln.nested_tensor_from_jagged(x, torch.tensor([0, 2, 5]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = torch.softmax(nt, 1)
+    assert bool(torch.isnan(out.values()[:, 1]).all())
+    for got, part in zip(out.unbind(), (x[:2], x[2:])):
+        torch.testing.assert_close(got, torch.softmax(part, 0), equal_nan=True)

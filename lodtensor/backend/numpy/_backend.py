@@ -357,16 +357,18 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
             # one shift serves every sequence (two SIMD passes instead of a reduceat and a repeat;
             # the same for any split over threads). NaN and inf fail the test.
             top = data.max() if data.size else 0
-            shared = bool(data.size and top - data.min() <= _tuning.SOFTMAX_SPAN.get(data.dtype.char, -1))
+            with np.errstate(invalid="ignore"):  # (-inf - -inf: NaN, silently, as torch's; below too)
+                shared = bool(data.size and top - data.min() <= _tuning.SOFTMAX_SPAN.get(data.dtype.char, -1))
 
             def work(lo, hi):
                 a, b = int(offsets[lo]), int(offsets[hi])
                 x, o, part = data[a:b], out[a:b], lengths[lo:hi]
                 starts = offsets[lo:hi] - a
-                if shared:
-                    np.subtract(x, top, out=o)
-                else:
-                    np.subtract(x, np.repeat(np.maximum.reduceat(x, starts, axis=0), part, axis=0), out=o)
+                with np.errstate(invalid="ignore"):
+                    if shared:
+                        np.subtract(x, top, out=o)
+                    else:
+                        np.subtract(x, np.repeat(np.maximum.reduceat(x, starts, axis=0), part, axis=0), out=o)
                 np.exp(o, out=o)
                 inverse = np.add.reduceat(o, starts, axis=0)  # one reciprocal per sequence, then a
                 np.reciprocal(inverse, out=inverse)  # multiply per row (as torch): cheaper than a divide
@@ -390,7 +392,8 @@ class NumpyBackend(ArrayKernels, Backend):  # ArrayKernels: the functions beyond
                 apply(a, b, tmp[: b - a])
 
         def shift_exp(a, b, tmp):
-            np.subtract(data[a:b], tmp, out=out[a:b])
+            with np.errstate(invalid="ignore"):  # (a column of -inf: -inf - -inf is NaN, silently, as torch's)
+                np.subtract(data[a:b], tmp, out=out[a:b])
             np.exp(out[a:b], out=out[a:b])
 
         def scale(a, b, tmp):
