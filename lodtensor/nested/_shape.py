@@ -19,7 +19,7 @@ from ._broadcast import check_nested
 from ._dims import components_slice, slice_dim
 from ._dims import unsqueeze as _unsqueeze
 from ._grouped import block_of, map_components, shape_groups
-from ._holes import copied, reshaped
+from ._holes import copied, live, reshaped
 from ._nn import segments_along
 from ._permute import compose
 from ._registry import implements
@@ -85,8 +85,8 @@ def _new_sizes(where, nt, shape):
 def _reshaped(nt, sizes, as_view=False):
     jag = nt._struct.jag  # (kept in place: _new_sizes allows only -1 there)
     jag = jag if jag is not None and jag < sizes.shape[1] else None
-    if as_view and nt._perm is not None and viewed(nt) and np.array_equal(sizes, nt._struct.sizes):  # view() of a
-        return with_perm(nt, nt._perm)  # transposed view to the shape it has: a view of the same storage
+    if as_view and nt._perm is not None and (viewed(nt) or live(nt)) and np.array_equal(sizes, nt._struct.sizes):
+        return with_perm(nt, nt._perm)  # view() of a transposed view to its shape: a view of the same storage
     if as_view and nt._src is not None and nt._perm is None and nt._st.n:  # view() of part of a regular dim: its
         view = regrouped(nt, sizes, None, jag)  # window reshaped (reshape() copies, as torch's), or torch's error
         if view is None:
