@@ -257,19 +257,23 @@ def test_gradients_through_writes_match_the_dense_values(case):
     ``_nested_tensor_size``), against the same writes on the dense values."""
     grads = []
     for use_nested in (True, False):
-        leaf = (torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2) / 7).requires_grad_()
-        values = leaf * 1
+        leaf, values = _tracked()
         _grad_case(case, values, _narrow("ours", values) if use_nested else None).backward()
         grads.append(leaf.grad)
     torch.testing.assert_close(grads[0], grads[1], rtol=1e-12, atol=1e-12)
+
+
+def _tracked():
+    """A float64 leaf that requires grad and ``values``, a result of it (a write into them is recorded)."""
+    leaf = (torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2) / 7).requires_grad_()
+    return leaf, leaf * 1
 
 
 @pytest.mark.parametrize("grad_mode_write", ["nt add_", "values add_ and reads"])
 def test_writes_under_no_grad_keep_the_graph_as_torch(grad_mode_write):
     got = {}
     for lib in ("torch", "ours"):
-        leaf = (torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2) / 7).requires_grad_()
-        values = leaf * 1
+        leaf, values = _tracked()
         nt = _narrow(lib, values)
         with torch.no_grad():
             if grad_mode_write == "nt add_":
@@ -337,8 +341,7 @@ def test_a_refused_in_place_op_leaves_the_values_and_their_graph_as_torch():
 def test_max_over_a_row_dim_then_a_write_into_the_values_backward_as_torch(kind):
     grads = {}
     for lib in ("torch", "ours"):
-        leaf = (torch.arange(24.0, dtype=torch.float64).reshape(3, 4, 2) / 7).requires_grad_()
-        values = leaf * 1
+        leaf, values = _tracked()
         out = getattr(_narrow(lib, values), kind)(dim=-1).values
         values.mul_(-1)
         _total(out * 3).backward()
