@@ -274,31 +274,38 @@ def _regather(self):
     self._stamp = be.version(values)
 
 
-def component(nt, i):
-    """Component ``i`` of ``nt`` as a view of its holes' values, as torch's (a write into it reaches
-    ``values()``, which ``nt`` reads again), where those values count their writes (:func:`_regather`); else
-    None (then the caller gives a view of the buffer, as it does where the buffer requires grad and the
-    values do not: ``requires_grad_()``)."""
+def _live_rows(nt):
+    """The storage's rows of ``nt``'s holes' values (a view of them), where those values count their writes
+    (:func:`_regather`) and their views carry ``nt``'s autograd state; else None (the buffer requires grad and the
+    values do not, ``requires_grad_()``: its views carry it)."""
     if getattr(nt, "_stamp", None) is None:
         return None
-    values, offsets, lengths = nt._hole_parts
-    be = backend_of(values)
-    if be.requires_grad(nt._data) and not be.requires_grad(values):
+    values = nt._hole_parts[0]
+    if backend_of(values).requires_grad(nt._data) and not backend_of(values).requires_grad(values):
         return None
-    start = int(offsets[i])
-    part = view_source(_storage_rows(nt, values))[start:start + int(lengths[i])]
-    return part if nt._perm is None else permute_view(be, part, nt._perm)
+    return view_source(_storage_rows(nt, values))
+
+
+def component(nt, i):
+    """Component ``i`` of ``nt`` as a view of its holes' values, as torch's (a write into it reaches
+    ``values()``, which ``nt`` reads again), where :func:`_live_rows` gives them; else None (then the caller
+    gives a view of the buffer)."""
+    rows = _live_rows(nt)
+    if rows is None:
+        return None
+    start = int(nt._hole_parts[1][i])
+    part = rows[start:start + int(nt._hole_parts[2][i])]
+    return part if nt._perm is None else permute_view(backend_of(rows), part, nt._perm)
 
 
 def _hole_components(self):
-    """The components as :func:`component` gives them; None where it gives none."""
-    if component(self, 0) is None:
+    """The components as :func:`component` gives them (one pass over the offsets); None where it gives none."""
+    rows = _live_rows(self)
+    if rows is None:
         return None
-    values, offsets, lengths = self._hole_parts
-    be = backend_of(values)
-    rows = view_source(_storage_rows(self, values))
+    offsets, lengths = self._hole_parts[1], self._hole_parts[2]
     parts = [rows[o:o + n] for o, n in zip(offsets[:-1].tolist(), lengths.tolist())]
-    return parts if self._perm is None else [permute_view(be, p, self._perm) for p in parts]
+    return parts if self._perm is None else [permute_view(backend_of(rows), p, self._perm) for p in parts]
 
 
 def sliced(nt, out, lo, hi):

@@ -323,5 +323,12 @@ def _grad_arrays(outs, grads):
     """The gradients given for ``outs`` (None, one, or one each) as arrays laid out as their buffers."""
     if grads is None:
         return None
-    return [o._buffer_like(g) if isinstance(o, NestedTensor) and isinstance(g, NestedTensor) else g
-            for o, g in zip(outs, _listed(grads))]
+    out = []
+    for i, (o, g) in enumerate(zip(outs, _listed(grads))):
+        if isinstance(o, NestedTensor) and isinstance(g, NestedTensor):
+            if not o._struct.same_as(g._struct):
+                raise ShapeError(f"torch.autograd: the gradient given for output {i} must have its nested structure: "
+                                 f"sizes {o._struct.sizes.tolist()[:8]}, got {g._struct.sizes.tolist()[:8]}")
+            g = o._buffer_like(g)
+        out.append(g)
+    return out

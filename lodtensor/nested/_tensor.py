@@ -453,8 +453,8 @@ def _shape_arg(shape):
 
 
 def _components(nt):
-    """The components as views of the buffer: one slice per component (permuted views of a transposed
-    tensor), no other work."""
+    """The components as views of the buffer (with holes over torch values, of them): one slice per component
+    (permuted views of a transposed tensor), no other work."""
     st = nt._st
     parts = nt._hole_components() if st.n and getattr(nt, "_stamp", None) is not None else None
     if parts is not None or st.n == 0:  # (holes over torch values: views of them, _holes.py)

@@ -955,3 +955,16 @@ def test_softmax_over_the_ragged_dim_of_a_minus_inf_column_warns_nothing(width):
     assert bool(torch.isnan(out.values()[:, 1]).all())
     for got, part in zip(out.unbind(), (x[:2], x[2:])):
         torch.testing.assert_close(got, torch.softmax(part, 0), equal_nan=True)
+
+
+def test_autograd_grad_refuses_a_gradient_of_another_structure():
+    """A nested gradient given for a nested output must have its structure: the error names the output and both
+    size tables (torch's own would only say the flat sizes differ), and nothing accumulates."""
+    x = ln.nested_tensor([torch.ones(2), torch.ones(1)], layout="jagged", requires_grad=True)
+    y = x * 2
+    other = ln.nested_tensor([torch.ones(1), torch.ones(2)], layout="jagged")
+    with pytest.raises(RuntimeError, match=r"output 0 must have its nested structure: sizes \[\[2\], \[1\]\]"):
+        torch.autograd.grad(y, x, other)
+    with pytest.raises(RuntimeError, match="output 0 must have its nested structure"):
+        torch.autograd.backward(y, other)
+    assert x.grad is None
