@@ -1,9 +1,9 @@
 """The autograd surface of a NestedTensor (torch data): requires_grad, grad, backward.
 
 A mixin of :class:`~lodtensor.nested._tensor.NestedTensor`, which provides the buffer
-(``_buf``; ``_array()``, the array holding it), the structure and the two layout helpers it
-calls (``_grad_view``, ``_buffer_like``). NumPy and CuPy data record no history:
-``requires_grad`` is False.
+(``_buf``; ``_array()``, the array holding it; ``_meta()``, that array read for its state), the structure
+and the two layout helpers it calls (``_grad_view``, ``_buffer_like``). NumPy and CuPy data record no
+history: ``requires_grad`` is False.
 """
 
 from ..backend import backend_of
@@ -39,17 +39,17 @@ class AutogradMixin:
 
     @property
     def requires_grad(self):
-        return bool(getattr(self._array(), "requires_grad", False))
+        return bool(getattr(self._meta(), "requires_grad", False))
 
     @property
     def is_leaf(self):
-        return bool(getattr(self._array(), "is_leaf", True))
+        return bool(getattr(self._meta(), "is_leaf", True))
 
     @property
     def grad(self):
         """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward); settable to
         None (``zero_grad(set_to_none=True)``) or to a nested tensor of the same structure, as torch's."""
-        grad = getattr(self._array(), "grad", None)
+        grad = getattr(self._meta(), "grad", None)
         return None if grad is None else self._grad_view(grad)
 
     @grad.setter
@@ -82,7 +82,7 @@ class AutogradMixin:
 
     @property
     def grad_fn(self):
-        return getattr(self._array(), "grad_fn", None)
+        return getattr(self._meta(), "grad_fn", None)
 
     def requires_grad_(self, requires_grad=True):
         """Make this (torch, floating) leaf record operations; in place, returns self.
@@ -108,7 +108,7 @@ class AutogradMixin:
 
     @property
     def retains_grad(self):
-        return bool(getattr(self._array(), "retains_grad", False))
+        return bool(getattr(self._meta(), "retains_grad", False))
 
     def retain_grad(self):
         """Keep this (torch, non-leaf) tensor's ``grad`` after backward, as torch's; a no-op on a leaf.

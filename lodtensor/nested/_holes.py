@@ -23,7 +23,8 @@ it moved on (a write from outside, through ``values()``, through a view: ``Neste
 components are views of them (:func:`component`). Its views keep the holes: transposed ones (:func:`carried`,
 ``values`` read through the permutation), regrouped ones (:func:`reshaped`) and slices of dim 0
 (:func:`sliced`); those that could not keep them copy. NumPy, CuPy and torch's inference tensors count no
-writes: there a write into ``values`` from outside is not seen.
+writes: over them the buffer is gathered again, in place, on each read of it (a view of them too, at the cost
+of a gather per read: ``dtype``, ``device`` and the autograd state read ``NestedTensor._meta``, no gather).
 
 >>> import lodtensor.nested as ln
 >>> base = np.arange(8.0).reshape(2, 4)
@@ -255,7 +256,16 @@ def _write_holes(self):
     target = _storage_rows(self, values)
     rows = self._data.reshape((-1, *tuple(int(s) for s in target.shape[1:])))
     be.scatter(target, _index(target, offsets, lengths), rows)
-    self._stamp = None if self._stamp is None else be.version(values)
+    self._restamp()
+
+
+def _restamp(self):
+    """Stamp the buffer as gathered from the holes' values now: with their version, or -1 where they count no
+    writes (NumPy, CuPy, torch's inference tensors: gathered again, in place, on each read, :func:`_regather`);
+    None without holes over all of them (``lengths`` None)."""
+    holes = self._hole_parts
+    version = None if holes is None or holes[2] is None else backend_of(holes[0]).version(holes[0])
+    self._stamp = None if holes is None or holes[2] is None else -1 if version is None else version
 
 
 def _regather(self):
@@ -267,15 +277,17 @@ def _regather(self):
     rows = _storage_rows(self, values)
     fresh = be.contiguous(be.gather(rows, _index(rows, offsets, lengths))).reshape(-1)
     data = self._data
-    if be.requires_grad(data) and (getattr(data, "is_leaf", False) or not be.requires_grad(values)):
+    if self._stamp == -1:  # (on each read: in place, so an array read before is the one an in-place op wrote)
+        data[...] = fresh
+    elif be.requires_grad(data) and (getattr(data, "is_leaf", False) or not be.requires_grad(values)):
         be.detach(data)[...] = be.detach(fresh)  # (made to require grad, requires_grad_(): its graph kept)
     else:
         self._data = fresh
-    self._stamp = be.version(values)
+    self._restamp()
 
 
 def _live_rows(nt):
-    """The storage's rows of ``nt``'s holes' values (a view of them), where those values count their writes
+    """The storage's rows of ``nt``'s holes' values (a view of them), where ``nt`` reads them again after a write
     (:func:`_regather`) and their views carry ``nt``'s autograd state; else None (the buffer requires grad and the
     values do not, ``requires_grad_()``: its views carry it)."""
     if getattr(nt, "_stamp", None) is None:
@@ -304,8 +316,15 @@ def _hole_components(self):
     if rows is None:
         return None
     offsets, lengths = self._hole_parts[1], self._hole_parts[2]
-    parts = [rows[o:o + n] for o, n in zip(offsets[:-1].tolist(), lengths.tolist())]
-    return parts if self._perm is None else [permute_view(backend_of(rows), p, self._perm) for p in parts]
+    be = backend_of(rows)
+    order = np.argsort(offsets[:-1], kind="stable") if be.requires_grad(rows) else None
+    cuts = None if order is None else np.stack([offsets[:-1][order], (offsets[:-1] + lengths)[order]], 1).ravel()
+    if cuts is not None and (cuts[1:] >= cuts[:-1]).all():  # (with autograd, components apart: every other
+        pieces = be.split_rows(rows, [0, *cuts.tolist(), int(rows.shape[0])])[1::2]  # piece of one split, as
+        parts = [pieces[k] for k in np.argsort(order)]  # torch's unbind(): in place, "multiple views" refused)
+    else:
+        parts = [rows[o:o + n] for o, n in zip(offsets[:-1].tolist(), lengths.tolist())]
+    return parts if self._perm is None else [permute_view(be, p, self._perm) for p in parts]
 
 
 def sliced(nt, out, lo, hi):
@@ -357,4 +376,5 @@ def reshaped(nt, out, view=True):
     return out
 
 
-NestedTensor._attach(_write_holes=_write_holes, _regather=_regather, _hole_components=_hole_components)
+NestedTensor._attach(_write_holes=_write_holes, _regather=_regather, _restamp=_restamp,
+                     _hole_components=_hole_components)

@@ -363,7 +363,7 @@ def _history_safe(input, args):
     history on ``input``'s buffer, a clone of ``input`` stands for it (also where an argument is
     ``input`` itself): the backward of ``clamp``, ``mul``, ``leaky_relu``... reads the values it was
     given, which the write would overwrite (torch saves the original for its in-place ops too)."""
-    if not input.backend.requires_grad(input._buf):
+    if not input.backend.requires_grad(input._meta()):
         return input, args
     kept = holes.gathered(input)  # (a copy with the same holes: the write then reaches every row of values)
     copy = holes.over(input.backend.clone(kept[0]), *kept[1:]) if kept else make_view(

@@ -136,7 +136,7 @@ class NestedTensor(AutogradMixin):
     @_holes.setter
     def _holes(self, holes):
         self._hole_parts = holes
-        self._stamp = None if holes is None or holes[2] is None else backend_of(holes[0]).version(holes[0])
+        self._restamp()  # (_holes.py)
 
     @property
     def _struct(self):
@@ -174,6 +174,11 @@ class NestedTensor(AutogradMixin):
         regular dim's window of its input's rows, ``_views.WindowView``), and which tells its library,
         dtype, device and autograd state."""
         return self._buf
+
+    def _meta(self):
+        """:meth:`_array` for the library, dtype, device and autograd state it tells: over values that count no
+        writes, the same array not gathered again (``_holes._regather`` keeps it and its state)."""
+        return self._data if self._stamp == -1 else self._buf
 
     def _rebind(self, array):
         """Hold ``array`` (one over the same memory as :meth:`_array`'s, in its place: ``requires_grad_()``)."""
@@ -288,23 +293,23 @@ class NestedTensor(AutogradMixin):
         return self._index_array(strides)
 
     def _index_array(self, table):
-        return self.backend.from_host(table.copy(), like=self._array())
+        return self.backend.from_host(table.copy(), like=self._meta())
 
     @property
     def dtype(self):
-        return self._array().dtype
+        return self._meta().dtype
 
     @property
     def device(self):
         """``torch.device`` for torch data, the device string (``'cpu'``, ``'cuda:0'``) otherwise."""
-        buf = self._array()
+        buf = self._meta()
         torch_data = backend_name_of(buf) == "torch"  # backend-branch: a torch.device, as torch gives it
         return buf.device if torch_data else self.backend.device_of(buf)
 
     @property
     def place(self):
         """The lodtensor place (``CPUPlace()``, ``CUDAPlace(i)``) of the buffer."""
-        return place_of(self._array(), self.backend)
+        return place_of(self._meta(), self.backend)
 
     @property
     def layout(self):
@@ -314,7 +319,7 @@ class NestedTensor(AutogradMixin):
 
     @property
     def backend(self):
-        return backend_of(self._array())
+        return backend_of(self._meta())
 
     def _grad_view(self, grad):
         """``grad`` (a buffer like this tensor's) as a nested tensor laid out as this one."""
@@ -381,25 +386,7 @@ class NestedTensor(AutogradMixin):
         return _dispatch.torch_dispatch(func, args, kwargs or {})
 
     # -- operations (the table in _registry holds the implementations) ------------------------
-    matmul = _op("matmul")
-    bmm = _op("bmm")
-    softmax = _op("softmax")
-    masked_fill = _op("masked_fill")
-    select = _op("select")
-    clone = _op("clone")
-    detach = _op("detach")
-    reshape_as = _op("reshape_as")
-    transpose = _op("transpose")
-    to_padded_tensor = _op("to_padded_tensor")
-    to_padded = _op("to_padded")
-    to_masked = _op("to_masked")
-    to_packed = _op("to_packed")
-    to_packed_sequence = _op("to_packed_sequence")
-    to_lod_tensor = _op("to_lod_tensor")
-    sum = _op("sum")
-    mean = _op("mean")
-    amax = _op("amax")
-    amin = _op("amin")
+    # (and the methods named in _METHODS, below)
 
     def reshape(self, *shape):
         """Reshape every component; see :func:`lodtensor.nested.reshape` (dim 0 kept, -1 inherits)."""
@@ -425,6 +412,10 @@ _OPERATORS = {
     "eq": ("__eq__", None, None), "ne": ("__ne__", None, None), "lt": ("__lt__", None, None),
     "le": ("__le__", None, None), "gt": ("__gt__", None, None), "ge": ("__ge__", None, None),
 }
+#: ops that are methods of the class (the others become methods where no upper module defines one: attach_ops)
+_METHODS = ("matmul", "bmm", "softmax", "masked_fill", "select", "clone", "detach", "reshape_as", "transpose",
+            "to_padded_tensor", "to_padded", "to_masked", "to_packed", "to_packed_sequence", "to_lod_tensor", "sum",
+            "mean", "amax", "amin")
 _UNARY_OPERATORS = {"neg": "__neg__", "abs": "__abs__", "bitwise_not": "__invert__"}
 for _name, (_plain_op, _reflected, _inplace) in _OPERATORS.items():
     setattr(NestedTensor, _plain_op, _op(_name))
@@ -432,7 +423,7 @@ for _name, (_plain_op, _reflected, _inplace) in _OPERATORS.items():
         setattr(NestedTensor, _reflected, _rop(_name))
     if _inplace:
         setattr(NestedTensor, _inplace, _op(f"{_name}_"))
-for _name, _dunder in _UNARY_OPERATORS.items():
+for _name, _dunder in [*_UNARY_OPERATORS.items(), *((m, m) for m in _METHODS)]:
     setattr(NestedTensor, _dunder, _op(_name))
 
 
@@ -453,11 +444,11 @@ def _shape_arg(shape):
 
 
 def _components(nt):
-    """The components as views of the buffer (with holes over torch values, of them): one slice per component
+    """The components as views of the buffer (with holes, views of their values): one slice per component
     (permuted views of a transposed tensor), no other work."""
     st = nt._st
     parts = nt._hole_components() if st.n and getattr(nt, "_stamp", None) is not None else None
-    if parts is not None or st.n == 0:  # (holes over torch values: views of them, _holes.py)
+    if parts is not None or st.n == 0:  # (holes: views of their values, _holes.py)
         return parts or []
     offsets, row_offsets, sizes = st.lists()
     ops = nt.backend

@@ -68,6 +68,8 @@ class WindowView(NestedTensor):
     def _array(self):
         return self._src
 
+    _meta = _array
+
     def _rebind(self, array):
         self._src = array
 
@@ -322,7 +324,7 @@ def component(nt, i):
     """Component ``i`` (in range) of ``nt`` (one ragged level): a view of its window, or of its storage read
     through its permutation (as torch's ``nt.transpose(1, 2)[i]``)."""
     st = nt._st
-    live = hole_component(nt, i)  # (holes over values that count their writes: a view of them, as torch's)
+    live = hole_component(nt, i)  # (holes: a view of their values, as torch's)
     if live is not None:
         return live
     if nt._src is None:
