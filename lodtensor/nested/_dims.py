@@ -23,7 +23,7 @@ from ._autograd import view_source
 from ._broadcast import check_nested, same_backend
 from ._grouped import map_components
 from ._holes import copied, reshaped, sliced
-from ._permute import compose, regroup
+from ._permute import compose, regroup, view_plans
 from ._registry import implements
 from ._structure import moved_jag, one_level, op_dim, same_levels
 from ._symbolic import keep_ragged
@@ -62,6 +62,21 @@ def _view(nt, plan, sizes):
     if view is not None:
         return view
     return reshaped(nt, make_view(aliased(nt._buf), nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout))
+
+
+def regrouped_view(nt, sizes):
+    """``view()`` of the transposed view ``nt`` (over a buffer) to the size table ``sizes``, its dims merged,
+    split, or of size 1 added or dropped: a view of its storage (torch's views one only to its own shape),
+    None where the storage cannot give it."""
+    st = nt._struct
+    plans = view_plans(st.sizes[0].tolist(), sizes[0].tolist(), {a for a in range(st.rank) if not st.regular[a]}
+                       ) if st.n else None
+    out = nt
+    for plan in plans or ():
+        if regroup(out._st, out._perm, plan) is None:
+            return None
+        out = _view(out, plan, None)
+    return out if plans and np.array_equal(out._struct.sizes, sizes) else None
 
 
 def _keep(axes):

@@ -17,7 +17,7 @@ import numpy as np
 from ._grouped import block_of, element_index, joined, shape_groups
 
 __all__ = ["normalize_perm", "compose", "permute_view", "permuted", "logical_structure", "regroup", "regroup_table",
-           "regroup_columns"]
+           "regroup_columns", "view_plans"]
 
 
 def normalize_perm(perm):
@@ -149,6 +149,46 @@ def regroup_columns(column, constant, rank, perm, plan):
     for position, (_, _, dim) in enumerate(units):
         new_perm[dim] = position
     return [u[1] for u in units], normalize_perm(new_perm)
+
+
+def view_plans(old, new, kept):
+    """The :func:`regroup` plans that give component dims sized ``new`` from dims sized ``old`` (one
+    component's, lists of ints; ``kept``: the dims, irregular ones, that stay as they are at the same index):
+    ``[plan]``, or ``[merges, splits]`` where a run of dims becomes another run (merged, then split). Dims of
+    size 1 are dropped or added; None where the sizes do not group into runs of equal products."""
+    steps = []  # ("keep", a), ("new",), or (a, b, sizes): old dims a..b become new dims of ``sizes``
+    i = j = 0
+    while i < len(old) or j < len(new):
+        if i in kept:
+            steps.append(("keep", i))
+            i, j = i + 1, j + 1
+        elif j < len(new) and new[j] == 1 and not (i < len(old) and old[i] == 1):
+            steps.append(("new",))
+            j += 1
+        elif i < len(old) and old[i] == 1 and not (j < len(new) and new[j] == 1):
+            i += 1  # (dropped)
+        elif i >= len(old) or j >= len(new):
+            return None
+        else:
+            a, b, size, target = i, j, old[i], new[j]
+            i, j = i + 1, j + 1
+            while size != target:
+                more_old = size < target
+                if (i >= len(old) or i in kept) if more_old else (j >= len(new) or j in kept):
+                    return None
+                if more_old:
+                    size, i = size * old[i], i + 1
+                else:
+                    target, j = target * new[j], j + 1
+            steps.append((a, i - 1, list(new[b:j])))
+    runs = [s for s in steps if s[0] not in ("keep", "new")]
+    both = any(a < b and len(sizes) > 1 for a, b, sizes in runs)
+    first = [s if s[0] in ("keep", "new") else ("merge", s[0], s[1]) if s[0] < s[1] else
+             ("split", s[0], s[2]) if len(s[2]) > 1 and not both else ("keep", s[0]) for s in steps]
+    if not both:
+        return [first]
+    return [first, [("split", k, s[2]) if s[0] not in ("keep", "new") and len(s[2]) > 1 else ("keep", k)
+                    for k, s in enumerate(steps)]]
 
 
 def _expand(plan):

@@ -1,11 +1,9 @@
 """Shape ops: reshape, view, reshape_as, transpose, permute, select, unbind and to_padded_tensor.
 
-Reshapes only rewrite the size table (the components are contiguous, so the
-buffer is shared); ``transpose`` is a view through a permutation of the
-component dims (``_permute.py``). ``select`` of a regular dim is a view of the
-rows (``_views.py``); elsewhere it copies: over regular trailing dims one dense
-op on the buffer viewed as rows, else grouped by component shape. Indexing
-(``nt[...]``) composes select, slices and unsqueeze.
+Reshapes only rewrite the size table (the components are contiguous, so the buffer is shared); ``transpose``
+is a view through a permutation of the component dims (``_permute.py``). ``select`` of a regular dim is a view
+of the rows (``_views.py``); elsewhere it copies: over regular trailing dims one dense op on the buffer viewed
+as rows, else grouped by component shape. Indexing (``nt[...]``) composes select, slices and unsqueeze.
 """
 
 import operator
@@ -16,7 +14,7 @@ from .._dense import pad_level
 from ..errors import ShapeError
 from ..lod import LoD
 from ._broadcast import check_nested
-from ._dims import components_slice, slice_dim
+from ._dims import components_slice, regrouped_view, slice_dim
 from ._dims import unsqueeze as _unsqueeze
 from ._grouped import block_of, map_components, shape_groups
 from ._holes import copied, live, reshaped
@@ -87,8 +85,10 @@ def _reshaped(nt, sizes, as_view=False):
     jag = jag if jag is not None and jag < sizes.shape[1] else None
     if as_view and nt._perm is not None and (viewed(nt) or live(nt)) and np.array_equal(sizes, nt._struct.sizes):
         return with_perm(nt, nt._perm)  # view() of a transposed view to its shape: a view of the same storage
-    if as_view and nt._src is not None and nt._perm is None and nt._st.n:  # view() of part of a regular dim: its
-        view = regrouped(nt, sizes, None, jag)  # window reshaped (reshape() copies, as torch's), or torch's error
+    if as_view and (nt._perm is None) != (nt._src is None) and nt._struct.numel:  # view() of a transposed view
+        # (its dims regrouped: torch's views one only to its own shape) or of part of a regular dim (its window
+        # reshaped; reshape() copies, as torch's): a view of the storage, or torch's error
+        view = regrouped(nt, sizes, None, jag) if nt._perm is None else regrouped_view(nt, sizes)
         if view is None:
             raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
                              "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
@@ -120,7 +120,8 @@ def reshape(input, shape):
 
 @implements("view", _T + "view")
 def view(input, shape):
-    """As :func:`reshape`; on a view of part of a regular dim a view of its window, or torch's error where none can.
+    """As :func:`reshape`; on a transposed view or a view of part of a regular dim, a view of its storage (dims
+    merged, split, of size 1 added or dropped), or torch's error where none can give it.
 
     >>> import lodtensor.nested as ln
     >>> ln.nested_tensor([np.ones((2, 6)), np.ones((1, 6))]).view(2, -1, 3, 2).nested_size().tolist()
