@@ -14,7 +14,8 @@ lodtensor.nested on NumPy (one blocked pass per length group) and on torch
 
 Tensors with holes (``narrow`` of a padded cache): ``nt * 2``, ``sin`` and ``softmax`` over D, against torch's
 jagged layout with the same holes and against the same ops after ``contiguous()`` (no goal: the figures say what
-keeping torch's layout costs).
+keeping torch's layout costs); ``sum`` over the ragged dim (NumPy values: a gather of the rows per read, as the
+tensor is a view of them; torch's needs ``contiguous()`` first).
 
 Goals: on the torch backend at most 1.05x of torch.nested jagged; on NumPy
 faster than torch.nested jagged except the transcendental ops NumPy has no
@@ -204,6 +205,15 @@ def run_holes(report, ln, torch):
         for name, nt in compact.items():
             table.add(name, lambda nt=nt, op=op: op(nt), **FAST)
         table.finish()
+    # over the ragged dim: NumPy values count no writes, so each read gathers the components' rows again (the
+    # tensor is a view of the cache); torch's refuses the op with holes: its contiguous() first, the same gather
+    table = report.table("sum over the ragged dim, a tensor with holes", workload, reference="lodtensor.nested")
+    check = _check(holes["lodtensor.nested"].sum(dim=1))
+    for name, nt in holes.items():
+        first = (lambda x: x.contiguous()) if name == "torch.nested jagged" else (lambda x: x)
+        table.add(name + (", contiguous() first" if name == "torch.nested jagged" else ""),
+                  lambda nt=nt, first=first: first(nt).sum(dim=1), check=check, **FAST)
+    table.finish()
 
 
 def run(report):
