@@ -16,6 +16,7 @@ from ..place import CUDAPinnedPlace, as_place
 from ..tensor import LoDTensor
 from ._dispatch import COMPILE_HOOKS, compiling, mark_dynamic
 from ._dtypes import DEFAULT_COMPLEX, DEFAULT_FLOAT, check_requires_grad, resolve_dtype
+from ._holes import copied
 from ._tensor import NestedTensor, Structure, make, make_view
 
 __all__ = ["nested_tensor", "as_nested_tensor", "from_lod_tensor", "is_two_level_list", "from_lists",
@@ -320,6 +321,8 @@ def _convert(nt, dtype, device, layout, where):
         return make(moved, nt._struct, layout)
     if target is not None and target != buffer.dtype:
         buffer = nt.backend.astype(buffer, target)
+    elif nt._perm is None:  # (a tensor with holes' buffer is gathered again on each read: another layout copies it)
+        buffer = copied(nt, buffer)
     return make(_place(buffer, device), nt._struct, layout)
 
 

@@ -278,7 +278,10 @@ def _regather(self):
     fresh = be.contiguous(be.gather(rows, _index(rows, offsets, lengths))).reshape(-1)
     data = self._data
     if self._stamp == -1:  # (on each read: in place, so an array read before is the one an in-place op wrote)
-        data[...] = fresh
+        try:
+            data[...] = fresh
+        except RuntimeError:  # (a torch inference tensor, read outside inference mode, takes no write: a new one,
+            self._data = fresh  # over which no in-place op of the tensor runs there: its values take none either)
     elif be.requires_grad(data) and (getattr(data, "is_leaf", False) or not be.requires_grad(values)):
         be.detach(data)[...] = be.detach(fresh)  # (made to require grad, requires_grad_(): its graph kept)
     else:

@@ -14,6 +14,7 @@ from ..lod import LoD
 from ..ops._packed import packed_sequence
 from ..tensor import _wrap
 from ._broadcast import check_nested
+from ._holes import copied
 from ._registry import OP_TABLE, implements
 from ._shape import to_padded_tensor
 from ._structure import one_level
@@ -133,7 +134,7 @@ def to_packed(input):
     one_level(input, "to_packed()")
     st = input._struct
     be = input.backend
-    buf = input._buffer
+    buf = copied(input, input._buffer)  # (with holes: a copy; the buffer is gathered again on each read)
     if st.is_lod:
         offsets, row_shape = st.rows()
         data = buf.reshape((int(offsets[-1]),) + row_shape)
@@ -204,7 +205,7 @@ def to_lod_tensor(input):
             f"{st.rank}" + (f", irregular dims {[d for d in irregular]}" if irregular else "")
         )
     offsets, row_shape = st.rows()
-    data = input._buffer.reshape((int(offsets[-1]),) + row_shape)
+    data = copied(input, input._buffer).reshape((int(offsets[-1]),) + row_shape)  # (with holes: a copy)
     lod = st.lod() if not st.outer else LoD._from_valid([*st.outer, offsets])  # valid: built level by level
     return _wrap(data, lod, input.place)
 
