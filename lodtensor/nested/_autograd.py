@@ -56,7 +56,12 @@ class AutogradMixin:
     def grad(self, value):
         if value is not None and not (hasattr(value, "_struct") and self._struct.same_as(value._struct)):
             raise ShapeError("grad: assigned grad must be None or a nested tensor with the same nested structure")
-        self._array().grad = None if value is None else self._buffer_like(value)
+        self._meta().grad = None if value is None else self._grad_array(value)
+
+    def _grad_array(self, value):
+        """``value``, a nested tensor like this one, as the array its ``grad`` holds (:meth:`_grad_view`'s
+        inverse)."""
+        return self._buffer_like(value) if getattr(self, "_leaf", None) is None else self._leaf_array(value)
 
     def register_hook(self, hook):
         """Call ``hook(grad)`` with this tensor's gradient (a nested tensor of its structure) during backward;
@@ -70,13 +75,13 @@ class AutogradMixin:
         >>> x.grad.to_padded_tensor(0).tolist()
         [[30.0, 30.0], [30.0, 0.0]]
         """
-        array = self._array()
+        array = self._meta()
         if not backend_of(array).requires_grad(array):
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
 
         def on_buffer(grad):
             out = hook(self._grad_view(grad))
-            return None if out is None else self._buffer_like(out)
+            return None if out is None else self._grad_array(out)
 
         return array.register_hook(on_buffer)
 
@@ -95,6 +100,8 @@ class AutogradMixin:
         """
         array = self._array()  # (the buffer; a view's window of its input)
         check_requires_grad(array, requires_grad, "requires_grad_()")
+        if self._hole_leaf(requires_grad):  # (a tensor with holes: a leaf over its values, as torch's)
+            return self
         be = self.backend
         if requires_grad and not be.requires_grad(array):
             # an array of its own over the same memory takes the flag, as torch's nested tensor takes it: the
@@ -122,7 +129,7 @@ class AutogradMixin:
         >>> y.retains_grad, y.grad.to_padded_tensor(0).shape
         (True, torch.Size([2, 3, 2]))
         """
-        array = self._array()  # (the buffer; a view's window of its input, or its own alias: _views.aliased)
+        array = self._meta()  # (the buffer; a view's window of its input, or its own alias: _views.aliased)
         if not self.backend.requires_grad(array):
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False (NumPy and CuPy data "
                                "never record autograd history; torch data needs requires_grad=True)")
@@ -162,4 +169,4 @@ def autograd_arrays(tensors):
     if tensors is None:
         return None
     listed = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
-    return [t._array() if isinstance(t, AutogradMixin) else t for t in listed]
+    return [t._meta() if isinstance(t, AutogradMixin) else t for t in listed]

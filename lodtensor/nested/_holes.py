@@ -233,7 +233,8 @@ def check_writable(nt):
     if holes is not None:
         values = holes[0]
         be = backend_of(values)  # (only where it may refuse: the empty write moves a version counter)
-        if be.version(values) is None or (be.requires_grad(values) and getattr(values, "is_leaf", False)):
+        leaf = getattr(values, "is_leaf", False) or getattr(getattr(values, "_base", None), "is_leaf", False)
+        if be.version(values) is None or (be.requires_grad(values) and leaf):  # (a leaf, or a view of one)
             be.scatter(values, be.from_host(np.empty(0, dtype=np.int64), like=values), values[:0])
 
 
@@ -287,6 +288,49 @@ def _regather(self):
     else:
         self._data = fresh
     self._restamp()
+
+
+def _hole_leaf(self, requires_grad):
+    """``requires_grad_()`` of a tensor with holes over torch values that require no grad (no transposed view):
+    as torch's, the tensor becomes a leaf over the values' memory (``_leaf``, a detached alias of them; its
+    ``values()`` a view of that leaf, so its ops keep the holes and its ``grad`` has them: values-shaped, zeros
+    in the holes); ``requires_grad_(False)`` undoes it. True where done, else False (the caller's path)."""
+    leaf = getattr(self, "_leaf", None)
+    if leaf is not None:
+        if not requires_grad:
+            leaf.requires_grad_(False)
+            self._leaf, self._data = None, backend_of(leaf).detach(self._data)
+            self._holes = (leaf, *self._hole_parts[1:])
+            self._regather()
+        return True
+    holes = live(self)
+    if not requires_grad or holes is None or self._perm is not None or getattr(self, "_stamp", None) in (None, -1):
+        return False
+    be = backend_of(holes[0])
+    if be.requires_grad(holes[0]) or be.requires_grad(self._data):
+        return False
+    self._leaf = be.detach(holes[0]).requires_grad_(True)
+    self._holes = (self._leaf[:], *holes[1:])  # (a view of the leaf, as torch's values(): its writes refused)
+    self._regather()
+    return True
+
+
+def _leaf_grad(self, grad):
+    """The gradient of a tensor made a leaf over its values (:func:`_hole_leaf`), values-shaped, as a tensor with
+    its holes (torch's ``grad``)."""
+    return over(grad, *self._hole_parts[1:])
+
+
+def _leaf_array(self, value):
+    """A nested tensor like ``self`` (made a leaf over its values) as a values-shaped array: its values where it
+    has the same holes, else its components scattered into zeros (the holes' rows)."""
+    holes, theirs = self._hole_parts, whole(value) if isinstance(value, NestedTensor) else None
+    if theirs is not None and value._perm is None and same(holes, theirs):
+        return theirs[0]
+    be = backend_of(self._leaf)
+    out = be.zeros(tuple(self._leaf.shape), self._leaf.dtype, like=self._leaf)
+    rows = value._buffer_like(value).reshape((-1, *tuple(int(s) for s in self._leaf.shape[1:])))
+    return be.scatter(out, _index(out, holes[1], holes[2]), rows)
 
 
 def _live_rows(nt):
@@ -380,4 +424,5 @@ def reshaped(nt, out, view=True):
 
 
 NestedTensor._attach(_write_holes=_write_holes, _regather=_regather, _restamp=_restamp,
-                     _hole_components=_hole_components)
+                     _hole_components=_hole_components, _hole_leaf=_hole_leaf, _leaf_grad=_leaf_grad,
+                     _leaf_array=_leaf_array)

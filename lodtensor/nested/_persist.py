@@ -25,8 +25,8 @@ _WHERE = "unpickling a NestedTensor"
 
 
 def _portable_holes(holes):
-    values, offsets, lengths = holes
-    return (portable(values), portable(np.asarray(offsets).copy()),
+    values, offsets, lengths = holes  # (detached: a buffer that requires grad unpickles as a leaf over them)
+    return (portable(backend_of(values).detach(values)), portable(np.asarray(offsets).copy()),
             None if lengths is None else portable(np.asarray(lengths).copy()))
 
 
@@ -150,6 +150,10 @@ def _rebuild_view(buffer, sizes, layout, outer, hollow, jag, perm, holes):
         raise ShapeError(f"{_WHERE}: the holes (values, offsets, lengths) do not describe the components: "
                          f"sizes {gated._st.sizes.tolist()[:8]}, expected {out._st.sizes.tolist()[:8]}")
     out._holes = (values, *gated._holes[1:])
+    be = backend_of(values)
+    if perm is None and be.requires_grad(out._buf) and not be.requires_grad(values):  # (as torch's: a leaf with
+        out._buf = be.detach(out._buf)  # its holes, over its values: _holes._hole_leaf)
+        out.requires_grad_()
     return out
 
 

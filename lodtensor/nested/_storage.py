@@ -139,7 +139,7 @@ class StorageMethods:
             raise RuntimeError("Can't detach views in-place. Use detach() instead. (a transposed view, or a view "
                                "of part of a regular dim, of another nested tensor)")
         be = self.backend
-        self._buf = be.detach(self._buf)
+        self._buf, self._leaf = be.detach(self._buf), None  # (a tensor with holes made a leaf: plain again)
         holes = getattr(self, "_holes", None)
         if holes is not None:  # values() answers from the holes' values: detached with the buffer
             self._holes = (be.detach(holes[0]), *holes[1:])

@@ -97,7 +97,7 @@ class NestedTensor(AutogradMixin):
     # reads (None: the same; see _permute.py), _logical: the size table read through _perm (cached; the buffer
     # read through it is materialised per read, _buffer); _holes: see _holes.py (_stamp: their values'
     # version when the buffer was gathered). Outer ragged levels (documents) are part of the Structure.
-    __slots__ = ("_data", "_st", "_perm", "_logical", "_layout", "_hole_parts", "_stamp", "__weakref__")
+    __slots__ = ("_data", "_st", "_perm", "_logical", "_layout", "_hole_parts", "_stamp", "_leaf", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
     _src = None  # the strided window a view of a regular dim reads (``_views.WindowView``); none here
@@ -177,8 +177,10 @@ class NestedTensor(AutogradMixin):
 
     def _meta(self):
         """:meth:`_array` for the library, dtype, device and autograd state it tells: over values that count no
-        writes, the same array not gathered again (``_holes._regather`` keeps it and its state)."""
-        return self._data if self._stamp == -1 else self._buf
+        writes, the same array not gathered again (``_holes._regather`` keeps it and its state); of a tensor
+        with holes made to require grad, the leaf over its values (``_holes._hole_leaf``)."""
+        leaf = getattr(self, "_leaf", None)
+        return leaf if leaf is not None else self._data if self._stamp == -1 else self._buf
 
     def _rebind(self, array):
         """Hold ``array`` (one over the same memory as :meth:`_array`'s, in its place: ``requires_grad_()``)."""
@@ -322,7 +324,10 @@ class NestedTensor(AutogradMixin):
         return backend_of(self._meta())
 
     def _grad_view(self, grad):
-        """``grad`` (a buffer like this tensor's) as a nested tensor laid out as this one."""
+        """``grad`` (a buffer like this tensor's; like its values, of one made a leaf over them: :meth:`_meta`)
+        as a nested tensor laid out as this one (with its holes)."""
+        if getattr(self, "_leaf", None) is not None:
+            return self._leaf_grad(grad)
         return make_view(grad, self._st, self._perm, self._layout)
 
     def _buffer_like(self, other):

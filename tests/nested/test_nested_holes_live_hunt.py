@@ -303,8 +303,6 @@ def test_views_of_a_tensor_made_to_require_grad_still_require_it_after_a_write(m
     assert flags["ours"] == flags["torch"] == (True, True)
 
 
-@pytest.mark.xfail(strict=True, reason="after requires_grad_(), values() does not require grad and elementwise "
-                                       "results and the gradient drop the holes (torch keeps them)")
 def test_a_tensor_made_to_require_grad_keeps_its_holes_in_results_as_torch():
     got = {}
     for lib in ("torch", "ours"):
