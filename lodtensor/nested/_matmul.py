@@ -6,6 +6,7 @@ import numpy as np
 
 from ..backend import backend_name_of
 from ..errors import DTypeError, ShapeError
+from . import _holes as holes
 from ._broadcast import check_nested, same_backend
 from ._construct import as_nested_tensor
 from ._grouped import map_components
@@ -127,6 +128,9 @@ def matmul(input, other):
         k, m = (int(s) for s in other.shape)
         if input._struct.n and last != k:
             raise ShapeError(f"matmul: last dimension of self ({last}) does not match the rows of other ({k})")
+        held = holes.apply(lambda x: matmul(x, other), (input,)) if holes.over_row_dims(input, -1) else None
+        if held is not None:  # (with holes: over every row of their values, kept, as torch's)
+            return held
         st = input._struct
         out = input.backend.matmul(st.tail_view(input._buffer, st.rank - 1, (k,)), other)
         return make(out.reshape(-1), _with_last(input._struct, m), input._layout)

@@ -351,6 +351,8 @@ ROW_DIM_OPS = {
     "layer_norm((3,))": lambda x: torch.nn.functional.layer_norm(x, (3,)),
     "layer_norm((2, 3)) with weight": lambda x: torch.nn.functional.layer_norm(
         x, (2, 3), torch.full((2, 3), 2.0, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64)),
+    "matmul by a matrix": lambda x: x @ torch.arange(15.0, dtype=torch.float64).reshape(3, 5) / 7,
+    "transposed, matmul by a matrix": lambda x: x.transpose(1, 2) @ torch.ones(3, 2, dtype=torch.float64),
 }
 
 

@@ -66,6 +66,7 @@ PER_COMPONENT = {
     "unflatten, transpose": (lambda nt: nt.unflatten(-1, (2, 1)).transpose(1, 2) * 3,
                              lambda c: c.unflatten(-1, (2, 1)).transpose(0, 1) * 3),
     "layer_norm": (lambda nt: F.layer_norm(nt, (2,)), lambda c: F.layer_norm(c, (2,))),
+    "matmul by a matrix": (lambda nt: nt @ _W.T, lambda c: c @ _W.T),
 }
 
 
