@@ -1,7 +1,7 @@
 """The autograd surface of a NestedTensor (torch data): requires_grad, grad, backward.
 
 A mixin of :class:`~lodtensor.nested._tensor.NestedTensor`, which provides the buffer
-(``_buf``; ``_array()``, the array holding it; ``_meta()``, that array read for its state), the structure
+(``_buf``; ``_array()``, the array holding it; ``_tracked()``, that array read for its state), the structure
 and the two layout helpers it calls (``_grad_view``, ``_buffer_like``). NumPy and CuPy data record no
 history: ``requires_grad`` is False.
 """
@@ -39,24 +39,24 @@ class AutogradMixin:
 
     @property
     def requires_grad(self):
-        return bool(getattr(self._meta(), "requires_grad", False))
+        return bool(getattr(self._tracked(), "requires_grad", False))
 
     @property
     def is_leaf(self):
-        return bool(getattr(self._meta(), "is_leaf", True))
+        return bool(getattr(self._tracked(), "is_leaf", True))
 
     @property
     def grad(self):
         """Gradient of a torch leaf as a NestedTensor of the same structure (None before backward); settable to
         None (``zero_grad(set_to_none=True)``) or to a nested tensor of the same structure, as torch's."""
-        grad = getattr(self._meta(), "grad", None)
+        grad = getattr(self._tracked(), "grad", None)
         return None if grad is None else self._grad_view(grad)
 
     @grad.setter
     def grad(self, value):
         if value is not None and not (hasattr(value, "_struct") and self._struct.same_as(value._struct)):
             raise ShapeError("grad: assigned grad must be None or a nested tensor with the same nested structure")
-        self._meta().grad = None if value is None else self._grad_array(value)
+        self._tracked().grad = None if value is None else self._grad_array(value)
 
     def _grad_array(self, value):
         """``value``, a nested tensor like this one, as the array its ``grad`` holds (:meth:`_grad_view`'s
@@ -75,7 +75,7 @@ class AutogradMixin:
         >>> x.grad.to_padded_tensor(0).tolist()
         [[30.0, 30.0], [30.0, 0.0]]
         """
-        array = self._meta()
+        array = self._tracked()
         if not backend_of(array).requires_grad(array):
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
 
@@ -87,7 +87,7 @@ class AutogradMixin:
 
     @property
     def grad_fn(self):
-        return getattr(self._meta(), "grad_fn", None)
+        return getattr(self._tracked(), "grad_fn", None)
 
     def requires_grad_(self, requires_grad=True):
         """Make this (torch, floating) leaf record operations; in place, returns self.
@@ -115,7 +115,7 @@ class AutogradMixin:
 
     @property
     def retains_grad(self):
-        return bool(getattr(self._meta(), "retains_grad", False))
+        return bool(getattr(self._tracked(), "retains_grad", False))
 
     def retain_grad(self):
         """Keep this (torch, non-leaf) tensor's ``grad`` after backward, as torch's; a no-op on a leaf.
@@ -129,7 +129,7 @@ class AutogradMixin:
         >>> y.retains_grad, y.grad.to_padded_tensor(0).shape
         (True, torch.Size([2, 3, 2]))
         """
-        array = self._meta()  # (the buffer; a view's window of its input, or its own alias: _views.aliased)
+        array = self._tracked()  # (the buffer; a view's window of its input, or its own alias: _views.aliased)
         if not self.backend.requires_grad(array):
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False (NumPy and CuPy data "
                                "never record autograd history; torch data needs requires_grad=True)")
@@ -169,4 +169,4 @@ def autograd_arrays(tensors):
     if tensors is None:
         return None
     listed = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
-    return [t._meta() if isinstance(t, AutogradMixin) else t for t in listed]
+    return [t._tracked() if isinstance(t, AutogradMixin) else t for t in listed]

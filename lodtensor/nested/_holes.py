@@ -7,9 +7,10 @@ tensor is a view of ``values``, and its elementwise ops compute over all of ``va
 
 - an elementwise op (unary, binary with a scalar, a dense operand over the row dims or a nested operand with the
   same holes), ``clone``, ``to()`` (the casts), and the reductions, softmax and ``layer_norm`` over the row dims
-  alone (:func:`over_row_dims`) compute over the rows of ``values`` and keep the holes (:func:`apply`,
-  :func:`converted`), on a transposed view too (over ``values`` read through its permutation: one component);
-  ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
+  alone (:func:`over_row_dims`), and ``matmul`` by a dense matrix, compute over the rows of ``values`` and keep
+  the holes (:func:`apply`, :func:`converted`), on a transposed view too (over ``values`` read through its
+  permutation: one component); the result's buffer is gathered on its first read (``over(lazy=True)``: these
+  ops and ``unbind()`` read none); ``F.<activation>(inplace=True)`` writes every row, as its ``<name>_``;
 - an in-place op writes into ``values``: the whole of it where the result keeps the holes (``write_into``,
   ``fill_``), else the components' rows, written back after any in-place write (``NestedTensor._written``);
   values that take no in-place write (a leaf that requires grad) are refused first (:func:`check_writable`).
@@ -24,7 +25,8 @@ components are views of them (:func:`component`). Its views keep the holes: tran
 ``values`` read through the permutation), regrouped ones (:func:`reshaped`) and slices of dim 0
 (:func:`sliced`); those that could not keep them copy. NumPy, CuPy and torch's inference tensors count no
 writes: over them the buffer is gathered again, in place, on each read of it (a view of them too, at the cost
-of a gather per read: ``dtype``, ``device`` and the autograd state read ``NestedTensor._meta``, no gather).
+of a gather per read: ``dtype`` and ``device`` read ``NestedTensor._meta``, the autograd state ``_tracked``,
+no gather).
 
 >>> import lodtensor.nested as ln
 >>> base = np.arange(8.0).reshape(2, 4)
@@ -82,7 +84,7 @@ def whole(nt):
     if holes is None:
         return None
     be = backend_of(holes[0])  # (a buffer made to require grad, ``requires_grad_()``, over values that do not:
-    return None if be.requires_grad(nt._data) and not be.requires_grad(holes[0]) else holes  # its graph, not theirs)
+    return None if be.requires_grad(nt._meta()) and not be.requires_grad(holes[0]) else holes  # its graph)
 
 
 def gathered(nt):
@@ -91,13 +93,13 @@ def gathered(nt):
     return whole(nt) if nt._perm is None else None
 
 
-def over(values, offsets, lengths):
+def over(values, offsets, lengths, lazy=False):
     """A jagged nested tensor with holes: the components ``values[offsets[i]:offsets[i] + lengths[i]]``
-    (``values`` as rows ``(rows, *row)``; host int64 ``offsets`` and ``lengths``, already checked)."""
+    (``values`` as rows ``(rows, *row)``; host int64 ``offsets`` and ``lengths``, already checked); ``lazy``:
+    the buffer gathered on its first read (an op's result: ops over all of values and ``unbind()`` need none)."""
     be = backend_of(values)
-    flat = be.gather(values, _index(values, offsets, lengths))
-    nt = make(be.contiguous(flat).reshape(-1), Structure.of_rows(lengths, tuple(int(s) for s in values.shape[1:])),
-              "jagged")
+    flat = None if lazy else be.contiguous(be.gather(values, _index(values, offsets, lengths))).reshape(-1)
+    nt = make(flat, Structure.of_rows(lengths, tuple(int(s) for s in values.shape[1:])), "jagged")
     nt._holes = (values, offsets, lengths)
     return nt
 
@@ -170,9 +172,9 @@ def _kept(out, holes, rows):
         return None  # (not a result row for row over the values: the caller computes on the components)
     component = view_source(out._buffer).reshape(tuple(int(s) for s in out._struct.sizes[0]))
     if axis == 0:
-        return over(component, holes[1], holes[2])
+        return over(component, holes[1], holes[2], lazy=True)
     order = (axis, *(a for a in range(component.ndim) if a != axis))  # the ragged dim first: the rows
-    base = over(permute_view(backend_of(component), component, order), holes[1], holes[2])
+    base = over(permute_view(backend_of(component), component, order), holes[1], holes[2], lazy=True)
     return carried(base, make_view(base._data, base._st, tuple(int(a) for a in np.argsort(order)), "jagged"))
 
 
@@ -266,7 +268,8 @@ def _restamp(self):
     None without holes over all of them (``lengths`` None)."""
     holes = self._hole_parts
     version = None if holes is None or holes[2] is None else backend_of(holes[0]).version(holes[0])
-    self._stamp = None if holes is None or holes[2] is None else -1 if version is None else version
+    self._stamp = None if holes is None or holes[2] is None else -2 if self._data is None else (
+        -1 if version is None else version)  # (-2: not gathered yet, ``over(lazy=True)``)
 
 
 def _regather(self):
@@ -278,7 +281,9 @@ def _regather(self):
     rows = _storage_rows(self, values)
     fresh = be.contiguous(be.gather(rows, _index(rows, offsets, lengths))).reshape(-1)
     data = self._data
-    if self._stamp == -1:  # (on each read: in place, so an array read before is the one an in-place op wrote)
+    if data is None:  # (the first read of a result not gathered yet)
+        self._data = fresh
+    elif self._stamp == -1:  # (on each read: in place, so an array read before is the one an in-place op wrote)
         try:
             data[...] = fresh
         except RuntimeError:  # (a torch inference tensor, read outside inference mode, takes no write: a new one,
@@ -299,7 +304,7 @@ def _hole_leaf(self, requires_grad):
     if leaf is not None:
         if not requires_grad:
             leaf.requires_grad_(False)
-            self._leaf, self._data = None, backend_of(leaf).detach(self._data)
+            self._leaf, self._data = None, backend_of(leaf).detach(self._buf)
             self._holes = (leaf, *self._hole_parts[1:])
             self._regather()
         return True
@@ -307,7 +312,7 @@ def _hole_leaf(self, requires_grad):
     if not requires_grad or holes is None or self._perm is not None or getattr(self, "_stamp", None) in (None, -1):
         return False
     be = backend_of(holes[0])
-    if be.requires_grad(holes[0]) or be.requires_grad(self._data):
+    if be.requires_grad(holes[0]) or be.requires_grad(self._buf):
         return False
     self._leaf = be.detach(holes[0]).requires_grad_(True)
     self._holes = (self._leaf[:], *holes[1:])  # (a view of the leaf, as torch's values(): its writes refused)
@@ -340,7 +345,7 @@ def _live_rows(nt):
     if getattr(nt, "_stamp", None) is None:
         return None
     values = nt._hole_parts[0]
-    if backend_of(values).requires_grad(nt._data) and not backend_of(values).requires_grad(values):
+    if backend_of(values).requires_grad(nt._meta()) and not backend_of(values).requires_grad(values):
         return None
     return view_source(_storage_rows(nt, values))
 

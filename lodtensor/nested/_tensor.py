@@ -119,7 +119,7 @@ class NestedTensor(AutogradMixin):
 
     # -- storage -----------------------------------------------------------------------------
     @property
-    def _buf(self):  # (with holes over values counting their writes, torch's, written since: gathered again)
+    def _buf(self):  # (with holes over values written since, or not yet gathered: gathered, _holes.py)
         stamp = getattr(self, "_stamp", None)
         if stamp is not None and stamp != backend_of(self._hole_parts[0]).version(self._hole_parts[0]):
             self._regather()
@@ -171,16 +171,18 @@ class NestedTensor(AutogradMixin):
 
     def _array(self):
         """The array holding this tensor's storage, which in-place writes go into (the buffer; a view of a
-        regular dim's window of its input's rows, ``_views.WindowView``), and which tells its library,
-        dtype, device and autograd state."""
+        regular dim's window of its input's rows, ``_views.WindowView``)."""
         return self._buf
 
-    def _meta(self):
-        """:meth:`_array` for the library, dtype, device and autograd state it tells: over values that count no
-        writes, the same array not gathered again (``_holes._regather`` keeps it and its state); of a tensor
-        with holes made to require grad, the leaf over its values (``_holes._hole_leaf``)."""
+    def _tracked(self):
+        """:meth:`_array` for the autograd state it tells: over values that count no writes, the same array not
+        gathered again (``_holes._regather`` keeps it); of a tensor with holes made to require grad, the leaf
+        over its values (``_holes._hole_leaf``)."""
         leaf = getattr(self, "_leaf", None)
         return leaf if leaf is not None else self._data if self._stamp == -1 else self._buf
+
+    def _meta(self):  # (for the library, dtype and device: a result with holes not gathered yet, its values)
+        return self._hole_parts[0] if self._stamp == -2 else self._tracked()
 
     def _rebind(self, array):
         """Hold ``array`` (one over the same memory as :meth:`_array`'s, in its place: ``requires_grad_()``)."""

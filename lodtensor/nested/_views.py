@@ -68,7 +68,7 @@ class WindowView(NestedTensor):
     def _array(self):
         return self._src
 
-    _meta = _array
+    _meta = _tracked = _array
 
     def _rebind(self, array):
         self._src = array

@@ -385,8 +385,9 @@ def test_reductions_over_the_ragged_dim_compute_on_the_components():
 
 
 def test_the_rows_index_is_made_once_per_offsets_and_not_reused_for_others(monkeypatch):
-    """An op on a tensor with holes gathers its components' rows by an index made once per (offsets, lengths)
-    and device (``_holes._index``): a chain of ops makes it once; another tensor's holes get their own."""
+    """A tensor with holes gathers its components' rows (an op's result: on the first read that needs them) by
+    an index made once per (offsets, lengths) and device (``_holes._index``): a chain of ops makes it once;
+    another tensor's holes get their own."""
     from lodtensor.nested import _holes  # noqa: PLC0415
 
     made = []
@@ -400,6 +401,8 @@ def test_the_rows_index_is_made_once_per_offsets_and_not_reused_for_others(monke
     other = ln.narrow(base, 1, torch.tensor([1, 0, 0]), torch.tensor([1, 1, 4]), layout="jagged")  # other holes
     assert len(made) == 1  # (construction gathers by its own index: from_jagged's)
     doubled = other * 2
+    assert len(made) == 1  # (its buffer not gathered yet: the op ran over the values)
+    doubled.sum(dim=1)
     assert len(made) == 2
     for a, b in zip(doubled.unbind(), other.unbind()):
         torch.testing.assert_close(a, b * 2, rtol=0, atol=0)
