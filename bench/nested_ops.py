@@ -184,8 +184,8 @@ def run_sdpa(report, ln, torch):
 
 def run_holes(report, ln, torch):
     """Elementwise ops on a tensor with holes (``narrow`` of a ``[64, 512, 256]`` cache, lengths 1..512): as
-    torch's they compute over all of values and keep the holes, plus a gather of the components' rows into the
-    result's buffer; the "contiguous() first" rows are the same ops on a copy without the holes."""
+    torch's they compute over all of values and keep the holes (the result's buffer gathered only on a read that
+    needs it); the "contiguous() first" rows are the same ops on a copy without the holes."""
     g = _common.rng(60)
     base = g.standard_normal((64, 512, WIDTH), dtype=np.float32)
     starts, lengths = np.zeros(64, dtype=np.int64), g.integers(1, 513, 64)
