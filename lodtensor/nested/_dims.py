@@ -49,8 +49,10 @@ def _regular_dim(where, nt, dim, extra=0):
 
 def _view(nt, plan, sizes):
     """A view whose component dims regroup ``nt``'s as ``plan`` says (see ``_permute.regroup``); ``sizes``,
-    the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied)."""
-    out = regroup(nt._st, nt._perm, plan) if nt._perm is not None else (sizes, None)  # (no perm: sizes = storage)
+    the new size table, serves when a transposed ``nt``'s storage cannot express it (then the data is copied);
+    None (``view()``): the storage regrouped also where ``nt`` has no permutation (its rows kept first: holes
+    stay), and a window view's window reshaped, merges too, or None where it cannot be without a copy."""
+    out = regroup(nt._st, nt._perm, plan) if nt._perm is not None or sizes is None else (sizes, None)
     jag = moved_jag(plan, nt._struct.jag)  # (the logical jagged dim, as the plan moves it)
     if out is None:
         return make(aliased(nt._buffer), nt._st.derive(sizes, nt._st.offsets, jag=jag), nt._layout)
@@ -58,8 +60,9 @@ def _view(nt, plan, sizes):
     if jag is not None:
         jag = compose(perm, table.shape[1])[jag]
     # a window view: its window reshaped (flatten copies, as torch's jagged layout)
-    view = regrouped(nt, table, perm, jag) if nt._src is not None and all(p[0] != "merge" for p in plan) else None
-    if view is not None:
+    merge = sizes is not None and any(p[0] == "merge" for p in plan)
+    view = regrouped(nt, table, perm, jag) if nt._src is not None and not merge else None
+    if view is not None or (nt._src is not None and sizes is None):
         return view
     return reshaped(nt, make_view(aliased(nt._buf), nt._st.derive(table, nt._st.offsets, jag=jag), perm, nt._layout))
 
@@ -67,16 +70,16 @@ def _view(nt, plan, sizes):
 def regrouped_view(nt, sizes):
     """``view()`` of the transposed view ``nt`` (over a buffer) to the size table ``sizes``, its dims merged,
     split, or of size 1 added or dropped: a view of its storage (torch's views one only to its own shape),
-    None where the storage cannot give it."""
+    None where the storage cannot give it (without elements, a copy then: NumPy views any empty array)."""
     st = nt._struct
     plans = view_plans(st.sizes[0].tolist(), sizes[0].tolist(), {a for a in range(st.rank) if not st.regular[a]}
                        ) if st.n else None
     out = nt
     for plan in plans or ():
-        if regroup(out._st, out._perm, plan) is None:
-            return None
-        out = _view(out, plan, None)
-    return out if plans and np.array_equal(out._struct.sizes, sizes) else None
+        out = _view(out, plan, None) if out is not None and regroup(out._st, out._perm, plan) is not None else None
+    if plans and out is not None and np.array_equal(out._struct.sizes, sizes):
+        return out
+    return None if st.numel else make(aliased(nt._buffer), st.derive(sizes, st.offsets, jag=st.jag), nt._layout)
 
 
 def _keep(axes):

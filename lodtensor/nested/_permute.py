@@ -139,7 +139,7 @@ def regroup_columns(column, constant, rank, perm, plan):
         else:
             key, col = (perm[step[1]], 0), column(perm[step[1]])
         for new in pending:
-            units.append(((key[0], key[1] - 0.5), constant(1), new))
+            units.append(((key[0], key[1] + (0.5 if key == (0, 0) else -0.5)), constant(1), new))  # (rows first)
         pending = []
         units.append((key, col, dim))
     for new in pending:
@@ -152,43 +152,38 @@ def regroup_columns(column, constant, rank, perm, plan):
 
 
 def view_plans(old, new, kept):
-    """The :func:`regroup` plans that give component dims sized ``new`` from dims sized ``old`` (one
-    component's, lists of ints; ``kept``: the dims, irregular ones, that stay as they are at the same index):
-    ``[plan]``, or ``[merges, splits]`` where a run of dims becomes another run (merged, then split). Dims of
-    size 1 are dropped or added; None where the sizes do not group into runs of equal products."""
-    steps = []  # ("keep", a), ("new",), or (a, b, sizes): old dims a..b become new dims of ``sizes``
-    i = j = 0
-    while i < len(old) or j < len(new):
-        if i in kept:
-            steps.append(("keep", i))
-            i, j = i + 1, j + 1
-        elif j < len(new) and new[j] == 1 and not (i < len(old) and old[i] == 1):
-            steps.append(("new",))
-            j += 1
-        elif i < len(old) and old[i] == 1 and not (j < len(new) and new[j] == 1):
-            i += 1  # (dropped)
-        elif i >= len(old) or j >= len(new):
+    """The :func:`regroup` plans, applied in turn, that give component dims sized ``new`` from dims sized ``old``
+    (one component's, lists of ints; ``kept``: the irregular dims, at the same index in both): regular dims of
+    size 1 dropped, runs of dims merged, then split, dims of size 1 added (identity plans left out). Between
+    kept dims the others must group into runs of equal products, as for NumPy's no-copy reshape; else None."""
+    kept = sorted(kept)
+    if any(k >= len(new) for k in kept):
+        return None
+    left = [a for a in range(len(old)) if a in kept or old[a] != 1]  # (regular dims of size 1 dropped)
+    merges, splits, bounds = [], [], [-1, *kept, None]
+    for lo, hi in zip(bounds, bounds[1:]):
+        if lo >= 0:
+            merges.append(("keep", left.index(lo)))
+            splits.append(("keep", len(merges) - 1))
+        olds = [k for k, a in enumerate(left) if a > lo and (hi is None or a < hi)]  # (indices into ``left``)
+        run, size, target, p, start = [], 1, 1, 0, 0
+        for s in new[lo + 1 : hi]:
+            if s == 1 and not run:
+                splits.append(("new",))
+                continue
+            run, target = run + [s], target * s
+            while size < target and p < len(olds):
+                size, p = size * old[left[olds[p]]], p + 1
+            if size == target:
+                a, b = olds[start], olds[p - 1]
+                merges.append(("merge", a, b) if a < b else ("keep", a))
+                splits.append(("split", len(merges) - 1, run) if len(run) > 1 else ("keep", len(merges) - 1))
+                run, size, target, start = [], 1, 1, p
+        if run or p < len(olds):
             return None
-        else:
-            a, b, size, target = i, j, old[i], new[j]
-            i, j = i + 1, j + 1
-            while size != target:
-                more_old = size < target
-                if (i >= len(old) or i in kept) if more_old else (j >= len(new) or j in kept):
-                    return None
-                if more_old:
-                    size, i = size * old[i], i + 1
-                else:
-                    target, j = target * new[j], j + 1
-            steps.append((a, i - 1, list(new[b:j])))
-    runs = [s for s in steps if s[0] not in ("keep", "new")]
-    both = any(a < b and len(sizes) > 1 for a, b, sizes in runs)
-    first = [s if s[0] in ("keep", "new") else ("merge", s[0], s[1]) if s[0] < s[1] else
-             ("split", s[0], s[2]) if len(s[2]) > 1 and not both else ("keep", s[0]) for s in steps]
-    if not both:
-        return [first]
-    return [first, [("split", k, s[2]) if s[0] not in ("keep", "new") and len(s[2]) > 1 else ("keep", k)
-                    for k, s in enumerate(steps)]]
+    plans = [[("keep", a) for a in left], merges, splits]
+    ranks = (len(old), len(left), len(merges))
+    return [plan for plan, rank in zip(plans, ranks) if plan != [("keep", a) for a in range(rank)]] or plans[:1]
 
 
 def _expand(plan):

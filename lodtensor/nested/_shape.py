@@ -85,9 +85,9 @@ def _reshaped(nt, sizes, as_view=False):
     jag = jag if jag is not None and jag < sizes.shape[1] else None
     if as_view and nt._perm is not None and (viewed(nt) or live(nt)) and np.array_equal(sizes, nt._struct.sizes):
         return with_perm(nt, nt._perm)  # view() of a transposed view to its shape: a view of the same storage
-    if as_view and (nt._perm is None) != (nt._src is None) and nt._struct.numel:  # view() of a transposed view
-        # (its dims regrouped: torch's views one only to its own shape) or of part of a regular dim (its window
-        # reshaped; reshape() copies, as torch's): a view of the storage, or torch's error
+    if as_view and (nt._perm is not None or nt._src is not None) and (nt._struct.numel or nt._perm is not None):
+        # view() of a transposed view (dims regrouped: torch's views one only to its own shape) or of part of a
+        # regular dim (its window reshaped; reshape() copies, as torch's): a view of the storage, or torch's error
         view = regrouped(nt, sizes, None, jag) if nt._perm is None else regrouped_view(nt, sizes)
         if view is None:
             raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
