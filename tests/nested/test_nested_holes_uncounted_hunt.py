@@ -104,17 +104,23 @@ VIEWS = {
 }
 
 
-@pytest.mark.parametrize("view", list(VIEWS))
-def test_a_view_taken_before_a_write_into_numpy_values_sees_it_as_torch(view):
+def _numpy_as_torch(before, after):
+    """``after(nt, taken)`` (on the host) equal over NumPy and torch values, ``taken = before(nt)`` made before
+    a write into them (:func:`_write`)."""
     got = {}
     for lib in ("numpy", "torch"):
         base = _base(lib)
         nt = _narrow(lib, base)
-        taken = VIEWS[view](nt)
-        _host(nt.sum(-1))  # (a read before the write: what is gathered then must not be kept)
+        taken = before(nt)
         _write(nt, base)
-        got[lib] = _host(taken)
+        got[lib] = _host(after(nt, taken))
     _equal(got["numpy"], got["torch"])
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_a_view_taken_before_a_write_into_numpy_values_sees_it_as_torch(view):
+    # (and a read before the write: what is gathered then must not be kept)
+    _numpy_as_torch(lambda nt: (VIEWS[view](nt), _host(nt.sum(-1)))[0], lambda nt, taken: taken)
 
 
 COPIES = {
@@ -348,14 +354,7 @@ READS = {
 
 @pytest.mark.parametrize("read", list(READS))
 def test_a_read_after_a_write_into_numpy_values_as_torch(read):
-    got = {}
-    for lib in ("numpy", "torch"):
-        base = _base(lib)
-        nt = _narrow(lib, base)
-        _host(READS[read](nt))
-        _write(nt, base)
-        got[lib] = _host(READS[read](nt))
-    _equal(got["numpy"], got["torch"])
+    _numpy_as_torch(lambda nt: _host(READS[read](nt)), lambda nt, taken: READS[read](nt))
 
 
 def test_a_buffer_read_before_an_in_place_op_is_the_one_written():
