@@ -95,8 +95,8 @@ class NestedTensor(AutogradMixin):
 
     # _buf, _st: the buffer and its size table (the storage); _perm: which storage axis each component dim
     # reads (None: the same; see _permute.py), _logical: the size table read through _perm (cached; the buffer
-    # read through it is materialised per read, _buffer); _holes: see _holes.py (_stamp: their values'
-    # version when the buffer was gathered). Outer ragged levels (documents) are part of the Structure.
+    # read through it is materialised per read, _buffer); _holes: see _holes.py (_stamp: _restamp there;
+    # _leaf: _hole_leaf there). Outer ragged levels (documents) are part of the Structure.
     __slots__ = ("_data", "_st", "_perm", "_logical", "_layout", "_hole_parts", "_stamp", "_leaf", "__weakref__")
     __array_priority__ = 1000  # NumPy scalars and arrays defer to our reflected operators
     is_nested = True
