@@ -86,13 +86,14 @@ def _reshaped(nt, sizes, as_view=False):
     if as_view and nt._perm is not None and (viewed(nt) or live(nt)) and np.array_equal(sizes, nt._struct.sizes):
         return with_perm(nt, nt._perm)  # view() of a transposed view to its shape: a view of the same storage
     if as_view and (nt._perm is not None or nt._src is not None) and (nt._struct.numel or nt._perm is not None):
-        # view() of a transposed view (dims regrouped: torch's views one only to its own shape) or of part of a
-        # regular dim (its window reshaped; reshape() copies, as torch's): a view of the storage, or torch's error
+        # view() of a transposed view (torch's views one only to its own shape) or of part of a regular dim: a view
         view = regrouped(nt, sizes, None, jag) if nt._perm is None else regrouped_view(nt, sizes)
-        if view is None:
-            raise ShapeError("view size is not compatible with input tensor's size and stride (at least one "
-                             "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
-        return view
+        if view is not None:
+            return view
+        raise ShapeError(f"view size is not compatible with input tensor's size and stride (at least one dimension "
+                         f"spans across two contiguous subspaces). Use .reshape(...) instead. (view(): component 0 "
+                         f"of sizes {nt._struct.sizes[0].tolist()} viewed as {sizes[0].tolist()}, "
+                         f"{'a transposed view' if nt._perm else 'a view of part of a regular dim'})")
     out = make(aliased(nt._buffer), nt._struct.derive(sizes, nt._struct.offsets, jag=jag), nt._layout)
     return out if nt._perm is not None else reshaped(nt, out, as_view)  # (holes: kept by a view, as torch's)
 

@@ -120,3 +120,11 @@ def test_a_view_is_a_view_exactly_where_numpy_views_every_component(case):
     got.mul_(-1)
     for c, p in zip(nt.unbind(), dense):
         np.testing.assert_array_equal(c, -p)
+
+
+def test_the_refusal_names_the_sizes_asked_for_and_the_kind_of_view():
+    ours, _ = _pair()
+    with pytest.raises(ShapeError, match=r"component 0 of sizes \[2, 6, 4\] viewed as \[2, 24\], a transposed view"):
+        ours.transpose(2, 3).view(2, -1, 24)
+    with pytest.raises(ShapeError, match=r"sizes \[2, 4, 2\] viewed as \[2, 8\], a view of part of a regular dim"):
+        ours[..., 1:3].view(2, -1, 8)
