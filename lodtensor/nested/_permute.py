@@ -17,7 +17,7 @@ import numpy as np
 from ._grouped import block_of, element_index, joined, shape_groups
 
 __all__ = ["normalize_perm", "compose", "permute_view", "permuted", "logical_structure", "regroup", "regroup_table",
-           "regroup_columns", "view_plans"]
+           "regroup_columns", "loose_axes", "view_plans"]
 
 
 def normalize_perm(perm):
@@ -91,7 +91,8 @@ def permuted(be, buffer, st, perm):
 
 def regroup(st, perm, plan):
     """The storage of a view whose component dims regroup the current ones: ``(storage sizes, perm)``, or
-    None when the storage cannot express it (a merge of dims that are not consecutive in storage).
+    None when the storage cannot express it (a merge of dims not consecutive in storage, but for dims of size
+    <= 1 in every component with elements between them: :func:`loose_axes`).
 
     ``st`` and ``perm`` are the current storage and permutation; ``plan`` lists the new component dims in
     order, each ``("keep", a)``, ``("merge", a, b)`` (dims ``a..b``), ``("split", a, sizes)`` (dim ``a`` into
@@ -99,7 +100,8 @@ def regroup(st, perm, plan):
     must have size 1). Each new dim reads one storage axis, placed in the storage where its parts were.
     """
     sizes = st.sizes
-    out = regroup_columns(lambda axis: sizes[:, axis], lambda value: np_full(st.n, value), st.rank, perm, plan)
+    out = regroup_columns(lambda axis: sizes[:, axis], lambda value: np_full(st.n, value), st.rank, perm, plan,
+                          loose_axes(sizes))
     if out is None:
         return None
     columns, new_perm = out
@@ -110,14 +112,27 @@ def regroup(st, perm, plan):
 def regroup_table(sizes, perm, plan):
     """:func:`regroup`'s size table from a size table (the recipe of a lazy Structure)."""
     n, rank = sizes.shape
-    columns, _ = regroup_columns(lambda axis: sizes[:, axis], lambda value: np_full(n, value), rank, perm, plan)
+    columns, _ = regroup_columns(lambda axis: sizes[:, axis], lambda value: np_full(n, value), rank, perm, plan,
+                                 loose_axes(sizes))
     return np.stack(columns, axis=1) if columns else np.zeros((n, 0), np.int64)
 
 
-def regroup_columns(column, constant, rank, perm, plan):
+def loose_axes(sizes):
+    """The storage axes of the size table ``sizes`` with size <= 1 in every component that has elements: a
+    merge may straddle them (a dim of size 1 has no stride constraint, an empty component none at all)."""
+    sizes = np.asarray(sizes)
+    if not sizes.size:
+        return frozenset()
+    live = sizes[sizes.prod(axis=1) > 0]
+    return frozenset(np.flatnonzero((live <= 1).all(axis=0)).tolist())
+
+
+def regroup_columns(column, constant, rank, perm, plan, loose=frozenset()):
     """The core of :func:`regroup`, over columns: ``column(axis)`` is a storage axis's sizes (a NumPy
     column, or one component's int), ``constant(value)`` a column of one value. Returns ``(new storage
-    columns, new perm)`` or None. Pure Python over ints, so ``torch.compile`` traces it on row shapes."""
+    columns, new perm)`` or None. Pure Python over ints, so ``torch.compile`` traces it on row shapes.
+    A merge needs its dims' storage axes in increasing order with only ``loose`` axes (:func:`loose_axes`)
+    between them: those stay separate units, after the merged one (their place does not move an element)."""
     perm = compose(perm, rank)
     units = []  # (sort key, size column, new component dim)
     pending = []  # new size-1 dims, placed just before the storage axis of the next dim
@@ -129,7 +144,7 @@ def regroup_columns(column, constant, rank, perm, plan):
         if kind == "merge":
             a, b = step[1], step[2]
             axes = perm[a : b + 1]
-            if list(axes) != list(range(axes[0], axes[0] + len(axes))):
+            if any(q <= p or not loose.issuperset(range(p + 1, q)) for p, q in zip(axes, axes[1:])):
                 return None
             key, col = (axes[0], 0), column(axes[0])
             for axis in axes[1:]:

@@ -8,12 +8,16 @@ Found here and fixed: a run merged into a storage left without a permutation, th
 refused (the plan lost the ragged dim's index); size-1 dims added before the ragged dim's storage axis (``view``
 and ``unsqueeze``) put it second, so a tensor with holes was copied (lengths dropped, writes lost); a view of a
 tensor with holes whose permutation a step dropped lost them the same way; an empty transposed view with holes
-lost them; a transposed window view was silently copied (also where torch refuses)."""
+lost them; a transposed window view was silently copied (also where torch refuses); a merge across an irregular
+dim of size <= 1 in every component with elements (the strided layout, the ragged dim in the middle) was refused,
+and ``flatten`` across one (or a regular dim of size 1) copied (torch's jagged ``flatten`` views it)."""
 
 import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 import lodtensor.nested as ln
 from lodtensor.errors import ShapeError
@@ -287,16 +291,8 @@ def test_random_views_match_numpys_no_copy_reshape_per_component(block, layout, 
             continue
         if any(s == 1 and j < len(t._struct.regular) and not t._struct.regular[j] for j, s in enumerate(shape)):
             continue
-        if layout == "strided" and _irregular_dims_of_size_one(nt):
-            continue  # (see the strict xfail below)
         outcomes.add(_check(nt, nt.unbind(), perm, shape))
     assert outcomes == {"view", "refused"}
-
-
-def _irregular_dims_of_size_one(nt):
-    st = nt._struct
-    live = st.sizes[st.sizes.prod(axis=1) > 0]
-    return any(not st.regular[a] and len(live) and (live[:, a] <= 1).all() for a in range(st.rank))
 
 
 @pytest.mark.parametrize("library", ["numpy", "torch"])
@@ -366,12 +362,114 @@ def test_random_transposed_window_views_match_numpy(block):
     assert outcomes == {"view", "refused"}
 
 
-@pytest.mark.xfail(strict=True, reason="an irregular dim of size <= 1 in every non-empty component (strided layout, "
-                   "ragged dim in the middle) still blocks a merge across it; NumPy views each component")
 def test_a_merge_across_an_irregular_dim_of_size_one_everywhere_is_a_view():
     parts = [np.arange(6, dtype=np.float64).reshape(2, 1, 3), np.zeros((2, 0, 3))]
     nt = ln.nested_tensor([p.copy() for p in parts])
     assert _check(nt, nt.unbind(), (1, 0, 2), (-1, 6)) == "view"
+
+
+def _shares(nt, perm, shape):
+    """``nt.permute(0, *perm).view(n, *shape)`` against NumPy's no-copy reshape of every component of ``nt``
+    (``np.reshape(copy=False)``, ``np.shares_memory``): where each has one, a view with its values sharing
+    each non-empty component's memory, a write into ``nt`` seen through it and one through it seen in ``nt``;
+    elsewhere torch's error with our detail. Returns "view" or "refused"."""
+    parts = nt.unbind()
+    dense = [np.transpose(_np(p), perm) for p in parts]
+    want = [_reshape(d, shape) for d in dense]
+    t = nt.permute(0, *[p + 1 for p in perm])
+    if any(w is None for w in want):
+        with pytest.raises(ShapeError, match=_INCOMPATIBLE + ".*Use .reshape.*a transposed view"):
+            t.view(len(parts), *shape)
+        return "refused"
+    assert all(np.shares_memory(w, _np(p)) == bool(w.size) for w, p in zip(want, parts))
+    got = t.view(len(parts), *shape)
+    mine = got.unbind()
+    assert len(mine) == len(want)
+    for g, w, p in zip(mine, want, parts):
+        assert tuple(g.shape) == w.shape
+        np.testing.assert_array_equal(_np(g), w)
+        assert np.shares_memory(_np(g), _np(p)) == bool(w.size)
+    for p in parts:
+        p += 0.5
+    for g, w in zip(got.unbind(), want):
+        np.testing.assert_array_equal(_np(g), w)
+    before = [_np(p).copy() for p in parts]
+    got.mul_(-1)
+    for p, b in zip(parts, before):
+        np.testing.assert_array_equal(_np(p), -b)
+    return "view"
+
+
+_LOOSE_CASES = {  # name: (component shapes, perm, view shape, outcome); the loose dims are irregular
+    "one and empty": ([(2, 1, 3), (2, 0, 3)], (1, 0, 2), (-1, 6), "view"),
+    "merged then split": ([(2, 1, 3), (2, 0, 3)], (1, 0, 2), (-1, 3, 2), "view"),
+    "mixed zeros and ones": ([(2, 1, 3), (2, 0, 3), (2, 1, 3), (2, 0, 3)], (1, 0, 2), (-1, 6), "view"),
+    "all empty": ([(2, 0, 3), (2, 0, 3)], (1, 0, 2), (-1, 6), "view"),
+    "two loose dims between": ([(2, 1, 1, 3), (2, 0, 1, 3), (2, 1, 0, 3)], (1, 2, 0, 3), (-1, -1, 6), "view"),
+    "size two in a component without elements": ([(2, 2, 1, 3), (0, 2, 2, 3)], (2, 0, 1, 3), (-1, -1, 6),
+                                                 "view"),
+    "size two in a component with elements": ([(2, 1, 3), (2, 2, 3)], (1, 0, 2), (-1, 6), "refused"),
+    "a regular dim between too": ([(2, 1, 4, 3), (2, 0, 4, 3)], (1, 2, 0, 3), (-1, 4, 6), "refused"),
+    "merged dims out of storage order": ([(2, 1, 3), (2, 0, 3)], (1, 2, 0), (-1, 6), "refused"),
+    "in storage order, no merge across": ([(2, 1, 3), (2, 0, 3)], (1, 0, 2), (-1, 2, 3), "view"),
+}
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+@pytest.mark.parametrize("case", sorted(_LOOSE_CASES))
+def test_merges_across_irregular_dims_of_size_zero_or_one_view_as_numpy(case, library):
+    shapes, perm, shape, outcome = _LOOSE_CASES[case]
+    lib = torch if library == "torch" else np
+    parts = [lib.arange(int(np.prod(s)), dtype=lib.float64).reshape(s) + 100 * i for i, s in enumerate(shapes)]
+    nt = ln.nested_tensor(parts, layout="strided")
+    assert _shares(nt, perm, shape) == outcome
+
+
+def test_flatten_across_a_loose_dim_views_as_torchs_jagged_flatten():
+    """torch 2.13's jagged ``flatten`` of a transposed tensor across a regular dim of size 1 views its values;
+    here too (and across an irregular dim of size <= 1, which torch's layouts cannot have)."""
+    parts = [torch.arange(6.0).reshape(1, 2, 1, 3), torch.arange(12.0).reshape(2, 2, 1, 3)]
+    theirs = torch.nested.nested_tensor([p.clone() for p in parts], layout=torch.jagged)
+    flat = theirs.transpose(2, 3).flatten(3, 4)
+    assert flat._values.data_ptr() == theirs._values.data_ptr()
+    ours = ln.nested_tensor([p.clone() for p in parts], layout="jagged")
+    mine = ours.transpose(2, 3).flatten(3, 4)
+    assert tuple(mine.shape[2:]) == tuple(flat.shape[2:])
+    for a, b in zip(mine.unbind(), flat.unbind()):
+        np.testing.assert_array_equal(_np(a), _np(b))
+    mine.mul_(-1)
+    for a, p in zip(ours.unbind(), parts):
+        np.testing.assert_array_equal(_np(a), -p.numpy())
+    nt = ln.nested_tensor([np.arange(6.0).reshape(2, 1, 3), np.zeros((2, 0, 3))])
+    loose = nt.permute(0, 2, 1, 3).flatten(2, 3)
+    assert [tuple(c.shape) for c in loose.unbind()] == [(1, 6), (0, 6)]
+    assert np.shares_memory(loose.unbind()[0], nt.unbind()[0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(hs.data())
+def test_random_views_across_irregular_dims_of_sizes_zero_and_one_match_numpy(data):
+    """Strided components with irregular middle storage dims of sizes from {0, 1} (or {0, 1, 2}: then NumPy
+    copies where a component with elements has a 2 between merged dims), permuted (often with those dims moved
+    first, so that the others merge across them), regrouped at random: a view sharing every component's memory
+    exactly where NumPy's no-copy reshape of each is one, torch's error elsewhere."""
+    rank = data.draw(hs.integers(3, 4))
+    row = data.draw(hs.lists(hs.sampled_from([1, 2, 2, 3, 4]), min_size=rank, max_size=rank))
+    loose = data.draw(hs.sets(hs.integers(1, rank - 2), min_size=1))
+    pool = data.draw(hs.sampled_from([(0, 1), (0, 1, 1), (0, 1, 2)]))
+    count = data.draw(hs.integers(1, 4))
+    shapes = [[data.draw(hs.sampled_from(pool)) if a in loose else row[a] for a in range(rank)]
+              for _ in range(count)]
+    perm = tuple(data.draw(hs.permutations(range(rank))))
+    if data.draw(hs.booleans()):
+        perm = (*sorted(loose), *[a for a in range(rank) if a not in loose])
+    parts = [np.arange(int(np.prod(s)), dtype=np.float64).reshape(s) + 100 * i for i, s in enumerate(shapes)]
+    nt = ln.nested_tensor(parts, layout="strided")
+    t = nt.permute(0, *[p + 1 for p in perm])
+    shape = _target([int(s) for s in t._struct.sizes[0]], t._struct.regular,
+                    random.Random(data.draw(hs.integers(0, 2**16))))
+    if shape is not None:
+        _shares(nt, perm, shape)
 
 
 # -- torch 2.13's jagged layout with the ragged dim in place -------------------------------------------------------
