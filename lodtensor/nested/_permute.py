@@ -132,7 +132,9 @@ def regroup_columns(column, constant, rank, perm, plan, loose=frozenset()):
     column, or one component's int), ``constant(value)`` a column of one value. Returns ``(new storage
     columns, new perm)`` or None. Pure Python over ints, so ``torch.compile`` traces it on row shapes.
     A merge needs its dims' storage axes in increasing order with only ``loose`` axes (:func:`loose_axes`)
-    between them: those stay separate units, after the merged one (their place does not move an element)."""
+    between them: those stay separate units, after the merged one (their place does not move an element);
+    loose axes among its own dims may be in any order (torch's jagged ``flatten`` of ``(R, 1, 2)`` read
+    ``(R, 2, 1)`` is a view)."""
     perm = compose(perm, rank)
     units = []  # (sort key, size column, new component dim)
     pending = []  # new size-1 dims, placed just before the storage axis of the next dim
@@ -144,9 +146,10 @@ def regroup_columns(column, constant, rank, perm, plan, loose=frozenset()):
         if kind == "merge":
             a, b = step[1], step[2]
             axes = perm[a : b + 1]
-            if any(q <= p or not loose.issuperset(range(p + 1, q)) for p, q in zip(axes, axes[1:])):
+            core = [p for p in axes if p not in loose] or list(axes[:1])  # (loose members go anywhere)
+            if any(q <= p or not loose.issuperset(range(p + 1, q)) for p, q in zip(core, core[1:])):
                 return None
-            key, col = (axes[0], 0), column(axes[0])
+            key, col = (core[0], 0), column(axes[0])
             for axis in axes[1:]:
                 col = col * column(axis)
         elif kind == "piece":

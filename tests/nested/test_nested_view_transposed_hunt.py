@@ -752,3 +752,58 @@ def test_torch_compile_refuses_as_eager_and_writes_through():
     nt = ln.nested_tensor([p.clone() for p in parts], layout="jagged")
     torch.compile(write, backend="eager")(nt)
     assert float(nt.values().abs().sum()) == 0.0
+
+
+# -- a third reading: flatten across a size-1 dim out of storage order ----------------------------------------
+@pytest.mark.parametrize("case", [
+    ((1, 2), (0, 2, 1), 2, 3),  # storage (R, 1, 2) read (R, 2, 1): the size-1 dim last
+    ((2, 1), (0, 2, 1), 2, 3),  # storage (R, 2, 1) read (R, 1, 2): the size-1 dim first
+    ((1, 1, 3), (0, 3, 2, 1), 2, 4),  # storage (R, 1, 1, 3) read (R, 3, 1, 1)
+    ((1, 2, 3), (0, 2, 3, 1), 3, 4),  # storage (R, 1, 2, 3) read (R, 2, 3, 1): 3 and 1 merged
+])
+def test_flatten_across_a_size_one_dim_out_of_storage_order_is_a_view_as_torch(case):
+    """The merge wanted its storage axes in increasing order, the size-1 ones too: ``flatten`` copied (writes
+    through it lost) where torch's jagged ``flatten`` and NumPy's no-copy reshape of every component view."""
+    row, perm, a, b = case
+    parts = [torch.arange(n * int(np.prod(row)), dtype=torch.float64).reshape(n, *row) + 100 * i
+             for i, n in enumerate((2, 3))]
+    ours = ln.nested_tensor([p.clone() for p in parts], layout="jagged")
+    theirs = torch.nested.nested_tensor([p.clone() for p in parts], layout=torch.jagged)
+    want = theirs.permute(0, *[p + 1 for p in perm]).flatten(a, b)
+    got = ours.permute(0, *[p + 1 for p in perm]).flatten(a, b)
+    for g, w, p in zip(got.unbind(), want.unbind(), parts):
+        torch.testing.assert_close(g, w, rtol=0, atol=0)
+        assert _reshape(p.permute(*perm).numpy(), list(w.shape)) is not None
+    want.add_(1000)
+    got.add_(1000)
+    assert theirs.values().min() >= 1000  # (torch's is a view)
+    torch.testing.assert_close(ours.values(), theirs.values(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("layout", ["jagged", "strided"])
+def test_flatten_of_transposed_views_writes_through_exactly_where_numpy_views(layout):
+    """Every flatten of two or more regular dims of every permutation of rows (R, *row), row a shape of 1s, 2s
+    and 3s with a 1 (components of 0 to 3 rows): a view (a write through it reaches the base) exactly where
+    NumPy's no-copy reshape of every component gives one, with the values of the dense flatten."""
+    import itertools
+
+    views = copies = 0
+    for row in [r for k in (2, 3) for r in itertools.product([1, 2, 3], repeat=k) if 1 in r]:
+        rank = len(row) + 1
+        parts = [torch.arange(n * int(np.prod(row)), dtype=torch.float64).reshape(n, *row) + 100 * i
+                 for i, n in enumerate((1, 0, 3))]
+        for perm in itertools.permutations(range(1, rank)):
+            perm = (0, *perm)
+            for a, b in itertools.combinations(range(1, rank), 2):
+                nt = ln.nested_tensor([p.clone() for p in parts], layout=layout)
+                got = nt.permute(0, *[p + 1 for p in perm]).flatten(a + 1, b + 1)
+                dense = [p.permute(*perm) for p in parts]
+                merged = [[*d.shape[:a], int(np.prod(d.shape[a:b + 1])), *d.shape[b + 1:]] for d in dense]
+                for g, d, m in zip(got.unbind(), dense, merged):
+                    torch.testing.assert_close(g, d.reshape(m), rtol=0, atol=0)
+                view = all(_reshape(d.numpy(), m) is not None for d, m in zip(dense, merged))
+                got.add_(1000)
+                wrote = [bool((c >= 1000).all()) for c in nt.unbind() if c.numel()]
+                assert wrote == [view] * len(wrote), (row, perm, a, b)
+                views, copies = views + view, copies + (not view)
+    assert views > 100 and copies > 50
