@@ -20,10 +20,8 @@ Conventions every implementation keeps:
 - *offsets* given to kernels are int64, valid (checked on the host by the
   LoD gate before any kernel runs) and already on the data's device (the LoD
   caches them per device: ``LoD.on``).
-- a *dtype* argument may be the library's own dtype, a NumPy dtype or a name
-  (``"float32"``).
-- kernels never read device memory back to the host unless their contract
-  says so (no hidden device-to-host synchronisation).
+- a *dtype* argument may be the library's own dtype, a NumPy dtype or a name (``"float32"``).
+- kernels never read device memory back to the host unless their contract says so (no hidden syncs).
 """
 
 import abc
@@ -156,7 +154,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def version(self, x):
         """A count of the in-place writes into ``x``'s memory that views of it share (torch's ``_version``), or
-        None where the library keeps none (NumPy, CuPy)."""
+        None where the library keeps none (NumPy, CuPy; torch over memory they write too: :meth:`uncount`)."""
+
+    @abc.abstractmethod
+    def uncount(self, x, other=None):
+        """Where ``x`` shares memory with ``other`` (counting no writes): :meth:`version` None over that memory from
+        now on, True; without ``other``: whether it was so marked. False where nothing counts (NumPy, CuPy)."""
 
     @abc.abstractmethod
     def astype(self, x, dtype):

@@ -35,6 +35,7 @@ class Conversions:
         """
         held = holes.converted(self, lambda rows: rows.to_torch())  # (with holes: over their values, shared)
         if held is not None:
+            holes.twinned(self, held)  # (torch values over NumPy memory: counting no writes)
             return held
         buf = get_backend("torch").asarray(self._buf)
         if buf is self._buf:
@@ -203,6 +204,7 @@ class Conversions:
         """
         held = holes.converted(self, lambda rows: rows.numpy())  # (with holes: over their values, shared)
         if held is not None:
+            holes.twinned(self, held)  # (its torch values, now NumPy's too: counting no writes)
             return held
         buf = self.backend.to_numpy(self._buf)
         if buf is self._buf:

@@ -24,9 +24,10 @@ it moved on (a write from outside, through ``values()``, through a view: ``Neste
 components are views of them (:func:`component`). Its views keep the holes: transposed ones (:func:`carried`,
 ``values`` read through the permutation), regrouped ones (:func:`reshaped`) and slices of dim 0
 (:func:`sliced`); those that could not keep them copy. NumPy, CuPy and torch's inference tensors count no
-writes: over them the buffer is gathered again, in place, on each read of it (a view of them too, at the cost
-of a gather per read: ``dtype`` and ``device`` read ``NestedTensor._meta``, the autograd state ``_tracked``,
-no gather).
+writes, nor torch values over memory that ``to_torch()`` or ``numpy()`` shared with NumPy (CuPy) values
+(:func:`twinned`): over them the buffer is gathered again, in place, on each read of it (a view of them too, at
+the cost of a gather per read: ``dtype`` and ``device`` read ``NestedTensor._meta``, the autograd state
+``_tracked``, no gather).
 
 >>> import lodtensor.nested as ln
 >>> base = np.arange(8.0).reshape(2, 4)
@@ -49,7 +50,7 @@ from ._permute import permute_view
 from ._tensor import NestedTensor, Structure, make, make_view
 
 __all__ = ["rows_of", "whole", "gathered", "live", "carried", "component", "sliced", "copied", "reshaped", "over",
-           "apply", "over_row_dims", "converted", "check_writable", "same", "written"]
+           "apply", "over_row_dims", "converted", "twinned", "check_writable", "same", "written"]
 
 
 def rows_of(offsets, lengths):
@@ -201,6 +202,21 @@ def converted(nt, convert):
     return nt if out is rows else _kept(out, holes, int(_storage_rows(nt, holes[0]).shape[0]))
 
 
+def twinned(ours, theirs):
+    """After ``to_torch()`` or ``numpy()`` of a tensor with holes: where one of ``ours`` and ``theirs`` has values
+    that count writes (torch's) over the memory of the other's values that count none (NumPy's, CuPy's), the
+    former (every array over their memory: the original's views too) count none from now on either
+    (``Backend.uncount``): gathered again on each read, so a write through the twin shows in ops reading the
+    buffer."""
+    a, b = live(ours), live(theirs)
+    if a is None or b is None or ours is theirs:
+        return
+    counted = [v for v in (a[0], b[0]) if backend_of(v).version(v) is not None]
+    if len(counted) == 1:
+        other = b[0] if counted[0] is a[0] else a[0]
+        backend_of(counted[0]).uncount(counted[0], other)
+
+
 def live(nt):
     """``(values, offsets, lengths)`` of a nested tensor whose buffer is a gathered copy of rows of ``values``,
     read through its ``_perm`` (``values`` as its components read: a transposed view's are transposed, as
@@ -283,7 +299,8 @@ def _regather(self):
     data = self._data
     if data is None:  # (the first read of a result not gathered yet)
         self._data = fresh
-    elif self._stamp == -1:  # (on each read: in place, so an array read before is the one an in-place op wrote)
+    elif self._stamp == -1 and not (be.requires_grad(data) or be.requires_grad(fresh)):  # (on each read: in
+        # place, so an array read before is the one an in-place op wrote; not into autograd's: torch values twinned)
         try:
             data[...] = fresh
         except RuntimeError:  # (a torch inference tensor, read outside inference mode, takes no write: a new one,
@@ -309,7 +326,9 @@ def _hole_leaf(self, requires_grad):
             self._regather()
         return True
     holes = live(self)
-    if not requires_grad or holes is None or self._perm is not None or getattr(self, "_stamp", None) in (None, -1):
+    stamp = getattr(self, "_stamp", None)
+    if not requires_grad or holes is None or self._perm is not None or stamp is None or (
+            stamp == -1 and not backend_of(holes[0]).uncount(holes[0])):  # (NumPy's, CuPy's, inference: no leaf)
         return False
     be = backend_of(holes[0])
     if be.requires_grad(holes[0]) or be.requires_grad(self._buf):

@@ -393,13 +393,8 @@ def test_every_backend_views_before_and_layouts_after_a_write(backend):
         [original[i, s:s + n] for i, (s, n) in enumerate(zip(START, LENGTH))]))
 
 
-# -- (7) findings kept: torch data over memory that NumPy writes ---------------------------------------------------
+# -- (7) torch data over memory that NumPy writes (fixed: _holes.twinned; test_nested_holes_twinned.py) ------------
 
-@pytest.mark.xfail(strict=True, reason="to_torch() of a tensor with holes over NumPy values holds torch values over "
-                   "the same memory, whose version counter does not count NumPy's writes: a write into the NumPy "
-                   "base is seen by unbind() and elementwise ops (over the values) but not by an op reading the "
-                   "gathered buffer (sum over the ragged dim, to_padded_tensor), which torch's narrow over "
-                   "torch.from_numpy(base) sees")
 def test_to_torch_of_numpy_holes_sees_a_write_into_the_numpy_base():
     base = _base("numpy")
     theirs = _narrow("torch", torch.from_numpy(base))
@@ -409,9 +404,6 @@ def test_to_torch_of_numpy_holes_sees_a_write_into_the_numpy_base():
     _equal(_host(ours.sum(1)), _host(theirs.contiguous().sum(1)))
 
 
-@pytest.mark.xfail(strict=True, reason="numpy() of a tensor with holes over torch values shares their memory; a "
-                   "write through the NumPy twin moves no torch version counter, so the torch tensor's gathered "
-                   "buffer (sum over the ragged dim) is not gathered again, while its unbind() sees the write")
 def test_a_write_through_the_numpy_twin_shows_in_the_torch_tensor():
     base = _base("torch")
     nt = _narrow("ours", base)

@@ -121,6 +121,9 @@ class ArrayKernels:
     def version(self, x):
         return None
 
+    def uncount(self, x, other=None):
+        return False
+
     def split_rows(self, x, offsets):
         """Views ``x[offsets[i]:offsets[i + 1]]`` (``offsets`` a Python list)."""
         return [x[a:b] for a, b in zip(offsets, offsets[1:])]

@@ -4,6 +4,7 @@ Every one is built from differentiable torch ops, so autograd flows through.
 """
 
 import operator
+import weakref
 
 import numpy as np
 import torch
@@ -15,6 +16,7 @@ from . import _ctc, _recurrent
 __all__ = ["TorchArrayKernels", "torch_dtype"]
 
 _RESOLVED = {}  # dotted torch name -> function
+_UNCOUNTED = {}  # id(storage) -> a weakref to it, for storages another library writes too (``uncount``)
 _PYOPS = {
     "add": operator.add,
     "subtract": operator.sub,
@@ -152,10 +154,29 @@ class TorchArrayKernels:
     def version(self, x):
         if x.is_inference():  # (made under torch.inference_mode: no counter)
             return None
+        if _UNCOUNTED and self.uncount(x):  # (memory NumPy/CuPy write too: a count that misses theirs)
+            return None
         try:
             return x._version
         except RuntimeError:  # (a tensor that keeps none: functorch's wrappers)
             return None
+
+    def uncount(self, x, other=None):
+        if other is None:  # (the query: whether x's storage is one marked)
+            storage = _storage(x) if _UNCOUNTED else None
+            held = None if storage is None else _UNCOUNTED.get(id(storage))
+            return held is not None and held() is storage
+        face = getattr(other, "__cuda_array_interface__", None) if x.is_cuda else getattr(
+            other, "__array_interface__", None)
+        storage = _storage(x)
+        if face is None or storage is None or not storage.nbytes():
+            return False
+        start = storage.data_ptr()
+        if not start <= int(face["data"][0]) < start + storage.nbytes():
+            return False
+        key = id(storage)  # (dropped with the storage, before its id can name another)
+        _UNCOUNTED[key] = weakref.ref(storage, lambda _, key=key: _UNCOUNTED.pop(key, None))
+        return True
 
     def split_rows(self, x, offsets):
         lengths = [b - a for a, b in zip(offsets, offsets[1:])]
@@ -307,3 +328,11 @@ class TorchArrayKernels:
             weight = pair[0] if weight is None else weight
             bias = pair[1] if bias is None else bias
         return self.F.layer_norm(x, (x.shape[1],), weight, bias, eps)
+
+
+def _storage(x):
+    """``x``'s storage (one Python object for all tensors over it), None for a tensor that has none to give."""
+    try:
+        return x.untyped_storage()
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
