@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import lodtensor.nested as ln  # noqa: E402
+from tests.nested.test_nested_holes_uncounted_hunt import _equal, _host  # noqa: E402
 
 START, LENGTH = [0, 1, 2], [2, 3, 1]
 W = np.arange(6.0).reshape(2, 3) / 3
@@ -25,24 +26,6 @@ def _theirs(torch_base):
 
 def _ours(base):
     return ln.narrow(base, 1, np.array(START), np.array(LENGTH), layout="jagged")
-
-
-def _host(x):
-    if getattr(x, "is_nested", False):
-        return [_host(p) for p in x.unbind()]
-    if isinstance(x, (list, tuple)):
-        return [_host(p) for p in x]
-    return x.detach().clone().numpy() if isinstance(x, torch.Tensor) else np.array(x)
-
-
-def _equal(ours, theirs):
-    if isinstance(theirs, list):
-        assert isinstance(ours, list) and len(ours) == len(theirs)
-        for a, b in zip(ours, theirs):
-            _equal(a, b)
-    else:
-        assert ours.shape == theirs.shape
-        np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-12)
 
 
 READS = {  # name -> (ours, torch's): the ops torch refuses on a tensor with holes read it made contiguous

@@ -326,14 +326,7 @@ def test_random_views_of_tensors_with_holes_keep_them_and_reach_the_cache(block,
         got = t.view(len(parts), *shape)
         if nt.lengths() is not None and sum(lengths):
             assert got.lengths().tolist() == lengths
-        for p in parts:
-            p += 0.5
-        for g, w in zip(got.unbind(), want):
-            np.testing.assert_array_equal(_np(g), w)
-        before = [_np(p).copy() for p in parts]
-        got.mul_(-1)
-        for p, b in zip(parts, before):
-            np.testing.assert_array_equal(_np(p), -b)
+        _writes_go_both_ways(got, parts, want)
         outcomes.add("view")
     assert outcomes == {"view", "refused"}
 
@@ -389,6 +382,12 @@ def _shares(nt, perm, shape):
         assert tuple(g.shape) == w.shape
         np.testing.assert_array_equal(_np(g), w)
         assert np.shares_memory(_np(g), _np(p)) == bool(w.size)
+    _writes_go_both_ways(got, parts, want)
+    return "view"
+
+
+def _writes_go_both_ways(got, parts, want):
+    """A write into the parts shows in the view ``got`` (``want`` its values before), one through ``got`` in them."""
     for p in parts:
         p += 0.5
     for g, w in zip(got.unbind(), want):
@@ -397,7 +396,6 @@ def _shares(nt, perm, shape):
     got.mul_(-1)
     for p, b in zip(parts, before):
         np.testing.assert_array_equal(_np(p), -b)
-    return "view"
 
 
 _LOOSE_CASES = {  # name: (component shapes, perm, view shape, outcome); the loose dims are irregular
