@@ -36,8 +36,11 @@ demo: $(VENV)/.demo
 	$(BIN)/python examples/tour.py
 	$(BIN)/python examples/hierarchical_text.py
 
+# One pytest worker per core (pytest-xdist): the suite is CPU-bound, about 10 minutes on two cores.
+TEST_WORKERS ?= auto
+
 test: $(VENV)/.test gpu-check
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS)
 
 # Every CUDA kernel compiled for sm_80 and sm_90 with NVRTC + ptxas (no GPU needed);
 # fails on a compile error, a register spill or an occupancy under the floor.

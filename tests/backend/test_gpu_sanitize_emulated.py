@@ -34,6 +34,7 @@ def _emulated(monkeypatch):
     return stub
 
 
+@pytest.mark.slow  # about a minute: every kernel of the runbook's sanitizer script, emulated
 def test_the_sanitizer_run_launches_every_kernel(monkeypatch, capsys):
     stub = _emulated(monkeypatch)
     import _gpu_sanitize  # noqa: PLC0415

@@ -17,6 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++ t
 _BENCH = os.path.join(os.path.dirname(__file__), "..", "..", "bench")
 
 
+@pytest.mark.slow  # about 40 s: every configuration of the GPU sweep, emulated
 def test_every_configuration_runs_and_agrees(monkeypatch):
     cuda_emu.library()
     stub = cuda_emu.install(monkeypatch)
