@@ -34,9 +34,8 @@ import sys
 
 from ._dispatch import COMPILE_HOOKS, compiling, mark_dynamic
 from ._permute import compose, regroup_columns, regroup_table
-from ._pointwise import _bind, _params
 from ._structure import Structure, normalize_dim
-from ._tables import BINARY, UNARY
+from ._tables import BINARY, UNARY, _bind, _params
 from ._tensor import NestedTensor, make, make_view
 
 __all__ = ["compiling", "mark_dynamic", "call", "from_jagged"]

@@ -7,6 +7,7 @@ result dtype on every backend: int64 + 1.5 is float32 (torch's default float
 dtype), int64 + float32 is float32.
 """
 
+import math
 import sys
 
 import numpy as np
@@ -14,7 +15,7 @@ import numpy as np
 from ..backend import backend_of, dtype_kind, dtype_name, get_backend
 from ..errors import DTypeError
 
-__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha"]
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha", "checked_scalar"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -143,3 +144,48 @@ def check_requires_grad(buffer, requires_grad, where):
             f"{where}: requires_grad=True needs torch data (NumPy and CuPy arrays have no autograd); "
             f"build the nested tensor from torch tensors, or call .to_torch() first"
         )
+
+
+# torch's C++ spelling of a type in "value cannot be converted to type ... without overflow"
+_C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+            "float16": "c10::Half", "float32": "float", "float64": "double",
+            "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
+def checked_scalar(value, dtype, opmath=False):
+    """A number argument (Python, NumPy, a 0-d array or tensor) as the NumPy scalar of ``dtype`` torch
+    converts it to (``opmath``: the type it computes ``dtype`` in, float32 for float16), integers truncated,
+    and ``(None, C type)`` where torch refuses with "value cannot be converted to type ... without
+    overflow": out of the type's range (a finite value past a float's), NaN or infinity for an integer
+    type, an imaginary part for a real one. A dtype NumPy lacks (bfloat16) keeps the value as given.
+
+    >>> checked_scalar(-5.5, np.dtype(np.int64)), checked_scalar(300.7, np.dtype(np.uint8))
+    (np.int64(-5), (None, 'uint8_t'))
+    """
+    try:
+        dtype = np.dtype(dtype_name(dtype))
+    except TypeError:
+        return value
+    if opmath and dtype.kind == "f" and dtype.itemsize < 4:
+        dtype = np.dtype(np.float32)
+    v = value.item() if hasattr(value, "item") else value
+    refused = (None, _C_TYPES.get(dtype.name, dtype.name))
+    if isinstance(v, complex) and dtype.kind != "c":
+        if v.imag != 0:
+            return refused
+        v = v.real
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if isinstance(v, float) and not (info.min <= v <= info.max):  # (NaN and infinities too)
+            return refused
+        v = int(v)
+        if dtype.kind == "u" and 0 > v >= -info.max:  # torch lets a negative integer wrap into an unsigned type
+            v += info.max + 1
+        return dtype.type(v) if info.min <= v <= info.max else refused
+    if dtype.kind == "f":
+        try:
+            v = float(v)
+        except OverflowError:  # a Python int past a double
+            return refused
+        return refused if math.isfinite(v) and abs(v) > float(np.finfo(dtype).max) else dtype.type(v)
+    return dtype.type(v)

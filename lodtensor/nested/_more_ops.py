@@ -1,5 +1,5 @@
 """Pointwise ops torch 2.13's jagged layout runs that the tables do not spell: ``clamp_min``/``clamp_max``,
-``lerp``, ``float_power``, ``heaviside``, ``gcd``/``lcm``, ``frexp``, ``threshold``, ``softmin``, ``fill``,
+``lerp``, ``float_power``, ``heaviside``, ``gcd``/``lcm``, ``frexp``, ``softmin``, ``fill``,
 ``view_as``, ``expand_as``, ``is_same_size``, unary ``+`` and the method spellings of the tables' aliases
 (``nt.clip``, ``nt.arccos``, ``nt.subtract``...).
 
@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested, not_implemented, scalar_like
 from ._dtypes import kind_of, torch_name
-from ._pointwise import _inplace, binary, clamp, where, write_into
+from ._pointwise import _inplace, binary, clamp, where
 from ._registry import OP_TABLE, implements
 from ._structure import implicit_dim
 from ._tables import ALIASES
@@ -30,7 +30,6 @@ __all__ = [
     "gcd",
     "lcm",
     "frexp",
-    "threshold",
     "softmin",
     "fill",
     "view_as",
@@ -190,20 +189,6 @@ def frexp(input):
     return Frexp(*(make_view(x, input._st, input._perm, input._layout) for x in (mantissa, exponent)))
 
 
-def threshold(input, threshold, value, inplace=False):
-    """``value`` where ``input <= threshold``, else ``input`` (NaN stays); the dtype is ``input``'s.
-
-    >>> import lodtensor.nested as ln
-    >>> ln.threshold(ln.nested_tensor([[1.0, 5.0], [3.0]]), 2.0, -1.0).to_tensor_list()[0].tolist()
-    [-1.0, 5.0]
-    """
-    check_nested(input, "threshold()")
-    if kind_of(input.dtype) == "b":
-        raise not_implemented("threshold_cpu", input, "numeric (not bool)")
-    out = _keep_dtype(input, where(binary("le", input, threshold), value, input))
-    return write_into(input, out, "threshold_()") if inplace else out
-
-
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """``softmax(-input, dim)``: any dim but 0, as :func:`softmax`.
 
@@ -286,10 +271,6 @@ _register("heaviside", heaviside, "torch.heaviside", _T + "heaviside")
 _register("gcd", gcd, "torch.gcd", _T + "gcd")
 _register("lcm", lcm, "torch.lcm", _T + "lcm")
 _register("frexp", frexp, "torch.frexp", _T + "frexp", inplace=False)
-_register("threshold", threshold, "torch.threshold", _F + "threshold", inplace=False)
-implements("threshold_", "torch.threshold_", _F + "threshold_")(
-    lambda input, threshold, value: OP_TABLE["threshold"](input, threshold, value, inplace=True)
-)
 _register("softmin", softmin, _F + "softmin", inplace=False)
 _register("fill", fill, "torch.fill", inplace=False)
 _register("view_as", view_as, _T + "view_as", inplace=False)

@@ -18,9 +18,9 @@ import numpy as np
 from ..errors import ArgumentError, DTypeError, ShapeError
 from . import _holes as holes
 from ._broadcast import align, check_nested, scalar_like
-from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, kind_of, promote, torch_name
+from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, checked_scalar, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
-from ._tables import _SPECS, ALIASES, ARG_RULES, BINARY, BOOL_REFUSALS, UNARY
+from ._tables import _REQUIRED, _SPECS, ALIASES, ARG_RULES, BINARY, BOOL_REFUSALS, SCALAR_ARGS, UNARY, _bind, _params
 from ._tensor import NestedTensor, make_view, same_layout
 from ._views import through_copies, window_in
 
@@ -31,29 +31,6 @@ __all__ = ["UNARY", "BINARY", "where", "clamp", "array_ufunc", "binary", "write_
 def _torch_paths(name):
     names = (name, *ALIASES.get(name, ()))
     return tuple(ns + n for n in names for ns in _NAMESPACES if not (n.startswith("__") and ns != "torch.Tensor."))
-
-
-def _params(spec):
-    """``"alpha=1.0, inplace=False"`` -> ``[("alpha", 1.0), ("inplace", False)]``."""
-    import ast  # noqa: PLC0415 - once per table entry at import
-
-    if not spec:
-        return []
-    call = ast.parse(f"f({spec})", mode="eval").body
-    return [(kw.arg, ast.literal_eval(kw.value)) for kw in call.keywords]
-
-
-def _bind(name, params, args, kwargs):
-    if len(args) > len(params):
-        raise TypeError(f"{name}() takes at most {len(params) + 1} positional arguments, got {len(args) + 1}")
-    bound = dict(params)
-    for (key, _), value in zip(params, args):
-        bound[key] = value
-    for key, value in kwargs.items():
-        if key not in bound:
-            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
-        bound[key] = value
-    return bound
 
 
 def _refuse(op, dtype, what):
@@ -68,10 +45,12 @@ def _unary_input(name, rule, nt):
     refused or cast to float32 as torch would."""
     buf = nt._buf
     kind = kind_of(buf.dtype)
-    if rule in ("int", "fpi") and kind == "b":
+    if rule in ("int", "fpi", "real") and kind == "b":
         if name in BOOL_REFUSALS:
             raise DTypeError(BOOL_REFUSALS[name])  # (torch: a RuntimeError)
         raise _refuse(name, buf.dtype, "numeric (not bool)")
+    if rule == "real" and kind == "c":
+        raise _refuse(name, buf.dtype, "real (not complex)")
     if rule == "fp" and kind not in "fc":
         raise _refuse(name, buf.dtype, "floating point")
     if rule == "bits" and kind in "fc":
@@ -109,19 +88,30 @@ def write_into(nt, result, where):
     return nt
 
 
-def _check_args(name, bound, defaults):
+def _check_args(name, bound, defaults, dtype):
     """A numeric argument that is no number, or one torch refuses (:data:`ARG_RULES`; torch's
     ``RuntimeError``, or ``F.hardtanh``'s ``ValueError``: :class:`~lodtensor.errors.ArgumentError` is both):
-    the error, before anything is computed or written."""
+    the error, before anything is computed or written. :data:`SCALAR_ARGS` are converted to ``dtype``."""
     for key, value in bound.items():
         default = defaults[key]
-        if isinstance(default, (int, float)) and not isinstance(default, bool) and scalar_like(value) is None:
+        number = default is _REQUIRED or (isinstance(default, (int, float)) and not isinstance(default, bool))
+        if number and scalar_like(value) is None:
             raise TypeError(f"{name}(): argument {key!r} must be a number, got {type(value).__name__} {value!r}")
+    for key, opmath in SCALAR_ARGS.get(name, {}).items():
+        cast = checked_scalar(bound[key], dtype, opmath)
+        if isinstance(cast, tuple):
+            raise ArgumentError(f"{name}(): value cannot be converted to type {cast[1]} without overflow: argument "
+                                f"{key!r} is {bound[key]!r}, which the input's dtype {dtype} cannot hold",
+                                argument=key, value=bound[key])
+        bound[key] = cast
     rule = ARG_RULES.get(name)
     broken = rule is not None and rule(bound)
     if broken:
         argument, message = broken
         raise ArgumentError(f"{name}(): {message}", argument=argument, value=bound[argument])
+
+
+_EXAMPLE_ARGS = {"mvlgamma": ", 2", "threshold": ", 0.3, 0.0"}
 
 
 def _make_unary(name, np_name, torch_path, rule, spec):
@@ -133,7 +123,7 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         check_nested(input, f"{name}()")
         bound = _bind(name, params, args, kwargs)
         inplace = bound.pop("inplace", False) if has_inplace else False
-        _check_args(name, bound, defaults)
+        _check_args(name, bound, defaults, input.dtype)
         bound = {
             k: v for k, v in bound.items() if v is not defaults[k] and v != defaults[k]
         }  # torch.round(t, decimals=0)
@@ -158,7 +148,7 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         f"(NumPy: ``{np_name}``). Dtype rule: {rule!r} (see ``lodtensor.nested._pointwise``).\n\n"
         f">>> import lodtensor.nested as ln\n"
         f">>> ln.{name}(ln.nested_tensor({'[[1, 2], [3]]' if rule == 'bits' else '[[0.5, 0.25], [0.75]]'})"
-        f"{', 2' if name == 'mvlgamma' else ''})"  # (torch requires mvlgamma's p)
+        f"{_EXAMPLE_ARGS.get(name, '')})"  # (torch requires mvlgamma's p, threshold's threshold and value)
         f".nested_size().tolist()\n[[2], [1]]\n"
     )
     return op

@@ -2,22 +2,53 @@
 
 Names, not objects, so that building the tables imports neither torch nor
 cupy. ``_pointwise.py`` turns every entry into ``ln.<name>``, a NestedTensor
-method, the torch names' ``__torch_function__`` entries and ``<name>_`` in place.
+method, the torch names' ``__torch_function__`` entries and ``<name>_`` in place;
+:func:`_params` and :func:`_bind` read and bind an entry's parameters.
 """
 
 import numbers
 
-__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS", "BOOL_REFUSALS", "ARG_RULES"]
+__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS", "BOOL_REFUSALS", "ARG_RULES", "SCALAR_ARGS"]
 
 # The dtype rule of an op: what integer and bool inputs give, as in torch 2.13.
 #   float  a floating result (integers and bools compute in float32)
 #   int    keeps integer dtypes, refuses bool
+#   real   as int, and refuses complex
 #   any    keeps every dtype
 #   bool   a bool result
 #   fp     floating inputs only
 #   fpi    integers compute in float32, bool refused
 #   sq     keeps integers, bool becomes int64
 #   bits   integers and bools only, dtype kept (bitwise ops; floats refused)
+
+_REQUIRED = object()  # a parameter without a default (``threshold``'s ``threshold`` and ``value``)
+
+
+def _params(spec):
+    """``"alpha=1.0, inplace=False"`` -> ``[("alpha", 1.0), ("inplace", False)]``; a bare name is required."""
+    import ast  # noqa: PLC0415 - once per table entry at import
+
+    if not spec:
+        return []
+    call = ast.parse(f"f({spec})", mode="eval").body
+    return [(a.id, _REQUIRED) for a in call.args] + [(kw.arg, ast.literal_eval(kw.value)) for kw in call.keywords]
+
+
+def _bind(name, params, args, kwargs):
+    if len(args) > len(params):
+        raise TypeError(f"{name}() takes at most {len(params) + 1} positional arguments, got {len(args) + 1}")
+    bound = dict(params)
+    for (key, _), value in zip(params, args):
+        bound[key] = value
+    for key, value in kwargs.items():
+        if key not in bound:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}")
+        bound[key] = value
+    missing = [key for key, value in bound.items() if value is _REQUIRED]
+    if missing:
+        raise TypeError(f"{name}() missing required argument(s) {', '.join(map(repr, missing))}")
+    return bound
+
 
 #: name: (NumPy name, torch path from ``torch``, dtype rule, parameters after the input)
 UNARY = {
@@ -94,6 +125,7 @@ UNARY = {
     "softsign": ("softsign", "nn.functional.softsign", "fpi", ""),
     "hardshrink": ("hardshrink", "nn.functional.hardshrink", "fp", "lambd=0.5"),
     "softshrink": ("softshrink", "nn.functional.softshrink", "fp", "lambd=0.5"),
+    "threshold": ("threshold", "nn.functional.threshold", "real", "threshold, value, inplace=False"),
     "conj_physical": ("conj", "conj_physical", "any", ""),
     "mvlgamma": ("mvlgamma", "mvlgamma", "float", "p=None"),
     # torch.special's functions (NumPy: SciPy's, see backend.numpy._special.SCIPY_SPECIAL)
@@ -210,3 +242,7 @@ ARG_RULES = {
     "mvlgamma": lambda a: isinstance(a["p"], numbers.Real) and a["p"] < 1 and (
         "p", f"p has to be greater than or equal to 1, got p={a['p']}"),
 }
+
+#: arguments torch converts to the input's dtype before computing, refusing a value the type cannot hold
+#: (:func:`._dtypes.checked_scalar`): name -> {argument: whether to the type the op computes in (opmath)}
+SCALAR_ARGS = {"threshold": {"threshold": True, "value": False}}

@@ -740,11 +740,7 @@ def _second_order(lib, fn, data):
 ROWWISE = SimpleNamespace(name="rows", from_jagged=lambda v, offsets: v)
 
 
-SECOND_ORDER_XFAIL = {
-    # vs torch's dense kernels (torch's jagged double backward raises here): a constant output gradient
-    "unary-threshold": "F.threshold's first derivative (create_graph=True, constant grad_output) does not require "
-                       "grad, so grad(g, x) raises; torch's threshold_backward is differentiable (zeros)",
-}
+SECOND_ORDER_XFAIL = {}  # (F.threshold's, a finding until torch's own threshold ran on torch data: none left)
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.xfail(strict=True, reason=SECOND_ORDER_XFAIL[n])]

@@ -402,6 +402,7 @@ _ON_CUPY = {  # name: call(nt) on CuPy data, compared with the same call on NumP
     "chebyshev_polynomial_u": lambda nt: ln.chebyshev_polynomial_u(nt, 11),
     "laguerre_polynomial_l": lambda nt: ln.laguerre_polynomial_l(nt, nt * 4),
     "rrelu": lambda nt: ln.rrelu(nt - 1),
+    "threshold": lambda nt: ln.threshold(nt, 0.5, -1.0),  # (the table formula, scalars cast for the dtype)
     "index_put": None,  # (its index arrays are made in the test)
 }
 

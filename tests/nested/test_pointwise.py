@@ -346,7 +346,7 @@ _NO_GRAD = {"isfinite", "isinf", "isnan", "isneginf", "isposinf", "signbit", "lo
             "modified_bessel_k0", "modified_bessel_k1", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
             "spherical_bessel_j0"}  # fmt: skip
 _SHIFT = {"acosh": 1.5, "mvlgamma": 1.0}  # inputs in the op's domain
-_ARGS = {"mvlgamma": (2,)}  # parameters torch requires
+_ARGS = {"mvlgamma": (2,), "threshold": (0.5, -1.0)}  # parameters torch requires
 
 
 @pytest.mark.parametrize("name", sorted(set(UNARY) - _NO_GRAD))

@@ -84,8 +84,15 @@ def rrelu(xp, special, x, lower=0.125, upper=1.0 / 3, training=False, generator=
     return xp.where(x <= 0, x * slopes, x)  # (NaN: not <= 0, kept as torch keeps it)
 
 
+def threshold(xp, special, x, threshold, value):
+    """``value`` where ``x <= threshold`` (NaN stays), both given as the scalar types torch converts them to
+    (the op checks and converts them: ``lodtensor.nested._dtypes.checked_scalar``)."""
+    return xp.where(x <= threshold, value, x).astype(x.dtype, copy=False)
+
+
 #: pointwise table name -> ``fn(xp, special, *args, **kwargs)``
 XP_FORMULAS = {
     "xlogy": xlogy, "xlog1py": xlog1py, "mvlgamma": mvlgamma, "polygamma": polygamma, "rrelu": rrelu,
+    "threshold": threshold,
     **POLYNOMIALS,
 }  # fmt: skip

@@ -1,0 +1,123 @@
+"""F.threshold on nested tensors against torch 2.13's jagged layout: its scalars converted to the input's dtype
+as torch converts them (a fractional threshold of an integer tensor truncated, a value the dtype cannot hold
+refused instead of wrapped), on NumPy and torch data, in place, over holes, and its second derivative."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import lodtensor.nested as ln  # noqa: E402
+from lodtensor.errors import ArgumentError  # noqa: E402
+
+DTYPES = ["int8", "uint8", "int16", "int32", "int64", "float16", "float32", "float64"]
+SCALARS = [(0, 0), (-5.5, 100), (5, 7.5), (5.5, -1), (100, 300.7), (127.9, 1), (-128.9, 2), (1e6, 1.0),
+           (1.5, 70000.0), (float("nan"), 1), (1, float("nan")), (float("inf"), 0), (1.5, float("-inf")),
+           (2**63, 1), (-3, -3), (0.5, 1e300), (True, 3), (1, 1 + 0j), (1, 1 + 2j), (-1, 255), (-200, 1)]
+DATA = [-128, -6, -5, 0, 1, 5, 6, 100, 127]
+
+
+def _torch_answer(dtype, th, value):
+    x = torch.tensor(DATA, dtype=getattr(torch, dtype) if dtype != "uint8" else torch.uint8).reshape(-1)
+    if dtype == "uint8":
+        x = torch.tensor([abs(v) for v in DATA], dtype=torch.uint8)
+    nt = torch.nested.nested_tensor([x[:4], x[4:]], layout=torch.jagged)
+    try:
+        return [c.tolist() for c in F.threshold(nt, th, value).unbind()]
+    except RuntimeError as err:
+        return ("refused", str(err))
+
+
+def _ours(lib, dtype, th, value, inplace=False):
+    data = [abs(v) for v in DATA] if dtype == "uint8" else DATA
+    x = np.array(data, dtype=dtype) if lib == "numpy" else torch.tensor(data, dtype=getattr(torch, dtype))
+    nt = ln.nested_tensor([x[:4], x[4:]])
+    try:
+        out = (F.threshold_ if inplace else F.threshold)(nt, th, value)
+    except ArgumentError as err:
+        assert isinstance(err, RuntimeError) and err.argument in ("threshold", "value")
+        return ("refused", str(err))
+    if inplace:
+        assert out is nt
+    return [np.asarray(c).tolist() if lib == "numpy" else c.tolist() for c in out.unbind()]
+
+
+def _same(ours, theirs):
+    if isinstance(theirs, tuple):
+        assert isinstance(ours, tuple), f"torch refuses ({theirs[1]}), we gave {ours}"
+        assert "without overflow" in ours[1] and "without overflow" in theirs[1]
+        assert theirs[1].split("type ")[1].split(" ")[0] in ours[1]  # the same C type named
+        return
+    assert not isinstance(ours, tuple), f"torch answers {theirs}, we refused: {ours[1]}"
+    np.testing.assert_array_equal(np.concatenate(ours), np.concatenate(theirs))
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("th, value", SCALARS, ids=[f"{a!r},{b!r}" for a, b in SCALARS])
+def test_threshold_matches_torch_jagged(lib, dtype, th, value):
+    _same(_ours(lib, dtype, th, value), _torch_answer(dtype, th, value))
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "float16"])
+def test_in_place_matches_and_a_refusal_writes_nothing(lib, dtype):
+    for th, value in SCALARS:
+        _same(_ours(lib, dtype, th, value, inplace=True), _torch_answer(dtype, th, value))
+    x = np.array([1, 2, 3], dtype=dtype) if lib == "numpy" else torch.tensor([1, 2, 3], dtype=getattr(torch, dtype))
+    nt = ln.nested_tensor([x[:1], x[1:]])
+    before = [np.asarray(c).tolist() for c in nt.unbind()]
+    with pytest.raises(ArgumentError, match=r"converted to type .* without overflow.*'value' is 1e\+300"):
+        F.threshold(nt, 1, 1e300, inplace=True)
+    assert [np.asarray(c).tolist() for c in nt.unbind()] == before
+
+
+def test_checked_scalar_as_torch_converts():
+    from lodtensor.nested._dtypes import checked_scalar  # noqa: PLC0415
+
+    assert checked_scalar(-5.5, np.dtype("int64")) == -5 and checked_scalar(5.9, np.dtype("int8")) == 5
+    assert checked_scalar(-1, np.dtype("uint8")) == 255  # a negative integer wraps into an unsigned type
+    assert checked_scalar(-1.0, np.dtype("uint8")) == (None, "uint8_t")  # a float does not
+    assert checked_scalar(1e6, np.dtype("float16"), opmath=True).dtype == np.float32
+    assert checked_scalar(1e6, np.dtype("float16")) == (None, "c10::Half")
+    assert np.isinf(checked_scalar(float("inf"), np.dtype("float16")))
+    assert checked_scalar(float("nan"), np.dtype("int32")) == (None, "int")
+    assert checked_scalar(torch.tensor(2.5), torch.float64) == 2.5
+
+
+def test_bool_refused_and_missing_arguments_named():
+    with pytest.raises(TypeError, match="not implemented for 'Bool'"):
+        F.threshold(ln.nested_tensor([np.array([True, False])]), 0, 1)
+    for data in (np.array([1 + 1j, 2]), torch.tensor([1 + 1j, 2])):  # torch: "threshold_cpu" not implemented
+        with pytest.raises(RuntimeError, match="not implemented for .Complex"):  # (DTypeError, as for bool)
+            F.threshold(ln.nested_tensor([data]), 1.5, 0.0)
+    with pytest.raises(TypeError, match="missing required argument.*'value'"):
+        ln.threshold(ln.nested_tensor([np.array([1.0])]), 0.5)
+    with pytest.raises(TypeError, match="argument 'value' must be a number"):
+        ln.threshold(ln.nested_tensor([np.array([1.0])]), 0.5, "1")
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_over_holes_as_torch(lib):
+    base = np.arange(24.0).reshape(3, 8) - 10
+    start, length = np.array([0, 2, 1]), np.array([3, 5, 7])
+    ours = ln.narrow(base if lib == "numpy" else torch.from_numpy(base.copy()), 1, start, length, layout="jagged")
+    theirs = torch.nested.narrow(torch.from_numpy(base.copy()), 1, torch.from_numpy(start), torch.from_numpy(length),
+                                 layout=torch.jagged)
+    got, want = F.threshold(ours, -2.5, 9.0), F.threshold(theirs, -2.5, 9.0)
+    assert (got.lengths() is None) == (want.lengths() is None)
+    for a, b in zip(got.unbind(), want.unbind()):
+        np.testing.assert_array_equal(np.asarray(a), b.numpy())
+
+
+def test_second_derivative_is_torchs_zeros():
+    """As torch's dense threshold_backward (its jagged layout has no double backward here): the first
+    derivative requires grad (create_graph), the second is zeros."""
+    x = torch.tensor([0.2, 1.5, -3.0, 4.0, 0.7], dtype=torch.float64, requires_grad=True)
+    for y in (F.threshold(ln.nested_tensor_from_jagged(x, np.array([0, 2, 5])), 0.5, -1.0).values(),
+              F.threshold(x, 0.5, -1.0)):
+        (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        assert g.requires_grad and g.tolist() == [0.0, 1.0, 0.0, 1.0, 1.0]
+        (h,) = torch.autograd.grad(g.sum(), x)
+        assert h.tolist() == [0.0] * 5
