@@ -8,14 +8,16 @@ dtype), int64 + float32 is float32.
 """
 
 import math
+import numbers
 import sys
 
 import numpy as np
 
 from ..backend import backend_of, dtype_kind, dtype_name, get_backend
-from ..errors import DTypeError
+from ..errors import ArgumentError, DTypeError
 
-__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha", "checked_scalar"]
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha", "checked_scalar",
+           "check_fits"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -189,3 +191,18 @@ def checked_scalar(value, dtype, opmath=False):
             return refused
         return refused if math.isfinite(v) and abs(v) > float(np.finfo(dtype).max) else dtype.type(v)
     return dtype.type(v)
+
+
+def check_fits(value, dtype, where, argument, unchecked=()):
+    """``value`` as :func:`checked_scalar` converts it to ``dtype`` where it is a Python or NumPy number (else
+    ``value`` itself: a tensor keeps its graph); ArgumentError naming ``argument`` where torch refuses it
+    ("value cannot be converted to type uint8_t without overflow"), instead of wrapping it silently.
+    ``unchecked``: dtype names the op converts unchecked in torch (``where`` into float16: inf)."""
+    if not isinstance(value, (numbers.Number, np.generic)) or dtype_name(dtype) in unchecked:
+        return value
+    cast = checked_scalar(value, dtype)
+    if isinstance(cast, tuple):
+        raise ArgumentError(f"{where}: value cannot be converted to type {cast[1]} without overflow: argument "
+                            f"{argument!r} is {value!r}, which the dtype {dtype} cannot hold",
+                            argument=argument, value=value)
+    return cast

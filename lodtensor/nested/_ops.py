@@ -14,7 +14,7 @@ from ..errors import ArgumentError, ShapeError
 from . import _holes as holes
 from ._broadcast import align, check_nested, describe, not_implemented, same_backend, scalar_like
 from ._construct import _place
-from ._dtypes import check_requires_grad, kind_of, resolve_dtype
+from ._dtypes import check_fits, check_requires_grad, kind_of, resolve_dtype
 from ._pointwise import write_into
 from ._registry import implements
 from ._tensor import NestedTensor, make, make_view
@@ -64,6 +64,7 @@ def masked_fill(input, mask, value):
     value = scalar_like(value)
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
+    check_fits(value, input.dtype, "masked_fill()", "value")  # (as torch: 300 into uint8 refused, not wrapped)
     buf = input._buffer
     ops = input.backend
     if isinstance(m, (bool, np.bool_)) and (not m or not ops.requires_grad(buf)):
@@ -83,6 +84,7 @@ def _masked_fill_dense(input, mask, value):
     value = scalar_like(value)
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
+    check_fits(value, input.dtype, "masked_fill()", "value")  # (as torch: 300 into uint8 refused, not wrapped)
     aligned = align("masked_fill()", (input, mask))
     if not aligned.struct.same_as(input._struct):
         raise ShapeError(f"masked_fill(): a mask of shape {tuple(mask.shape)} would grow the components' sizes "

@@ -18,7 +18,7 @@ import numpy as np
 from ..errors import ArgumentError, DTypeError, ShapeError
 from . import _holes as holes
 from ._broadcast import align, check_nested, scalar_like
-from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, checked_scalar, kind_of, promote, torch_name
+from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, check_fits, checked_scalar, kind_of, promote, torch_name
 from ._registry import OP_TABLE, implements
 from ._tables import _REQUIRED, _SPECS, ALIASES, ARG_RULES, BINARY, BOOL_REFUSALS, SCALAR_ARGS, UNARY, _bind, _params
 from ._tensor import NestedTensor, make_view, same_layout
@@ -311,6 +311,7 @@ def where(condition, input, other):
         return aligned.wrap(be.where(cond, a, b))
     arrays = [x for x in (a, b) if hasattr(x, "dtype") and getattr(x, "ndim", 0)]
     dtype = promote(arrays[0].dtype, b if arrays[0] is a else a) if arrays else promote(np.asarray(a).dtype, b)
+    a, b = (check_fits(x, dtype, "where()", name, ("float16",)) for x, name in ((a, "input"), (b, "other")))
     return aligned.wrap(be.astype(be.where(cond, a, b), dtype))
 
 
@@ -324,6 +325,9 @@ def clamp(input, min=None, max=None):  # noqa: A002 - torch's names
     check_nested(input, "clamp()")
     if min is None and max is None:
         raise ShapeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if kind_of(input.dtype) == "c" or any(isinstance(b, complex) or (hasattr(b, "dtype") and kind_of(b.dtype) == "c")
+                                          for b in (min, max)):
+        raise DTypeError(f"clamp is not supported for complex types (input {input.dtype}, min={min!r}, max={max!r})")
     held = holes.apply(clamp, (input, min, max))  # over all of values, the holes kept
     if held is not None:
         return held
@@ -343,7 +347,7 @@ def _clamp_one(nt, bound, side):
     x, b = (nt._buf, bound) if scalar else aligned.arrays
     if not be.follows_torch_promotion:
         dtype = _binary_dtype("promote", [x, b])
-        x, b = _cast(be, x, dtype), (b if scalar else _cast(be, b, dtype))
+        x, b = _cast(be, x, dtype), (check_fits(b, dtype, "clamp()", side) if scalar else _cast(be, b, dtype))
     out = be.pointwise("clamp", "clamp", x, *((b, None) if side == "min" else (None, b)))
     return _wrap(nt, out) if scalar else aligned.wrap(out)
 

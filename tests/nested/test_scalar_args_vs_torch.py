@@ -1,6 +1,7 @@
-"""F.threshold on nested tensors against torch 2.13's jagged layout: its scalars converted to the input's dtype
-as torch converts them (a fractional threshold of an integer tensor truncated, a value the dtype cannot hold
-refused instead of wrapped), on NumPy and torch data, in place, over holes, and its second derivative."""
+"""Scalar arguments converted to the input's dtype as torch 2.13 converts them, against its jagged layout:
+F.threshold (a fractional threshold of an integer tensor truncated, a value the dtype cannot hold refused
+instead of wrapped; in place, over holes, its second derivative), and the scalars of masked_fill, where and
+clamp (refused where torch refuses them: they wrapped silently on NumPy data, 300 into uint8 as 44)."""
 
 import numpy as np
 import pytest
@@ -121,3 +122,42 @@ def test_second_derivative_is_torchs_zeros():
         assert g.requires_grad and g.tolist() == [0.0, 1.0, 0.0, 1.0, 1.0]
         (h,) = torch.autograd.grad(g.sum(), x)
         assert h.tolist() == [0.0] * 5
+
+
+FILLS = {
+    "masked_fill": lambda t, v: t.masked_fill(t > 2, v),
+    "where_other": lambda t, v: torch.where(t > 2, t, v),
+    "where_input": lambda t, v: torch.where(t > 2, v, t),
+    "clamp_min": lambda t, v: torch.clamp(t, min=v),
+    "clamp_max": lambda t, v: torch.clamp(t, max=v),
+}
+FILL_VALUES = [300, -1, -129, 255, 127, 2.5, -2.5, 1e300, float("inf"), float("nan"), 70000.0, 1 + 2j, True]
+
+
+def _fill(lib, dtype, op, value):
+    make = {"jagged": lambda x: torch.nested.nested_tensor([x[:3], x[3:]], layout=torch.jagged),
+            "torch": lambda x: ln.nested_tensor([x[:3], x[3:]]),
+            "numpy": lambda x: ln.nested_tensor([x.numpy()[:3], x.numpy()[3:]])}[lib]
+    nt = make(torch.tensor([1, 2, 3, 4], dtype=getattr(torch, dtype)))
+    try:
+        out = FILLS[op](nt, value)
+    except (RuntimeError, TypeError) as err:
+        return ("refused", type(err).__name__, str(err))
+    parts = [c.tolist() if isinstance(c, torch.Tensor) else np.asarray(c).tolist() for c in out.unbind()]
+    return parts, str(out.dtype).replace("torch.", "")
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "float16", "float32"])
+@pytest.mark.parametrize("op", sorted(FILLS))
+def test_fill_scalars_refused_or_converted_as_torch(lib, dtype, op):
+    for value in FILL_VALUES:
+        theirs, ours = _fill("jagged", dtype, op, value), _fill(lib, dtype, op, value)
+        if theirs[0] == "refused":
+            assert ours[0] == "refused", f"{op}({dtype}, {value!r}): torch refuses ({theirs[2]}), we gave {ours}"
+            if "without overflow" in theirs[2] and not isinstance(value, complex):  # (complex: "not supported")
+                assert "without overflow" in ours[2] and theirs[2].split("type ")[1].split(" ")[0] in ours[2]
+            continue
+        assert ours[0] != "refused", f"{op}({dtype}, {value!r}): torch gives {theirs}, we refused: {ours[2]}"
+        np.testing.assert_array_equal(np.concatenate(ours[0]), np.concatenate(theirs[0]))
+        assert ours[1] == theirs[1] or (ours[1], theirs[1]) == ("complex64", "complex32")  # (NumPy has no complex32)
