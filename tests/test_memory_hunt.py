@@ -48,13 +48,20 @@ LOD = [[0, 3, 10, 10, 30, 50]]
 pytestmark = pytest.mark.usefixtures("frozen_heap")  # gc.collect() scans only what the tests make
 
 
+def _held():
+    """Bytes traced in blocks allocated under a frame of this file: this thread's calls, not what threads
+    other tests left running allocate meanwhile (pytest-xdist runs any test before these)."""
+    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, __file__, all_frames=True)])
+    return sum(trace.size for trace in snapshot.traces)
+
+
 def _traced_growth(fn, n=None, windows=4, warm=10, seconds=0.1):
     """Bytes traced by tracemalloc that each of ``windows`` runs of ``n`` calls left behind (gc'd);
     ``n`` None: as many calls as take about ``seconds`` (15 to 2000)."""
     for _ in range(warm):
         fn()
     gc.collect()
-    tracemalloc.start()
+    tracemalloc.start(64)
     try:
         if n is None:
             start = time.perf_counter()
@@ -62,12 +69,12 @@ def _traced_growth(fn, n=None, windows=4, warm=10, seconds=0.1):
                 fn()
             n = int(min(2000, max(15, seconds * 5 / max(time.perf_counter() - start, 1e-7))))
             gc.collect()
-        sizes = [tracemalloc.get_traced_memory()[0]]
+        sizes = [_held()]
         for _ in range(windows):
             for _ in range(n):
                 fn()
             gc.collect()
-            sizes.append(tracemalloc.get_traced_memory()[0])
+            sizes.append(_held())
     finally:
         tracemalloc.stop()
     return [b - a for a, b in zip(sizes, sizes[1:])]
