@@ -49,9 +49,11 @@ pytestmark = pytest.mark.usefixtures("frozen_heap")  # gc.collect() scans only w
 
 
 def _held():
-    """Bytes traced in blocks allocated under a frame of this file: this thread's calls, not what threads
-    other tests left running allocate meanwhile (pytest-xdist runs any test before these)."""
-    snapshot = tracemalloc.take_snapshot().filter_traces([tracemalloc.Filter(True, __file__, all_frames=True)])
+    """Bytes traced in blocks allocated under a frame of this file (this thread's calls, not what Python threads
+    other tests left running allocate meanwhile: pytest-xdist runs any test before these) or in a native
+    thread without a Python frame (a threaded kernel's workers, ``<unknown>``)."""
+    snapshot = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(True, __file__, all_frames=True), tracemalloc.Filter(True, "<unknown>")])
     return sum(trace.size for trace in snapshot.traces)
 
 
