@@ -15,9 +15,10 @@ import numpy as np
 
 from ..backend import backend_of, dtype_kind, dtype_name, get_backend
 from ..errors import ArgumentError, DTypeError
+from ._tables import COMPLEX_REFUSALS
 
 __all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha", "checked_scalar",
-           "check_fits"]
+           "check_fits", "torch_int", "refused", "complex_refused"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -83,10 +84,13 @@ def promote(a, b):
     (bool < integer < float < complex), to the default dtype of that category.
     A 0-d array counts only when its category is higher, with its own dtype.
     Between two arrays a higher category wins outright (int64 + float32 ->
-    float32) and equal categories widen as in NumPy.
+    float32, int64 + complex64 -> complex64), except float with complex, and
+    equal categories, which widen as in NumPy (float64 + complex64 -> complex128).
 
     >>> promote(np.float32, np.float64(0.5)), promote(np.int32, 0.5), promote(np.int32, np.array(0.5))
     (dtype('float32'), dtype('float32'), dtype('float64'))
+    >>> promote(np.int64, np.dtype(np.complex64)), promote(np.float64, np.array(1j, np.complex64))
+    (dtype('complex64'), dtype('complex128'))
     """
     a = np.dtype(a)
     if isinstance(b, np.generic) and b.dtype.kind in "biufc":
@@ -100,15 +104,23 @@ def promote(a, b):
             return _INT64
         if cat_b == 2:
             return DEFAULT_FLOAT
-        return np.dtype(np.complex128) if a == np.float64 else DEFAULT_COMPLEX
+        return _complex_of(a)
     zero_dim = not isinstance(b, np.dtype) and len(getattr(b, "shape", (1,))) == 0
     b = np.dtype(getattr(b, "dtype", b))
     cat_a, cat_b = _CATEGORY[a.kind], _CATEGORY[b.kind]
-    if zero_dim:
-        return a if cat_b <= cat_a else b
-    if cat_a != cat_b and max(cat_a, cat_b) <= 2:
+    if zero_dim:  # (a float array and a complex 0-d one: the complex type of the array's precision, as a number)
+        if cat_b <= cat_a:
+            return a
+        return _complex_of(a) if (cat_a, cat_b) == (2, 3) else b
+    if cat_a != cat_b and (max(cat_a, cat_b) <= 2 or min(cat_a, cat_b) < 2):  # (int64 + complex64: complex64)
         return a if cat_a > cat_b else b
     return np.result_type(a, b)
+
+
+def _complex_of(dtype):
+    """The complex dtype torch gives a float ``dtype`` raised to complex (float16's complex32: complex64 here,
+    NumPy has none)."""
+    return np.dtype(np.complex128) if dtype == np.float64 else DEFAULT_COMPLEX
 
 
 def check_alpha(operands, alpha):
@@ -184,25 +196,71 @@ def checked_scalar(value, dtype, opmath=False):
         if dtype.kind == "u" and 0 > v >= -info.max:  # torch lets a negative integer wrap into an unsigned type
             v += info.max + 1
         return dtype.type(v) if info.min <= v <= info.max else refused
-    if dtype.kind == "f":
+    if dtype.kind in "fc":
         try:
-            v = float(v)
+            v = complex(v) if dtype.kind == "c" else float(v)
         except OverflowError:  # a Python int past a double
             return refused
-        return refused if math.isfinite(v) and abs(v) > float(np.finfo(dtype).max) else dtype.type(v)
+        top = float(np.finfo(dtype).max)  # (a complex type's: its parts')
+        parts = (v.real, v.imag) if dtype.kind == "c" else (v,)
+        return refused if any(math.isfinite(p) and abs(p) > top for p in parts) else dtype.type(v)
     return dtype.type(v)
 
 
-def check_fits(value, dtype, where, argument, unchecked=()):
-    """``value`` as :func:`checked_scalar` converts it to ``dtype`` where it is a Python or NumPy number (else
-    ``value`` itself: a tensor keeps its graph); ArgumentError naming ``argument`` where torch refuses it
-    ("value cannot be converted to type uint8_t without overflow"), instead of wrapping it silently.
-    ``unchecked``: dtype names the op converts unchecked in torch (``where`` into float16: inf)."""
+def check_fits(value, dtype, where, argument, unchecked=(), opmath=False):
+    """``value`` as :func:`checked_scalar` converts it to ``dtype`` (``opmath``: to the type the op computes
+    ``dtype`` in) where it is a Python or NumPy number (else ``value`` itself: a tensor keeps its graph);
+    ArgumentError naming ``argument`` where torch refuses it ("value cannot be converted to type uint8_t
+    without overflow"), instead of wrapping it silently.
+    ``unchecked``: dtype names the op converts unchecked in torch (``where`` into float16: inf).
+
+    >>> check_fits(-1, np.dtype(np.uint8), "masked_fill()", "value")
+    np.uint8(255)
+    """
     if not isinstance(value, (numbers.Number, np.generic)) or dtype_name(dtype) in unchecked:
         return value
-    cast = checked_scalar(value, dtype)
+    cast = checked_scalar(value, dtype, opmath)
     if isinstance(cast, tuple):
         raise ArgumentError(f"{where}: value cannot be converted to type {cast[1]} without overflow: argument "
                             f"{argument!r} is {value!r}, which the dtype {dtype} cannot hold",
                             argument=argument, value=value)
     return cast
+
+
+def torch_int(value, dtype, where, argument, bool_data=False, wrap=True):
+    """A Python or NumPy integer operand of a binary op with a result of ``dtype``, as torch takes it: wrapped
+    into an integer ``dtype`` two's complement (``int8 + 300`` adds 44, ``uint8 < -1`` compares with 255), where
+    NumPy would raise its OverflowError; ``wrap=False`` (``pow``'s exponent): checked as :func:`check_fits`.
+    Refused past what torch converts (below -2**63, from 2**64 on), and from 2**63 on with bool data (torch's
+    uint64 promotion).
+
+    >>> torch_int(300, np.dtype(np.int8), "add()", "other"), torch_int(-1, np.dtype(np.uint8), "lt()", "other")
+    (44, 255)
+    """
+    v = int(value)
+    if not -(1 << 63) <= v < 1 << 64:
+        raise ArgumentError(f"{where}: int too big to convert: argument {argument!r} is {value!r}, past the 64-bit "
+                            f"integers torch converts", argument=argument, value=value)
+    if v >= 1 << 63 and bool_data:
+        raise DTypeError(f"{where}: Promotion for uint16, uint32, uint64 types is not supported, attempted to "
+                         f"promote Bool and UInt64 (argument {argument!r} is {value!r})")
+    if dtype.kind not in "iu" or (not wrap and v < 0):  # (a negative power of integers: NumPy's error, torch's words)
+        return value
+    if not wrap:
+        return check_fits(v, dtype, where, argument)
+    bits = 8 * dtype.itemsize
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if dtype.kind == "i" and v >> (bits - 1) else v
+
+
+def refused(op, dtype, what):
+    """torch's refusal of ``op`` for data of ``dtype``, as a DTypeError (a TypeError, and a RuntimeError:
+    torch raises a NotImplementedError, a RuntimeError)."""
+    return DTypeError(f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {what} data, got dtype "
+                      f"{dtype}; cast it first")
+
+
+def complex_refused(name, dtype):
+    """torch's refusal of ``name`` for complex data (:data:`._tables.COMPLEX_REFUSALS`), as a DTypeError."""
+    words = COMPLEX_REFUSALS[name].format(name)
+    return DTypeError(f"{words} ({name}() of dtype {dtype})") if words else refused(name, dtype, "real (not complex)")

@@ -64,7 +64,7 @@ def masked_fill(input, mask, value):
     value = scalar_like(value)
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
-    check_fits(value, input.dtype, "masked_fill()", "value")  # (as torch: 300 into uint8 refused, not wrapped)
+    value = _fill_value(value, input.dtype)
     buf = input._buffer
     ops = input.backend
     if isinstance(m, (bool, np.bool_)) and (not m or not ops.requires_grad(buf)):
@@ -72,9 +72,21 @@ def masked_fill(input, mask, value):
     elif isinstance(m, (bool, np.bool_)):  # filled everywhere, on the graph: a zero gradient, not none
         out = ops.astype(ops.where(ops.from_host(np.asarray(True), like=buf), value, buf), buf.dtype)
     else:
-        out = ops.where(m, value, buf) if not hasattr(value, "shape") else ops.where(m, value, buf)
-        out = ops.astype(out, buf.dtype)
+        out = ops.astype(ops.where(m, value, buf), buf.dtype)
     return make(out, input._struct, input._layout)
+
+
+def _fill_value(value, dtype):
+    """``masked_fill``'s scalar as torch converts it to ``dtype``: -1 into uint8 is 255; 300, or a 0-d host
+    tensor holding it, refused as dense torch refuses it (not wrapped). A number comes back as a Python
+    number (torch's ``where`` reads a NumPy complex scalar as its real part); a tensor stays itself, its graph
+    kept (a device one unread: reading it would wait for the device)."""
+    host = isinstance(value, np.ndarray) or getattr(getattr(value, "device", None), "type", None) == "cpu"
+    number = value.item() if host else value
+    cast = check_fits(number, dtype, "masked_fill()", "value")
+    if hasattr(value, "shape") and not isinstance(value, (np.ndarray, np.generic)):
+        return value
+    return cast.item() if isinstance(cast, np.generic) else cast
 
 
 def _masked_fill_dense(input, mask, value):
@@ -84,7 +96,7 @@ def _masked_fill_dense(input, mask, value):
     value = scalar_like(value)
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
-    check_fits(value, input.dtype, "masked_fill()", "value")  # (as torch: 300 into uint8 refused, not wrapped)
+    value = _fill_value(value, input.dtype)
     aligned = align("masked_fill()", (input, mask))
     if not aligned.struct.same_as(input._struct):
         raise ShapeError(f"masked_fill(): a mask of shape {tuple(mask.shape)} would grow the components' sizes "

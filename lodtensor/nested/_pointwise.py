@@ -17,10 +17,22 @@ import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
 from . import _holes as holes
+from . import _tables as tables
 from ._broadcast import align, check_nested, scalar_like
-from ._dtypes import _CATEGORY, DEFAULT_FLOAT, check_alpha, check_fits, checked_scalar, kind_of, promote, torch_name
+from ._dtypes import (
+    _CATEGORY,
+    DEFAULT_FLOAT,
+    check_alpha,
+    check_fits,
+    complex_refused,
+    kind_of,
+    promote,
+    refused,
+    torch_int,
+    torch_name,
+)
 from ._registry import OP_TABLE, implements
-from ._tables import _REQUIRED, _SPECS, ALIASES, ARG_RULES, BINARY, BOOL_REFUSALS, SCALAR_ARGS, UNARY, _bind, _params
+from ._tables import _REQUIRED, _SPECS, ALIASES, ARG_RULES, BINARY, SCALAR_ARGS, UNARY, _bind, _params
 from ._tensor import NestedTensor, make_view, same_layout
 from ._views import through_copies, window_in
 
@@ -33,28 +45,23 @@ def _torch_paths(name):
     return tuple(ns + n for n in names for ns in _NAMESPACES if not (n.startswith("__") and ns != "torch.Tensor."))
 
 
-def _refuse(op, dtype, what):
-    return DTypeError(  # (TypeError and RuntimeError: torch raises a NotImplementedError, a RuntimeError)
-        f"\"{op}\" not implemented for '{torch_name(dtype)}': {op}() needs {what} data, got dtype {dtype}; "
-        f"cast it first"
-    )
-
-
 def _unary_input(name, rule, nt):
     """The buffer (storage: elementwise ops do not care how it is viewed) ready for the library call:
     refused or cast to float32 as torch would."""
     buf = nt._buf
     kind = kind_of(buf.dtype)
     if rule in ("int", "fpi", "real") and kind == "b":
-        if name in BOOL_REFUSALS:
-            raise DTypeError(BOOL_REFUSALS[name])  # (torch: a RuntimeError)
-        raise _refuse(name, buf.dtype, "numeric (not bool)")
+        if name in tables.BOOL_REFUSALS:
+            raise DTypeError(tables.BOOL_REFUSALS[name])  # (torch: a RuntimeError)
+        raise refused(name, buf.dtype, "numeric (not bool)")
+    if kind == "c" and name in tables.COMPLEX_REFUSALS:
+        raise complex_refused(name, buf.dtype)
     if rule == "real" and kind == "c":
-        raise _refuse(name, buf.dtype, "real (not complex)")
+        raise refused(name, buf.dtype, "real (not complex)")
     if rule == "fp" and kind not in "fc":
-        raise _refuse(name, buf.dtype, "floating point")
+        raise refused(name, buf.dtype, "floating point")
     if rule == "bits" and kind in "fc":
-        raise _refuse(name, buf.dtype, "integer or bool")
+        raise refused(name, buf.dtype, "integer or bool")
     be = nt.backend
     if be.follows_torch_promotion:
         return buf
@@ -97,13 +104,9 @@ def _check_args(name, bound, defaults, dtype):
         number = default is _REQUIRED or (isinstance(default, (int, float)) and not isinstance(default, bool))
         if number and scalar_like(value) is None:
             raise TypeError(f"{name}(): argument {key!r} must be a number, got {type(value).__name__} {value!r}")
-    for key, opmath in SCALAR_ARGS.get(name, {}).items():
-        cast = checked_scalar(bound[key], dtype, opmath)
-        if isinstance(cast, tuple):
-            raise ArgumentError(f"{name}(): value cannot be converted to type {cast[1]} without overflow: argument "
-                                f"{key!r} is {bound[key]!r}, which the input's dtype {dtype} cannot hold",
-                                argument=key, value=bound[key])
-        bound[key] = cast
+    for key, opmath in SCALAR_ARGS.get(name, {}).items():  # (a 0-d array or tensor as its number: torch's Scalar)
+        value = bound[key].item() if hasattr(bound[key], "item") else bound[key]
+        bound[key] = check_fits(value, dtype, f"{name}()", key, opmath=opmath)
     rule = ARG_RULES.get(name)
     broken = rule is not None and rule(bound)
     if broken:
@@ -129,7 +132,7 @@ def _make_unary(name, np_name, torch_path, rule, spec):
         }  # torch.round(t, decimals=0)
         # dispatches to a kernel int64 lacks; defaults are left out, as torch's Python signature does
         if name == "round" and bound.get("decimals") and kind_of(input.dtype) != "f":
-            raise _refuse("round", input.dtype, "floating point (with decimals)")
+            raise refused("round", input.dtype, "floating point (with decimals)")
         src = _history_safe(input, ())[0] if inplace else input
         held = holes.apply(op, (src,), bound)  # over all of values, the holes kept (inplace=True: written there)
         if held is not None:
@@ -194,20 +197,28 @@ def binary(name, a, b, **kwargs):
         which, bad = ("input", a) if isinstance(a, (bool, numbers.Number, np.generic)) else ("other", b)
         raise TypeError(f"{name}(): argument '{which}' must be Tensor, not {type(bad).__name__}")
     kinds = [kind_of(x.dtype) if hasattr(x, "dtype") else "b" if isinstance(x, bool) else
-             "f" if isinstance(x, float) else "i" for x in arrays]
-    if name in _NO_BOOL and all(k == "b" for k in kinds) and (name != "pow" or all(hasattr(x, "dtype")
-                                                                                  for x in arrays)):
-        raise _refuse(f"{name}_cpu", np.dtype(bool), "numeric (not bool)")
+             "f" if isinstance(x, float) else "c" if isinstance(x, complex) else "i" for x in arrays]
+    if "c" in kinds and name in tables.COMPLEX_REFUSALS:
+        raise complex_refused(name, next(getattr(x, "dtype", np.dtype(complex)) for x, k in zip(arrays, kinds)
+                                         if k == "c"))
+    if name in _NO_BOOL and all(k == "b" for k in kinds) and (name != "pow" or hasattr(arrays[1], "dtype")):
+        raise refused(f"{name}_cpu", np.dtype(bool), "numeric (not bool)")
     if rule == "fp" and all(k in "biu" for k in kinds):
-        raise _refuse(name, a.dtype if isinstance(a, NestedTensor) else b.dtype, "floating point")
+        raise refused(name, a.dtype if isinstance(a, NestedTensor) else b.dtype, "floating point")
     if rule == "bits" and any(k in "fc" for k in kinds):
         bad = next(x for x, k in zip(arrays, kinds) if k in "fc")
-        raise _refuse(name, getattr(bad, "dtype", np.dtype(float)), "integer or bool")
+        raise refused(name, getattr(bad, "dtype", np.dtype(float)), "integer or bool")
     if name == "sub":
         _refuse_bool_sub(arrays)
     if not be.follows_torch_promotion and rule != "bool":
         dtype = _binary_dtype(rule, arrays)
         arrays = [_cast(be, x, dtype) for x in arrays]
+        # integers as torch converts them (NumPy: OverflowError); torch's quirks: 2**63 / bool_t computes, the
+        # exponent of pow is checked, not wrapped
+        arrays = [torch_int(x, dtype, f"{name}()", side, "b" in kinds and (name != "div" or side == "other"),
+                            name != "pow" or side == "input")
+                  if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)) else x
+                  for x, side in zip(arrays, ("input", "other"))]
     return aligned.wrap(be.pointwise(np_name, torch_path, *arrays, **kwargs))
 
 

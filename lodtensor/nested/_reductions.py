@@ -83,8 +83,11 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     if dtype is not None:
         buf = ops.astype(buf, resolve_dtype(dtype, be.name))
     k = kind_of(buf.dtype)
-    if kind in ("argmax", "argmin") and k == "b":
-        raise DTypeError(f"{kind}(): does not support bool input")  # (torch: a RuntimeError)
+    if kind in ("argmax", "argmin") and k in "bc":  # (torch: a RuntimeError; NumPy orders complex numbers)
+        raise DTypeError(f"{kind}(): does not support {'bool' if k == 'b' else 'complex'} input")
+    if kind in ("amax", "amin") and k == "c":
+        raise DTypeError(f'"{kind[1:]}_values_cpu" not implemented for \'{torch_name(buf.dtype)}\': {where} needs '
+                         f"real data (torch orders no complex numbers), got dtype {buf.dtype}")
     if kind in ("sum", "prod") and k in "biu" and dtype is None:
         buf = ops.astype(buf, resolve_dtype(np.int64, be.name))  # torch: integer sums and products are int64
     if kind == "mean" and k not in "fc":
@@ -365,6 +368,9 @@ def _extreme(kind):
     def op(input, dim=None, keepdim=False):
         if isinstance(dim, NestedTensor) or hasattr(dim, "shape"):  # torch.max(a, b): the elementwise maximum
             return OP_TABLE["maximum" if kind == "max" else "minimum"](input, dim)
+        check_nested(input, f"{kind}()")
+        if kind_of(input.dtype) == "c":
+            raise DTypeError(f"{kind}(): does not support complex input (torch orders no complex numbers)")
         if dim is None:
             return _reduce(f"{kind}()", f"a{kind}", input, None, False, None)
         held = holes.apply(op, (input, dim, keepdim)) if holes.over_row_dims(input, dim) else None

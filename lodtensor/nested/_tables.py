@@ -8,7 +8,7 @@ method, the torch names' ``__torch_function__`` entries and ``<name>_`` in place
 
 import numbers
 
-__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS", "BOOL_REFUSALS", "ARG_RULES", "SCALAR_ARGS"]
+__all__ = ["UNARY", "BINARY", "ALIASES", "POLYNOMIALS", "BOOL_REFUSALS", "COMPLEX_REFUSALS", "ARG_RULES", "SCALAR_ARGS"]
 
 # The dtype rule of an op: what integer and bool inputs give, as in torch 2.13.
 #   float  a floating result (integers and bools compute in float32)
@@ -228,6 +228,19 @@ BOOL_REFUSALS = {
     "relu": "Boolean inputs not supported for relu",
 }
 
+_CLAMP = "clamp is not supported for complex types"
+
+#: ops torch 2.13 refuses for complex data, where NumPy computes on (ordering comparisons by real part,
+#: then imaginary; a complex erf, gelu, round...): name -> torch's words, or "" for its '"name" not
+#: implemented for 'ComplexFloat''. A complex operand anywhere (a Python complex too) is refused.
+COMPLEX_REFUSALS = {
+    **dict.fromkeys(("lt", "le", "gt", "ge", "airy_ai", "celu", "digamma", "elu", "erf", "erfc", "erfcx", "gelu",
+                     "hardshrink", "hardsigmoid", "leaky_relu", "log_ndtr", "logit", "mish", "ndtr", "round",
+                     "selu", "softplus", "softshrink", "spherical_bessel_j0", "zeta"), ""),
+    **dict.fromkeys(("maximum", "minimum", "fmax", "fmin"), "{} not implemented for complex tensors."),
+    **dict.fromkeys(("relu", "relu6", "hardtanh"), _CLAMP),
+    "sign": "Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn instead.",
+}
 
 #: torch's checks of an activation's arguments (the NumPy kernels would compute on regardless: NaN for
 #: celu's alpha=0, a constant for hardtanh's min_val > max_val), run before any op, in place or not:

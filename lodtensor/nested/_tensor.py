@@ -414,8 +414,8 @@ _OPERATORS = {
     "remainder": ("__mod__", "__rmod__", "__imod__"), "pow": ("__pow__", "__rpow__", "__ipow__"),
     "matmul": ("__matmul__", "__rmatmul__", None), "bitwise_and": ("__and__", "__rand__", "__iand__"),
     "bitwise_or": ("__or__", "__ror__", "__ior__"), "bitwise_xor": ("__xor__", "__rxor__", "__ixor__"),
-    "bitwise_left_shift": ("__lshift__", None, "__ilshift__"),
-    "bitwise_right_shift": ("__rshift__", None, "__irshift__"),
+    "bitwise_left_shift": ("__lshift__", "__rlshift__", "__ilshift__"),
+    "bitwise_right_shift": ("__rshift__", "__rrshift__", "__irshift__"),
     "eq": ("__eq__", None, None), "ne": ("__ne__", None, None), "lt": ("__lt__", None, None),
     "le": ("__le__", None, None), "gt": ("__gt__", None, None), "ge": ("__ge__", None, None),
 }

@@ -148,7 +148,7 @@ def _fill(lib, dtype, op, value):
 
 
 @pytest.mark.parametrize("lib", ["numpy", "torch"])
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "float16", "float32"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "float16", "float32", "complex64"])
 @pytest.mark.parametrize("op", sorted(FILLS))
 def test_fill_scalars_refused_or_converted_as_torch(lib, dtype, op):
     for value in FILL_VALUES:
@@ -161,3 +161,40 @@ def test_fill_scalars_refused_or_converted_as_torch(lib, dtype, op):
         assert ours[0] != "refused", f"{op}({dtype}, {value!r}): torch gives {theirs}, we refused: {ours[2]}"
         np.testing.assert_array_equal(np.concatenate(ours[0]), np.concatenate(theirs[0]))
         assert ours[1] == theirs[1] or (ours[1], theirs[1]) == ("complex64", "complex32")  # (NumPy has no complex32)
+
+
+def _t64(v):  # (float64: torch.tensor(1e300) would be float32's inf before masked_fill saw it)
+    return torch.tensor(v, dtype=torch.float64 if isinstance(v, float) else None)
+
+
+ZERO_D = [_t64, np.array, lambda v: np.asarray(v)[()]]
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "float16", "complex64"])
+@pytest.mark.parametrize("wrap", range(len(ZERO_D)), ids=["tensor_0d", "ndarray_0d", "numpy_scalar"])
+def test_masked_fill_0d_values_as_dense_torch(lib, dtype, wrap):
+    """A 0-d tensor, array or NumPy scalar as ``value``: converted as dense torch converts it (tensor(-1) into
+    uint8 is 255; tensor(300) refused). Torch's jagged masked_fill wraps tensor(300) to 44, silently: dense
+    torch's refusal is followed. A NumPy complex scalar keeps its imaginary part on torch data (torch's own
+    ``where`` drops it)."""
+    values = [300, -1, 2.5, 1e300, 1 + 2j] if dtype == "complex64" else [300, -1, 2.5, 1e300, 70000.0]
+    for value in values:
+        x = torch.tensor([1, 2, 3, 4], dtype=getattr(torch, dtype))
+        try:
+            theirs = x.masked_fill(x.real > 2 if x.is_complex() else x > 2, _t64(value)).tolist()
+        except RuntimeError as err:
+            theirs = ("refused", str(err))
+        nt = ln.nested_tensor([x[:3], x[3:]]) if lib == "torch" else ln.nested_tensor([x.numpy()[:3], x.numpy()[3:]])
+        try:
+            m = np.array([False, False, True, True])
+            parts = [m[:3], m[3:]]
+            mask = ln.nested_tensor(parts if lib == "numpy" else [torch.from_numpy(p) for p in parts])
+            out = ln.masked_fill(nt, mask, ZERO_D[wrap](value))
+            ours = np.concatenate([np.asarray(c) for c in out.unbind()]).tolist()
+        except ArgumentError as err:
+            ours = ("refused", str(err))
+        if theirs[0] == "refused":
+            assert ours[0] == "refused" and theirs[1].split("type ")[1].split(" ")[0] in ours[1], (value, ours)
+        else:
+            assert ours == theirs, (value, ours, theirs)

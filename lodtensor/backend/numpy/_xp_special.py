@@ -90,9 +90,28 @@ def threshold(xp, special, x, threshold, value):
     return xp.where(x <= threshold, value, x).astype(x.dtype, copy=False)
 
 
+def logaddexp(xp, special, a, b):
+    """``log(exp(a) + exp(b))``: NumPy's ufunc for real operands; for complex ones (which it refuses), torch's
+    rule: the operand of the smaller real part ``lo``, the other ``hi``, ``hi + log1p(exp(lo - hi))``; NaN in
+    either part of either operand gives NaN + NaN j; equal infinite real parts give ``lo`` (-inf) or
+    ``log(exp(lo) + exp(hi))`` (+inf)."""
+    dtype = xp.result_type(a, b)
+    if dtype.kind != "c":
+        return xp.logaddexp(a, b)
+    a, b = xp.asarray(a, dtype=dtype), xp.asarray(b, dtype=dtype)
+    first = a.real < b.real
+    lo, hi = xp.where(first, a, b), xp.where(first, b, a)
+    with np.errstate(all="ignore"):
+        e = xp.exp(lo - hi)  # log1p(e) as |1 + e| and its angle: NumPy's complex log1p loses a tiny e's real part
+        out = hi + 0.5 * xp.log1p(e.real * (2 + e.real) + e.imag * e.imag) + 1j * xp.arctan2(e.imag, 1 + e.real)
+        infinite = ~xp.isfinite(lo.real) & (lo.real == hi.real)
+        out = xp.where(infinite, xp.where(lo.real < 0, lo, xp.log(xp.exp(lo) + xp.exp(hi))), out)
+    return xp.where(xp.isnan(a) | xp.isnan(b), dtype.type(complex(math.nan, math.nan)), out).astype(dtype, copy=False)
+
+
 #: pointwise table name -> ``fn(xp, special, *args, **kwargs)``
 XP_FORMULAS = {
     "xlogy": xlogy, "xlog1py": xlog1py, "mvlgamma": mvlgamma, "polygamma": polygamma, "rrelu": rrelu,
-    "threshold": threshold,
+    "threshold": threshold, "logaddexp": logaddexp,
     **POLYNOMIALS,
 }  # fmt: skip
