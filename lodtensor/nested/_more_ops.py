@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested, not_implemented, scalar_like
 from ._dtypes import kind_of, torch_name
-from ._pointwise import _inplace, binary, clamp, where
+from ._pointwise import _inplace, binary, clamp, div, where
 from ._registry import OP_TABLE, implements
 from ._structure import implicit_dim
 from ._tables import ALIASES
@@ -26,6 +26,7 @@ __all__ = [
     "clamp_max",
     "lerp",
     "float_power",
+    "floor_divide",
     "heaviside",
     "gcd",
     "lcm",
@@ -120,6 +121,18 @@ def _double(x):
     if scalar_like(x) is not None and not hasattr(x, "ndim"):
         return complex(x) if isinstance(x, complex) else float(x)
     return x  # a dense array: its dtype meets the nested operand's float64
+
+
+def floor_divide(input, other):
+    """``input // other``: ``div(input, other, rounding_mode='floor')``, as torch's ``floor_divide`` (its jagged
+    layout has no kernel for it); also ``nt // x``, ``x // nt`` and ``nt //= x``.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[7, -7], [3]])
+    >>> ln.floor_divide(nt, 2).to_tensor_list()[0].tolist(), (nt // 2).to_tensor_list()[1].tolist()
+    ([3, -4], [1])
+    """
+    return div(input, other, rounding_mode="floor")
 
 
 def heaviside(input, values):
@@ -267,6 +280,7 @@ _register("clamp_min", clamp_min, "torch.clamp_min", _T + "clamp_min")
 _register("clamp_max", clamp_max, "torch.clamp_max", _T + "clamp_max")
 _register("lerp", lerp, "torch.lerp", _T + "lerp")
 _register("float_power", float_power, "torch.float_power", _T + "float_power")
+_register("floor_divide", floor_divide, "torch.floor_divide", _T + "floor_divide")
 _register("heaviside", heaviside, "torch.heaviside", _T + "heaviside")
 _register("gcd", gcd, "torch.gcd", _T + "gcd")
 _register("lcm", lcm, "torch.lcm", _T + "lcm")

@@ -296,8 +296,12 @@ def _make_reduction(name, takes_dtype, what):
         held = holes.apply(reduced, (input, dim, keepdim, dtype)) if holes.over_row_dims(input, dim) else None
         if held is not None:  # over the row dims of a tensor with holes: all of values, the holes kept (as torch's)
             return held
-        return kept_nested(input, dim, keepdim, rows_of_components(
+        out = kept_nested(input, dim, keepdim, rows_of_components(
             input, _reduce(f"{name}()", name, input, dim, keepdim, dtype)))
+        if name in ("any", "all") and dtype_name(input.dtype) == "uint8":  # torch's: uint8 data, a uint8 result
+            u8 = resolve_dtype(np.uint8, input.backend.name)
+            return out.to(dtype=u8) if isinstance(out, NestedTensor) else input.backend.astype(out, u8)
+        return out
 
     if takes_dtype:
         def op(input, dim=None, keepdim=False, *, dtype=None):

@@ -91,3 +91,24 @@ def test_a_number_torch_cannot_convert_names_the_argument():
         nt + 2**70
     with pytest.raises(RuntimeError, match="cannot be converted to type int8_t without overflow"):
         ln.nested_tensor([np.array([1, 2], np.int8)]) ** 300
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64", "float32"])
+def test_floor_divide_as_dense_torch(dtype, lib):
+    """``//``, ``x // nt``, ``//=`` and ``torch.floor_divide`` (torch's jagged layout has no kernel: dense torch is
+    the reference), integer operands wrapped as for the other ops; a zero integer divisor refused."""
+    x = _data(dtype)
+    parts = [x[:1], x[1:]]
+
+    def nested():
+        return ln.nested_tensor(parts if lib == "numpy" else [torch.from_numpy(p.copy()) for p in parts])
+
+    t = torch.from_numpy(x.copy())
+    for theirs, ours in ((lambda: t // 3, lambda: nested() // 3), (lambda: 300 // t, lambda: 300 // nested()),
+                         (lambda: torch.floor_divide(t, 2.5), lambda: torch.floor_divide(nested(), 2.5)),
+                         (lambda: t // 0, lambda: nested() // 0)):
+        assert _same(_outcome(theirs), _outcome(ours))
+    mine = nested()
+    mine //= 3
+    assert np.concatenate([np.asarray(c) for c in mine.unbind()]).tolist() == (t.clone() // 3).tolist()

@@ -213,3 +213,21 @@ def test_max_min_with_ties_send_the_gradient_to_the_index_as_torch(kind, dim, ke
         sum((v * torch.arange(1.0, v.numel() + 1).reshape(v.shape)).sum() for v in out.values.unbind()).backward()
         grads[name] = [g.tolist() for g in nt.grad.unbind()]
     assert grads["ours"] == grads["torch"]
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dim", [None, 1, -1])
+@pytest.mark.parametrize("op", ["any", "all"])
+def test_any_all_of_uint8_give_uint8_as_torch(op, dim, lib):
+    """torch keeps its old rule for uint8 data: ``any``/``all`` give uint8 0/1, not bool (NumPy data gave bool)."""
+    x = np.array([[0, 3], [0, 0], [1, 255]], dtype=np.uint8)
+    parts = [x[:1], x[1:]]
+    theirs = getattr(torch.nested.nested_tensor([torch.from_numpy(p) for p in parts], layout=torch.jagged), op)(
+        *(() if dim is None else (dim,)))
+    nt = ln.nested_tensor(parts if lib == "numpy" else [torch.from_numpy(p) for p in parts])
+    ours = getattr(ln, op)(nt, dim)
+    want = [c.numpy() for c in theirs.unbind()] if theirs.is_nested else [theirs.numpy()]
+    got = [np.asarray(c) for c in ours.unbind()] if hasattr(ours, "unbind") and isinstance(ours, ln.NestedTensor) else (
+        [np.asarray(ours)])
+    assert [g.dtype for g in got] == [w.dtype for w in want] == [np.dtype(np.uint8)] * len(want)
+    assert [g.tolist() for g in got] == [w.tolist() for w in want]
