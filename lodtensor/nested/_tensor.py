@@ -411,7 +411,8 @@ class NestedTensor(AutogradMixin):
 _OPERATORS = {
     "add": ("__add__", "__radd__", "__iadd__"), "sub": ("__sub__", "__rsub__", "__isub__"),
     "mul": ("__mul__", "__rmul__", "__imul__"), "div": ("__truediv__", "__rtruediv__", "__itruediv__"),
-    "remainder": ("__mod__", "__rmod__", "__imod__"), "floor_divide": ("__floordiv__", "__rfloordiv__", "__ifloordiv__"), "pow": ("__pow__", "__rpow__", "__ipow__"),
+    "remainder": ("__mod__", "__rmod__", "__imod__"), "pow": ("__pow__", "__rpow__", "__ipow__"),
+    "floor_divide": ("__floordiv__", "__rfloordiv__", "__ifloordiv__"),
     "matmul": ("__matmul__", "__rmatmul__", None), "bitwise_and": ("__and__", "__rand__", "__iand__"),
     "bitwise_or": ("__or__", "__ror__", "__ior__"), "bitwise_xor": ("__xor__", "__rxor__", "__ixor__"),
     "bitwise_left_shift": ("__lshift__", "__rlshift__", "__ilshift__"),
