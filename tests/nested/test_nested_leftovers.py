@@ -403,6 +403,7 @@ _ON_CUPY = {  # name: call(nt) on CuPy data, compared with the same call on NumP
     "laguerre_polynomial_l": lambda nt: ln.laguerre_polynomial_l(nt, nt * 4),
     "rrelu": lambda nt: ln.rrelu(nt - 1),
     "threshold": lambda nt: ln.threshold(nt, 0.5, -1.0),  # (the table formula, scalars cast for the dtype)
+    "logaddexp_complex": lambda nt: ln.logaddexp(nt * (1 + 0.5j), nt * (0.5 - 1j)),  # (torch's complex rule)
     "index_put": None,  # (its index arrays are made in the test)
 }
 
