@@ -13,6 +13,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -112,3 +114,18 @@ def test_floor_divide_as_dense_torch(dtype, lib):
     mine = nested()
     mine //= 3
     assert np.concatenate([np.asarray(c) for c in mine.unbind()]).tolist() == (t.clone() // 3).tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(dtype=st.sampled_from(DTYPES),
+       number=st.one_of(st.integers(-(2**64), 2**65), st.integers(-300, 300)),
+       op=st.sampled_from(["add", "sub", "mul", "remainder", "bitwise_and", "bitwise_xor", "lt", "ge", "eq"]),
+       first=st.booleans())
+def test_any_integer_operand_as_torch_takes_it(dtype, number, op, first):
+    """Random integers (past both ends of what torch converts too), either side of the operator."""
+    x = _data(dtype)
+    rop = OPERATORS[op]
+    theirs = _outcome(lambda: rop(number, torch.from_numpy(x)) if first else rop(torch.from_numpy(x), number))
+    nt = ln.nested_tensor([x[:1], x[1:]])
+    ours = _outcome(lambda: rop(number, nt) if first else rop(nt, number))
+    assert _same(theirs, ours), (theirs, ours)
