@@ -123,10 +123,11 @@ def _complex_of(dtype):
     return np.dtype(np.complex128) if dtype == np.float64 else DEFAULT_COMPLEX
 
 
-def check_alpha(operands, alpha):
+def check_alpha(operands, alpha, where="add()"):
     """``add``/``sub``'s ``alpha`` as torch takes it: the result dtype is the operands' alone, ``alpha`` is cast to
-    it (a bool for a bool result: nonzero is True); a bool ``alpha`` needs a bool result, a float one a floating
-    result, a complex one a complex result (torch's ``alpha_check``). Returns ``alpha`` (None stays None)."""
+    it (a bool for a bool result: nonzero is True; an integer one the integer result's type holds, else torch's
+    "value cannot be converted"); a bool ``alpha`` needs a bool result, a float one a floating result, a complex
+    one a complex result (torch's ``alpha_check``). Returns ``alpha`` (None stays None)."""
     if alpha is None:
         return None
     if hasattr(alpha, "shape") and not alpha.shape or isinstance(alpha, np.generic):  # a 0-d array: its scalar
@@ -139,7 +140,27 @@ def check_alpha(operands, alpha):
         raise DTypeError("For integral input tensors, argument alpha must not be a floating point number.")
     if isinstance(alpha, complex) and "c" not in kinds:
         raise DTypeError("For non-complex input tensors, argument alpha must not be a complex number.")
-    return bool(alpha) if kinds == {"b"} else alpha
+    if kinds == {"b"}:
+        return bool(alpha)
+    dtype = _result_dtype(operands)
+    if dtype is not None:  # (int8 data, alpha=300: refused, not wrapped; sub checks -alpha, as torch negates it)
+        check_fits(-alpha if where == "sub()" else alpha, dtype, where, "alpha")
+    return alpha
+
+
+def _result_dtype(operands):
+    """torch's result dtype of a binary op of ``operands`` (a nested or dense tensor among them), or None where
+    NumPy has no such dtype (bfloat16)."""
+    arrays = [x for x in operands if hasattr(x, "dtype") and getattr(x, "ndim", 1)]
+    if not arrays:
+        return None
+    other = operands[1] if arrays[0] is operands[0] else operands[0]
+    try:
+        if hasattr(other, "dtype"):
+            other = np.zeros((1,) if getattr(other, "ndim", 1) else (), dtype_name(other.dtype))
+        return promote(np.dtype(dtype_name(arrays[0].dtype)), other)
+    except TypeError:
+        return None
 
 
 def torch_loaded():
@@ -183,6 +204,8 @@ def checked_scalar(value, dtype, opmath=False):
     if opmath and dtype.kind == "f" and dtype.itemsize < 4:
         dtype = np.dtype(np.float32)
     v = value.item() if hasattr(value, "item") else value
+    if dtype.kind == "b":  # (anything nonzero is True, a complex number too)
+        return dtype.type(bool(v))
     refused = (None, _C_TYPES.get(dtype.name, dtype.name))
     if isinstance(v, complex) and dtype.kind != "c":
         if v.imag != 0:

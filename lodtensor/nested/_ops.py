@@ -76,14 +76,14 @@ def masked_fill(input, mask, value):
     return make(out, input._struct, input._layout)
 
 
-def _fill_value(value, dtype):
+def _fill_value(value, dtype, where="masked_fill()"):
     """``masked_fill``'s scalar as torch converts it to ``dtype``: -1 into uint8 is 255; 300, or a 0-d host
     tensor holding it, refused as dense torch refuses it (not wrapped). A number comes back as a Python
     number (torch's ``where`` reads a NumPy complex scalar as its real part); a tensor stays itself, its graph
     kept (a device one unread: reading it would wait for the device)."""
     host = isinstance(value, np.ndarray) or getattr(getattr(value, "device", None), "type", None) == "cpu"
     number = value.item() if host else value
-    cast = check_fits(number, dtype, "masked_fill()", "value")
+    cast = check_fits(number, dtype, where, "value")
     if hasattr(value, "shape") and not isinstance(value, (np.ndarray, np.generic)):
         return value
     return cast.item() if isinstance(cast, np.generic) else cast
@@ -331,6 +331,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     if scalar_like(fill_value) is None:
         raise TypeError(f"full_like(): fill_value must be a number, got {type(fill_value).__name__}")
     _wants_contiguous("full_like()", memory_format)  # (the result is contiguous)
+    fill_value = _fill_value(fill_value, input.dtype if dtype is None else dtype, "full_like()")  # (torch's checks)
     return _like("full_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.full(s, fill_value, d, b))
 
 
@@ -361,6 +362,7 @@ def fill_(input, value):
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
+    value = _fill_value(value, input.dtype, "fill_()")  # (uint8: -1 is 255, 300 refused, as torch's)
     holes.check_writable(input)
     kept = holes.whole(input)
     if kept is not None:  # every row of values, the holes too (as torch's)

@@ -249,8 +249,8 @@ def _make_binary(name):
     return op
 
 
-def _scaled(input, other, alpha):
-    alpha = check_alpha((input, other), alpha)  # (bool operands: a bool alpha, so the result stays bool)
+def _scaled(input, other, alpha, where):
+    alpha = check_alpha((input, other), alpha, where)  # (bool operands: a bool alpha, so the result stays bool)
     if alpha is None or alpha == 1:
         return other
     if isinstance(other, NestedTensor):
@@ -269,7 +269,7 @@ def add(input, other, *, alpha=1):
     >>> (nt + nt).to_padded_tensor(0).tolist()
     [[2, 4], [6, 0]]
     """
-    return binary("add", input, _scaled(input, other, alpha))
+    return binary("add", input, _scaled(input, other, alpha, "add()"))
 
 
 def sub(input, other, *, alpha=1):
@@ -280,7 +280,7 @@ def sub(input, other, *, alpha=1):
     [array([0, 1]), array([2])]
     """
     _refuse_bool_sub((input, other))  # before alpha scales a bool ``other`` to integers
-    return binary("sub", input, _scaled(input, other, alpha))
+    return binary("sub", input, _scaled(input, other, alpha, "sub()"))
 
 
 def div(input, other, *, rounding_mode=None):

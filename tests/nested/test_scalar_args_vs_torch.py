@@ -198,3 +198,34 @@ def test_masked_fill_0d_values_as_dense_torch(lib, dtype, wrap):
             assert ours[0] == "refused" and theirs[1].split("type ")[1].split(" ")[0] in ours[1], (value, ours)
         else:
             assert ours == theirs, (value, ours, theirs)
+
+
+FILL_CALLS = {  # name: (ours on a nested tensor, torch's on a dense tensor)
+    "fill_": (lambda n, v: n.fill_(v), lambda t, v: t.clone().fill_(v)),
+    "full_like": (ln.full_like, torch.full_like),
+    "fill": (ln.fill, torch.fill),
+    "add_alpha": (lambda n, v: ln.add(n, 1, alpha=v), lambda t, v: torch.add(t, 1, alpha=v)),
+    "sub_alpha_nested": (lambda n, v: ln.sub(n, n, alpha=v), lambda t, v: torch.sub(t, t, alpha=v)),
+}
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int64", "float16", "complex64", "bool"])
+@pytest.mark.parametrize("name", sorted(FILL_CALLS))
+def test_fill_values_and_alpha_converted_as_torch(name, dtype, lib):
+    """fill_/full_like/fill and add/sub's alpha: -1 into uint8 is 255, 300 into int8 refused (NumPy raised its
+    OverflowError for both; alpha=300 wrapped on every backend), a complex number into bool is True."""
+    ours_call, their_call = FILL_CALLS[name]
+    x = np.array([1, 2, 3], dtype=dtype)
+    for value in [300, -1, -129, 1e300, 2.5, 1 + 2j, True, 70000.0, 2**63, 127]:
+        try:
+            theirs = their_call(torch.from_numpy(x), value).tolist()
+        except (RuntimeError, TypeError):
+            theirs = "refused"
+        parts = [x[:1].copy(), x[1:].copy()]
+        nt = ln.nested_tensor(parts if lib == "numpy" else [torch.from_numpy(p) for p in parts])
+        try:
+            ours = np.concatenate([np.asarray(c) for c in ours_call(nt, value).unbind()]).tolist()
+        except (RuntimeError, TypeError):
+            ours = "refused"
+        assert ours == theirs, (value, ours, theirs)
