@@ -41,7 +41,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
 from ._dims import cat, chunk, expand, flatten, split, split_with_sizes, squeeze, stack, unflatten, unsqueeze
-from ._index_put import index_put, index_put_
+from ._index_put import index_put, index_put_, setitem
 from ._jagged import masked_select, narrow, nested_tensor_from_jagged
 from ._layouts import (
     Layout,
@@ -161,6 +161,7 @@ __all__ = [
     "getitem",
     "index_put",
     "index_put_",
+    "setitem",
     "Size",
     "RaggedSize",
 ]

@@ -15,13 +15,15 @@ import numpy as np
 
 from ..backend import backend_name_of
 from ..errors import ShapeError
-from ._broadcast import check_nested, same_backend
+from . import _holes as holes
+from ._broadcast import check_nested, same_backend, scalar_like
 from ._dtypes import kind_of, torch_name
+from ._ops import fill_scalar
 from ._pointwise import write_into
-from ._registry import implements
+from ._registry import OP_TABLE, implements
 from ._tensor import NestedTensor, make
 
-__all__ = ["index_put", "index_put_"]
+__all__ = ["index_put", "index_put_", "setitem"]
 
 
 def index_put(input, indices, values, accumulate=False):
@@ -181,3 +183,50 @@ def _positions(input, indices, values):
 
 implements("index_put", "torch.index_put", "torch.Tensor.index_put")(index_put)
 implements("index_put_", "torch.index_put_", "torch.Tensor.index_put_")(index_put_)
+
+
+def setitem(input, index, value):
+    """``nt[index] = value``: an index that starts with a component (``nt[i]``, ``nt[i, j]``, ``nt[i, 1:, 0]``)
+    writes ``value`` into that component's view of the storage, as torch's jagged layout does; a bool nested
+    tensor of ``input``'s structure as the index writes a number where it is True (``masked_fill_``; torch's
+    jagged layout refuses it). A number is converted as torch converts it (-1 into uint8 is 255, 300 refused);
+    a dense ``value`` broadcasts to the part written, as a dense tensor's. Other indices (a slice or ``...``
+    over dim 0) are refused, as torch's jagged layout refuses them.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([[1, 2, 3], [4]])
+    >>> nt[0, 1:] = 9
+    >>> ln.setitem(nt, 1, np.array([7]))  # (what nt[1] = np.array([7]) runs)
+    >>> nt.to_tensor_list()
+    [array([1, 9, 9]), array([7])]
+    """
+    check_nested(input, "__setitem__")
+    if isinstance(index, NestedTensor):
+        OP_TABLE["masked_fill_"](input, index, value)
+        return
+    items = index if isinstance(index, tuple) else (index,)
+    if not items or not isinstance(items[0], (int, np.integer)) or isinstance(items[0], (bool, np.bool_)):
+        raise ShapeError(f"__setitem__: an index must start with a component (nt[i] = ..., nt[i, j] = ...), as "
+                         f"torch's jagged layout's; got {index!r}. Write where a mask holds with masked_fill_, "
+                         f"at positions with index_put_")
+    if isinstance(value, NestedTensor):
+        raise TypeError("__setitem__: value must be a number or a dense array, got a NestedTensor")
+    holes.check_writable(input)
+    part = OP_TABLE["select"](input, 0, items[0])  # a view of the component's storage
+    if isinstance(part, NestedTensor):  # a document of a tensor with outer levels: its sentences
+        if len(items) > 1:
+            setitem(part, items[1:], value)
+        else:
+            OP_TABLE["fill_"](part, value)
+        input._written()
+        return
+    if scalar_like(value) is not None:
+        value = fill_scalar(value, input.dtype, "__setitem__")  # (a number as torch converts it)
+    else:
+        same_backend("__setitem__", part, value)
+    part[items[1:] if len(items) > 1 else ...] = value
+    if getattr(input, "_stamp", None) is None:  # (with holes the component is a view of the values, which the
+        input._written()  # next read gathers again: writing the buffer back would undo the write)
+
+
+NestedTensor.__setitem__ = setitem

@@ -64,7 +64,7 @@ def masked_fill(input, mask, value):
     value = scalar_like(value)
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
-    value = _fill_value(value, input.dtype)
+    value = fill_scalar(value, input.dtype)
     buf = input._buffer
     ops = input.backend
     if isinstance(m, (bool, np.bool_)) and (not m or not ops.requires_grad(buf)):
@@ -76,7 +76,7 @@ def masked_fill(input, mask, value):
     return make(out, input._struct, input._layout)
 
 
-def _fill_value(value, dtype, where="masked_fill()"):
+def fill_scalar(value, dtype, where="masked_fill()"):
     """``masked_fill``'s scalar as torch converts it to ``dtype``: -1 into uint8 is 255; 300, or a 0-d host
     tensor holding it, refused as dense torch refuses it (not wrapped). A number comes back as a Python
     number (torch's ``where`` reads a NumPy complex scalar as its real part); a tensor stays itself, its graph
@@ -96,7 +96,7 @@ def _masked_fill_dense(input, mask, value):
     value = scalar_like(value)
     if value is None:
         raise TypeError("masked_fill(): value must be a scalar (a number or a 0-d array)")
-    value = _fill_value(value, input.dtype)
+    value = fill_scalar(value, input.dtype)
     aligned = align("masked_fill()", (input, mask))
     if not aligned.struct.same_as(input._struct):
         raise ShapeError(f"masked_fill(): a mask of shape {tuple(mask.shape)} would grow the components' sizes "
@@ -331,7 +331,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     if scalar_like(fill_value) is None:
         raise TypeError(f"full_like(): fill_value must be a number, got {type(fill_value).__name__}")
     _wants_contiguous("full_like()", memory_format)  # (the result is contiguous)
-    fill_value = _fill_value(fill_value, input.dtype if dtype is None else dtype, "full_like()")  # (torch's checks)
+    fill_value = fill_scalar(fill_value, input.dtype if dtype is None else dtype, "full_like()")  # (torch's checks)
     return _like("full_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.full(s, fill_value, d, b))
 
 
@@ -362,7 +362,7 @@ def fill_(input, value):
         raise ShapeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} dimensions.")
     if scalar_like(value) is None:
         raise TypeError(f"fill_(): value must be a number or a 0-d array, got {type(value).__name__}")
-    value = _fill_value(value, input.dtype, "fill_()")  # (uint8: -1 is 255, 300 refused, as torch's)
+    value = fill_scalar(value, input.dtype, "fill_()")  # (uint8: -1 is 255, 300 refused, as torch's)
     holes.check_writable(input)
     kept = holes.whole(input)
     if kept is not None:  # every row of values, the holes too (as torch's)
