@@ -26,6 +26,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _index_put,
     _layouts,
     _lod_torch,
+    _methods,
     _more_ops,
     _more_pointwise,
     _nn,
@@ -178,3 +179,6 @@ __all__.extend([*_ALIAS_NAMES, "rsub"])
 # polygamma, isclose, broadcast_to, randint_like, resolve_conj, resolve_neg
 globals().update({name: getattr(_more_pointwise, name) for name in _more_pointwise.__all__})
 __all__.extend(_more_pointwise.__all__)
+# swapaxes, swapdims, movedim, moveaxis, adjoint, diff, isreal (and their methods; mT, is_complex, cfloat...)
+globals().update({name: getattr(_methods, name) for name in _methods.__all__})
+__all__.extend(_methods.__all__)
