@@ -7,14 +7,14 @@ every backend runs it."""
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested
 from ._dtypes import kind_of, resolve_dtype
 from ._registry import OP_TABLE, implements
 from ._structure import op_dim
 from ._tensor import NestedTensor, make_view, normalize_dim
 
-__all__ = ["swapaxes", "swapdims", "movedim", "moveaxis", "adjoint", "diff", "isreal"]
+__all__ = ["swapaxes", "swapdims", "movedim", "moveaxis", "adjoint", "diff", "isreal", "real", "imag"]
 
 _T = "torch.Tensor."
 
@@ -130,9 +130,34 @@ def isreal(input):
     check_nested(input, "isreal()")
     if kind_of(input.dtype) != "c":
         return OP_TABLE["ones_like"](input, dtype=resolve_dtype(np.bool_, input.backend.name))
-    buf = input._buf
-    imag = make_view(input.backend.contiguous(buf.imag), input._st, input._perm, input._layout)
-    return OP_TABLE["eq"](imag, 0)
+    return OP_TABLE["eq"](imag(input), 0)
+
+
+def real(input):
+    """The real parts of complex data, a view (writes reach the data, as torch's ``real``); real data itself.
+
+    >>> import lodtensor.nested as ln
+    >>> nt = ln.nested_tensor([np.array([1 + 2j, 3j]), np.array([4 - 1j])])
+    >>> ln.real(nt).to_tensor_list(), nt.imag.to_tensor_list()
+    ([array([1., 0.]), array([4.])], [array([2., 3.]), array([-1.])])
+    """
+    check_nested(input, "real()")
+    if kind_of(input.dtype) != "c":
+        return input
+    return make_view(input._buf.real, input._st, input._perm, input._layout)
+
+
+def imag(input):
+    """The imaginary parts of complex data, a view; refused for real data, as torch refuses it.
+
+    >>> import lodtensor.nested as ln
+    >>> ln.imag(ln.nested_tensor([np.array([1 + 2j, 3j]), np.array([4 - 1j])])).to_tensor_list()
+    [array([2., 3.]), array([-1.])]
+    """
+    check_nested(input, "imag()")
+    if kind_of(input.dtype) != "c":
+        raise DTypeError("imag is not implemented for tensors with non-complex dtypes.")
+    return make_view(input._buf.imag, input._st, input._perm, input._layout)
 
 
 implements("swapaxes", "torch.swapaxes", _T + "swapaxes")(swapaxes)
@@ -142,6 +167,9 @@ implements("moveaxis", "torch.moveaxis", _T + "moveaxis")(moveaxis)
 implements("adjoint", "torch.adjoint", _T + "adjoint")(adjoint)
 implements("diff", "torch.diff", _T + "diff")(diff)
 implements("isreal", "torch.isreal", _T + "isreal")(isreal)
+implements("real", "torch.real")(real)
+implements("imag", "torch.imag")(imag)
+NestedTensor.real, NestedTensor.imag = property(real), property(imag)
 
 
 class TensorQuestions:

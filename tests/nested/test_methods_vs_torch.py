@@ -122,3 +122,25 @@ def test_torch_only_answers():
         _ours(_parts("float32"), "numpy").chalf()
     t = ours.new_tensor([1.0, 2.0], requires_grad=True)
     assert t.requires_grad and t.dtype == torch.float32
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_real_and_imag_are_views_as_dense_torchs(lib):
+    """torch's jagged layout refuses ``real``/``imag`` of complex data (no view_as_real); dense torch per
+    component is the reference: views whose writes reach the data. Real data: ``real`` is the tensor itself,
+    ``imag`` refused, as torch's."""
+    parts = _parts("complex128")
+    ours = _ours(parts, lib)
+    for name in ("real", "imag"):
+        got = [np.asarray(c) for c in getattr(ours, name).unbind()]
+        want = [getattr(torch, name)(torch.from_numpy(p)).numpy() for p in parts]
+        assert all(np.array_equal(g, w) for g, w in zip(got, want))
+    ours.imag.fill_(0.0)
+    ln.real(ours)[0, 0] = 7.0
+    first = np.asarray(ours.unbind()[0])
+    assert (first[0].real == 7.0).all() and (first[1:].real == parts[0][1:].real).all()
+    assert all((np.asarray(c).imag == 0).all() for c in ours.unbind())
+    real = _ours(_parts("float32"), lib)
+    assert real.real is real and torch.real(_jagged(_parts("float32"))).dtype == torch.float32
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with non-complex dtypes"):
+        real.imag  # noqa: B018 - the property is the call
