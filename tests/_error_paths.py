@@ -45,7 +45,7 @@ MUTATOR_NAMES = {
     "zero_grad", "register_buffer", "register_parameter", "apply", "requires_grad_", "share_memory_",
     "add_tokens", "add_special_tokens", "backward", "retain_grad", "step", "fit", "reset",
     "load_vars", "load_params", "load_persistables", "load", "reverse", "sort", "create_parameter",
-    "reset_parameters",
+    "reset_parameters", "setitem",
 }
 
 

@@ -50,6 +50,13 @@ KNOWN = {
     ("lodtensor.nn.DynamicLSTM", "RuntimeError"): "as DynamicGRU",
     ("lodtensor.nn.LinearChainCRF", "RuntimeError"): "as DynamicGRU",
     ("lodtensor.fluid.Program.forward", "NameError"): "the doctest's build function names its own globals",
+    ("lodtensor.nested.floor_divide", "ZeroDivisionError"):
+        "an integer divided by 0 (the doctest's ints, the sweep's 0): torch refuses too, its RuntimeError reading "
+        "'ZeroDivisionError'; div(rounding_mode=) and remainder raise the same",
+    ("lodtensor.nested.NestedTensor.floor_divide", "ZeroDivisionError"): "as floor_divide",
+    ("lodtensor.nested.floor_divide", "RuntimeError"): "as above, torch data: torch's own RuntimeError",
+    ("lodtensor.nested.NestedTensor.floor_divide", "RuntimeError"): "as floor_divide",
+    ("lodtensor.nested.NestedTensor.new_tensor", "RuntimeError"): "torch data: torch's parsing of device= (a str)",
     # torch data only (the slow sweep): torch's own RuntimeError, which the torch.nested API keeps as torch's
     # type, where the NumPy path raises lodtensor's ValueError
     ("lodtensor.nested.scaled_dot_product_attention", "RuntimeError"): "torch's dtype check of q, k, v",

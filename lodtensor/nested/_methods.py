@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import DTypeError, ShapeError
 from ._broadcast import check_nested
-from ._dtypes import kind_of, resolve_dtype
+from ._dtypes import check_requires_grad, kind_of, resolve_dtype
 from ._registry import OP_TABLE, implements
 from ._structure import op_dim
 from ._tensor import NestedTensor, make_view, normalize_dim
@@ -305,9 +305,13 @@ class TensorQuestions:
         """
         be = self.backend
         want = self._buf.dtype if dtype is None else resolve_dtype(dtype, be.name)
-        out = be.from_host(np.asarray(data), like=self._buf, dtype=want)
+        host = np.asarray(data)
+        if host.dtype.kind not in "biufc":
+            raise TypeError(f"new_tensor(): data must be numbers (a scalar or nested sequences), got {data!r}")
+        out = be.from_host(host, like=self._buf, dtype=want)
         if device is not None:
             out = out.to(device) if be.name == "torch" else out
+        check_requires_grad(out, requires_grad, "new_tensor()")
         return out.requires_grad_(True) if requires_grad else out
 
 

@@ -331,6 +331,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     if scalar_like(fill_value) is None:
         raise TypeError(f"full_like(): fill_value must be a number, got {type(fill_value).__name__}")
     _wants_contiguous("full_like()", memory_format)  # (the result is contiguous)
+    check_nested(input, "full_like()")
     fill_value = fill_scalar(fill_value, input.dtype if dtype is None else dtype, "full_like()")  # (torch's checks)
     return _like("full_like()", input, dtype, device, requires_grad, lambda o, s, d, b: o.full(s, fill_value, d, b))
 
