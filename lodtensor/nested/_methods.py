@@ -1,6 +1,6 @@
 """torch's smaller Tensor methods that its jagged layout answers and NestedTensor lacked: other names of
 ``transpose``/``permute`` (``swapaxes``, ``swapdims``, ``movedim``, ``moveaxis``, ``mT``, ``adjoint``),
-``diff`` along a regular dim, ``isreal``, the complex casts (``cfloat``, ``cdouble``, ``chalf``), the
+``diff`` along a regular dim, ``isreal``, the complex casts (``cfloat``, ``cdouble``), the
 questions (``is_complex``, ``is_signed``, ``is_conj``, ``is_neg``, ``is_inference``, ``get_device``) and
 sizes (``itemsize``, ``nbytes``), and ``new_tensor``. Each is written with the ops already registered, so
 every backend runs it."""
@@ -193,8 +193,7 @@ class TensorQuestions:
         >>> ln.nested_tensor([[1.0, 2.0], [3.0]]).itemsize
         4
         """
-        return int(np.dtype(str(self.dtype).replace("torch.", "")).itemsize) if self.backend.name != "torch" else (
-            self._buf.element_size())
+        return int(self._buf.itemsize)
 
     @property
     def nbytes(self):
@@ -259,13 +258,11 @@ class TensorQuestions:
         >>> ln.nested_tensor([[1.0]]).get_device()
         -1
         """
-        buf = self._buf
-        if hasattr(buf, "get_device"):
-            return int(buf.get_device())
-        return int(buf.device.id) if self.backend.name == "cupy" else -1
+        device = self.backend.device_of(self._buf)  # ("cpu", "cuda:0")
+        return -1 if device == "cpu" else int(device.partition(":")[2] or 0)
 
     def cfloat(self):
-        """A complex64 copy (``cdouble()``: complex128; ``chalf()``: complex32, torch data only).
+        """A complex64 copy (``cdouble()``: complex128).
 
         >>> import lodtensor.nested as ln
         >>> ln.nested_tensor([[1.0, 2.0], [3.0]]).cfloat().dtype, ln.nested_tensor([[1.0], [3.0]]).cdouble().dtype
@@ -282,20 +279,6 @@ class TensorQuestions:
         """
         return self.to(dtype=resolve_dtype(np.complex128, self.backend.name))
 
-    def chalf(self):
-        """A complex32 copy: torch data only (NumPy and CuPy have no complex32).
-
-        >>> import lodtensor.nested as ln
-        >>> ln.nested_tensor([[1.0]]).chalf()
-        Traceback (most recent call last):
-        ...
-        TypeError: chalf(): complex32 is a torch dtype; NumPy and CuPy have none (numpy data: ...
-        """
-        if self.backend.name != "torch":
-            raise TypeError(f"chalf(): complex32 is a torch dtype; NumPy and CuPy have none ({self.backend.name} "
-                            f"data: convert with .to_torch() first)")
-        return self.to(dtype=self.backend.torch.complex32)
-
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """A dense array (tensor) of ``data`` in this tensor's library, dtype and device unless given.
 
@@ -310,12 +293,12 @@ class TensorQuestions:
             raise TypeError(f"new_tensor(): data must be numbers (a scalar or nested sequences), got {data!r}")
         out = be.from_host(host, like=self._buf, dtype=want)
         if device is not None:
-            out = out.to(device) if be.name == "torch" else out
+            out = be.to_device(out, str(device))
         check_requires_grad(out, requires_grad, "new_tensor()")
         return out.requires_grad_(True) if requires_grad else out
 
 
 for _name in ("mT", "itemsize", "nbytes", "is_complex", "is_signed", "is_conj", "is_neg", "is_inference",
-              "get_device", "cfloat", "cdouble", "chalf", "new_tensor"):
+              "get_device", "cfloat", "cdouble", "new_tensor"):
     if _name not in NestedTensor.__dict__:
         setattr(NestedTensor, _name, TensorQuestions.__dict__[_name])

@@ -1,5 +1,5 @@
 """torch's smaller Tensor methods that its jagged layout answers, against torch 2.13: swapaxes, swapdims, movedim,
-moveaxis, mT, adjoint, diff, isreal, cfloat/cdouble/chalf, is_complex/is_signed/is_conj/is_neg/is_inference,
+moveaxis, mT, adjoint, diff, isreal, real/imag, cfloat/cdouble, is_complex/is_signed/is_conj/is_neg/is_inference,
 get_device, itemsize, nbytes and new_tensor (NestedTensor had none of them)."""
 
 import numpy as np
@@ -113,13 +113,10 @@ def test_questions_and_sizes_as_torch_jagged(dtype, lib):
 
 def test_torch_only_answers():
     ours = _ours(_parts("float32"), "torch")
-    assert ours.chalf().dtype == torch.complex32
     assert ours.conj().is_conj() is False  # (real data: conj is the data itself, as torch's)
     assert ln.nested_tensor([torch.ones(2, dtype=torch.complex64)]).conj().is_conj() is True
     with torch.inference_mode():
         assert _ours(_parts("float32"), "torch").is_inference()
-    with pytest.raises(TypeError, match="complex32 is a torch dtype"):
-        _ours(_parts("float32"), "numpy").chalf()
     t = ours.new_tensor([1.0, 2.0], requires_grad=True)
     assert t.requires_grad and t.dtype == torch.float32
 
