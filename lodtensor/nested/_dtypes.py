@@ -128,8 +128,8 @@ def check_alpha(operands, alpha, where="add()"):
     it (a bool for a bool result: nonzero is True; an integer one the integer result's type holds, else torch's
     "value cannot be converted"); a bool ``alpha`` needs a bool result, a float one a floating result, a complex
     one a complex result (torch's ``alpha_check``). Returns ``alpha`` (None stays None)."""
-    if alpha is None:
-        return None
+    if alpha is None or (type(alpha) is int and alpha == 1):  # (the default: every dtype holds it; no work)
+        return alpha
     if hasattr(alpha, "shape") and not alpha.shape or isinstance(alpha, np.generic):  # a 0-d array: its scalar
         alpha = alpha.item()
     kinds = {kind_of(x.dtype) if hasattr(x, "dtype") else "b" if isinstance(x, bool) else
@@ -261,6 +261,13 @@ def torch_int(value, dtype, where, argument, bool_data=False, wrap=True):
     (44, 255)
     """
     v = int(value)
+    if dtype.kind in "iu":  # (the common case first: the number fits the dtype, nothing to convert)
+        bits = 8 * dtype.itemsize
+        low = -(1 << (bits - 1)) if dtype.kind == "i" else 0
+        if low <= v < low + (1 << bits):
+            return value
+    elif -(1 << 63) <= v < 1 << 63:
+        return value
     if not -(1 << 63) <= v < 1 << 64:
         raise ArgumentError(f"{where}: int too big to convert: argument {argument!r} is {value!r}, past the 64-bit "
                             f"integers torch converts", argument=argument, value=value)
