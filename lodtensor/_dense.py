@@ -50,6 +50,8 @@ def pad_plan(lod, level, maxlen):
 
 def lod_level(lod, level):
     """``level`` as a non-negative index into ``lod``'s levels."""
+    if isinstance(level, (bool, np.bool_)):  # (operator.index takes True as 1)
+        raise TypeError(f"level must be an integer, got bool {level!r}")
     level = operator.index(level)  # a 0-d integer array or tensor is a level too (and a hashable cache key)
     return level % lod.num_levels if level < 0 else level
 
@@ -175,6 +177,8 @@ def pad_level(be, data, lod, level, pad_value, maxlen, out, where="to_padded()",
         maxlen = longest
     else:
         try:
+            if isinstance(maxlen, (bool, np.bool_)):
+                raise TypeError
             maxlen = operator.index(maxlen)
         except TypeError:
             raise TypeError(f"{where}: maxlen must be an integer, got {type(maxlen).__name__} {maxlen!r}") from None

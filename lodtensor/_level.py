@@ -62,6 +62,8 @@ def concat_ranges(starts, stops):
 def _normalize_level(level, num_levels):
     """``level`` as 0..num_levels-1 (negative counts from the finest), with a clear error."""
     try:
+        if isinstance(level, (bool, np.bool_)):  # (operator.index takes True as 1)
+            raise TypeError
         level = operator.index(level)
     except TypeError:
         raise TypeError(f"level must be an integer, got {type(level).__name__} {level!r}") from None

@@ -14,6 +14,8 @@ import operator
 
 import numpy as np
 
+from .lod import MAX_LOD_LEVELS, _check_depth
+
 _LIST_TYPES = (list, tuple)
 _NUMBER_TYPES = frozenset({int, float})
 _INT64 = np.dtype(np.int64)
@@ -76,13 +78,18 @@ def flatten_lists(nested, lod_level=None, name="nested", keep_dtypes=False, dtyp
     if not isinstance(nested, _LIST_TYPES):
         raise TypeError(f"{name} must be a (nested) list or tuple, got {type(nested).__name__}")
     if lod_level is not None:
+        if isinstance(lod_level, (bool, np.bool_)):
+            raise TypeError(f"lod_level must be an integer, got bool {lod_level!r}")
         lod_level = operator.index(lod_level)
         if lod_level < 0:
             raise ValueError(f"lod_level must be >= 0, got {lod_level}")
+        _check_depth(lod_level, "lod_level")
     items = nested
     lengths = []
     depth = 0
     while lod_level is None or depth < lod_level:
+        if depth == MAX_LOD_LEVELS and any(isinstance(x, _LIST_TYPES) for x in items):
+            _check_depth(depth + 1, name)  # deeper than any LoD, or a list that holds itself: refused, not walked
         types = set(map(type, items))
         if not types:  # no lists left: the levels still asked for hold no sequence (offsets [0])
             if lod_level is not None:
@@ -141,6 +148,8 @@ def _flatten_fast(items, dtype):
     """``flatten`` for lists of lists of Python numbers, or None to take the careful path."""
     lengths = []
     while set(map(type, items)) == {list}:
+        if len(lengths) == MAX_LOD_LEVELS:  # deeper than any LoD (or a list that holds itself): the careful
+            return None  # path says so
         lengths.append(np.fromiter(map(len, items), dtype=_INT64, count=len(items)))
         probe = next(filter(None, items), None)  # the first non-empty sublist
         if probe is None:
@@ -189,11 +198,16 @@ def _leaves_to_array(items, dtype, name):
     types = set(map(type, items))
     n = len(items)
     if types and types <= _FLOAT_TYPES and (dtype is None or dtype.kind in "biufc"):
-        if dtype is None:
+        inferred = dtype is None
+        if inferred:
             dtype = np.dtype(np.int64) if types <= _INT_TYPES else np.dtype(np.float64)
         try:
             return np.fromiter(items, dtype=dtype, count=n)
         except OverflowError as err:
+            if inferred and types <= _INT_TYPES:  # ints past int64: NumPy's choice (uint64, or float64 beside
+                arr = np.asarray(items)  # negative ones); past both, an object array, refused below
+                if arr.dtype != object:
+                    return arr
             raise ValueError(f"{name}: a value does not fit in {dtype}: {err}") from None
         except ValueError as err:  # NaN or infinity as an integer
             raise ValueError(f"{name}: a value cannot be stored in {dtype}: {err}") from None

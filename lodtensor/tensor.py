@@ -49,7 +49,7 @@ def coerce_data(data, name="data"):
     if isinstance(data, LoDTensor):
         data = data._require_data(name)
     if backend_name_of(data) is None:
-        if isinstance(data, (str, bytes)):
+        if data is None or isinstance(data, (str, bytes)):
             raise TypeError(f"{name} must be an array or a list of numbers, got {type(data).__name__} {data!r}")
         try:
             data = host_array(data)
@@ -211,7 +211,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         """Replace the data with a copy of ``array`` on ``place`` (Paddle's ``set``).
 
         The lod is kept; if it no longer fits, ``has_valid_recursive_sequence_lengths()``
-        is False and every op raises until a fitting lod is set. With
+        is False and every op that reads the data by its sequences raises until a fitting
+        lod is set (the flat data stays readable: ``t.numpy()``). With
         ``zero_copy=True`` the array is used without copying when it already
         lives on ``place``.
 

@@ -69,7 +69,7 @@ class Portable:
         import torch  # noqa: PLC0415 - only torch data gets here
 
         y = x.detach()
-        flat = y.to("cpu").contiguous().reshape(-1)
+        flat = y.to("cpu").resolve_conj().resolve_neg().contiguous().reshape(-1)  # a conj/neg view: its values
         raw = flat.view(torch.uint8).numpy().tobytes() if flat.numel() else None
         name = str(y.dtype).split(".")[-1]
         return (array_from_bytes, ("torch", raw, name, tuple(y.shape), str(y.device), bool(x.requires_grad)))

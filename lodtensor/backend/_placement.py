@@ -80,7 +80,12 @@ def home_of(library, device):
     """
     if library == "torch":
         return "torch"
-    return "numpy" if device == "cpu" else "cupy"
+    if device == "cpu":
+        return "numpy"
+    if not str(device).startswith(("cuda", "gpu")):  # mps, meta, xpu...: devices only torch data reaches
+        raise ValueError(f"{library} data cannot go to device {device!r}: only torch tensors live there; "
+                         f"convert the data with .to_torch() first, or pick 'cpu' or 'cuda'")
+    return "cupy"
 
 
 def move(data, device, *, copy):

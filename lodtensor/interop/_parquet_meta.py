@@ -14,7 +14,7 @@ import zlib
 import numpy as np
 
 from ..lod import MAX_LOD_LEVELS
-from .arrow import host_dtype, leaf_dtype
+from .arrow import host_dtype, leaf_dtype, plain_type
 
 __all__ = [
     "KEY",
@@ -118,10 +118,18 @@ def field_id(field):
 def type_shape(pa, typ):
     """``(list levels, row shape, leaf type)`` of a nested Arrow type."""
     lists, row = 0, []
+    typ = plain_type(pa, typ)
     while pa.types.is_list(typ) or pa.types.is_large_list(typ):
-        typ, lists = typ.value_type, lists + 1
+        typ, lists = plain_type(pa, typ.value_type), lists + 1
     while pa.types.is_fixed_size_list(typ):
-        typ, row = typ.value_type, [*row, typ.list_size]
+        typ, row = plain_type(pa, typ.value_type), [*row, typ.list_size]
+    name = getattr(typ, "extension_name", None)
+    if name == "arrow.fixed_shape_tensor":  # the shape pyarrow's to_numpy_ndarray gives its rows
+        order = typ.permutation or range(len(typ.shape))
+        row = [*row, *(typ.shape[k] for k in order)]
+        typ = typ.value_type
+    elif name == "arrow.bool8":
+        typ = pa.bool_()
     return lists, tuple(row), typ
 
 

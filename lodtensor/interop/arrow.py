@@ -2,9 +2,9 @@
 
 One list level per lod level (outermost first), the rows as the values, trailing
 dims as ``FixedSizeList`` values. Both directions share the values buffer and
-every int64 offsets buffer: converting costs O(levels), not O(rows), apart from
-checking foreign offsets (one vectorised pass per level, through the one gate
-:class:`lodtensor.lod.LoD`).
+every int64 offsets buffer of a LoD; foreign offsets are copied and checked (one
+vectorised pass per level, through the one gate :class:`lodtensor.lod.LoD`), so
+converting costs O(sequences), not O(rows).
 
 >>> import lodtensor as lt
 >>> t = lt.LoDTensor(np.arange(5.0), [[0, 2, 3], [0, 2, 2, 5]])
@@ -26,7 +26,7 @@ from ._lazy import loaded, lod_tensor_arg, require
 
 __all__ = [
     "to_arrow", "from_arrow", "arrow_type_of", "host_dtype", "list_levels", "unwrap", "wrap_levels", "check_nesting",
-    "ARROW_MAX_NESTING",
+    "plain_type", "ARROW_MAX_NESTING",
 ]  # fmt: skip
 
 _INT64 = np.dtype(np.int64)
@@ -175,7 +175,7 @@ def host_dtype(t):
     data = t._data
     if data is None or backend_name_of(data) != "torch":
         return np.dtype(t.dtype).newbyteorder("=")
-    return t.backend.to_numpy(data[:0]).dtype
+    return t.backend.to_numpy(data[:0].resolve_conj().resolve_neg()).dtype  # (a conj/neg view: NumPy refuses it)
 
 
 def arrow_type_of(t):
@@ -227,6 +227,7 @@ def _leaf_numpy(pa, arr, where):
     """The values array (FixedSizeLists over a primitive) as NumPy data of shape (N, *row_shape)."""
     row_shape = []
     n = len(arr)  # rows: counted here, since rows of width 0 hold no values to count
+    arr = _plain(pa, arr)
     while pa.types.is_fixed_size_list(arr.type):
         _check_no_nulls(arr, where, None)
         size = arr.type.list_size
@@ -235,10 +236,16 @@ def _leaf_numpy(pa, arr, where):
         if start + want > len(child):  # (validate() checks the child's length, not the slice's share of it)
             raise ValueError(f"{where}: a fixed_size_list level of {len(arr)} lists of {size} from list {arr.offset} "
                              f"reaches past its {len(child)} child values")
-        arr = child.slice(start, want)
+        arr = _plain(pa, child.slice(start, want))
     _check_no_nulls(arr, where, None)
     typ = arr.type
-    if pa.types.is_null(typ) and not len(arr):  # pa.array([[], []]) infers list<null>: no value, float64
+    name = getattr(typ, "extension_name", None)
+    if name == "arrow.fixed_shape_tensor":  # rows of tensors: pyarrow's reading of shape and permutation
+        tensors = arr.to_numpy_ndarray() if len(arr) else np.empty((0, *typ.shape), leaf_dtype(pa, typ.value_type))
+        flat, row_shape = tensors, [*row_shape, *tensors.shape[1:]]
+    elif name == "arrow.bool8":  # one byte per boolean, any nonzero byte True
+        flat = arr.storage.to_numpy(zero_copy_only=False) != 0
+    elif pa.types.is_null(typ) and not len(arr):  # pa.array([[], []]) infers list<null>: no value, float64
         flat = np.empty(0, dtype=np.float64)  # as from_awkward (ak.from_arrow gives ?unknown) and np.array([[]])
     elif pa.types.is_boolean(typ):
         flat = arr.to_numpy(zero_copy_only=False)  # unpacking bits: a copy
@@ -302,9 +309,30 @@ def _unwrap(pa, obj, column, where):
             f"{where}: expected a pyarrow Array, ChunkedArray, Table column or datasets.Dataset, "
             f"got {type(obj).__name__}"
         )
-    if isinstance(obj, pa.ExtensionArray):
-        obj = obj.storage
-    return obj
+    return _plain(pa, obj)
+
+
+#: Arrow extension types whose values :func:`_leaf_numpy` reads by their meaning, not as their storage
+_READ_AS_VALUES = ("arrow.fixed_shape_tensor", "arrow.bool8")
+
+
+def _plain(pa, arr):
+    """``arr`` without extension wrappers that only label their storage (awkward's ``ak:`` types...)."""
+    while isinstance(arr, pa.ExtensionArray) and arr.type.extension_name not in _READ_AS_VALUES:
+        arr = arr.storage
+    return arr
+
+
+def plain_type(pa, typ):
+    """``typ`` without extension wrappers that only label their storage (as :func:`_plain` for arrays).
+
+    >>> import pyarrow as pa
+    >>> plain_type(pa, pa.bool8()), plain_type(pa, pa.int64())
+    (Bool8Type(extension<arrow.bool8>), DataType(int64))
+    """
+    while isinstance(typ, pa.BaseExtensionType) and typ.extension_name not in _READ_AS_VALUES:
+        typ = typ.storage_type
+    return typ
 
 
 def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
@@ -326,9 +354,10 @@ def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
     [[0, 0, 0], [0]]
     """
     pa = _pa(where)
+    arr = _plain(pa, arr)
     typ, depth = arr.type, 0
     while pa.types.is_list(typ) or pa.types.is_large_list(typ):  # the type alone: no buffer read yet
-        typ, depth = typ.value_type, depth + 1
+        typ, depth = plain_type(pa, typ.value_type), depth + 1
         if depth > limit:
             raise ValueError(
                 f"{where}: the Arrow array nests more than {limit} list levels; a LoD has at most "
@@ -349,7 +378,7 @@ def list_levels(arr, where, *, limit=MAX_LOD_LEVELS):
             raise ValueError(
                 f"{where}: list level {level} offsets run from {first} to {last}, outside its {len(child)} child values"
             )
-        arr = child.slice(first, last - first)
+        arr = _plain(pa, child.slice(first, last - first))
         level += 1
     if pa.types.is_map(arr.type) or pa.types.is_list_view(arr.type) or pa.types.is_large_list_view(arr.type):
         raise TypeError(f"{where}: expected list, large_list or fixed_size_list levels, got Arrow type {arr.type}")
@@ -369,8 +398,8 @@ def unwrap(obj, column, where):
     return _unwrap(_pa(where), obj, column, where)
 
 
-def from_arrow(obj, *, column=None, _copy_offsets=False):
-    """A LoDTensor from a nested Arrow list array, sharing the values and int64 offsets buffers.
+def from_arrow(obj, *, column=None):
+    """A LoDTensor from a nested Arrow list array, sharing the values buffer.
 
     Every list level (``list`` or ``large_list``) becomes a lod level, outermost
     first; ``fixed_size_list`` values become trailing dims of the rows. Every
@@ -391,11 +420,16 @@ def from_arrow(obj, *, column=None, _copy_offsets=False):
     Returns
     -------
     LoDTensor
-        NumPy data (read-only: it is Arrow's buffer). Shared with ``obj`` when
-        the offsets are int64 starting at 0; int32 offsets (``pa.list_``) are
-        widened and a slice's offsets rebased (small copies of the offsets
-        only); boolean values are unpacked (a copy); lists of no type
-        (``list<null>``, what ``pa.array([[], []])`` infers) give float64 data.
+        NumPy data (read-only: it is Arrow's buffer), shared with ``obj``;
+        boolean values are unpacked (a copy); lists of no type (``list<null>``,
+        what ``pa.array([[], []])`` infers) give float64 data. The offsets are
+        copied into the LoD's frozen memory (O(sequences)): an Arrow buffer may
+        lie over memory its owner still writes (``pa.array`` of a NumPy array
+        shares it), and a LoD must not change after its check. Offsets that
+        came from ``t.to_arrow()`` are recognised and shared.
+        ``fixed_shape_tensor`` values give rows of that shape (as pyarrow's
+        ``to_numpy_ndarray``), ``bool8`` booleans, and other extension types
+        (awkward's ``ak:`` labels) are read as their storage.
 
     Raises
     ------
@@ -421,5 +455,5 @@ def from_arrow(obj, *, column=None, _copy_offsets=False):
     data = _leaf_numpy(pa, arr, where)
     if not levels:
         return LoDTensor(data)
-    lod = LoD(levels, num_rows=int(data.shape[0]), copy=_copy_offsets)  # the gate: every level checked
+    lod = LoD(levels, num_rows=int(data.shape[0]))  # the gate: every level copied, then checked
     return LoDTensor(data, lod)

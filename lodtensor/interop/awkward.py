@@ -153,6 +153,9 @@ def from_awkward(a):
     if getattr(a, "is_nested", False) is True:  # read as its dense values(): the components would be lost
         raise TypeError(f"{where}: expected an ak.Array, got a nested tensor ({type(a).__name__}); a nested tensor "
                         f"ragged in its first component dim is a LoDTensor already: nt.to_lod_tensor()")
+    if isinstance(a, ak.Record):
+        raise TypeError(f"{where}: expected an ak.Array, got an ak.Record (one record of fields); pass one of "
+                        f"its fields, e.g. record[{(a.fields or ['name'])[0]!r}]")
     layout = ak.to_layout(a)
     levels = []
     while True:

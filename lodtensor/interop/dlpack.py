@@ -293,6 +293,9 @@ def from_dlpack(data, lod=None):
         lod = [_Producer(level, (_CPU, 0), f"lod level {k} of data.__dlpack_ragged__()")
                for k, level in enumerate(levels)]
     array = _import_data(data)
+    if getattr(array, "ndim", 1) == 0:
+        raise ValueError(f"from_dlpack(): data must have at least 1 dimension (axis 0 holds the rows), got a 0-d "
+                         f"{type(array).__name__}; wrap it as [value]")
     if lod is None:
         return LoDTensor(array)
     if isinstance(lod, (str, bytes)) or not hasattr(lod, "__iter__"):

@@ -235,7 +235,7 @@ def _read(buf):
     column = reader.get_batch(0).column(0)
     # offsets are copied into frozen memory (small): another process writing the mapped file
     # can then change values but never make the checked LoD invalid
-    t = from_arrow(column, _copy_offsets=True)
+    t = from_arrow(column)
     if _checksums(t.lod.levels) != meta["lod_crc32"]:
         raise ValueError("the lod offsets do not match the checksums in the header (the file was altered)")
     if t.lod_level != meta["lod_level"] or t.num_rows != meta["num_rows"] or t.dtype != dtype:

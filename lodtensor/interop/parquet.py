@@ -22,6 +22,7 @@ read as decoded, never the whole file).
 """
 
 import json
+import operator
 import os
 
 import numpy as np
@@ -321,10 +322,17 @@ def read_parquet(path, columns=None, batch_size=None, *, verify_checksums=True):
     pq = _pq("read_parquet()")
     import pyarrow as pa  # noqa: PLC0415 - loaded by _pq above
 
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-        raise ValueError(f"read_parquet(): batch_size must be a positive int, got {batch_size!r}")
-    if columns is not None and (isinstance(columns, str) or not all(isinstance(c, str) for c in columns)):
-        raise TypeError(f"read_parquet(): columns must be a list of column names, got {columns!r}")
+    if batch_size is not None:
+        try:
+            if isinstance(batch_size, (bool, np.bool_)):
+                raise TypeError
+            batch_size = operator.index(batch_size)  # a NumPy integer too, as pyarrow takes it
+        except TypeError:
+            raise ValueError(f"read_parquet(): batch_size must be a positive int, got {batch_size!r}") from None
+        if batch_size < 1:
+            raise ValueError(f"read_parquet(): batch_size must be a positive int, got {batch_size!r}")
+    if columns is not None:
+        columns = _names(columns, "read_parquet()")
     options = {}
     if verify_checksums:
         _checksums_supported(pq, "read_parquet()", "verify_checksums=False")
@@ -341,7 +349,11 @@ def read_parquet(path, columns=None, batch_size=None, *, verify_checksums=True):
         missing = [c for c in columns if c not in names]
         if missing:
             raise KeyError(f"read_parquet(): {os.fspath(path)!s} has no column(s) {missing}; it has {names}")
-        names = list(columns)
+        names = columns
+    twice = sorted({c for c in names if pf.schema_arrow.get_all_field_indices(c)[1:]})
+    if twice:
+        raise ValueError(f"read_parquet(): {os.fspath(path)!s} has several columns named {twice}; columns are read "
+                         f"by name")
     if specs is not None:
         try:
             meta.check_schema(pa, pf, names, specs)
@@ -384,8 +396,7 @@ def column_layouts(path, columns, *, where="column_layouts()"):
     >>> column_layouts(path, ["x"])
     {'x': (1, dtype('float32'), (2,))}
     """
-    if isinstance(columns, (str, bytes)) or not all(isinstance(c, str) for c in columns):  # ("x": 'x' of chars)
-        raise TypeError(f"{where}: columns must be a list of column names, got {columns!r}")
+    columns = _names(columns, where)
     pq = _pq(where)
     import pyarrow as pa  # noqa: PLC0415 - loaded by _pq above
 
@@ -402,9 +413,20 @@ def column_layouts(path, columns, *, where="column_layouts()"):
     try:
         if specs is not None:
             meta.check_schema(pa, pf, columns, specs)
-        return meta.layout(pa, pf, columns, specs)
     except (pa.ArrowException, ValueError) as err:
         raise bad_file(where, name, err, "Parquet") from None
+    try:
+        return meta.layout(pa, pf, columns, specs)
+    except ValueError as err:  # a valid file, with a column lodtensor cannot read
+        raise ValueError(f"{where}: {name}: {err}") from None
+
+
+def _names(columns, where):
+    """``columns`` (any iterable of str, read once) as a list; TypeError otherwise."""
+    listed = None if isinstance(columns, (str, bytes, dict)) or not hasattr(columns, "__iter__") else list(columns)
+    if listed is None or not all(isinstance(c, str) for c in listed):  # ("x": 'x' of chars)
+        raise TypeError(f"{where}: columns must be a list of column names, got {columns!r}")
+    return listed
 
 
 def _batches(pf, batch_size, path, pa, reader):

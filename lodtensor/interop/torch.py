@@ -199,7 +199,8 @@ def from_torch(tensor, lod=None, *, recursive_sequence_lengths=None):
             raise TypeError("from_torch(): a nested tensor carries its own lod; do not pass lod")
         return _from_jagged(tensor, torch)
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"from_torch(): tensor must be a torch.Tensor, got {type(tensor).__name__}")
+        hint = "; a lodtensor NestedTensor converts with nt.to_lod_tensor()" if hasattr(tensor, "to_lod_tensor") else ""
+        raise TypeError(f"from_torch(): tensor must be a torch.Tensor, got {type(tensor).__name__}{hint}")
     if getattr(tensor, "is_nested", False):
         if lod is not None or recursive_sequence_lengths is not None:
             raise TypeError("from_torch(): a nested tensor carries its own lod; do not pass lod")
