@@ -21,6 +21,7 @@ import numpy as np
 from ..errors import ShapeError
 from ._autograd import view_source
 from ._broadcast import check_nested, same_backend
+from ._dtypes import promote
 from ._grouped import map_components
 from ._holes import copied, reshaped, sliced
 from ._permute import compose, regroup, view_plans
@@ -433,6 +434,12 @@ def cat(tensors, dim=0):
     first = tensors[0]
     for t in tensors[1:]:
         same_backend("cat()", first._array(), t._array())
+    if not first.backend.follows_torch_promotion:  # torch's promotion (int64 with float16: float16), not NumPy's
+        dtype = first.dtype
+        for t in tensors[1:]:
+            dtype = promote(dtype, np.dtype(t.dtype))
+        tensors = [t if t.dtype == dtype else t.to(dtype) for t in tensors]
+        first = tensors[0]
     a = _regular_dim("cat()", first, dim)
     st = first._struct
     for t in tensors[1:]:

@@ -52,17 +52,36 @@ def torch_table():
     return _RESOLVED
 
 
+#: torch functions whose arguments come in another order than the NestedTensor method of their name
+#: (``torch.embedding(weight, input)``, ``nt.embedding(weight)``): never run as the method
+_OTHER_ORDER = frozenset({"embedding", "embedding_bag"})
+
+
 def torch_dispatch(func, args, kwargs):
-    """Run the implementation registered for the torch callable ``func``."""
+    """Run the implementation registered for the torch callable ``func``; ``torch.<name>(nt, ...)`` where only
+    the method ``nt.<name>(...)`` is registered (``torch.narrow``, ``torch.numel``, ``torch.arccos_``...) runs
+    the method, as torch's functions and methods of one name are one op."""
     impl = torch_table().get(func)
-    if impl is None:
-        name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
-        module = getattr(func, "__module__", None) or "torch"
-        supported = ", ".join(sorted(OP_TABLE))
-        raise TypeError(
-            f"{module}.{name} is not supported for lodtensor NestedTensor; supported ops: {supported}"
-        )
-    return impl(*args, **kwargs)
+    if impl is not None:
+        return impl(*args, **kwargs)
+    name = getattr(func, "__name__", None)
+    torch = sys.modules["torch"]
+    if name and args and getattr(torch, name, None) is func and not name.startswith("_") and name not in _OTHER_ORDER:
+        method = getattr(type(args[0]), name, None) if type(args[0]).__name__ == "NestedTensor" else None
+        if callable(method):
+            return method(*args, **kwargs)
+    import difflib  # noqa: PLC0415 - the failure path only
+
+    if name and getattr(torch, name, None) is func:
+        label = f"torch.{name}"
+    else:
+        label = f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__qualname__', None) or name}"
+    close = difflib.get_close_matches(name or "", OP_TABLE, n=5, cutoff=0.6)
+    hint = f"; the closest supported ops: {', '.join(close)}" if close else ""
+    raise TypeError(
+        f"{label} is not supported for lodtensor NestedTensor{hint} ({len(OP_TABLE)} ops are, listed by "
+        f"sorted(lodtensor.nested.OP_TABLE))"
+    )
 
 
 def compiling():

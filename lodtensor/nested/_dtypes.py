@@ -17,8 +17,8 @@ from ..backend import backend_of, dtype_kind, dtype_name, get_backend
 from ..errors import ArgumentError, DTypeError
 from ._tables import COMPLEX_REFUSALS
 
-__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "check_requires_grad", "check_alpha", "checked_scalar",
-           "check_fits", "torch_int", "refused", "complex_refused"]
+__all__ = ["kind_of", "torch_name", "resolve_dtype", "promote", "number_dtype", "check_requires_grad", "check_alpha",
+           "checked_scalar", "check_fits", "torch_int", "refused", "complex_refused"]
 
 DEFAULT_FLOAT = np.dtype(np.float32)  # torch.get_default_dtype() as shipped
 DEFAULT_COMPLEX = np.dtype(np.complex64)
@@ -115,6 +115,21 @@ def promote(a, b):
     if cat_a != cat_b and (max(cat_a, cat_b) <= 2 or min(cat_a, cat_b) < 2):  # (int64 + complex64: complex64)
         return a if cat_a > cat_b else b
     return np.result_type(a, b)
+
+
+def number_dtype(x):
+    """The dtype torch gives Python number ``x`` on its own (a float: the default float32), or a 0-d array's.
+
+    >>> number_dtype(2.5), number_dtype(True), number_dtype(np.array(1, np.int8))
+    (dtype('float32'), dtype('bool'), dtype('int8'))
+    """
+    if hasattr(x, "dtype"):
+        return np.dtype(x.dtype)
+    if isinstance(x, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    if isinstance(x, numbers.Integral):
+        return _INT64
+    return DEFAULT_FLOAT if isinstance(x, numbers.Real) else DEFAULT_COMPLEX
 
 
 def _complex_of(dtype):

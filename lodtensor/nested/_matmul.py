@@ -79,7 +79,7 @@ def _matmul_padded(where, nt, other, d=1):
     return result if d == 1 else OP_TABLE["transpose"](result, 1, d)
 
 
-@implements("matmul", "torch.matmul", _T + "matmul", _T + "__matmul__")
+@implements("matmul", "torch.matmul", "torch.linalg.matmul", _T + "matmul", _T + "__matmul__")
 def matmul(input, other):
     """Matrix product of every pair of components (nested @ nested), or of every component with a
     dense 2-d matrix, or with its own matrix of a dense ``(batch, k, m)`` array (nested @ dense). A

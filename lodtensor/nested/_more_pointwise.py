@@ -13,7 +13,7 @@ import numpy as np
 
 from ..backend import backend_name_of, backend_of
 from ..errors import ArgumentError, ShapeError
-from ._broadcast import check_nested, not_implemented, scalar_like
+from ._broadcast import check_nested, not_implemented, same_backend, scalar_like
 from ._dtypes import DEFAULT_FLOAT, kind_of, torch_name
 from ._pointwise import _history_safe, _inplace, _unary_input, _wrap, binary, write_into
 from ._registry import OP_TABLE, implements
@@ -76,6 +76,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     number = scalar_like(other) is not None and not hasattr(other, "ndim")
     if number or not isinstance(other, NestedTensor) and getattr(other, "dtype", None) is None:  # None, str...
         raise TypeError(f"isclose(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+    same_backend("isclose()", input._buffer, other._buffer if isinstance(other, NestedTensor) else other)
     if other.dtype != input.dtype:
         raise TypeError(f"{torch_name(input.dtype)} did not match {torch_name(other.dtype)}")
     for what, value in (("rtol", rtol), ("atol", atol)):
@@ -89,9 +90,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     kind = kind_of(input.dtype)
     if equal_nan and kind in "fc":
         close = op["logical_or"](close, op["logical_and"](op["isnan"](input), op["isnan"](other)))
-    if kind == "b" or (rtol == 0 and atol == 0):
+    if rtol == 0 and atol == 0:
         return close
-    a, b = (input, other) if kind in "fc" else (input.to(np.float32), other.to(np.float32))
+    a, b = (input, other) if kind in "fc" else (input.to(np.float32), other.to(np.float32))  # (bools as 0 and 1)
     actual = op["abs"](op["sub"](a, b))
     allowed = op["add"](op["abs"](op["mul"](b, rtol)), atol)
     return op["logical_or"](close, op["logical_and"](op["isfinite"](actual), op["le"](actual, allowed)))

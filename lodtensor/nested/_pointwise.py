@@ -26,6 +26,7 @@ from ._dtypes import (
     check_fits,
     complex_refused,
     kind_of,
+    number_dtype,
     promote,
     refused,
     torch_int,
@@ -302,8 +303,7 @@ def div(input, other, *, rounding_mode=None):
 
 
 def where(condition, input, other):
-    """Elementwise ``input if condition else other``; ``condition`` a bool nested tensor, ``input`` and
-    ``other`` nested tensors of its structure, scalars or dense arrays.
+    """Elementwise ``input if condition else other``; ``input``, ``other``: nested, scalars or dense arrays.
 
     >>> import lodtensor.nested as ln
     >>> nt = ln.nested_tensor([[1.0, -2.0], [-3.0]])
@@ -321,7 +321,7 @@ def where(condition, input, other):
     if be.follows_torch_promotion:
         return aligned.wrap(be.where(cond, a, b))
     arrays = [x for x in (a, b) if hasattr(x, "dtype") and getattr(x, "ndim", 0)]
-    dtype = promote(arrays[0].dtype, b if arrays[0] is a else a) if arrays else promote(np.asarray(a).dtype, b)
+    dtype = promote(arrays[0].dtype, b if arrays[0] is a else a) if arrays else promote(number_dtype(a), b)
     a, b = (check_fits(x, dtype, "where()", name, ("float16",)) for x, name in ((a, "input"), (b, "other")))
     return aligned.wrap(be.astype(be.where(cond, a, b), dtype))
 

@@ -79,6 +79,13 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
     check_nested(input, where)
     be = input.backend
     ops = be
+    if isinstance(dim, (tuple, list)) and not dim and kind in ("sum", "mean", "amax", "amin"):
+        dim = None  # dim=() or []: every dim, as torch's
+    if dtype is not None and kind in ("sum", "prod"):
+        want = resolve_dtype(dtype, be.name)
+        if kind_of(want) in "biu":  # computed as the int64 sum of the cast values, kept in ``dtype`` (wrapping
+            out = _reduce(where, kind, input.to(want), dim, keepdim, None)  # as torch's: the same mod 2**bits)
+            return out.to(want) if isinstance(out, NestedTensor) else ops.astype(out, want)
     buf = input._buffer
     if dtype is not None:
         buf = ops.astype(buf, resolve_dtype(dtype, be.name))
@@ -98,9 +105,8 @@ def _reduce(where, kind, input, dim, keepdim, dtype):
             )
         buf = ops.astype(buf, resolve_dtype(DEFAULT_FLOAT, be.name))  # over the ragged dim torch gives float32
     if dim is None:
-        if keepdim:
-            raise ShapeError(f"{where}: keepdim=True needs a dim for a nested tensor")
-        return ops.reduce(buf, kind, None, False)
+        out = ops.reduce(buf, kind, None, False)
+        return out.reshape((1,) * input.dim()) if keepdim else out  # keepdim: a dense (1, 1, ...), as torch's
     dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
     if len(dims) != 1:
         return _reduce_several(where, kind, input, buf, dims, keepdim)

@@ -74,7 +74,7 @@ class CupyArrayKernels(ArrayKernels):
             own = getattr(sp, _CUPYX_SPECIAL[np_name])
         if own is None and np_name in SCIPY_SPECIAL:  # torch.special's, by cupyx.scipy.special (SciPy's on NumPy)
             own = _cupyx_scipy(np_name)
-        if own is None and np_name in ("relu", "gelu", "silu", "sgn"):  # the device versions below
+        if own is None and np_name in ("relu", "gelu", "silu"):  # the device versions below
             own = getattr(self, np_name)
         if own is None:  # the NumPy formula, run by CuPy through NumPy's dispatch protocols
             return super().pointwise(np_name, torch_name, *args, **kwargs)
@@ -108,11 +108,7 @@ class CupyArrayKernels(ArrayKernels):
         return x / (1 + self.xp.exp(-x))
 
     def sgn(self, x):
-        xp = self.xp
-        if x.dtype.kind == "c":
-            mag = xp.abs(x)
-            return xp.where(mag == 0, 0, x / xp.where(mag == 0, 1, mag)).astype(x.dtype)
-        return x.copy() if x.dtype.kind == "b" else xp.sign(x)
+        return XP_FORMULAS["sgn"](self.xp, self._special_function, x)
 
     def linear(self, x, weight, bias):
         out = self.xp.matmul(x, weight.T)

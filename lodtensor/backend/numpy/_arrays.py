@@ -195,12 +195,7 @@ class ArrayKernels:
         return _special.silu(x)
 
     def sgn(self, x):
-        if x.dtype.kind == "c":
-            mag = np.abs(x)
-            return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
-        if x.dtype.kind == "b":
-            return x.copy()
-        return np.sign(x)
+        return XP_FORMULAS["sgn"](self.xp, self._special_function, x)
 
     def softmax(self, x, axis, out=None):
         """Softmax of ``x`` along ``axis``; written into ``out`` (``x``'s shape and dtype) when given.

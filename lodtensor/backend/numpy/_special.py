@@ -20,7 +20,6 @@ __all__ = [
 ]
 
 
-
 def map_blocks(fn, x, out, block=_tuning.SPECIAL_BLOCK, scratch=0):
     """``fn(x[a:b], out[a:b], *tmp)`` over blocks of axis 0 of ``x``, on a few threads when large.
 
@@ -155,6 +154,7 @@ def _gelu32_block(x, out, ax, t):
     np.multiply(x, 0.5, out=t)
     t += ax  # exact: 0 for x <= 0, so the negative tail keeps its relative precision
     np.subtract(t, out, out=out)
+    np.copyto(out, x, where=np.isposinf(x))  # inf - inf * 0 is NaN; torch's gelu(inf) is inf
 
 
 def _gelu_tanh_block(x, out):
@@ -171,14 +171,14 @@ def _gelu_tanh_block(x, out):
 
 def gelu(x, approximate="none"):
     """GELU of a NumPy float array, as torch computes it (``approximate`` 'none' or 'tanh')."""
+    if x.dtype == np.float16:  # torch computes half in float32, rounding once
+        return gelu(x.astype(np.float32), approximate).astype(np.float16)
     out = _pool.empty(x.shape, x.dtype)
     # a strided view (a transposed or sliced nested component) is read once into rows the kernels take
     flat, res = np.ascontiguousarray(x).reshape(-1), out.reshape(-1)
     if approximate == "tanh":
         map_blocks(_gelu_tanh_block, flat, res)
-    elif x.dtype in (np.float32, np.float16):
-        if x.dtype == np.float16:
-            return gelu(x.astype(np.float32)).astype(np.float16)
+    elif x.dtype == np.float32:
         kernel = compiled_pointwise("gelu_f32", x.nbytes)
         if kernel is not None:  # the same formula in one compiled pass (lodtensor/backend/_cpointwise.c)
             run_compiled(kernel, flat, res, _tuning.GELU_PARALLEL_BYTES)
@@ -279,10 +279,6 @@ def erfinv(x):
     return _scipy("erfinv")(x).astype(x.dtype, copy=False)
 
 
-def lgamma(x):
-    return _scipy("gammaln")(x).astype(x.dtype, copy=False)
-
-
 def digamma(x):
     return _scipy("psi")(x).astype(x.dtype, copy=False)
 
@@ -347,21 +343,6 @@ def softsign(x):
     return x / (1 + np.abs(x))
 
 
-def hardshrink(x, lambd=0.5):
-    return np.where(np.abs(x) > lambd, x, _c(x, 0))
-
-
-def softshrink(x, lambd=0.5):
-    return np.where(x > lambd, x - _c(x, lambd), np.where(x < -lambd, x + _c(x, lambd), _c(x, 0)))
-
-
-def sgn(x):
-    if x.dtype.kind == "c":
-        mag = np.abs(x)
-        return np.where(mag == 0, 0, x / np.where(mag == 0, 1, mag)).astype(x.dtype)
-    return x.copy() if x.dtype.kind == "b" else np.sign(x)
-
-
 def _int_divisor(a, b):
     """True for integer division; integer division by zero raises, as in torch."""
     if np.result_type(a, b).kind not in "biu":
@@ -403,13 +384,8 @@ def div_trunc(a, b, rounding_mode=None):
 
 
 def div_floor(a, b, rounding_mode=None):
-    if _int_divisor(a, b):
-        return np.floor_divide(a, b)
-    return np.floor(np.true_divide(a, b))
-
-
-def sign(x):
-    return x.copy() if x.dtype.kind == "b" else np.sign(x)
+    _int_divisor(a, b)  # (NumPy's floor_divide of floats is torch's too: inf // 2 is NaN, not floor(inf))
+    return np.floor_divide(a, b)
 
 
 def conj(x):
@@ -449,12 +425,12 @@ def _by_scipy(name):
 
 #: pointwise table name -> NumPy implementation, for the names NumPy has no ufunc of.
 NUMPY_EXTRA = {
-    "erf": erf, "erfc": erfc, "erfinv": erfinv, "lgamma": lgamma, "digamma": digamma, "i0": i0,
+    "erf": erf, "erfc": erfc, "erfinv": erfinv, "digamma": digamma, "i0": i0,
     "sigmoid": sigmoid, "rsqrt": rsqrt, "logit": logit, "frac": frac, "round": round_,
     "nan_to_num": nan_to_num, "relu": relu_any, "gelu": gelu, "silu": silu, "hardtanh": hardtanh,
     "relu6": relu6, "hardsigmoid": hardsigmoid, "leaky_relu": leaky_relu, "elu": elu, "celu": celu,
     "selu": selu, "softplus": softplus, "mish": mish, "tanhshrink": tanhshrink, "softsign": softsign,
-    "hardshrink": hardshrink, "softshrink": softshrink, "sgn": sgn, "clamp": clamp,
-    "conj": conj, "sign": sign, "remainder": remainder, "fmod": fmod, "power": power,
+    "clamp": clamp,
+    "conj": conj, "remainder": remainder, "fmod": fmod, "power": power,
     "div_trunc": div_trunc, "div_floor": div_floor, **{name: _by_scipy(name) for name in SCIPY_SPECIAL},
 }  # fmt: skip

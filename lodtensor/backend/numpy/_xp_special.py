@@ -109,9 +109,59 @@ def logaddexp(xp, special, a, b):
     return xp.where(xp.isnan(a) | xp.isnan(b), dtype.type(complex(math.nan, math.nan)), out).astype(dtype, copy=False)
 
 
+def sign(xp, special, x):
+    """-1, 0 or 1, as torch's: NaN gives 0 (NumPy's NaN), bool data is kept."""
+    if x.dtype.kind == "b":
+        return x.copy()
+    out = xp.sign(x)
+    return xp.where(xp.isnan(x), 0, out).astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
+
+
+def sgn(xp, special, x):
+    """``x / |x|`` (0 at 0) for complex data, :func:`sign` for real data."""
+    if x.dtype.kind != "c":
+        return sign(xp, special, x)
+    mag = xp.abs(x)
+    return xp.where(mag == 0, 0, x / xp.where(mag == 0, 1, mag)).astype(x.dtype, copy=False)
+
+
+def angle(xp, special, x):
+    """The argument of complex data; of real data pi where ``x < 0``, else 0 (-0.0 too: NumPy gives pi), NaN kept."""
+    if x.dtype.kind == "c":
+        return xp.angle(x)
+    return xp.where(x < 0, math.pi, xp.where(xp.isnan(x), x, 0)).astype(x.dtype, copy=False)
+
+
+def heaviside(xp, special, x, values):
+    """``values`` where ``x == 0``, else ``x > 0`` (NaN gives 0), in the operands' dtype: torch's, which takes
+    integers and bools too (NumPy's ufunc is float only and keeps NaN)."""
+    dtype = xp.result_type(x, values)
+    return xp.where(x == 0, values, x > 0).astype(dtype, copy=False)
+
+
+def hardshrink(xp, special, x, lambd=0.5):
+    """0 where ``|x| <= lambd``, else ``x`` (NaN kept, as torch's)."""
+    return xp.where(xp.abs(x) <= lambd, 0, x).astype(x.dtype, copy=False)
+
+
+def softshrink(xp, special, x, lambd=0.5):
+    """``x`` moved ``lambd`` towards 0, 0 where ``|x| <= lambd`` (NaN kept, as torch's)."""
+    lambd = x.dtype.type(lambd)
+    shrunk = xp.where(x > lambd, x - lambd, x + lambd)
+    return xp.where(xp.abs(x) <= lambd, 0, shrunk).astype(x.dtype, copy=False)
+
+
+def lgamma(xp, special, x):
+    """``log|Gamma(x)|`` by SciPy's gammaln, with torch's +inf at -inf (gammaln gives -inf)."""
+    _real("lgamma", x)
+    out = special("gammaln")(x)
+    return xp.where(xp.isneginf(x), math.inf, out).astype(x.dtype, copy=False)
+
+
 #: pointwise table name -> ``fn(xp, special, *args, **kwargs)``
 XP_FORMULAS = {
     "xlogy": xlogy, "xlog1py": xlog1py, "mvlgamma": mvlgamma, "polygamma": polygamma, "rrelu": rrelu,
-    "threshold": threshold, "logaddexp": logaddexp,
+    "threshold": threshold, "logaddexp": logaddexp, "sign": sign, "sgn": sgn, "angle": angle,
+    "heaviside": heaviside, "hardshrink": hardshrink, "softshrink": softshrink, "lgamma": lgamma,
     **POLYNOMIALS,
 }  # fmt: skip
