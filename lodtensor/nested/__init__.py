@@ -38,6 +38,7 @@ from . import (  # noqa: F401 - importing them fills the op table (and _convert 
     _shape,
     _storage,
     _tables,
+    _torch_funcs,
 )
 from ._attention import embedding, log_softmax, rms_norm, scaled_dot_product_attention
 from ._construct import as_nested_tensor, nested_tensor
@@ -182,3 +183,6 @@ __all__.extend(_more_pointwise.__all__)
 # swapaxes, swapdims, movedim, moveaxis, adjoint, diff, isreal (and their methods; mT, is_complex, cfloat...)
 globals().update({name: getattr(_methods, name) for name in _methods.__all__})
 __all__.extend(_methods.__all__)
+# result_type, tensor_split, dstack, repeat_interleave, l1_loss, one_hot
+globals().update({name: getattr(_torch_funcs, name) for name in _torch_funcs.__all__})
+__all__.extend(_torch_funcs.__all__)

@@ -169,3 +169,75 @@ def test_unsupported_name_message_is_short_and_suggests():
     with pytest.raises(TypeError, match=r"^torch\.cumsum is not supported .*closest supported ops: sum") as err:
         torch.cumsum(nt, 1)
     assert len(str(err.value)) < 300
+
+
+def _outcome(fn):
+    try:
+        return fn(), None
+    except Exception as err:  # noqa: BLE001 - which calls raise is compared
+        return None, err
+
+
+def _parts(x):
+    if isinstance(x, (tuple, list)):
+        return [_parts(p) for p in x]
+    if getattr(x, "is_nested", False) or isinstance(x, ln.NestedTensor):
+        return [np.asarray(c.detach() if hasattr(c, "detach") else c) for c in x.unbind()]
+    return np.asarray(x.detach()) if hasattr(x, "detach") else x
+
+
+def _alike(a, b):
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_alike(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        return a.shape == b.shape and np.allclose(a.astype(float), b.astype(float))
+    return str(a).replace("torch.", "") == str(b).replace("torch.", "")
+
+
+_FUNCS = {
+    "result_type float": lambda x: torch.result_type(x, 2.5),
+    "result_type int": lambda x: torch.result_type(x, 2),
+    "result_type self": lambda x: torch.result_type(x, x),
+    "tensor_split 2": lambda x: torch.tensor_split(x, 2, dim=-1),
+    "tensor_split 7": lambda x: torch.tensor_split(x, 7, dim=2),
+    "tensor_split indices": lambda x: torch.tensor_split(x, [1, 4], dim=2),
+    "tensor_split negative": lambda x: torch.tensor_split(x, [-2, 9], dim=2),
+    "method tensor_split": lambda x: x.tensor_split(2, -1),
+    "dstack": lambda x: torch.dstack([x, x]),
+    "repeat_interleave": lambda x: torch.repeat_interleave(x, 2, dim=-1),
+    "repeat_interleave 0": lambda x: torch.repeat_interleave(x, 0, dim=-1),
+    "method repeat_interleave": lambda x: x.repeat_interleave(3, dim=2),
+    "l1_loss": lambda x: F.l1_loss(x, x * 2),
+    "l1_loss sum": lambda x: F.l1_loss(x, x * 2, reduction="sum"),
+    "l1_loss none": lambda x: F.l1_loss(x, x * 2, reduction="none"),
+}
+
+
+@pytest.mark.parametrize("data", ["torch", "numpy"])
+@pytest.mark.parametrize("dtype", ["float32", "int64", "float16", "bfloat16"])
+@pytest.mark.parametrize("name", sorted(_FUNCS))
+def test_torch_functions_that_were_missing(name, dtype, data):
+    if data == "numpy" and dtype == "bfloat16":
+        pytest.skip("NumPy has no bfloat16")
+    comps = [torch.arange(10).reshape(2, 5).to(getattr(torch, dtype)),
+             (torch.arange(5).reshape(1, 5) + 3).to(getattr(torch, dtype))]
+    ref, ours = _pair(comps, data)
+    want, want_err = _outcome(lambda: _parts(_FUNCS[name](ref)))
+    got, got_err = _outcome(lambda: _parts(_FUNCS[name](ours)))
+    assert (want_err is None) == (got_err is None), (want_err, got_err)
+    assert _alike(got, want)
+
+
+@pytest.mark.parametrize("data", ["torch", "numpy"])
+def test_one_hot(data):
+    comps = [torch.tensor([[1, 2, 0], [0, 1, 1]]), torch.tensor([[2, 2, 1]])]
+    ref, ours = _pair(comps, data)
+    for classes in (3, -1, 5):
+        assert _alike(_parts(F.one_hot(ours, classes)), _parts(F.one_hot(ref, classes)))
+    for bad in (2, 1):  # dense torch refuses it (torch 2.13's jagged layout computes)
+        with pytest.raises(RuntimeError, match="smaller than num_classes"):
+            F.one_hot(comps[0], bad)
+        with pytest.raises(RuntimeError, match="smaller than num_classes"):  # (ArgumentError: a RuntimeError too)
+            F.one_hot(ours, bad)
+    with pytest.raises(TypeError, match="LongTensor"):
+        F.one_hot(ours.float(), 3)
