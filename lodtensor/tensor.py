@@ -302,6 +302,9 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         data = np.empty(0, np.float32) if self._data is None else self.backend.to_numpy(self._data)
         if copy:
             return np.array(data, dtype=dtype, copy=True)
+        if self._data is not None and self.backend.requires_grad(self._data):
+            data = data.view()  # memory autograd tracks: NumPy reads it, but a write would go around autograd
+            data.flags.writeable = False  # (as ufunc out= refuses; t.numpy() is the explicit writable twin)
         if copy is False:  # NumPy's "never copy": its own error where a dtype change needs one
             return np.array(data, dtype=dtype, copy=False)
         return data if dtype is None else data.astype(dtype, copy=False)

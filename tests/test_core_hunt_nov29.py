@@ -108,6 +108,8 @@ class TestTorchData:
         with pytest.raises(ValueError, match="read-only"):
             view[0] = 100
         assert x.tolist() == [0.0, 1.0, 2.0]
+        assert not np.array(t, copy=False).flags.writeable
         assert np.array(t).flags.writeable  # a copy is the caller's own
+        assert t.numpy().flags.writeable and np.shares_memory(t.numpy(), view)  # the explicit twin, as nt.numpy()
         y = torch.arange(3.0)  # no autograd: the writable view stays
-        assert lt.LoDTensor(y, [[0, 3]]).numpy().flags.writeable
+        assert np.asarray(lt.LoDTensor(y, [[0, 3]])).flags.writeable

@@ -16,10 +16,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "lodtensor"
 #: it, never from one above. The private top-level modules (``lodtensor/_*.py``) sit in the lowest
 #: layer above everything they import.
 LAYERS = [
-    ("errors", "_format", "_cache", "_nested_list", "_level", "place", "_compile"),
+    ("errors", "_format", "_cache", "_level", "place", "_compile"),
     ("backend", "_validate", "_indexing", "_lod_algebra"),
     ("lod", "_data", "_ufunc"),
-    ("_dense", "_conversions", "_paddle_methods"),
+    ("_dense", "_conversions", "_paddle_methods", "_nested_list"),
     ("tensor",),
     ("ops", "factories"),
     ("sequence", "nested", "interop"),

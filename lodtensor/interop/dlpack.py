@@ -286,6 +286,10 @@ def from_dlpack(data, lod=None):
     >>> from_dlpack(lt.LoDTensor(np.arange(3.0), [[0, 3]])).lod()  # a LoDTensor brings its lod
     [[0, 3]]
     """
+    if getattr(data, "is_nested", False) is True:  # its __dlpack__ lends values() alone: the components would be lost
+        raise TypeError(f"from_dlpack(): data is a nested tensor ({type(data).__name__}); DLPack carries its values() "
+                        f"only, not its components (nor holes). A nested tensor ragged in its first component dim is "
+                        f"a LoDTensor already: nt.to_lod_tensor()")
     if lod is None and hasattr(data, "__dlpack_ragged__"):
         device = _device(data)
         values, levels = _ragged_parts(data)

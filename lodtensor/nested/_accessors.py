@@ -202,18 +202,10 @@ class JaggedAccessors:
     def __dlpack__(self, **kwargs):
         """A DLPack capsule over ``values()`` (shared): ``np.from_dlpack(nt)``, ``torch.from_dlpack(nt)``.
 
-        Only for a contiguous nested tensor, whose ``values()`` are its components' rows one after
-        another. A view with holes (``narrow``) or a transposed one is refused (BufferError, as DLPack
-        producers refuse what they cannot lend): its buffer holds other values or another order; call
-        ``.contiguous()`` first. (torch's nested layouts lend no DLPack capsule at all.)
-
         >>> import lodtensor.nested as ln
         >>> np.from_dlpack(ln.nested_tensor([np.ones((2, 3)), np.ones((1, 3))])).shape
         (3, 3)
         """
-        if not self.is_contiguous():
-            raise BufferError("__dlpack__(): this nested tensor is a view whose buffer is not its components' rows "
-                              "in order (holes, or a transposed view); call .contiguous() first")
         return self.values().__dlpack__(**kwargs)
 
     def __dlpack_device__(self):

@@ -179,16 +179,12 @@ class TorchBackend(TorchArrayKernels, Backend):  # TorchArrayKernels: the functi
         return out.clone() if copy and not copied else out
 
     def to_numpy(self, x):
-        shared = x.requires_grad and x.device.type == "cpu"
         x = x.detach().cpu()
         if x.is_conj() or x.is_neg():  # a lazy conjugate or negative view: its values (NumPy cannot see the bit)
-            x, shared = x.resolve_conj().resolve_neg(), False
+            x = x.resolve_conj().resolve_neg()
         if x.dtype in _NO_NUMPY_DTYPE:  # NumPy has no bfloat16 (nor the float8s): widen exactly
-            x, shared = x.to(_NO_NUMPY_DTYPE[x.dtype]), False
-        out = x.numpy()
-        if shared:  # memory autograd tracks: readable, but a NumPy write would go around autograd
-            out.flags.writeable = False
-        return out
+            x = x.to(_NO_NUMPY_DTYPE[x.dtype])
+        return x.numpy()
 
     def device_of(self, x):
         return str(x.device) if x.device.type != "cpu" else "cpu"
