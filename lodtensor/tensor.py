@@ -210,11 +210,9 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
     def set(self, array, place=None, zero_copy=False):
         """Replace the data with a copy of ``array`` on ``place`` (Paddle's ``set``).
 
-        The lod is kept; if it no longer fits, ``has_valid_recursive_sequence_lengths()``
-        is False and every op that reads the data by its sequences raises until a fitting
-        lod is set (the flat data stays readable: ``t.numpy()``). With
-        ``zero_copy=True`` the array is used without copying when it already
-        lives on ``place``.
+        The lod is kept; if it no longer fits, ``has_valid_recursive_sequence_lengths()`` is False and every
+        op that reads the data by its sequences raises until a fitting lod is set (``t.numpy()`` still reads
+        the flat data). With ``zero_copy=True`` the array is used without copying when it lives on ``place``.
 
         >>> t = LoDTensor()
         >>> t.set(np.arange(6.0).reshape(3, 2), CPUPlace())
@@ -302,9 +300,8 @@ class LoDTensor(ConversionsMixin, UfuncMixin, PaddleMethods):
         data = np.empty(0, np.float32) if self._data is None else self.backend.to_numpy(self._data)
         if copy:
             return np.array(data, dtype=dtype, copy=True)
-        if self._data is not None and self.backend.requires_grad(self._data):
-            data = data.view()  # memory autograd tracks: NumPy reads it, but a write would go around autograd
-            data.flags.writeable = False  # (as ufunc out= refuses; t.numpy() is the explicit writable twin)
+        if self._data is not None and self.backend.requires_grad(self._data):  # autograd's memory: NumPy may read
+            (data := data.view()).flags.writeable = False  # it, not write it (t.numpy() is the writable twin)
         if copy is False:  # NumPy's "never copy": its own error where a dtype change needs one
             return np.array(data, dtype=dtype, copy=False)
         return data if dtype is None else data.astype(dtype, copy=False)
