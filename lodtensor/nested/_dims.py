@@ -13,6 +13,7 @@ from the op's dim on are regular (the sequences case), one dense op per group
 of equal shapes otherwise.
 """
 
+import functools
 import numbers
 import operator
 
@@ -434,10 +435,9 @@ def cat(tensors, dim=0):
     first = tensors[0]
     for t in tensors[1:]:
         same_backend("cat()", first._array(), t._array())
-    if not first.backend.follows_torch_promotion:  # torch's promotion (int64 with float16: float16), not NumPy's
-        dtype = first.dtype
-        for t in tensors[1:]:
-            dtype = promote(dtype, np.dtype(t.dtype))
+    dtypes = [t.dtype for t in tensors]  # mixed: torch's promotion (int64, float16: float16), not NumPy's
+    if dtypes.count(dtypes[0]) != len(dtypes) and not first.backend.follows_torch_promotion:
+        dtype = functools.reduce(lambda a, b: promote(a, np.dtype(b)), dtypes[1:], np.dtype(dtypes[0]))
         tensors = [t if t.dtype == dtype else t.to(dtype) for t in tensors]
         first = tensors[0]
     a = _regular_dim("cat()", first, dim)

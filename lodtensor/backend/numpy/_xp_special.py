@@ -114,7 +114,9 @@ def sign(xp, special, x):
     if x.dtype.kind == "b":
         return x.copy()
     out = xp.sign(x)
-    return xp.where(xp.isnan(x), 0, out).astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
+    if x.dtype.kind == "f":
+        xp.copyto(out, 0, where=out != out)  # NaN: in place, one pass
+    return out
 
 
 def sgn(xp, special, x):
