@@ -115,7 +115,7 @@ def sign(xp, special, x):
         return x.copy()
     out = xp.sign(x)
     if x.dtype.kind == "f":
-        xp.copyto(out, 0, where=out != out)  # NaN: in place, one pass
+        xp.copyto(out, 0, where=xp.isnan(out))  # NaN: in place
     return out
 
 
