@@ -67,7 +67,8 @@ def torch_dispatch(func, args, kwargs):
     name = getattr(func, "__name__", None)
     torch = sys.modules["torch"]
     if name and args and getattr(torch, name, None) is func and not name.startswith("_") and name not in _OTHER_ORDER:
-        method = getattr(type(args[0]), name, None) if type(args[0]).__name__ == "NestedTensor" else None
+        ours = type(args[0]).__module__.startswith("lodtensor.nested")  # (torch's jagged class has the same name)
+        method = getattr(type(args[0]), name, None) if ours else None
         if callable(method):
             return method(*args, **kwargs)
     import difflib  # noqa: PLC0415 - the failure path only
