@@ -3,38 +3,19 @@ registered (so every backend runs them): ``result_type``, ``tensor_split`` and `
 dims, ``repeat_interleave`` of a regular dim, ``F.l1_loss`` and ``F.one_hot``."""
 
 import numbers
-import operator
 
 import numpy as np
 
 from ..errors import ArgumentError, DTypeError, ShapeError
+from ..ops._common import int_arg
 from ._broadcast import check_nested
+from ._dims import _regular_dim
 from ._dtypes import _result_dtype, kind_of, resolve_dtype
 from ._registry import OP_TABLE, implements
-from ._structure import op_dim
 
 __all__ = ["result_type", "tensor_split", "dstack", "repeat_interleave", "l1_loss", "one_hot"]
 
 _T = "torch.Tensor."
-
-
-def _count(value, name, where):
-    """``value`` as a Python int (a 0-d integer array or tensor too; a bool refused)."""
-    try:
-        if isinstance(value, (bool, np.bool_)):
-            raise TypeError
-        return operator.index(value.item() if getattr(value, "ndim", None) == 0 else value)
-    except TypeError:
-        raise TypeError(f"{where}: {name} must be an int, got {type(value).__name__} {value!r}") from None
-
-
-def _regular(input, dim, where):
-    """Component axis of regular dim ``dim`` (not 0, not ragged), with torch's messages."""
-    d = op_dim(input, dim, where)
-    st = input._struct
-    if d == 0 or (st.n and not st.regular[d - 1]):
-        raise ShapeError(f"{where}: not supported for NestedTensor on {'dim=0' if d == 0 else 'ragged dim'}")
-    return d
 
 
 def result_type(tensor, other):
@@ -69,16 +50,16 @@ def tensor_split(input, indices_or_sections, dim=0):
     """
     where = "tensor_split()"
     check_nested(input, where)
-    d = _regular(input, dim, where)
+    d = _regular_dim(where, input, dim) + 1
     size = int(input._struct.sizes[0, d - 1]) if input._struct.n else 0
     if isinstance(indices_or_sections, (numbers.Integral, np.integer)) or getattr(indices_or_sections, "ndim", 1) == 0:
-        n = _count(indices_or_sections, "sections", where)
+        n = int_arg(indices_or_sections, where, "sections")
         if n < 1:
             raise ArgumentError(f"{where}: number of sections must be larger than 0, got {n}", argument="sections",
                                 value=n)
         cuts = [i * (size // n) + min(i, size % n) for i in range(1, n)]
     else:
-        cuts = [_count(i, "indices", where) for i in indices_or_sections]
+        cuts = [int_arg(i, where, "indices") for i in indices_or_sections]
     bounds = [0, *(min(max(c + size if c < 0 else c, 0), size) for c in cuts), size]
     return tuple(OP_TABLE["narrow"](input, d, a, max(b - a, 0)) for a, b in zip(bounds, bounds[1:]))
 
@@ -110,10 +91,10 @@ def repeat_interleave(input, repeats, dim=None, *, output_size=None):
     if dim is None:
         raise ShapeError(f"{where}: a nested tensor repeats along a regular dim; pass dim (flattening it first "
                          f"would lose its components)")
-    r = _count(repeats, "repeats", where)
+    r = int_arg(repeats, where, "repeats")
     if r < 0:
         raise ArgumentError(f"{where}: repeats can not be negative, got {r}", argument="repeats", value=r)
-    d = _regular(input, dim, where)
+    d = _regular_dim(where, input, dim) + 1
     sizes = [-1] * (input.dim() + 1)
     sizes[d + 1] = r
     out = OP_TABLE["flatten"](OP_TABLE["expand"](OP_TABLE["unsqueeze"](input, d + 1), *sizes), d, d + 1)
@@ -153,7 +134,7 @@ def one_hot(tensor, num_classes=-1):
     check_nested(tensor, where)
     if kind_of(tensor.dtype) not in "iu":
         raise DTypeError(f"{where}: one_hot is only applicable to index tensor of type LongTensor, got {tensor.dtype}")
-    c = _count(num_classes, "num_classes", where)
+    c = int_arg(num_classes, where, "num_classes")
     has_values = bool(tensor.numel())
     low = int(OP_TABLE["amin"](tensor)) if has_values else 0
     high = int(OP_TABLE["amax"](tensor)) if has_values else -1
