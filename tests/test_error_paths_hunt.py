@@ -84,6 +84,7 @@ def _unexpected(findings):
             or (f.call.qualname, f.detail.split(":", 1)[0]) not in KNOWN]
 
 
+@pytest.mark.slow  # two minutes: every recorded call with every argument varied (make test-slow runs it)
 def test_sweep_of_the_doctested_calls_leaves_every_argument_untouched(calls):
     skip = ("lodtensor.distributed.",)  # the collectives run under a process group below
     findings, leaked, _ = ep.sweep(calls, skip=skip)

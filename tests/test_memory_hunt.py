@@ -127,8 +127,10 @@ C_CALLS = ["segment_reduce", "segment_reduce threads", "segment_reduce short out
 @compiled
 @pytest.mark.parametrize("name", C_CALLS)
 def test_compiled_entry_releases_every_reference_and_allocation(name):
-    """10,000 calls (also of the error paths) leave the arguments' reference counts as they were (every
-    buffer released) and allocate nothing that stays (PyMem is traced: the private offsets copy)."""
+    """5,000 calls (also of the error paths) leave the arguments' reference counts as they were (every
+    buffer released) and allocate nothing that stays (PyMem is traced: the private offsets copy). The
+    smallest block pymalloc keeps is 16 bytes, 80,000 over 5,000 calls; the 4 KiB allowed is tracemalloc's
+    own first use in a process (1.8 KiB) and its steady noise (144 bytes)."""
     calls, args = _c_calls()
     assert sorted(calls) == sorted(C_CALLS)
     fn, call_args = calls[name]
@@ -141,7 +143,7 @@ def test_compiled_entry_releases_every_reference_and_allocation(name):
 
     call()
     before = [sys.getrefcount(a) for a in args]
-    growth = _traced_growth(call, 10_000, windows=1, warm=0)
+    growth = _traced_growth(call, 5_000, windows=1, warm=0)
     assert [sys.getrefcount(a) for a in args] == before
     assert growth[0] < 4096, growth
 
