@@ -11,7 +11,7 @@ from .backend import backend_of
 from .backend._placement import move, pinned_copy
 from .place import CUDAPinnedPlace, place_of
 
-__all__ = ["to_place", "pinned_copy", "host_array"]
+__all__ = ["to_place", "pinned_copy", "host_array", "plain_array"]
 
 
 def _ragged_warning():
@@ -51,6 +51,25 @@ def host_array(data):
             return np.asarray(data)
         except _RAGGED_WARNING as err:
             raise ValueError(str(err)) from None
+
+
+def plain_array(data, name="data"):
+    """``data``, an ndarray subclass as a plain ndarray of the same memory (``np.matrix``, ``np.memmap``: a
+    LoDTensor's rows are plain rows); a masked array is refused, since no read of a LoDTensor keeps a mask.
+
+    >>> type(plain_array(np.matrix([[1, 2]]))).__name__
+    'ndarray'
+    >>> plain_array(np.ma.masked_array([1, 2], mask=[0, 1]))
+    Traceback (most recent call last):
+    ...
+    TypeError: data is a NumPy masked array: ...
+    """
+    if type(data) is np.ndarray or not isinstance(data, np.ndarray):
+        return data
+    if isinstance(data, np.ma.MaskedArray):
+        raise TypeError(f"{name} is a NumPy masked array: a LoDTensor holds no mask, and every read would drop it "
+                        f"silently; pass <masked>.filled(<value>) or np.ma.getdata(<masked>)")
+    return data.view(np.ndarray)
 
 
 def to_place(data, place, *, copy):

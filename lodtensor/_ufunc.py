@@ -15,12 +15,15 @@ What NumPy users get otherwise:
 - ``out=`` a LoDTensor with a lod: allowed when the result's rows are its
   rows and, where operands have a lod, the same lod; otherwise a
   :class:`~lodtensor.errors.LoDError` **before anything is written** (pass
-  ``out=t.data`` to fill the buffer as plain rows). Results of ufunc methods
-  (``reduce``, ``accumulate``...) never carry a lod, so a LoDTensor with a lod
-  is refused as their ``out=``;
+  ``out=t.data`` to fill the buffer as plain rows). A ufunc ``reduce``,
+  ``accumulate`` or ``reduceat`` along other dims than dim 0 keeps the rows
+  (``np.add.reduce(t, axis=1, out=o)``, as ``np.sum``); over dim 0, and
+  ``outer``, a LoDTensor with a lod is refused as ``out=``;
 - NumPy functions that are not ufuncs (``np.clip``, ``np.sum``, ``np.round``...):
   plain data, or the ``out=`` object; a LoDTensor with a lod as ``out=`` is
-  refused before anything is written where an argument holds another lod.
+  refused before anything is written where an argument holds another lod, or
+  where the function's ``axis`` reduces, flattens or reorders the rows;
+- a NestedTensor or a NumPy masked array operand: refused (TypeError).
   A LoDTensor such a function writes into (``out=``, ``np.copyto``'s ``dst``,
   ``np.put``'s ``a``...) must be data NumPy sees in place: data on a device or
   of a dtype NumPy lacks (torch's bfloat16) would only fill a host copy, and
@@ -49,6 +52,7 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from . import _compile
+from ._data import plain_array
 from .backend import backend_of
 from .errors import LoDError
 
@@ -228,6 +232,59 @@ def _written(x, func, name):
     return host
 
 
+def _keeps_rows(axis, ndim):
+    """Whether a reduction (an accumulation) along ``axis`` of an operand of ``ndim`` dims keeps its rows:
+    ``axis`` names dims and none of them is dim 0."""
+    if axis is None or ndim < 2:
+        return False
+    try:
+        return all(int(a) % ndim != 0 for a in (axis if isinstance(axis, tuple) else (axis,)))
+    except (TypeError, ValueError):  # NumPy's own error, from the call
+        return True
+
+
+@functools.lru_cache(maxsize=512)
+def _signature(func):
+    try:
+        return inspect.signature(func)
+    except (TypeError, ValueError):
+        return None
+
+
+def _check_rows_kept(func, args, kwargs, o):
+    """A NumPy function with an ``axis`` (``np.sum``, ``np.cumsum``, ``np.take``...) writing into ``out=`` a
+    LoDTensor with a lod: refused, before anything is written, where the axis reduces, flattens or reorders
+    the rows of its first LoDTensor argument (``np.sum(t, axis=0, out=o)`` gave column sums under a row lod)."""
+    first = next((x for x in _lod_tensors((args, kwargs)) if x is not o and x._lod._levels), None)
+    signature = _signature(func)
+    if first is None or signature is None or "axis" not in signature.parameters:
+        return
+    try:
+        axis = signature.bind(*args, **kwargs).arguments.get("axis", signature.parameters["axis"].default)
+    except TypeError:  # NumPy's own error, from the call
+        return
+    if not _keeps_rows(axis, len(_shape(first._data))):
+        raise LoDError(
+            f"numpy.{func.__name__}: out= is a LoDTensor with lod {o._lod!r}, but axis={axis!r} reduces, flattens "
+            f"or reorders the rows of the argument with that lod; pass out=<tensor>.data for plain values"
+        )
+
+
+def _refuse_foreign(name, operands):
+    """A LoDTensor with a nested tensor or a masked array in one NumPy call: refused, naming them (a
+    NestedTensor would have been wrapped as a LoDTensor's data, or a one-row LoDTensor read as a dense bias;
+    a masked result's mask would be dropped by every later read)."""
+    for x in operands:
+        if isinstance(x, np.ma.MaskedArray):
+            raise TypeError(f"numpy.{name}: a LoDTensor holds no mask, so a masked array operand's mask would be "
+                            f"lost; pass <masked>.filled(<value>) or np.ma.getdata(<masked>)")
+        if not isinstance(x, UfuncMixin) and getattr(x, "is_nested", False) is True:
+            raise TypeError(
+                f"numpy.{name}: a LoDTensor and a nested tensor ({type(x).__module__}.{type(x).__name__}) do "
+                f"not combine; convert one first: nt.to_lod_tensor(), or lodtensor.nested.as_nested_tensor(t)"
+            )
+
+
 def _check_function_out(func, arguments, o):
     name = _WRITE_AT.get(func, "out")
     for x in _lod_tensors(arguments):
@@ -246,6 +303,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         name = ufunc.__name__
+        _refuse_foreign(name, (*inputs, *(kwargs.get("out") or ())))
         # each operand's data and lod read once (a shallow copy): another thread's set_lod() midway
         # must not give the result one state's rows under the other's lod
         inputs = tuple(copy(x) if isinstance(x, UfuncMixin) else x for x in inputs)
@@ -256,6 +314,9 @@ class UfuncMixin(NDArrayOperatorsMixin):
             kwargs["out"] = tuple(o._check_fits(name) if isinstance(o, UfuncMixin) else o for o in out)
             for o in lod_outs:
                 self._check_out(ufunc, method, inputs, args, o, kwargs)
+            given = next((o for o in kwargs["out"] if o is not None), None)
+            if method == "__call__" and not lod_outs and given is not None:  # operands of two lods: refused
+                self._row_lod(ufunc, inputs, args, _shape(given), _placed(ufunc, kwargs))  # before a write
         where = kwargs.get("where")
         if isinstance(where, UfuncMixin):  # a mask of the same rows: its lod must be the operands' (and out's)
             for x in (*inputs, *(out or ())):
@@ -307,6 +368,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
             if o._lod._levels:
                 others = args if at is None else args[:at] + args[at + 1 :]
                 _check_function_out(func, (others, {k: v for k, v in kwargs.items() if k != key}), o)
+                _check_rows_kept(func, args, kwargs, o)
         name = _WRITE_AT.get(func, "out")
         if func in _WRITE_AT and func not in _WRITE_FIRST:  # np.put(a, ...): a is written, by position or name
             first = args[0] if args else kwargs.get(name)
@@ -348,10 +410,16 @@ class UfuncMixin(NDArrayOperatorsMixin):
     def _check_out(self, ufunc, method, inputs, args, o, kwargs):
         """Refuse, before anything is written, an ``out=`` LoDTensor whose lod would not describe the result."""
         name = ufunc.__name__
+        if method in ("reduce", "accumulate", "reduceat") and _keeps_rows(kwargs.get("axis", 0), len(_shape(args[0]))):
+            source = inputs[0]._lod if isinstance(inputs[0], UfuncMixin) else None
+            if source is not None and source._levels and source is not o._lod and source != o._lod:
+                raise LoDError(f"numpy.{name}.{method}: out= holds lod {o._lod!r} but the operand has lod "
+                               f"{source!r}; use an out= with the operand's lod, or out=<tensor>.data")
+            return  # along other dims than the rows, as np.sum(t, axis=1, out=o)
         if method != "__call__":
             raise LoDError(
-                f"numpy.{name}.{method}: out= is a LoDTensor with lod {o._lod!r}, but a ufunc {method} result "
-                f"has no lod (its rows are not rows of the operands); pass out=<tensor>.data for plain rows"
+                f"numpy.{name}.{method}: out= is a LoDTensor with lod {o._lod!r}, but this {method} does not "
+                f"keep the operand's rows (dim 0 reduced, or no rows of its own); pass out=<tensor>.data"
             )
         lod = self._row_lod(ufunc, inputs, args, _shape(o._data), _placed(ufunc, kwargs))
         rows_moved = lod is None and any(isinstance(x, UfuncMixin) and x._lod._levels for x in inputs)
@@ -371,7 +439,7 @@ class UfuncMixin(NDArrayOperatorsMixin):
 
     def _wrap_result(self, result, lod):
         if lod is not None and getattr(result, "ndim", 0) >= 1 and lod.fits(result.shape[0]):
-            return self._new(result, lod)
+            return self._new(plain_array(result), lod)  # (np.matrix operand: a matrix result, its rows plain)
         return result
 
 

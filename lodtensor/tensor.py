@@ -14,7 +14,7 @@ from . import _indexing
 from . import place as _place
 from ._compile import eager, eager_under_compile, mark_rows_dynamic, tracing
 from ._conversions import ConversionsMixin
-from ._data import host_array, to_place
+from ._data import host_array, plain_array, to_place
 from ._format import tensor_repr
 from ._nested_list import to_nested_list
 from ._paddle_methods import PaddleMethods, raise_unfit, rows_of
@@ -68,9 +68,8 @@ def coerce_data(data, name="data"):
             f"{name} must have at least 1 dimension (axis 0 holds the rows), got a 0-d "
             f"array {data!r}; wrap it as [value]"
         )
-    dtype = data.dtype
-    _check_dtype(dtype, name)
-    return data
+    _check_dtype(data.dtype, name)
+    return plain_array(data, name)
 
 
 def _wrap(data, lod, place):

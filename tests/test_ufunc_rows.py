@@ -94,13 +94,31 @@ class TestOut:
          LoDTensor(np.full((5, 2), -1.0), LOD)),
         (lambda t, o: np.add(LoDTensor(np.ones(5), LOD), np.ones((5, 5)), out=o),
          LoDTensor(np.full((5, 5), -1.0), LOD)),
-        (lambda t, o: np.add.reduce(t, axis=1, out=o), LoDTensor(np.full(5, -1.0), LOD)),
+        (lambda t, o: np.add.reduce(t, axis=1, out=o), LoDTensor(np.full(5, -1.0), [[0, 3, 5]])),
         (lambda t, o: np.add.accumulate(t, out=o), LoDTensor(np.full((5, 2), -1.0), LOD)),
-    ], ids=["other lod", "one row broadcast", "leading broadcast", "reduce", "accumulate"])
+        (lambda t, o: np.add.outer(t.data[:, 0], np.ones(2), out=o), LoDTensor(np.full((5, 2), -1.0), LOD)),
+        (lambda t, o: np.sum(t, axis=0, out=o[:2]), LoDTensor(np.full((5, 2), -1.0), LOD)),
+        (lambda t, o: np.take(t, [1, 0, 2, 3, 4], axis=0, out=o), LoDTensor(np.full((5, 2), -1.0), LOD)),
+        (lambda t, o: np.cumsum(t, out=o), LoDTensor(np.full((5, 2), -1.0), LOD)),
+    ], ids=["other lod", "one row broadcast", "leading broadcast", "reduce other lod", "accumulate over rows",
+            "outer", "sum over rows", "take of rows", "cumsum flattened"])
     def test_refused_before_anything_is_written(self, call, out):
         with pytest.raises(LoDError, match="out="):
             call(_t(5, 2), out)
         assert (out.data == -1).all()
+
+    @pytest.mark.parametrize("call", [
+        lambda t, o: np.add.reduce(t, axis=1, out=o),
+        lambda t, o: np.maximum.reduce(t, axis=-1, out=o),
+        lambda t, o: np.sum(t, axis=1, out=o),
+    ], ids=["add.reduce", "maximum.reduce", "np.sum"])
+    def test_a_reduction_along_the_row_dims_writes_under_the_lod(self, call):
+        """A ufunc method that keeps the rows takes out= with the lod, as np.sum(t, axis=1, out=o) does."""
+        t, o = _t(5, 2), LoDTensor(np.zeros(5), LOD)
+        assert call(t, o) is o
+        want = (t.data.max if "max" in repr(call) else t.data.sum)(axis=1)
+        np.testing.assert_array_equal(o.data, call(t, np.zeros(5)))
+        assert o.lod() == t.lod() and want.shape == o.data.shape
 
     def test_the_out_buffer_is_untouched(self):
         t = _t(5, 2)

@@ -466,10 +466,10 @@ def array_ufunc(ufunc, method, *inputs, out=None, **kwargs):
     """
     where = f"numpy.{ufunc.__name__}"
     if method != "__call__":
-        raise TypeError(
-            f"{where}.{method} is not supported on a NestedTensor; use lodtensor.nested's sum/amax/... "
-            f"with dim, or unbind()"
-        )
+        raise TypeError(f"{where}.{method} is not supported on a NestedTensor; use lodtensor.nested's "
+                        f"sum/amax/... with dim, or unbind()")
+    if ufunc.signature is not None:  # np.matmul: nested matmul; other gufuncs refused (_numpy_api)
+        return OP_TABLE["array_gufunc"](ufunc, inputs, out, kwargs)
     name = _BY_UFUNC.get(ufunc.__name__)
     if ufunc.__name__ == "floor_divide" and out is None and not kwargs:  # torch's floor_divide: its dtypes
         return OP_TABLE["div"](*inputs, rounding_mode="floor")

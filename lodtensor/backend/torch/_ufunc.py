@@ -94,9 +94,20 @@ def apply_ufunc(ufunc, method, *args, **kwargs):
         like = next(a for a in args if isinstance(a, torch.Tensor))
         args = [a if isinstance(a, torch.Tensor) else _scalar_tensor(a, like) for a in args]
     if out is None:
-        return fn(*args)
+        return _own(fn(*args), args)
     _check_out(name, args, out[0])
     return fn(*args, out=out[0])
+
+
+def _own(result, args):
+    """``result`` in memory of its own, as a NumPy ufunc's result is: ``torch.positive`` returns its operand
+    and ``torch.conj`` a lazy view of it (``conj_physical`` of real data: the operand again), so a write into
+    ``np.positive(t)`` or ``np.conj(t)`` reached ``t``."""
+    if not isinstance(result, torch.Tensor):  # (frexp, modf: new tensors)
+        return result
+    if result.is_conj() or result.is_neg():
+        return result.resolve_conj().resolve_neg()
+    return result.clone() if any(result is a for a in args) else result
 
 
 def _scalar_tensor(value, like):
