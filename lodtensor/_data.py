@@ -54,8 +54,9 @@ def host_array(data):
 
 
 def plain_array(data, name="data"):
-    """``data``, an ndarray subclass as a plain ndarray of the same memory (``np.matrix``, ``np.memmap``: a
-    LoDTensor's rows are plain rows); a masked array is refused, since no read of a LoDTensor keeps a mask.
+    """``data``, an ``np.matrix`` as a plain ndarray of the same memory (its ``*`` is a matrix product and its
+    rows stay 2-D; a LoDTensor's rows are plain rows); a masked array is refused, since no read of a LoDTensor
+    keeps a mask. Other ndarray subclasses (``np.memmap``...) are kept.
 
     >>> type(plain_array(np.matrix([[1, 2]]))).__name__
     'ndarray'
@@ -69,7 +70,7 @@ def plain_array(data, name="data"):
     if isinstance(data, np.ma.MaskedArray):
         raise TypeError(f"{name} is a NumPy masked array: a LoDTensor holds no mask, and every read would drop it "
                         f"silently; pass <masked>.filled(<value>) or np.ma.getdata(<masked>)")
-    return data.view(np.ndarray)
+    return data.view(np.ndarray) if isinstance(data, np.matrix) else data
 
 
 def to_place(data, place, *, copy):

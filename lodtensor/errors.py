@@ -4,7 +4,7 @@ Every error subclasses the builtin that fits, so ``except ValueError`` keeps
 working for callers that do not know about lodtensor.
 """
 
-__all__ = ["LoDError", "BackendMismatchError", "ShapeError", "DTypeError", "ArgumentError"]
+__all__ = ["LoDError", "BackendMismatchError", "ShapeError", "DTypeError", "ArgumentError", "UnsupportedOpError"]
 
 
 class LoDError(ValueError):
@@ -113,3 +113,22 @@ class ArgumentError(ValueError, RuntimeError):
         super().__init__(message)
         self.argument = argument
         self.value = value
+
+
+class UnsupportedOpError(TypeError, NotImplementedError):
+    """A torch callable that lodtensor's NestedTensor has no implementation for (``torch.cumsum(nt, 1)``,
+    ``F.conv1d(nt, w)``...).
+
+    torch raises ``NotImplementedError`` (a ``RuntimeError``) for an op its nested layouts lack, so code
+    written for torch that falls back on ``except NotImplementedError`` works unchanged; it stays a
+    ``TypeError`` too, as it was.
+
+    >>> import numpy as np
+    >>> import torch
+    >>> import lodtensor.nested as ln
+    >>> try:
+    ...     torch.cumsum(ln.nested_tensor([np.array([1.0, 2.0]), np.array([3.0])]), 1)
+    ... except NotImplementedError as err:  # also caught by ``except TypeError`` and ``except RuntimeError``
+    ...     print(type(err).__name__, str(err).split(" (")[0])
+    UnsupportedOpError torch.cumsum is not supported for lodtensor NestedTensor
+    """

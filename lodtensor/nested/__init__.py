@@ -86,8 +86,8 @@ from ._tensor import NestedTensor, attach_ops
 #: op names that are not NestedTensor methods (they take no nested tensor first, or are protocol hooks, or
 #: torch.Tensor has no such method either: native_dropout, alpha_dropout, feature_alpha_dropout)
 _NOT_METHODS = {"array_ufunc", "array_gufunc", "rsub", "rdiv", "rpow", "getitem", "where_method", "polygamma_method",
-                "randint_like", "torch_rrelu", "native_dropout", "alpha_dropout", "feature_alpha_dropout", "autograd_grad",
-                "autograd_backward"}
+                "randint_like", "torch_rrelu", "native_dropout", "alpha_dropout", "feature_alpha_dropout",
+                "autograd_grad", "autograd_backward"}
 attach_ops(name for name in OP_TABLE if name not in _NOT_METHODS)
 _more_ops._method_aliases()
 

@@ -12,6 +12,7 @@ import sys
 import threading
 
 from .._compile import loaded_dynamo
+from ..errors import UnsupportedOpError
 
 __all__ = ["OP_TABLE", "TORCH_NAMES", "REFUSED", "COMPILE_HOOKS", "torch_dispatch", "torch_table", "compiling",
            "mark_dynamic"]
@@ -77,9 +78,9 @@ def torch_dispatch(func, args, kwargs):
         label = f"torch.{name}"
     else:
         label = f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__qualname__', None) or name}"
-    close = difflib.get_close_matches(name or "", OP_TABLE, n=5, cutoff=0.6)
+    close = difflib.get_close_matches(name or "", OP_TABLE, n=5, cutoff=0.7)
     hint = f"; the closest supported ops: {', '.join(close)}" if close else ""
-    raise TypeError(
+    raise UnsupportedOpError(  # (a TypeError and a NotImplementedError, which torch raises)
         f"{label} is not supported for lodtensor NestedTensor{hint} ({len(OP_TABLE)} ops are, listed by "
         f"sorted(lodtensor.nested.OP_TABLE))"
     )

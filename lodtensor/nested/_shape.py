@@ -3,8 +3,7 @@
 Reshapes only rewrite the size table (the components are contiguous, so the buffer is shared); ``transpose``
 is a view through a permutation of the component dims (``_permute.py``). ``select`` of a regular dim is a view
 of the rows (``_views.py``); elsewhere it copies: over regular trailing dims one dense op on the buffer viewed
-as rows, else grouped by component shape. Indexing (``nt[...]``) composes select, slices and unsqueeze.
-"""
+as rows, else grouped by component shape. Indexing (``nt[...]``) composes select, slices and unsqueeze."""
 
 import operator
 
@@ -295,8 +294,9 @@ def _counts(st, axis):
 
 
 # -- indexing -----------------------------------------------------------------------------------
-def _is_int(x):
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+def _is_int(x):  # (a 0-d integer array or tensor too, as torch takes the argmax of something)
+    integer = isinstance(x, (int, np.integer)) or getattr(x, "ndim", 1) == 0 and "int" in str(getattr(x, "dtype", ""))
+    return integer and not isinstance(x, (bool, np.bool_))
 
 
 @implements("getitem")
@@ -324,7 +324,7 @@ def getitem(input, index):
     lodtensor.errors.ShapeError: slice(): not supported for NestedTensor on ragged dim
     """
     check_nested(input, "__getitem__")
-    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(int(i) if _is_int(i) else i for i in (index if isinstance(index, tuple) else (index,)))
     for item in items:
         if not (item is None or item is Ellipsis or isinstance(item, slice) or _is_int(item)):
             raise IndexError(

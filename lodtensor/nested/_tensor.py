@@ -1,11 +1,9 @@
 """NestedTensor: one flat buffer, a per-component size table and element offsets.
 
-Component ``i`` is ``buffer[offsets[i]:offsets[i + 1]].reshape(sizes[i])``, so
-every component is contiguous and reshapes are free. When every component dim
-after the first is regular (the LoD case: ``(batch, (tokens), hidden)``) the
-buffer reshaped to ``(rows, *row_shape)`` is exactly the data of a one-level
-LoDTensor whose offsets are the running sum of ``sizes[:, 0]``; the fast paths
-of the ops work on that view.
+Component ``i`` is ``buffer[offsets[i]:offsets[i + 1]].reshape(sizes[i])``, so every component is contiguous
+and reshapes are free. When every component dim after the first is regular (the LoD case: ``(batch, (tokens),
+hidden)``) the buffer reshaped to ``(rows, *row_shape)`` is exactly the data of a one-level LoDTensor whose
+offsets are the running sum of ``sizes[:, 0]``; the fast paths of the ops work on that view.
 """
 
 import numpy as np
@@ -395,13 +393,13 @@ class NestedTensor(AutogradMixin):
     # -- operations (the table in _registry holds the implementations) ------------------------
     # (and the methods named in _METHODS, below)
 
-    def reshape(self, *shape):
+    def reshape(self, *shape, **given):
         """Reshape every component; see :func:`lodtensor.nested.reshape` (dim 0 kept, -1 inherits)."""
-        return _dispatch.OP_TABLE["reshape"](self, _shape_arg(shape))
+        return _dispatch.OP_TABLE["reshape"](self, _shape_arg(shape, given, "shape"))
 
-    def view(self, *shape):
+    def view(self, *shape, **given):
         """Same as :meth:`reshape` (components are contiguous, so it is always a view)."""
-        return _dispatch.OP_TABLE["view"](self, _shape_arg(shape))
+        return _dispatch.OP_TABLE["view"](self, _shape_arg(shape, given, "size"))
 
     __hash__ = object.__hash__
 
@@ -441,12 +439,15 @@ def _shape(nt):
 
 def attach_ops(names):
     """Install ``names`` (registered ops) as methods where the class has none of its own."""
-    for name in names:
-        if not hasattr(NestedTensor, name):
-            setattr(NestedTensor, name, _op(name))
+    for name in (name for name in names if not hasattr(NestedTensor, name)):
+        setattr(NestedTensor, name, _op(name))
 
 
-def _shape_arg(shape):
+def _shape_arg(shape, given=None, key=None):
+    if given:  # torch's keyword spelling: reshape(shape=...), view(size=...)
+        if shape or list(given) != [key]:
+            raise TypeError(f"takes the shape by position or as {key}=, got {shape} and keywords {sorted(given)}")
+        shape = (given[key],)
     one = len(shape) == 1 and (isinstance(shape[0], (list, tuple)) or type(shape[0]).__name__ == "Size")
     return tuple(shape[0]) if one else shape
 
