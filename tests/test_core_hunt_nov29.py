@@ -83,11 +83,14 @@ class TestTorchData:
         torch = self.torch
         c = torch.tensor([1 + 2j, 3 - 1j, 0.5j])
         yield "conj", lt.LoDTensor(c.conj(), [[0, 2, 3]]), [1 - 2j, 3 + 1j, -0.5j]
-        yield "np.conj", np.conj(lt.LoDTensor(c, [[0, 2, 3]])), [1 - 2j, 3 + 1j, -0.5j]
+        yield "conj of a slice", lt.LoDTensor(c[1:].conj(), [[0, 2]]), [3 + 1j, -0.5j]
         neg = torch.tensor([1 + 2j, 3 - 4j, 5 + 6j]).conj().imag
         yield "neg", lt.LoDTensor(neg, [[0, 1, 3]]), [-2.0, 4.0, -6.0]
 
     def test_lazy_conjugate_and_negative_views_read_as_their_values(self):
+        c = self.torch.tensor([1 + 2j, 3 - 1j, 0.5j])
+        got = np.conj(lt.LoDTensor(c, [[0, 2, 3]]))  # a ufunc's result is memory of its own, resolved
+        assert not got.data.is_conj() and got.tolist() == [[1 - 2j, 3 + 1j], [-0.5j]]
         for name, t, want in self._views():
             assert t.data.is_conj() or t.data.is_neg(), name
             flat = [x for seq in t.tolist() for x in seq]

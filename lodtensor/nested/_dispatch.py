@@ -78,7 +78,7 @@ def torch_dispatch(func, args, kwargs):
         label = f"torch.{name}"
     else:
         label = f"{getattr(func, '__module__', None) or 'torch'}.{getattr(func, '__qualname__', None) or name}"
-    close = difflib.get_close_matches(name or "", OP_TABLE, n=5, cutoff=0.7)
+    close = difflib.get_close_matches(name or "", OP_TABLE, n=5, cutoff=0.6)
     hint = f"; the closest supported ops: {', '.join(close)}" if close else ""
     raise UnsupportedOpError(  # (a TypeError and a NotImplementedError, which torch raises)
         f"{label} is not supported for lodtensor NestedTensor{hint} ({len(OP_TABLE)} ops are, listed by "
