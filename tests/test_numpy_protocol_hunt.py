@@ -166,3 +166,17 @@ def test_other_numpy_functions_are_refused_by_name(call, match):
     with pytest.raises(TypeError, match=match):
         call(nt)
     np.testing.assert_array_equal(np.asarray(nt.values()), before)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_numpy_functions_read_their_arguments_by_position_too(kind):
+    """np.max's third positional parameter is out= and its fourth keepdims (np.sum's third is dtype=): a first
+    version read every reduction as np.sum's signature, and np.concatenate's positional out= was ignored."""
+    nt = _nt(kind)
+    assert tuple(np.max(nt, -1, None, True).shape)[2:] == (1,)
+    assert tuple(np.any(nt, -1, None, True).shape)[2:] == (1,)
+    assert str(np.sum(nt, -1, np.float32).dtype).endswith("float32")
+    with pytest.raises(TypeError, match="numpy.max is not supported on a NestedTensor with out="):
+        np.max(nt, 1, np.zeros(3))
+    with pytest.raises(TypeError, match="numpy.concatenate is not supported on a NestedTensor with out="):
+        np.concatenate([nt, nt], -1, nt)

@@ -15,6 +15,7 @@ the bound method ``nt.size`` and ``np.sum(nt)`` failed on an unknown ``axis`` ke
 
 import numpy as np
 
+from .._ufunc import _signature
 from ..errors import ShapeError
 from ._registry import OP_TABLE, implements
 from ._tensor import NestedTensor
@@ -37,20 +38,34 @@ def _refused(func, detail=""):
     )
 
 
-def _only(func, kwargs, allowed):
-    """The keywords of a call, refused where one outside ``allowed`` is given (``out=``, ``where=``...)."""
-    extra = sorted(k for k, v in kwargs.items() if k not in allowed and v is not None and v is not np._NoValue)
+def _arguments(func, args, kwargs):
+    """The call's arguments by parameter name (NumPy's own signatures: ``np.max(nt, 1, None, True)`` passes
+    ``keepdims`` by position), the unbound parameter ``casting`` left out; a given ``out=``, ``where=``,
+    ``initial=``... is refused."""
+    given = dict(_signature(func).bind(*args, **kwargs).arguments)
+    given.pop("casting", None)  # (no cast: the nested op keeps torch's promotion)
+    taken = {k: given.pop(k) for k in ("a", "arrays", "axis", "keepdims", "dtype") if k in given}
+    extra = sorted(k for k, v in given.items() if v is not None and v is not np._NoValue)
     if extra:
         raise _refused(func, f" with {', '.join(k + '=' for k in extra)}")
-    return {k: v for k, v in kwargs.items() if k in allowed and v is not None and v is not np._NoValue}
+    return taken
 
 
-def _reduce(func, a, axis=None, dtype=None, out=None, keepdims=False, **more):
+def _reduce(func, args, kwargs):
     name, takes_dtype = _REDUCTIONS[func]
-    _only(func, {"out": out, **more}, ())
-    options = {"dtype": dtype} if takes_dtype and dtype is not None else _only(func, {"dtype": dtype}, ())
-    axis = tuple(axis) if isinstance(axis, list) else axis
-    return OP_TABLE[name](a, dim=axis, keepdim=bool(keepdims) if keepdims is not np._NoValue else False, **options)
+    given = _arguments(func, args, kwargs)
+    options = {"dtype": given["dtype"]} if takes_dtype and given.get("dtype") is not None else {}
+    axis = given.get("axis")
+    keepdims = given.get("keepdims", False)
+    return OP_TABLE[name](given["a"], dim=tuple(axis) if isinstance(axis, list) else axis,
+                          keepdim=bool(keepdims) if keepdims is not np._NoValue else False, **options)
+
+
+def _join(func, args, kwargs):
+    given = _arguments(func, args, kwargs)
+    if given.get("dtype") is not None:
+        raise _refused(func, " with dtype=")
+    return OP_TABLE[_JOINS[func]](list(given["arrays"]), dim=given.get("axis", 0))
 
 
 def _array_equal(a1, a2, equal_nan=False):
@@ -67,11 +82,9 @@ def _array_equal(a1, a2, equal_nan=False):
 def array_function(self, func, types, args, kwargs):
     """``NestedTensor.__array_function__``: the NumPy functions above, every other one refused."""
     if func in _REDUCTIONS:
-        return _reduce(func, *args, **kwargs)
+        return _reduce(func, args, kwargs)
     if func in _JOINS:
-        options = _only(func, {k: v for k, v in kwargs.items() if k != "axis"}, ())
-        return OP_TABLE[_JOINS[func]](list(args[0] if args else kwargs["arrays"]),
-                                      dim=args[1] if len(args) > 1 else kwargs.get("axis", 0), **options)
+        return _join(func, args, kwargs)
     if func is np.ndim:
         return self.dim()
     if func is np.shape:
